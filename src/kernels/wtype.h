@@ -1,0 +1,67 @@
+/* Weight type registry. Each storage format (GGUF's, and later our own GPTQ/AWQ
+ * group formats) is described by its block geometry, a dequantizer, a
+ * quantizer where one exists, and a dot product against the activation format
+ * it pairs with (`vec_dot_type`; e.g. Q4_0 weights meet Q8_0 activations, the
+ * K-quants meet Q8_K). Two tables exist: the scalar reference, and the active
+ * one, whose entries use AVX2/FMA/F16C when the CPU has them. Tests compare the
+ * two. Type ids are ggml's, so GGUF tensor types index the table directly. */
+#ifndef CLLM_KERNELS_WTYPE_H
+#define CLLM_KERNELS_WTYPE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum {
+    WT_F32 = 0,
+    WT_F16 = 1,
+    WT_Q4_0 = 2,
+    WT_Q4_1 = 3,
+    WT_Q5_0 = 6,
+    WT_Q5_1 = 7,
+    WT_Q8_0 = 8,
+    WT_Q8_1 = 9,
+    WT_Q2_K = 10,
+    WT_Q3_K = 11,
+    WT_Q4_K = 12,
+    WT_Q5_K = 13,
+    WT_Q6_K = 14,
+    WT_Q8_K = 15,
+    WT_BF16 = 30,
+    WT_COUNT = 64
+} wtype;
+
+/* Converts n elements (n a multiple of block_size). */
+typedef void (*wtype_to_float_fn)(const void *restrict x, float *restrict y, int64_t n);
+typedef void (*wtype_from_float_fn)(const float *restrict x, void *restrict y, int64_t n);
+/* *s = dot(x, y) over n elements; x in this type, y in vec_dot_type. */
+typedef void (*wtype_vec_dot_fn)(int n, float *restrict s, const void *restrict x,
+                                 const void *restrict y);
+
+typedef struct {
+    const char *name;
+    int block_size;   /* elements per block */
+    size_t type_size; /* bytes per block */
+    wtype vec_dot_type;
+    wtype_to_float_fn to_float;
+    wtype_from_float_fn from_float; /* NULL when we cannot produce this type */
+    wtype_vec_dot_fn vec_dot;       /* NULL for activation-only types */
+} wtype_traits;
+
+/* Chooses the fast table when the CPU supports AVX2+FMA+F16C, unless the
+ * environment sets CLLM_NO_AVX2=1. Idempotent and thread-safe. */
+void wtype_init(void);
+bool wtype_using_avx2(void);
+
+/* NULL when the type is unknown or has no kernels. */
+const wtype_traits *wtype_get(wtype t);
+const wtype_traits *wtype_get_ref(wtype t);
+
+/* A printable name for any id, known or not ("Q4_K", "type 17"). */
+const char *wtype_name(uint32_t t);
+/* Bytes for a row of n elements; 0 if the type is unknown or n is not a
+ * multiple of its block size. */
+size_t wtype_row_size(uint32_t t, int64_t n);
+int wtype_block_size(uint32_t t);
+
+#endif

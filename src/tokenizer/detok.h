@@ -1,0 +1,27 @@
+/* Incremental detokenization for streaming: tokens arrive one at a time and
+ * only whole UTF-8 characters leave; the bytes of a character split across
+ * tokens wait until it is complete. */
+#ifndef CLLM_TOKENIZER_DETOK_H
+#define CLLM_TOKENIZER_DETOK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tokenizer/tokenizer.h"
+
+typedef struct {
+    char pending[8]; /* start of an incomplete UTF-8 sequence */
+    int n_pending;
+} detok_state;
+
+/* Appends the text of token `id` to `out` (which must have room for the
+ * token's piece plus 8 bytes) and returns how many complete-character bytes
+ * were written. */
+size_t detok_push(const tokenizer *t, detok_state *st, int32_t id, bool special, char *out,
+                  size_t cap);
+/* At the end of a stream: whatever is still pending cannot complete; it is
+ * emitted as U+FFFD per invalid sequence. Returns bytes written. */
+size_t detok_flush(detok_state *st, char *out, size_t cap);
+
+#endif

@@ -1,0 +1,56 @@
+/* Tokenizers built from a model's vocabulary: SentencePiece-style (`llama` in
+ * GGUF: scores, byte fallback, the U+2581 space marker; Llama 2, Gemma) and
+ * byte-level BPE (`gpt2` in GGUF: merges, a pre-tokenizer regex chosen by
+ * `tokenizer.ggml.pre`; GPT-2, Llama 3, Qwen2). Special tokens (control and
+ * user-defined) are matched in the text before the model runs; control tokens
+ * are only produced from text when the caller asks (parse_special). */
+#ifndef CLLM_TOKENIZER_TOKENIZER_H
+#define CLLM_TOKENIZER_TOKENIZER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct gguf_ctx gguf_ctx;
+typedef struct tokenizer tokenizer;
+
+/* Token types as GGUF stores them (tokenizer.ggml.token_type). */
+typedef enum {
+    TOK_TYPE_UNDEFINED = 0,
+    TOK_TYPE_NORMAL = 1,
+    TOK_TYPE_UNKNOWN = 2,
+    TOK_TYPE_CONTROL = 3,
+    TOK_TYPE_USER_DEFINED = 4,
+    TOK_TYPE_UNUSED = 5,
+    TOK_TYPE_BYTE = 6,
+} tok_type;
+
+/* Reads tokenizer.ggml.* metadata. NULL with err_get() naming the problem. */
+tokenizer *tokenizer_from_gguf(const gguf_ctx *g);
+void tokenizer_free(tokenizer *t);
+
+int32_t tokenizer_n_vocab(const tokenizer *t);
+int32_t tokenizer_bos(const tokenizer *t); /* -1 when the model has none */
+int32_t tokenizer_eos(const tokenizer *t);
+bool tokenizer_add_bos(const tokenizer *t);
+/* End of generation: EOS, EOT and the chat end-of-turn tokens of the vocab. */
+bool tokenizer_is_eog(const tokenizer *t, int32_t id);
+tok_type tokenizer_token_type(const tokenizer *t, int32_t id);
+/* The raw vocabulary string of a token (NUL-terminated), NULL if out of range. */
+const char *tokenizer_token_text(const tokenizer *t, int32_t id);
+/* Exact lookup of a vocabulary string; -1 when absent. */
+int32_t tokenizer_find(const tokenizer *t, const char *text, size_t len);
+
+/* Encodes len bytes of text (need not be valid UTF-8: invalid bytes go through
+ * byte fallback). add_special adds BOS/EOS as the model's flags say;
+ * parse_special lets control tokens spelled in the text become those tokens.
+ * Returns the count and a malloc'd array in *out, or -1 with err_get(). */
+int tokenizer_encode(const tokenizer *t, const char *text, size_t len, bool add_special,
+                     bool parse_special, int32_t **out);
+
+/* The bytes a token stands for (space marker and byte tokens decoded); control
+ * tokens give nothing unless `special`. Returns the byte count, which may exceed
+ * cap (then nothing past cap is written), or -1 for an id out of range. */
+int tokenizer_token_to_piece(const tokenizer *t, int32_t id, bool special, char *buf, int cap);
+
+#endif
