@@ -1,12 +1,40 @@
 /* cllm command line: dispatches to one file per subcommand. */
+#include "cli/commands.h"
+
 #include <stdio.h>
 #include <string.h>
 
+typedef struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *help;
+} command;
+
+static const command k_commands[] = {
+    {"generate", cmd_generate, "generate text from a prompt"},
+    {"info", cmd_info, "describe a model: architecture, sizes, memory"},
+    {"tokenize", cmd_tokenize, "print the token ids of text read from stdin"},
+    {"logits", cmd_logits, "write the logits of a token sequence (for tests)"},
+};
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: cllm <command> [options]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof k_commands / sizeof k_commands[0]; i++)
+        fprintf(f, "  %-10s %s\n", k_commands[i].name, k_commands[i].help);
+    fprintf(f, "\n'cllm <command> --help' shows a command's options.\n");
+}
+
 int main(int argc, char **argv) {
-    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-        fprintf(stderr, "usage: cllm <generate|info> ...\n");
-        return argc < 2 ? 1 : 0;
+    if (argc < 2) {
+        usage(stderr);
+        return 1;
     }
-    fprintf(stderr, "cllm: unknown command '%s'\n", argv[1]);
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof k_commands / sizeof k_commands[0]; i++)
+        if (!strcmp(argv[1], k_commands[i].name)) return k_commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "cllm: unknown command '%s' (try 'cllm --help')\n", argv[1]);
     return 1;
 }

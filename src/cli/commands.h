@@ -1,0 +1,11 @@
+/* The subcommands of the cllm binary, one file each. Each takes the argv that
+ * follows its name (argv[0] is the subcommand) and returns the exit code. */
+#ifndef CLLM_CLI_COMMANDS_H
+#define CLLM_CLI_COMMANDS_H
+
+int cmd_generate(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_logits(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
+
+#endif
