@@ -1,0 +1,111 @@
+/* See cli_common.h. */
+#include "cli/cli_common.h"
+
+#include "util/error.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+int arg_int(const char *cmd, const char *opt, const char *val, long lo, long hi, long *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(val, &end, 10);
+    if (errno || end == val || *end || v < lo || v > hi) {
+        fprintf(stderr, "cllm %s: %s expects an integer in [%ld, %ld], got '%s'\n", cmd, opt, lo, hi, val);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int arg_float(const char *cmd, const char *opt, const char *val, double lo, double hi, double *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(val, &end);
+    if (errno || end == val || *end || !isfinite(v) || v < lo || v > hi) {
+        fprintf(stderr, "cllm %s: %s expects a number in [%g, %g], got '%s'\n", cmd, opt, lo, hi, val);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+const char *arg_value(const char *cmd, int argc, char **argv, int *i) {
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "cllm %s: option %s needs a value\n", cmd, argv[*i]);
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int seq_runner_init(seq_runner *r, model *m, int n_ctx, int max_batch, kv_dtype dtype, int n_threads) {
+    *r = (seq_runner){.m = m, .n_ctx = n_ctx, .max_batch = max_batch};
+    const int bs = 16;
+    const int n_blocks = (n_ctx + bs - 1) / bs;
+    int blocks[KV_MAX_GROUPS] = {n_blocks, n_blocks};
+    r->kv = kv_cache_create(&m->hp, dtype, bs, blocks);
+    r->tp = tp_create(n_threads);
+    if (!r->kv || !r->tp) goto fail;
+    for (int g = 0; g < KV_MAX_GROUPS; g++) {
+        r->table[g] = malloc((size_t)n_blocks * sizeof(int32_t));
+        if (!r->table[g]) goto fail;
+        for (int i = 0; i < n_blocks; i++) r->table[g][i] = i;
+    }
+    r->fwd = forward_create(m, r->kv, max_batch, max_batch, r->tp);
+    if (!r->fwd) goto fail;
+    return 0;
+fail:
+    if (!r->tp) err_set("cannot create threads");
+    seq_runner_free(r);
+    return -1;
+}
+
+void seq_runner_free(seq_runner *r) {
+    forward_free(r->fwd);
+    kv_cache_free(r->kv);
+    tp_free(r->tp);
+    for (int g = 0; g < KV_MAX_GROUPS; g++) free(r->table[g]);
+    r->fwd = NULL, r->kv = NULL, r->tp = NULL;
+}
+
+int seq_runner_feed(seq_runner *r, const int32_t *tokens, int n, int start, float *logits, bool all_logits) {
+    if (start + n > r->n_ctx) return err_set("%d tokens exceed the context of %d", start + n, r->n_ctx);
+    int32_t *pos = malloc((size_t)r->max_batch * sizeof *pos);
+    int32_t *seq = calloc((size_t)r->max_batch, sizeof *seq);
+    int32_t *rows = malloc((size_t)r->max_batch * sizeof *rows);
+    int rc = 0;
+    if (!pos || !seq || !rows) rc = err_set("out of memory");
+    fwd_seq s;
+    for (int g = 0; g < KV_MAX_GROUPS; g++) s.block_table[g] = r->table[g];
+    const size_t nv = (size_t)r->m->hp.n_vocab;
+    for (int done = 0; !rc && done < n;) {
+        const int chunk = n - done < r->max_batch ? n - done : r->max_batch;
+        for (int i = 0; i < chunk; i++) pos[i] = start + done + i, rows[i] = i;
+        const bool last = done + chunk == n;
+        fwd_batch b = {.n_tokens = chunk, .tokens = tokens + done, .pos = pos, .seq = seq, .n_seqs = 1,
+                       .seqs = &s};
+        if (all_logits) {
+            b.n_out = chunk;
+            b.out_rows = rows;
+        } else if (last && logits) {
+            b.n_out = 1;
+            rows[0] = chunk - 1;
+            b.out_rows = rows;
+        }
+        rc = forward_run(r->fwd, &b, all_logits ? logits + (size_t)done * nv : logits);
+        done += chunk;
+    }
+    free(pos);
+    free(seq);
+    free(rows);
+    return rc;
+}

@@ -1,0 +1,42 @@
+/* Helpers shared by the subcommands: option parsing with clear errors, and a
+ * single-sequence runner (one model, a KV cache whose block table is the
+ * identity, the forward pass) for commands that do not need the engine. */
+#ifndef CLLM_CLI_COMMON_H
+#define CLLM_CLI_COMMON_H
+
+#include "kv/kv_cache.h"
+#include "model/forward.h"
+#include "model/model.h"
+#include "util/threadpool.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Parse a whole string as a number in [lo, hi]; on failure print
+ * "cllm CMD: OPT expects ..." and return -1. */
+int arg_int(const char *cmd, const char *opt, const char *val, long lo, long hi, long *out);
+int arg_float(const char *cmd, const char *opt, const char *val, double lo, double hi, double *out);
+/* Fetches the value of an option at argv[*i] (advancing *i); prints an error
+ * when it is missing. */
+const char *arg_value(const char *cmd, int argc, char **argv, int *i);
+
+typedef struct {
+    model *m;
+    kv_cache *kv;
+    threadpool *tp;
+    forward_ctx *fwd;
+    int n_ctx;
+    int max_batch;
+    int32_t *table[KV_MAX_GROUPS];
+} seq_runner;
+
+/* Loads nothing: wraps an already loaded model for one sequence of up to n_ctx tokens. */
+int seq_runner_init(seq_runner *r, model *m, int n_ctx, int max_batch, kv_dtype dtype, int n_threads);
+void seq_runner_free(seq_runner *r);
+/* Feeds tokens at positions start.. and writes the logits of the last one
+ * (when logits is not NULL) or of every one (all_logits: [n][n_vocab]). */
+int seq_runner_feed(seq_runner *r, const int32_t *tokens, int n, int start, float *logits, bool all_logits);
+
+double now_seconds(void);
+
+#endif

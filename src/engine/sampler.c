@@ -1,0 +1,252 @@
+/* Sampling; see sampler.h. Candidate selection avoids sorting the whole
+ * vocabulary (262k entries for Gemma): top-k uses a partial quickselect, and
+ * top-p grows a quickselected prefix until it provably holds the nucleus. */
+#include "engine/sampler.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct sampler {
+    int n_vocab;
+    int32_t *counts; /* per-token occurrence counts, kept all-zero between calls */
+    uint8_t *in_prompt;
+    int32_t *idx;    /* candidate token ids */
+    float *prob;     /* candidate probabilities (unnormalized) */
+};
+
+sampling_params sampling_defaults(void) {
+    return (sampling_params){.temperature = 1.0f, .top_p = 1.0f, .repetition_penalty = 1.0f};
+}
+
+static uint64_t splitmix64(uint64_t *x) {
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+void rng_seed(rng_state *r, uint64_t seed) {
+    for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&seed);
+}
+
+static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+/* xoshiro256** */
+uint64_t rng_next(rng_state *r) {
+    uint64_t *s = r->s;
+    const uint64_t result = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return result;
+}
+
+double rng_uniform(rng_state *r) { return (double)(rng_next(r) >> 11) * 0x1.0p-53; }
+
+sampler *sampler_create(int n_vocab) {
+    sampler *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->n_vocab = n_vocab;
+    s->counts = calloc((size_t)n_vocab, sizeof *s->counts);
+    s->in_prompt = calloc((size_t)n_vocab, 1);
+    s->idx = malloc((size_t)n_vocab * sizeof *s->idx);
+    s->prob = malloc((size_t)n_vocab * sizeof *s->prob);
+    if (!s->counts || !s->in_prompt || !s->idx || !s->prob) {
+        sampler_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+void sampler_free(sampler *s) {
+    if (!s) return;
+    free(s->counts);
+    free(s->in_prompt);
+    free(s->idx);
+    free(s->prob);
+    free(s);
+}
+
+int32_t sampler_argmax(const float *logits, int n) {
+    int32_t best = 0;
+    for (int i = 1; i < n; i++)
+        if (logits[i] > logits[best]) best = i;
+    return best;
+}
+
+static bool valid_token(const sampler *s, int32_t t) { return t >= 0 && t < s->n_vocab; }
+
+static void apply_penalties(sampler *s, const sampling_params *p, float *logits, const int32_t *prompt,
+                            int n_prompt, const int32_t *output, int n_output) {
+    const bool rep = p->repetition_penalty != 1.0f && p->repetition_penalty > 0;
+    const bool pres_freq = p->presence_penalty != 0 || p->frequency_penalty != 0;
+    if (!rep && !pres_freq) return;
+    for (int i = 0; i < n_output; i++)
+        if (valid_token(s, output[i])) s->counts[output[i]]++;
+    if (rep)
+        for (int i = 0; i < n_prompt; i++)
+            if (valid_token(s, prompt[i])) s->in_prompt[prompt[i]] = 1;
+    /* Visit each distinct token once: the first occurrence applies, then marks done. */
+    for (int pass = 0; pass < 2; pass++) {
+        const int32_t *toks = pass == 0 ? output : prompt;
+        const int n = pass == 0 ? n_output : n_prompt;
+        for (int i = 0; i < n; i++) {
+            const int32_t t = toks[i];
+            if (!valid_token(s, t)) continue;
+            const int c = s->counts[t];
+            const bool seen = c > 0 || s->in_prompt[t];
+            if (!seen || c < 0) continue; /* c < 0: already handled */
+            if (rep) logits[t] = logits[t] > 0 ? logits[t] / p->repetition_penalty : logits[t] * p->repetition_penalty;
+            if (pres_freq && c > 0) logits[t] -= p->frequency_penalty * c + p->presence_penalty;
+            s->counts[t] = -1;
+            s->in_prompt[t] = 0;
+        }
+    }
+    for (int i = 0; i < n_output; i++)
+        if (valid_token(s, output[i])) s->counts[output[i]] = 0;
+    for (int i = 0; i < n_prompt; i++)
+        if (valid_token(s, prompt[i])) s->counts[prompt[i]] = 0, s->in_prompt[prompt[i]] = 0;
+}
+
+static inline bool cand_before(const sampler *s, int a, int b) {
+    /* Higher probability first; lower token id on ties, for determinism. */
+    return s->prob[a] > s->prob[b] || (s->prob[a] == s->prob[b] && s->idx[a] < s->idx[b]);
+}
+
+static void cand_swap(sampler *s, int a, int b) {
+    int32_t ti = s->idx[a];
+    s->idx[a] = s->idx[b];
+    s->idx[b] = ti;
+    float tp = s->prob[a];
+    s->prob[a] = s->prob[b];
+    s->prob[b] = tp;
+}
+
+/* Moves the k best candidates of [0, n) to the front (unordered). */
+static void select_top(sampler *s, int n, int k) {
+    int lo = 0, hi = n - 1;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        cand_swap(s, mid, hi);
+        int store = lo;
+        for (int i = lo; i < hi; i++)
+            if (cand_before(s, i, hi)) cand_swap(s, i, store++);
+        cand_swap(s, store, hi);
+        if (store == k - 1 || store == k) return;
+        if (store < k) lo = store + 1;
+        else hi = store - 1;
+    }
+}
+
+/* Insertion/heap-free sort of a short prefix: a simple merge sort via qsort
+ * needs a global comparator context, so sort indices locally. */
+static void sort_prefix(sampler *s, int k) {
+    for (int i = 1; i < k; i++) {
+        int j = i;
+        while (j > 0 && cand_before(s, j, j - 1)) {
+            cand_swap(s, j, j - 1);
+            j--;
+        }
+    }
+}
+
+static int cmp_desc_ctx_idx(const void *a, const void *b, void *ctx) {
+    const sampler *s = ctx;
+    int x = *(const int *)a, y = *(const int *)b;
+    if (s->prob[x] > s->prob[y]) return -1;
+    if (s->prob[x] < s->prob[y]) return 1;
+    return s->idx[x] < s->idx[y] ? -1 : s->idx[x] > s->idx[y];
+}
+
+/* Sorts the first k candidates best-first. */
+static void sort_candidates(sampler *s, int k) {
+    if (k <= 64) {
+        sort_prefix(s, k);
+        return;
+    }
+    int *order = malloc((size_t)k * sizeof *order);
+    int32_t *ti = malloc((size_t)k * sizeof *ti);
+    float *tp = malloc((size_t)k * sizeof *tp);
+    if (!order || !ti || !tp) {
+        free(order), free(ti), free(tp);
+        sort_prefix(s, k);
+        return;
+    }
+    for (int i = 0; i < k; i++) order[i] = i;
+    qsort_r(order, (size_t)k, sizeof *order, cmp_desc_ctx_idx, s);
+    for (int i = 0; i < k; i++) ti[i] = s->idx[order[i]], tp[i] = s->prob[order[i]];
+    memcpy(s->idx, ti, (size_t)k * sizeof *ti);
+    memcpy(s->prob, tp, (size_t)k * sizeof *tp);
+    free(order), free(ti), free(tp);
+}
+
+int32_t sampler_sample(sampler *s, const sampling_params *p, rng_state *rng, float *logits,
+                       const int32_t *prompt, int n_prompt, const int32_t *output, int n_output) {
+    const int n = s->n_vocab;
+    for (int i = 0; i < p->n_logit_bias; i++)
+        if (valid_token(s, p->logit_bias[i].token)) logits[p->logit_bias[i].token] += p->logit_bias[i].bias;
+    apply_penalties(s, p, logits, prompt, n_prompt, output, n_output);
+    if (p->temperature <= 0) return sampler_argmax(logits, n);
+
+    float max = logits[sampler_argmax(logits, n)];
+    double total = 0;
+    for (int i = 0; i < n; i++) {
+        s->idx[i] = i;
+        s->prob[i] = expf((logits[i] - max) / p->temperature);
+        total += s->prob[i];
+    }
+    int n_cand = n;
+    if (p->top_k > 0 && p->top_k < n_cand) {
+        select_top(s, n_cand, p->top_k);
+        n_cand = p->top_k;
+        sort_candidates(s, n_cand);
+        total = 0;
+        for (int i = 0; i < n_cand; i++) total += s->prob[i];
+    }
+    if (p->top_p < 1.0f) {
+        /* Find a sorted prefix whose mass reaches top_p; it then holds the nucleus. */
+        int k = n_cand < 256 ? n_cand : 256;
+        for (;;) {
+            if (k < n_cand) select_top(s, n_cand, k);
+            sort_candidates(s, k);
+            double mass = 0;
+            int cut = -1;
+            for (int i = 0; i < k; i++) {
+                mass += s->prob[i];
+                if (mass >= p->top_p * total) {
+                    cut = i + 1;
+                    break;
+                }
+            }
+            if (cut > 0 || k == n_cand) {
+                n_cand = cut > 0 ? cut : k;
+                break;
+            }
+            k = k * 4 < n_cand ? k * 4 : n_cand;
+        }
+    }
+    if (p->min_p > 0) {
+        float pmax = 0;
+        for (int i = 0; i < n_cand; i++)
+            if (s->prob[i] > pmax) pmax = s->prob[i];
+        int w = 0;
+        for (int i = 0; i < n_cand; i++)
+            if (s->prob[i] >= p->min_p * pmax) {
+                s->idx[w] = s->idx[i];
+                s->prob[w++] = s->prob[i];
+            }
+        n_cand = w;
+    }
+    double sum = 0;
+    for (int i = 0; i < n_cand; i++) sum += s->prob[i];
+    double u = rng_uniform(rng) * sum, acc = 0;
+    for (int i = 0; i < n_cand; i++) {
+        acc += s->prob[i];
+        if (u < acc) return s->idx[i];
+    }
+    return s->idx[n_cand - 1];
+}

@@ -1,0 +1,77 @@
+/* Threaded matmul over the weight type registry; see matmul.h. */
+#include "kernels/matmul.h"
+
+#include <string.h>
+
+/* Weight rows per unit of work, and activation rows per tile: 16 weight rows and
+ * 16 activation rows of a few KB each stay in L1 while they are multiplied. */
+#define MM_ROW_CHUNK 16
+#define MM_TOK_TILE 16
+
+size_t matmul_scratch_size(const weight *w, int n_tok) {
+    const wtype_traits *tr = wtype_get(w->type);
+    if (!tr || tr->vec_dot_type == WT_F32) return 0;
+    return wtype_row_size(tr->vec_dot_type, w->n_in) * (size_t)n_tok;
+}
+
+typedef struct {
+    const weight *w;
+    const wtype_traits *tr;
+    const wtype_traits *act_tr;
+    const float *x;
+    const uint8_t *xq;  /* activations in vec_dot_type */
+    size_t xq_row;      /* bytes per activation row */
+    uint8_t *xq_out;
+    int n_tok;
+    float *y;
+} mm_job;
+
+static void quantize_rows(void *p, int ith, int nth) {
+    mm_job *j = p;
+    long lo, hi;
+    tp_range(j->n_tok, ith, nth, &lo, &hi);
+    for (long t = lo; t < hi; t++)
+        j->act_tr->from_float(j->x + t * j->w->n_in, j->xq_out + t * j->xq_row, j->w->n_in);
+}
+
+static void dot_rows(void *p, int ith, int nth) {
+    mm_job *j = p;
+    const weight *w = j->w;
+    const long n_chunks = (w->n_out + MM_ROW_CHUNK - 1) / MM_ROW_CHUNK;
+    long c_lo, c_hi;
+    tp_range(n_chunks, ith, nth, &c_lo, &c_hi);
+    const long r_lo = c_lo * MM_ROW_CHUNK;
+    const long r_hi = c_hi * MM_ROW_CHUNK < w->n_out ? c_hi * MM_ROW_CHUNK : w->n_out;
+    const int n = (int)w->n_in;
+    for (long r0 = r_lo; r0 < r_hi; r0 += MM_ROW_CHUNK) {
+        const long r1 = r0 + MM_ROW_CHUNK < r_hi ? r0 + MM_ROW_CHUNK : r_hi;
+        for (int t0 = 0; t0 < j->n_tok; t0 += MM_TOK_TILE) {
+            const int t1 = t0 + MM_TOK_TILE < j->n_tok ? t0 + MM_TOK_TILE : j->n_tok;
+            for (long r = r0; r < r1; r++) {
+                const uint8_t *wrow = (const uint8_t *)w->data + r * w->row_bytes;
+                for (int t = t0; t < t1; t++)
+                    j->tr->vec_dot(n, &j->y[(size_t)t * w->n_out + r], wrow, j->xq + t * j->xq_row);
+            }
+        }
+    }
+}
+
+void matmul(threadpool *tp, const weight *w, const float *x, int n_tok, float *y, void *scratch) {
+    mm_job j = {.w = w, .tr = wtype_get(w->type), .x = x, .n_tok = n_tok, .y = y};
+    if (j.tr->vec_dot_type == WT_F32) {
+        j.xq = (const uint8_t *)x;
+        j.xq_row = (size_t)w->n_in * sizeof(float);
+    } else {
+        j.act_tr = wtype_get(j.tr->vec_dot_type);
+        j.xq_row = wtype_row_size(j.tr->vec_dot_type, w->n_in);
+        j.xq_out = scratch;
+        j.xq = scratch;
+        if (n_tok < 4) quantize_rows(&j, 0, 1);
+        else tp_run(tp, quantize_rows, &j);
+    }
+    tp_run(tp, dot_rows, &j);
+}
+
+void weight_row_to_float(const weight *w, int64_t r, float *out) {
+    wtype_get(w->type)->to_float((const uint8_t *)w->data + r * w->row_bytes, out, w->n_in);
+}

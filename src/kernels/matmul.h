@@ -1,0 +1,35 @@
+/* Matrix multiplication of f32 activations by a weight matrix in any
+ * registered format: Y[t][r] = sum_k X[t][k] * W[r][k]. Activations are
+ * converted once to the weight's vec_dot_type, then the weight rows are split
+ * over threads and each row is multiplied with a tile of activation rows while
+ * it is in L1, so a batch of tokens reads each weight once. */
+#ifndef CLLM_KERNELS_MATMUL_H
+#define CLLM_KERNELS_MATMUL_H
+
+#include "kernels/wtype.h"
+#include "util/threadpool.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A 2-D weight matrix: n_out rows of n_in elements, row-major in `type`. */
+typedef struct {
+    const char *name;
+    const void *data;
+    wtype type;
+    int64_t n_in;
+    int64_t n_out;
+    size_t row_bytes;
+} weight;
+
+/* Bytes of scratch matmul needs for n_tok activation rows of this weight. */
+size_t matmul_scratch_size(const weight *w, int n_tok);
+
+/* Y is [n_tok][w->n_out]; X is [n_tok][w->n_in]; scratch holds
+ * matmul_scratch_size bytes. */
+void matmul(threadpool *tp, const weight *w, const float *x, int n_tok, float *y, void *scratch);
+
+/* Dequantizes row `r` of w into out[n_in] (embedding lookup). */
+void weight_row_to_float(const weight *w, int64_t r, float *out);
+
+#endif

@@ -1,0 +1,27 @@
+/* Row-wise operations of the forward pass: RMSNorm, rotary embeddings,
+ * gated activations, residual adds. Each works on one row; the forward pass
+ * spreads rows over threads. */
+#ifndef CLLM_KERNELS_OPS_H
+#define CLLM_KERNELS_OPS_H
+
+#include <stdint.h>
+
+typedef enum { ROPE_PAIRS_ADJACENT = 0, ROPE_PAIRS_HALVES = 1 } rope_pairs;
+
+/* out = x / sqrt(mean(x^2) + eps) * w (w may be NULL). out may alias x. */
+void rmsnorm(float *out, const float *x, const float *w, int n, float eps);
+
+/* Fills cs[2*i], cs[2*i+1] = cos, sin of pos*scale*base^(-2i/rope_dim) / ff[i]
+ * for i < rope_dim/2 (ff may be NULL). */
+void rope_angles(float *cs, int pos, int rope_dim, float base, float pos_scale, const float *freq_factors);
+/* Rotates the first rope_dim dims of each of n_heads heads of head_dim. */
+void rope_apply(float *x, int n_heads, int head_dim, int rope_dim, const float *cs, rope_pairs pairs);
+
+/* g = act(g) * u, elementwise. */
+void silu_mul(float *g, const float *u, int n);
+void gelu_tanh_mul(float *g, const float *u, int n);
+
+void vec_add(float *y, const float *x, int n);
+void vec_scale(float *y, float s, int n);
+
+#endif

@@ -1,0 +1,127 @@
+/* The table of supported model families and the reading of their GGUF
+ * hyper-parameters. Conventions follow llama.cpp's GGUF files: Llama/Mistral
+ * q/k weights are permuted for adjacent-pair rope; Gemma's norm weights already
+ * hold HF's (1 + w). */
+#include "model/arch.h"
+
+#include "format/gguf.h"
+#include "util/error.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static const arch_traits k_archs[] = {
+    /* Llama 2/3 and Mistral (GGUF calls Mistral "llama"). */
+    {.name = "llama", .rope = ROPE_NORM, .act = ACT_SILU},
+    {.name = "qwen2", .rope = ROPE_NEOX, .act = ACT_SILU, .qkv_bias = true},
+    {.name = "gemma3", .rope = ROPE_NEOX, .act = ACT_GELU_TANH, .qk_norm = true, .post_norms = true,
+     .embd_scale_sqrt = true, .swa_pattern = 6, .rope_base_swa = 10000.0f},
+};
+
+const arch_traits *arch_find(const char *name) {
+    for (size_t i = 0; i < sizeof k_archs / sizeof k_archs[0]; i++)
+        if (!strcmp(k_archs[i].name, name)) return &k_archs[i];
+    return NULL;
+}
+
+static int need_u32(const gguf_ctx *g, const char *arch, const char *suffix, int *out, int lo, int hi) {
+    char key[128];
+    uint32_t v;
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    if (!gguf_get_u32(g, key, &v)) {
+        if (gguf_find(g, key)) return err_set("metadata '%s' is not an unsigned integer", key);
+        return err_set("missing required metadata key '%s'", key);
+    }
+    if ((int64_t)v < lo || (int64_t)v > hi)
+        return err_set("metadata '%s' = %u is out of range [%d, %d]", key, v, lo, hi);
+    *out = (int)v;
+    return 0;
+}
+
+static int opt_u32(const gguf_ctx *g, const char *arch, const char *suffix, int *out, int lo, int hi) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    if (!gguf_find(g, key)) return 0;
+    return need_u32(g, arch, suffix, out, lo, hi);
+}
+
+static int opt_f32(const gguf_ctx *g, const char *arch, const char *suffix, float *out) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    if (!gguf_find(g, key)) return 0;
+    if (!gguf_get_f32(g, key, out) || !isfinite(*out)) return err_set("metadata '%s' is not a finite number", key);
+    return 0;
+}
+
+int hparams_from_gguf(const gguf_ctx *g, model_hparams *hp) {
+    memset(hp, 0, sizeof *hp);
+    gguf_str arch_s;
+    if (!gguf_get_str(g, "general.architecture", &arch_s))
+        return err_set("missing required metadata key 'general.architecture'");
+    char arch[64];
+    snprintf(arch, sizeof arch, "%.*s", (int)(arch_s.len < 60 ? arch_s.len : 60), arch_s.ptr);
+    hp->traits = arch_find(arch);
+    if (!hp->traits)
+        return err_set("unknown architecture '%s' (supported: llama, qwen2, gemma3)", arch);
+
+    if (need_u32(g, arch, "block_count", &hp->n_layer, 1, CLLM_MAX_LAYERS) ||
+        need_u32(g, arch, "embedding_length", &hp->n_embd, 1, 1 << 16) ||
+        need_u32(g, arch, "feed_forward_length", &hp->n_ff, 1, 1 << 20) ||
+        need_u32(g, arch, "attention.head_count", &hp->n_head, 1, 1024) ||
+        need_u32(g, arch, "context_length", &hp->n_ctx_train, 1, 1 << 24))
+        return -1;
+    hp->n_head_kv = hp->n_head;
+    if (opt_u32(g, arch, "attention.head_count_kv", &hp->n_head_kv, 1, hp->n_head)) return -1;
+    if (hp->n_head % hp->n_head_kv)
+        return err_set("attention.head_count %d is not a multiple of head_count_kv %d", hp->n_head,
+                       hp->n_head_kv);
+    hp->head_dim_k = hp->n_embd / hp->n_head;
+    if (opt_u32(g, arch, "attention.key_length", &hp->head_dim_k, 1, 4096)) return -1;
+    hp->head_dim_v = hp->head_dim_k;
+    if (opt_u32(g, arch, "attention.value_length", &hp->head_dim_v, 1, 4096)) return -1;
+    if (hp->head_dim_k % 2) return err_set("head dimension %d is odd; rope needs pairs", hp->head_dim_k);
+    hp->rope_dim = hp->head_dim_k;
+    if (opt_u32(g, arch, "rope.dimension_count", &hp->rope_dim, 2, hp->head_dim_k)) return -1;
+    if (hp->rope_dim % 2) return err_set("rope.dimension_count %d is odd", hp->rope_dim);
+
+    hp->norm_eps = 1e-5f;
+    if (opt_f32(g, arch, "attention.layer_norm_rms_epsilon", &hp->norm_eps)) return -1;
+    hp->rope_base = 10000.0f;
+    if (opt_f32(g, arch, "rope.freq_base", &hp->rope_base)) return -1;
+    hp->rope_base_swa = hp->traits->rope_base_swa > 0 ? hp->traits->rope_base_swa : hp->rope_base;
+    if (opt_f32(g, arch, "rope.freq_base_swa", &hp->rope_base_swa)) return -1;
+    if (hp->rope_base <= 0 || hp->rope_base_swa <= 0) return err_set("rope.freq_base must be positive");
+
+    hp->rope_pos_scale = 1.0f;
+    char key[128];
+    snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
+    gguf_str scaling;
+    if (gguf_get_str(g, key, &scaling) && !gguf_str_eq(scaling, "none")) {
+        float factor = 1.0f;
+        if (opt_f32(g, arch, "rope.scaling.factor", &factor)) return -1;
+        if (gguf_str_eq(scaling, "linear")) {
+            if (factor <= 0) return err_set("rope.scaling.factor must be positive");
+            hp->rope_pos_scale = 1.0f / factor;
+        } else {
+            return err_set("unsupported rope scaling type '%.*s' (supported: none, linear)",
+                           (int)scaling.len, scaling.ptr);
+        }
+    }
+
+    hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim_k);
+    hp->embd_scale = hp->traits->embd_scale_sqrt ? sqrtf((float)hp->n_embd) : 1.0f;
+
+    if (hp->traits->swa_pattern > 0) {
+        if (opt_u32(g, arch, "attention.sliding_window", &hp->n_swa, 0, 1 << 24)) return -1;
+        snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", arch);
+        const gguf_value *pat = gguf_get_arr(g, key, GGUF_TYPE_BOOL);
+        if (pat && pat->arr.n != (uint64_t)hp->n_layer)
+            return err_set("%s has %llu entries, the model has %d layers", key,
+                           (unsigned long long)pat->arr.n, hp->n_layer);
+        for (int il = 0; il < hp->n_layer; il++)
+            hp->is_swa[il] = hp->n_swa > 0 && (pat ? gguf_arr_num(pat, (uint64_t)il) != 0
+                                                   : il % hp->traits->swa_pattern < hp->traits->swa_pattern - 1);
+    }
+    return 0;
+}

@@ -1,0 +1,56 @@
+/* Model families and their hyper-parameters. What differs between Llama,
+ * Qwen2, Mistral and Gemma 3 is data here (a rope style, an activation, which
+ * optional tensors exist, the sliding-window pattern), read once at load time;
+ * the forward pass has no per-family branches beyond these fields. */
+#ifndef CLLM_MODEL_ARCH_H
+#define CLLM_MODEL_ARCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct gguf_ctx gguf_ctx;
+
+typedef enum { ROPE_NORM, ROPE_NEOX } rope_style; /* adjacent pairs / split halves */
+typedef enum { ACT_SILU, ACT_GELU_TANH } act_kind;
+
+typedef struct {
+    const char *name;       /* general.architecture */
+    rope_style rope;
+    act_kind act;
+    bool qkv_bias;          /* attn_{q,k,v}.bias present (Qwen2) */
+    bool qk_norm;           /* per-head RMSNorm of q and k before rope (Gemma 3) */
+    bool post_norms;        /* norms after attention and MLP, before the residual add */
+    bool embd_scale_sqrt;   /* embeddings times sqrt(n_embd) */
+    int swa_pattern;        /* every n-th layer is global, the others sliding; 0: none */
+    float rope_base_swa;    /* rope base of sliding layers when the file names none */
+} arch_traits;
+
+#define CLLM_MAX_LAYERS 256
+
+typedef struct {
+    const arch_traits *traits;
+    int n_vocab;
+    int n_ctx_train;
+    int n_embd;
+    int n_layer;
+    int n_ff;
+    int n_head;
+    int n_head_kv;
+    int head_dim_k;
+    int head_dim_v;
+    int rope_dim;           /* leading dims of each head that are rotated */
+    float norm_eps;
+    float rope_base;        /* global layers */
+    float rope_base_swa;    /* sliding layers */
+    float rope_pos_scale;   /* linear rope scaling: position multiplier (1/factor) */
+    float attn_scale;       /* multiplier of q.k */
+    float embd_scale;
+    int n_swa;              /* sliding window in tokens; 0 when no layer slides */
+    bool is_swa[CLLM_MAX_LAYERS];
+} model_hparams;
+
+const arch_traits *arch_find(const char *name);
+/* Reads {arch}.* keys. n_vocab comes from the token embedding, set by the loader. */
+int hparams_from_gguf(const gguf_ctx *g, model_hparams *hp);
+
+#endif

@@ -1,0 +1,288 @@
+/* The forward pass; see forward.h. Read it top to bottom in layer order:
+ * embed, then per layer norm, QKV, (Q/K norm), rope, KV write, attention,
+ * output projection, (post-norm), residual, norm, gated MLP, (post-norm),
+ * residual; then final norm and logits for the requested rows. Per-family
+ * differences are the hparams' fields and which optional weights exist. */
+#include "model/forward.h"
+
+#include "kernels/attention.h"
+#include "kernels/matmul.h"
+#include "kernels/ops.h"
+#include "util/error.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct forward_ctx {
+    const model *m;
+    kv_cache *kv;
+    threadpool *tp;
+    int max_tokens;
+    int max_out;
+    attn_fn attn;
+    /* Activations of the batch, [max_tokens][...]. */
+    float *x, *xb, *tmp, *q, *k, *v, *att, *gate, *up;
+    float *rope_full, *rope_swa; /* [max_tokens][rope_dim] cos/sin pairs */
+    float *out_x;                /* [max_out][n_embd] */
+    void *mm_scratch;
+};
+
+/* ---- parallel loops over token rows ---- */
+
+typedef struct forward_step forward_step;
+typedef void (*row_fn)(const forward_step *s, int t);
+
+/* What one parallel loop of a layer needs: the batch, the layer, the function. */
+struct forward_step {
+    forward_ctx *f;
+    const fwd_batch *b;
+    int il;
+    row_fn fn;
+    long n;
+};
+
+static void rows_worker(void *p, int ith, int nth) {
+    const forward_step *s = p;
+    long lo, hi;
+    tp_range(s->n, ith, nth, &lo, &hi);
+    for (long t = lo; t < hi; t++) s->fn(s, (int)t);
+}
+
+static void for_each(forward_step *s, row_fn fn, long n) {
+    s->fn = fn;
+    s->n = n;
+    if (n == 1) fn(s, 0);
+    else tp_run(s->f->tp, rows_worker, s);
+}
+
+/* ---- the steps ---- */
+
+static void embed_row(const forward_step *s, int t) {
+    const model *m = s->f->m;
+    float *x = s->f->x + (size_t)t * m->hp.n_embd;
+    weight_row_to_float(&m->w.tok_embd, s->b->tokens[t], x);
+    if (m->hp.embd_scale != 1.0f) vec_scale(x, m->hp.embd_scale, m->hp.n_embd);
+}
+
+static void rope_row(const forward_step *s, int t) {
+    const model_hparams *hp = &s->f->m->hp;
+    const int pos = s->b->pos[t];
+    rope_angles(s->f->rope_full + (size_t)t * hp->rope_dim, pos, hp->rope_dim, hp->rope_base,
+                hp->rope_pos_scale, s->f->m->w.rope_freqs);
+    if (hp->n_swa)
+        rope_angles(s->f->rope_swa + (size_t)t * hp->rope_dim, pos, hp->rope_dim, hp->rope_base_swa, 1.0f,
+                    s->f->m->w.rope_freqs);
+}
+
+static void attn_norm_row(const forward_step *s, int t) {
+    const model *m = s->f->m;
+    const int e = m->hp.n_embd;
+    rmsnorm(s->f->xb + (size_t)t * e, s->f->x + (size_t)t * e, m->w.layers[s->il].attn_norm, e, m->hp.norm_eps);
+}
+
+static void write_kv(const forward_step *s, int t, const float *k, const float *v) {
+    forward_ctx *f = s->f;
+    const kv_cache *kv = f->kv;
+    const int g = kv->layer_group[s->il];
+    const kv_group *grp = &kv->groups[g];
+    const int pos = s->b->pos[t];
+    const int blk = s->b->seqs[s->b->seq[t]].block_table[g][pos / kv->block_size];
+    const int off = pos % kv->block_size;
+    const size_t layer = (size_t)kv->layer_slot[s->il] * grp->layer_stride;
+    const wtype_traits *conv = wtype_get(kv->dtype == KV_F16 ? WT_F16 : WT_F32);
+    for (int h = 0; h < kv->n_kv_heads; h++) {
+        conv->from_float(k + (size_t)h * kv->head_dim_k, grp->k + layer + kv_k_offset(kv, blk, h, off),
+                         kv->head_dim_k);
+        conv->from_float(v + (size_t)h * kv->head_dim_v, grp->v + layer + kv_v_offset(kv, blk, h, off),
+                         kv->head_dim_v);
+    }
+}
+
+/* Biases, Q/K norms, rope, and the K/V write of one token. */
+static void qkv_row(const forward_step *s, int t) {
+    forward_ctx *f = s->f;
+    const model_hparams *hp = &f->m->hp;
+    const layer_weights *l = &f->m->w.layers[s->il];
+    const int q_dim = hp->n_head * hp->head_dim_k;
+    const int k_dim = hp->n_head_kv * hp->head_dim_k;
+    const int v_dim = hp->n_head_kv * hp->head_dim_v;
+    float *q = f->q + (size_t)t * q_dim, *k = f->k + (size_t)t * k_dim, *v = f->v + (size_t)t * v_dim;
+    if (l->bq) {
+        vec_add(q, l->bq, q_dim);
+        vec_add(k, l->bk, k_dim);
+        vec_add(v, l->bv, v_dim);
+    }
+    if (l->q_norm) {
+        for (int h = 0; h < hp->n_head; h++)
+            rmsnorm(q + h * hp->head_dim_k, q + h * hp->head_dim_k, l->q_norm, hp->head_dim_k, hp->norm_eps);
+        for (int h = 0; h < hp->n_head_kv; h++)
+            rmsnorm(k + h * hp->head_dim_k, k + h * hp->head_dim_k, l->k_norm, hp->head_dim_k, hp->norm_eps);
+    }
+    const float *cs = (hp->is_swa[s->il] ? f->rope_swa : f->rope_full) + (size_t)t * hp->rope_dim;
+    const rope_pairs pairs = hp->traits->rope == ROPE_NEOX ? ROPE_PAIRS_HALVES : ROPE_PAIRS_ADJACENT;
+    rope_apply(q, hp->n_head, hp->head_dim_k, hp->rope_dim, cs, pairs);
+    rope_apply(k, hp->n_head_kv, hp->head_dim_k, hp->rope_dim, cs, pairs);
+    write_kv(s, t, k, v);
+}
+
+/* One (token, query head) pair: row index = t * n_head + h. */
+static void attn_row(const forward_step *s, int row) {
+    forward_ctx *f = s->f;
+    const model_hparams *hp = &f->m->hp;
+    const kv_cache *kv = f->kv;
+    const int t = row / hp->n_head, h = row % hp->n_head;
+    const int g = kv->layer_group[s->il];
+    const kv_group *grp = &kv->groups[g];
+    const size_t layer = (size_t)kv->layer_slot[s->il] * grp->layer_stride;
+    const paged_kv pk = {.k = grp->k + layer, .v = grp->v + layer, .f16 = kv->dtype == KV_F16,
+                         .block_size = kv->block_size, .n_kv_heads = kv->n_kv_heads,
+                         .head_dim_k = kv->head_dim_k, .head_dim_v = kv->head_dim_v};
+    const int pos = s->b->pos[t];
+    const int lo = grp->window && pos - grp->window + 1 > 0 ? pos - grp->window + 1 : 0;
+    const float *q = f->q + ((size_t)t * hp->n_head + h) * hp->head_dim_k;
+    float *out = f->att + ((size_t)t * hp->n_head + h) * hp->head_dim_v;
+    f->attn(&pk, s->b->seqs[s->b->seq[t]].block_table[g], h / (hp->n_head / hp->n_head_kv), q, lo, pos,
+            hp->attn_scale, out);
+}
+
+/* After the output projection: post-norm, residual, and the MLP's input norm. */
+static void attn_residual_row(const forward_step *s, int t) {
+    const model *m = s->f->m;
+    const layer_weights *l = &m->w.layers[s->il];
+    const int e = m->hp.n_embd;
+    float *tmp = s->f->tmp + (size_t)t * e, *x = s->f->x + (size_t)t * e;
+    if (l->post_attn_norm) rmsnorm(tmp, tmp, l->post_attn_norm, e, m->hp.norm_eps);
+    vec_add(x, tmp, e);
+    rmsnorm(s->f->xb + (size_t)t * e, x, l->ffn_norm, e, m->hp.norm_eps);
+}
+
+static void act_row(const forward_step *s, int t) {
+    const model_hparams *hp = &s->f->m->hp;
+    float *g = s->f->gate + (size_t)t * hp->n_ff;
+    const float *u = s->f->up + (size_t)t * hp->n_ff;
+    if (hp->traits->act == ACT_GELU_TANH) gelu_tanh_mul(g, u, hp->n_ff);
+    else silu_mul(g, u, hp->n_ff);
+}
+
+static void ffn_residual_row(const forward_step *s, int t) {
+    const model *m = s->f->m;
+    const layer_weights *l = &m->w.layers[s->il];
+    const int e = m->hp.n_embd;
+    float *tmp = s->f->tmp + (size_t)t * e;
+    if (l->post_ffn_norm) rmsnorm(tmp, tmp, l->post_ffn_norm, e, m->hp.norm_eps);
+    vec_add(s->f->x + (size_t)t * e, tmp, e);
+}
+
+static void final_norm_row(const forward_step *s, int i) {
+    const model *m = s->f->m;
+    const int e = m->hp.n_embd;
+    rmsnorm(s->f->out_x + (size_t)i * e, s->f->x + (size_t)s->b->out_rows[i] * e, m->w.output_norm, e,
+            m->hp.norm_eps);
+}
+
+static void run_layer(forward_ctx *f, forward_step *s, int n) {
+    const layer_weights *l = &f->m->w.layers[s->il];
+    for_each(s, attn_norm_row, n);
+    matmul(f->tp, &l->wq, f->xb, n, f->q, f->mm_scratch);
+    matmul(f->tp, &l->wk, f->xb, n, f->k, f->mm_scratch);
+    matmul(f->tp, &l->wv, f->xb, n, f->v, f->mm_scratch);
+    for_each(s, qkv_row, n);
+    for_each(s, attn_row, (long)n * f->m->hp.n_head);
+    matmul(f->tp, &l->wo, f->att, n, f->tmp, f->mm_scratch);
+    for_each(s, attn_residual_row, n);
+    matmul(f->tp, &l->w_gate, f->xb, n, f->gate, f->mm_scratch);
+    matmul(f->tp, &l->w_up, f->xb, n, f->up, f->mm_scratch);
+    for_each(s, act_row, n);
+    matmul(f->tp, &l->w_down, f->gate, n, f->tmp, f->mm_scratch);
+    for_each(s, ffn_residual_row, n);
+}
+
+static int check_batch(const forward_ctx *f, const fwd_batch *b) {
+    if (b->n_tokens < 1 || b->n_tokens > f->max_tokens)
+        return err_set("batch of %d tokens (limit %d)", b->n_tokens, f->max_tokens);
+    if (b->n_out < 0 || b->n_out > f->max_out) return err_set("%d logit rows (limit %d)", b->n_out, f->max_out);
+    const kv_cache *kv = f->kv;
+    for (int t = 0; t < b->n_tokens; t++) {
+        if (b->tokens[t] < 0 || b->tokens[t] >= f->m->hp.n_vocab)
+            return err_set("token id %d is outside the vocabulary (%d)", b->tokens[t], f->m->hp.n_vocab);
+        if (b->seq[t] < 0 || b->seq[t] >= b->n_seqs || b->pos[t] < 0)
+            return err_set("token %d has an invalid sequence or position", t);
+        for (int g = 0; g < kv->n_groups; g++) {
+            int blk = b->seqs[b->seq[t]].block_table[g][b->pos[t] / kv->block_size];
+            if (blk < 0 || blk >= kv->groups[g].n_blocks)
+                return err_set("token %d (position %d) maps to invalid KV block %d", t, b->pos[t], blk);
+        }
+    }
+    for (int i = 0; i < b->n_out; i++)
+        if (b->out_rows[i] < 0 || b->out_rows[i] >= b->n_tokens) return err_set("invalid logit row %d", b->out_rows[i]);
+    return 0;
+}
+
+int forward_run(forward_ctx *f, const fwd_batch *b, float *logits) {
+    if (check_batch(f, b)) return -1;
+    const int n = b->n_tokens;
+    forward_step s = {.f = f, .b = b};
+    for_each(&s, embed_row, n);
+    for_each(&s, rope_row, n);
+    for (int il = 0; il < f->m->hp.n_layer; il++) {
+        s.il = il;
+        run_layer(f, &s, n);
+    }
+    if (b->n_out == 0) return 0;
+    for_each(&s, final_norm_row, b->n_out);
+    matmul(f->tp, &f->m->w.output, f->out_x, b->n_out, logits, f->mm_scratch);
+    return 0;
+}
+
+static size_t max_scratch(const model *m, int max_tokens, int max_out) {
+    size_t best = matmul_scratch_size(&m->w.output, max_out);
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        const layer_weights *l = &m->w.layers[il];
+        const weight *ws[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->w_gate, &l->w_up, &l->w_down};
+        for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) {
+            size_t sz = matmul_scratch_size(ws[i], max_tokens);
+            if (sz > best) best = sz;
+        }
+    }
+    return best;
+}
+
+forward_ctx *forward_create(const model *m, kv_cache *kv, int max_tokens, int max_out, threadpool *tp) {
+    forward_ctx *f = calloc(1, sizeof *f);
+    if (!f) goto oom;
+    const model_hparams *hp = &m->hp;
+    f->m = m;
+    f->kv = kv;
+    f->tp = tp;
+    f->max_tokens = max_tokens;
+    f->max_out = max_out;
+    f->attn = attn_paged_best();
+    const size_t T = (size_t)max_tokens;
+    float **bufs[] = {&f->x, &f->xb, &f->tmp, &f->q, &f->k, &f->v, &f->att, &f->gate, &f->up,
+                      &f->rope_full, &f->rope_swa, &f->out_x};
+    const size_t sizes[] = {T * hp->n_embd, T * hp->n_embd, T * hp->n_embd,
+                            T * hp->n_head * hp->head_dim_k, T * hp->n_head_kv * hp->head_dim_k,
+                            T * hp->n_head_kv * hp->head_dim_v, T * hp->n_head * hp->head_dim_v,
+                            T * hp->n_ff, T * hp->n_ff, T * hp->rope_dim, T * hp->rope_dim,
+                            (size_t)max_out * hp->n_embd};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
+        *bufs[i] = malloc(sizes[i] * sizeof(float));
+        if (!*bufs[i]) goto oom;
+    }
+    f->mm_scratch = malloc(max_scratch(m, max_tokens, max_out) + 64);
+    if (!f->mm_scratch) goto oom;
+    return f;
+oom:
+    forward_free(f);
+    err_set("out of memory allocating forward buffers for %d tokens", max_tokens);
+    return NULL;
+}
+
+void forward_free(forward_ctx *f) {
+    if (!f) return;
+    float *bufs[] = {f->x, f->xb, f->tmp, f->q, f->k, f->v, f->att, f->gate, f->up,
+                     f->rope_full, f->rope_swa, f->out_x};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+    free(f->mm_scratch);
+    free(f);
+}

@@ -1,0 +1,53 @@
+/* A loaded model: hyper-parameters, weights (views into the memory-mapped
+ * file), tokenizer and chat template. Built by model_load, released by
+ * model_free. Immutable after loading, so many engines and threads may share it. */
+#ifndef CLLM_MODEL_MODEL_H
+#define CLLM_MODEL_MODEL_H
+
+#include "kernels/matmul.h"
+#include "model/arch.h"
+
+#include <stddef.h>
+
+typedef struct gguf_ctx gguf_ctx;
+typedef struct tokenizer tokenizer;
+
+typedef struct {
+    const float *attn_norm;
+    weight wq, wk, wv, wo;
+    const float *bq, *bk, *bv;  /* NULL unless the family has biases */
+    const float *q_norm, *k_norm;
+    const float *post_attn_norm;
+    const float *ffn_norm;
+    weight w_gate, w_up, w_down;
+    const float *post_ffn_norm;
+} layer_weights;
+
+typedef struct {
+    weight tok_embd;
+    const float *output_norm;
+    weight output;               /* the token embedding when the output is tied */
+    const float *rope_freqs;     /* Llama 3 frequency factors [rope_dim/2] or NULL */
+    layer_weights layers[CLLM_MAX_LAYERS];
+} model_weights;
+
+typedef struct model {
+    char *path;
+    char *name;
+    gguf_ctx *gguf;
+    model_hparams hp;
+    model_weights w;
+    tokenizer *tok;
+    char *chat_template;  /* NULL when the file has none */
+    bool tied_output;
+    /* Small f32 vectors (norms, biases) converted at load time. */
+    float **owned;
+    int n_owned;
+    size_t weight_bytes;  /* bytes of all tensors in the file */
+    int64_t n_params;
+} model;
+
+model *model_load(const char *path);
+void model_free(model *m);
+
+#endif
