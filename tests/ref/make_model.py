@@ -25,7 +25,7 @@ norm multiplies by the stored weight directly (see ref_forward.py).
 Command line:
   python3 tests/ref/make_model.py --arch gemma3 --out /tmp/g.gguf [--seed 1]
       [--wtype f32|f16|q8_0] [--tied] [--rope-freqs] [--rope-scale 2.0]
-      [--set n_layer=3 ...]
+      [--set n_layer=3 --set drop_tensors=blk.0.attn_q.weight ...]
 """
 
 from __future__ import annotations
@@ -363,7 +363,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         k, _, v = s.partition("=")
         if k not in fields:
             ap.error(f"unknown field {k!r}")
-        opts[k] = _parse_value(fields[k], v)
+        if k in ("drop_keys", "drop_tensors"):
+            opts[k] = tuple(x for x in v.split(",") if x)
+        else:
+            opts[k] = _parse_value(fields[k], v)
     spec = default_spec(a.arch, **opts)
     write_model(a.out, spec)
     print(f"wrote {a.out}: {spec}")
