@@ -91,3 +91,13 @@ void kv_cache_free(kv_cache *kv) {
     }
     free(kv);
 }
+
+void kv_cache_copy_block(kv_cache *kv, int g, int src, int dst) {
+    kv_group *grp = &kv->groups[g];
+    const size_t kb = kv_k_offset(kv, 1, 0, 0), vb = kv_v_offset(kv, 1, 0, 0);
+    for (int l = 0; l < grp->n_layers; l++) {
+        uint8_t *k = grp->k + (size_t)l * grp->layer_stride, *v = grp->v + (size_t)l * grp->layer_stride;
+        memcpy(k + (size_t)dst * kb, k + (size_t)src * kb, kb);
+        memcpy(v + (size_t)dst * vb, v + (size_t)src * vb, vb);
+    }
+}

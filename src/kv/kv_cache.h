@@ -51,6 +51,8 @@ void kv_cache_layout(const model_hparams *hp, kv_cache *kv);
 /* Allocates n_blocks[g] blocks for each group g. NULL with err_get() on failure. */
 kv_cache *kv_cache_create(const model_hparams *hp, kv_dtype dtype, int block_size, const int *n_blocks);
 void kv_cache_free(kv_cache *kv);
+/* Copies the contents of block src to block dst in group g (all its layers). */
+void kv_cache_copy_block(kv_cache *kv, int g, int src, int dst);
 
 static inline size_t kv_k_offset(const kv_cache *kv, int block, int head, int tok) {
     return (((size_t)block * kv->n_kv_heads + head) * kv->block_size + tok) * kv->head_dim_k *
