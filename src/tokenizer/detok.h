@@ -15,9 +15,17 @@ typedef struct {
     int n_pending;
 } detok_state;
 
-/* Appends the text of token `id` to `out` (which must have room for the
- * token's piece plus 8 bytes) and returns how many complete-character bytes
- * were written. */
+/* A stream starts from a zeroed state: `detok_state st = {0};`. */
+
+/* Room in `out` that always suffices for a piece of n bytes: each byte may
+ * become a 3-byte U+FFFD, and up to 3 pending bytes may join it. For valid
+ * UTF-8 pieces, n + 8 is enough. */
+#define DETOK_MAX_OUT(n) (3 * (size_t)(n) + 12)
+
+/* Appends the text of token `id` to `out` (room for DETOK_MAX_OUT of the
+ * token's piece length; a smaller cap stops at a character boundary) and
+ * returns how many complete-character bytes were written. An id out of range
+ * writes nothing. */
 size_t detok_push(const tokenizer *t, detok_state *st, int32_t id, bool special, char *out,
                   size_t cap);
 /* At the end of a stream: whatever is still pending cannot complete; it is

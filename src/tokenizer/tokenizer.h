@@ -33,6 +33,9 @@ int32_t tokenizer_n_vocab(const tokenizer *t);
 int32_t tokenizer_bos(const tokenizer *t); /* -1 when the model has none */
 int32_t tokenizer_eos(const tokenizer *t);
 bool tokenizer_add_bos(const tokenizer *t);
+/* SentencePiece models that put a space before the text (Llama 2; not Gemma):
+ * a decoder drops that space from the first token of a sequence. */
+bool tokenizer_add_space_prefix(const tokenizer *t);
 /* End of generation: EOS, EOT and the chat end-of-turn tokens of the vocab. */
 bool tokenizer_is_eog(const tokenizer *t, int32_t id);
 tok_type tokenizer_token_type(const tokenizer *t, int32_t id);

@@ -1,0 +1,140 @@
+/* What the tokenizer's files share: the tokenizer struct itself, the string
+ * table that maps vocabulary text to ids (and BPE merge text to ranks), a
+ * growable id vector and a few UTF-8 helpers. tokenizer.c loads the vocabulary
+ * and splits special tokens out of the text; spm.c and bpe.c encode the plain
+ * text between them; detok.c turns pieces back into whole characters. */
+#ifndef CLLM_TOKENIZER_TOK_INTERNAL_H
+#define CLLM_TOKENIZER_TOK_INTERNAL_H
+
+#include "tokenizer/tokenizer.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+/* Open-addressing table from byte strings to dense values 0..n-1. The keys are
+ * not copied: value v's key is keys[v] (lens[v] bytes), owned by the caller. */
+typedef struct {
+    struct strtab_slot {
+        uint32_t tag; /* high bits of the hash, to skip most key compares */
+        int32_t val;  /* -1: empty */
+    } *slots;
+    uint32_t mask;
+    const char *const *keys;
+    const uint32_t *lens;
+} strtab;
+
+int strtab_init(strtab *t, uint32_t n_max, const char *const *keys, const uint32_t *lens);
+/* Inserts value v under keys[v]; returns v, or the value that already holds an
+ * equal key (which is kept). */
+int32_t strtab_insert(strtab *t, int32_t v);
+int32_t strtab_find(const strtab *t, const char *s, size_t len);
+void strtab_free(strtab *t);
+
+/* A growable array of token ids. */
+typedef struct {
+    int32_t *v;
+    size_t n, cap;
+} tokvec;
+
+int tokvec_grow(tokvec *a, size_t need);
+static inline int tokvec_push(tokvec *a, int32_t id) {
+    if (a->n == a->cap && tokvec_grow(a, a->n + 1)) return -1;
+    a->v[a->n++] = id;
+    return 0;
+}
+
+typedef enum { TOK_KIND_SPM, TOK_KIND_BPE } tok_kind;
+
+/* Special-token trie node: children are a singly linked sibling list. */
+typedef struct {
+    int32_t child, sibling;
+    int32_t special; /* index into tokenizer.special, or -1 */
+    uint8_t byte;
+} tok_trie_node;
+
+#define TOK_MAX_PRE_REGEX 4
+
+struct tokenizer {
+    tok_kind kind;
+    int32_t n_vocab;
+    char *text_buf;        /* every token's text, each NUL-terminated */
+    const char **text;     /* into text_buf */
+    uint32_t *text_len;
+    float *score;
+    uint8_t *type;         /* tok_type, after the control-token fix-ups */
+    strtab vocab;
+
+    int32_t bos, eos, eot, eom, unk, pad;
+    bool add_bos, add_eos, add_space_prefix;
+    int32_t *eog;          /* sorted */
+    int n_eog;
+
+    /* Control, user-defined and unknown tokens, longest text first: the order
+     * in which they are cut out of the input text. */
+    int32_t *special;
+    int n_special;
+    tok_trie_node *trie;
+    int32_t n_trie, cap_trie;
+    int32_t trie_root[256]; /* first-byte children of the root, -1: none */
+
+    /* SPM: the token for each byte of the byte fallback (-1: none). */
+    int32_t byte_tok[256];
+
+    /* BPE */
+    char *merge_buf;
+    const char **merge;    /* "left right", NUL-terminated */
+    uint32_t *merge_len;
+    int32_t n_merges;
+    strtab merges;
+    bool ignore_merges;
+    void *re[TOK_MAX_PRE_REGEX]; /* pcre2_code_8 *, applied in order */
+    int n_re;
+    char byte_enc[256][3];       /* GPT-2 byte -> printable character, UTF-8 */
+    uint8_t byte_enc_len[256];
+    int16_t byte_dec[324];       /* that character's code point -> byte, or -1 */
+};
+
+/* spm.c */
+int spm_encode(const tokenizer *t, const char *text, size_t len, bool space_prefix, tokvec *out);
+
+/* bpe.c */
+int bpe_init(tokenizer *t, const gguf_ctx *g);
+void bpe_free(tokenizer *t);
+int bpe_encode(const tokenizer *t, const char *text, size_t len, tokvec *out);
+/* Decodes a byte-level token text to the bytes it stands for. */
+int bpe_decode_text(const tokenizer *t, const char *text, size_t len, char *buf, int cap);
+
+/* UTF-8: the sequence length llama.cpp assumes from a lead byte (1 for
+ * continuation bytes and 2..4 from the high bits, no validation). */
+static inline size_t utf8_len_lax(unsigned char c) {
+    static const uint8_t k_len[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
+    return k_len[c >> 4];
+}
+
+/* Encodes cp (at most 0x1FFFFF) and returns the byte count (1..4). */
+static inline int utf8_put(char *out, uint32_t cp) {
+    if (cp < 0x80) {
+        out[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        out[0] = (char)(0xC0 | (cp >> 6));
+        out[1] = (char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        out[0] = (char)(0xE0 | (cp >> 12));
+        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        out[2] = (char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    out[0] = (char)(0xF0 | (cp >> 18));
+    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    out[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+#endif
