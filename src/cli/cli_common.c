@@ -51,14 +51,16 @@ int seq_runner_init(seq_runner *r, model *m, int n_ctx, int max_batch, kv_dtype 
     *r = (seq_runner){.m = m, .n_ctx = n_ctx, .max_batch = max_batch};
     const int bs = 16;
     const int n_blocks = (n_ctx + bs - 1) / bs;
-    int blocks[KV_MAX_GROUPS] = {n_blocks, n_blocks};
-    r->kv = kv_cache_create(&m->hp, dtype, bs, blocks);
+    kv_cache layout;
+    kv_cache_layout(&m->hp, dtype, bs, &layout);
+    /* Each group gets its own contiguous run of blocks. */
+    r->kv = kv_cache_create(&m->hp, dtype, bs, n_blocks * layout.n_groups);
     r->tp = tp_create(n_threads);
     if (!r->kv || !r->tp) goto fail;
-    for (int g = 0; g < KV_MAX_GROUPS; g++) {
+    for (int g = 0; g < layout.n_groups; g++) {
         r->table[g] = malloc((size_t)n_blocks * sizeof(int32_t));
         if (!r->table[g]) goto fail;
-        for (int i = 0; i < n_blocks; i++) r->table[g][i] = i;
+        for (int i = 0; i < n_blocks; i++) r->table[g][i] = g * n_blocks + i;
     }
     r->fwd = forward_create(m, r->kv, max_batch, max_batch, r->tp);
     if (!r->fwd) goto fail;

@@ -21,9 +21,9 @@ void attn_paged_ref(const paged_kv *kv, const int32_t *block_table, int kv_head,
     for (int d = 0; d < dv; d++) acc[d] = 0;
     for (int j = lo; j <= hi; j++) {
         const int blk = block_table[j / bs], tok = j % bs;
-        const size_t row = ((size_t)blk * kv->n_kv_heads + kv_head) * bs + tok;
-        const uint8_t *krow = kv->k + row * dk * esz;
-        const uint8_t *vrow = kv->v + row * dv * esz;
+        const size_t row = (size_t)kv_head * bs + tok;
+        const uint8_t *krow = kv->k + (size_t)blk * kv->k_block_stride + row * dk * esz;
+        const uint8_t *vrow = kv->v + (size_t)blk * kv->v_block_stride + row * dv * esz;
         double s = 0;
         for (int d = 0; d < dk; d++) s += (double)q[d] * load(krow, kv->f16, d);
         s *= scale;

@@ -7,12 +7,16 @@
 #define CLLM_KERNELS_ATTENTION_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
-/* One layer's K and V pages, layout [block][kv_head][token][dim]. */
+/* One layer's K and V pages: block b's rows start at k + b * k_block_stride,
+ * laid out [kv_head][token][dim]. */
 typedef struct {
     const uint8_t *k;
     const uint8_t *v;
+    size_t k_block_stride; /* bytes */
+    size_t v_block_stride;
     bool f16;        /* element type: f16 when true, else f32 */
     int block_size;  /* at most ATTN_MAX_BLOCK */
     int n_kv_heads;

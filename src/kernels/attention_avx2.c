@@ -58,10 +58,12 @@ void attn_paged_avx2(const paged_kv *kv, const int32_t *block_table, int kv_head
     for (int j0 = lo; j0 <= hi;) {
         const int b = j0 / bs, t0 = j0 % bs;
         const int t1 = (b + 1) * bs - 1 <= hi ? bs - 1 : hi % bs;
-        const size_t row0 = ((size_t)block_table[b] * kv->n_kv_heads + kv_head) * bs;
+        const size_t row0 = (size_t)kv_head * bs;
+        const uint8_t *kblk = kv->k + (size_t)block_table[b] * kv->k_block_stride;
+        const uint8_t *vblk = kv->v + (size_t)block_table[b] * kv->v_block_stride;
         float mb = -INFINITY;
         for (int t = t0; t <= t1; t++) {
-            s[t] = scale * dot(q, kv->k + (row0 + t) * dk * esz, kv->f16, dk);
+            s[t] = scale * dot(q, kblk + (row0 + t) * dk * esz, kv->f16, dk);
             if (s[t] > mb) mb = s[t];
         }
         if (mb > m) {
@@ -76,7 +78,7 @@ void attn_paged_avx2(const paged_kv *kv, const int32_t *block_table, int kv_head
         for (int t = t0; t <= t1; t++) {
             const float p = expf(s[t] - m);
             l += p;
-            axpy(out, p, kv->v + (row0 + t) * dv * esz, kv->f16, dv);
+            axpy(out, p, vblk + (row0 + t) * dv * esz, kv->f16, dv);
         }
         j0 += t1 - t0 + 1;
     }

@@ -17,87 +17,78 @@ int kv_dtype_parse(const char *s, kv_dtype *out) {
     return 0;
 }
 
-size_t kv_block_bytes(const model_hparams *hp, kv_dtype dtype, int block_size, int group_n_layers) {
-    return (size_t)group_n_layers * block_size * hp->n_head_kv * (hp->head_dim_k + hp->head_dim_v) *
-           kv_dtype_size(dtype);
-}
-
 size_t kv_bytes_per_token(const model_hparams *hp, kv_dtype dtype) {
-    return kv_block_bytes(hp, dtype, 1, hp->n_layer);
+    return (size_t)hp->n_layer * hp->n_head_kv * (hp->head_dim_k + hp->head_dim_v) * kv_dtype_size(dtype);
 }
 
-void kv_cache_layout(const model_hparams *hp, kv_cache *kv) {
+void kv_cache_layout(const model_hparams *hp, kv_dtype dtype, int block_size, kv_cache *kv) {
     int n_full = 0, n_swa = 0;
     for (int il = 0; il < hp->n_layer; il++) {
         if (hp->is_swa[il]) n_swa++;
         else n_full++;
     }
+    /* Groups as large as the smaller kind (so that kind fills one group exactly),
+     * but never so many groups that they exceed KV_MAX_GROUPS. */
+    int size = n_full && n_swa ? (n_full < n_swa ? n_full : n_swa) : hp->n_layer;
+    while ((n_full + size - 1) / size + (n_swa + size - 1) / size > KV_MAX_GROUPS) size++;
+    kv->dtype = dtype;
+    kv->block_size = block_size;
     kv->n_kv_heads = hp->n_head_kv;
     kv->head_dim_k = hp->head_dim_k;
     kv->head_dim_v = hp->head_dim_v;
+    kv->layers_per_group = size;
+    kv->k_layer_bytes = (size_t)block_size * hp->n_head_kv * hp->head_dim_k * kv_dtype_size(dtype);
+    kv->v_layer_bytes = (size_t)block_size * hp->n_head_kv * hp->head_dim_v * kv_dtype_size(dtype);
     kv->n_groups = 0;
-    int full_group = -1, swa_group = -1;
-    if (n_full) {
-        full_group = kv->n_groups++;
-        kv->groups[full_group] = (kv_group){.n_layers = n_full, .window = 0};
-    }
-    if (n_swa) {
-        swa_group = kv->n_groups++;
-        kv->groups[swa_group] = (kv_group){.n_layers = n_swa, .window = hp->n_swa};
-    }
-    int slot[KV_MAX_GROUPS] = {0};
-    for (int il = 0; il < hp->n_layer; il++) {
-        int g = hp->is_swa[il] ? swa_group : full_group;
-        kv->layer_group[il] = g;
-        kv->layer_slot[il] = slot[g]++;
+    /* Full layers first, then sliding, each kind filling groups in layer order. */
+    for (int kind = 0; kind < 2; kind++) {
+        int filled = size;
+        for (int il = 0; il < hp->n_layer; il++) {
+            if (hp->is_swa[il] != (kind == 1)) continue;
+            if (filled == size) {
+                kv->group_window[kv->n_groups++] = kind ? hp->n_swa : 0;
+                filled = 0;
+            }
+            kv->layer_group[il] = kv->n_groups - 1;
+            kv->layer_slot[il] = filled++;
+        }
     }
 }
 
-kv_cache *kv_cache_create(const model_hparams *hp, kv_dtype dtype, int block_size, const int *n_blocks) {
+size_t kv_block_bytes(const kv_cache *layout) {
+    return (size_t)layout->layers_per_group * (layout->k_layer_bytes + layout->v_layer_bytes);
+}
+
+kv_cache *kv_cache_create(const model_hparams *hp, kv_dtype dtype, int block_size, int n_blocks) {
     kv_cache *kv = calloc(1, sizeof *kv);
     if (!kv) {
         err_set("out of memory");
         return NULL;
     }
-    kv->dtype = dtype;
-    kv->block_size = block_size;
-    kv_cache_layout(hp, kv);
-    for (int g = 0; g < kv->n_groups; g++) {
-        kv_group *grp = &kv->groups[g];
-        grp->n_blocks = n_blocks[g];
-        size_t per_block_k = (size_t)block_size * hp->n_head_kv * hp->head_dim_k * kv_dtype_size(dtype);
-        size_t per_block_v = (size_t)block_size * hp->n_head_kv * hp->head_dim_v * kv_dtype_size(dtype);
-        /* K and V share one stride: the larger of the two, so offsets stay simple. */
-        size_t per_block = per_block_k > per_block_v ? per_block_k : per_block_v;
-        grp->layer_stride = per_block * (size_t)grp->n_blocks;
-        size_t bytes = grp->layer_stride * (size_t)grp->n_layers;
-        /* calloc: untouched pages cost nothing until a block is first written. */
-        grp->k = calloc(1, bytes ? bytes : 1);
-        grp->v = calloc(1, bytes ? bytes : 1);
-        if (!grp->k || !grp->v) {
-            err_set("cannot allocate %zu bytes of KV cache", 2 * bytes);
-            kv_cache_free(kv);
-            return NULL;
-        }
+    kv_cache_layout(hp, dtype, block_size, kv);
+    kv->n_blocks = n_blocks;
+    const size_t k_bytes = (size_t)n_blocks * kv->layers_per_group * kv->k_layer_bytes;
+    const size_t v_bytes = (size_t)n_blocks * kv->layers_per_group * kv->v_layer_bytes;
+    /* calloc: pages cost nothing until a block is first written. */
+    kv->k = calloc(1, k_bytes ? k_bytes : 1);
+    kv->v = calloc(1, v_bytes ? v_bytes : 1);
+    if (!kv->k || !kv->v) {
+        err_set("cannot allocate %zu bytes of KV cache", k_bytes + v_bytes);
+        kv_cache_free(kv);
+        return NULL;
     }
     return kv;
 }
 
 void kv_cache_free(kv_cache *kv) {
     if (!kv) return;
-    for (int g = 0; g < kv->n_groups; g++) {
-        free(kv->groups[g].k);
-        free(kv->groups[g].v);
-    }
+    free(kv->k);
+    free(kv->v);
     free(kv);
 }
 
-void kv_cache_copy_block(kv_cache *kv, int g, int src, int dst) {
-    kv_group *grp = &kv->groups[g];
-    const size_t kb = kv_k_offset(kv, 1, 0, 0), vb = kv_v_offset(kv, 1, 0, 0);
-    for (int l = 0; l < grp->n_layers; l++) {
-        uint8_t *k = grp->k + (size_t)l * grp->layer_stride, *v = grp->v + (size_t)l * grp->layer_stride;
-        memcpy(k + (size_t)dst * kb, k + (size_t)src * kb, kb);
-        memcpy(v + (size_t)dst * vb, v + (size_t)src * vb, vb);
-    }
+void kv_cache_copy_block(kv_cache *kv, int src, int dst) {
+    const size_t kb = kv->layers_per_group * kv->k_layer_bytes, vb = kv->layers_per_group * kv->v_layer_bytes;
+    memcpy(kv->k + (size_t)dst * kb, kv->k + (size_t)src * kb, kb);
+    memcpy(kv->v + (size_t)dst * vb, kv->v + (size_t)src * vb, vb);
 }

@@ -1,10 +1,15 @@
-/* KV cache storage in fixed-size blocks (pages). Layers are split into groups
- * by attention kind: full-attention layers in one, sliding-window layers in
- * another, because their sequences need different numbers of blocks (a sliding
- * layer only keeps the last `window` tokens). Each group has its own block ids
- * and block pool; a block of a group holds `block_size` tokens of K and V for
- * every layer of that group. Layout per layer: [block][kv_head][token][dim], so
- * the keys of one head within a block are contiguous for the attention kernels. */
+/* KV cache storage in fixed-size blocks (pages), shared by layer groups.
+ *
+ * Layers are grouped by attention kind (full, or sliding window) into groups
+ * of equal size, as vLLM's hybrid allocator does: Gemma 3 270m's 3 full and 15
+ * sliding layers make one full group and five sliding groups of 3 layers. Every
+ * group draws from the same pool of blocks, and a block holds `block_size`
+ * tokens of K and V for the layers of one group. A sequence keeps a block table
+ * per group; a sliding group's table drops the blocks that left the window, so
+ * memory follows the workload whatever its mix of short and long sequences.
+ *
+ * Layout: [block][slot in group][kv_head][token][dim], so the keys of one head
+ * within a block are contiguous for the attention kernels. */
 #ifndef CLLM_KV_KV_CACHE_H
 #define CLLM_KV_KV_CACHE_H
 
@@ -15,16 +20,7 @@
 
 typedef enum { KV_F32 = 0, KV_F16 = 1 } kv_dtype;
 
-#define KV_MAX_GROUPS 2
-
-typedef struct {
-    int n_layers;    /* layers stored in this group */
-    int window;      /* sliding window in tokens; 0 = full attention */
-    int n_blocks;
-    size_t layer_stride; /* bytes between consecutive layers of K (and of V) */
-    uint8_t *k;
-    uint8_t *v;
-} kv_group;
+#define KV_MAX_GROUPS 32
 
 typedef struct {
     kv_dtype dtype;
@@ -32,35 +28,40 @@ typedef struct {
     int n_kv_heads;
     int head_dim_k;
     int head_dim_v;
+    int n_blocks;
+    int layers_per_group;
     int n_groups;
-    kv_group groups[KV_MAX_GROUPS];
-    int layer_group[CLLM_MAX_LAYERS]; /* group of each model layer */
-    int layer_slot[CLLM_MAX_LAYERS];  /* its index within the group */
+    int group_window[KV_MAX_GROUPS];   /* sliding window in tokens; 0 = full attention */
+    int layer_group[CLLM_MAX_LAYERS];  /* group of each model layer */
+    int layer_slot[CLLM_MAX_LAYERS];   /* its index within the group */
+    size_t k_layer_bytes;  /* one layer's K for one block */
+    size_t v_layer_bytes;
+    uint8_t *k;
+    uint8_t *v;
 } kv_cache;
 
-/* Bytes one block of a group takes (K and V, all its layers). */
-size_t kv_block_bytes(const model_hparams *hp, kv_dtype dtype, int block_size, int group_n_layers);
-/* Bytes of KV per token over all layers (what `cllm info` reports). */
-size_t kv_bytes_per_token(const model_hparams *hp, kv_dtype dtype);
 size_t kv_dtype_size(kv_dtype dtype);
 const char *kv_dtype_name(kv_dtype dtype);
 int kv_dtype_parse(const char *s, kv_dtype *out);
+/* Bytes of KV per token over all layers (what `cllm info` reports). */
+size_t kv_bytes_per_token(const model_hparams *hp, kv_dtype dtype);
 
-/* Assigns layers to groups (full first, then sliding) without allocating. */
-void kv_cache_layout(const model_hparams *hp, kv_cache *kv);
-/* Allocates n_blocks[g] blocks for each group g. NULL with err_get() on failure. */
-kv_cache *kv_cache_create(const model_hparams *hp, kv_dtype dtype, int block_size, const int *n_blocks);
+/* Fills the grouping fields for a model without allocating. */
+void kv_cache_layout(const model_hparams *hp, kv_dtype dtype, int block_size, kv_cache *kv);
+/* Bytes one block takes (K and V of one group's layers). */
+size_t kv_block_bytes(const kv_cache *layout);
+/* Allocates n_blocks blocks. NULL with err_get() on failure. */
+kv_cache *kv_cache_create(const model_hparams *hp, kv_dtype dtype, int block_size, int n_blocks);
 void kv_cache_free(kv_cache *kv);
-/* Copies the contents of block src to block dst in group g (all its layers). */
-void kv_cache_copy_block(kv_cache *kv, int g, int src, int dst);
+/* Copies block src to block dst (all slots). */
+void kv_cache_copy_block(kv_cache *kv, int src, int dst);
 
-static inline size_t kv_k_offset(const kv_cache *kv, int block, int head, int tok) {
-    return (((size_t)block * kv->n_kv_heads + head) * kv->block_size + tok) * kv->head_dim_k *
-           kv_dtype_size(kv->dtype);
+/* Start of layer il's K (or V) within block b. */
+static inline uint8_t *kv_k_block(const kv_cache *kv, int il, int b) {
+    return kv->k + ((size_t)b * kv->layers_per_group + kv->layer_slot[il]) * kv->k_layer_bytes;
 }
-static inline size_t kv_v_offset(const kv_cache *kv, int block, int head, int tok) {
-    return (((size_t)block * kv->n_kv_heads + head) * kv->block_size + tok) * kv->head_dim_v *
-           kv_dtype_size(kv->dtype);
+static inline uint8_t *kv_v_block(const kv_cache *kv, int il, int b) {
+    return kv->v + ((size_t)b * kv->layers_per_group + kv->layer_slot[il]) * kv->v_layer_bytes;
 }
 
 #endif

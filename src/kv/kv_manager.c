@@ -1,4 +1,6 @@
-/* Sequence block tables over the group pools; see kv_manager.h. */
+/* Sequence block tables over the shared pool; see kv_manager.h. The prefix
+ * cache keys a block by its token chain hash mixed with its group, since each
+ * group stores different layers of the same tokens. */
 #include "kv/kv_manager.h"
 
 #include "util/error.h"
@@ -12,44 +14,40 @@ int kvm_init(kv_manager *m, kv_cache *cache, bool prefix_caching) {
     m->n_groups = cache->n_groups;
     m->block_size = cache->block_size;
     m->prefix_caching = prefix_caching;
-    for (int g = 0; g < m->n_groups; g++) {
-        m->pools[g] = pool_create(cache->groups[g].n_blocks);
-        if (!m->pools[g]) {
-            kvm_destroy(m);
-            return err_set("out of memory for the block pools");
-        }
-    }
+    m->pool = pool_create(cache->n_blocks);
+    if (!m->pool) return err_set("out of memory for the block pool");
     return 0;
 }
 
 void kvm_destroy(kv_manager *m) {
-    for (int g = 0; g < KV_MAX_GROUPS; g++) pool_free(m->pools[g]);
-    memset(m->pools, 0, sizeof m->pools);
+    pool_free(m->pool);
+    m->pool = NULL;
 }
 
-static int window_of(const kv_manager *m, int g) { return m->cache->groups[g].window; }
+static int window_of(const kv_manager *m, int g) { return m->cache->group_window[g]; }
 
-/* First logical block a query at position `pos` can see in group g. */
+/* First logical block a query at `pos` can see in group g. */
 static int first_visible_block(const kv_manager *m, int g, int pos) {
     const int w = window_of(m, g);
     const int first_pos = w && pos - w + 1 > 0 ? pos - w + 1 : 0;
     return first_pos / m->block_size;
 }
 
-int kvm_blocks_needed(const kv_manager *m, int g, int n_tokens, int max_chunk) {
-    const int bs = m->block_size;
-    int full = (n_tokens + bs - 1) / bs;
-    const int w = window_of(m, g);
-    if (!w) return full;
-    /* A step's queries span at most max_chunk tokens plus the window before them. */
-    int span = (w + max_chunk - 1 + bs - 1) / bs + 1;
-    return span < full ? span : full;
+static block_hash group_hash(block_hash h, int g) {
+    return (block_hash){h.lo + (uint64_t)g * 0x9e3779b97f4a7c15ull, h.hi ^ (uint64_t)g};
 }
 
-bool kvm_fits(const kv_manager *m, int n_tokens, int max_chunk) {
-    for (int g = 0; g < m->n_groups; g++)
-        if (kvm_blocks_needed(m, g, n_tokens, max_chunk) > pool_n_blocks(m->pools[g])) return false;
-    return true;
+int kvm_blocks_needed(const kv_manager *m, int n_tokens, int max_chunk) {
+    const int bs = m->block_size;
+    const int full = (n_tokens + bs - 1) / bs;
+    int total = 0;
+    for (int g = 0; g < m->n_groups; g++) {
+        const int w = window_of(m, g);
+        /* A step's queries span at most max_chunk tokens plus the window before them. */
+        const int span = w ? (w + max_chunk - 1 + bs - 1) / bs + 1 : full;
+        total += span < full ? span : full;
+    }
+    return total;
 }
 
 static int list_reserve(block_list *l, int n) {
@@ -63,44 +61,42 @@ static int list_reserve(block_list *l, int n) {
     return 0;
 }
 
-int kvm_blocks_to_allocate(const kv_manager *m, const seq_kv *s, int start, int n, int g) {
-    const block_list *l = &s->lists[g];
-    const int bs = m->block_size;
-    const int last = (start + n - 1) / bs;
-    const int first = first_visible_block(m, g, start);
+int kvm_blocks_to_allocate(const kv_manager *m, const seq_kv *s, int start, int n) {
+    const int bs = m->block_size, last = (start + n - 1) / bs;
     int count = 0;
-    for (int b = first; b <= last; b++) {
-        if (b >= l->n || l->ids[b] < 0) count++;
-        else if (b >= start / bs && pool_refcount(m->pools[g], l->ids[b]) > 1) count++; /* copy on write */
+    for (int g = 0; g < m->n_groups; g++) {
+        const block_list *l = &s->lists[g];
+        for (int b = first_visible_block(m, g, start); b <= last; b++) {
+            if (b >= l->n || l->ids[b] < 0) count++;
+            else if (b >= start / bs && pool_refcount(m->pool, l->ids[b]) > 1) count++; /* copy on write */
+        }
     }
     return count;
 }
 
 int kvm_allocate(kv_manager *m, seq_kv *s, int start, int n) {
     if (n <= 0) return 0;
+    if (kvm_blocks_to_allocate(m, s, start, n) > pool_n_available(m->pool)) return -1;
+    const int bs = m->block_size, last = (start + n - 1) / bs;
     for (int g = 0; g < m->n_groups; g++)
-        if (kvm_blocks_to_allocate(m, s, start, n, g) > pool_n_available(m->pools[g])) return -1;
-    const int bs = m->block_size;
-    const int last = (start + n - 1) / bs;
+        if (list_reserve(&s->lists[g], last + 1)) return -1;
     for (int g = 0; g < m->n_groups; g++) {
         block_list *l = &s->lists[g];
-        block_pool *p = m->pools[g];
-        if (list_reserve(l, last + 1)) return -1;
         const int first = first_visible_block(m, g, start);
         /* Sliding window: nothing from `start` on can see these blocks any more. */
         for (int b = 0; b < first && b < l->n; b++)
             if (l->ids[b] >= 0) {
-                pool_unref(p, l->ids[b]);
+                pool_unref(m->pool, l->ids[b]);
                 l->ids[b] = -1;
             }
         while (l->n <= last) l->ids[l->n++] = -1;
         for (int b = first; b <= last; b++) {
             if (l->ids[b] < 0) {
-                l->ids[b] = pool_alloc(p);
-            } else if (b >= start / bs && pool_refcount(p, l->ids[b]) > 1) {
-                const int copy = pool_alloc(p);
-                kv_cache_copy_block(m->cache, g, l->ids[b], copy);
-                pool_unref(p, l->ids[b]);
+                l->ids[b] = pool_alloc(m->pool);
+            } else if (b >= start / bs && pool_refcount(m->pool, l->ids[b]) > 1) {
+                const int copy = pool_alloc(m->pool);
+                kv_cache_copy_block(m->cache, l->ids[b], copy);
+                pool_unref(m->pool, l->ids[b]);
                 l->ids[b] = copy;
             }
         }
@@ -108,21 +104,24 @@ int kvm_allocate(kv_manager *m, seq_kv *s, int start, int n) {
     return 0;
 }
 
-static block_hash zero_hash(void) { return (block_hash){0x6a09e667f3bcc908ull, 0xbb67ae8584caa73bull}; }
+static block_hash chain_root(void) { return (block_hash){0x6a09e667f3bcc908ull, 0xbb67ae8584caa73bull}; }
 
 void kvm_commit(kv_manager *m, seq_kv *s, const int32_t *tokens, int n_computed) {
     if (!m->prefix_caching) return;
     const int bs = m->block_size;
-    const int full = n_computed / bs;
-    for (int b = s->n_registered; b < full; b++) {
-        block_hash h = block_hash_chain(b ? s->last_hash : zero_hash(), tokens + (size_t)b * bs, bs);
+    for (int b = s->n_registered; b < n_computed / bs; b++) {
+        const block_hash h = block_hash_chain(b ? s->last_hash : chain_root(), tokens + (size_t)b * bs, bs);
         for (int g = 0; g < m->n_groups; g++) {
             const block_list *l = &s->lists[g];
-            if (b < l->n && l->ids[b] >= 0) pool_set_hash(m->pools[g], l->ids[b], h);
+            if (b < l->n && l->ids[b] >= 0) pool_set_hash(m->pool, l->ids[b], group_hash(h, g));
         }
         s->last_hash = h;
         s->n_registered = b + 1;
     }
+}
+
+static bool cached(const kv_manager *m, const block_hash *h, int b, int g) {
+    return pool_lookup(m->pool, group_hash(h[b], g)) >= 0;
 }
 
 int kvm_match_prefix(kv_manager *m, seq_kv *s, const int32_t *tokens, int n) {
@@ -131,41 +130,34 @@ int kvm_match_prefix(kv_manager *m, seq_kv *s, const int32_t *tokens, int n) {
     if (!m->prefix_caching) return 0;
     const int bs = m->block_size;
     const int max_blocks = (n - 1) / bs; /* the last token is always computed: its logits are needed */
-    block_hash *h = malloc((size_t)(max_blocks ? max_blocks : 1) * sizeof *h);
+    if (max_blocks == 0) return 0;
+    block_hash *h = malloc((size_t)max_blocks * sizeof *h);
     if (!h) return 0;
     /* The longest run of leading blocks every full-attention group holds. */
     int k = 0;
     for (; k < max_blocks; k++) {
-        h[k] = block_hash_chain(k ? h[k - 1] : zero_hash(), tokens + (size_t)k * bs, bs);
+        h[k] = block_hash_chain(k ? h[k - 1] : chain_root(), tokens + (size_t)k * bs, bs);
         bool hit = true;
         for (int g = 0; g < m->n_groups && hit; g++)
-            if (!window_of(m, g) && pool_lookup(m->pools[g], h[k]) < 0) hit = false;
+            if (!window_of(m, g) && !cached(m, h, k, g)) hit = false;
         if (!hit) break;
     }
     /* Sliding groups only need the blocks inside the window before position k*bs. */
     for (; k > 0; k--) {
         bool ok = true;
-        for (int g = 0; g < m->n_groups && ok; g++) {
-            if (!window_of(m, g)) continue;
-            for (int b = first_visible_block(m, g, k * bs); b < k && ok; b++)
-                if (pool_lookup(m->pools[g], h[b]) < 0) ok = false;
-        }
+        for (int g = 0; g < m->n_groups && ok; g++)
+            if (window_of(m, g))
+                for (int b = first_visible_block(m, g, k * bs); b < k && ok; b++) ok = cached(m, h, b, g);
         if (ok) break;
     }
+    for (int g = 0; g < m->n_groups && k > 0; g++)
+        if (list_reserve(&s->lists[g], k)) k = 0;
     for (int g = 0; g < m->n_groups && k > 0; g++) {
         block_list *l = &s->lists[g];
-        if (list_reserve(l, k)) {
-            k = 0;
-            break;
-        }
         const int first = window_of(m, g) ? first_visible_block(m, g, k * bs) : 0;
         for (int b = 0; b < k; b++) {
-            if (b < first) {
-                l->ids[b] = -1;
-                continue;
-            }
-            l->ids[b] = pool_lookup(m->pools[g], h[b]);
-            pool_ref(m->pools[g], l->ids[b]);
+            l->ids[b] = b < first ? -1 : pool_lookup(m->pool, group_hash(h[b], g));
+            if (l->ids[b] >= 0) pool_ref(m->pool, l->ids[b]);
         }
         l->n = k;
     }
@@ -189,7 +181,7 @@ int kvm_fork(kv_manager *m, const seq_kv *src, seq_kv *dst) {
         }
         for (int i = 0; i < a->n; i++) {
             b->ids[i] = a->ids[i];
-            if (a->ids[i] >= 0) pool_ref(m->pools[g], a->ids[i]);
+            if (a->ids[i] >= 0) pool_ref(m->pool, a->ids[i]);
         }
         b->n = a->n;
     }
@@ -203,17 +195,9 @@ void kvm_release(kv_manager *m, seq_kv *s) {
         block_list *l = &s->lists[g];
         /* Last block first, so a prefix's head stays cached longest. */
         for (int b = l->n - 1; b >= 0; b--)
-            if (l->ids[b] >= 0) pool_unref(m->pools[g], l->ids[b]);
+            if (l->ids[b] >= 0) pool_unref(m->pool, l->ids[b]);
         free(l->ids);
         *l = (block_list){0};
     }
     s->n_registered = 0;
-}
-
-void kvm_usage(const kv_manager *m, int *in_use, int *total) {
-    *in_use = *total = 0;
-    for (int g = 0; g < m->n_groups; g++) {
-        *in_use += pool_n_in_use(m->pools[g]);
-        *total += pool_n_blocks(m->pools[g]);
-    }
 }

@@ -1,10 +1,9 @@
-/* Per-sequence KV block tables over the block pools of every layer group:
- * prefix matching against the cache, allocation of the blocks a step needs,
- * release of blocks that left a sliding window, copy-on-write of shared
+/* Per-sequence KV block tables (one per layer group) over the shared block
+ * pool: prefix matching against the cache, allocation of the blocks a step
+ * needs, release of blocks that left a sliding window, copy-on-write of shared
  * blocks before they are written, registration of full blocks in the prefix
  * cache, fork (n > 1, beam search) and release. The scheduler decides who
- * runs; this file only answers "can it get the blocks" and does the
- * bookkeeping. */
+ * runs; this file answers "can it get the blocks" and keeps the books. */
 #ifndef CLLM_KV_KV_MANAGER_H
 #define CLLM_KV_KV_MANAGER_H
 
@@ -22,17 +21,17 @@ typedef struct {
 
 typedef struct {
     block_list lists[KV_MAX_GROUPS];
-    int n_registered;  /* leading full blocks whose hashes are in the cache */
-    block_hash last_hash; /* hash of block n_registered - 1 (chain parent) */
+    int n_registered;     /* leading full blocks whose hashes are in the cache */
+    block_hash last_hash; /* chain hash of block n_registered - 1 */
 } seq_kv;
 
 typedef struct {
     kv_cache *cache;
-    block_pool *pools[KV_MAX_GROUPS];
+    block_pool *pool;
     int n_groups;
     int block_size;
     bool prefix_caching;
-    /* Statistics for /metrics: prompt tokens looked up and found. */
+    /* For /metrics: prompt tokens looked up, and found in the cache. */
     uint64_t prefix_queries;
     uint64_t prefix_hits;
 } kv_manager;
@@ -40,24 +39,21 @@ typedef struct {
 int kvm_init(kv_manager *m, kv_cache *cache, bool prefix_caching);
 void kvm_destroy(kv_manager *m);
 
-/* Blocks of group g that one sequence of n_tokens, computed in steps of at
+/* Blocks (all groups) that one sequence of n_tokens, computed in steps of at
  * most max_chunk tokens, holds at most. */
-int kvm_blocks_needed(const kv_manager *m, int g, int n_tokens, int max_chunk);
-/* Whether such a sequence could ever fit in the pools. */
-bool kvm_fits(const kv_manager *m, int n_tokens, int max_chunk);
+int kvm_blocks_needed(const kv_manager *m, int n_tokens, int max_chunk);
 
 /* For a sequence with no blocks yet: takes the longest cached prefix of
- * tokens[0..n) (whole blocks, leaving at least the last token to compute) and
- * returns its length in tokens. */
+ * tokens[0..n) in whole blocks, leaving at least the last token to compute,
+ * and returns its length in tokens. */
 int kvm_match_prefix(kv_manager *m, seq_kv *s, const int32_t *tokens, int n);
 
+/* Blocks kvm_allocate(start, n) would take from the pool. */
+int kvm_blocks_to_allocate(const kv_manager *m, const seq_kv *s, int start, int n);
 /* Makes positions [start, start + n) writable: allocates missing blocks,
  * copies shared ones, releases sliding blocks no query from `start` on can
- * see. All or nothing: returns -1 (and changes nothing) when the pools lack
- * blocks. */
+ * see. All or nothing: -1 (nothing changed) when the pool lacks blocks. */
 int kvm_allocate(kv_manager *m, seq_kv *s, int start, int n);
-/* How many blocks kvm_allocate(start, n) would take from the pools. */
-int kvm_blocks_to_allocate(const kv_manager *m, const seq_kv *s, int start, int n, int g);
 
 /* After the forward wrote KV for positions < n_computed: registers every newly
  * full block under its chained hash. */
@@ -67,10 +63,6 @@ void kvm_commit(kv_manager *m, seq_kv *s, const int32_t *tokens, int n_computed)
 int kvm_fork(kv_manager *m, const seq_kv *src, seq_kv *dst);
 void kvm_release(kv_manager *m, seq_kv *s);
 
-/* Block tables for the forward pass. */
 static inline const int32_t *kvm_table(const seq_kv *s, int g) { return s->lists[g].ids; }
-
-/* Blocks in use in all pools / total, for the usage ratio. */
-void kvm_usage(const kv_manager *m, int *in_use, int *total);
 
 #endif

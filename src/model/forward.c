@@ -81,20 +81,17 @@ static void attn_norm_row(const forward_step *s, int t) {
 }
 
 static void write_kv(const forward_step *s, int t, const float *k, const float *v) {
-    forward_ctx *f = s->f;
-    const kv_cache *kv = f->kv;
-    const int g = kv->layer_group[s->il];
-    const kv_group *grp = &kv->groups[g];
+    const kv_cache *kv = s->f->kv;
     const int pos = s->b->pos[t];
-    const int blk = s->b->seqs[s->b->seq[t]].block_table[g][pos / kv->block_size];
+    const int blk = s->b->seqs[s->b->seq[t]].block_table[kv->layer_group[s->il]][pos / kv->block_size];
     const int off = pos % kv->block_size;
-    const size_t layer = (size_t)kv->layer_slot[s->il] * grp->layer_stride;
+    uint8_t *kb = kv_k_block(kv, s->il, blk), *vb = kv_v_block(kv, s->il, blk);
+    const size_t esz = kv_dtype_size(kv->dtype);
     const wtype_traits *conv = wtype_get(kv->dtype == KV_F16 ? WT_F16 : WT_F32);
     for (int h = 0; h < kv->n_kv_heads; h++) {
-        conv->from_float(k + (size_t)h * kv->head_dim_k, grp->k + layer + kv_k_offset(kv, blk, h, off),
-                         kv->head_dim_k);
-        conv->from_float(v + (size_t)h * kv->head_dim_v, grp->v + layer + kv_v_offset(kv, blk, h, off),
-                         kv->head_dim_v);
+        const size_t row = (size_t)h * kv->block_size + off;
+        conv->from_float(k + (size_t)h * kv->head_dim_k, kb + row * kv->head_dim_k * esz, kv->head_dim_k);
+        conv->from_float(v + (size_t)h * kv->head_dim_v, vb + row * kv->head_dim_v * esz, kv->head_dim_v);
     }
 }
 
@@ -132,13 +129,16 @@ static void attn_row(const forward_step *s, int row) {
     const kv_cache *kv = f->kv;
     const int t = row / hp->n_head, h = row % hp->n_head;
     const int g = kv->layer_group[s->il];
-    const kv_group *grp = &kv->groups[g];
-    const size_t layer = (size_t)kv->layer_slot[s->il] * grp->layer_stride;
-    const paged_kv pk = {.k = grp->k + layer, .v = grp->v + layer, .f16 = kv->dtype == KV_F16,
-                         .block_size = kv->block_size, .n_kv_heads = kv->n_kv_heads,
-                         .head_dim_k = kv->head_dim_k, .head_dim_v = kv->head_dim_v};
+    const size_t block_stride_k = (size_t)kv->layers_per_group * kv->k_layer_bytes;
+    const size_t block_stride_v = (size_t)kv->layers_per_group * kv->v_layer_bytes;
+    const paged_kv pk = {.k = kv_k_block(kv, s->il, 0), .v = kv_v_block(kv, s->il, 0),
+                         .k_block_stride = block_stride_k, .v_block_stride = block_stride_v,
+                         .f16 = kv->dtype == KV_F16, .block_size = kv->block_size,
+                         .n_kv_heads = kv->n_kv_heads, .head_dim_k = kv->head_dim_k,
+                         .head_dim_v = kv->head_dim_v};
     const int pos = s->b->pos[t];
-    const int lo = grp->window && pos - grp->window + 1 > 0 ? pos - grp->window + 1 : 0;
+    const int window = kv->group_window[g];
+    const int lo = window && pos - window + 1 > 0 ? pos - window + 1 : 0;
     const float *q = f->q + ((size_t)t * hp->n_head + h) * hp->head_dim_k;
     float *out = f->att + ((size_t)t * hp->n_head + h) * hp->head_dim_v;
     f->attn(&pk, s->b->seqs[s->b->seq[t]].block_table[g], h / (hp->n_head / hp->n_head_kv), q, lo, pos,
@@ -209,7 +209,7 @@ static int check_batch(const forward_ctx *f, const fwd_batch *b) {
             return err_set("token %d has an invalid sequence or position", t);
         for (int g = 0; g < kv->n_groups; g++) {
             int blk = b->seqs[b->seq[t]].block_table[g][b->pos[t] / kv->block_size];
-            if (blk < 0 || blk >= kv->groups[g].n_blocks)
+            if (blk < 0 || blk >= kv->n_blocks)
                 return err_set("token %d (position %d) maps to invalid KV block %d", t, b->pos[t], blk);
         }
     }

@@ -46,7 +46,9 @@ static pages make_pages(bool f16, int bs, int n_kv_heads, int dk, int dv, int n_
         else ((float *)p.v)[i] = x;
     }
     p.kv = (paged_kv){.k = p.k, .v = p.v, .f16 = f16, .block_size = bs, .n_kv_heads = n_kv_heads,
-                      .head_dim_k = dk, .head_dim_v = dv};
+                      .head_dim_k = dk, .head_dim_v = dv,
+                      .k_block_stride = (size_t)n_kv_heads * bs * dk * esz,
+                      .v_block_stride = (size_t)n_kv_heads * bs * dv * esz};
     return p;
 }
 
