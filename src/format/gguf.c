@@ -168,11 +168,10 @@ static int read_value(cursor *c, gguf_type t, gguf_value *v, int depth, const ch
     v->arr.items = calloc(n ? n : 1, sizeof *v->arr.items);
     if (!v->arr.items) return err_set("out of memory reading %s", what);
     v->arr.n = n;
-    for (uint64_t i = 0; i < n; i++) {
-        uint32_t it = 0;
-        if (cur_u32(c, &it, what)) return -1;
-        if (read_value(c, (gguf_type)it, &v->arr.items[i], depth + 1, what)) return -1;
-    }
+    /* Elements of a nested array carry no type tag of their own: each is
+     * (element type, count, elements), as gguf-py writes them. */
+    for (uint64_t i = 0; i < n; i++)
+        if (read_value(c, GGUF_TYPE_ARRAY, &v->arr.items[i], depth + 1, what)) return -1;
     return 0;
 }
 
