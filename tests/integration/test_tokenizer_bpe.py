@@ -175,6 +175,23 @@ def test_same_ids_as_llamacpp(cllm_bin, bpe):
         _check(STRINGS, ours, want)
 
 
+def test_default_pre_tokenizer_same_ids_as_llamacpp(cllm_bin, bpe, tmp_path):
+    """A GGUF without a known pre-tokenizer gets llama.cpp's "default" chain of
+    four regexes (punctuation runs, GPT-2, digit runs, digit triples)."""
+    llama_cpp = pytest.importorskip("llama_cpp")
+    pre, tok, _ = bpe
+    if pre != "gpt-2":
+        pytest.skip("one vocabulary is enough")
+    model = json.loads(tok.to_str())["model"]
+    merges = [m if isinstance(m, str) else " ".join(m) for m in model["merges"]]
+    path = tmp_path / "default.gguf"
+    _write_gguf(path, "default", tok, merges, add_bos=False)
+    llm = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
+    ours = cllm_encode(cllm_bin, path, STRINGS, add_special=False)
+    want = [llm.tokenize(s.encode(), add_bos=False, special=False) for s in STRINGS]
+    _check(STRINGS, ours, want)
+
+
 def test_round_trip(cllm_bin, bpe):
     pre, tok, path = bpe
     ids = cllm_encode(cllm_bin, path, STRINGS, add_special=False, parse_special=True)
