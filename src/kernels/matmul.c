@@ -26,22 +26,16 @@ typedef struct {
     float *y;
 } mm_job;
 
-static void quantize_rows(void *p, int ith, int nth) {
+static void quantize_rows(void *p, long lo, long hi) {
     mm_job *j = p;
-    long lo, hi;
-    tp_range(j->n_tok, ith, nth, &lo, &hi);
     for (long t = lo; t < hi; t++)
         j->act_tr->from_float(j->x + t * j->w->n_in, j->xq_out + t * j->xq_row, j->w->n_in);
 }
 
-static void dot_rows(void *p, int ith, int nth) {
+/* Weight rows [r_lo, r_hi) against every activation row. */
+static void dot_rows(void *p, long r_lo, long r_hi) {
     mm_job *j = p;
     const weight *w = j->w;
-    const long n_chunks = (w->n_out + MM_ROW_CHUNK - 1) / MM_ROW_CHUNK;
-    long c_lo, c_hi;
-    tp_range(n_chunks, ith, nth, &c_lo, &c_hi);
-    const long r_lo = c_lo * MM_ROW_CHUNK;
-    const long r_hi = c_hi * MM_ROW_CHUNK < w->n_out ? c_hi * MM_ROW_CHUNK : w->n_out;
     const int n = (int)w->n_in;
     for (long r0 = r_lo; r0 < r_hi; r0 += MM_ROW_CHUNK) {
         const long r1 = r0 + MM_ROW_CHUNK < r_hi ? r0 + MM_ROW_CHUNK : r_hi;
@@ -66,10 +60,9 @@ void matmul(threadpool *tp, const weight *w, const float *x, int n_tok, float *y
         j.xq_row = wtype_row_size(j.tr->vec_dot_type, w->n_in);
         j.xq_out = scratch;
         j.xq = scratch;
-        if (n_tok < 4) quantize_rows(&j, 0, 1);
-        else tp_run(tp, quantize_rows, &j);
+        tp_for(tp, n_tok, 4, quantize_rows, &j);
     }
-    tp_run(tp, dot_rows, &j);
+    tp_for(tp, w->n_out, MM_ROW_CHUNK, dot_rows, &j);
 }
 
 void weight_row_to_float(const weight *w, int64_t r, float *out) {

@@ -38,21 +38,16 @@ struct forward_step {
     const fwd_batch *b;
     int il;
     row_fn fn;
-    long n;
 };
 
-static void rows_worker(void *p, int ith, int nth) {
+static void rows_worker(void *p, long lo, long hi) {
     const forward_step *s = p;
-    long lo, hi;
-    tp_range(s->n, ith, nth, &lo, &hi);
     for (long t = lo; t < hi; t++) s->fn(s, (int)t);
 }
 
 static void for_each(forward_step *s, row_fn fn, long n) {
     s->fn = fn;
-    s->n = n;
-    if (n == 1) fn(s, 0);
-    else tp_run(s->f->tp, rows_worker, s);
+    tp_for(s->f->tp, n, 1, rows_worker, s);
 }
 
 /* ---- the steps ---- */

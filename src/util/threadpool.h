@@ -1,25 +1,23 @@
-/* A fixed pool of worker threads for data-parallel kernels. tp_run(fn) calls
- * fn(ctx, ith, nth) once on each of the nth threads (the caller is thread 0)
- * and returns when all have finished. Workers spin briefly between jobs, since
- * a forward pass issues hundreds of short jobs back to back, then sleep. */
+/* A fixed pool of worker threads for data-parallel loops. tp_for(n, grain, fn)
+ * splits [0, n) into chunks of `grain` that the caller and the workers claim
+ * from a shared counter, so a thread that the OS deschedules (the machine is
+ * shared) only delays the chunk it holds: the caller finishes the rest and
+ * never waits for a worker that has not started. Workers spin briefly between
+ * loops, since a forward pass issues hundreds of short loops back to back,
+ * then sleep. */
 #ifndef CLLM_UTIL_THREADPOOL_H
 #define CLLM_UTIL_THREADPOOL_H
 
 typedef struct threadpool threadpool;
-typedef void (*tp_fn)(void *ctx, int ith, int nth);
+/* Processes items [lo, hi). */
+typedef void (*tp_range_fn)(void *ctx, long lo, long hi);
 
 /* n_threads counts the caller; <= 0 means all online CPUs. */
 threadpool *tp_create(int n_threads);
 void tp_free(threadpool *tp);
 int tp_size(const threadpool *tp);
-void tp_run(threadpool *tp, tp_fn fn, void *ctx);
-
-/* Splits [0, n) into nth near-equal contiguous ranges; thread ith gets [*lo, *hi). */
-static inline void tp_range(long n, int ith, int nth, long *lo, long *hi) {
-    long per = n / nth, rem = n % nth;
-    *lo = ith * per + (ith < rem ? ith : rem);
-    *hi = *lo + per + (ith < rem ? 1 : 0);
-}
+/* Runs fn over [0, n) in chunks of grain items; returns when all are done. */
+void tp_for(threadpool *tp, long n, long grain, tp_range_fn fn, void *ctx);
 
 int cpu_count(void);
 
