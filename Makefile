@@ -1,0 +1,39 @@
+# Entry points. `make run` and `make test` work on a fresh Debian 12 machine:
+# both install what they need first (scripts/setup.sh).
+BUILD ?= build
+ASAN_BUILD ?= build-asan
+JOBS ?= $(shell nproc)
+PROMPT ?= The capital of France is
+
+.PHONY: all setup build run test unit integration test-sanitize clean
+
+all: build
+
+setup:
+	bash scripts/setup.sh
+
+build:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
+	cmake --build $(BUILD) -j $(JOBS)
+
+run: setup build
+	./$(BUILD)/cllm generate -m "$$(cat build-model-path.txt)" -p "$(PROMPT)" -n 64 --temperature 0
+
+unit: build
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+integration: build
+	CLLM_BUILD_DIR=$(abspath $(BUILD)) python3 -m pytest -q tests/integration
+
+test: setup
+	$(MAKE) unit integration
+
+# Unit tests under AddressSanitizer and UndefinedBehaviorSanitizer.
+test-sanitize: setup
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCLLM_SANITIZE=ON >/dev/null
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+		ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS)
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)
