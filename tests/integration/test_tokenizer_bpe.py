@@ -175,6 +175,36 @@ def test_same_ids_as_llamacpp(cllm_bin, bpe):
         _check(STRINGS, ours, want)
 
 
+def _random_texts(n: int, seed: int = 99) -> list[str]:
+    rng = random.Random(seed)
+    pieces = [" ", "  ", "\n", "\r\n", "\t", "'s", "'LL", "<|im_start|>", "<|endoftext|>", USER_DEFINED,
+              "12345", "\u00a0", "\u3000", "\u2028", "\u0085", "!!", "..."]
+    out = []
+    for _ in range(n):
+        parts = []
+        for _ in range(rng.randint(1, 30)):
+            r = rng.random()
+            if r < 0.35:
+                parts.append(chr(rng.randint(0x20, 0x7E)))
+            elif r < 0.65:
+                parts.append(chr(rng.choice([rng.randint(0x80, 0x7FF), rng.randint(0x800, 0xD7FF),
+                                             rng.randint(0xE000, 0xFFFD), rng.randint(0x10000, 0x2FFFF)])))
+            else:
+                parts.append(rng.choice(pieces))
+        out.append("".join(parts))
+    return out
+
+
+def test_random_texts_same_ids_as_hf_and_llamacpp(cllm_bin, bpe):
+    pre, tok, path = bpe
+    items = _random_texts(300)
+    ours = cllm_encode(cllm_bin, path, items, add_special=False, parse_special=True)
+    _check(items, ours, [e.ids for e in tok.encode_batch(items, add_special_tokens=False)])
+    llama_cpp = pytest.importorskip("llama_cpp")
+    llm = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
+    _check(items, ours, [llm.tokenize(s.encode(), add_bos=False, special=True) for s in items])
+
+
 def test_default_pre_tokenizer_same_ids_as_llamacpp(cllm_bin, bpe, tmp_path):
     """A GGUF without a known pre-tokenizer gets llama.cpp's "default" chain of
     four regexes (punctuation runs, GPT-2, digit runs, digit triples)."""

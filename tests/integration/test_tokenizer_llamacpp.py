@@ -6,6 +6,8 @@ through the streaming detokenizer."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from tokenizer_util import cllm_decode, cllm_encode, first_difference, load_strings
@@ -23,6 +25,30 @@ RAW_BYTES = [
     b"ok \xe2\x82 ok", b"\xe6\x97\xa5\xe6\x9c", b"a\xffb\xfec", b"\xf4\x90\x80\x80", b"\xf8\x88\x80\x80\x80",
     b"<bos>\xff<eos>", b"\xe4\xbd\xa0\xe5\xa5\xbd\xe4",
 ]
+
+
+def _random_inputs(n: int, seed: int = 1234) -> list[bytes]:
+    """Random mixes of ASCII, spaces and newlines, code points from many
+    scripts, spelled special tokens and raw bytes."""
+    rng = random.Random(seed)
+    pieces = [" ", "  ", "\n", "\t", "<bos>", "<start_of_turn>", "<div>", "\u2581", "'s", "123"]
+    out = []
+    for _ in range(n):
+        b = bytearray()
+        for _ in range(rng.randint(1, 40)):
+            r = rng.random()
+            if r < 0.3:
+                b += bytes([rng.randint(0x20, 0x7E)])
+            elif r < 0.55:
+                cp = rng.choice([rng.randint(0x80, 0x7FF), rng.randint(0x800, 0xD7FF),
+                                 rng.randint(0xE000, 0xFFFD), rng.randint(0x10000, 0x10FFFF)])
+                b += chr(cp).encode()
+            elif r < 0.8:
+                b += rng.choice(pieces).encode()
+            else:
+                b += bytes([rng.randint(0, 255)])
+        out.append(bytes(b))
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -63,6 +89,13 @@ def test_same_ids_as_llamacpp_parsing_special_tokens(cllm_bin, real_model_path, 
 def test_same_ids_as_llamacpp_for_invalid_utf8(cllm_bin, real_model_path, llm, special):
     ours = cllm_encode(cllm_bin, real_model_path, RAW_BYTES, parse_special=special)
     _compare(llm, RAW_BYTES, ours, add_bos=True, special=special)
+
+
+@pytest.mark.parametrize("special", [False, True], ids=["plain", "parse_special"])
+def test_same_ids_as_llamacpp_for_random_inputs(cllm_bin, real_model_path, llm, special):
+    items = _random_inputs(300)
+    ours = cllm_encode(cllm_bin, real_model_path, items, parse_special=special)
+    _compare(llm, items, ours, add_bos=True, special=special)
 
 
 def test_chat_turn_markers_are_single_tokens(cllm_bin, real_model_path):
