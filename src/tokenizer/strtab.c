@@ -26,9 +26,14 @@ void strtab_free(strtab *t) {
     t->slots = NULL;
 }
 
-static int32_t probe(const strtab *t, const char *s, size_t len, uint32_t *slot_out,
+uint64_t strtab_hash(const char *s, size_t len) { return XXH3_64bits(s, len); }
+
+void strtab_prefetch(const strtab *t, uint64_t h) {
+    __builtin_prefetch(&t->slots[(uint32_t)h & t->mask]);
+}
+
+static int32_t probe(const strtab *t, const char *s, size_t len, uint64_t h, uint32_t *slot_out,
                      uint32_t *tag_out) {
-    uint64_t h = XXH3_64bits(s, len);
     uint32_t tag = (uint32_t)(h >> 32), i = (uint32_t)h & t->mask;
     *tag_out = tag;
     for (;; i = (i + 1) & t->mask) {
@@ -43,18 +48,22 @@ static int32_t probe(const strtab *t, const char *s, size_t len, uint32_t *slot_
     return -1;
 }
 
-int32_t strtab_insert(strtab *t, int32_t v) {
+int32_t strtab_insert_hashed(strtab *t, int32_t v, uint64_t h) {
     uint32_t slot, tag;
-    int32_t old = probe(t, t->keys[v], t->lens[v], &slot, &tag);
+    int32_t old = probe(t, t->keys[v], t->lens[v], h, &slot, &tag);
     if (old >= 0) return old;
     t->slots[slot].tag = tag;
     t->slots[slot].val = v;
     return v;
 }
 
+int32_t strtab_insert(strtab *t, int32_t v) {
+    return strtab_insert_hashed(t, v, strtab_hash(t->keys[v], t->lens[v]));
+}
+
 int32_t strtab_find(const strtab *t, const char *s, size_t len) {
     uint32_t slot, tag;
-    return t->slots ? probe(t, s, len, &slot, &tag) : -1;
+    return t->slots ? probe(t, s, len, strtab_hash(s, len), &slot, &tag) : -1;
 }
 
 int tokvec_grow(tokvec *a, size_t need) {

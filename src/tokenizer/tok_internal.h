@@ -30,6 +30,10 @@ int strtab_init(strtab *t, uint32_t n_max, const char *const *keys, const uint32
  * equal key (which is kept). */
 int32_t strtab_insert(strtab *t, int32_t v);
 int32_t strtab_find(const strtab *t, const char *s, size_t len);
+/* For bulk inserts: hash ahead and prefetch the slot, then insert with it. */
+uint64_t strtab_hash(const char *s, size_t len);
+void strtab_prefetch(const strtab *t, uint64_t h);
+int32_t strtab_insert_hashed(strtab *t, int32_t v, uint64_t h);
 void strtab_free(strtab *t);
 
 /* A growable array of token ids. */

@@ -62,6 +62,30 @@ void tokenizer_free(tokenizer *t) {
 
 /* --- loading ------------------------------------------------------------- */
 
+/* Fills the text -> id table. The table is far larger than the caches, so
+ * each slot is prefetched a few tokens ahead of its insert. */
+static int index_vocab(tokenizer *t) {
+    enum { AHEAD = 16 };
+    uint64_t ring[AHEAD];
+    int32_t n = t->n_vocab;
+    for (int32_t i = 0; i < n && i < AHEAD; i++) {
+        ring[i] = strtab_hash(t->text[i], t->text_len[i]);
+        strtab_prefetch(&t->vocab, ring[i]);
+    }
+    for (int32_t i = 0; i < n; i++) {
+        uint64_t h = ring[i % AHEAD];
+        if (i + AHEAD < n) {
+            ring[i % AHEAD] = strtab_hash(t->text[i + AHEAD], t->text_len[i + AHEAD]);
+            strtab_prefetch(&t->vocab, ring[i % AHEAD]);
+        }
+        int32_t old = strtab_insert_hashed(&t->vocab, i, h);
+        if (old != i)
+            return err_set("tokenizer: duplicate token in vocabulary: '%.200s' has ids %d and %d",
+                           t->text[i], old, i);
+    }
+    return 0;
+}
+
 static int load_vocab(tokenizer *t, const gguf_ctx *g) {
     const gguf_value *tv = gguf_find(g, KEY("tokens"));
     if (!tv) return err_set("tokenizer: " KEY("tokens") " is missing");
@@ -111,15 +135,11 @@ static int load_vocab(tokenizer *t, const gguf_ctx *g) {
         }
         p[t->text_len[i]] = 0;
         p += t->text_len[i] + 1;
-        int32_t old = strtab_insert(&t->vocab, (int32_t)i);
-        if (old != (int32_t)i)
-            return err_set("tokenizer: duplicate token in vocabulary: '%.200s' has ids %d and %llu",
-                           t->text[i], old, (unsigned long long)i);
         t->score[i] = sv ? (float)gguf_arr_num(sv, i) : 0.0f;
         int64_t ty = yv ? (int64_t)gguf_arr_num(yv, i) : TOK_TYPE_NORMAL;
         t->type[i] = ty >= TOK_TYPE_NORMAL && ty <= TOK_TYPE_BYTE ? (uint8_t)ty : TOK_TYPE_UNDEFINED;
     }
-    return 0;
+    return index_vocab(t);
 }
 
 /* A special-token id from the metadata; an id out of range keeps the default
