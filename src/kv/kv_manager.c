@@ -125,9 +125,7 @@ static bool cached(const kv_manager *m, const block_hash *h, int b, int g) {
 }
 
 int kvm_match_prefix(kv_manager *m, seq_kv *s, const int32_t *tokens, int n) {
-    if (n <= 0) return 0;
-    m->prefix_queries += (uint64_t)n;
-    if (!m->prefix_caching) return 0;
+    if (n <= 0 || !m->prefix_caching) return 0;
     const int bs = m->block_size;
     const int max_blocks = (n - 1) / bs; /* the last token is always computed: its logits are needed */
     if (max_blocks == 0) return 0;
@@ -166,7 +164,6 @@ int kvm_match_prefix(kv_manager *m, seq_kv *s, const int32_t *tokens, int n) {
         s->last_hash = h[k - 1];
     }
     free(h);
-    m->prefix_hits += (uint64_t)k * bs;
     return k * bs;
 }
 

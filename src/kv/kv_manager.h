@@ -31,7 +31,8 @@ typedef struct {
     int n_groups;
     int block_size;
     bool prefix_caching;
-    /* For /metrics: prompt tokens looked up, and found in the cache. */
+    /* For /metrics: tokens of admitted sequences looked up in the prefix cache,
+     * and found there (counted by the scheduler on admission). */
     uint64_t prefix_queries;
     uint64_t prefix_hits;
 } kv_manager;

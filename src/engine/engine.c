@@ -1,0 +1,659 @@
+/* The engine loop; see engine.h. One step: take new requests and aborts from
+ * the inbox, schedule a batch, lay it out flat for the forward pass (tokens,
+ * positions, sequence of each token, block tables, rows that need logits), run
+ * the forward, then for each sequence that reached the end of its known
+ * tokens: sample, detokenize, apply stop conditions, report. */
+#include "engine/engine.h"
+
+#include "engine/request.h"
+#include "engine/scheduler.h"
+#include "engine/stop_strings.h"
+#include "kv/kv_manager.h"
+#include "model/forward.h"
+#include "tokenizer/tokenizer.h"
+#include "util/error.h"
+#include "util/threadpool.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_LOGPROBS 20
+#define MAX_SAMPLES 64
+
+struct engine {
+    model *m;
+    engine_config cfg;
+    kv_cache *kv;
+    kv_manager kvm;
+    scheduler sched;
+    threadpool *tp;
+    forward_ctx *fwd;
+    sampler *smp;
+    int32_t *eog_ids;
+    int n_eog_ids;
+
+    /* Batch layout, sized for max_num_batched_tokens / max_num_seqs. */
+    sched_batch batch;
+    int32_t *b_tokens, *b_pos, *b_seq, *b_rows;
+    fwd_seq *b_seqs;
+    sequence **b_row_seq;
+    float *logits;   /* [max_num_seqs][n_vocab] */
+    float *scratch;  /* [n_vocab]: a copy of a logits row for a forked sample */
+    float *raw;      /* [n_vocab]: unmodified logits, for logprobs */
+    char *text;      /* detokenized piece */
+    size_t text_cap;
+
+    /* Requests not yet finished, owned by the engine thread. */
+    request **live;
+    int n_live, cap_live;
+
+    /* Inbox, under mu. */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    request **inbox;
+    int n_inbox, cap_inbox;
+    uint64_t *aborts;
+    int n_aborts, cap_aborts;
+    bool abort_all;
+    int n_unfinished; /* inbox + live, under mu */
+    uint64_t next_id;
+
+    pthread_t loop;
+    bool loop_running;
+    bool loop_stop;
+
+    pthread_mutex_t stats_mu;
+    engine_stats stats;
+};
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+engine_config engine_config_defaults(void) {
+    return (engine_config){.max_num_seqs = 64, .max_num_batched_tokens = 512, .max_model_len = 4096,
+                           .block_size = 16, .kv_cache_bytes = (size_t)1 << 30, .kv_type = KV_F16,
+                           .prefix_caching = true, .max_waiting = 1024};
+}
+
+request_params request_params_defaults(void) {
+    return (request_params){.sampling = sampling_defaults(), .max_tokens = 16, .n = 1, .logprobs = -1};
+}
+
+const char *finish_reason_name(finish_reason r) {
+    switch (r) {
+    case FINISH_STOP: return "stop";
+    case FINISH_LENGTH: return "length";
+    case FINISH_ABORT: return "abort";
+    case FINISH_ERROR: return "error";
+    default: return "none";
+    }
+}
+
+/* ---- creation ---- */
+
+static int alloc_buffers(engine *e) {
+    const int T = e->cfg.max_num_batched_tokens, S = e->cfg.max_num_seqs, V = e->m->hp.n_vocab;
+    e->batch.seqs = calloc((size_t)S, sizeof *e->batch.seqs);
+    e->b_tokens = malloc((size_t)T * sizeof *e->b_tokens);
+    e->b_pos = malloc((size_t)T * sizeof *e->b_pos);
+    e->b_seq = malloc((size_t)T * sizeof *e->b_seq);
+    e->b_rows = malloc((size_t)S * sizeof *e->b_rows);
+    e->b_seqs = calloc((size_t)S, sizeof *e->b_seqs);
+    e->b_row_seq = calloc((size_t)S, sizeof *e->b_row_seq);
+    e->logits = malloc((size_t)S * V * sizeof *e->logits);
+    e->scratch = malloc((size_t)V * sizeof *e->scratch);
+    e->raw = malloc((size_t)V * sizeof *e->raw);
+    e->text_cap = 4096;
+    e->text = malloc(e->text_cap);
+    if (!e->batch.seqs || !e->b_tokens || !e->b_pos || !e->b_seq || !e->b_rows || !e->b_seqs ||
+        !e->b_row_seq || !e->logits || !e->scratch || !e->raw || !e->text)
+        return err_set("out of memory allocating engine buffers");
+    return 0;
+}
+
+static int collect_eog(engine *e) {
+    const int nv = tokenizer_n_vocab(e->m->tok);
+    int n = 0;
+    for (int t = 0; t < nv; t++) n += tokenizer_is_eog(e->m->tok, t);
+    e->eog_ids = malloc((size_t)(n ? n : 1) * sizeof *e->eog_ids);
+    if (!e->eog_ids) return err_set("out of memory");
+    for (int t = 0; t < nv; t++)
+        if (tokenizer_is_eog(e->m->tok, t)) e->eog_ids[e->n_eog_ids++] = t;
+    return 0;
+}
+
+static int check_config(const engine_config *c) {
+    if (c->max_num_seqs < 1 || c->max_num_seqs > 4096) return err_set("max_num_seqs must be in [1, 4096]");
+    if (c->max_num_batched_tokens < 1) return err_set("max_num_batched_tokens must be at least 1");
+    if (c->block_size != 8 && c->block_size != 16 && c->block_size != 32)
+        return err_set("block size must be 8, 16 or 32 (got %d)", c->block_size);
+    if (c->max_model_len < 1) return err_set("max_model_len must be at least 1");
+    return 0;
+}
+
+engine *engine_create(model *m, const engine_config *cfg) {
+    if (check_config(cfg)) return NULL;
+    engine *e = calloc(1, sizeof *e);
+    if (!e) {
+        err_set("out of memory");
+        return NULL;
+    }
+    e->m = m;
+    e->cfg = *cfg;
+    if (e->cfg.max_model_len > m->hp.n_ctx_train) e->cfg.max_model_len = m->hp.n_ctx_train;
+    pthread_mutex_init(&e->mu, NULL);
+    pthread_cond_init(&e->cv, NULL);
+    pthread_mutex_init(&e->stats_mu, NULL);
+    hist_init_seconds(&e->stats.ttft);
+    hist_init_seconds(&e->stats.tpot);
+    hist_init_seconds(&e->stats.e2e);
+    hist_init_seconds(&e->stats.queue);
+
+    kv_cache layout;
+    kv_cache_layout(&m->hp, cfg->kv_type, cfg->block_size, &layout);
+    const size_t block_bytes = kv_block_bytes(&layout);
+    long n_blocks = cfg->kv_cache_blocks > 0 ? cfg->kv_cache_blocks : (long)(cfg->kv_cache_bytes / block_bytes);
+    if (n_blocks > (1L << 30)) n_blocks = 1L << 30;
+    kv_manager probe = {.cache = &layout, .n_groups = layout.n_groups, .block_size = cfg->block_size};
+    const int need = kvm_blocks_needed(&probe, e->cfg.max_model_len, cfg->max_num_batched_tokens);
+    if (n_blocks < need) {
+        err_set("the KV cache budget (%ld blocks of %zu bytes = %.1f MiB) cannot hold one request of "
+                "max_model_len %d tokens, which needs %d blocks (%.1f MiB); raise the KV cache memory or "
+                "lower max_model_len",
+                n_blocks, block_bytes, n_blocks * (double)block_bytes / 1048576.0, e->cfg.max_model_len, need,
+                need * (double)block_bytes / 1048576.0);
+        goto fail;
+    }
+    e->kv = kv_cache_create(&m->hp, cfg->kv_type, cfg->block_size, (int)n_blocks);
+    if (!e->kv || kvm_init(&e->kvm, e->kv, cfg->prefix_caching)) goto fail;
+    if (sched_init(&e->sched, &e->kvm, cfg->max_num_seqs, cfg->max_num_batched_tokens)) goto fail;
+    e->tp = tp_create(cfg->n_threads);
+    if (!e->tp) {
+        err_set("cannot create threads");
+        goto fail;
+    }
+    e->fwd = forward_create(m, e->kv, cfg->max_num_batched_tokens, cfg->max_num_seqs, e->tp);
+    e->smp = sampler_create(m->hp.n_vocab);
+    if (!e->fwd || !e->smp || alloc_buffers(e) || collect_eog(e)) {
+        if (!e->smp) err_set("out of memory");
+        goto fail;
+    }
+    e->stats.kv_blocks_total = (int)n_blocks;
+    return e;
+fail:
+    engine_free(e);
+    return NULL;
+}
+
+void engine_free(engine *e) {
+    if (!e) return;
+    engine_stop(e);
+    for (int i = 0; i < e->n_live; i++) request_free(e->live[i]);
+    for (int i = 0; i < e->n_inbox; i++) request_free(e->inbox[i]);
+    free(e->live);
+    free(e->inbox);
+    free(e->aborts);
+    sched_destroy(&e->sched);
+    kvm_destroy(&e->kvm);
+    forward_free(e->fwd);
+    kv_cache_free(e->kv);
+    tp_free(e->tp);
+    sampler_free(e->smp);
+    free(e->eog_ids);
+    free(e->batch.seqs);
+    free(e->b_tokens);
+    free(e->b_pos);
+    free(e->b_seq);
+    free(e->b_rows);
+    free(e->b_seqs);
+    free(e->b_row_seq);
+    free(e->logits);
+    free(e->scratch);
+    free(e->raw);
+    free(e->text);
+    pthread_mutex_destroy(&e->mu);
+    pthread_cond_destroy(&e->cv);
+    pthread_mutex_destroy(&e->stats_mu);
+    free(e);
+}
+
+const engine_config *engine_get_config(const engine *e) { return &e->cfg; }
+
+int engine_max_concurrency(const engine *e) {
+    return e->kv->n_blocks / kvm_blocks_needed(&e->kvm, e->cfg.max_model_len, e->cfg.max_num_batched_tokens);
+}
+
+int engine_kv_capacity_tokens(const engine *e) {
+    /* Tokens the cache holds when every group needs a block per block_size tokens
+     * (sequences within the sliding window); longer ones fit more. */
+    return (int)((long)e->kv->n_blocks * e->kv->block_size / e->kv->n_groups);
+}
+
+/* ---- submission (any thread) ---- */
+
+static int grow(void **arr, int *cap, int need, size_t elem) {
+    if (need <= *cap) return 0;
+    int c = *cap ? *cap * 2 : 16;
+    while (c < need) c *= 2;
+    void *p = realloc(*arr, (size_t)c * elem);
+    if (!p) return err_set("out of memory");
+    *arr = p;
+    *cap = c;
+    return 0;
+}
+
+static int check_request(const engine *e, const int32_t *prompt, int n_prompt, const request_params *p) {
+    if (n_prompt < 1) return err_set("the prompt is empty");
+    if (p->n < 1 || p->n > MAX_SAMPLES) return err_set("n must be in [1, %d]", MAX_SAMPLES);
+    if (p->max_tokens < 0) return err_set("max_tokens must not be negative");
+    if (p->logprobs > MAX_LOGPROBS) return err_set("logprobs must be at most %d", MAX_LOGPROBS);
+    if ((long)n_prompt + p->max_tokens > e->cfg.max_model_len)
+        return err_set("the prompt (%d tokens) plus max_tokens (%d) is %ld tokens, more than the maximum "
+                       "context length of %d",
+                       n_prompt, p->max_tokens, (long)n_prompt + p->max_tokens, e->cfg.max_model_len);
+    const int nv = e->m->hp.n_vocab;
+    for (int i = 0; i < n_prompt; i++)
+        if (prompt[i] < 0 || prompt[i] >= nv) return err_set("token id %d is out of range [0, %d)", prompt[i], nv);
+    const int need = kvm_blocks_needed(&e->kvm, n_prompt + p->max_tokens, e->cfg.max_num_batched_tokens);
+    if (need > e->kv->n_blocks)
+        return err_set("the request needs %d KV blocks but the whole cache has %d", need, e->kv->n_blocks);
+    return 0;
+}
+
+int engine_submit(engine *e, const int32_t *prompt, int n_prompt, const request_params *p,
+                  engine_output_fn on_output, void *user, uint64_t *id) {
+    if (check_request(e, prompt, n_prompt, p)) return -1;
+    pthread_mutex_lock(&e->mu);
+    if (e->cfg.max_waiting > 0 && e->n_unfinished >= e->cfg.max_waiting + e->cfg.max_num_seqs) {
+        pthread_mutex_unlock(&e->mu);
+        return err_set("queue full: %d requests are waiting or running", e->n_unfinished);
+    }
+    const uint64_t rid = ++e->next_id;
+    pthread_mutex_unlock(&e->mu);
+    request *r = request_create(rid, prompt, n_prompt, p);
+    if (!r) return -1;
+    r->on_output = on_output;
+    r->user = user;
+    r->t_arrival = now_s();
+    pthread_mutex_lock(&e->mu);
+    if (grow((void **)&e->inbox, &e->cap_inbox, e->n_inbox + 1, sizeof *e->inbox)) {
+        pthread_mutex_unlock(&e->mu);
+        request_free(r);
+        return -1;
+    }
+    e->inbox[e->n_inbox++] = r;
+    e->n_unfinished++;
+    pthread_cond_signal(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+    if (id) *id = rid;
+    return 0;
+}
+
+void engine_abort(engine *e, uint64_t id) {
+    pthread_mutex_lock(&e->mu);
+    if (!grow((void **)&e->aborts, &e->cap_aborts, e->n_aborts + 1, sizeof *e->aborts))
+        e->aborts[e->n_aborts++] = id;
+    pthread_cond_signal(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+}
+
+void engine_abort_all(engine *e) {
+    pthread_mutex_lock(&e->mu);
+    e->abort_all = true;
+    pthread_cond_signal(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+}
+
+bool engine_has_work(engine *e) {
+    pthread_mutex_lock(&e->mu);
+    bool w = e->n_unfinished > 0 || e->n_aborts > 0;
+    pthread_mutex_unlock(&e->mu);
+    return w;
+}
+
+/* ---- outputs ---- */
+
+static void observe_finished(engine *e, request *r) {
+    int max_out = 0;
+    for (int i = 0; i < r->n_seqs; i++) {
+        int n = seq_n_output(&r->seqs[i]);
+        if (n > max_out) max_out = n;
+    }
+    pthread_mutex_lock(&e->stats_mu);
+    e->stats.requests_finished++;
+    hist_observe(&e->stats.e2e, r->t_finished - r->t_arrival);
+    if (r->t_scheduled > 0) hist_observe(&e->stats.queue, r->t_scheduled - r->t_arrival);
+    if (r->t_first_token > 0) hist_observe(&e->stats.ttft, r->t_first_token - r->t_arrival);
+    if (max_out > 1) hist_observe(&e->stats.tpot, (r->t_finished - r->t_first_token) / (max_out - 1));
+    pthread_mutex_unlock(&e->stats_mu);
+}
+
+/* Marks a sequence finished, releases its blocks, reports it. */
+static void finish_seq(engine *e, sequence *s, finish_reason why, const int32_t *tok,
+                       const token_logprobs *lp, const char *text, size_t text_len) {
+    request *r = s->req;
+    if (s->status != SEQ_FINISHED) {
+        sched_remove(&e->sched, s);
+        s->status = SEQ_FINISHED;
+        s->finish = why;
+        r->n_finished++;
+    }
+    engine_output out = {.request_id = r->id, .index = s->index, .n_new_tokens = tok ? 1 : 0,
+                         .new_tokens = tok, .logprobs = lp, .text = text, .text_len = text_len,
+                         .finished = true, .reason = why, .n_prompt_tokens = s->n_prompt,
+                         .n_cached_tokens = r->n_cached_tokens, .n_output_tokens = seq_n_output(s)};
+    if (r->on_output) r->on_output(r->user, &out);
+}
+
+static void remove_live(engine *e, request *r) {
+    for (int i = 0; i < e->n_live; i++)
+        if (e->live[i] == r) {
+            e->live[i] = e->live[--e->n_live];
+            break;
+        }
+    pthread_mutex_lock(&e->mu);
+    e->n_unfinished--;
+    pthread_mutex_unlock(&e->mu);
+}
+
+/* Frees requests whose every sequence has finished. */
+static void reap(engine *e) {
+    for (int i = e->n_live - 1; i >= 0; i--) {
+        request *r = e->live[i];
+        if (r->n_finished < r->n_seqs) continue;
+        r->t_finished = now_s();
+        observe_finished(e, r);
+        remove_live(e, r);
+        request_free(r);
+    }
+}
+
+static void abort_request(engine *e, request *r) {
+    for (int i = 0; i < r->n_seqs; i++)
+        if (r->seqs[i].status != SEQ_FINISHED) finish_seq(e, &r->seqs[i], FINISH_ABORT, NULL, NULL, "", 0);
+}
+
+/* ---- inbox ---- */
+
+static void take_inbox(engine *e) {
+    pthread_mutex_lock(&e->mu);
+    request **in = e->inbox;
+    int n_in = e->n_inbox;
+    uint64_t *ab = e->aborts;
+    int n_ab = e->n_aborts;
+    bool all = e->abort_all;
+    e->inbox = NULL, e->n_inbox = 0, e->cap_inbox = 0;
+    e->aborts = NULL, e->n_aborts = 0, e->cap_aborts = 0;
+    e->abort_all = false;
+    pthread_mutex_unlock(&e->mu);
+
+    for (int i = 0; i < n_in; i++) {
+        request *r = in[i];
+        if (grow((void **)&e->live, &e->cap_live, e->n_live + 1, sizeof *e->live) ||
+            sched_add_waiting(&e->sched, &r->seqs[0])) {
+            finish_seq(e, &r->seqs[0], FINISH_ERROR, NULL, NULL, "", 0);
+            for (int k = 1; k < r->n_seqs; k++) finish_seq(e, &r->seqs[k], FINISH_ERROR, NULL, NULL, "", 0);
+            pthread_mutex_lock(&e->mu);
+            e->n_unfinished--;
+            pthread_mutex_unlock(&e->mu);
+            request_free(r);
+            continue;
+        }
+        e->live[e->n_live++] = r;
+        if (r->params.max_tokens == 0) /* nothing to generate */
+            for (int k = 0; k < r->n_seqs; k++) finish_seq(e, &r->seqs[k], FINISH_LENGTH, NULL, NULL, "", 0);
+    }
+    for (int i = 0; i < e->n_live; i++) {
+        bool hit = all;
+        for (int k = 0; k < n_ab && !hit; k++) hit = ab[k] == e->live[i]->id;
+        if (hit) abort_request(e, e->live[i]);
+    }
+    free(in);
+    free(ab);
+}
+
+/* ---- sampling ---- */
+
+static void compute_logprobs(const float *raw, int nv, int32_t tok, int n_top, token_logprobs *lp,
+                             int32_t *top_tok, float *top_lp) {
+    float mx = raw[0];
+    for (int i = 1; i < nv; i++)
+        if (raw[i] > mx) mx = raw[i];
+    double sum = 0;
+    for (int i = 0; i < nv; i++) sum += exp((double)raw[i] - mx);
+    const float lse = mx + (float)log(sum);
+    int k = 0;
+    for (int i = 0; i < nv; i++) {
+        /* Insertion into a short sorted list (n_top <= 20). */
+        if (k == n_top && (n_top == 0 || raw[i] <= raw[top_tok[k - 1]])) continue;
+        int j = k < n_top ? k++ : k - 1;
+        while (j > 0 && raw[top_tok[j - 1]] < raw[i]) {
+            top_tok[j] = top_tok[j - 1];
+            j--;
+        }
+        top_tok[j] = i;
+    }
+    for (int i = 0; i < k; i++) top_lp[i] = raw[top_tok[i]] - lse;
+    *lp = (token_logprobs){.token = tok, .logprob = raw[tok] - lse, .n_top = k, .top_tokens = top_tok,
+                           .top_logprobs = top_lp};
+}
+
+static bool is_stop_token(const request_params *p, int32_t tok) {
+    for (int i = 0; i < p->n_stop_token_ids; i++)
+        if (p->stop_token_ids[i] == tok) return true;
+    return false;
+}
+
+/* Samples the next token of `s` from `logits` (modified), then reports. */
+static void sample_and_report(engine *e, sequence *s, float *logits) {
+    request *r = s->req;
+    const request_params *p = &r->params;
+    const int nv = e->m->hp.n_vocab;
+    token_logprobs lp;
+    int32_t top_tok[MAX_LOGPROBS];
+    float top_lp[MAX_LOGPROBS];
+    /* Logprobs are of the model's distribution, before bias, penalties and temperature. */
+    if (p->logprobs >= 0) memcpy(e->raw, logits, (size_t)nv * sizeof *logits);
+    if (seq_n_output(s) < p->min_tokens) {
+        for (int i = 0; i < e->n_eog_ids; i++) logits[e->eog_ids[i]] = -INFINITY;
+        for (int i = 0; i < p->n_stop_token_ids; i++)
+            if (p->stop_token_ids[i] >= 0 && p->stop_token_ids[i] < nv) logits[p->stop_token_ids[i]] = -INFINITY;
+    }
+    const int32_t tok = sampler_sample(e->smp, &p->sampling, &s->rng, logits, s->tokens, s->n_prompt,
+                                       s->tokens + s->n_prompt, seq_n_output(s));
+    if (p->logprobs >= 0) compute_logprobs(e->raw, nv, tok, p->logprobs, &lp, top_tok, top_lp);
+    if (seq_append_token(s, tok)) {
+        finish_seq(e, s, FINISH_ERROR, NULL, NULL, "", 0);
+        return;
+    }
+    if (r->t_first_token == 0) r->t_first_token = now_s();
+    pthread_mutex_lock(&e->stats_mu);
+    e->stats.generation_tokens++;
+    pthread_mutex_unlock(&e->stats_mu);
+
+    finish_reason why = FINISH_NONE;
+    bool by_string = false;
+    size_t release = 0;
+    if (is_stop_token(p, tok) || (!p->ignore_eos && tokenizer_is_eog(e->m->tok, tok))) {
+        why = FINISH_STOP; /* the stop token's own text is not part of the output */
+    } else {
+        size_t n = detok_push(e->m->tok, &s->detok, tok, p->include_special_text, e->text, e->text_cap);
+        if (seq_hold_text(s, e->text, n)) {
+            finish_seq(e, s, FINISH_ERROR, NULL, NULL, "", 0);
+            return;
+        }
+        if (p->n_stop == 0) release = s->n_held;
+        else if (stop_scan(p->stop, p->n_stop, s->held, s->n_held, &release)) why = FINISH_STOP, by_string = true;
+    }
+    if (why == FINISH_NONE && (seq_n_output(s) >= p->max_tokens || s->n_tokens >= e->cfg.max_model_len))
+        why = FINISH_LENGTH;
+    if (why != FINISH_NONE && !by_string) {
+        /* The stream ends here: what was held back cannot become a stop string now. */
+        size_t n = detok_flush(&s->detok, e->text, e->text_cap);
+        seq_hold_text(s, e->text, n);
+        release = s->n_held;
+    }
+    const token_logprobs *lpp = p->logprobs >= 0 ? &lp : NULL;
+    if (why != FINISH_NONE) {
+        finish_seq(e, s, why, &s->tokens[s->n_tokens - 1], lpp, s->held ? s->held : "", release);
+        return;
+    }
+    engine_output out = {.request_id = r->id, .index = s->index, .n_new_tokens = 1,
+                         .new_tokens = &s->tokens[s->n_tokens - 1], .logprobs = lpp,
+                         .text = s->held ? s->held : "", .text_len = release, .n_prompt_tokens = s->n_prompt,
+                         .n_cached_tokens = r->n_cached_tokens, .n_output_tokens = seq_n_output(s)};
+    if (r->on_output) r->on_output(r->user, &out);
+    memmove(s->held, s->held + release, s->n_held - release);
+    s->n_held -= release;
+    if (s->held) s->held[s->n_held] = 0;
+}
+
+/* Sample 0 finished its prompt: create samples 1..n-1 sharing its blocks. */
+static void fork_samples(engine *e, sequence *s0, const float *logits) {
+    request *r = s0->req;
+    r->forked = true;
+    const int nv = e->m->hp.n_vocab;
+    for (int i = 1; i < r->n_seqs; i++) {
+        sequence *c = &r->seqs[i];
+        c->n_computed = s0->n_computed;
+        if (kvm_fork(&e->kvm, &s0->kv, &c->kv) || sched_add_running(&e->sched, c)) {
+            finish_seq(e, c, FINISH_ERROR, NULL, NULL, "", 0);
+            continue;
+        }
+        memcpy(e->scratch, logits, (size_t)nv * sizeof *logits);
+        sample_and_report(e, c, e->scratch);
+    }
+}
+
+/* ---- the step ---- */
+
+static void update_gauges(engine *e) {
+    /* Token slots holding K/V: per live block, the computed positions it covers. */
+    int tokens_used = 0;
+    const int bs = e->kv->block_size;
+    for (int i = 0; i < e->sched.running.n; i++) {
+        const sequence *s = e->sched.running.items[i];
+        for (int g = 0; g < e->kvm.n_groups; g++) {
+            const block_list *l = &s->kv.lists[g];
+            for (int b = 0; b < l->n; b++) {
+                const int filled = s->n_computed - b * bs;
+                if (l->ids[b] >= 0 && filled > 0) tokens_used += filled < bs ? filled : bs;
+            }
+        }
+    }
+    pthread_mutex_lock(&e->stats_mu);
+    e->stats.n_running = e->sched.running.n;
+    e->stats.n_waiting = e->sched.waiting.n;
+    e->stats.kv_blocks_used = pool_n_in_use(e->kvm.pool);
+    e->stats.kv_tokens_used = tokens_used;
+    e->stats.prefix_queries = e->kvm.prefix_queries;
+    e->stats.prefix_hits = e->kvm.prefix_hits;
+    e->stats.preemptions = e->sched.n_preemptions;
+    pthread_mutex_unlock(&e->stats_mu);
+}
+
+static int layout_batch(engine *e, fwd_batch *fb) {
+    const sched_batch *b = &e->batch;
+    int t = 0, n_rows = 0;
+    for (int i = 0; i < b->n_seqs; i++) {
+        sequence *s = b->seqs[i];
+        for (int k = 0; k < s->n_scheduled; k++, t++) {
+            e->b_tokens[t] = s->tokens[s->n_computed + k];
+            e->b_pos[t] = s->n_computed + k;
+            e->b_seq[t] = i;
+        }
+        for (int g = 0; g < e->kvm.n_groups; g++) e->b_seqs[i].block_table[g] = kvm_table(&s->kv, g);
+        if (s->n_computed + s->n_scheduled == s->n_tokens) {
+            e->b_rows[n_rows] = t - 1;
+            e->b_row_seq[n_rows++] = s;
+        }
+        if (s->req->t_scheduled == 0) {
+            s->req->t_scheduled = now_s();
+            pthread_mutex_lock(&e->stats_mu);
+            e->stats.prompt_tokens += (uint64_t)s->n_prompt;
+            pthread_mutex_unlock(&e->stats_mu);
+        }
+    }
+    *fb = (fwd_batch){.n_tokens = t, .tokens = e->b_tokens, .pos = e->b_pos, .seq = e->b_seq,
+                      .n_seqs = b->n_seqs, .seqs = e->b_seqs, .n_out = n_rows, .out_rows = e->b_rows};
+    return n_rows;
+}
+
+int engine_step(engine *e) {
+    take_inbox(e);
+    reap(e);
+    sched_schedule(&e->sched, &e->batch);
+    if (e->batch.n_seqs > 0) {
+        fwd_batch fb;
+        const int n_rows = layout_batch(e, &fb);
+        if (forward_run(e->fwd, &fb, e->logits)) {
+            for (int i = 0; i < e->batch.n_seqs; i++)
+                finish_seq(e, e->batch.seqs[i], FINISH_ERROR, NULL, NULL, "", 0);
+        } else {
+            for (int i = 0; i < e->batch.n_seqs; i++) {
+                sequence *s = e->batch.seqs[i];
+                s->n_computed += s->n_scheduled;
+                kvm_commit(&e->kvm, &s->kv, s->tokens, s->n_computed);
+            }
+            const int nv = e->m->hp.n_vocab;
+            for (int i = 0; i < n_rows; i++) {
+                sequence *s = e->b_row_seq[i];
+                float *row = e->logits + (size_t)i * nv;
+                if (s->status == SEQ_FINISHED) continue; /* aborted while running */
+                if (s->index == 0 && s->req->n_seqs > 1 && !s->req->forked) fork_samples(e, s, row);
+                sample_and_report(e, s, row);
+            }
+        }
+    }
+    reap(e);
+    update_gauges(e);
+    pthread_mutex_lock(&e->mu);
+    int n = e->n_unfinished;
+    pthread_mutex_unlock(&e->mu);
+    return n;
+}
+
+/* ---- loop thread ---- */
+
+static void *loop_main(void *p) {
+    engine *e = p;
+    for (;;) {
+        pthread_mutex_lock(&e->mu);
+        while (!e->loop_stop && e->n_unfinished == 0 && e->n_aborts == 0 && !e->abort_all)
+            pthread_cond_wait(&e->cv, &e->mu);
+        bool stop = e->loop_stop;
+        pthread_mutex_unlock(&e->mu);
+        if (stop) return NULL;
+        engine_step(e);
+    }
+}
+
+int engine_start(engine *e) {
+    if (e->loop_running) return 0;
+    e->loop_stop = false;
+    if (pthread_create(&e->loop, NULL, loop_main, e)) return err_set("cannot start the engine thread");
+    e->loop_running = true;
+    return 0;
+}
+
+void engine_stop(engine *e) {
+    if (!e->loop_running) return;
+    pthread_mutex_lock(&e->mu);
+    e->loop_stop = true;
+    pthread_cond_signal(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+    pthread_join(e->loop, NULL);
+    e->loop_running = false;
+}
+
+void engine_get_stats(engine *e, engine_stats *out) {
+    pthread_mutex_lock(&e->stats_mu);
+    *out = e->stats;
+    pthread_mutex_unlock(&e->stats_mu);
+}

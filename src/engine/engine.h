@@ -1,0 +1,130 @@
+/* The engine: one copy of the model serving many requests at once. It owns
+ * the KV cache, the scheduler's queues and the forward pass; each step it
+ * schedules one batch (decodes first, then prompt chunks, under a token and a
+ * sequence budget), runs one forward over it, samples, and reports each
+ * request's new tokens and text through the request's callback.
+ *
+ * Thread safety: engine_submit, engine_abort and engine_get_stats may be
+ * called from any thread. engine_step runs on one thread (the caller's, or the
+ * loop thread of engine_start); callbacks run on that thread. After a
+ * callback reports `finished`, the request's `user` pointer is never used
+ * again. */
+#ifndef CLLM_ENGINE_ENGINE_H
+#define CLLM_ENGINE_ENGINE_H
+
+#include "engine/sampler.h"
+#include "kv/kv_cache.h"
+#include "model/model.h"
+#include "util/histogram.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+    int max_num_seqs;            /* sequences per step (and running at once) */
+    int max_num_batched_tokens;  /* tokens per step: the prefill chunk budget */
+    int max_model_len;           /* prompt + output limit per request */
+    int block_size;              /* tokens per KV block: 8, 16 or 32 */
+    size_t kv_cache_bytes;       /* KV memory budget */
+    int kv_cache_blocks;         /* if > 0, overrides kv_cache_bytes (tests) */
+    kv_dtype kv_type;
+    bool prefix_caching;
+    int n_threads;               /* <= 0: all cores */
+    int max_waiting;             /* submit fails when this many requests wait; 0 = no limit */
+} engine_config;
+
+engine_config engine_config_defaults(void);
+
+typedef enum { FINISH_NONE = 0, FINISH_STOP, FINISH_LENGTH, FINISH_ABORT, FINISH_ERROR } finish_reason;
+const char *finish_reason_name(finish_reason r);
+
+typedef struct {
+    sampling_params sampling; /* logit_bias is copied */
+    int max_tokens;           /* output tokens at most (>= 0) */
+    int min_tokens;           /* end-of-generation and stop tokens are masked before this */
+    bool ignore_eos;
+    const int32_t *stop_token_ids;
+    int n_stop_token_ids;
+    const char *const *stop;  /* stop strings (copied) */
+    int n_stop;
+    int n;                    /* parallel samples (>= 1) */
+    int logprobs;             /* -1: none; else the chosen token's logprob plus this many alternatives */
+    bool include_special_text; /* render control tokens in the text */
+} request_params;
+
+request_params request_params_defaults(void);
+
+typedef struct {
+    int32_t token;
+    float logprob;
+    int n_top;
+    const int32_t *top_tokens;
+    const float *top_logprobs;
+} token_logprobs;
+
+typedef struct {
+    uint64_t request_id;
+    int index;                 /* which of the n samples */
+    int n_new_tokens;          /* 0 or 1 per step */
+    const int32_t *new_tokens;
+    const token_logprobs *logprobs; /* [n_new_tokens] when asked for */
+    const char *text;          /* newly released text (whole UTF-8 characters) */
+    size_t text_len;
+    bool finished;
+    finish_reason reason;
+    int n_prompt_tokens;
+    int n_cached_tokens;
+    int n_output_tokens;
+} engine_output;
+
+typedef void (*engine_output_fn)(void *user, const engine_output *out);
+
+typedef struct {
+    int n_running;       /* sequences */
+    int n_waiting;
+    int kv_blocks_total;
+    int kv_blocks_used;
+    int kv_tokens_used;  /* token slots holding data, for utilization */
+    uint64_t prefix_queries, prefix_hits;
+    uint64_t preemptions;
+    uint64_t prompt_tokens, generation_tokens;
+    uint64_t requests_finished;
+    histogram ttft, tpot, e2e, queue;
+} engine_stats;
+
+typedef struct engine engine;
+
+/* NULL with err_get() when the KV budget cannot hold one request of
+ * max_model_len, or on allocation failure. */
+engine *engine_create(model *m, const engine_config *cfg);
+void engine_free(engine *e);
+const engine_config *engine_get_config(const engine *e);
+/* KV capacity in tokens (full-attention layers) and how many max_model_len
+ * requests fit at once. */
+int engine_kv_capacity_tokens(const engine *e);
+int engine_max_concurrency(const engine *e);
+
+/* Queues a request; its id goes to *id. Fails (-1, err_get()) when the prompt
+ * is empty or too long, the request could never fit in the KV cache, or the
+ * waiting queue is full (then err_get() starts with "queue full"). */
+int engine_submit(engine *e, const int32_t *prompt, int n_prompt, const request_params *p,
+                  engine_output_fn on_output, void *user, uint64_t *id);
+/* Aborts a request; it reports finished (FINISH_ABORT) at the next step. */
+void engine_abort(engine *e, uint64_t id);
+
+/* Runs one step. Returns the number of unfinished requests after it. */
+int engine_step(engine *e);
+/* Whether any request is queued, running or waiting in the inbox. */
+bool engine_has_work(engine *e);
+
+/* A loop thread that steps while there is work and sleeps otherwise. */
+int engine_start(engine *e);
+/* Stops the loop thread (after its current step); requests stay queued. */
+void engine_stop(engine *e);
+/* Aborts everything unfinished (the callbacks see FINISH_ABORT). */
+void engine_abort_all(engine *e);
+
+void engine_get_stats(engine *e, engine_stats *out);
+
+#endif

@@ -1,0 +1,118 @@
+/* Requests and sequences; see request.h. */
+#include "engine/request.h"
+
+#include "util/error.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static char *dup_str(const char *s) {
+    size_t n = strlen(s);
+    char *d = malloc(n + 1);
+    if (d) memcpy(d, s, n + 1);
+    return d;
+}
+
+static int copy_params(request_params *dst, const request_params *src) {
+    *dst = *src;
+    dst->sampling.logit_bias = NULL;
+    dst->stop_token_ids = NULL;
+    dst->stop = NULL;
+    if (src->sampling.n_logit_bias > 0) {
+        logit_bias_entry *b = malloc((size_t)src->sampling.n_logit_bias * sizeof *b);
+        if (!b) return -1;
+        memcpy(b, src->sampling.logit_bias, (size_t)src->sampling.n_logit_bias * sizeof *b);
+        dst->sampling.logit_bias = b;
+    }
+    if (src->n_stop_token_ids > 0) {
+        int32_t *ids = malloc((size_t)src->n_stop_token_ids * sizeof *ids);
+        if (!ids) return -1;
+        memcpy(ids, src->stop_token_ids, (size_t)src->n_stop_token_ids * sizeof *ids);
+        dst->stop_token_ids = ids;
+    }
+    if (src->n_stop > 0) {
+        char **stops = calloc((size_t)src->n_stop, sizeof *stops);
+        if (!stops) return -1;
+        dst->stop = (const char *const *)stops;
+        for (int i = 0; i < src->n_stop; i++)
+            if (!(stops[i] = dup_str(src->stop[i]))) return -1;
+    }
+    return 0;
+}
+
+static void free_params(request_params *p) {
+    free((void *)p->sampling.logit_bias);
+    free((void *)p->stop_token_ids);
+    if (p->stop)
+        for (int i = 0; i < p->n_stop; i++) free((void *)p->stop[i]);
+    free((void *)p->stop);
+}
+
+request *request_create(uint64_t id, const int32_t *prompt, int n_prompt, const request_params *params) {
+    request *r = calloc(1, sizeof *r);
+    if (!r) goto oom;
+    r->id = id;
+    if (copy_params(&r->params, params)) goto oom;
+    r->n_seqs = params->n;
+    r->seqs = calloc((size_t)params->n, sizeof *r->seqs);
+    if (!r->seqs) goto oom;
+    for (int i = 0; i < r->n_seqs; i++) {
+        sequence *s = &r->seqs[i];
+        s->req = r;
+        s->index = i;
+        s->status = SEQ_WAITING;
+        s->n_prompt = n_prompt;
+        s->cap_tokens = n_prompt + (params->max_tokens < 4096 ? params->max_tokens : 4096) + 1;
+        s->tokens = malloc((size_t)s->cap_tokens * sizeof *s->tokens);
+        if (!s->tokens) goto oom;
+        memcpy(s->tokens, prompt, (size_t)n_prompt * sizeof *prompt);
+        s->n_tokens = n_prompt;
+        /* Sample i draws from its own stream of the request's seed. */
+        rng_seed(&s->rng, params->sampling.seed + 0x9e3779b97f4a7c15ull * (uint64_t)i);
+    }
+    return r;
+oom:
+    request_free(r);
+    err_set("out of memory creating a request");
+    return NULL;
+}
+
+void request_free(request *r) {
+    if (!r) return;
+    if (r->seqs)
+        for (int i = 0; i < r->n_seqs; i++) {
+            free(r->seqs[i].tokens);
+            free(r->seqs[i].held);
+        }
+    free(r->seqs);
+    free_params(&r->params);
+    free(r);
+}
+
+int seq_append_token(sequence *s, int32_t tok) {
+    if (s->n_tokens == s->cap_tokens) {
+        int cap = s->cap_tokens * 2;
+        int32_t *t = realloc(s->tokens, (size_t)cap * sizeof *t);
+        if (!t) return err_set("out of memory");
+        s->tokens = t;
+        s->cap_tokens = cap;
+    }
+    s->tokens[s->n_tokens++] = tok;
+    return 0;
+}
+
+int seq_hold_text(sequence *s, const char *text, size_t n) {
+    if (s->n_held + n + 1 > s->cap_held) {
+        size_t cap = (s->n_held + n + 1) * 2;
+        char *h = realloc(s->held, cap);
+        if (!h) return err_set("out of memory");
+        s->held = h;
+        s->cap_held = cap;
+    }
+    memcpy(s->held + s->n_held, text, n);
+    s->n_held += n;
+    s->held[s->n_held] = 0;
+    return 0;
+}
+
+int seq_n_output(const sequence *s) { return s->n_tokens - s->n_prompt; }

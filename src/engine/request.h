@@ -1,0 +1,63 @@
+/* A request and its sequences. A request is one prompt with its parameters;
+ * it has n sequences (n > 1 gives parallel samples, which share the prompt's
+ * KV blocks). A sequence is what the scheduler moves between the waiting and
+ * running queues: its tokens (prompt, then output), how many of them are in
+ * the KV cache, its block tables, its generator and its text state. */
+#ifndef CLLM_ENGINE_REQUEST_H
+#define CLLM_ENGINE_REQUEST_H
+
+#include "engine/engine.h"
+#include "engine/sampler.h"
+#include "kv/kv_manager.h"
+#include "tokenizer/detok.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef enum { SEQ_WAITING, SEQ_RUNNING, SEQ_FINISHED } seq_status;
+
+typedef struct request request;
+
+typedef struct {
+    request *req;
+    int index;           /* which of the request's n samples */
+    seq_status status;
+    int32_t *tokens;     /* prompt then output */
+    int n_tokens;
+    int cap_tokens;
+    int n_prompt;
+    int n_computed;      /* tokens whose K/V are in the cache */
+    seq_kv kv;
+    rng_state rng;
+    uint64_t admit_order; /* larger = admitted later; the preemption victim order */
+    bool scheduled;       /* in this step's batch */
+    int n_scheduled;
+    bool preempted;       /* during this step's scheduling */
+    detok_state detok;
+    char *held;           /* text not yet released (stop strings) */
+    size_t n_held, cap_held;
+    finish_reason finish;
+} sequence;
+
+struct request {
+    uint64_t id;
+    request_params params;  /* owns its arrays (deep copy) */
+    engine_output_fn on_output;
+    void *user;
+    int n_seqs;
+    sequence *seqs;
+    bool forked;            /* samples 1..n-1 exist (created from sample 0 after its prompt) */
+    int n_finished;
+    int n_cached_tokens;    /* prompt tokens served from the prefix cache, first admission */
+    double t_arrival, t_scheduled, t_first_token, t_finished;
+};
+
+/* Deep-copies params and prompt. NULL with err_get() on failure. */
+request *request_create(uint64_t id, const int32_t *prompt, int n_prompt, const request_params *params);
+void request_free(request *r);
+
+int seq_append_token(sequence *s, int32_t tok);
+int seq_hold_text(sequence *s, const char *text, size_t n);
+int seq_n_output(const sequence *s);
+
+#endif
