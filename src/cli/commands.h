@@ -3,6 +3,7 @@
 #ifndef CLLM_CLI_COMMANDS_H
 #define CLLM_CLI_COMMANDS_H
 
+int cmd_serve(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_logits(int argc, char **argv);

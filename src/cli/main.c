@@ -11,7 +11,8 @@ typedef struct {
 } command;
 
 static const command k_commands[] = {
-    {"generate", cmd_generate, "generate text from a prompt"},
+    {"serve", cmd_serve, "OpenAI-compatible HTTP server"},
+    {"generate", cmd_generate, "generate text from a prompt (or a file of prompts)"},
     {"info", cmd_info, "describe a model: architecture, sizes, memory"},
     {"tokenize", cmd_tokenize, "print the token ids of text read from stdin"},
     {"logits", cmd_logits, "write the logits of a token sequence (for tests)"},
