@@ -226,13 +226,7 @@ typedef struct {
 
 static int span_push(spanvec *s, size_t off, size_t len) {
     if (len == 0) return 0;
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? 2 * s->cap : 64;
-        span *v = realloc(s->v, cap * sizeof *v);
-        if (!v) return err_set("tokenizer: out of memory splitting words");
-        s->v = v;
-        s->cap = cap;
-    }
+    if (tok_reserve((void **)&s->v, &s->cap, s->n + 1, sizeof *s->v)) return -1;
     s->v[s->n++] = (span){off, len};
     return 0;
 }
@@ -271,82 +265,27 @@ static int split_words(const pcre2_code *re, pcre2_match_data *md, const char *s
 /* --- step 3: merges ------------------------------------------------------ */
 
 typedef struct {
-    int32_t prev, next;
-    uint32_t off, n;
-} bpe_sym;
-
-typedef struct {
-    int32_t rank, left, right;
-    uint32_t left_n, right_n; /* sizes when queued; a change means stale */
-} bpe_bigram;
-
-typedef struct {
     const tokenizer *t;
     const char *word;
-    bpe_sym *sym;
+    tok_sym *sym;
     size_t sym_cap;
-    bpe_bigram *heap;
-    size_t heap_n, heap_cap;
-    char *key;
+    char *key; /* "left right", the form of tokenizer.ggml.merges */
     size_t key_cap;
+    tok_merge_state merge;
 } bpe_session;
 
-static bool bigram_first(const bpe_bigram *a, const bpe_bigram *b) {
-    return a->rank < b->rank || (a->rank == b->rank && a->left < b->left);
-}
-
-static int heap_push(bpe_session *s, bpe_bigram x) {
-    if (s->heap_n == s->heap_cap) {
-        size_t cap = s->heap_cap ? 2 * s->heap_cap : 64;
-        bpe_bigram *v = realloc(s->heap, cap * sizeof *v);
-        if (!v) return err_set("tokenizer: out of memory merging pieces");
-        s->heap = v;
-        s->heap_cap = cap;
-    }
-    size_t i = s->heap_n++;
-    while (i > 0) {
-        size_t p = (i - 1) / 2;
-        if (!bigram_first(&x, &s->heap[p])) break;
-        s->heap[i] = s->heap[p];
-        i = p;
-    }
-    s->heap[i] = x;
-    return 0;
-}
-
-static bpe_bigram heap_pop(bpe_session *s) {
-    bpe_bigram top = s->heap[0], x = s->heap[--s->heap_n];
-    size_t i = 0, n = s->heap_n;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= n) break;
-        if (c + 1 < n && bigram_first(&s->heap[c + 1], &s->heap[c])) c++;
-        if (!bigram_first(&s->heap[c], &x)) break;
-        s->heap[i] = s->heap[c];
-        i = c;
-    }
-    if (n) s->heap[i] = x;
-    return top;
-}
-
-static int add_bigram(bpe_session *s, int32_t left, int32_t right) {
-    if (left < 0 || right < 0) return 0;
-    const bpe_sym *l = &s->sym[left], *r = &s->sym[right];
+/* Two symbols merge when "left right" is a merge; the lowest rank first. */
+static int bpe_pair_key(void *ctx, const tok_sym *l, const tok_sym *r, double *key) {
+    bpe_session *s = ctx;
     size_t need = (size_t)l->n + 1 + r->n;
-    if (need > s->key_cap) {
-        size_t cap = s->key_cap ? s->key_cap : 64;
-        while (cap < need) cap *= 2;
-        char *k = realloc(s->key, cap);
-        if (!k) return err_set("tokenizer: out of memory merging pieces");
-        s->key = k;
-        s->key_cap = cap;
-    }
+    if (tok_reserve((void **)&s->key, &s->key_cap, need, 1)) return -1;
     memcpy(s->key, s->word + l->off, l->n);
     s->key[l->n] = ' ';
     memcpy(s->key + l->n + 1, s->word + r->off, r->n);
     int32_t rank = strtab_find(&s->t->merges, s->key, need);
     if (rank < 0) return 0;
-    return heap_push(s, (bpe_bigram){rank, left, right, l->n, r->n});
+    *key = rank;
+    return 1;
 }
 
 static int emit_piece(const tokenizer *t, const char *p, size_t n, tokvec *out) {
@@ -367,39 +306,12 @@ static int bpe_word(bpe_session *s, const char *word, size_t len, tokvec *out) {
         int32_t id = strtab_find(&t->vocab, word, len);
         if (id >= 0) return tokvec_push(out, id);
     }
-    if (len + 1 > s->sym_cap) {
-        size_t cap = s->sym_cap ? s->sym_cap : 64;
-        while (cap < len + 1) cap *= 2;
-        bpe_sym *v = realloc(s->sym, cap * sizeof *v);
-        if (!v) return err_set("tokenizer: out of memory merging pieces");
-        s->sym = v;
-        s->sym_cap = cap;
-    }
+    if (tok_reserve((void **)&s->sym, &s->sym_cap, len + 1, sizeof *s->sym)) return -1;
     s->word = word;
-    s->heap_n = 0;
-    bpe_sym *sym = s->sym;
-    int32_t n_sym = 0;
-    for (size_t off = 0; off < len;) {
-        size_t l = utf8_len_lax((unsigned char)word[off]);
-        if (l > len - off) l = len - off;
-        sym[n_sym] = (bpe_sym){n_sym - 1, off + l == len ? -1 : n_sym + 1, (uint32_t)off, (uint32_t)l};
-        n_sym++;
-        off += l;
-    }
-    for (int32_t i = 1; i < n_sym; i++)
-        if (add_bigram(s, i - 1, i)) return -1;
-    while (s->heap_n) {
-        bpe_bigram bg = heap_pop(s);
-        bpe_sym *l = &sym[bg.left], *r = &sym[bg.right];
-        if (l->n == 0 || r->n == 0 || l->n != bg.left_n || r->n != bg.right_n) continue;
-        l->n += r->n;
-        r->n = 0;
-        l->next = r->next;
-        if (r->next >= 0) sym[r->next].prev = bg.left;
-        if (add_bigram(s, l->prev, bg.left) || add_bigram(s, bg.left, l->next)) return -1;
-    }
-    for (int32_t i = n_sym ? 0 : -1; i >= 0; i = sym[i].next)
-        if (emit_piece(t, word + sym[i].off, sym[i].n, out)) return -1;
+    int32_t n_sym = tok_split_chars(word, len, s->sym);
+    if (tok_merge(&s->merge, s->sym, n_sym)) return -1;
+    for (int32_t i = n_sym ? 0 : -1; i >= 0; i = s->sym[i].next)
+        if (emit_piece(t, word + s->sym[i].off, s->sym[i].n, out)) return -1;
     return 0;
 }
 
@@ -415,6 +327,7 @@ int bpe_encode(const tokenizer *t, const char *text, size_t len, tokvec *out) {
     int rc = 0;
     spanvec a = {0}, b = {0};
     bpe_session s = {.t = t};
+    s.merge = (tok_merge_state){.pair_key = bpe_pair_key, .ctx = &s};
     char *wbuf = NULL;
     size_t wcap = 0;
     pcre2_match_data *md = pcre2_match_data_create(1, NULL);
@@ -427,18 +340,8 @@ int bpe_encode(const tokenizer *t, const char *text, size_t len, tokvec *out) {
         b = tmp;
     }
     for (size_t k = 0; k < a.n && rc == 0; k++) {
-        size_t need = 2 * a.v[k].len;
-        if (need > wcap) {
-            size_t cap = wcap ? wcap : 256;
-            while (cap < need) cap *= 2;
-            char *w = realloc(wbuf, cap);
-            if (!w) {
-                rc = err_set("tokenizer: out of memory for a word of %zu bytes", a.v[k].len);
-                break;
-            }
-            wbuf = w;
-            wcap = cap;
-        }
+        rc = tok_reserve((void **)&wbuf, &wcap, 2 * a.v[k].len, 1); /* each byte: 1-2 bytes */
+        if (rc) break;
         size_t wl = 0;
         for (size_t j = 0; j < a.v[k].len; j++) {
             uint8_t c = (uint8_t)nt[a.v[k].off + j];
@@ -449,8 +352,8 @@ int bpe_encode(const tokenizer *t, const char *text, size_t len, tokvec *out) {
     }
     pcre2_match_data_free(md);
     free(s.sym);
-    free(s.heap);
     free(s.key);
+    tok_merge_free(&s.merge);
     free(wbuf);
     free(a.v);
     free(b.v);

@@ -65,13 +65,3 @@ int32_t strtab_find(const strtab *t, const char *s, size_t len) {
     uint32_t slot, tag;
     return t->slots ? probe(t, s, len, strtab_hash(s, len), &slot, &tag) : -1;
 }
-
-int tokvec_grow(tokvec *a, size_t need) {
-    size_t cap = a->cap ? a->cap : 16;
-    while (cap < need) cap *= 2;
-    int32_t *v = realloc(a->v, cap * sizeof *v);
-    if (!v) return err_set("tokenizer: out of memory for %zu tokens", need);
-    a->v = v;
-    a->cap = cap;
-    return 0;
-}

@@ -36,6 +36,9 @@ void strtab_prefetch(const strtab *t, uint64_t h);
 int32_t strtab_insert_hashed(strtab *t, int32_t v, uint64_t h);
 void strtab_free(strtab *t);
 
+/* Grows *v (of *cap items of elem bytes) to hold at least need items. */
+int tok_reserve(void **v, size_t *cap, size_t need, size_t elem);
+
 /* A growable array of token ids. */
 typedef struct {
     int32_t *v;
@@ -48,6 +51,29 @@ static inline int tokvec_push(tokvec *a, int32_t id) {
     a->v[a->n++] = id;
     return 0;
 }
+
+/* A piece of text being merged: a linked list over the characters. */
+typedef struct {
+    int32_t prev, next;
+    uint32_t off, n; /* n == 0: merged into its left neighbour */
+} tok_sym;
+
+/* Cuts text into characters, llama.cpp's way (lengths from lead bytes only);
+ * sym needs room for len entries. Returns the count. */
+int32_t tok_split_chars(const char *text, size_t len, tok_sym *sym);
+
+/* The merge loop: pair_key says whether two adjacent symbols merge (1, with
+ * its key; 0 if not; -1 on error); the pair with the smallest key merges
+ * first, the leftmost on ties, until no pair is left. */
+typedef struct {
+    int (*pair_key)(void *ctx, const tok_sym *l, const tok_sym *r, double *key);
+    void *ctx;
+    void *heap;
+    size_t heap_n, heap_cap;
+} tok_merge_state;
+
+int tok_merge(tok_merge_state *m, tok_sym *sym, int32_t n);
+void tok_merge_free(tok_merge_state *m);
 
 typedef enum { TOK_KIND_SPM, TOK_KIND_BPE } tok_kind;
 
@@ -80,7 +106,8 @@ struct tokenizer {
     int32_t *special;
     int n_special;
     tok_trie_node *trie;
-    int32_t n_trie, cap_trie;
+    int32_t n_trie;
+    size_t cap_trie;
     int32_t trie_root[256]; /* first-byte children of the root, -1: none */
 
     /* SPM: the token for each byte of the byte fallback (-1: none). */

@@ -281,13 +281,8 @@ static int cmp_longest_first(const void *a, const void *b) {
 }
 
 static int32_t trie_node_new(tokenizer *t, uint8_t byte) {
-    if (t->n_trie == t->cap_trie) {
-        int32_t cap = t->cap_trie ? 2 * t->cap_trie : 1024;
-        tok_trie_node *n = realloc(t->trie, (size_t)cap * sizeof *n);
-        if (!n) return err_set("tokenizer: out of memory for the special-token trie");
-        t->trie = n;
-        t->cap_trie = cap;
-    }
+    if (tok_reserve((void **)&t->trie, &t->cap_trie, (size_t)t->n_trie + 1, sizeof *t->trie))
+        return -1;
     tok_trie_node *n = &t->trie[t->n_trie];
     n->child = n->sibling = n->special = -1;
     n->byte = byte;
@@ -396,13 +391,7 @@ typedef struct {
 } fragvec;
 
 static int frag_push(fragvec *f, int32_t id, size_t off, size_t len) {
-    if (f->n == f->cap) {
-        size_t cap = f->cap ? 2 * f->cap : 16;
-        fragment *v = realloc(f->v, cap * sizeof *v);
-        if (!v) return err_set("tokenizer: out of memory splitting special tokens");
-        f->v = v;
-        f->cap = cap;
-    }
+    if (tok_reserve((void **)&f->v, &f->cap, f->n + 1, sizeof *f->v)) return -1;
     f->v[f->n++] = (fragment){id, off, len};
     return 0;
 }
