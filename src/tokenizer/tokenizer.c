@@ -154,9 +154,9 @@ static int32_t find_cstr(const tokenizer *t, const char *s) {
     return strtab_find(&t->vocab, s, strlen(s));
 }
 
-static void force_control(tokenizer *t, int32_t id) {
-    if (t->type[id] != TOK_TYPE_CONTROL) t->type[id] = TOK_TYPE_CONTROL;
-}
+/* llama.cpp adds the control attribute; for cutting special tokens out of
+ * text and for pieces, that makes any token behave as a control token. */
+static void force_control(tokenizer *t, int32_t id) { t->type[id] = TOK_TYPE_CONTROL; }
 
 /* When the id is not in the metadata, the first of `texts` in the vocabulary
  * becomes it, and a control token. */

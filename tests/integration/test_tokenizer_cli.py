@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import pytest
 
-gguf = pytest.importorskip("gguf")
-
 
 def test_plain_json_and_no_special(run_cllm, real_model_path):
     r = run_cllm("tokenize", "-m", real_model_path, input="Hello world")
@@ -56,6 +54,7 @@ def test_not_a_gguf(run_cllm, tmp_path):
 
 
 def test_gguf_without_tokenizer(run_cllm, tmp_path):
+    gguf = pytest.importorskip("gguf")
     path = tmp_path / "notok.gguf"
     w = gguf.GGUFWriter(str(path), "llama")
     w.write_header_to_file()
