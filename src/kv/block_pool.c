@@ -160,8 +160,8 @@ bool pool_set_hash(block_pool *p, int b, block_hash h) {
     if (p->hashed[b]) return hash_eq(p->hash[b], h);
     if (pool_lookup(p, h) >= 0) return false;
     p->hash[b] = h;
+    map_insert(p, b); /* before marking: a rebuild inside must not insert b too */
     p->hashed[b] = true;
-    map_insert(p, b);
     return true;
 }
 

@@ -1,0 +1,216 @@
+/* Block accounting: a randomized walk of thousands of operations on the KV
+ * manager (prefix match, chunked allocation, commit, decode appends with
+ * copy-on-write, fork, release, eviction under pressure), with the pool's
+ * invariants and every reference count recomputed from the sequences' block
+ * tables after each operation. At the end no block is held. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "kv/block_pool.h"
+#include "kv/kv_manager.h"
+#include "util/error.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_SEQS 12
+#define MAX_TOK 400
+
+typedef struct {
+    bool live;
+    seq_kv kv;
+    int32_t tokens[MAX_TOK];
+    int n_tokens;
+    int n_computed;
+    int last_start; /* start of the last allocation: what the tables were trimmed to */
+} fake_seq;
+
+static uint64_t g_rng = 0x1234567;
+static uint32_t rnd(uint32_t n) {
+    g_rng = g_rng * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(g_rng >> 33) % n;
+}
+
+static model_hparams make_hparams(bool sliding) {
+    model_hparams hp = {0};
+    hp.n_layer = 6;
+    hp.n_head_kv = 1;
+    hp.head_dim_k = hp.head_dim_v = 8;
+    hp.n_swa = sliding ? 40 : 0;
+    for (int il = 0; il < hp.n_layer; il++) hp.is_swa[il] = sliding && il % 3 != 2;
+    return hp;
+}
+
+static void check_all(kv_manager *m, fake_seq *seqs) {
+    if (pool_check(m->pool)) fail_msg("pool invariant: %s", err_get());
+    const int nb = pool_n_blocks(m->pool);
+    int *refs = calloc((size_t)nb, sizeof *refs);
+    const int bs = m->block_size;
+    for (int i = 0; i < MAX_SEQS; i++) {
+        if (!seqs[i].live) continue;
+        for (int g = 0; g < m->n_groups; g++) {
+            const block_list *l = &seqs[i].kv.lists[g];
+            const int w = m->cache->group_window[g];
+            for (int b = 0; b < l->n; b++) {
+                if (l->ids[b] < 0) continue;
+                assert_true(l->ids[b] < nb);
+                refs[l->ids[b]]++;
+                /* A sliding group keeps no block that a query at the last
+                 * allocation's start could not see. */
+                if (w && (b + 1) * bs <= seqs[i].last_start - w + 1)
+                    fail_msg("seq %d group %d holds stale block %d", i, g, b);
+            }
+        }
+    }
+    int in_use = 0;
+    for (int b = 0; b < nb; b++) {
+        if (refs[b] != pool_refcount(m->pool, b))
+            fail_msg("block %d: %d references in tables, refcount %d", b, refs[b], pool_refcount(m->pool, b));
+        in_use += refs[b] > 0;
+    }
+    assert_int_equal(in_use, pool_n_in_use(m->pool));
+    free(refs);
+}
+
+/* Tokens from a small alphabet in a few shared prefixes, so prefixes repeat. */
+static void fill_prompt(fake_seq *s) {
+    const int family = (int)rnd(3);
+    s->n_tokens = 20 + (int)rnd(120);
+    for (int i = 0; i < s->n_tokens; i++) s->tokens[i] = i < 48 ? family * 1000 + i : (int32_t)rnd(50);
+    s->n_computed = 0;
+}
+
+static void run_walk(bool sliding, int n_blocks, int iters) {
+    model_hparams hp = make_hparams(sliding);
+    kv_cache *kv = kv_cache_create(&hp, KV_F32, 8, n_blocks);
+    assert_non_null(kv);
+    kv_manager m;
+    assert_int_equal(kvm_init(&m, kv, true), 0);
+    fake_seq *seqs = calloc(MAX_SEQS, sizeof *seqs);
+    int hits = 0, cows = 0, allocation_failures = 0;
+    for (int it = 0; it < iters; it++) {
+        const int i = (int)rnd(MAX_SEQS);
+        fake_seq *s = &seqs[i];
+        const int op = (int)rnd(10);
+        if (!s->live) {
+            if (op < 3) {
+                /* fork a live sequence into this slot */
+                int src = (int)rnd(MAX_SEQS);
+                if (seqs[src].live && src != i) {
+                    assert_int_equal(kvm_fork(&m, &seqs[src].kv, &s->kv), 0);
+                    memcpy(s->tokens, seqs[src].tokens, sizeof s->tokens);
+                    s->n_tokens = seqs[src].n_tokens;
+                    s->n_computed = seqs[src].n_computed;
+                    s->last_start = seqs[src].last_start;
+                    s->live = true;
+                }
+            } else {
+                fill_prompt(s);
+                memset(&s->kv, 0, sizeof s->kv);
+                s->n_computed = kvm_match_prefix(&m, &s->kv, s->tokens, s->n_tokens);
+                s->last_start = s->n_computed;
+                hits += s->n_computed > 0;
+                assert_true(s->n_computed % 8 == 0 && s->n_computed < s->n_tokens);
+                s->live = true;
+            }
+        } else if (op < 2) {
+            kvm_release(&m, &s->kv);
+            s->live = false;
+        } else if (s->n_computed < s->n_tokens) {
+            /* compute a chunk of the known tokens */
+            int n = 1 + (int)rnd(24);
+            if (n > s->n_tokens - s->n_computed) n = s->n_tokens - s->n_computed;
+            int before = pool_n_available(m.pool);
+            int want = kvm_blocks_to_allocate(&m, &s->kv, s->n_computed, n);
+            if (kvm_allocate(&m, &s->kv, s->n_computed, n) == 0) {
+                s->last_start = s->n_computed;
+                s->n_computed += n;
+                kvm_commit(&m, &s->kv, s->tokens, s->n_computed);
+            } else {
+                allocation_failures++;
+                assert_true(want > before); /* refused only when short, and nothing changed */
+                assert_int_equal(before, pool_n_available(m.pool));
+            }
+        } else if (s->n_tokens < MAX_TOK) {
+            /* decode: a new token, then its block must be private (copy on write) */
+            s->tokens[s->n_tokens++] = (int32_t)rnd(50);
+            const int b = s->n_computed / 8;
+            const bool shared = b < s->kv.lists[0].n && s->kv.lists[0].ids[b] >= 0 &&
+                                pool_refcount(m.pool, s->kv.lists[0].ids[b]) > 1;
+            if (kvm_allocate(&m, &s->kv, s->n_computed, 1) == 0) {
+                for (int g = 0; g < m.n_groups; g++)
+                    assert_int_equal(pool_refcount(m.pool, s->kv.lists[g].ids[b]), 1);
+                cows += shared;
+                s->last_start = s->n_computed;
+                s->n_computed++;
+                kvm_commit(&m, &s->kv, s->tokens, s->n_computed);
+            } else {
+                s->n_tokens--;
+                allocation_failures++;
+            }
+        } else {
+            kvm_release(&m, &s->kv);
+            s->live = false;
+        }
+        check_all(&m, seqs);
+    }
+    for (int i = 0; i < MAX_SEQS; i++)
+        if (seqs[i].live) kvm_release(&m, &seqs[i].kv);
+    assert_int_equal(pool_n_in_use(m.pool), 0);
+    assert_int_equal(pool_n_available(m.pool), n_blocks);
+    assert_int_equal(pool_check(m.pool), 0);
+    /* The walk exercised what it claims to. */
+    assert_true(hits > 10);
+    assert_true(cows > 0);
+    assert_true(allocation_failures > 0);
+    free(seqs);
+    kvm_destroy(&m);
+    kv_cache_free(kv);
+}
+
+static void test_random_walk_full_attention(void **state) {
+    (void)state;
+    run_walk(false, 48, 20000);
+}
+
+static void test_random_walk_with_sliding_groups(void **state) {
+    (void)state;
+    run_walk(true, 120, 20000);
+}
+
+static void test_pool_lru_and_hash_map(void **state) {
+    (void)state;
+    block_pool *p = pool_create(4);
+    int a = pool_alloc(p), b = pool_alloc(p);
+    block_hash ha = {1, 2}, hb = {3, 4};
+    assert_true(pool_set_hash(p, a, ha));
+    assert_true(pool_set_hash(p, b, hb));
+    assert_false(pool_set_hash(p, pool_alloc(p), ha)); /* duplicate content keeps the first */
+    pool_unref(p, a);  /* cached */
+    pool_unref(p, b);  /* cached, more recent */
+    assert_int_equal(pool_lookup(p, ha), a);
+    /* Free unhashed blocks go first, then the least recently freed cached block (a). */
+    int c = pool_alloc(p);
+    assert_false(c == a || c == b);
+    int d = pool_alloc(p);
+    assert_int_equal(d, a);
+    assert_int_equal(pool_lookup(p, ha), -1); /* evicted */
+    assert_int_equal(pool_lookup(p, hb), b);
+    pool_ref(p, b); /* a prefix hit revives a cached block */
+    assert_int_equal(pool_n_available(p), 0);
+    assert_int_equal(pool_check(p), 0);
+    pool_free(p);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pool_lru_and_hash_map),
+        cmocka_unit_test(test_random_walk_full_attention),
+        cmocka_unit_test(test_random_walk_with_sliding_groups),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
