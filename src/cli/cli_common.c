@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 int arg_int(const char *cmd, const char *opt, const char *val, long lo, long hi, long *out) {
@@ -31,6 +32,40 @@ int arg_float(const char *cmd, const char *opt, const char *val, double lo, doub
     }
     *out = v;
     return 0;
+}
+
+size_t available_memory(void) {
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return 0;
+    char line[256];
+    unsigned long long kb = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
+    fclose(f);
+    return (size_t)kb * 1024;
+}
+
+int arg_memory(const char *cmd, const char *opt, const char *val, size_t *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(val, &end);
+    if (errno || end == val || !isfinite(v) || v <= 0) goto bad;
+    if (!*end && v <= 1.0 && strchr(val, '.')) { /* a fraction of available memory */
+        *out = (size_t)(v * (double)available_memory());
+        return 0;
+    }
+    static const struct { const char *unit; double mult; } units[] = {
+        {"", 1}, {"B", 1}, {"K", 1024.0}, {"KiB", 1024.0}, {"KB", 1e3}, {"M", 1048576.0},
+        {"MiB", 1048576.0}, {"MB", 1e6}, {"G", 1073741824.0}, {"GiB", 1073741824.0}, {"GB", 1e9}};
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (!strcmp(end, units[i].unit)) {
+            *out = (size_t)(v * units[i].mult);
+            return 0;
+        }
+bad:
+    fprintf(stderr, "cllm %s: %s expects bytes (e.g. 2GiB, 512MiB) or a fraction of free memory (e.g. 0.5), got '%s'\n",
+            cmd, opt, val);
+    return -1;
 }
 
 const char *arg_value(const char *cmd, int argc, char **argv, int *i) {

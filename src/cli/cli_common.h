@@ -16,6 +16,11 @@
  * "cllm CMD: OPT expects ..." and return -1. */
 int arg_int(const char *cmd, const char *opt, const char *val, long lo, long hi, long *out);
 int arg_float(const char *cmd, const char *opt, const char *val, double lo, double hi, double *out);
+/* A memory amount: bytes with an optional unit (K, M, G, KiB, MiB, GiB, KB,
+ * MB, GB), or a fraction in (0, 1] of the memory available now. */
+int arg_memory(const char *cmd, const char *opt, const char *val, size_t *out);
+/* MemAvailable from /proc/meminfo, in bytes (0 if unknown). */
+size_t available_memory(void);
 /* Fetches the value of an option at argv[*i] (advancing *i); prints an error
  * when it is missing. */
 const char *arg_value(const char *cmd, int argc, char **argv, int *i);

@@ -1,12 +1,15 @@
-/* `cllm generate`: continue a prompt, streaming the text to stdout as it is
- * produced (nothing else goes to stdout) and the speed to stderr. */
+/* `cllm generate`: continue one prompt, streaming the text to stdout as it is
+ * produced (nothing else goes to stdout; speed goes to stderr), or run a file
+ * of prompts through the engine together (--prompts-file: one prompt per line,
+ * or JSON lines with per-prompt parameters) and print one JSON line per prompt
+ * in input order, with the total throughput on stderr. */
 #include "cli/cli_common.h"
 #include "cli/commands.h"
-#include "engine/sampler.h"
-#include "tokenizer/detok.h"
+#include "engine/engine.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,39 +18,53 @@
 typedef struct {
     const char *model_path;
     const char *prompt;
+    const char *prompts_file;
     long n_predict;
     long threads;
     long n_ctx;
+    long n_samples;
     bool ignore_eos;
-    kv_dtype kv_type;
-    sampling_params sp;
     bool seed_given;
+    sampling_params sp;
+    engine_config ec;
+    bool kv_given;
 } gen_options;
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: cllm generate -m MODEL -p PROMPT [-n N] [options]\n"
-            "  -n, --n-predict N        tokens to generate (default 128)\n"
-            "  --temperature T          0 = greedy (default 0.8)\n"
-            "  --top-k K                (default 40; 0 = off)\n"
-            "  --top-p P                (default 0.95; 1 = off)\n"
-            "  --min-p P                (default 0.05; 0 = off)\n"
-            "  --repeat-penalty R       (default 1 = off)\n"
-            "  --presence-penalty P     (default 0)\n"
-            "  --frequency-penalty P    (default 0)\n"
-            "  --seed S                 (default: random)\n"
-            "  -t, --threads N          (default: all cores)\n"
-            "  -c, --ctx-size N         context length (default: prompt + N)\n"
-            "  --kv-type f16|f32        KV cache precision (default f16)\n"
-            "  --ignore-eos             keep going past end-of-generation tokens\n");
+            "usage: cllm generate -m MODEL (-p PROMPT | --prompts-file FILE) [-n N] [options]\n"
+            "  -n, --n-predict N         tokens to generate (default 128)\n"
+            "  --temperature T           0 = greedy (default 0.8)\n"
+            "  --top-k K                 (default 40; 0 = off)\n"
+            "  --top-p P                 (default 0.95; 1 = off)\n"
+            "  --min-p P                 (default 0.05; 0 = off)\n"
+            "  --repeat-penalty R        (default 1 = off)\n"
+            "  --presence-penalty P      (default 0)\n"
+            "  --frequency-penalty P     (default 0)\n"
+            "  --seed S                  (default: random)\n"
+            "  --ignore-eos              keep going past end-of-generation tokens\n"
+            "  -t, --threads N           (default: all cores)\n"
+            "  -c, --ctx-size N          context length per request (default: prompt + N)\n"
+            "  --kv-type f16|f32         KV cache precision (default f16)\n"
+            "offline batch mode:\n"
+            "  --prompts-file FILE       one prompt per line, or JSONL objects {\"prompt\": ...,\n"
+            "                            \"max_tokens\", \"temperature\", \"top_p\", \"top_k\", \"min_p\",\n"
+            "                            \"seed\", \"stop\", \"n\"}\n"
+            "  --max-num-seqs N          sequences per step (default 64)\n"
+            "  --max-num-batched-tokens N  tokens per step (default 512)\n"
+            "  --block-size 8|16|32      KV block size (default 16)\n"
+            "  --kv-cache-memory SIZE    KV budget, e.g. 1GiB or 0.5 (default: room for all at once)\n"
+            "  --no-enable-prefix-caching\n");
 }
 
 static int parse_options(int argc, char **argv, gen_options *o) {
-    *o = (gen_options){.n_predict = 128, .kv_type = KV_F16, .sp = sampling_defaults()};
+    *o = (gen_options){.n_predict = 128, .n_samples = 1, .sp = sampling_defaults(), .ec = engine_config_defaults()};
     o->sp.temperature = 0.8f;
     o->sp.top_k = 40;
     o->sp.top_p = 0.95f;
     o->sp.min_p = 0.05f;
+    o->ec.kv_cache_bytes = 0;
+    const char *C = "generate";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         double d;
@@ -60,59 +77,103 @@ static int parse_options(int argc, char **argv, gen_options *o) {
             o->ignore_eos = true;
             continue;
         }
-        if (!(v = arg_value("generate", argc, argv, &i))) return -1;
+        if (!strcmp(a, "--no-enable-prefix-caching") || !strcmp(a, "--enable-prefix-caching")) {
+            o->ec.prefix_caching = !strncmp(a, "--enable", 8);
+            continue;
+        }
+        if (!(v = arg_value(C, argc, argv, &i))) return -1;
         if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->model_path = v;
         else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) o->prompt = v;
+        else if (!strcmp(a, "--prompts-file")) o->prompts_file = v;
         else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) {
-            if (arg_int("generate", a, v, 0, 1 << 24, &o->n_predict)) return -1;
+            if (arg_int(C, a, v, 0, 1 << 24, &o->n_predict)) return -1;
         } else if (!strcmp(a, "--temperature") || !strcmp(a, "--temp")) {
-            if (arg_float("generate", a, v, 0, 100, &d)) return -1;
+            if (arg_float(C, a, v, 0, 100, &d)) return -1;
             o->sp.temperature = (float)d;
         } else if (!strcmp(a, "--top-k")) {
-            if (arg_int("generate", a, v, 0, 1 << 24, &l)) return -1;
+            if (arg_int(C, a, v, 0, 1 << 24, &l)) return -1;
             o->sp.top_k = (int)l;
         } else if (!strcmp(a, "--top-p")) {
-            if (arg_float("generate", a, v, 0, 1, &d)) return -1;
+            if (arg_float(C, a, v, 0, 1, &d)) return -1;
             o->sp.top_p = (float)d;
         } else if (!strcmp(a, "--min-p")) {
-            if (arg_float("generate", a, v, 0, 1, &d)) return -1;
+            if (arg_float(C, a, v, 0, 1, &d)) return -1;
             o->sp.min_p = (float)d;
         } else if (!strcmp(a, "--repeat-penalty")) {
-            if (arg_float("generate", a, v, 0.01, 100, &d)) return -1;
+            if (arg_float(C, a, v, 0.01, 100, &d)) return -1;
             o->sp.repetition_penalty = (float)d;
         } else if (!strcmp(a, "--presence-penalty")) {
-            if (arg_float("generate", a, v, -2, 2, &d)) return -1;
+            if (arg_float(C, a, v, -2, 2, &d)) return -1;
             o->sp.presence_penalty = (float)d;
         } else if (!strcmp(a, "--frequency-penalty")) {
-            if (arg_float("generate", a, v, -2, 2, &d)) return -1;
+            if (arg_float(C, a, v, -2, 2, &d)) return -1;
             o->sp.frequency_penalty = (float)d;
         } else if (!strcmp(a, "--seed") || !strcmp(a, "-s")) {
-            if (arg_int("generate", a, v, 0, 0x7fffffffffffffffL, &l)) return -1;
+            if (arg_int(C, a, v, 0, 0x7fffffffffffffffL, &l)) return -1;
             o->sp.seed = (uint64_t)l;
             o->seed_given = true;
         } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
-            if (arg_int("generate", a, v, 1, 1024, &o->threads)) return -1;
+            if (arg_int(C, a, v, 1, 1024, &o->threads)) return -1;
         } else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) {
-            if (arg_int("generate", a, v, 1, 1 << 24, &o->n_ctx)) return -1;
+            if (arg_int(C, a, v, 1, 1 << 24, &o->n_ctx)) return -1;
         } else if (!strcmp(a, "--kv-type")) {
-            if (kv_dtype_parse(v, &o->kv_type)) {
+            if (kv_dtype_parse(v, &o->ec.kv_type)) {
                 fprintf(stderr, "cllm generate: %s\n", err_get());
                 return -1;
             }
+        } else if (!strcmp(a, "--max-num-seqs")) {
+            if (arg_int(C, a, v, 1, 4096, &l)) return -1;
+            o->ec.max_num_seqs = (int)l;
+        } else if (!strcmp(a, "--max-num-batched-tokens")) {
+            if (arg_int(C, a, v, 1, 1 << 20, &l)) return -1;
+            o->ec.max_num_batched_tokens = (int)l;
+        } else if (!strcmp(a, "--block-size")) {
+            if (arg_int(C, a, v, 8, 32, &l)) return -1;
+            o->ec.block_size = (int)l;
+        } else if (!strcmp(a, "--kv-cache-memory")) {
+            if (arg_memory(C, a, v, &o->ec.kv_cache_bytes)) return -1;
+            o->kv_given = true;
         } else {
             fprintf(stderr, "cllm generate: unknown option '%s'\n", a);
             return -1;
         }
     }
-    if (!o->model_path || !o->prompt) {
+    if (!o->model_path || (!o->prompt == !o->prompts_file)) {
         usage(stderr);
         return -1;
     }
     if (!o->seed_given) o->sp.seed = (uint64_t)time(NULL) ^ ((uint64_t)clock() << 32);
+    o->ec.n_threads = (int)o->threads;
     return 0;
 }
 
-static int run(const gen_options *o, model *m) {
+static request_params params_from_options(const gen_options *o) {
+    request_params p = request_params_defaults();
+    p.sampling = o->sp;
+    p.max_tokens = (int)o->n_predict;
+    p.ignore_eos = o->ignore_eos;
+    p.n = (int)o->n_samples;
+    return p;
+}
+
+/* ---- one prompt, streamed ---- */
+
+typedef struct {
+    double t_first;
+    int n_out;
+    bool done;
+} stream_state;
+
+static void on_stream(void *user, const engine_output *o) {
+    stream_state *st = user;
+    if (o->n_new_tokens && st->t_first == 0) st->t_first = now_seconds();
+    fwrite(o->text, 1, o->text_len, stdout);
+    fflush(stdout);
+    st->n_out = o->n_output_tokens;
+    if (o->finished) st->done = true;
+}
+
+static int run_single(gen_options *o, model *m) {
     int32_t *prompt = NULL;
     int n_prompt = tokenizer_encode(m->tok, o->prompt, strlen(o->prompt), true, true, &prompt);
     if (n_prompt < 0) return -1;
@@ -122,57 +183,216 @@ static int run(const gen_options *o, model *m) {
     }
     long n_ctx = o->n_ctx > 0 ? o->n_ctx : n_prompt + o->n_predict;
     if (n_ctx > m->hp.n_ctx_train) n_ctx = m->hp.n_ctx_train;
-    if (n_prompt + 1 > n_ctx) {
+    if (n_prompt >= n_ctx) {
         free(prompt);
         return err_set("the prompt has %d tokens but the context is %ld", n_prompt, n_ctx);
     }
-    long n_predict = o->n_predict < n_ctx - n_prompt ? o->n_predict : n_ctx - n_prompt;
-
-    seq_runner r;
-    if (seq_runner_init(&r, m, (int)n_ctx, 512, o->kv_type, (int)o->threads)) {
+    if (o->n_predict > n_ctx - n_prompt) o->n_predict = n_ctx - n_prompt;
+    o->ec.max_model_len = (int)n_ctx;
+    o->ec.max_num_seqs = 1;
+    engine *e = engine_create(m, &o->ec);
+    if (!e) {
         free(prompt);
         return -1;
     }
-    const int nv = m->hp.n_vocab;
-    float *logits = malloc((size_t)nv * sizeof *logits);
-    int32_t *out = malloc((size_t)(n_predict + 1) * sizeof *out);
-    sampler *smp = sampler_create(nv);
-    char *text = malloc(4096);
-    int rc = 0;
-    if (!logits || !out || !smp || !text) rc = err_set("out of memory");
-    rng_state rng;
-    rng_seed(&rng, o->sp.seed);
-    detok_state ds = {0};
-
-    double t0 = now_seconds();
-    if (!rc) rc = seq_runner_feed(&r, prompt, n_prompt, 0, logits, false);
-    double t1 = now_seconds();
-    int n_gen = 0;
-    while (!rc && n_gen < n_predict) {
-        int32_t tok = sampler_sample(smp, &o->sp, &rng, logits, prompt, n_prompt, out, n_gen);
-        out[n_gen++] = tok;
-        if (!o->ignore_eos && tokenizer_is_eog(m->tok, tok)) break;
-        size_t nb = detok_push(m->tok, &ds, tok, false, text, 4096);
-        fwrite(text, 1, nb, stdout);
-        fflush(stdout);
-        if (n_gen < n_predict) rc = seq_runner_feed(&r, &tok, 1, n_prompt + n_gen - 1, logits, false);
+    request_params p = params_from_options(o);
+    stream_state st = {0};
+    const double t0 = now_seconds();
+    int rc = engine_submit(e, prompt, n_prompt, &p, on_stream, &st, NULL);
+    while (!rc && engine_step(e) > 0) {
     }
-    size_t nb = detok_flush(&ds, text, 4096);
-    if (text) fwrite(text, 1, nb, stdout);
+    const double t1 = now_seconds();
     printf("\n");
     fflush(stdout);
-    double t2 = now_seconds();
-    if (!rc) {
-        fprintf(stderr, "prompt: %d tokens in %.3f s (%.1f tok/s)\n", n_prompt, t1 - t0, n_prompt / (t1 - t0));
-        fprintf(stderr, "generation: %d tokens in %.3f s (%.1f tok/s)\n", n_gen, t2 - t1,
-                n_gen > 0 ? n_gen / (t2 - t1) : 0.0);
+    if (!rc && st.t_first > 0) {
+        fprintf(stderr, "prompt: %d tokens in %.3f s (%.1f tok/s)\n", n_prompt, st.t_first - t0,
+                n_prompt / (st.t_first - t0));
+        fprintf(stderr, "generation: %d tokens in %.3f s (%.1f tok/s)\n", st.n_out, t1 - st.t_first,
+                st.n_out > 1 ? (st.n_out - 1) / (t1 - st.t_first) : 0.0);
     }
-    free(text);
-    sampler_free(smp);
-    free(out);
-    free(logits);
+    engine_free(e);
     free(prompt);
-    seq_runner_free(&r);
+    return rc;
+}
+
+/* ---- a file of prompts ---- */
+
+typedef struct {
+    json_t *texts;  /* array of strings, one per sample */
+    json_t *finish; /* array */
+    int n_prompt;
+    int n_out;
+} batch_result;
+
+static void on_batch(void *user, const engine_output *o) {
+    batch_result *r = user;
+    json_t *t = json_array_get(r->texts, (size_t)o->index);
+    const char *old = json_string_value(t);
+    size_t ol = strlen(old);
+    char *cat = malloc(ol + o->text_len + 1);
+    if (!cat) return;
+    memcpy(cat, old, ol);
+    memcpy(cat + ol, o->text, o->text_len);
+    cat[ol + o->text_len] = 0;
+    json_array_set_new(r->texts, (size_t)o->index, json_stringn(cat, ol + o->text_len));
+    free(cat);
+    r->n_prompt = o->n_prompt_tokens;
+    if (o->finished) {
+        json_array_set_new(r->finish, (size_t)o->index, json_string(finish_reason_name(o->reason)));
+        r->n_out += o->n_output_tokens;
+    }
+}
+
+typedef struct {
+    int32_t *tokens;
+    int n_tokens;
+    request_params p;
+    char *stop_store[8];
+    const char *stops[8];
+} batch_item;
+
+static int parse_item(const gen_options *o, const model *m, const char *line, int lineno, batch_item *it) {
+    it->p = params_from_options(o);
+    json_t *obj = NULL;
+    const char *text = line;
+    if (line[0] == '{') {
+        json_error_t je;
+        obj = json_loads(line, 0, &je);
+        if (!obj || !json_is_string(json_object_get(obj, "prompt"))) {
+            json_decref(obj);
+            return err_set("line %d: expected a JSON object with a string \"prompt\" (%s)", lineno,
+                           obj ? "no prompt" : je.text);
+        }
+        text = json_string_value(json_object_get(obj, "prompt"));
+        json_t *v;
+        if ((v = json_object_get(obj, "max_tokens"))) it->p.max_tokens = (int)json_integer_value(v);
+        if ((v = json_object_get(obj, "temperature"))) it->p.sampling.temperature = (float)json_number_value(v);
+        if ((v = json_object_get(obj, "top_p"))) it->p.sampling.top_p = (float)json_number_value(v);
+        if ((v = json_object_get(obj, "top_k"))) it->p.sampling.top_k = (int)json_integer_value(v);
+        if ((v = json_object_get(obj, "min_p"))) it->p.sampling.min_p = (float)json_number_value(v);
+        if ((v = json_object_get(obj, "seed"))) it->p.sampling.seed = (uint64_t)json_integer_value(v);
+        if ((v = json_object_get(obj, "n"))) it->p.n = (int)json_integer_value(v);
+        if ((v = json_object_get(obj, "ignore_eos"))) it->p.ignore_eos = json_is_true(v);
+        json_t *stop = json_object_get(obj, "stop");
+        if (json_is_string(stop)) stop = json_pack("[O]", stop);
+        else json_incref(stop);
+        for (size_t k = 0; k < json_array_size(stop) && k < 8; k++) {
+            const char *s = json_string_value(json_array_get(stop, k));
+            if (s && *s) it->stops[it->p.n_stop] = it->stop_store[it->p.n_stop] = strdup(s), it->p.n_stop++;
+        }
+        json_decref(stop);
+        it->p.stop = it->stops;
+        if (it->p.max_tokens < 0 || it->p.n < 1) {
+            json_decref(obj);
+            return err_set("line %d: max_tokens must be >= 0 and n >= 1", lineno);
+        }
+    }
+    it->n_tokens = tokenizer_encode(m->tok, text, strlen(text), true, true, &it->tokens);
+    json_decref(obj);
+    if (it->n_tokens < 0) return err_prefix("line %d: ", lineno);
+    return 0;
+}
+
+static int read_items(const gen_options *o, const model *m, batch_item **items_out, int *n_out) {
+    FILE *f = fopen(o->prompts_file, "r");
+    if (!f) return err_set("cannot open %s", o->prompts_file);
+    batch_item *items = NULL;
+    int n = 0, cap = 0, lineno = 0, rc = 0;
+    char *line = NULL;
+    size_t lcap = 0;
+    ssize_t len;
+    while (!rc && (len = getline(&line, &lcap, f)) >= 0) {
+        lineno++;
+        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = 0;
+        if (len == 0) continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 64;
+            batch_item *g = realloc(items, (size_t)cap * sizeof *g);
+            if (!g) {
+                rc = err_set("out of memory");
+                break;
+            }
+            items = g;
+        }
+        memset(&items[n], 0, sizeof items[n]);
+        rc = parse_item(o, m, line, lineno, &items[n]);
+        n++;
+    }
+    free(line);
+    fclose(f);
+    if (!rc && n == 0) rc = err_set("%s has no prompts", o->prompts_file);
+    *items_out = items;
+    *n_out = n;
+    return rc;
+}
+
+static void free_items(batch_item *items, int n) {
+    for (int i = 0; i < n; i++) {
+        free(items[i].tokens);
+        for (int k = 0; k < items[i].p.n_stop; k++) free(items[i].stop_store[k]);
+    }
+    free(items);
+}
+
+static int run_batch(gen_options *o, model *m) {
+    batch_item *items = NULL;
+    int n = 0;
+    int rc = read_items(o, m, &items, &n);
+    engine *e = NULL;
+    batch_result *res = NULL;
+    if (rc) goto done;
+    int max_len = 1;
+    for (int i = 0; i < n; i++)
+        if (items[i].n_tokens + items[i].p.max_tokens > max_len) max_len = items[i].n_tokens + items[i].p.max_tokens;
+    o->ec.max_model_len = o->n_ctx > 0 ? (int)o->n_ctx : max_len;
+    if (!(e = engine_create(m, &o->ec))) {
+        rc = -1;
+        goto done;
+    }
+    res = calloc((size_t)n, sizeof *res);
+    long prompt_tokens = 0;
+    const double t0 = now_seconds();
+    for (int i = 0; i < n && !rc; i++) {
+        res[i].texts = json_array();
+        res[i].finish = json_array();
+        for (int k = 0; k < items[i].p.n; k++) {
+            json_array_append_new(res[i].texts, json_string(""));
+            json_array_append_new(res[i].finish, json_null());
+        }
+        prompt_tokens += items[i].n_tokens;
+        if (engine_submit(e, items[i].tokens, items[i].n_tokens, &items[i].p, on_batch, &res[i], NULL)) {
+            rc = err_prefix("prompt %d: ", i + 1);
+        }
+    }
+    while (!rc && engine_step(e) > 0) {
+    }
+    const double dt = now_seconds() - t0;
+    long out_tokens = 0;
+    for (int i = 0; i < n && !rc; i++) {
+        out_tokens += res[i].n_out;
+        json_t *line = json_pack("{s:i,s:O,s:O,s:i,s:i}", "index", i, "text", json_array_get(res[i].texts, 0),
+                                 "finish_reason", json_array_get(res[i].finish, 0), "prompt_tokens",
+                                 res[i].n_prompt, "completion_tokens", res[i].n_out);
+        if (items[i].p.n > 1) {
+            json_object_set(line, "texts", res[i].texts);
+            json_object_set(line, "finish_reasons", res[i].finish);
+        }
+        char *s = json_dumps(line, JSON_COMPACT | JSON_ENSURE_ASCII);
+        puts(s);
+        free(s);
+        json_decref(line);
+    }
+    if (!rc)
+        fprintf(stderr, "%d prompts: %ld prompt + %ld generated tokens in %.3f s: %.1f output tok/s, %.1f total tok/s\n",
+                n, prompt_tokens, out_tokens, dt, out_tokens / dt, (prompt_tokens + out_tokens) / dt);
+done:
+    for (int i = 0; res && i < n; i++) {
+        json_decref(res[i].texts);
+        json_decref(res[i].finish);
+    }
+    free(res);
+    engine_free(e);
+    free_items(items, n);
     return rc;
 }
 
@@ -184,7 +404,7 @@ int cmd_generate(int argc, char **argv) {
         fprintf(stderr, "cllm: %s\n", err_get());
         return 1;
     }
-    int rc = run(&o, m);
+    int rc = o.prompts_file ? run_batch(&o, m) : run_single(&o, m);
     if (rc) fprintf(stderr, "cllm: %s\n", err_get());
     model_free(m);
     return rc ? 1 : 0;

@@ -158,10 +158,11 @@ engine *engine_create(model *m, const engine_config *cfg) {
     kv_cache layout;
     kv_cache_layout(&m->hp, cfg->kv_type, cfg->block_size, &layout);
     const size_t block_bytes = kv_block_bytes(&layout);
-    long n_blocks = cfg->kv_cache_blocks > 0 ? cfg->kv_cache_blocks : (long)(cfg->kv_cache_bytes / block_bytes);
-    if (n_blocks > (1L << 30)) n_blocks = 1L << 30;
     kv_manager probe = {.cache = &layout, .n_groups = layout.n_groups, .block_size = cfg->block_size};
     const int need = kvm_blocks_needed(&probe, e->cfg.max_model_len, cfg->max_num_batched_tokens);
+    long n_blocks = cfg->kv_cache_blocks > 0 ? cfg->kv_cache_blocks : (long)(cfg->kv_cache_bytes / block_bytes);
+    if (cfg->kv_cache_blocks <= 0 && cfg->kv_cache_bytes == 0) n_blocks = (long)need * cfg->max_num_seqs;
+    if (n_blocks > (1L << 30)) n_blocks = 1L << 30;
     if (n_blocks < need) {
         err_set("the KV cache budget (%ld blocks of %zu bytes = %.1f MiB) cannot hold one request of "
                 "max_model_len %d tokens, which needs %d blocks (%.1f MiB); raise the KV cache memory or "

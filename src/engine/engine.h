@@ -26,7 +26,8 @@ typedef struct {
     int max_num_batched_tokens;  /* tokens per step: the prefill chunk budget */
     int max_model_len;           /* prompt + output limit per request */
     int block_size;              /* tokens per KV block: 8, 16 or 32 */
-    size_t kv_cache_bytes;       /* KV memory budget */
+    size_t kv_cache_bytes;       /* KV memory budget; 0 with kv_cache_blocks 0: room for
+                                    max_num_seqs requests of max_model_len */
     int kv_cache_blocks;         /* if > 0, overrides kv_cache_bytes (tests) */
     kv_dtype kv_type;
     bool prefix_caching;
