@@ -152,3 +152,15 @@ def test_request_that_can_never_fit_is_rejected(harness, model_factory):
     sample = res["requests"][0]["samples"][0]
     assert sample["finish"] == "rejected"
     assert "150" in sample["error"] and "200" in sample["error"]
+
+
+def test_public_api_example_matches_generate(build_dir, run_cllm, real_model_path):
+    """tests/tools/api_example.c uses only include/cllm.h."""
+    prompt = "The capital of France is"
+    api = subprocess.run([str(build_dir / "api_example"), str(real_model_path), prompt, "12"],
+                         capture_output=True, text=True, timeout=120)
+    assert api.returncode == 0, api.stderr
+    cli = run_cllm("generate", "-m", real_model_path, "-p", prompt, "-n", 12, "--temperature", 0)
+    assert cli.returncode == 0, cli.stderr
+    assert api.stdout == cli.stdout
+    assert "Paris" in cli.stdout or "capital" in cli.stdout
