@@ -1,9 +1,61 @@
-/* Placeholder until the quantized kernels land: registers nothing, so loading a
- * quantized tensor reports the type as unsupported. */
+/* Fills the weight type registry (wtype.c) with the quantized formats: the
+ * scalar reference kernels in `ref`, and in `fast` the AVX2 ones where they
+ * exist (the reference elsewhere). Weight types name the activation format
+ * their dot product takes (vec_dot_type); activation-only types (Q8_1, Q8_K)
+ * have converters but no dot product. */
 #include "kernels/quants.h"
 
+#include "kernels/quants_kernels.h"
+
+typedef struct {
+    wtype type;
+    wtype vec_dot_type;
+    wtype_to_float_fn to_float, to_float_fast;
+    wtype_from_float_fn from_float, from_float_fast;
+    wtype_vec_dot_fn vec_dot, vec_dot_fast;
+} quant_kernels;
+
+/* One row per type: type, activation type, then to_float, from_float and
+ * vec_dot, each as reference and AVX2 (NULL: the reference serves AVX2
+ * machines too). */
+static const quant_kernels k_kernels[] = {
+    {WT_Q4_0, WT_Q8_0, q4_0_to_float_ref, q4_0_to_float_avx2, q4_0_from_float_ref, NULL,
+     vec_dot_q4_0_q8_0_ref, vec_dot_q4_0_q8_0_avx2},
+    {WT_Q4_1, WT_Q8_1, q4_1_to_float_ref, NULL, q4_1_from_float_ref, NULL, vec_dot_q4_1_q8_1_ref,
+     vec_dot_q4_1_q8_1_avx2},
+    {WT_Q5_0, WT_Q8_0, q5_0_to_float_ref, NULL, q5_0_from_float_ref, NULL, vec_dot_q5_0_q8_0_ref,
+     vec_dot_q5_0_q8_0_avx2},
+    {WT_Q5_1, WT_Q8_1, q5_1_to_float_ref, NULL, q5_1_from_float_ref, NULL, vec_dot_q5_1_q8_1_ref,
+     vec_dot_q5_1_q8_1_avx2},
+    {WT_Q8_0, WT_Q8_0, q8_0_to_float_ref, q8_0_to_float_avx2, q8_0_from_float_ref,
+     q8_0_from_float_avx2, vec_dot_q8_0_q8_0_ref, vec_dot_q8_0_q8_0_avx2},
+    {WT_Q8_1, WT_Q8_1, q8_1_to_float_ref, NULL, q8_1_from_float_ref, q8_1_from_float_avx2, NULL,
+     NULL},
+    {WT_Q2_K, WT_Q8_K, q2_K_to_float_ref, NULL, q2_K_from_float_ref, NULL, vec_dot_q2_K_q8_K_ref,
+     vec_dot_q2_K_q8_K_avx2},
+    {WT_Q3_K, WT_Q8_K, q3_K_to_float_ref, NULL, q3_K_from_float_ref, NULL, vec_dot_q3_K_q8_K_ref,
+     vec_dot_q3_K_q8_K_avx2},
+    {WT_Q4_K, WT_Q8_K, q4_K_to_float_ref, NULL, q4_K_from_float_ref, NULL, vec_dot_q4_K_q8_K_ref,
+     vec_dot_q4_K_q8_K_avx2},
+    {WT_Q5_K, WT_Q8_K, q5_K_to_float_ref, NULL, q5_K_from_float_ref, NULL, vec_dot_q5_K_q8_K_ref,
+     vec_dot_q5_K_q8_K_avx2},
+    {WT_Q6_K, WT_Q8_K, q6_K_to_float_ref, NULL, q6_K_from_float_ref, NULL, vec_dot_q6_K_q8_K_ref,
+     vec_dot_q6_K_q8_K_avx2},
+    {WT_Q8_K, WT_Q8_K, q8_K_to_float_ref, NULL, q8_K_from_float_ref, q8_K_from_float_avx2, NULL,
+     NULL},
+};
+
 void quants_register(wtype_traits *ref, wtype_traits *fast, bool use_avx2) {
-    (void)ref;
-    (void)fast;
-    (void)use_avx2;
+    for (size_t i = 0; i < sizeof k_kernels / sizeof k_kernels[0]; i++) {
+        const quant_kernels *k = &k_kernels[i];
+        wtype_traits *r = &ref[k->type], *f = &fast[k->type];
+        r->vec_dot_type = f->vec_dot_type = k->vec_dot_type;
+        r->to_float = f->to_float = k->to_float;
+        r->from_float = f->from_float = k->from_float;
+        r->vec_dot = f->vec_dot = k->vec_dot;
+        if (!use_avx2) continue;
+        if (k->to_float_fast) f->to_float = k->to_float_fast;
+        if (k->from_float_fast) f->from_float = k->from_float_fast;
+        if (k->vec_dot_fast) f->vec_dot = k->vec_dot_fast;
+    }
 }
