@@ -3,16 +3,11 @@
  * positions, sequence of each token, block tables, rows that need logits), run
  * the forward, then for each sequence that reached the end of its known
  * tokens: sample, detokenize, apply stop conditions, report. */
-#include "engine/engine.h"
+#include "engine/engine_internal.h"
 
-#include "engine/request.h"
-#include "engine/scheduler.h"
 #include "engine/stop_strings.h"
-#include "kv/kv_manager.h"
-#include "model/forward.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
-#include "util/threadpool.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -20,56 +15,7 @@
 #include <string.h>
 #include <time.h>
 
-#define MAX_LOGPROBS 20
-#define MAX_SAMPLES 64
-
-struct engine {
-    model *m;
-    engine_config cfg;
-    kv_cache *kv;
-    kv_manager kvm;
-    scheduler sched;
-    threadpool *tp;
-    forward_ctx *fwd;
-    sampler *smp;
-    int32_t *eog_ids;
-    int n_eog_ids;
-
-    /* Batch layout, sized for max_num_batched_tokens / max_num_seqs. */
-    sched_batch batch;
-    int32_t *b_tokens, *b_pos, *b_seq, *b_rows;
-    fwd_seq *b_seqs;
-    sequence **b_row_seq;
-    float *logits;   /* [max_num_seqs][n_vocab] */
-    float *scratch;  /* [n_vocab]: a copy of a logits row for a forked sample */
-    float *raw;      /* [n_vocab]: unmodified logits, for logprobs */
-    char *text;      /* detokenized piece */
-    size_t text_cap;
-
-    /* Requests not yet finished, owned by the engine thread. */
-    request **live;
-    int n_live, cap_live;
-
-    /* Inbox, under mu. */
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    request **inbox;
-    int n_inbox, cap_inbox;
-    uint64_t *aborts;
-    int n_aborts, cap_aborts;
-    bool abort_all;
-    int n_unfinished; /* inbox + live, under mu */
-    uint64_t next_id;
-
-    pthread_t loop;
-    bool loop_running;
-    bool loop_stop;
-
-    pthread_mutex_t stats_mu;
-    engine_stats stats;
-};
-
-static double now_s(void) {
+double engine_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
@@ -82,7 +28,8 @@ engine_config engine_config_defaults(void) {
 }
 
 request_params request_params_defaults(void) {
-    return (request_params){.sampling = sampling_defaults(), .max_tokens = 16, .n = 1, .logprobs = -1};
+    return (request_params){.sampling = sampling_defaults(), .max_tokens = 16, .n = 1, .logprobs = -1,
+                            .length_penalty = 1.0f};
 }
 
 const char *finish_reason_name(finish_reason r) {
@@ -252,6 +199,9 @@ static int grow(void **arr, int *cap, int need, size_t elem) {
 static int check_request(const engine *e, const int32_t *prompt, int n_prompt, const request_params *p) {
     if (n_prompt < 1) return err_set("the prompt is empty");
     if (p->n < 1 || p->n > MAX_SAMPLES) return err_set("n must be in [1, %d]", MAX_SAMPLES);
+    if (p->beam_width > MAX_SAMPLES) return err_set("beam_width must be at most %d", MAX_SAMPLES);
+    if (p->beam_width > 1 && p->n > p->beam_width)
+        return err_set("n (%d) must not exceed beam_width (%d)", p->n, p->beam_width);
     if (p->max_tokens < 0) return err_set("max_tokens must not be negative");
     if (p->logprobs > MAX_LOGPROBS) return err_set("logprobs must be at most %d", MAX_LOGPROBS);
     if ((long)n_prompt + p->max_tokens > e->cfg.max_model_len)
@@ -281,7 +231,7 @@ int engine_submit(engine *e, const int32_t *prompt, int n_prompt, const request_
     if (!r) return -1;
     r->on_output = on_output;
     r->user = user;
-    r->t_arrival = now_s();
+    r->t_arrival = engine_now();
     pthread_mutex_lock(&e->mu);
     if (grow((void **)&e->inbox, &e->cap_inbox, e->n_inbox + 1, sizeof *e->inbox)) {
         pthread_mutex_unlock(&e->mu);
@@ -335,9 +285,8 @@ static void observe_finished(engine *e, request *r) {
     pthread_mutex_unlock(&e->stats_mu);
 }
 
-/* Marks a sequence finished, releases its blocks, reports it. */
-static void finish_seq(engine *e, sequence *s, finish_reason why, const int32_t *tok,
-                       const token_logprobs *lp, const char *text, size_t text_len) {
+void engine_finish_seq(engine *e, sequence *s, finish_reason why, const int32_t *toks, int n_toks,
+                       const token_logprobs *lp, const char *text, size_t text_len, bool report) {
     request *r = s->req;
     if (s->status != SEQ_FINISHED) {
         sched_remove(&e->sched, s);
@@ -345,11 +294,16 @@ static void finish_seq(engine *e, sequence *s, finish_reason why, const int32_t 
         s->finish = why;
         r->n_finished++;
     }
-    engine_output out = {.request_id = r->id, .index = s->index, .n_new_tokens = tok ? 1 : 0,
-                         .new_tokens = tok, .logprobs = lp, .text = text, .text_len = text_len,
+    engine_output out = {.request_id = r->id, .index = s->index, .n_new_tokens = toks ? n_toks : 0,
+                         .new_tokens = toks, .logprobs = lp, .text = text, .text_len = text_len,
                          .finished = true, .reason = why, .n_prompt_tokens = s->n_prompt,
                          .n_cached_tokens = r->n_cached_tokens, .n_output_tokens = seq_n_output(s)};
-    if (r->on_output) r->on_output(r->user, &out);
+    if (report && r->on_output) r->on_output(r->user, &out);
+}
+
+static void finish_seq(engine *e, sequence *s, finish_reason why, const int32_t *tok,
+                       const token_logprobs *lp, const char *text, size_t text_len) {
+    engine_finish_seq(e, s, why, tok, tok ? 1 : 0, lp, text, text_len, true);
 }
 
 static void remove_live(engine *e, request *r) {
@@ -368,7 +322,7 @@ static void reap(engine *e) {
     for (int i = e->n_live - 1; i >= 0; i--) {
         request *r = e->live[i];
         if (r->n_finished < r->n_seqs) continue;
-        r->t_finished = now_s();
+        r->t_finished = engine_now();
         observe_finished(e, r);
         remove_live(e, r);
         request_free(r);
@@ -377,7 +331,8 @@ static void reap(engine *e) {
 
 static void abort_request(engine *e, request *r) {
     for (int i = 0; i < r->n_seqs; i++)
-        if (r->seqs[i].status != SEQ_FINISHED) finish_seq(e, &r->seqs[i], FINISH_ABORT, NULL, NULL, "", 0);
+        if (r->seqs[i].status != SEQ_FINISHED)
+            engine_finish_seq(e, &r->seqs[i], FINISH_ABORT, NULL, 0, NULL, "", 0, i < r->params.n);
 }
 
 /* ---- inbox ---- */
@@ -398,8 +353,8 @@ static void take_inbox(engine *e) {
         request *r = in[i];
         if (grow((void **)&e->live, &e->cap_live, e->n_live + 1, sizeof *e->live) ||
             sched_add_waiting(&e->sched, &r->seqs[0])) {
-            finish_seq(e, &r->seqs[0], FINISH_ERROR, NULL, NULL, "", 0);
-            for (int k = 1; k < r->n_seqs; k++) finish_seq(e, &r->seqs[k], FINISH_ERROR, NULL, NULL, "", 0);
+            for (int k = 0; k < r->n_seqs; k++)
+                engine_finish_seq(e, &r->seqs[k], FINISH_ERROR, NULL, 0, NULL, "", 0, k < r->params.n);
             pthread_mutex_lock(&e->mu);
             e->n_unfinished--;
             pthread_mutex_unlock(&e->mu);
@@ -408,7 +363,8 @@ static void take_inbox(engine *e) {
         }
         e->live[e->n_live++] = r;
         if (r->params.max_tokens == 0) /* nothing to generate */
-            for (int k = 0; k < r->n_seqs; k++) finish_seq(e, &r->seqs[k], FINISH_LENGTH, NULL, NULL, "", 0);
+            for (int k = 0; k < r->n_seqs; k++)
+                engine_finish_seq(e, &r->seqs[k], FINISH_LENGTH, NULL, 0, NULL, "", 0, k < r->params.n);
     }
     for (int i = 0; i < e->n_live; i++) {
         bool hit = all;
@@ -473,7 +429,7 @@ static void sample_and_report(engine *e, sequence *s, float *logits) {
         finish_seq(e, s, FINISH_ERROR, NULL, NULL, "", 0);
         return;
     }
-    if (r->t_first_token == 0) r->t_first_token = now_s();
+    if (r->t_first_token == 0) r->t_first_token = engine_now();
     pthread_mutex_lock(&e->stats_mu);
     e->stats.generation_tokens++;
     pthread_mutex_unlock(&e->stats_mu);
@@ -575,7 +531,7 @@ static int layout_batch(engine *e, fwd_batch *fb) {
             e->b_row_seq[n_rows++] = s;
         }
         if (s->req->t_scheduled == 0) {
-            s->req->t_scheduled = now_s();
+            s->req->t_scheduled = engine_now();
             pthread_mutex_lock(&e->stats_mu);
             e->stats.prompt_tokens += (uint64_t)s->n_prompt;
             pthread_mutex_unlock(&e->stats_mu);
@@ -607,9 +563,14 @@ int engine_step(engine *e) {
                 sequence *s = e->b_row_seq[i];
                 float *row = e->logits + (size_t)i * nv;
                 if (s->status == SEQ_FINISHED) continue; /* aborted while running */
+                if (s->req->params.beam_width > 1) {
+                    beam_collect(e, s, row);
+                    continue;
+                }
                 if (s->index == 0 && s->req->n_seqs > 1 && !s->req->forked) fork_samples(e, s, row);
                 sample_and_report(e, s, row);
             }
+            beam_advance(e);
         }
     }
     reap(e);

@@ -52,6 +52,8 @@ typedef struct {
     int n;                    /* parallel samples (>= 1) */
     int logprobs;             /* -1: none; else the chosen token's logprob plus this many alternatives */
     bool include_special_text; /* render control tokens in the text */
+    int beam_width;           /* > 1: beam search with this many beams; the n best are reported */
+    float length_penalty;     /* beam score = cumulative logprob / output_length^length_penalty */
 } request_params;
 
 request_params request_params_defaults(void);
@@ -67,7 +69,7 @@ typedef struct {
 typedef struct {
     uint64_t request_id;
     int index;                 /* which of the n samples */
-    int n_new_tokens;          /* 0 or 1 per step */
+    int n_new_tokens;          /* 0 or 1 per step; a beam search reports all at the end */
     const int32_t *new_tokens;
     const token_logprobs *logprobs; /* [n_new_tokens] when asked for */
     const char *text;          /* newly released text (whole UTF-8 characters) */

@@ -53,9 +53,12 @@ request *request_create(uint64_t id, const int32_t *prompt, int n_prompt, const 
     if (!r) goto oom;
     r->id = id;
     if (copy_params(&r->params, params)) goto oom;
-    r->n_seqs = params->n;
-    r->seqs = calloc((size_t)params->n, sizeof *r->seqs);
+    const bool beam = params->beam_width > 1;
+    r->n_seqs = beam ? params->beam_width : params->n;
+    r->n_live_beams = 1;
+    r->seqs = calloc((size_t)r->n_seqs, sizeof *r->seqs);
     if (!r->seqs) goto oom;
+    if (beam && !(r->hyps = calloc((size_t)params->beam_width + 1, sizeof *r->hyps))) goto oom;
     for (int i = 0; i < r->n_seqs; i++) {
         sequence *s = &r->seqs[i];
         s->req = r;
@@ -67,6 +70,11 @@ request *request_create(uint64_t id, const int32_t *prompt, int n_prompt, const 
         if (!s->tokens) goto oom;
         memcpy(s->tokens, prompt, (size_t)n_prompt * sizeof *prompt);
         s->n_tokens = n_prompt;
+        if (beam) {
+            s->cand_tok = malloc((size_t)params->beam_width * 2 * sizeof *s->cand_tok);
+            s->cand_lp = malloc((size_t)params->beam_width * 2 * sizeof *s->cand_lp);
+            if (!s->cand_tok || !s->cand_lp) goto oom;
+        }
         /* Sample i draws from its own stream of the request's seed. */
         rng_seed(&s->rng, params->sampling.seed + 0x9e3779b97f4a7c15ull * (uint64_t)i);
     }
@@ -83,7 +91,12 @@ void request_free(request *r) {
         for (int i = 0; i < r->n_seqs; i++) {
             free(r->seqs[i].tokens);
             free(r->seqs[i].held);
+            free(r->seqs[i].cand_tok);
+            free(r->seqs[i].cand_lp);
         }
+    if (r->hyps)
+        for (int i = 0; i < r->n_hyps; i++) free(r->hyps[i].tokens);
+    free(r->hyps);
     free(r->seqs);
     free_params(&r->params);
     free(r);

@@ -37,7 +37,21 @@ typedef struct {
     char *held;           /* text not yet released (stop strings) */
     size_t n_held, cap_held;
     finish_reason finish;
+    /* Beam search: the beam's score so far and its best next tokens. */
+    double cum_logprob;
+    bool beam_pending;
+    int n_cand;
+    int32_t *cand_tok;
+    float *cand_lp;
 } sequence;
+
+/* A finished beam-search hypothesis. */
+typedef struct {
+    int32_t *tokens; /* output tokens */
+    int n;
+    double score;    /* length-penalized */
+    finish_reason why;
+} beam_hyp;
 
 struct request {
     uint64_t id;
@@ -49,6 +63,9 @@ struct request {
     bool forked;            /* samples 1..n-1 exist (created from sample 0 after its prompt) */
     int n_finished;
     int n_cached_tokens;    /* prompt tokens served from the prefix cache, first admission */
+    int n_live_beams;       /* beam search: seqs[0..n_live_beams) are the live beams */
+    beam_hyp *hyps;
+    int n_hyps;
     double t_arrival, t_scheduled, t_first_token, t_finished;
 };
 

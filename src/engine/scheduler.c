@@ -147,6 +147,7 @@ void sched_schedule(scheduler *s, sched_batch *b) {
         for (int i = 0; i < s->running.n; i++) {
             sequence *seq = s->running.items[i];
             if (seq->scheduled || seq->preempted) continue;
+            if (seq->n_tokens == seq->n_computed) continue; /* a beam waiting for its siblings */
             const bool decode = seq->n_tokens - seq->n_computed == 1;
             if (decode != (pass == 0)) continue;
             if (b->n_tokens >= s->max_batched_tokens || b->n_seqs >= s->max_num_seqs) break;

@@ -108,6 +108,8 @@ int main(int argc, char **argv) {
                 p.sampling.top_p = (float)getf(r, "top_p", 1.0);
                 p.sampling.seed = (uint64_t)geti(r, "seed", 0);
                 p.logprobs = geti(r, "logprobs", -1);
+                p.beam_width = geti(r, "beam_width", 0);
+                p.length_penalty = (float)getf(r, "length_penalty", 1.0);
                 json_t *stops = json_object_get(r, "stop");
                 const char *stop_strs[8];
                 p.n_stop = (int)json_array_size(stops);
