@@ -1,0 +1,164 @@
+/* See gen.h. */
+#include "server/gen.h"
+
+#include "util/error.h"
+
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+gen *gen_create(engine *e, gen_counters *counters, int n_prompts, int n) {
+    gen *g = calloc(1, sizeof *g);
+    if (!g) return NULL;
+    g->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    g->subs = calloc((size_t)n_prompts, sizeof *g->subs);
+    g->prompt_tokens = calloc((size_t)n_prompts, sizeof *g->prompt_tokens);
+    g->cached_tokens = calloc((size_t)n_prompts, sizeof *g->cached_tokens);
+    g->choices = calloc((size_t)n_prompts * (size_t)n, sizeof *g->choices);
+    if (g->efd < 0 || !g->subs || !g->prompt_tokens || !g->cached_tokens || !g->choices) {
+        if (g->efd >= 0) close(g->efd);
+        free(g->subs);
+        free(g->prompt_tokens);
+        free(g->cached_tokens);
+        free(g->choices);
+        free(g);
+        return NULL;
+    }
+    pthread_mutex_init(&g->mu, NULL);
+    g->refs = 1;
+    g->e = e;
+    g->counters = counters;
+    g->n_prompts = n_prompts;
+    g->n = n;
+    g->n_unfinished = n_prompts * n;
+    for (int i = 0; i < n_prompts; i++) g->subs[i] = (gen_sub){.g = g, .prompt = i};
+    return g;
+}
+
+static void gen_destroy(gen *g) {
+    for (int i = 0; i < g->n_prompts * g->n; i++) {
+        buf_free(&g->choices[i].text);
+        free(g->choices[i].lps);
+    }
+    close(g->efd);
+    pthread_mutex_destroy(&g->mu);
+    free(g->subs);
+    free(g->prompt_tokens);
+    free(g->cached_tokens);
+    free(g->choices);
+    free(g);
+}
+
+static void unref(gen *g) {
+    pthread_mutex_lock(&g->mu);
+    const int left = --g->refs;
+    pthread_mutex_unlock(&g->mu);
+    if (left == 0) gen_destroy(g);
+}
+
+void gen_release(gen *g) {
+    if (g) unref(g);
+}
+
+static void wake(gen *g) {
+    const uint64_t one = 1;
+    /* Never blocks: the eventfd is non-blocking and its counter cannot
+     * overflow in practice. */
+    ssize_t w = write(g->efd, &one, sizeof one);
+    (void)w;
+}
+
+static void push_logprobs(gen_choice *c, const token_logprobs *lp, bool *oom) {
+    if (c->n_lps == c->cap_lps) {
+        const int cap = c->cap_lps ? c->cap_lps * 2 : 16;
+        gen_logprob *p = realloc(c->lps, (size_t)cap * sizeof *p);
+        if (!p) {
+            *oom = true;
+            return;
+        }
+        c->lps = p;
+        c->cap_lps = cap;
+    }
+    gen_logprob *d = &c->lps[c->n_lps++];
+    d->token = lp->token;
+    d->logprob = lp->logprob;
+    d->n_top = lp->n_top < API_MAX_LOGPROBS ? lp->n_top : API_MAX_LOGPROBS;
+    for (int i = 0; i < d->n_top; i++) {
+        d->top_tok[i] = lp->top_tokens[i];
+        d->top_lp[i] = lp->top_logprobs[i];
+    }
+}
+
+/* Runs on the engine thread: copy, count, signal; nothing here may block on
+ * the HTTP side. */
+static void on_output(void *user, const engine_output *o) {
+    gen_sub *sub = user;
+    gen *g = sub->g;
+    bool last = false;
+    pthread_mutex_lock(&g->mu);
+    if (o->index >= 0 && o->index < g->n) {
+        gen_choice *c = &g->choices[sub->prompt * g->n + o->index];
+        buf_append(&c->text, o->text, o->text_len);
+        if (c->text.oom) g->oom = true;
+        if (o->logprobs)
+            for (int i = 0; i < o->n_new_tokens; i++) push_logprobs(c, &o->logprobs[i], &g->oom);
+        c->n_tokens = o->n_output_tokens;
+        g->prompt_tokens[sub->prompt] = o->n_prompt_tokens;
+        g->cached_tokens[sub->prompt] = o->n_cached_tokens;
+        if (o->finished && !c->finished) {
+            c->finished = true;
+            c->reason = o->reason;
+            g->n_unfinished--;
+            if (g->counters && o->reason >= 0 && o->reason <= FINISH_ERROR)
+                atomic_fetch_add(&g->counters->finished[o->reason], 1);
+            last = ++sub->n_finished == g->n;
+        }
+    }
+    pthread_mutex_unlock(&g->mu);
+    wake(g);
+    /* After its last sample finished, the engine never uses `user` again. */
+    if (last) unref(g);
+}
+
+int gen_submit(gen *g, int prompt, const int32_t *tokens, int n_tokens, const request_params *rp) {
+    gen_sub *sub = &g->subs[prompt];
+    pthread_mutex_lock(&g->mu);
+    g->refs++;
+    pthread_mutex_unlock(&g->mu);
+    uint64_t id;
+    if (engine_submit(g->e, tokens, n_tokens, rp, on_output, sub, &id)) {
+        unref(g);
+        return -1;
+    }
+    sub->id = id;
+    sub->submitted = true;
+    return 0;
+}
+
+void gen_abort(gen *g) {
+    for (int i = 0; i < g->n_prompts; i++)
+        if (g->subs[i].submitted) engine_abort(g->e, g->subs[i].id);
+}
+
+bool gen_peer_closed(int fd) {
+    if (fd < 0) return false;
+    struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+    if (poll(&p, 1, 0) <= 0) return false;
+    return (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
+}
+
+gen_wait_result gen_wait(gen *g, int conn_fd, int timeout_ms) {
+    struct pollfd p[2] = {{.fd = g->efd, .events = POLLIN}, {.fd = conn_fd, .events = POLLRDHUP}};
+    const int n = poll(p, conn_fd >= 0 ? 2 : 1, timeout_ms);
+    if (n <= 0) return GEN_TIMEOUT;
+    if (conn_fd >= 0 && (p[1].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL))) return GEN_DISCONNECTED;
+    if (p[0].revents & POLLIN) {
+        uint64_t v;
+        ssize_t r = read(g->efd, &v, sizeof v);
+        (void)r;
+        return GEN_WOKEN;
+    }
+    return GEN_TIMEOUT;
+}

@@ -1,0 +1,87 @@
+/* One HTTP request's generation: the engine requests it submitted (one per
+ * prompt, each with n samples) and what they produced so far, per choice.
+ *
+ * The engine thread only appends to these buffers under a mutex and signals
+ * an eventfd; the HTTP thread waits on that eventfd and on the client's
+ * socket together, so a disconnect is noticed at once (then every engine
+ * request is aborted). The state is reference-counted: one reference for the
+ * HTTP side, one per engine request until its last sample reports finished;
+ * whichever drops the last one frees it. */
+#ifndef CLLM_SERVER_GEN_H
+#define CLLM_SERVER_GEN_H
+
+#include "engine/engine.h"
+#include "server/buf.h"
+#include "server/params.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct {
+    int32_t token;
+    float logprob;
+    int n_top;
+    int32_t top_tok[API_MAX_LOGPROBS];
+    float top_lp[API_MAX_LOGPROBS];
+} gen_logprob;
+
+typedef struct {
+    buf text;              /* released text so far (stop strings never in it) */
+    int n_tokens;          /* output tokens so far */
+    gen_logprob *lps;      /* [n_lps] when logprobs were asked for */
+    int n_lps, cap_lps;
+    bool finished;
+    finish_reason reason;
+} gen_choice;
+
+typedef struct gen gen;
+
+typedef struct {
+    gen *g;
+    int prompt;
+    uint64_t id;
+    bool submitted;
+    int n_finished;        /* samples that reported finished (engine thread) */
+} gen_sub;
+
+/* Per finish reason (index = finish_reason), shared by all requests. */
+typedef struct {
+    _Atomic uint64_t finished[FINISH_ERROR + 1];
+} gen_counters;
+
+struct gen {
+    pthread_mutex_t mu;
+    int refs;
+    int efd;
+    engine *e;
+    gen_counters *counters;
+    int n_prompts, n;      /* choices = n_prompts * n, index = prompt * n + sample */
+    gen_sub *subs;
+    int *prompt_tokens, *cached_tokens; /* per prompt, as the engine reports them */
+    gen_choice *choices;
+    int n_unfinished;
+    bool oom;
+};
+
+gen *gen_create(engine *e, gen_counters *counters, int n_prompts, int n);
+/* Submits prompt `prompt` with params rp (rp->n must equal n). Returns 0, or -1
+ * with err_get() from the engine (queue full, too long, ...). */
+int gen_submit(gen *g, int prompt, const int32_t *tokens, int n_tokens, const request_params *rp);
+/* Asks the engine to abort every submitted request (their callbacks still come). */
+void gen_abort(gen *g);
+/* Drops the HTTP side's reference. */
+void gen_release(gen *g);
+
+typedef enum { GEN_WOKEN, GEN_TIMEOUT, GEN_DISCONNECTED } gen_wait_result;
+/* Waits until the engine reports something or the client at conn_fd (-1:
+ * none) goes away, or timeout_ms passes. */
+gen_wait_result gen_wait(gen *g, int conn_fd, int timeout_ms);
+/* Whether the client at conn_fd has closed its side. */
+bool gen_peer_closed(int conn_fd);
+
+static inline void gen_lock(gen *g) { pthread_mutex_lock(&g->mu); }
+static inline void gen_unlock(gen *g) { pthread_mutex_unlock(&g->mu); }
+
+#endif

@@ -1,0 +1,364 @@
+/* POST /v1/completions and /v1/chat/completions: validate, tokenize, check
+ * the context length, submit one engine request per prompt, then either wait
+ * for every choice and answer with one JSON body, or stream SSE chunks as the
+ * engine reports tokens. The handler runs on the connection's own thread;
+ * while it waits it also watches the client's socket, and a client that goes
+ * away has its engine requests aborted at once. */
+#include "server/generate.h"
+
+#include "server/prompt.h"
+#include "server/responses.h"
+#include "server/sse.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+/* What a request becomes before it reaches the engine. */
+typedef struct {
+    api_request req;
+    int32_t **tokens; /* per prompt */
+    int *n_tokens;
+    buf *echo;        /* per prompt, completions with echo */
+    int n_prompts;
+} prepared;
+
+static void prepared_free(prepared *p) {
+    for (int i = 0; i < p->n_prompts; i++) {
+        free(p->tokens ? p->tokens[i] : NULL);
+        if (p->echo) buf_free(&p->echo[i]);
+    }
+    free(p->tokens);
+    free(p->n_tokens);
+    free(p->echo);
+    api_request_free(&p->req);
+}
+
+static int context_error(api_error *e, const char *param, int max_len, long long n_prompt, long long max_tokens) {
+    if (max_tokens < 0)
+        return api_fail(e, 400, "context_length_exceeded", param,
+                        "This model's maximum context length is %d tokens. However, your %s has %lld tokens, which "
+                        "leaves no room for a completion. Please reduce the length of the %s.",
+                        max_len, param, n_prompt, param);
+    return api_fail(e, 400, "context_length_exceeded", param,
+                    "This model's maximum context length is %d tokens. However, you requested %lld tokens (%lld in "
+                    "the %s, %lld in the completion). Please reduce the length of the %s or the completion.",
+                    max_len, n_prompt + max_tokens, n_prompt, param, max_tokens, param);
+}
+
+/* Body -> tokens per prompt, with every client mistake a 4xx in *e. */
+static int prepare(server *s, http_req *r, api_kind kind, prepared *p, api_error *e) {
+    memset(p, 0, sizeof *p);
+    json_t *body = http_body_json(r, e);
+    if (!body) return -1;
+    const tokenizer *tok = s->m->tok;
+    int rc = api_request_parse(body, kind, tokenizer_n_vocab(tok), &p->req, e);
+    if (!rc && p->req.model && !server_model_matches(s, p->req.model))
+        rc = api_fail(e, 404, "model_not_found", "model", "The model '%.200s' does not exist.", p->req.model);
+    if (rc) goto out;
+    p->n_prompts = kind == API_CHAT ? 1 : p->req.n_prompts;
+    p->tokens = calloc((size_t)p->n_prompts, sizeof *p->tokens);
+    p->n_tokens = calloc((size_t)p->n_prompts, sizeof *p->n_tokens);
+    p->echo = calloc((size_t)p->n_prompts, sizeof *p->echo);
+    if (!p->tokens || !p->n_tokens || !p->echo) {
+        rc = api_fail(e, 500, "out_of_memory", NULL, "out of memory");
+        goto out;
+    }
+    const char *param = kind == API_CHAT ? "messages" : "prompt";
+    for (int i = 0; i < p->n_prompts && !rc; i++) {
+        int n;
+        if (kind == API_CHAT) {
+            n = prompt_encode_chat(tok, s->tmpl, p->req.messages, true, &p->tokens[i], e);
+        } else if (p->req.prompts[i].text) {
+            n = prompt_encode_text(tok, p->req.prompts[i].text, p->req.prompts[i].len, true, &p->tokens[i], e);
+            if (p->req.echo) buf_append(&p->echo[i], p->req.prompts[i].text, p->req.prompts[i].len);
+        } else {
+            n = p->req.prompts[i].n_ids;
+            p->tokens[i] = p->req.prompts[i].ids;
+            p->req.prompts[i].ids = NULL; /* moved */
+            if (p->req.echo) prompt_decode(tok, p->tokens[i], n, true, &p->echo[i]);
+        }
+        if (n < 0) {
+            rc = -1;
+            break;
+        }
+        p->n_tokens[i] = n;
+        if (n == 0) {
+            rc = api_fail(e, 400, "invalid_value", param, "The %s is empty (and the model adds no BOS token)", param);
+            break;
+        }
+        if (n >= s->max_model_len) {
+            rc = context_error(e, param, s->max_model_len, n, -1);
+        } else if (p->req.max_tokens >= 0 && n + p->req.max_tokens > s->max_model_len) {
+            rc = context_error(e, param, s->max_model_len, n, p->req.max_tokens);
+        }
+    }
+out:
+    json_decref(body);
+    return rc;
+}
+
+/* ---- waiting and streaming ---- */
+
+typedef struct {
+    server *srv;
+    gen *g;
+    resp_ctx ctx;
+    prepared p;
+    int conn_fd;
+    /* per choice: how much of it went out */
+    size_t *sent_text;
+    int *sent_lps;
+    long *text_offset;
+    bool *finish_sent;
+    buf out;
+    bool started, ended, include_usage;
+} stream_state;
+
+static void stream_free(void *cls) {
+    stream_state *st = cls;
+    if (!st) return;
+    gen_lock(st->g);
+    const bool unfinished = st->g->n_unfinished > 0;
+    gen_unlock(st->g);
+    if (unfinished) gen_abort(st->g); /* the client went away or the connection broke */
+    gen_release(st->g);
+    atomic_fetch_sub(&st->srv->n_active, 1);
+    prepared_free(&st->p);
+    free(st->sent_text);
+    free(st->sent_lps);
+    free(st->text_offset);
+    free(st->finish_sent);
+    buf_free(&st->out);
+    free(st);
+}
+
+static void stream_event(stream_state *st, json_t *j) {
+    if (sse_append_json(&st->out, j)) st->out.oom = true;
+    json_decref(j);
+}
+
+static void stream_error_event(stream_state *st, int status, const char *code, const char *msg) {
+    api_error e;
+    api_fail(&e, status, code, NULL, "%s", msg);
+    stream_event(st, api_error_json(&e));
+}
+
+/* First events: chat announces the role of every choice; completions with
+ * echo send the prompt text. */
+static void stream_start(stream_state *st) {
+    gen *g = st->g;
+    for (int i = 0; i < g->n_prompts * g->n; i++) {
+        const buf *echo = &st->p.echo[i / g->n];
+        if (st->ctx.kind == API_CHAT) {
+            json_t *ch = resp_chunk_choice(&st->ctx, i, "", 0, true, NULL, NULL);
+            stream_event(st, resp_chunk(&st->ctx, json_pack("[o]", ch), st->include_usage));
+        } else if (echo->len) {
+            json_t *ch = resp_chunk_choice(&st->ctx, i, echo->data, echo->len, false, NULL, NULL);
+            stream_event(st, resp_chunk(&st->ctx, json_pack("[o]", ch), st->include_usage));
+            st->text_offset[i] = (long)utf8_count(echo->data, echo->len);
+        }
+    }
+}
+
+/* Turns what the engine added since the last call into chunks. Caller holds
+ * the gen lock. Returns whether every choice has finished. */
+static bool stream_collect(stream_state *st) {
+    gen *g = st->g;
+    bool failed = false, aborted = false;
+    for (int i = 0; i < g->n_prompts * g->n; i++) {
+        gen_choice *c = &g->choices[i];
+        if (st->finish_sent[i]) continue;
+        const size_t new_text = c->text.len - st->sent_text[i];
+        const int new_lps = c->n_lps - st->sent_lps[i];
+        const bool fin = c->finished;
+        if (fin && (c->reason == FINISH_ERROR || c->reason == FINISH_ABORT)) {
+            failed |= c->reason == FINISH_ERROR;
+            aborted |= c->reason == FINISH_ABORT;
+            st->finish_sent[i] = true;
+            continue;
+        }
+        if (!new_text && !new_lps && !fin) continue;
+        json_t *lp = new_lps > 0 ? resp_logprobs(&st->ctx, c->lps, st->sent_lps[i], c->n_lps, &st->text_offset[i])
+                                 : NULL;
+        json_t *ch = resp_chunk_choice(&st->ctx, i, c->text.data ? c->text.data + st->sent_text[i] : "", new_text,
+                                       false, lp, fin ? resp_finish_name(c->reason) : NULL);
+        stream_event(st, resp_chunk(&st->ctx, json_pack("[o]", ch), st->include_usage));
+        st->sent_text[i] = c->text.len;
+        st->sent_lps[i] = c->n_lps;
+        if (fin) st->finish_sent[i] = true;
+    }
+    const bool done = g->n_unfinished == 0;
+    if (g->oom) {
+        stream_error_event(st, 500, "out_of_memory", "the server ran out of memory for this request");
+        return true;
+    }
+    if (done && failed) {
+        stream_error_event(st, 500, "internal_error", "the engine failed while generating this request");
+    } else if (done && aborted) {
+        stream_error_event(st, 503, "aborted", "the request was aborted because the server is shutting down");
+    } else if (done && st->include_usage) {
+        json_t *last = resp_chunk(&st->ctx, json_array(), false);
+        json_object_set_new(last, "usage", resp_usage(g));
+        stream_event(st, last);
+    }
+    return done;
+}
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *dst, size_t max) {
+    stream_state *st = cls;
+    (void)pos;
+    for (;;) {
+        if (st->out.len > 0) {
+            const size_t n = st->out.len < max ? st->out.len : max;
+            memcpy(dst, st->out.data, n);
+            buf_consume(&st->out, n);
+            return (ssize_t)n;
+        }
+        if (st->ended) return MHD_CONTENT_READER_END_OF_STREAM;
+        if (st->out.oom) return MHD_CONTENT_READER_END_WITH_ERROR;
+        gen_lock(st->g);
+        if (!st->started) {
+            stream_start(st);
+            st->started = true;
+        }
+        const bool done = stream_collect(st);
+        gen_unlock(st->g);
+        if (done) {
+            sse_append_done(&st->out);
+            st->ended = true;
+            continue;
+        }
+        if (st->out.len > 0) continue;
+        if (gen_wait(st->g, st->conn_fd, 1000) == GEN_DISCONNECTED) {
+            gen_abort(st->g);
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        }
+    }
+}
+
+/* ---- the handler ---- */
+
+static enum MHD_Result reply_complete(http_req *r, gen *g, const prepared *p, resp_ctx *ctx) {
+    api_error e;
+    gen_lock(g);
+    bool failed = g->oom, aborted = false;
+    for (int i = 0; i < g->n_prompts * g->n; i++) {
+        failed |= g->choices[i].reason == FINISH_ERROR;
+        aborted |= g->choices[i].reason == FINISH_ABORT;
+    }
+    json_t *body = NULL;
+    if (!failed && !aborted) {
+        json_t *choices = json_array();
+        for (int i = 0; i < g->n_prompts * g->n; i++) {
+            const buf *echo = &p->echo[i / g->n];
+            json_array_append_new(choices, resp_choice(ctx, &g->choices[i], i, echo->data, echo->len,
+                                                       (long)utf8_count(echo->data, echo->len)));
+        }
+        body = resp_body(ctx, choices, resp_usage(g));
+    }
+    gen_unlock(g);
+    if (failed) {
+        api_fail(&e, 500, "internal_error", NULL, "the engine failed while generating this request");
+        return http_reply_error(r, &e);
+    }
+    if (aborted) {
+        api_fail(&e, 503, "aborted", NULL, "the request was aborted because the server is shutting down");
+        return http_reply_error(r, &e);
+    }
+    return http_reply_json(r, 200, body);
+}
+
+enum MHD_Result handle_generation(http_req *r, api_kind kind) {
+    server *s = r->srv;
+    api_error e;
+    prepared p;
+    if (prepare(s, r, kind, &p, &e)) {
+        prepared_free(&p);
+        return http_reply_error(r, &e);
+    }
+    const int n = p.req.rp.n;
+    gen *g = gen_create(s->e, &s->counters, p.n_prompts, n);
+    if (!g) {
+        prepared_free(&p);
+        api_fail(&e, 500, "out_of_memory", NULL, "out of memory");
+        return http_reply_error(r, &e);
+    }
+    atomic_fetch_add(&s->n_active, 1);
+    if (!p.req.seed_given) {
+        uint64_t seed = 0;
+        if (getrandom(&seed, sizeof seed, GRND_NONBLOCK) != (ssize_t)sizeof seed) seed = (uint64_t)time(NULL);
+        p.req.rp.sampling.seed = seed;
+    }
+    for (int i = 0; i < p.n_prompts; i++) {
+        request_params rp = p.req.rp;
+        rp.max_tokens = (int)(p.req.max_tokens >= 0 ? p.req.max_tokens : s->max_model_len - p.n_tokens[i]);
+        if (gen_submit(g, i, p.tokens[i], p.n_tokens[i], &rp)) {
+            const char *why = err_get();
+            if (!strncmp(why, "queue full", 10))
+                api_fail(&e, 503, "queue_full", NULL, "The server is overloaded (%s); retry later", why);
+            else
+                api_fail(&e, 400, "invalid_request", kind == API_CHAT ? "messages" : "prompt", "%s", why);
+            gen_abort(g);
+            gen_release(g);
+            atomic_fetch_sub(&s->n_active, 1);
+            prepared_free(&p);
+            return http_reply_error(r, &e);
+        }
+    }
+    resp_ctx ctx = {.kind = kind, .model = s->cfg.served_name, .created = time(NULL), .tok = s->m->tok};
+    server_new_id(s, kind == API_CHAT ? "chatcmpl-" : "cmpl-", ctx.id, sizeof ctx.id);
+    const int conn_fd = http_conn_fd(r);
+
+    if (p.req.stream) {
+        stream_state *st = calloc(1, sizeof *st);
+        const int nc = p.n_prompts * n;
+        if (st) {
+            st->sent_text = calloc((size_t)nc, sizeof *st->sent_text);
+            st->sent_lps = calloc((size_t)nc, sizeof *st->sent_lps);
+            st->text_offset = calloc((size_t)nc, sizeof *st->text_offset);
+            st->finish_sent = calloc((size_t)nc, sizeof *st->finish_sent);
+        }
+        if (!st || !st->sent_text || !st->sent_lps || !st->text_offset || !st->finish_sent) {
+            if (st) {
+                free(st->sent_text);
+                free(st->sent_lps);
+                free(st->text_offset);
+                free(st->finish_sent);
+                free(st);
+            }
+            gen_abort(g);
+            gen_release(g);
+            atomic_fetch_sub(&s->n_active, 1);
+            prepared_free(&p);
+            api_fail(&e, 500, "out_of_memory", NULL, "out of memory");
+            return http_reply_error(r, &e);
+        }
+        st->srv = s;
+        st->g = g;
+        st->ctx = ctx;
+        st->p = p;
+        st->conn_fd = conn_fd;
+        st->include_usage = p.req.include_usage;
+        return http_reply_stream(r, "text/event-stream", stream_read, st, stream_free);
+    }
+
+    for (;;) {
+        gen_lock(g);
+        const bool done = g->n_unfinished == 0;
+        gen_unlock(g);
+        if (done) break;
+        if (gen_wait(g, conn_fd, 1000) == GEN_DISCONNECTED) {
+            gen_abort(g);
+            gen_release(g);
+            atomic_fetch_sub(&s->n_active, 1);
+            prepared_free(&p);
+            return MHD_NO; /* nobody to answer; MHD closes the connection */
+        }
+    }
+    enum MHD_Result rc = reply_complete(r, g, &p, &ctx);
+    gen_release(g);
+    atomic_fetch_sub(&s->n_active, 1);
+    prepared_free(&p);
+    return rc;
+}

@@ -1,0 +1,35 @@
+/* /metrics in the Prometheus text format (version 0.0.4). Names follow
+ * vLLM's (prefix "vllm:", label model_name) so dashboards built for vLLM work
+ * unchanged; what only cllm has uses the prefix "cllm:".
+ *
+ *   vllm:num_requests_running / _waiting        gauges (sequences)
+ *   vllm:kv_cache_usage_perc                    gauge, 0..1 (blocks in use)
+ *   vllm:prefix_cache_queries_total / _hits_total  counters (tokens)
+ *   vllm:num_preemptions_total                  counter
+ *   vllm:prompt_tokens_total, vllm:generation_tokens_total  counters
+ *   vllm:request_success_total{finished_reason} counter
+ *   vllm:time_to_first_token_seconds, vllm:time_per_output_token_seconds,
+ *   vllm:e2e_request_latency_seconds, vllm:request_queue_time_seconds  histograms
+ *   cllm:kv_cache_blocks_total / _used, cllm:kv_cache_tokens_used  gauges
+ *   cllm:http_responses_total{code="2xx"...}   counter
+ *   cllm:server_ready                           gauge, 1 when the model is loaded */
+#ifndef CLLM_SERVER_METRICS_H
+#define CLLM_SERVER_METRICS_H
+
+#include "engine/engine.h"
+#include "server/buf.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct {
+    const char *model_name;
+    bool ready;
+    engine_stats stats;                    /* zeros while loading */
+    uint64_t finished[FINISH_ERROR + 1];   /* by finish_reason */
+    uint64_t http[6];                      /* by status class */
+} metrics_input;
+
+void metrics_render(buf *b, const metrics_input *in);
+
+#endif

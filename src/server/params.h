@@ -1,0 +1,63 @@
+/* Request validation: the JSON body of /v1/completions or
+ * /v1/chat/completions becomes an api_request (prompts or normalized chat
+ * messages, and the engine's request_params), or an api_error naming the
+ * field. Types are strict ("max_tokens": "5" is a 400), ranges are OpenAI's,
+ * and any field we do not implement is a 400 naming it, never ignored.
+ * Nothing here needs a model beyond the vocabulary size. */
+#ifndef CLLM_SERVER_PARAMS_H
+#define CLLM_SERVER_PARAMS_H
+
+#include "engine/engine.h"
+#include "server/errors.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef enum { API_COMPLETIONS, API_CHAT } api_kind;
+
+#define API_MAX_N 64          /* samples per prompt (the engine's limit) */
+#define API_MAX_PROMPTS 128   /* prompts in one completions request */
+#define API_MAX_CHOICES 256   /* prompts x n */
+#define API_MAX_STOP 16
+#define API_MAX_STOP_IDS 256
+#define API_MAX_LOGIT_BIAS 1024
+#define API_MAX_LOGPROBS 20
+
+typedef struct {
+    const char *text;  /* a text prompt (borrowed from the body), or NULL */
+    size_t len;
+    int32_t *ids;      /* a token prompt (owned) when text is NULL */
+    int n_ids;
+} api_prompt;
+
+typedef struct {
+    api_kind kind;
+    const char *model;     /* borrowed; NULL when absent */
+    api_prompt *prompts;   /* completions */
+    int n_prompts;
+    json_t *messages;      /* chat: [{"role", "content": string}], owned */
+    long long max_tokens;  /* -1: not given (defaults to what the context leaves) */
+    request_params rp;     /* its pointers lead into the arrays below */
+    bool stream, include_usage, echo;
+    int logprobs;          /* -1: none; else alternatives per token */
+    bool seed_given;
+    char **stops;
+    int32_t *stop_ids;
+    logit_bias_entry *bias;
+} api_request;
+
+/* Parses `body` (any JSON value). Returns 0, or -1 with *err filled (400).
+ * On success free the request with api_request_free (also safe after -1). */
+int api_request_parse(const json_t *body, api_kind kind, int n_vocab, api_request *out, api_error *err);
+void api_request_free(api_request *r);
+
+/* Helpers shared with the tokenize endpoints. */
+/* Normalizes chat messages (developer -> system, text parts joined). */
+int api_parse_messages(const json_t *v, json_t **out, api_error *err);
+/* A list of token ids, each in [0, n_vocab). */
+int api_parse_token_ids(const json_t *v, const char *param, int n_vocab, int32_t **out, int *n, api_error *err);
+/* A JSON type name for messages ("a string", "an integer", ...). */
+const char *api_json_type_name(const json_t *v);
+
+#endif

@@ -1,0 +1,171 @@
+/* See responses.h. */
+#include "server/responses.h"
+
+#include "server/prompt.h"
+
+#include <math.h>
+#include <string.h>
+
+const char *resp_finish_name(finish_reason r) {
+    switch (r) {
+    case FINISH_STOP: return "stop";
+    case FINISH_LENGTH: return "length";
+    case FINISH_ABORT: return "abort";
+    case FINISH_ERROR: return "error";
+    default: return NULL;
+    }
+}
+
+json_t *resp_string(const char *p, size_t n) {
+    if (utf8_valid(p, n)) return json_stringn(p, n);
+    buf b = {0};
+    utf8_append_sanitized(&b, p, n);
+    json_t *j = json_stringn(b.data ? b.data : "", b.len);
+    buf_free(&b);
+    return j;
+}
+
+static json_t *lp_real(float v) { return json_real(isfinite(v) ? (double)v : -9999.0); }
+
+json_t *resp_usage(const gen *g) {
+    long prompt = 0, cached = 0, completion = 0;
+    for (int i = 0; i < g->n_prompts; i++) {
+        prompt += g->prompt_tokens[i];
+        cached += g->cached_tokens[i];
+    }
+    for (int i = 0; i < g->n_prompts * g->n; i++) completion += g->choices[i].n_tokens;
+    return json_pack("{s:I,s:I,s:I,s:{s:I}}", "prompt_tokens", (json_int_t)prompt, "completion_tokens",
+                     (json_int_t)completion, "total_tokens", (json_int_t)(prompt + completion),
+                     "prompt_tokens_details", "cached_tokens", (json_int_t)cached);
+}
+
+static json_t *bytes_array(const char *p, size_t n) {
+    json_t *a = json_array();
+    for (size_t i = 0; i < n; i++) json_array_append_new(a, json_integer((unsigned char)p[i]));
+    return a;
+}
+
+/* {"token", "logprob", "bytes"} for chat. */
+static json_t *chat_entry(const resp_ctx *c, int32_t tok, float lp, buf *tmp) {
+    buf_reset(tmp);
+    token_bytes(c->tok, tok, tmp);
+    json_t *o = json_object();
+    json_object_set_new(o, "token", resp_string(tmp->data ? tmp->data : "", tmp->len));
+    json_object_set_new(o, "logprob", lp_real(lp));
+    json_object_set_new(o, "bytes", bytes_array(tmp->data, tmp->len));
+    return o;
+}
+
+json_t *resp_logprobs(const resp_ctx *c, const gen_logprob *lps, int from, int to, long *text_offset) {
+    buf tmp = {0};
+    json_t *out;
+    if (c->kind == API_CHAT) {
+        json_t *content = json_array();
+        for (int i = from; i < to; i++) {
+            const gen_logprob *l = &lps[i];
+            json_t *e = chat_entry(c, l->token, l->logprob, &tmp);
+            json_t *top = json_array();
+            for (int k = 0; k < l->n_top; k++) json_array_append_new(top, chat_entry(c, l->top_tok[k], l->top_lp[k], &tmp));
+            json_object_set_new(e, "top_logprobs", top);
+            json_array_append_new(content, e);
+        }
+        out = json_pack("{s:o,s:n}", "content", content, "refusal");
+    } else {
+        json_t *tokens = json_array(), *token_lps = json_array(), *tops = json_array(), *offsets = json_array();
+        for (int i = from; i < to; i++) {
+            const gen_logprob *l = &lps[i];
+            buf_reset(&tmp);
+            token_bytes(c->tok, l->token, &tmp);
+            json_t *ts = resp_string(tmp.data ? tmp.data : "", tmp.len);
+            json_array_append_new(offsets, json_integer(*text_offset));
+            *text_offset += (long)utf8_count(json_string_value(ts), json_string_length(ts));
+            json_array_append(tokens, ts);
+            json_array_append_new(token_lps, lp_real(l->logprob));
+            json_t *top = json_object();
+            for (int k = 0; k < l->n_top; k++) {
+                buf_reset(&tmp);
+                token_bytes(c->tok, l->top_tok[k], &tmp);
+                json_t *s = resp_string(tmp.data ? tmp.data : "", tmp.len);
+                if (!json_object_get(top, json_string_value(s)))
+                    json_object_set_new(top, json_string_value(s), lp_real(l->top_lp[k]));
+                json_decref(s);
+            }
+            /* OpenAI: the sampled token is always among the alternatives. */
+            if (!json_object_get(top, json_string_value(ts)))
+                json_object_set_new(top, json_string_value(ts), lp_real(l->logprob));
+            json_array_append_new(tops, top);
+            json_decref(ts);
+        }
+        out = json_pack("{s:o,s:o,s:o,s:o}", "tokens", tokens, "token_logprobs", token_lps, "top_logprobs", tops,
+                        "text_offset", offsets);
+    }
+    buf_free(&tmp);
+    return out;
+}
+
+json_t *resp_choice(const resp_ctx *c, const gen_choice *ch, int index, const char *echo, size_t echo_len,
+                    long text_offset0) {
+    json_t *o = json_object();
+    json_object_set_new(o, "index", json_integer(index));
+    const char *text = ch->text.data ? ch->text.data : "";
+    if (c->kind == API_CHAT) {
+        json_t *msg = json_object();
+        json_object_set_new(msg, "role", json_string("assistant"));
+        json_object_set_new(msg, "content", resp_string(text, ch->text.len));
+        json_object_set_new(msg, "refusal", json_null());
+        json_object_set_new(o, "message", msg);
+    } else if (echo_len) {
+        buf b = {0};
+        buf_append(&b, echo, echo_len);
+        buf_append(&b, text, ch->text.len);
+        json_object_set_new(o, "text", resp_string(b.data, b.len));
+        buf_free(&b);
+    } else {
+        json_object_set_new(o, "text", resp_string(text, ch->text.len));
+    }
+    long off = text_offset0;
+    json_object_set_new(o, "logprobs", ch->lps ? resp_logprobs(c, ch->lps, 0, ch->n_lps, &off) : json_null());
+    const char *fin = resp_finish_name(ch->reason);
+    json_object_set_new(o, "finish_reason", fin ? json_string(fin) : json_null());
+    return o;
+}
+
+static json_t *envelope(const resp_ctx *c, const char *object) {
+    json_t *o = json_object();
+    json_object_set_new(o, "id", json_string(c->id));
+    json_object_set_new(o, "object", json_string(object));
+    json_object_set_new(o, "created", json_integer((json_int_t)c->created));
+    json_object_set_new(o, "model", resp_string(c->model, strlen(c->model)));
+    return o;
+}
+
+json_t *resp_body(const resp_ctx *c, json_t *choices, json_t *usage) {
+    json_t *o = envelope(c, c->kind == API_CHAT ? "chat.completion" : "text_completion");
+    json_object_set_new(o, "choices", choices);
+    json_object_set_new(o, "usage", usage);
+    return o;
+}
+
+json_t *resp_chunk_choice(const resp_ctx *c, int index, const char *text, size_t len, bool role, json_t *logprobs,
+                          const char *finish) {
+    json_t *o = json_object();
+    json_object_set_new(o, "index", json_integer(index));
+    if (c->kind == API_CHAT) {
+        json_t *delta = json_object();
+        if (role) json_object_set_new(delta, "role", json_string("assistant"));
+        if (role || len) json_object_set_new(delta, "content", resp_string(text, len));
+        json_object_set_new(o, "delta", delta);
+    } else {
+        json_object_set_new(o, "text", resp_string(text, len));
+    }
+    json_object_set_new(o, "logprobs", logprobs ? logprobs : json_null());
+    json_object_set_new(o, "finish_reason", finish ? json_string(finish) : json_null());
+    return o;
+}
+
+json_t *resp_chunk(const resp_ctx *c, json_t *choices, bool usage_null) {
+    json_t *o = envelope(c, c->kind == API_CHAT ? "chat.completion.chunk" : "text_completion");
+    json_object_set_new(o, "choices", choices);
+    if (usage_null) json_object_set_new(o, "usage", json_null());
+    return o;
+}

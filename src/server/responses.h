@@ -1,0 +1,46 @@
+/* The JSON shapes of OpenAI's responses, for completions ("text_completion")
+ * and chat ("chat.completion" / "chat.completion.chunk"): bodies, stream
+ * chunks, choices, usage and the two logprobs formats:
+ *   completions: {"tokens", "token_logprobs", "top_logprobs": [{token: lp}], "text_offset"}
+ *   chat:        {"content": [{"token", "logprob", "bytes", "top_logprobs": [...]}]} */
+#ifndef CLLM_SERVER_RESPONSES_H
+#define CLLM_SERVER_RESPONSES_H
+
+#include "server/gen.h"
+#include "server/params.h"
+#include "tokenizer/tokenizer.h"
+
+#include <jansson.h>
+#include <time.h>
+
+typedef struct {
+    api_kind kind;
+    char id[64];
+    const char *model;
+    time_t created;
+    const tokenizer *tok;
+} resp_ctx;
+
+/* "stop", "length", or NULL for unfinished; "abort" and "error" as named. */
+const char *resp_finish_name(finish_reason r);
+/* Usage over all prompts (prompt tokens once per prompt, completion tokens of
+ * every choice, cached tokens from the prefix cache). Caller holds g's lock. */
+json_t *resp_usage(const gen *g);
+/* Logprobs of tokens [from, to) of a choice, in the endpoint's format.
+ * *text_offset (completions) advances by the characters of each token. */
+json_t *resp_logprobs(const resp_ctx *c, const gen_logprob *lps, int from, int to, long *text_offset);
+/* A whole (non-streamed) choice; echo is prepended to completions text. */
+json_t *resp_choice(const resp_ctx *c, const gen_choice *ch, int index, const char *echo, size_t echo_len,
+                    long text_offset0);
+/* The response body around a choices array (stolen) and usage (stolen). */
+json_t *resp_body(const resp_ctx *c, json_t *choices, json_t *usage);
+/* One streamed choice: text delta, role (chat's first chunk), logprobs (stolen,
+ * may be NULL) and finish reason (NULL while running). */
+json_t *resp_chunk_choice(const resp_ctx *c, int index, const char *text, size_t len, bool role, json_t *logprobs,
+                          const char *finish);
+/* A chunk around choices (stolen); usage_null adds "usage": null. */
+json_t *resp_chunk(const resp_ctx *c, json_t *choices, bool usage_null);
+/* A JSON string from bytes that may not be valid UTF-8 (ill-formed bytes become U+FFFD). */
+json_t *resp_string(const char *p, size_t n);
+
+#endif

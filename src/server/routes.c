@@ -1,0 +1,130 @@
+/* The router: path and method to handler, with the checks every request
+ * passes first (API key on protected paths, the model being loaded, the body
+ * size), plus the small endpoints: /health, /metrics, /v1/models. */
+#include "server/auth.h"
+#include "server/generate.h"
+#include "server/http.h"
+#include "server/metrics.h"
+#include "server/tokenize.h"
+
+#include <string.h>
+
+typedef enum { R_HEALTH, R_METRICS, R_MODELS, R_MODEL, R_COMPLETIONS, R_CHAT, R_TOKENIZE, R_DETOKENIZE } route_id;
+
+static const struct {
+    const char *path;
+    const char *method;
+    route_id id;
+} ROUTES[] = {
+    {"/health", "GET", R_HEALTH},
+    {"/metrics", "GET", R_METRICS},
+    {"/v1/models", "GET", R_MODELS},
+    {"/v1/completions", "POST", R_COMPLETIONS},
+    {"/v1/chat/completions", "POST", R_CHAT},
+    {"/tokenize", "POST", R_TOKENIZE},
+    {"/detokenize", "POST", R_DETOKENIZE},
+};
+
+static json_t *model_card(server *s) {
+    return json_pack("{s:s,s:s,s:I,s:s,s:s,s:i}", "id", s->cfg.served_name, "object", "model", "created",
+                     (json_int_t)s->created, "owned_by", "cllm", "root", s->cfg.model_path ? s->cfg.model_path : "",
+                     "max_model_len", s->max_model_len);
+}
+
+static enum MHD_Result metrics(http_req *r) {
+    server *s = r->srv;
+    metrics_input in = {.model_name = s->cfg.served_name};
+    in.ready = atomic_load(&s->state) == SERVER_READY;
+    if (atomic_load(&s->state) != SERVER_LOADING) {
+        engine_get_stats(s->e, &in.stats);
+    } else {
+        hist_init_seconds(&in.stats.ttft);
+        hist_init_seconds(&in.stats.tpot);
+        hist_init_seconds(&in.stats.e2e);
+        hist_init_seconds(&in.stats.queue);
+    }
+    for (int i = 0; i <= FINISH_ERROR; i++) in.finished[i] = atomic_load(&s->counters.finished[i]);
+    for (int i = 0; i < 6; i++) in.http[i] = atomic_load(&s->http_responses[i]);
+    buf b = {0};
+    metrics_render(&b, &in);
+    enum MHD_Result rc;
+    if (b.oom) {
+        api_error e;
+        api_fail(&e, 500, "out_of_memory", NULL, "out of memory");
+        rc = http_reply_error(r, &e);
+    } else {
+        rc = http_reply(r, 200, "text/plain; version=0.0.4; charset=utf-8", b.data ? b.data : "", b.len);
+    }
+    buf_free(&b);
+    return rc;
+}
+
+enum MHD_Result route_request(http_req *r) {
+    server *s = r->srv;
+    api_error e;
+    const bool is_head = !strcmp(r->method, "HEAD");
+    const char *method = is_head ? "GET" : r->method;
+
+    if (s->cfg.api_key && *s->cfg.api_key && auth_path_protected(r->path) &&
+        !auth_check(http_header(r, MHD_HTTP_HEADER_AUTHORIZATION), s->cfg.api_key)) {
+        api_fail(&e, 401, "invalid_api_key", NULL, "Incorrect or missing API key; send 'Authorization: Bearer KEY'");
+        return http_reply_error(r, &e);
+    }
+    int found = -1;
+    bool path_known = false;
+    for (size_t i = 0; i < sizeof ROUTES / sizeof *ROUTES; i++) {
+        if (strcmp(ROUTES[i].path, r->path)) continue;
+        path_known = true;
+        if (!strcmp(ROUTES[i].method, method)) found = (int)ROUTES[i].id;
+    }
+    if (found < 0 && !strncmp(r->path, "/v1/models/", 11) && r->path[11]) {
+        path_known = true;
+        if (!strcmp(method, "GET")) found = R_MODEL;
+    }
+    if (found < 0) {
+        if (path_known) {
+            api_fail(&e, 405, "method_not_allowed", NULL, "Method %.16s is not allowed on %.200s", r->method, r->path);
+        } else {
+            api_fail(&e, 404, "not_found", NULL, "No route for %.16s %.200s", r->method, r->path);
+        }
+        return http_reply_error(r, &e);
+    }
+    if (r->too_large) {
+        api_fail(&e, 413, "request_too_large", NULL, "The request body is larger than the limit of %zu bytes",
+                 s->cfg.max_body_bytes);
+        return http_reply_error(r, &e);
+    }
+    const int state = atomic_load(&s->state);
+    if (found == R_HEALTH) {
+        if (state == SERVER_READY) return http_reply(r, 200, "text/plain", "", 0);
+        api_fail(&e, 503, state == SERVER_LOADING ? "loading" : "shutting_down", NULL,
+                 state == SERVER_LOADING ? "The model is loading" : "The server is shutting down");
+        return http_reply_error(r, &e);
+    }
+    if (found == R_METRICS) return metrics(r);
+    if (state == SERVER_LOADING) {
+        api_fail(&e, 503, "loading", NULL, "The model is still loading; retry when /health answers 200");
+        return http_reply_error(r, &e);
+    }
+    switch ((route_id)found) {
+    case R_MODELS: return http_reply_json(r, 200, json_pack("{s:s,s:[o]}", "object", "list", "data", model_card(s)));
+    case R_MODEL:
+        if (server_model_matches(s, r->path + 11)) return http_reply_json(r, 200, model_card(s));
+        api_fail(&e, 404, "model_not_found", "model", "The model '%.200s' does not exist.", r->path + 11);
+        return http_reply_error(r, &e);
+    default: break;
+    }
+    if (state == SERVER_DRAINING) {
+        api_fail(&e, 503, "shutting_down", NULL, "The server is shutting down");
+        return http_reply_error(r, &e);
+    }
+    switch ((route_id)found) {
+    case R_COMPLETIONS: return handle_generation(r, API_COMPLETIONS);
+    case R_CHAT: return handle_generation(r, API_CHAT);
+    case R_TOKENIZE: return handle_tokenize(r);
+    case R_DETOKENIZE: return handle_detokenize(r);
+    default: break;
+    }
+    api_fail(&e, 404, "not_found", NULL, "No route for %.200s", r->path);
+    return http_reply_error(r, &e);
+}

@@ -1,0 +1,73 @@
+/* The OpenAI-compatible HTTP server: a libmicrohttpd daemon with one thread
+ * per connection (so a handler may block waiting for tokens without holding
+ * up anyone else), in front of one engine. It listens before the model is
+ * loaded (then /health answers 503) and becomes ready when the caller hands
+ * it the model and the running engine.
+ *
+ * Routes: POST /v1/completions, POST /v1/chat/completions, GET /v1/models
+ * (and /v1/models/{id}), GET /health, GET /metrics, POST /tokenize,
+ * POST /detokenize. With an API key, /v1/..., /tokenize and /detokenize need
+ * "Authorization: Bearer KEY"; /health and /metrics stay open. */
+#ifndef CLLM_SERVER_SERVER_H
+#define CLLM_SERVER_SERVER_H
+
+#include "engine/engine.h"
+#include "model/model.h"
+#include "server/gen.h"
+#include "tokenizer/template.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <time.h>
+
+#define SERVER_DEFAULT_MAX_BODY ((size_t)16 << 20)
+
+typedef struct {
+    const char *host;         /* address to bind, e.g. "127.0.0.1", "0.0.0.0", "::" */
+    int port;                 /* 0: any free port (see server_port) */
+    const char *api_key;      /* NULL or "": no key needed */
+    const char *served_name;  /* the model id clients use */
+    const char *model_path;   /* also accepted as a model id, as is its file name */
+    size_t max_body_bytes;    /* larger bodies get 413 */
+    int max_connections;
+} server_config;
+
+typedef enum { SERVER_LOADING, SERVER_READY, SERVER_DRAINING } server_state;
+
+typedef struct server {
+    server_config cfg;
+    struct MHD_Daemon *daemon;
+    int port;
+    _Atomic int state;
+    /* Set once before state becomes READY, read-only after. */
+    model *m;
+    engine *e;
+    const chat_template *tmpl;
+    int max_model_len;
+    time_t created;
+    /* Generation requests the HTTP side is still serving. */
+    _Atomic int n_active;
+    _Atomic uint64_t next_id;
+    gen_counters counters;
+    _Atomic uint64_t http_responses[6]; /* by status class: [2] = 2xx ... [5] = 5xx */
+} server;
+
+/* Starts listening (state LOADING). Returns -1 with err_get() when the address
+ * cannot be bound. */
+int server_start(server *s, const server_config *cfg);
+/* The port actually bound. */
+int server_port(const server *s);
+/* Hands over the model, the started engine and the chat template. */
+void server_set_ready(server *s, model *m, engine *e, const chat_template *tmpl);
+/* Stops accepting connections; requests on open connections get 503. */
+void server_drain(server *s);
+/* Closes every connection and joins the HTTP threads. */
+void server_stop(server *s);
+
+/* Whether a request's "model" names the served model. */
+bool server_model_matches(const server *s, const char *name);
+/* A fresh id such as "chatcmpl-5f0c...". */
+void server_new_id(server *s, const char *prefix, char *out, size_t cap);
+
+#endif

@@ -1,0 +1,17 @@
+/* See sse.h. */
+#include "server/sse.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int sse_append_json(buf *b, const json_t *j) {
+    char *s = json_dumps(j, SERVER_JSON_FLAGS);
+    if (!s) return -1;
+    buf_puts(b, "data: ");
+    buf_puts(b, s);
+    buf_puts(b, "\n\n");
+    free(s);
+    return 0;
+}
+
+void sse_append_done(buf *b) { buf_puts(b, "data: [DONE]\n\n"); }

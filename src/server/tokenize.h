@@ -1,0 +1,16 @@
+/* POST /tokenize and POST /detokenize (vLLM's extensions):
+ *   /tokenize   {"prompt": text} or {"messages": [...]}, optional "model",
+ *               "add_special_tokens" (default true for a prompt, false for
+ *               messages, as in vLLM) and "add_generation_prompt" (messages,
+ *               default true) -> {"tokens": [...], "count": n, "max_model_len": L}
+ *   /detokenize {"tokens": [...]} -> {"prompt": text}
+ * The token counts are exactly what generation would see. */
+#ifndef CLLM_SERVER_TOKENIZE_H
+#define CLLM_SERVER_TOKENIZE_H
+
+#include "server/http.h"
+
+enum MHD_Result handle_tokenize(http_req *r);
+enum MHD_Result handle_detokenize(http_req *r);
+
+#endif
