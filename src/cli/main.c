@@ -14,6 +14,7 @@ static const command k_commands[] = {
     {"serve", cmd_serve, "OpenAI-compatible HTTP server"},
     {"generate", cmd_generate, "generate text from a prompt (or a file of prompts)"},
     {"info", cmd_info, "describe a model: architecture, sizes, memory"},
+    {"bench", cmd_bench, "benchmarks: offline (engine) and serve (an OpenAI-compatible server)"},
     {"tokenize", cmd_tokenize, "print the token ids of text read from stdin"},
     {"logits", cmd_logits, "write the logits of a token sequence (for tests)"},
 };

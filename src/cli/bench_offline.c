@@ -1,0 +1,262 @@
+/* `cllm bench offline`: many synthetic requests straight through the engine
+ * (no HTTP), for kernel and scheduler work. Reports throughput, time to first
+ * token and time per output token, and the KV cache's use of memory: token
+ * slots holding data over slots in allocated blocks, and blocks allocated
+ * against what reserving max_model_len per running request (contiguous
+ * allocation) would have taken.
+ *
+ * --sequential submits each request when the previous one finishes (latency,
+ * or prefix-cache time to first token with --prefix-len). */
+#include "cli/cli_common.h"
+#include "engine/engine.h"
+#include "kv/kv_cache.h"
+#include "tokenizer/tokenizer.h"
+#include "util/error.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    const char *model_path;
+    long num_prompts, input_len, output_len, prefix_len, threads, seed;
+    double range_ratio;
+    bool sequential;
+    engine_config ec;
+    const char *json_out;
+} bench_opts;
+
+typedef struct {
+    double t_submit, t_first, t_done;
+    int n_out;
+    bool done;
+} req_timing;
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: cllm bench offline -m MODEL [options]\n"
+            "  --num-prompts N            requests (default 64)\n"
+            "  --input-len N              prompt tokens (default 128)\n"
+            "  --output-len N             generated tokens, EOS ignored (default 128)\n"
+            "  --range-ratio R            lengths uniform in [len*(1-R), len*(1+R)] (default 0)\n"
+            "  --prefix-len N             tokens every prompt shares at its start (default 0)\n"
+            "  --sequential               one request at a time (latency)\n"
+            "  --seed S                   (default 0)\n"
+            "  --max-num-seqs N, --max-num-batched-tokens N, --max-model-len N, --block-size N,\n"
+            "  --kv-cache-memory SIZE, --no-enable-prefix-caching, -t/--threads N\n"
+            "  --save-result FILE.json\n");
+}
+
+static int parse(int argc, char **argv, bench_opts *o) {
+    *o = (bench_opts){.num_prompts = 64, .input_len = 128, .output_len = 128, .ec = engine_config_defaults()};
+    o->ec.max_model_len = 0;
+    const char *C = "bench offline";
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        long l;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            exit(0);
+        }
+        if (!strcmp(a, "--sequential")) { o->sequential = true; continue; }
+        if (!strcmp(a, "--no-enable-prefix-caching")) { o->ec.prefix_caching = false; continue; }
+        if (!(v = arg_value(C, argc, argv, &i))) return -1;
+        if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->model_path = v;
+        else if (!strcmp(a, "--num-prompts")) { if (arg_int(C, a, v, 1, 1 << 20, &o->num_prompts)) return -1; }
+        else if (!strcmp(a, "--input-len")) { if (arg_int(C, a, v, 1, 1 << 20, &o->input_len)) return -1; }
+        else if (!strcmp(a, "--output-len")) { if (arg_int(C, a, v, 1, 1 << 20, &o->output_len)) return -1; }
+        else if (!strcmp(a, "--prefix-len")) { if (arg_int(C, a, v, 0, 1 << 20, &o->prefix_len)) return -1; }
+        else if (!strcmp(a, "--seed")) { if (arg_int(C, a, v, 0, 1L << 40, &o->seed)) return -1; }
+        else if (!strcmp(a, "--range-ratio")) { if (arg_float(C, a, v, 0, 0.99, &o->range_ratio)) return -1; }
+        else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) { if (arg_int(C, a, v, 1, 1024, &o->threads)) return -1; }
+        else if (!strcmp(a, "--max-num-seqs")) { if (arg_int(C, a, v, 1, 4096, &l)) return -1; o->ec.max_num_seqs = (int)l; }
+        else if (!strcmp(a, "--max-num-batched-tokens")) { if (arg_int(C, a, v, 1, 1 << 20, &l)) return -1; o->ec.max_num_batched_tokens = (int)l; }
+        else if (!strcmp(a, "--max-model-len")) { if (arg_int(C, a, v, 1, 1 << 24, &l)) return -1; o->ec.max_model_len = (int)l; }
+        else if (!strcmp(a, "--block-size")) { if (arg_int(C, a, v, 8, 32, &l)) return -1; o->ec.block_size = (int)l; }
+        else if (!strcmp(a, "--kv-cache-memory")) { if (arg_memory(C, a, v, &o->ec.kv_cache_bytes)) return -1; }
+        else if (!strcmp(a, "--save-result")) o->json_out = v;
+        else {
+            fprintf(stderr, "cllm %s: unknown option '%s'\n", C, a);
+            return -1;
+        }
+    }
+    if (!o->model_path) {
+        usage(stderr);
+        return -1;
+    }
+    o->ec.n_threads = (int)o->threads;
+    return 0;
+}
+
+static void on_output(void *user, const engine_output *out) {
+    req_timing *t = user;
+    if (out->n_new_tokens && t->t_first == 0) t->t_first = now_seconds();
+    if (out->finished) {
+        t->t_done = now_seconds();
+        t->n_out = out->n_output_tokens;
+        t->done = true;
+    }
+}
+
+static uint64_t lcg(uint64_t *s) {
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return *s >> 33;
+}
+
+static long jitter(uint64_t *rng, long len, double ratio) {
+    if (ratio <= 0) return len;
+    long lo = (long)floor(len * (1 - ratio)), hi = (long)ceil(len * (1 + ratio));
+    if (lo < 1) lo = 1;
+    return lo + (long)(lcg(rng) % (uint64_t)(hi - lo + 1));
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double percentile(double *v, int n, double p) {
+    if (n == 0) return 0;
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    double idx = p / 100.0 * (n - 1);
+    int lo = (int)idx;
+    return lo + 1 < n ? v[lo] + (idx - lo) * (v[lo + 1] - v[lo]) : v[lo];
+}
+
+int bench_offline(int argc, char **argv) {
+    bench_opts o;
+    if (parse(argc, argv, &o)) return 1;
+    model *m = model_load(o.model_path);
+    if (!m) {
+        fprintf(stderr, "cllm: %s\n", err_get());
+        return 1;
+    }
+    uint64_t rng = (uint64_t)o.seed * 2654435761u + 1;
+    const int n = (int)o.num_prompts;
+    int32_t **prompts = calloc((size_t)n, sizeof *prompts);
+    int *plen = calloc((size_t)n, sizeof *plen), *olen = calloc((size_t)n, sizeof *olen);
+    req_timing *tim = calloc((size_t)n, sizeof *tim);
+    int32_t *prefix = malloc((size_t)(o.prefix_len + 1) * sizeof *prefix);
+    /* Ordinary tokens only: skip the low ids where vocabularies keep control tokens. */
+    const int lo_tok = m->hp.n_vocab > 2000 ? 1000 : 4, hi_tok = (int)(m->hp.n_vocab * 0.75);
+    for (long k = 0; k < o.prefix_len; k++) prefix[k] = lo_tok + (int32_t)(lcg(&rng) % (uint64_t)(hi_tok - lo_tok));
+    int max_len = 1;
+    for (int i = 0; i < n; i++) {
+        plen[i] = (int)(o.prefix_len + jitter(&rng, o.input_len, o.range_ratio));
+        olen[i] = (int)jitter(&rng, o.output_len, o.range_ratio);
+        prompts[i] = malloc((size_t)plen[i] * sizeof **prompts);
+        for (int k = 0; k < plen[i]; k++)
+            prompts[i][k] = k < o.prefix_len ? prefix[k] : lo_tok + (int32_t)(lcg(&rng) % (uint64_t)(hi_tok - lo_tok));
+        if (tokenizer_bos(m->tok) >= 0) prompts[i][0] = tokenizer_bos(m->tok);
+        if (plen[i] + olen[i] > max_len) max_len = plen[i] + olen[i];
+    }
+    if (o.ec.max_model_len == 0) o.ec.max_model_len = max_len;
+    engine *e = engine_create(m, &o.ec);
+    if (!e) {
+        fprintf(stderr, "cllm: %s\n", err_get());
+        model_free(m);
+        return 1;
+    }
+    const int bs = o.ec.block_size;
+    kv_cache layout;
+    kv_cache_layout(&m->hp, o.ec.kv_type, bs, &layout);
+    const double block_bytes = (double)kv_block_bytes(&layout);
+    const double token_bytes = (double)kv_bytes_per_token(&m->hp, o.ec.kv_type);
+    double util_sum = 0, alloc_sum = 0, contig_sum = 0, util_peak_blocks = 0, contig_peak = 0; /* bytes */
+    long util_steps = 0;
+    int next = 0, done = 0;
+    const double t0 = now_seconds();
+    while (done < n) {
+        /* Submit: everything at once, or the next one when the engine is idle. */
+        while (next < n && (!o.sequential || done == next)) {
+            request_params p = request_params_defaults();
+            p.max_tokens = olen[next];
+            p.ignore_eos = true;
+            p.sampling.temperature = 0;
+            tim[next].t_submit = now_seconds();
+            if (engine_submit(e, prompts[next], plen[next], &p, on_output, &tim[next], NULL)) {
+                fprintf(stderr, "cllm: request %d: %s\n", next, err_get());
+                engine_free(e);
+                model_free(m);
+                return 1;
+            }
+            next++;
+        }
+        engine_step(e);
+        engine_stats st;
+        engine_get_stats(e, &st);
+        if (st.kv_blocks_used > 0) {
+            /* Contiguous allocation reserves max_model_len tokens of every layer for each
+             * running request; paged allocation holds the blocks in use. In bytes. */
+            const double contiguous = (double)st.n_running * o.ec.max_model_len * token_bytes;
+            const double paged = (double)st.kv_blocks_used * block_bytes;
+            util_sum += (double)st.kv_tokens_used / ((double)st.kv_blocks_used * bs);
+            alloc_sum += paged;
+            contig_sum += contiguous;
+            if (paged > util_peak_blocks) util_peak_blocks = paged;
+            if (contiguous > contig_peak) contig_peak = contiguous;
+            util_steps++;
+        }
+        done = 0;
+        for (int i = 0; i < n; i++) done += tim[i].done;
+    }
+    const double dt = now_seconds() - t0;
+    long in_tok = 0, out_tok = 0;
+    double *ttft = malloc((size_t)n * sizeof *ttft), *tpot = malloc((size_t)n * sizeof *tpot);
+    int n_tpot = 0;
+    for (int i = 0; i < n; i++) {
+        in_tok += plen[i];
+        out_tok += tim[i].n_out;
+        ttft[i] = tim[i].t_first - tim[i].t_submit;
+        if (tim[i].n_out > 1) tpot[n_tpot++] = (tim[i].t_done - tim[i].t_first) / (tim[i].n_out - 1);
+    }
+    engine_stats st;
+    engine_get_stats(e, &st);
+    double mean_ttft = 0, mean_tpot = 0;
+    for (int i = 0; i < n; i++) mean_ttft += ttft[i] / n;
+    for (int i = 0; i < n_tpot; i++) mean_tpot += tpot[i] / n_tpot;
+    const double p50_ttft = percentile(ttft, n, 50), p99_ttft = percentile(ttft, n, 99);
+    const double p50_tpot = percentile(tpot, n_tpot, 50);
+    printf("requests            %d (%s)\n", n, o.sequential ? "sequential" : "all at once");
+    printf("duration            %.3f s\n", dt);
+    printf("input tokens        %ld (prefix cache hits %llu)\n", in_tok, (unsigned long long)st.prefix_hits);
+    printf("output tokens       %ld\n", out_tok);
+    printf("output throughput   %.1f tok/s\n", out_tok / dt);
+    printf("total throughput    %.1f tok/s\n", (in_tok + out_tok) / dt);
+    printf("TTFT                mean %.1f ms, median %.1f ms, P99 %.1f ms\n", mean_ttft * 1e3, p50_ttft * 1e3,
+           p99_ttft * 1e3);
+    printf("TPOT                mean %.2f ms, median %.2f ms\n", mean_tpot * 1e3, p50_tpot * 1e3);
+    if (util_steps)
+        printf("KV utilization      %.1f%% of the slots in allocated blocks hold tokens (mean over %ld steps)\n"
+               "KV memory           paged %.1f MiB on average vs %.1f MiB for contiguous max-length allocation "
+               "(%.2fx); peak %.1f vs %.1f MiB\n",
+               100 * util_sum / util_steps, util_steps, alloc_sum / util_steps / 1048576,
+               contig_sum / util_steps / 1048576, contig_sum / alloc_sum, util_peak_blocks / 1048576,
+               contig_peak / 1048576);
+    printf("preemptions         %llu\n", (unsigned long long)st.preemptions);
+    if (o.json_out) {
+        json_t *j = json_pack("{s:i,s:f,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:I,s:I}", "num_prompts", n,
+                              "duration", dt, "total_input_tokens", (json_int_t)in_tok, "total_output_tokens",
+                              (json_int_t)out_tok, "output_throughput", out_tok / dt, "total_token_throughput",
+                              (in_tok + out_tok) / dt, "mean_ttft_ms", mean_ttft * 1e3, "median_ttft_ms",
+                              p50_ttft * 1e3, "p99_ttft_ms", p99_ttft * 1e3, "mean_tpot_ms", mean_tpot * 1e3,
+                              "kv_slot_utilization", util_steps ? util_sum / util_steps : 0.0,
+                              "kv_vs_contiguous", alloc_sum > 0 ? contig_sum / alloc_sum : 0.0, "preemptions",
+                              (json_int_t)st.preemptions, "prefix_cache_hits", (json_int_t)st.prefix_hits);
+        json_dump_file(j, o.json_out, JSON_INDENT(2));
+        json_decref(j);
+    }
+    free(ttft);
+    free(tpot);
+    for (int i = 0; i < n; i++) free(prompts[i]);
+    free(prompts);
+    free(plen);
+    free(olen);
+    free(tim);
+    free(prefix);
+    engine_free(e);
+    model_free(m);
+    return 0;
+}
