@@ -2,10 +2,12 @@
  * are short and the extra precision keeps the reference checks tight. */
 #include "kernels/ops.h"
 
+#include "kernels/wtype.h"
+
 #include <math.h>
 #include <stddef.h>
 
-void rmsnorm(float *out, const float *x, const float *w, int n, float eps) {
+void rmsnorm_ref(float *out, const float *x, const float *w, int n, float eps) {
     double ss = 0;
     for (int i = 0; i < n; i++) ss += (double)x[i] * x[i];
     const float r = (float)(1.0 / sqrt(ss / n + eps));
@@ -40,11 +42,11 @@ void rope_apply(float *x, int n_heads, int head_dim, int rope_dim, const float *
     }
 }
 
-void silu_mul(float *g, const float *u, int n) {
+void silu_mul_ref(float *g, const float *u, int n) {
     for (int i = 0; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
-void gelu_tanh_mul(float *g, const float *u, int n) {
+void gelu_tanh_mul_ref(float *g, const float *u, int n) {
     const float k = 0.7978845608028654f; /* sqrt(2/pi) */
     for (int i = 0; i < n; i++) {
         const float x = g[i];
@@ -58,4 +60,15 @@ void vec_add(float *y, const float *x, int n) {
 
 void vec_scale(float *y, float s, int n) {
     for (int i = 0; i < n; i++) y[i] *= s;
+}
+
+/* Dispatch: wtype_using_avx2() is decided once (cpuid, CLLM_NO_AVX2). */
+void rmsnorm(float *out, const float *x, const float *w, int n, float eps) {
+    (wtype_using_avx2() ? rmsnorm_avx2 : rmsnorm_ref)(out, x, w, n, eps);
+}
+
+void silu_mul(float *g, const float *u, int n) { (wtype_using_avx2() ? silu_mul_avx2 : silu_mul_ref)(g, u, n); }
+
+void gelu_tanh_mul(float *g, const float *u, int n) {
+    (wtype_using_avx2() ? gelu_tanh_mul_avx2 : gelu_tanh_mul_ref)(g, u, n);
 }

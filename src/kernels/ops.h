@@ -1,6 +1,8 @@
 /* Row-wise operations of the forward pass: RMSNorm, rotary embeddings,
  * gated activations, residual adds. Each works on one row; the forward pass
- * spreads rows over threads. */
+ * spreads rows over threads. The hot elementwise ones have a scalar reference
+ * (_ref, in ops.c) and an AVX2 version (_avx2, in ops_avx2.c); the plain names
+ * call the AVX2 one when the CPU has it. */
 #ifndef CLLM_KERNELS_OPS_H
 #define CLLM_KERNELS_OPS_H
 
@@ -23,5 +25,12 @@ void gelu_tanh_mul(float *g, const float *u, int n);
 
 void vec_add(float *y, const float *x, int n);
 void vec_scale(float *y, float s, int n);
+
+void rmsnorm_ref(float *out, const float *x, const float *w, int n, float eps);
+void silu_mul_ref(float *g, const float *u, int n);
+void gelu_tanh_mul_ref(float *g, const float *u, int n);
+void rmsnorm_avx2(float *out, const float *x, const float *w, int n, float eps);
+void silu_mul_avx2(float *g, const float *u, int n);
+void gelu_tanh_mul_avx2(float *g, const float *u, int n);
 
 #endif

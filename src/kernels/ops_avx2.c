@@ -1,0 +1,83 @@
+/* AVX2 versions of the hot row operations. exp is evaluated as 2^k * p(r)
+ * with a degree-6 polynomial on r in [-ln2/2, ln2/2] (relative error ~2e-7),
+ * which also gives the sigmoid (and tanh through it). Inputs are
+ * clamped so exp never overflows to inf or underflows to a denormal. */
+#include "kernels/ops.h"
+
+#include <immintrin.h>
+#include <math.h>
+
+static inline __m256 exp256(__m256 x) {
+    const __m256 lo = _mm256_set1_ps(-87.0f), hi = _mm256_set1_ps(88.0f);
+    x = _mm256_max_ps(_mm256_min_ps(x, hi), lo);
+    const __m256 log2e = _mm256_set1_ps(1.44269504088896341f);
+    const __m256 ln2_hi = _mm256_set1_ps(0.693359375f), ln2_lo = _mm256_set1_ps(-2.12194440e-4f);
+    __m256 k = _mm256_round_ps(_mm256_mul_ps(x, log2e), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(k, ln2_hi, x);
+    r = _mm256_fnmadd_ps(k, ln2_lo, r);
+    /* exp(r) ~ 1 + r + r^2/2 + ... + r^6/720 (Horner) */
+    __m256 p = _mm256_set1_ps(1.0f / 720);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
+void silu_mul_avx2(float *g, const float *u, int n) {
+    const __m256 one = _mm256_set1_ps(1.0f);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 x = _mm256_loadu_ps(g + i);
+        const __m256 e = exp256(_mm256_sub_ps(_mm256_setzero_ps(), x));
+        const __m256 s = _mm256_div_ps(x, _mm256_add_ps(one, e));
+        _mm256_storeu_ps(g + i, _mm256_mul_ps(s, _mm256_loadu_ps(u + i)));
+    }
+    for (; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+}
+
+void gelu_tanh_mul_avx2(float *g, const float *u, int n) {
+    const __m256 k = _mm256_set1_ps(0.7978845608028654f), c = _mm256_set1_ps(0.044715f);
+    const __m256 one = _mm256_set1_ps(1.0f);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 x = _mm256_loadu_ps(g + i);
+        const __m256 inner = _mm256_mul_ps(k, _mm256_fmadd_ps(_mm256_mul_ps(c, x), _mm256_mul_ps(x, x), x));
+        /* 0.5 x (1 + tanh(y)) = x / (1 + exp(-2y)): no cancellation in the negative tail. */
+        const __m256 e = exp256(_mm256_mul_ps(_mm256_set1_ps(-2.0f), inner));
+        const __m256 y = _mm256_div_ps(x, _mm256_add_ps(one, e));
+        _mm256_storeu_ps(g + i, _mm256_mul_ps(y, _mm256_loadu_ps(u + i)));
+    }
+    for (; i < n; i++) {
+        const float x = g[i];
+        g[i] = 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x))) * u[i];
+    }
+}
+
+void rmsnorm_avx2(float *out, const float *x, const float *w, int n, float eps) {
+    /* Sum of squares in double lanes, as the reference does. */
+    __m256d acc0 = _mm256_setzero_pd(), acc1 = _mm256_setzero_pd();
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_loadu_ps(x + i);
+        const __m256d a = _mm256_cvtps_pd(_mm256_castps256_ps128(v)), b = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
+        acc0 = _mm256_fmadd_pd(a, a, acc0);
+        acc1 = _mm256_fmadd_pd(b, b, acc1);
+    }
+    double lanes[4];
+    _mm256_storeu_pd(lanes, _mm256_add_pd(acc0, acc1));
+    double ss = lanes[0] + lanes[1] + lanes[2] + lanes[3];
+    for (; i < n; i++) ss += (double)x[i] * x[i];
+    const float r = (float)(1.0 / sqrt(ss / n + eps));
+    const __m256 rv = _mm256_set1_ps(r);
+    i = 0;
+    if (w)
+        for (; i + 8 <= n; i += 8)
+            _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), rv), _mm256_loadu_ps(w + i)));
+    else
+        for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), rv));
+    for (; i < n; i++) out[i] = x[i] * r * (w ? w[i] : 1.0f);
+}
