@@ -340,7 +340,7 @@ enum MHD_Result handle_generation(http_req *r, api_kind kind) {
         st->p = p;
         st->conn_fd = conn_fd;
         st->include_usage = p.req.include_usage;
-        return http_reply_stream(r, "text/event-stream", stream_read, st, stream_free);
+        return http_reply_stream(r, "text/event-stream; charset=utf-8", stream_read, st, stream_free);
     }
 
     for (;;) {

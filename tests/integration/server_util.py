@@ -1,0 +1,172 @@
+"""Running `cllm serve` for the server tests.
+
+    with CllmServer(cllm_bin, model_path, "--max-model-len", "512") as srv:
+        requests.get(srv.url("/health"))
+
+The server is started with --port 0 on 127.0.0.1 (the kernel picks a free
+port; the server prints it), and the constructor returns once /health answers
+200. `stop()` sends SIGTERM and returns the exit code; `log()` is everything
+the server wrote to stderr.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+from typing import Optional
+
+import requests
+
+LISTEN_RE = re.compile(r"listening on http://([^:\s]+):(\d+)")
+METRIC_RE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$")
+
+
+class CllmServer:
+    def __init__(self, cllm_bin, model, *args: str, api_key: Optional[str] = None, threads: int = 2,
+                 startup_timeout: float = 120, wait_ready: bool = True, env: Optional[dict] = None):
+        self.api_key = api_key
+        cmd = [str(cllm_bin), "serve", str(model), "--host", "127.0.0.1", "--port", "0",
+               "--threads", str(threads), *map(str, args)]
+        if api_key:
+            cmd += ["--api-key", api_key]
+        run_env = dict(os.environ)
+        run_env.pop("CLLM_API_KEY", None)
+        if env:
+            run_env.update(env)
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                     env=run_env)
+        self._lines: list[str] = []
+        self._port_found = threading.Event()
+        self.port: Optional[int] = None
+        self._reader = threading.Thread(target=self._read_stderr, daemon=True)
+        self._reader.start()
+        if wait_ready:
+            self.wait_ready(startup_timeout)
+
+    def _read_stderr(self):
+        for line in self.proc.stderr:
+            self._lines.append(line)
+            m = LISTEN_RE.search(line)
+            if m and self.port is None:
+                self.port = int(m.group(2))
+                self._port_found.set()
+        self._port_found.set()
+
+    def log(self) -> str:
+        return "".join(self._lines)
+
+    def wait_port(self, timeout: float = 60) -> int:
+        if not self._port_found.wait(timeout) or self.port is None:
+            self.kill()
+            raise RuntimeError(f"cllm serve did not start listening:\n{self.log()}")
+        return self.port
+
+    def wait_ready(self, timeout: float = 120):
+        self.wait_port(timeout)
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"cllm serve exited with {self.proc.returncode}:\n{self.log()}")
+            try:
+                if requests.get(self.url("/health"), timeout=5).status_code == 200:
+                    return
+            except requests.ConnectionError:
+                pass
+            time.sleep(0.05)
+        self.kill()
+        raise RuntimeError(f"cllm serve was not ready in {timeout} s:\n{self.log()}")
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def url(self, path: str) -> str:
+        return self.base_url + path
+
+    def headers(self, key: Optional[str] = "default") -> dict:
+        k = self.api_key if key == "default" else key
+        return {"Authorization": f"Bearer {k}"} if k else {}
+
+    def post(self, path: str, body=None, timeout: float = 120, **kw) -> requests.Response:
+        headers = kw.pop("headers", None) or self.headers()
+        return requests.post(self.url(path), json=body, headers=headers, timeout=timeout, **kw)
+
+    def get(self, path: str, timeout: float = 30, **kw) -> requests.Response:
+        headers = kw.pop("headers", None) or self.headers()
+        return requests.get(self.url(path), headers=headers, timeout=timeout, **kw)
+
+    def metrics(self) -> dict:
+        """{name or name{labels}: value}; unlabeled-but-for-model_name samples
+        are also stored under the bare name."""
+        text = requests.get(self.url("/metrics"), timeout=30).text
+        out = {}
+        for line in text.splitlines():
+            if line.startswith("#") or not line.strip():
+                continue
+            m = METRIC_RE.match(line)
+            if not m:
+                raise AssertionError(f"bad metrics line: {line!r}")
+            name, labels, value = m.group(1), m.group(2) or "", float(m.group(3))
+            out[name + labels] = value
+            if labels.count("=") <= 1:
+                out[name] = value
+        return out
+
+    def tokenize(self, **body) -> list[int]:
+        r = self.post("/tokenize", body)
+        assert r.status_code == 200, r.text
+        return r.json()["tokens"]
+
+    def send_signal(self, sig=signal.SIGTERM):
+        self.proc.send_signal(sig)
+
+    def stop(self, sig=signal.SIGTERM, timeout: float = 60) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.kill()
+                raise RuntimeError(f"cllm serve did not exit {timeout} s after signal {sig}:\n{self.log()}")
+        self._reader.join(5)
+        return self.proc.returncode
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        try:
+            self.stop()
+        finally:
+            self.kill()
+
+
+def sse_events(resp: requests.Response) -> list:
+    """The `data:` payloads of a streamed response, in order ("[DONE]" kept as
+    the string)."""
+    import json
+
+    events = []
+    for raw in resp.iter_lines():
+        if not raw:
+            continue
+        line = raw.decode("utf-8")
+        assert line.startswith("data: "), f"not an SSE data line: {line!r}"
+        payload = line[len("data: "):]
+        events.append(payload if payload == "[DONE]" else json.loads(payload))
+    return events
+
+
+def tiny_model(model_factory, **options):
+    """A fast synthetic Llama with a longer context than the default."""
+    options.setdefault("n_ctx", 4096)
+    return model_factory("llama", **options)
