@@ -1,0 +1,215 @@
+/* The server's pure pieces: SSE framing, OpenAI's error object and the
+ * status -> type mapping, the Prometheus text of /metrics, the API-key check,
+ * UTF-8 repair for JSON strings, memory sizes on the command line, and the
+ * shapes of response bodies and stream chunks. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "server/auth.h"
+#include "server/errors.h"
+#include "server/mem_size.h"
+#include "server/metrics.h"
+#include "server/responses.h"
+#include "server/sse.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void test_sse_framing(void **state) {
+    (void)state;
+    buf b = {0};
+    json_t *j = json_pack("{s:s,s:i}", "text", "line1\nline2", "n", 1);
+    assert_int_equal(sse_append_json(&b, j), 0);
+    sse_append_done(&b);
+    /* the newline inside the value is escaped, so each event is one data line */
+    assert_string_equal(b.data, "data: {\"text\":\"line1\\nline2\",\"n\":1}\n\ndata: [DONE]\n\n");
+    json_decref(j);
+    buf_consume(&b, 6);
+    assert_int_equal(strncmp(b.data, "{\"text\"", 7), 0);
+    buf_free(&b);
+}
+
+static void test_error_object(void **state) {
+    (void)state;
+    api_error e;
+    assert_int_equal(api_fail(&e, 400, "invalid_value", "temperature", "bad %d", 5), -1);
+    json_t *j = api_error_json(&e);
+    char *s = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+    assert_string_equal(s, "{\"error\":{\"code\":\"invalid_value\",\"message\":\"bad 5\",\"param\":\"temperature\","
+                           "\"type\":\"invalid_request_error\"}}");
+    free(s);
+    json_decref(j);
+    api_fail(&e, 401, "invalid_api_key", NULL, "no");
+    j = api_error_json(&e);
+    assert_true(json_is_null(json_object_get(json_object_get(j, "error"), "param")));
+    assert_string_equal(json_string_value(json_object_get(json_object_get(j, "error"), "type")),
+                        "authentication_error");
+    json_decref(j);
+    assert_string_equal(api_error_type(404), "invalid_request_error");
+    assert_string_equal(api_error_type(413), "invalid_request_error");
+    assert_string_equal(api_error_type(503), "server_error");
+    /* a message quoting invalid UTF-8 still makes a JSON string */
+    api_fail(&e, 400, NULL, "x\xff", "bad \xc3(");
+    j = api_error_json(&e);
+    assert_non_null(json_string_value(json_object_get(json_object_get(j, "error"), "message")));
+    assert_non_null(json_string_value(json_object_get(json_object_get(j, "error"), "param")));
+    assert_true(json_is_null(json_object_get(json_object_get(j, "error"), "code")));
+    json_decref(j);
+}
+
+static void test_metrics_text(void **state) {
+    (void)state;
+    metrics_input in = {.model_name = "m\"1", .ready = true};
+    in.stats.n_running = 3;
+    in.stats.n_waiting = 2;
+    in.stats.kv_blocks_total = 100;
+    in.stats.kv_blocks_used = 25;
+    in.stats.prefix_queries = 50;
+    in.stats.prefix_hits = 20;
+    in.stats.prompt_tokens = 77;
+    hist_init_seconds(&in.stats.ttft);
+    hist_init_seconds(&in.stats.tpot);
+    hist_init_seconds(&in.stats.e2e);
+    hist_init_seconds(&in.stats.queue);
+    hist_observe(&in.stats.ttft, 0.003);
+    hist_observe(&in.stats.ttft, 1000);
+    in.finished[FINISH_ABORT] = 4;
+    buf b = {0};
+    metrics_render(&b, &in);
+    assert_false(b.oom);
+    const char *t = b.data;
+    assert_non_null(strstr(t, "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name=\"m\\\"1\"} 3\n"));
+    assert_non_null(strstr(t, "vllm:num_requests_waiting{model_name=\"m\\\"1\"} 2\n"));
+    assert_non_null(strstr(t, "vllm:kv_cache_usage_perc{model_name=\"m\\\"1\"} 0.25\n"));
+    assert_non_null(strstr(t, "# TYPE vllm:prefix_cache_hits_total counter\n"));
+    assert_non_null(strstr(t, "vllm:prompt_tokens_total{model_name=\"m\\\"1\"} 77\n"));
+    assert_non_null(strstr(t, "vllm:request_success_total{model_name=\"m\\\"1\",finished_reason=\"abort\"} 4\n"));
+    assert_non_null(strstr(t, "# TYPE vllm:time_to_first_token_seconds histogram\n"));
+    /* cumulative buckets: 0.003 is under 0.005; the +Inf bucket counts both */
+    assert_non_null(strstr(t, "vllm:time_to_first_token_seconds_bucket{model_name=\"m\\\"1\",le=\"0.001\"} 0\n"));
+    assert_non_null(strstr(t, "vllm:time_to_first_token_seconds_bucket{model_name=\"m\\\"1\",le=\"0.005\"} 1\n"));
+    assert_non_null(strstr(t, "vllm:time_to_first_token_seconds_bucket{model_name=\"m\\\"1\",le=\"300\"} 1\n"));
+    assert_non_null(strstr(t, "vllm:time_to_first_token_seconds_bucket{model_name=\"m\\\"1\",le=\"+Inf\"} 2\n"));
+    assert_non_null(strstr(t, "vllm:time_to_first_token_seconds_count{model_name=\"m\\\"1\"} 2\n"));
+    assert_non_null(strstr(t, "vllm:e2e_request_latency_seconds_count{model_name=\"m\\\"1\"} 0\n"));
+    /* every line is a comment or "name{labels} value" */
+    for (const char *p = t; *p;) {
+        const char *nl = strchr(p, '\n');
+        assert_non_null(nl);
+        assert_true(*p == '#' || (memchr(p, '{', (size_t)(nl - p)) && memchr(p, ' ', (size_t)(nl - p))));
+        p = nl + 1;
+    }
+    buf_free(&b);
+}
+
+static void test_auth(void **state) {
+    (void)state;
+    assert_true(auth_check("Bearer sk-1", "sk-1"));
+    assert_true(auth_check("bearer   sk-1  ", "sk-1"));
+    assert_false(auth_check("Bearer sk-2", "sk-1"));
+    assert_false(auth_check("Bearer sk-", "sk-1"));
+    assert_false(auth_check("Bearer sk-11", "sk-1"));
+    assert_false(auth_check("Bearer ", "sk-1"));
+    assert_false(auth_check("sk-1", "sk-1"));
+    assert_false(auth_check("Basic sk-1", "sk-1"));
+    assert_false(auth_check("Bearersk-1", "sk-1"));
+    assert_false(auth_check(NULL, "sk-1"));
+    assert_true(auth_check(NULL, NULL));
+    assert_true(auth_check(NULL, ""));
+    assert_true(auth_equal_ct("abc", 3, "abc", 3));
+    assert_false(auth_equal_ct("", 0, "abc", 3));
+    assert_false(auth_equal_ct("abcabc", 6, "abc", 3));
+    assert_true(auth_path_protected("/v1/chat/completions"));
+    assert_true(auth_path_protected("/v1/models"));
+    assert_true(auth_path_protected("/tokenize"));
+    assert_false(auth_path_protected("/health"));
+    assert_false(auth_path_protected("/metrics"));
+}
+
+static void test_utf8(void **state) {
+    (void)state;
+    assert_true(utf8_valid("h\xc3\xa9 \xe4\xb8\x96 \xf0\x9f\x99\x82", 12));
+    assert_false(utf8_valid("\xc3", 1));          /* truncated */
+    assert_false(utf8_valid("\xc0\xaf", 2));      /* overlong */
+    assert_false(utf8_valid("\xed\xa0\x80", 3));  /* surrogate */
+    assert_false(utf8_valid("\xf4\x90\x80\x80", 4)); /* > U+10FFFF */
+    buf b = {0};
+    utf8_append_sanitized(&b, "a\xffz\xe4\xb8", 5);
+    assert_string_equal(b.data, "a\xef\xbf\xbdz\xef\xbf\xbd\xef\xbf\xbd");
+    assert_int_equal(utf8_count(b.data, b.len), 5);
+    buf_free(&b);
+    json_t *s = resp_string("x\x80y", 3);
+    assert_string_equal(json_string_value(s), "x\xef\xbf\xbdy");
+    json_decref(s);
+}
+
+static void test_mem_size(void **state) {
+    (void)state;
+    size_t n;
+    assert_int_equal(mem_size_parse("2GiB", 0, &n), 0);
+    assert_true(n == (size_t)2 << 30);
+    assert_int_equal(mem_size_parse("512MiB", 0, &n), 0);
+    assert_true(n == (size_t)512 << 20);
+    assert_int_equal(mem_size_parse("1.5G", 0, &n), 0);
+    assert_true(n == (size_t)3 << 29);
+    assert_int_equal(mem_size_parse("100MB", 0, &n), 0);
+    assert_true(n == 100000000);
+    assert_int_equal(mem_size_parse("4096", 0, &n), 0);
+    assert_true(n == 4096);
+    assert_int_equal(mem_size_parse("0.5", 1000, &n), 0);
+    assert_true(n == 500);
+    assert_int_equal(mem_size_parse("1.0", 1000, &n), 0);
+    assert_true(n == 1000);
+    assert_int_equal(mem_size_parse("0.5", 0, &n), -1);   /* unknown free memory */
+    assert_int_equal(mem_size_parse("1.5", 1000, &n), -1); /* fraction over 1 */
+    assert_int_equal(mem_size_parse("-1GiB", 0, &n), -1);
+    assert_int_equal(mem_size_parse("12 parsecs", 0, &n), -1);
+    assert_int_equal(mem_size_parse("", 0, &n), -1);
+    assert_int_equal(mem_size_parse("1.5", 0, &n), -1);
+    assert_int_equal(mem_size_parse("10.5B", 0, &n), -1);
+}
+
+static void test_response_shapes(void **state) {
+    (void)state;
+    resp_ctx c = {.kind = API_CHAT, .id = "chatcmpl-1", .model = "m", .created = 123};
+    json_t *first = resp_chunk(&c, json_pack("[o]", resp_chunk_choice(&c, 0, "", 0, true, NULL, NULL)), true);
+    char *s = json_dumps(first, JSON_COMPACT);
+    assert_string_equal(s, "{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":123,\"model\":\"m\","
+                           "\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},"
+                           "\"logprobs\":null,\"finish_reason\":null}],\"usage\":null}");
+    free(s);
+    json_decref(first);
+    json_t *last = resp_chunk(&c, json_pack("[o]", resp_chunk_choice(&c, 2, "", 0, false, NULL, "stop")), false);
+    s = json_dumps(last, JSON_COMPACT);
+    assert_string_equal(s, "{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":123,\"model\":\"m\","
+                           "\"choices\":[{\"index\":2,\"delta\":{},\"logprobs\":null,\"finish_reason\":\"stop\"}]}");
+    free(s);
+    json_decref(last);
+
+    resp_ctx t = {.kind = API_COMPLETIONS, .id = "cmpl-1", .model = "m", .created = 5};
+    gen_choice ch = {.finished = true, .reason = FINISH_LENGTH};
+    buf_puts(&ch.text, " world");
+    json_t *choice = resp_choice(&t, &ch, 1, "hello", 5, 5);
+    json_t *body = resp_body(&t, json_pack("[o]", choice), json_pack("{s:i}", "prompt_tokens", 1));
+    s = json_dumps(body, JSON_COMPACT);
+    assert_string_equal(s, "{\"id\":\"cmpl-1\",\"object\":\"text_completion\",\"created\":5,\"model\":\"m\",\"choices\":"
+                           "[{\"index\":1,\"text\":\"hello world\",\"logprobs\":null,\"finish_reason\":\"length\"}],"
+                           "\"usage\":{\"prompt_tokens\":1}}");
+    free(s);
+    json_decref(body);
+    buf_free(&ch.text);
+    assert_string_equal(resp_finish_name(FINISH_STOP), "stop");
+    assert_null(resp_finish_name(FINISH_NONE));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sse_framing),  cmocka_unit_test(test_error_object), cmocka_unit_test(test_metrics_text),
+        cmocka_unit_test(test_auth),         cmocka_unit_test(test_utf8),         cmocka_unit_test(test_mem_size),
+        cmocka_unit_test(test_response_shapes),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
