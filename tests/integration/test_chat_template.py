@@ -1,0 +1,407 @@
+"""Chat templates: cllm's Jinja interpreter against Python jinja2.
+
+Every case renders one template with one JSON context twice - with jinja2,
+configured exactly as Hugging Face transformers does it for apply_chat_template
+(ImmutableSandboxedEnvironment, trim_blocks, lstrip_blocks, loopcontrols,
+raise_exception, a json.dumps tojson) - and with build/render_template - and
+requires the same bytes. Where jinja2 raises through raise_exception, ours must
+fail with the same message; where jinja2 fails otherwise, ours must fail too.
+
+The cases: the four fixture templates (tests/data/templates: Gemma 3, ChatML
+as Qwen2 writes it, Llama 3, Mistral v0.3) over many conversations, and small
+templates exercising each Jinja feature on their own.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+jinja2 = pytest.importorskip("jinja2")
+from jinja2.ext import loopcontrols  # noqa: E402
+from jinja2.sandbox import ImmutableSandboxedEnvironment  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+TEMPLATES = REPO / "tests" / "data" / "templates"
+
+
+class RaisedByTemplate(jinja2.exceptions.TemplateError):
+    """What raise_exception() raises (a TemplateError, as in transformers)."""
+
+
+def _raise_exception(message):
+    raise RaisedByTemplate(message)
+
+
+def _tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
+    return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators,
+                      sort_keys=sort_keys)
+
+
+def hf_environment() -> ImmutableSandboxedEnvironment:
+    """transformers' _compile_jinja_template, minus the generation tracker."""
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
+                                        extensions=[loopcontrols])
+    env.filters["tojson"] = _tojson
+    env.globals["raise_exception"] = _raise_exception
+    return env
+
+
+ENV = hf_environment()
+
+
+def render_jinja(template: str, context: dict):
+    """("ok", text), ("raise", message) or ("error", description)."""
+    try:
+        return "ok", ENV.from_string(template).render(**context)
+    except RaisedByTemplate as e:
+        return "raise", e.message
+    except Exception as e:  # any other jinja2/Python error: ours must fail too
+        return "error", f"{type(e).__name__}: {e}"
+
+
+@pytest.fixture(scope="module")
+def render_bin(build_dir) -> Path:
+    path = build_dir / "render_template"
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        pytest.fail(f"{path} is missing: build it first (make render_template)", pytrace=False)
+    return path
+
+
+def render_ours(binary: Path, tmp_path: Path, template: str, context: dict):
+    tfile = tmp_path / "template.jinja"
+    tfile.write_bytes(template.encode("utf-8"))
+    proc = subprocess.run([str(binary), str(tfile)], input=json.dumps(context).encode("utf-8"),
+                          capture_output=True, timeout=60)
+    if proc.returncode == 0:
+        return "ok", proc.stdout.decode("utf-8")
+    assert proc.returncode == 1, f"render_template exited {proc.returncode}: {proc.stderr!r}"
+    return "error", proc.stderr.decode("utf-8").rstrip("\n")
+
+
+def check_same(binary: Path, tmp_path: Path, template: str, context: dict) -> None:
+    context = json.loads(json.dumps(context))  # exactly what the binary will see
+    kind, want = render_jinja(template, context)
+    got_kind, got = render_ours(binary, tmp_path, template, context)
+    if kind == "ok":
+        assert got_kind == "ok", f"jinja2 rendered {want!r}, cllm failed: {got}"
+        assert got == want
+    elif kind == "raise":
+        assert got_kind == "error", f"jinja2 raised {want!r}, cllm rendered {got!r}"
+        assert got == want, "raise_exception message differs"
+    else:
+        assert got_kind == "error", f"jinja2 failed ({want}), cllm rendered {got!r}"
+
+
+# --- the fixture templates over conversations --------------------------------------------------
+
+
+def msg(role, content, **extra):
+    return {"role": role, "content": content, **extra}
+
+
+def parts(*texts):
+    return [{"type": "text", "text": t} for t in texts]
+
+
+TOOLS = [{"type": "function", "function": {
+    "name": "get_weather", "description": "Weather for a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                   "required": ["city"]},
+    "return": {"type": "string"}}}]
+
+CONVERSATIONS = {
+    "user": [msg("user", "Hello!")],
+    "system_user": [msg("system", "You are a helpful assistant."), msg("user", "Hi")],
+    "multi_turn": [msg("system", "Be brief."), msg("user", "What is 2+2?"),
+                   msg("assistant", "4."), msg("user", "And 3+3?")],
+    "assistant_last": [msg("user", "Tell me a joke."), msg("assistant", "Why did the chicken...")],
+    "long": [m for i in range(6) for m in (msg("user", f"question {i}"),
+                                           msg("assistant", f"answer {i}"))],
+    "parts": [msg("user", parts("Describe ", "this."))],
+    "system_parts": [msg("system", parts("System as parts.")), msg("user", parts("Hi"))],
+    "image_parts": [msg("user", [{"type": "image"}, {"type": "text", "text": "What is it?"}])],
+    "unicode": [msg("system", "Réponds en français ✓"),
+                msg("user", "こんにちは 👋🏽 — “quotes” ‘and’ \\ backslash"),
+                msg("assistant", "Привет! 😀"), msg("user", "emoji: 🧪🔥 é ß Σ")],
+    "empty_content": [msg("user", ""), msg("assistant", ""), msg("user", "x")],
+    "whitespace": [msg("system", "  \n spaced system\t \n"),
+                   msg("user", "\n\n  lots   of\n\n whitespace \t\n "),
+                   msg("assistant", " \u3000ideographic\xa0nbsp \u2028"),
+                   msg("user", "\r\nCRLF\r\n")],
+    "special_chars": [msg("user", "{{ not a template }} {% raw %} <|im_end|> [INST] '\"")],
+    "not_alternating": [msg("user", "one"), msg("user", "two")],
+    "assistant_first": [msg("assistant", "I start."), msg("user", "ok")],
+    "system_only": [msg("system", "only a system prompt")],
+    "empty": [],
+    "bad_role": [msg("user", "hi"), msg("function", "result")],
+    "tool_calls": [msg("user", "Weather in Paris?"),
+                   {"role": "assistant", "content": "", "tool_calls": [
+                       {"id": "abc123def", "type": "function",
+                        "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]},
+                   {"role": "tool", "content": "22C and sunny", "tool_call_id": "abc123def"},
+                   msg("assistant", "It is 22C and sunny."), msg("user", "Thanks")],
+    "tool_bad_id": [msg("user", "Weather?"),
+                    {"role": "assistant", "tool_calls": [
+                        {"id": "short", "function": {"name": "f", "arguments": {}}}]}],
+}
+
+EXTRA_CONTEXTS = {
+    "plain": {"bos_token": "<s>", "eos_token": "</s>"},
+    "gemma_tokens": {"bos_token": "<bos>", "eos_token": "<eos>"},
+    "no_tokens": {},
+    "tools": {"bos_token": "<s>", "eos_token": "</s>", "tools": TOOLS},
+}
+
+FIXTURE_CASES = []
+for template_name in ("gemma3", "chatml", "llama3", "mistral"):
+    for (conv_name, conv), gen in itertools.product(CONVERSATIONS.items(), (True, False)):
+        extras = ["plain"]
+        if gen and conv_name in ("multi_turn", "unicode"):
+            extras = ["gemma_tokens", "no_tokens"]
+        if conv_name in ("tool_calls", "multi_turn") and template_name == "mistral":
+            extras = ["plain", "tools"]
+        for extra in extras:
+            FIXTURE_CASES.append(pytest.param(
+                template_name, conv, gen, extra,
+                id=f"{template_name}-{conv_name}-{'gen' if gen else 'nogen'}-{extra}"))
+
+
+@pytest.mark.parametrize("template_name,messages,add_generation_prompt,extra", FIXTURE_CASES)
+def test_fixture_template(render_bin, tmp_path, template_name, messages, add_generation_prompt,
+                          extra):
+    template = (TEMPLATES / f"{template_name}.jinja").read_text(encoding="utf-8")
+    context = {"messages": messages, "add_generation_prompt": add_generation_prompt,
+               **EXTRA_CONTEXTS[extra]}
+    check_same(render_bin, tmp_path, template, context)
+
+
+def test_fixture_raise_messages(render_bin, tmp_path):
+    """The alternation rules raise, and the message comes through verbatim."""
+    for name, conv in (("gemma3", "not_alternating"), ("mistral", "not_alternating"),
+                       ("mistral", "bad_role"), ("mistral", "tool_bad_id")):
+        template = (TEMPLATES / f"{name}.jinja").read_text(encoding="utf-8")
+        context = {"messages": CONVERSATIONS[conv], "bos_token": "<s>", "eos_token": "</s>"}
+        kind, _ = render_jinja(template, context)
+        assert kind == "raise", (name, conv)
+        check_same(render_bin, tmp_path, template, context)
+
+
+# --- feature templates ---------------------------------------------------------------------------
+
+CTX = {
+    "messages": [msg("system", "sys"), msg("user", "  hi  "), msg("assistant", "yo"),
+                 msg("user", "bye")],
+    "xs": [3, 1, 2], "words": ["b", "A", "c", "a"], "d": {"b": 2, "a": 1, "c": [1, 2]},
+    "s": "Hello, World", "n": 7, "f": 2.5, "t": True, "nothing": None, "empty": [],
+    "nested": {"k": {"deep": [{"x": 1}, {"x": 2}]}},
+    "people": [{"name": "Ann", "age": 31, "admin": True}, {"name": "bob", "age": 25},
+               {"name": "Cy", "age": 31, "admin": False}],
+    "u": "é👍x",
+}
+
+FEATURES = {
+    # whitespace control, trim_blocks, lstrip_blocks
+    "text_only": "just text\n",
+    "trailing_newline_kept_once": "a\n\n",
+    "trim_blocks": "{% if t %}\nyes\n{% endif %}\nafter",
+    "lstrip_blocks": "  {% if t %}\n    indented\n  {% endif %}\nend",
+    "lstrip_not_vars": "  {{ n }}\n  {% if t %}x{% endif %}",
+    "minus_both": "a   {%- if t -%}   b   {%- endif -%}   c",
+    "minus_vars": "a \n {{- n -}} \n b",
+    "plus_disables_lstrip": "  {%+ if t %}x{% endif %}",
+    "plus_disables_trim": "{% if t +%}\nx{% endif %}",
+    "comments": "a {# comment #}\n  {# own line #}\nb {#- strip -#}   c",
+    "raw": "{% raw %}{{ not }} {% evaluated %}{% endraw %}",
+    "crlf_source": "line1\r\n{% if t %}\r\nline2\r\n{% endif %}\r\n",
+    "nested_blocks": "{% for m in messages %}\n  {% if m.role == 'user' %}\n    U:{{ m.content }}\n  {% else %}\n    O:{{ m.content }}\n  {% endif %}\n{% endfor %}\n",
+    # loops
+    "loop_vars": "{% for x in xs %}{{ loop.index }}{{ loop.index0 }}{{ loop.revindex }}"
+                 "{{ loop.revindex0 }}{{ loop.first }}{{ loop.last }}{{ loop.length }};{% endfor %}",
+    "loop_prev_next": "{% for x in xs %}{{ loop.previtem }}<{{ x }}>{{ loop.nextitem }}|{% endfor %}",
+    "loop_cycle": "{% for x in xs %}{{ loop.cycle('odd', 'even') }} {% endfor %}",
+    "loop_else": "{% for x in empty %}{{ x }}{% else %}nothing{% endfor %}",
+    "loop_filter": "{% for m in messages if m.role != 'system' %}{{ loop.index }}:{{ m.role }}"
+                   "{{ ',' if not loop.last }}{% endfor %}",
+    "loop_dict_items": "{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}",
+    "loop_dict_keys": "{% for k in d %}{{ k }}{% endfor %}{% for v in d.values() %}{{ v }}{% endfor %}",
+    "loop_string": "{% for c in u %}[{{ c }}]{% endfor %}",
+    "loop_break_continue": "{% for x in range(10) %}{% if x is odd %}{% continue %}{% endif %}"
+                           "{% if x > 6 %}{% break %}{% endif %}{{ x }}{% endfor %}",
+    "loop_scope": "{% set x = 'outer' %}{% for i in xs %}{% set x = i %}{{ x }}{% endfor %}{{ x }}",
+    "nested_loops": "{% for a in xs %}{% for b in xs %}{{ loop.index }}{% endfor %}|{{ loop.index }}"
+                    "{% endfor %}",
+    "range": "{{ range(5)|list }}{{ range(2, 9, 3)|list }}{{ range(5, 0, -2)|join(',') }}",
+    "loop_unpack": "{% for a, b in [[1, 2], [3, 4]] %}{{ a + b }}{% endfor %}",
+    # set, namespace, with
+    "set": "{% set a = 1 %}{% set b, c = 'x', 'y' %}{{ a }}{{ b }}{{ c }}",
+    "set_block": "{% set block %}\n  inner {{ n }}\n{% endset %}[{{ block }}]",
+    "set_block_filter": "{% set up | upper %}shout{% endset %}{{ up }}",
+    "namespace": "{% set ns = namespace(count=0, seen=false) %}{% for m in messages %}"
+                 "{% if m.role == 'user' %}{% set ns.count = ns.count + 1 %}{% set ns.seen = true %}"
+                 "{% endif %}{% endfor %}{{ ns.count }} {{ ns.seen }}",
+    "namespace_attr_new": "{% set ns = namespace() %}{% set ns.x = 'new' %}{{ ns.x }}",
+    "with": "{% with a = 2, b = n %}{{ a * b }}{% endwith %}[{{ a }}]",
+    "if_scope_leaks": "{% if t %}{% set inner = 'leaks' %}{% endif %}{{ inner }}",
+    # macros
+    "macro": "{% macro greet(name, punct='!') %}Hi {{ name }}{{ punct }}{% endmacro %}"
+             "{{ greet('Ann') }} {{ greet('Bob', punct='?') }} {{ greet(name='Cy') }}",
+    "macro_varargs_kwargs": "{% macro m(a) %}{{ a }}{{ varargs }}{{ kwargs }}{% endmacro %}"
+                            "{{ m(1, 2, 3, k='v') }}",
+    "macro_call_block": "{% macro box(title) %}[{{ title }}: {{ caller() }}]{% endmacro %}"
+                        "{% call box('t') %}body {{ n }}{% endcall %}",
+    "macro_call_args": "{% macro each(items) %}{% for i in items %}{{ caller(i) }}{% endfor %}"
+                       "{% endmacro %}{% call(x) each(xs) %}<{{ x }}>{% endcall %}",
+    "macro_sees_later_globals": "{% macro m() %}{{ late }}{% endmacro %}{% set late = 'L' %}{{ m() }}",
+    "macro_recursive": "{% macro fact(k) %}{{ 1 if k <= 1 else k * fact(k - 1)|int }}{% endmacro %}"
+                       "{{ fact(5) }}",
+    "filter_block": "{% filter upper %}quiet {{ s }}{% endfilter %}",
+    # literals and printing
+    "literals": "{{ 1 }} {{ -2 }} {{ 1.0 }} {{ 1.5e3 }} {{ 0.1 + 0.2 }} {{ 1e20 }} {{ 1/3 }} "
+                "{{ 1_000 }} {{ 0x1F }} {{ true }} {{ False }} {{ none }} {{ None }}",
+    "string_escapes": "{{ 'a\\tb\\nc\\\\d\\'e' }}|{{ \"q\\\"q\" }}|{{ '\\x41\\u00e9\\101' }}|"
+                      "{{ 'x\\dy' }}|{{ 'con' 'cat' }}",
+    "print_containers": "{{ [1, 'a', none, true, 1.5] }} {{ {'k': 'v', 'n': [1]} }} {{ (1,) }} "
+                        "{{ (1, 'b') }} {{ () }} {{ [\"it's\", 'say \"hi\"'] }}",
+    "print_context_values": "{{ xs }} {{ d }} {{ nothing }} {{ t }} {{ f }} {{ people[0] }}",
+    "print_unicode_repr": "{{ [u, 'tab\\there', 'nl\\n', '\\x00\\x7f\\xa0\\u200b'] }}",
+    "undefined_prints_empty": "[{{ missing }}][{{ d.missing }}][{{ xs[10] }}]",
+    # access
+    "attr_vs_item": "{{ messages[1].role }} {{ messages[1]['content'] }} {{ d.a }} {{ d['b'] }} "
+                    "{{ xs.0 }} {{ nested.k.deep[1].x }}",
+    "dict_method_shadowing": "{{ {'items': 'key'}['items'] }} {{ d.items() | list }}",
+    "slices": "{{ xs[1:] }} {{ xs[:-1] }} {{ xs[::-1] }} {{ xs[::2] }} {{ s[7:] }} {{ s[-5:] }} "
+              "{{ s[::-1] }} {{ u[1:] }} {{ u[-1] }} {{ messages[1:] | length }} {{ xs[10:] }}",
+    "negative_index": "{{ xs[-1] }} {{ messages[-1].content }} {{ s[-1] }}",
+    # operators
+    "arithmetic": "{{ 7 + 2 }} {{ 7 - 2 }} {{ 7 * 2 }} {{ 7 / 2 }} {{ 7 // 2 }} {{ 7 % 3 }} "
+                  "{{ -7 // 2 }} {{ -7 % 3 }} {{ 2 ** 10 }} {{ 2 ** 3 ** 2 }} {{ 7.5 // 2 }} "
+                  "{{ f * 2 }} {{ n + f }} {{ true + 1 }}",
+    "string_ops": "{{ 'ab' + 'cd' }} {{ 'ab' * 3 }} {{ 'x' ~ 1 ~ none ~ true ~ missing }} "
+                  "{{ [1] + [2, 3] }} {{ [0] * 3 }}",
+    "comparisons": "{{ 1 < 2 }} {{ 2 <= 2 }} {{ 3 > 4 }} {{ 'a' < 'b' }} {{ [1, 2] < [1, 3] }} "
+                   "{{ 1 == 1.0 }} {{ true == 1 }} {{ 1 < 2 < 3 }} {{ 3 > 2 > 2 }} "
+                   "{{ d == {'a': 1, 'b': 2, 'c': [1, 2]} }} {{ (1, 2) == [1, 2] }} {{ 'a' != 'a' }}",
+    "logic": "{{ t and 'yes' }} {{ nothing or 'fallback' }} {{ not empty }} {{ 0 or '' or 'last' }} "
+             "{{ xs and xs[0] }} {{ not t and n }}",
+    "in_operator": "{{ 'ell' in s }} {{ 2 in xs }} {{ 'a' in d }} {{ 'z' not in d }} "
+                   "{{ 'x' in missing }} {{ {'role': 'sys'} in messages }}",
+    "ternary": "{{ 'a' if t else 'b' }} {{ 'a' if nothing else 'b' }} [{{ 'only' if false }}] "
+               "{{ 1 if n > 5 else 2 if n > 3 else 3 }}",
+    "precedence": "{{ 1 + 2 * 3 }} {{ (1 + 2) * 3 }} {{ -2 ** 2 }} {{ 'a' ~ 1 + 2 }} "
+                  "{{ 'x' + s|lower }} {{ not 1 == 2 }} {{ -xs|length }}",
+    # tests
+    "tests_types": "{{ s is string }} {{ n is number }} {{ f is number }} {{ t is number }} "
+                   "{{ n is integer }} {{ t is integer }} {{ f is float }} {{ t is boolean }} "
+                   "{{ d is mapping }} {{ xs is sequence }} {{ d is sequence }} {{ s is iterable }} "
+                   "{{ n is iterable }} {{ nothing is none }} {{ t is true }} {{ t is false }}",
+    "tests_defined": "{{ missing is defined }} {{ missing is undefined }} {{ d.a is defined }} "
+                     "{{ d.zz is defined }} {{ people[1].admin is defined }} "
+                     "{{ missing is iterable }} {{ missing is sequence }}",
+    "tests_numbers": "{{ n is odd }} {{ n is even }} {{ 9 is divisibleby 3 }} "
+                     "{{ 10 is divisibleby(4) }} {{ xs|length is odd }}",
+    "tests_compare": "{{ 3 is eq 3 }} {{ 3 is equalto 4 }} {{ 3 is ne 4 }} {{ 3 is gt 2 }} "
+                     "{{ 3 is lt 2 }} {{ 3 is ge 3 }} {{ 3 is le 2 }} {{ 2 is in xs }} "
+                     "{{ 'abc' is lower }} {{ 'ABC' is upper }} {{ 'Abc' is lower }} "
+                     "{{ none is sameas none }} {{ 'upper' is filter }} {{ 'odd' is test }}",
+    "tests_not": "{{ n is not none }} {{ missing is not defined }} {{ s is not string }}",
+    # filters
+    "filter_trim": "[{{ '  x  '|trim }}][{{ '--x--'|trim('-') }}][{{ messages[1].content|trim }}]"
+                   "[{{ ' \\u3000\\xa0y\\n'|trim }}]",
+    "filter_case": "{{ s|upper }} {{ s|lower }} {{ 'hello wORLD-foo(bar'|title }} "
+                   "{{ 'hELLO'|capitalize }} {{ 'straße ǆ'|upper }} {{ 'ÀÉ ΣΑΣ'|lower }}",
+    "filter_length": "{{ xs|length }} {{ s|length }} {{ d|count }} {{ u|length }} {{ missing|length }}",
+    "filter_default": "{{ missing|default('dflt') }} {{ ''|default('e', true) }} "
+                      "{{ nothing|default('n') }} {{ missing|d('short') }} {{ 0|default(5) }}",
+    "filter_join": "{{ xs|join(', ') }} {{ words|join }} {{ people|join('/', attribute='name') }}",
+    "filter_first_last": "{{ xs|first }} {{ xs|last }} {{ s|first }} {{ s|last }} "
+                         "{{ d|first }} [{{ empty|first }}]",
+    "filter_list_string": "{{ s|list }} {{ d|list }} {{ 5|string }} {{ xs|string }} "
+                          "{{ (xs|string)|length }}",
+    "filter_numbers": "{{ '42'|int }} {{ '4.7'|int }} {{ 'x'|int }} {{ 'x'|int(9) }} "
+                      "{{ '0x1A'|int(base=16) }} {{ 3.9|int }} {{ '2.5'|float }} {{ 'x'|float }} "
+                      "{{ 3|float }} {{ -3|abs }} {{ -2.5|abs }} {{ ' 12 '|int }}",
+    "filter_round": "{{ 2.5|round }} {{ 3.5|round }} {{ 2.567|round(2) }} {{ 2.1|round(0, 'ceil') }} "
+                    "{{ 2.9|round(1, 'floor') }} {{ 7|round }} {{ 1234|round(-2) }}",
+    "filter_replace": "{{ s|replace('l', 'L') }} {{ s|replace('l', 'L', 1) }} {{ 'ab'|replace('', '-') }}",
+    "filter_reverse_sort": "{{ xs|reverse|list }} {{ s|reverse }} {{ xs|sort }} "
+                           "{{ xs|sort(reverse=true) }} {{ words|sort }} "
+                           "{{ words|sort(case_sensitive=true) }} "
+                           "{{ people|sort(attribute='age')|map(attribute='name')|join(',') }}",
+    "filter_unique": "{{ [1, 2, 1, 3, 2]|unique|list }} {{ words|unique|list }} "
+                     "{{ words|unique(case_sensitive=true)|list }}",
+    "filter_map": "{{ messages|map(attribute='role')|list }} {{ xs|map('string')|join('-') }} "
+                  "{{ people|map(attribute='admin', default='?')|list }} "
+                  "{{ words|map('upper')|list }}",
+    "filter_select": "{{ xs|select('odd')|list }} {{ xs|reject('odd')|list }} "
+                     "{{ xs|select('>', 1)|list }} {{ [0, 1, '', 'a']|select|list }}",
+    "filter_selectattr": "{{ messages|selectattr('role', 'equalto', 'user')|list|length }} "
+                         "{{ people|selectattr('admin')|map(attribute='name')|list }} "
+                         "{{ people|rejectattr('admin')|map(attribute='name')|list }} "
+                         "{{ people|selectattr('admin', 'undefined')|list|length }} "
+                         "{{ people|selectattr('age', 'gt', 26)|list|length }}",
+    "filter_min_max_sum": "{{ xs|min }} {{ xs|max }} {{ xs|sum }} {{ people|sum(attribute='age') }} "
+                          "{{ words|max }} {{ words|min(case_sensitive=true) }} "
+                          "{{ (people|max(attribute='age')).name }}",
+    "filter_items_dictsort": "{{ d|items|list }} {{ d|dictsort }} {{ d|dictsort(reverse=true) }}",
+    "filter_tojson": "{{ d|tojson }} {{ xs|tojson }} {{ 'é\"\\n'|tojson }} {{ nothing|tojson }} "
+                     "{{ f|tojson }} {{ people[0]|tojson(indent=2) }} {{ {'b': 1, 'a': 2}|tojson(sort_keys=true) }} "
+                     "{{ xs|tojson(separators=(',', ':')) }} {{ 'é'|tojson(ensure_ascii=true) }}",
+    "filter_tojson_nested": "{{ {'a': [], 'b': {}, 'c': [{'d': [1, [2]]}]}|tojson(indent=4) }}",
+    "filter_indent_center": "{{ 'a\\nb\\n\\nc'|indent }}|{{ 'a\\nb'|indent(2, true) }}|"
+                            "{{ 'a\\n\\nb'|indent(2, blank=true) }}|{{ 'ab'|center(7) }}|",
+    "filter_misc": "{{ '<a & \"b\">'|e }} {{ s|safe }} {{ 'one two  three'|wordcount }} "
+                   "{{ '%s-%d'|format('a', 3) }} {{ xs|batch(2)|list }} {{ d|attr('a') }}",
+    "filter_chain": "{{ messages|map(attribute='content')|map('trim')|map('upper')|join('|') }}",
+    # methods
+    "str_methods": "{{ s.upper() }} {{ s.lower() }} {{ '  x '.strip() }}|{{ 'xxaxx'.strip('x') }} "
+                   "{{ '  l'.lstrip() }} {{ 'r  '.rstrip() }}| {{ s.startswith('Hell') }} "
+                   "{{ s.endswith(('x', 'd')) }} {{ s.find('o') }} {{ s.rfind('o') }} "
+                   "{{ s.count('l') }} {{ s.replace('World', 'There') }} {{ 'a b'.title() }}",
+    "str_split": "{{ 'a,b,,c'.split(',') }} {{ '  a  b '.split() }} {{ 'a b c'.split(' ', 1) }} "
+                 "{{ 'a b c'.rsplit(' ', 1) }} {{ 'l1\\nl2\\r\\nl3'.splitlines() }} "
+                 "{{ '-'.join(['x', 'y']) }} {{ 'k=v'.partition('=') }}",
+    "str_predicates": "{{ '123'.isdigit() }} {{ 'abc'.isalpha() }} {{ 'a1'.isalnum() }} "
+                      "{{ ' '.isspace() }} {{ 'abc'.islower() }} {{ 'ABC'.isupper() }}",
+    "str_format": "{{ '{} and {}'.format('a', 'b') }} {{ '{0}{1}{0}'.format('x', 'y') }} "
+                  "{{ '{name}!'.format(name='N') }}",
+    "dict_methods": "{{ d.get('a') }} {{ d.get('zz') }} {{ d.get('zz', 'dflt') }} "
+                    "{{ d.keys()|list }} {{ d.values()|list }} {{ d.items()|list }}",
+    "list_methods": "{{ xs.count(1) }} {{ xs.index(2) }} {{ [1, 2].copy() }}",
+    # generators behave as iterators
+    "generator_once": "{% set g = xs|select('odd') %}{{ g|list }}{{ g|list }}",
+    "generator_truthy": "{% set g = empty|select %}{{ 'truthy' if g else 'falsy' }}",
+    # raise_exception
+    "raise_exception": "{% if n > 5 %}{{ raise_exception('n too big: ' ~ n) }}{% endif %}unreached",
+    "raise_in_loop": "{% for m in messages %}{% if m.role == 'assistant' %}"
+                     "{{ raise_exception('no assistants') }}{% endif %}{{ m.role }}{% endfor %}",
+    # errors jinja2 raises (ours must fail too)
+    "error_undefined_attr": "{{ missing.attr }}",
+    "error_undefined_math": "{{ missing + 1 }}",
+    "error_type": "{{ 'a' + 1 }}",
+    "error_compare": "{{ 'a' < 1 }}",
+    "error_sandbox_append": "{{ xs.append(4) }}",
+    "error_unknown_filter": "{{ s|nosuchfilter }}",
+    "error_unclosed": "{% for x in xs %}{{ x }}",
+    "error_syntax": "{{ 1 + }}",
+    "error_div_zero": "{{ 1 / 0 }}",
+    "error_not_namespace": "{% set x = 1 %}{% set x.y = 2 %}",
+    "error_macro_args": "{% macro m(a) %}{% endmacro %}{{ m(1, 2) }}",
+    "error_range_too_big": "{{ range(1000000)|length }}",
+    "error_tojson_undefined": "{{ missing|tojson }}",
+    "unknown_filter_in_if_not_reached": "{% if false %}{{ s|nosuchfilter }}{% endif %}ok",
+}
+
+
+@pytest.mark.parametrize("name", sorted(FEATURES))
+def test_feature(render_bin, tmp_path, name):
+    check_same(render_bin, tmp_path, FEATURES[name], CTX)
+
+
+def test_feature_list_is_large():
+    assert len(FIXTURE_CASES) + len(FEATURES) >= 60
