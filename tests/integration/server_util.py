@@ -145,9 +145,13 @@ class CllmServer:
 
     def __exit__(self, *exc):
         try:
-            self.stop()
+            rc = self.stop()
         finally:
             self.kill()
+        # A clean shutdown exits 0; under the sanitizers a leak or an error
+        # found at exit makes it non-zero.
+        if rc != 0 and exc[0] is None:
+            raise AssertionError(f"cllm serve exited with {rc} after SIGTERM:\n{self.log()[-5000:]}")
 
 
 def sse_events(resp: requests.Response) -> list:

@@ -172,3 +172,16 @@ def test_keep_alive_connection_serves_many_requests(srv):
                       stream=True, timeout=60)
         assert sse_events(r)[-1] == "[DONE]"
         assert sess.get(srv.url("/health")).status_code == 200
+
+
+def test_300_connections_at_once(srv):
+    """More than 256 clients connected at the same time are all served."""
+    n = 300
+    socks = [open_stream(srv.port, {"prompt": f"client {i}", "max_tokens": 2, "temperature": 0})
+             for i in range(n)]
+    ok = 0
+    for s in socks:
+        got = read_until(s, b"}}", timeout=120)  # the body ends with the usage object
+        ok += got.startswith(b"HTTP/1.1 200 ")
+        s.close()
+    assert ok == n
