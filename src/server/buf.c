@@ -74,7 +74,7 @@ void buf_free(buf *b) {
     *b = (buf){0};
 }
 
-int utf8_seq_len(const unsigned char *p, size_t n) {
+int buf_utf8_seq_len(const unsigned char *p, size_t n) {
     if (n == 0) return 0;
     const unsigned c = p[0];
     if (c < 0x80) return 1;
@@ -96,21 +96,21 @@ int utf8_seq_len(const unsigned char *p, size_t n) {
     return len;
 }
 
-bool utf8_valid(const char *p, size_t n) {
+bool buf_utf8_valid(const char *p, size_t n) {
     const unsigned char *u = (const unsigned char *)p;
     for (size_t i = 0; i < n;) {
-        int l = utf8_seq_len(u + i, n - i);
+        int l = buf_utf8_seq_len(u + i, n - i);
         if (!l) return false;
         i += (size_t)l;
     }
     return true;
 }
 
-void utf8_append_sanitized(buf *b, const char *p, size_t n) {
+void buf_append_utf8(buf *b, const char *p, size_t n) {
     const unsigned char *u = (const unsigned char *)p;
     size_t run = 0; /* start of the current valid run */
     for (size_t i = 0; i < n;) {
-        int l = utf8_seq_len(u + i, n - i);
+        int l = buf_utf8_seq_len(u + i, n - i);
         if (l) {
             i += (size_t)l;
             continue;
@@ -123,7 +123,7 @@ void utf8_append_sanitized(buf *b, const char *p, size_t n) {
     buf_append(b, p + run, n - run);
 }
 
-size_t utf8_count(const char *p, size_t n) {
+size_t buf_utf8_count(const char *p, size_t n) {
     size_t c = 0;
     for (size_t i = 0; i < n; i++) c += ((unsigned char)p[i] & 0xC0) != 0x80;
     return c;
