@@ -168,3 +168,38 @@ def test_sigterm_lets_short_requests_finish_and_aborts_long_ones(cllm_bin, real_
         assert "aborting 2 requests" in srv.log()
     finally:
         srv.kill()
+
+
+TEMPLATE = ("{{ bos_token }}{% for m in messages %}"
+            "{% if m['role'] == 'system' and not loop.first %}{{ raise_exception('system must come first') }}{% endif %}"
+            "[{{ m['role'] }}] {{ m['content'] | trim }}\n{% endfor %}"
+            "{% if add_generation_prompt %}[assistant] {% endif %}")
+
+
+def test_chat_template_file(cllm_bin, model_factory, tmp_path):
+    path = tmp_path / "tmpl.jinja"
+    path.write_text(TEMPLATE)
+    # Gemma's vocabulary: no SentencePiece space prefix after the BOS.
+    model = model_factory("gemma3", n_ctx=1024)
+    with CllmServer(cllm_bin, model, "--kv-cache-memory", "16MiB", "--chat-template", path) as srv:
+        msgs = [{"role": "developer", "content": " be brief "},
+                {"role": "user", "content": [{"type": "text", "text": "hi"}, {"type": "text", "text": "there"}]}]
+        ids = srv.tokenize(messages=msgs)
+        text = srv.post("/detokenize", {"tokens": ids}).json()["prompt"]
+        assert text == "<bos>[system] be brief\n[user] hi\nthere\n[assistant] "
+        ids_no_gen = srv.tokenize(messages=msgs, add_generation_prompt=False)
+        assert srv.post("/detokenize", {"tokens": ids_no_gen}).json()["prompt"].endswith("there\n")
+        r = srv.post("/v1/chat/completions", {"messages": msgs, "max_tokens": 2})
+        assert r.status_code == 200 and r.json()["usage"]["prompt_tokens"] == len(ids)
+        # raise_exception in the template is the client's mistake: 400 with its message
+        r = srv.post("/v1/chat/completions", {"messages": msgs[::-1], "max_tokens": 2})
+        assert r.status_code == 400 and "system must come first" in r.json()["error"]["message"]
+
+
+def test_broken_chat_template_refuses_to_start(run_cllm, model_factory, tmp_path):
+    path = tmp_path / "bad.jinja"
+    path.write_text("{% for m in messages %}{{ m.content }")
+    r = run_cllm("serve", tiny_model(model_factory), "--port", "0", "--chat-template", path, timeout=60)
+    assert r.returncode == 1 and "--chat-template" in r.stderr, r.stderr
+    r = run_cllm("serve", tiny_model(model_factory), "--port", "0", "--chat-template", tmp_path / "none", timeout=60)
+    assert r.returncode == 1 and "cannot open" in r.stderr, r.stderr

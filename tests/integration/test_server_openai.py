@@ -79,6 +79,13 @@ def test_chat_shape_and_usage(client, srv):
     assert tokens[:1] == bos and tokens[1:2] != bos
 
 
+def test_gemma_chat_format(srv):
+    """The model file has no template: the built-in Gemma 3 one renders the chat."""
+    text = srv.post("/detokenize", {"tokens": srv.tokenize(messages=MESSAGES)}).json()["prompt"]
+    assert text == ("<bos><start_of_turn>user\nYou are a helpful assistant.\n\nName three colors.<end_of_turn>\n"
+                    "<start_of_turn>model\n")
+
+
 def test_completion_stream_equals_whole(client):
     whole = greedy_completion(client)
     chunks = list(greedy_completion(client, stream=True, stream_options={"include_usage": True}))
