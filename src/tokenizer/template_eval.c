@@ -24,6 +24,7 @@ typedef struct scope {
     size_t n, cap;
     tstr *k;
     tv *v;
+    bool captured; /* a macro's closure: must outlive its block */
 } scope;
 
 enum { CTL_NONE, CTL_BREAK, CTL_CONTINUE };
@@ -89,6 +90,11 @@ static scope *scope_new(tpl_rt *r, scope *parent) {
     scope *s = ar_alloc(r->ar, sizeof *s);
     if (s) s->parent = parent;
     return s;
+}
+
+/* A macro or call block keeps its scope chain alive. */
+static void scope_capture(scope *s) {
+    for (; s && !s->captured; s = s->parent) s->captured = true;
 }
 
 static bool scope_lookup(const scope *s, tstr name, tv *out) {
@@ -331,10 +337,36 @@ int rt_call(tpl_rt *r, const node *at, tv fn, targs *a, tv *out) {
     }
 }
 
+int rt_apply_filter(tpl_rt *r, const node *at, tpl_filter_fn f, tv v, targs *a, tv *out) {
+    if (f(r, at, v, a, out) == 0) return 0;
+    if (!tpl_filter_is_lazy(f)) return -1;
+    const char *msg = err_get();
+    size_t n = strlen(msg);
+    char *copy = ar_alloc(r->ar, n + 1);
+    tgen *g = ar_alloc(r->ar, sizeof *g);
+    tlist *empty = tl_new(r->ar, 0);
+    if (!copy || !g || !empty) return -1;
+    memcpy(copy, msg, n + 1);
+    g->src = empty;
+    g->type = "generator";
+    g->err = copy;
+    out->kind = TV_GEN;
+    out->sub = 0;
+    out->u.g = g;
+    return 0;
+}
+
+int rt_gen_check(tpl_rt *r, const node *at, tv g) {
+    (void)r;
+    (void)at;
+    if (g.kind == TV_GEN && g.u.g->err) return err_set("%s", g.u.g->err);
+    return 0;
+}
+
 int rt_call_filter_named(tpl_rt *r, const node *at, tstr name, tv v, targs *a, tv *out) {
     tpl_filter_fn f = tpl_filter_find(name);
     if (!f) return rt_error(r, at, "no filter named '%.*s'", (int)name.n, name.p);
-    return f(r, at, v, a, out);
+    return rt_apply_filter(r, at, f, v, a, out);
 }
 
 int rt_call_test_named(tpl_rt *r, const node *at, tstr name, tv v, targs *a, bool *out) {
@@ -454,7 +486,7 @@ static int eval_inner(tpl_rt *r, scope *s, const node *e, tv *out) {
         }
         if (eval_args(r, s, e->args, &args)) return -1;
         if (!e->fn.filter) return rt_error(r, e, "no filter named '%.*s'", (int)e->name.n, e->name.p);
-        return e->fn.filter(r, e, a, &args, out);
+        return rt_apply_filter(r, e, e->fn.filter, a, &args, out);
     }
     case N_TEST: {
         targs args;
@@ -666,8 +698,10 @@ static int exec_for(tpl_rt *r, scope *s, const node *n) {
         tlist *kept = tl_new(r->ar, items->n);
         if (!kept) return -1;
         kept->n = 0;
+        scope *fs = NULL;
         for (size_t i = 0; i < items->n; i++) {
-            scope *fs = scope_new(r, s);
+            if (fs && !fs->captured) fs->n = 0;
+            else fs = scope_new(r, s);
             tv ok;
             if (!fs || rt_step(r, n) || assign(r, fs, n->a, items->v[i]) || eval(r, fs, n->c, &ok))
                 return -1;
@@ -683,9 +717,13 @@ static int exec_for(tpl_rt *r, scope *s, const node *n) {
     if (!loop) return -1;
     loop->items = items;
     tv loopv = {TV_LOOP, 0, {.loop = loop}};
+    scope *is = NULL;
     for (size_t i = 0; i < items->n; i++) {
         loop->index = i;
-        scope *is = scope_new(r, s);
+        /* each iteration starts with a fresh scope; reuse the last one's
+         * memory unless a macro defined in it still refers to it */
+        if (is && !is->captured) is->n = 0;
+        else is = scope_new(r, s);
         if (!is || rt_step(r, n) || scope_set(r, is, tstr_c("loop"), loopv) ||
             assign(r, is, n->a, items->v[i]) || exec_body(r, is, &n->items))
             return -1;
@@ -704,6 +742,7 @@ static int exec_callblock(tpl_rt *r, scope *s, const node *n) {
     if (!caller) return -1;
     caller->def = n;
     caller->closure = s;
+    scope_capture(s);
     tv fn, res;
     targs args;
     if (eval(r, s, call->a, &fn) || eval_args(r, s, call->args, &args)) return -1;
@@ -741,6 +780,7 @@ static int exec_stmt(tpl_rt *r, scope *s, const node *n) {
         if (!m) return -1;
         m->def = n;
         m->closure = s;
+        scope_capture(s);
         return scope_set(r, s, n->name, tv_macro_value(m));
     }
     case N_CALLBLOCK: return exec_callblock(r, s, n);

@@ -213,6 +213,8 @@ static int f_replace(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
     return 0;
 }
 
+/* escape and safe return Markup strings in jinja2; here plain strings (see
+ * the file comment: autoescaping is off in chat templates). */
 static int f_escape(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
     tstr s;
     if (no_args(r, at, "escape", a) || str_arg(r, v, &s)) return -1;
@@ -234,15 +236,19 @@ static int f_escape(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
 }
 
 static int f_safe(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
-    if (no_args(r, at, "safe", a)) return -1;
-    *out = v;
+    tstr s;
+    if (no_args(r, at, "safe", a) || str_arg(r, v, &s)) return -1;
+    *out = tv_str(s);
     return 0;
 }
 
 static int f_indent(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
     BIND("indent", "width", "first", "blank");
     tstr s, ind;
-    if (str_arg(r, v, &s)) return -1;
+    /* jinja2 does `s += "\n"` on the value itself: only strings survive that */
+    if (v.kind == TV_UNDEF) return rt_undefined_error(r, at, v);
+    if (v.kind != TV_STR) return rt_error(r, at, "indent needs a string, not %s", tv_type_name(v));
+    s = v.u.s;
     sbuf ib;
     sb_init(&ib, rt_arena(r), TPL_MAX_OUTPUT);
     if (g[0] && p[0].kind == TV_STR) {
@@ -368,6 +374,7 @@ static int f_first(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
     if (no_args(r, at, "first", a)) return -1;
     if (v.kind == TV_GEN) {
         tgen *gen = v.u.g;
+        if (rt_gen_check(r, at, v)) return -1;
         if (gen->pos < gen->src->n) *out = gen->src->v[gen->pos++];
         else *out = rt_undef(r, "No first item, sequence was empty.");
         return 0;
@@ -431,7 +438,16 @@ static int f_default(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
     return 0;
 }
 
+static tv empty_gen(tpl_rt *r) {
+    tlist *l = tl_new(rt_arena(r), 0);
+    return l ? make_gen(r, l, "generator") : tv_undef("out of memory");
+}
+
 static int f_map(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
+    if (!tv_truthy(v)) { /* jinja2: `if value:` before anything else */
+        *out = empty_gen(r);
+        return 0;
+    }
     tlist *items;
     if (tv_iterate(r, at, v, &items)) return -1;
     tlist *l = tl_new(rt_arena(r), items->n);
@@ -474,6 +490,10 @@ static int f_map(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
 /* select/reject/selectattr/rejectattr (prepare_select_or_reject). */
 static int select_common(tpl_rt *r, const node *at, tv v, targs *a, bool attr, bool want,
                          tv *out) {
+    if (!tv_truthy(v)) {
+        *out = empty_gen(r);
+        return 0;
+    }
     getter gt;
     int off = 0;
     if (attr) {
@@ -653,9 +673,7 @@ static int f_items(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
     if (no_args(r, at, "items", a)) return -1;
     tpl_arena *ar = rt_arena(r);
     if (v.kind == TV_UNDEF) {
-        tlist *l = tl_new(ar, 0);
-        if (!l) return -1;
-        *out = make_gen(r, l, "generator");
+        *out = empty_gen(r);
         return 0;
     }
     if (v.kind != TV_DICT) return rt_error(r, at, "Can only get item pairs from a mapping.");
@@ -717,6 +735,7 @@ static int f_attr(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
 static int f_int(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
     BIND("int", "default", "base");
     tv dflt = g[0] ? p[0] : tv_int(0);
+    if (v.kind == TV_UNDEF) return rt_undefined_error(r, at, v); /* Undefined.__int__ raises */
     int base = 10;
     if (g[1]) {
         if (p[1].kind != TV_INT) return rt_error(r, at, "int() base must be an integer");
@@ -746,6 +765,7 @@ static int f_int(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
 static int f_float(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
     BIND("float", "default");
     tv dflt = g[0] ? p[0] : tv_float(0.0);
+    if (v.kind == TV_UNDEF) return rt_undefined_error(r, at, v);
     double f;
     switch (v.kind) {
     case TV_FLOAT: *out = v; return 0;
@@ -905,6 +925,11 @@ static const struct {
     {"upper", f_upper},
     {"wordcount", f_wordcount},
 };
+
+bool tpl_filter_is_lazy(tpl_filter_fn f) {
+    return f == f_map || f == f_select || f == f_reject || f == f_selectattr || f == f_rejectattr ||
+           f == f_unique || f == f_items || f == f_batch;
+}
 
 tpl_filter_fn tpl_filter_find(tstr name) {
     for (size_t i = 0; i < sizeof filters / sizeof filters[0]; i++)

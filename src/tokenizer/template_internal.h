@@ -30,7 +30,7 @@
 #define TPL_PARSE_BUDGET (64u << 20)      /* bytes of tree per template */
 #define TPL_RENDER_BUDGET (256u << 20)    /* bytes a render may allocate */
 #define TPL_MAX_OUTPUT (64u << 20)        /* bytes of rendered text */
-#define TPL_MAX_STEPS 20000000L           /* statements, loop iterations, calls */
+#define TPL_MAX_STEPS 10000000L           /* statements, loop iterations, calls (~1 s) */
 #define TPL_MAX_RANGE 100000              /* jinja2's sandbox MAX_RANGE */
 
 /* --- arena ------------------------------------------------------------------ */
@@ -146,6 +146,7 @@ struct tgen {
     tlist *src;
     size_t pos;
     const char *type; /* "generator", "list_reverseiterator" */
+    const char *err;  /* a lazy filter's error, raised when the generator is consumed */
 };
 struct tns {
     size_t n, cap;
@@ -333,6 +334,13 @@ int rt_getattr(tpl_rt *r, const node *at, tv obj, tstr name, tv *out);
 int rt_getitem(tpl_rt *r, const node *at, tv obj, tv key, tv *out);
 /* Raises the error an undefined value carries. */
 int rt_undefined_error(tpl_rt *r, const node *at, tv u);
+/* Applies a filter. jinja2's map/select/reject/selectattr/rejectattr/unique/
+ * items/batch are lazy generators, so their errors surface only when the
+ * result is consumed; here they are computed at once and an error is kept in
+ * the generator until then. */
+int rt_apply_filter(tpl_rt *r, const node *at, tpl_filter_fn f, tv v, targs *a, tv *out);
+/* The error a failed lazy filter left, when a generator is consumed. */
+int rt_gen_check(tpl_rt *r, const node *at, tv g);
 /* Calls the filter/test named by a string value (for map(), select(), ...). */
 int rt_call_filter_named(tpl_rt *r, const node *at, tstr name, tv v, targs *a, tv *out);
 int rt_call_test_named(tpl_rt *r, const node *at, tstr name, tv v, targs *a, bool *out);
@@ -398,6 +406,7 @@ int py_parse_float(tstr s, double *out);
 
 /* Built-in tables (template_filters.c, template_tests.c, template_methods.c). */
 tpl_filter_fn tpl_filter_find(tstr name);
+bool tpl_filter_is_lazy(tpl_filter_fn f);
 tpl_test_fn tpl_test_find(tstr name);
 /* A method of a str/dict/list value, or false (an unsafe one yields an error undefined). */
 bool tpl_method_find(tpl_rt *r, tv self, tstr name, tv *out);

@@ -341,7 +341,13 @@ int tpl_format_percent(tpl_rt *r, const node *at, tstr fmt, tv args, tv *out) {
     const tlist *tuple = NULL;
     tlist single = {1, &args, 0, 0, 0};
     bool mapping = args.kind == TV_DICT;
-    if (args.kind == TV_LIST && args.sub == LIST_TUPLE) tuple = args.u.l;
+    /* Python treats any subscriptable non-tuple (a list too) as a mapping when
+     * deciding whether arguments were left unconverted */
+    bool subscriptable = mapping || (args.kind == TV_LIST && args.sub != LIST_TUPLE &&
+                                     args.sub != LIST_ITEMS && args.sub != LIST_KEYS &&
+                                     args.sub != LIST_VALUES);
+    bool is_tuple = args.kind == TV_LIST && args.sub == LIST_TUPLE;
+    if (is_tuple) tuple = args.u.l;
     else tuple = &single;
     size_t argi = 0, i = 0;
     bool used_mapping = false;
@@ -441,7 +447,7 @@ int tpl_format_percent(tpl_rt *r, const node *at, tstr fmt, tv args, tv *out) {
         }
         if (sb_puts(&b, tmp)) return -1;
     }
-    if (!mapping && argi < tuple->n && !used_mapping)
+    if (!subscriptable && argi < tuple->n && !used_mapping)
         return rt_error(r, at, "not all arguments converted during string formatting");
     *out = tv_str(sb_str(&b));
     return 0;

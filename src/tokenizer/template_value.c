@@ -456,6 +456,7 @@ int tv_iterate(tpl_rt *r, const node *at, tv v, tlist **out) {
     }
     case TV_GEN: {
         tgen *g = v.u.g;
+        if (rt_gen_check(r, at, v)) return -1;
         tlist *l = tl_new(a, g->src->n - g->pos);
         if (!l) return -1;
         for (size_t i = 0; i < l->n; i++) l->v[i] = g->src->v[g->pos + i];
@@ -501,6 +502,7 @@ int tv_contains(tpl_rt *r, const node *at, tv c, tv item, bool *out) {
     }
     case TV_GEN: {
         tgen *g = c.u.g;
+        if (rt_gen_check(r, at, c)) return -1;
         while (g->pos < g->src->n && !*out)
             if (tv_equal(r, g->src->v[g->pos++], item, out)) return -1;
         return 0;
@@ -528,26 +530,26 @@ static size_t *cp_offsets(tpl_arena *a, tstr s, size_t *count) {
 }
 
 static int slice_index(tv v, bool *none, int64_t *out) {
-    *none = v.kind == TV_NONE || v.kind == TV_UNDEF;
+    *none = v.kind == TV_NONE;
     if (*none) return 0;
     if (!is_intlike(v)) return -1;
     *out = as_int(v);
     return 0;
 }
 
+/* obj[start:stop:step]. jinja2 compiles slices to plain Python subscription
+ * (not its forgiving getitem), so anything but a str or list is an error. */
 int tv_slice(tpl_rt *r, const node *at, tv obj, tv vstart, tv vstop, tv vstep, tv *out) {
     if (obj.kind == TV_UNDEF) return rt_undefined_error(r, at, obj);
-    if (obj.kind != TV_STR && obj.kind != TV_LIST) {
-        *out = rt_undef(r, "'%s object' has no element slice", tv_type_name(obj));
-        return 0;
-    }
+    if (obj.kind == TV_DICT) return rt_error(r, at, "unhashable type: 'slice'");
+    if (obj.kind != TV_STR &&
+        !(obj.kind == TV_LIST && (obj.sub == LIST_PLAIN || obj.sub == LIST_TUPLE || obj.sub == LIST_RANGE)))
+        return rt_error(r, at, "'%s' object is not subscriptable", tv_type_name(obj));
     bool nstart, nstop, nstep;
     int64_t start = 0, stop = 0, step = 1;
     if (slice_index(vstart, &nstart, &start) || slice_index(vstop, &nstop, &stop) ||
-        slice_index(vstep, &nstep, &step)) {
-        *out = rt_undef(r, "slice indices must be integers or None");
-        return 0;
-    }
+        slice_index(vstep, &nstep, &step))
+        return rt_error(r, at, "slice indices must be integers or None or have an __index__ method");
     if (nstep) step = 1;
     if (step == 0) return rt_error(r, at, "slice step cannot be zero");
     tpl_arena *a = rt_arena(r);
