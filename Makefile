@@ -3,7 +3,7 @@
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc)
-PROMPT ?= The capital of France is
+PORT ?= 8000
 
 .PHONY: all setup build run test unit integration test-sanitize clean
 
@@ -16,8 +16,9 @@ build:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
 
+# Serves the default model on 127.0.0.1:$(PORT); it prints how to call it.
 run: setup build
-	./$(BUILD)/cllm generate -m "$$(cat build-model-path.txt)" -p "$(PROMPT)" -n 64 --temperature 0
+	./$(BUILD)/cllm serve "$$(cat build-model-path.txt)" --port $(PORT)
 
 unit: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
