@@ -217,11 +217,15 @@ static int parse_tensor_info(gguf_ctx *ctx, cursor *c, int64_t idx) {
     }
     if (cur_u32(c, &t->type, t->name) || cur_u64(c, &t->offset, t->name)) return -1;
     int bs = wtype_block_size(t->type);
-    if (bs > 0) {
-        if (t->ne[0] % bs)
+    if (bs > 0 || wtype_row_block(t->type)) {
+        if (bs > 0 && t->ne[0] % bs)
             return err_set("tensor '%s': row length %" PRId64 " is not a multiple of the %s block size %d",
                            t->name, t->ne[0], wtype_name(t->type), bs);
-        t->nbytes = wtype_row_size(t->type, t->ne[0]) * (n_elem / (uint64_t)t->ne[0]);
+        const size_t row = wtype_row_size(t->type, t->ne[0]);
+        if (!row)
+            return err_set("tensor '%s': row length %" PRId64 " is not valid for %s", t->name, t->ne[0],
+                           wtype_name(t->type));
+        t->nbytes = row * (n_elem / (uint64_t)t->ne[0]);
     }
     return 0;
 }

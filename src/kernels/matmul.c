@@ -8,10 +8,31 @@
 #define MM_ROW_CHUNK 16
 #define MM_TOK_TILE 16
 
+/* ---- act-order (weight.perm): activations gathered once per matmul ---- */
+
+static size_t perm_scratch_size(const weight *w, int n_tok) {
+    return w->perm ? ((size_t)w->n_in * (size_t)n_tok * sizeof(float) + 63) / 64 * 64 : 0;
+}
+
+typedef struct {
+    const weight *w;
+    const float *x;
+    float *out;
+} perm_job;
+
+static void gather_rows(void *p, long lo, long hi) {
+    const perm_job *j = p;
+    const int64_t n = j->w->n_in;
+    for (long t = lo; t < hi; t++)
+        for (int64_t k = 0; k < n; k++) j->out[t * n + k] = j->x[t * n + j->w->perm[k]];
+}
+
+/* ---- */
+
 size_t matmul_scratch_size(const weight *w, int n_tok) {
     const wtype_traits *tr = wtype_get(w->type);
-    if (!tr || tr->vec_dot_type == WT_F32) return 0;
-    return wtype_row_size(tr->vec_dot_type, w->n_in) * (size_t)n_tok;
+    if (!tr || tr->vec_dot_type == WT_F32) return perm_scratch_size(w, n_tok);
+    return perm_scratch_size(w, n_tok) + wtype_row_size(tr->vec_dot_type, w->n_in) * (size_t)n_tok;
 }
 
 typedef struct {
@@ -51,6 +72,12 @@ static void dot_rows(void *p, long r_lo, long r_hi) {
 }
 
 void matmul(threadpool *tp, const weight *w, const float *x, int n_tok, float *y, void *scratch) {
+    if (w->perm) {
+        perm_job pj = {.w = w, .x = x, .out = scratch};
+        tp_for(tp, n_tok, 4, gather_rows, &pj);
+        x = pj.out;
+        scratch = (uint8_t *)scratch + perm_scratch_size(w, n_tok);
+    }
     mm_job j = {.w = w, .tr = wtype_get(w->type), .x = x, .n_tok = n_tok, .y = y};
     if (j.tr->vec_dot_type == WT_F32) {
         j.xq = (const uint8_t *)x;

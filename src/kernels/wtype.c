@@ -4,6 +4,7 @@
 #include "kernels/wtype.h"
 
 #include "kernels/float_dot.h"
+#include "kernels/gq.h"
 #include "kernels/quants.h"
 
 #include <pthread.h>
@@ -70,6 +71,7 @@ static void init_tables(void) {
         set_float(&g_fast[WT_BF16], bf16_to_float_ref, bf16_from_float_ref, vec_dot_bf16_f32_avx2);
     }
     quants_register(g_ref, g_fast, g_avx2);
+    gq_register(g_ref, g_fast, g_avx2);
 }
 
 void wtype_init(void) { pthread_once(&g_once, init_tables); }
@@ -91,15 +93,22 @@ const wtype_traits *wtype_get_ref(wtype t) { return lookup(g_ref, t); }
 const char *wtype_name(uint32_t t) {
     static _Thread_local char buf[32];
     if (t < WT_COUNT && k_geometry[t].name) return k_geometry[t].name;
+    if (gq_is_type(t)) return gq_type_name(t);
     snprintf(buf, sizeof buf, "type %u", t);
     return buf;
 }
 
 int wtype_block_size(uint32_t t) {
+    if (gq_is_type(t)) return (int)(wtype_row_block(t) ? 0 : gq_type_group(t, 0));
     return t < WT_COUNT && k_geometry[t].name ? k_geometry[t].block_size : 0;
 }
 
+bool wtype_row_block(uint32_t t) {
+    return gq_is_type(t) && gq_type_group_code(t) == GQ_GROUP_ROW;
+}
+
 size_t wtype_row_size(uint32_t t, int64_t n) {
+    if (gq_is_type(t)) return gq_row_size(t, n);
     int bs = wtype_block_size(t);
     if (bs <= 0 || n < 0 || n % bs) return 0;
     return (size_t)(n / bs) * (size_t)k_geometry[t].type_size;

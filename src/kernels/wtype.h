@@ -28,7 +28,7 @@ typedef enum {
     WT_Q6_K = 14,
     WT_Q8_K = 15,
     WT_BF16 = 30,
-    WT_COUNT = 64
+    WT_COUNT = 128 /* GQ types (qgroup.h) use ids 100..115 */
 } wtype;
 
 /* Converts n elements (n a multiple of block_size). */
@@ -62,6 +62,11 @@ const char *wtype_name(uint32_t t);
 /* Bytes for a row of n elements; 0 if the type is unknown or n is not a
  * multiple of its block size. */
 size_t wtype_row_size(uint32_t t, int64_t n);
+/* Elements per block; 0 if the type is unknown or has one block per row. */
 int wtype_block_size(uint32_t t);
+/* True for types with one block per row whatever its length (the per-row GQ
+ * types, qgroup.h): their kernels take exactly one row per call, and their
+ * traits' block_size is 0. */
+bool wtype_row_block(uint32_t t);
 
 #endif

@@ -1,0 +1,58 @@
+/* Kernels and helpers of the GQ group-quantized formats (spec: qgroup.h).
+ *
+ * Writers of GQ tensors (`cllm quantize`, GPTQ/AWQ checkpoint loaders) build
+ * blocks from integer levels with gq_pack_block, or quantize float rows with
+ * gq_quantize_row; everything else reaches these types through the wtype
+ * registry, which gq_register fills (scalar kernels in gq_ref.c, AVX2 dot
+ * products in gq_avx2.c). */
+#ifndef CLLM_KERNELS_GQ_H
+#define CLLM_KERNELS_GQ_H
+
+#include "kernels/qgroup.h"
+#include "kernels/wtype.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* "GQ4_G128", "GQ8_ROW", ...; NULL when t is not a GQ type. */
+const char *gq_type_name(uint32_t t);
+/* Bytes of a row of n elements; 0 when n is not a positive multiple of 32 or
+ * of the group size. */
+size_t gq_row_size(uint32_t t, int64_t n);
+/* The GQ type named `name` (case-insensitive), or -1. */
+int gq_type_from_name(const char *name);
+
+/* One block of `group` elements (a multiple of 32) from its levels q[group]
+ * (each < 2^bits), scale d (rounded to f16) and zero point z (0..255). */
+void gq_pack_block(int bits, int64_t group, float d, int z, const uint8_t *q, void *block);
+/* The inverse: levels, scale and zero point of a block. */
+void gq_unpack_block(int bits, int64_t group, const void *block, float *d, int *z, uint8_t *q);
+
+/* Round-to-nearest quantization of one group: the scale and zero point that
+ * cover the group's range (asymmetric: [min(x, 0), max(x, 0)] onto
+ * 0..2^bits-1; symmetric: z = 2^(bits-1) and the element of largest magnitude
+ * onto level 0, as ggml's Q4_0), as the f16-rounded scale and integer zero
+ * actually stored. */
+void gq_group_params(int bits, bool sym, const float *x, int64_t n, float *d, int *z);
+/* The level of x on the grid (d, z): clamp(round(x / d) + z, 0, 2^bits - 1). */
+static inline int gq_level(float x, float d, int z, int bits) {
+    const int qmax = (1 << bits) - 1;
+    const float v = d != 0.0f ? x / d : 0.0f;
+    int q = (int)lrintf(v) + z;
+    if (v > 4096.0f) q = qmax; /* lrintf of huge values is undefined */
+    if (v < -4096.0f) q = 0;
+    return q < 0 ? 0 : q > qmax ? qmax : q;
+}
+/* Quantizes a row of n elements to GQ type t (round to nearest, per group). */
+void gq_quantize_row(uint32_t t, const float *x, void *dst, int64_t n, bool sym);
+
+/* Registry hook (wtype.c): fills the GQ entries of both tables. */
+void gq_register(wtype_traits *ref, wtype_traits *fast, bool use_avx2);
+
+/* The AVX2 dot products, one per type, indexed by t - WT_GQ_BASE
+ * (gq_avx2.c; only call when the CPU has AVX2). */
+extern const wtype_vec_dot_fn gq_vec_dot_avx2[WT_GQ_COUNT];
+
+#endif
