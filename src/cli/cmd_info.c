@@ -90,8 +90,8 @@ int cmd_info(int argc, char **argv) {
     /* Tensor types: count and bytes of each. */
     long count[WT_COUNT] = {0};
     double bytes[WT_COUNT] = {0};
-    for (int64_t i = 0; i < gguf_n_tensors(m->gguf); i++) {
-        const gguf_tensor_info *t = gguf_tensor_at(m->gguf, i);
+    for (int64_t i = 0; i < m->tensors.n; i++) {
+        const model_tensor *t = &m->tensors.v[i];
         if (t->type < WT_COUNT) {
             count[t->type]++;
             bytes[t->type] += (double)t->nbytes;

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 typedef struct {
@@ -333,13 +334,15 @@ int cmd_tokenize(int argc, char **argv) {
         return 1;
     }
     double t0 = now_ms();
-    gguf_ctx *g = gguf_open(o.model);
-    if (!g) {
+    struct stat st;
+    const bool hf_dir = stat(o.model, &st) == 0 && S_ISDIR(st.st_mode); /* a Hugging Face folder */
+    gguf_ctx *g = hf_dir ? NULL : gguf_open(o.model);
+    if (!hf_dir && !g) {
         fprintf(stderr, "cllm tokenize: %s\n", err_get());
         return 1;
     }
     double t1 = now_ms();
-    tokenizer *t = tokenizer_from_gguf(g);
+    tokenizer *t = hf_dir ? tokenizer_from_hf(o.model) : tokenizer_from_gguf(g);
     double t2 = now_ms();
     if (!t) {
         fprintf(stderr, "cllm tokenize: %s: %s\n", o.model, err_get());

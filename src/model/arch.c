@@ -64,6 +64,7 @@ int hparams_from_gguf(const gguf_ctx *g, model_hparams *hp) {
     hp->traits = arch_find(arch);
     if (!hp->traits)
         return err_set("unknown architecture '%s' (supported: llama, qwen2, gemma3)", arch);
+    hp->rope = hp->traits->rope;
 
     if (need_u32(g, arch, "block_count", &hp->n_layer, 1, CLLM_MAX_LAYERS) ||
         need_u32(g, arch, "embedding_length", &hp->n_embd, 1, 1 << 16) ||

@@ -29,6 +29,7 @@ typedef struct {
 
 typedef struct {
     const arch_traits *traits;
+    rope_style rope;        /* the family's, unless the file's layout differs (HF Llama: NEOX) */
     int n_vocab;
     int n_ctx_train;
     int n_embd;

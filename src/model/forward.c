@@ -111,7 +111,7 @@ static void qkv_row(const forward_step *s, int t) {
             rmsnorm(k + h * hp->head_dim_k, k + h * hp->head_dim_k, l->k_norm, hp->head_dim_k, hp->norm_eps);
     }
     const float *cs = (hp->is_swa[s->il] ? f->rope_swa : f->rope_full) + (size_t)t * hp->rope_dim;
-    const rope_pairs pairs = hp->traits->rope == ROPE_NEOX ? ROPE_PAIRS_HALVES : ROPE_PAIRS_ADJACENT;
+    const rope_pairs pairs = hp->rope == ROPE_NEOX ? ROPE_PAIRS_HALVES : ROPE_PAIRS_ADJACENT;
     rope_apply(q, hp->n_head, hp->head_dim_k, hp->rope_dim, cs, pairs);
     rope_apply(k, hp->n_head_kv, hp->head_dim_k, hp->rope_dim, cs, pairs);
     write_kv(s, t, k, v);

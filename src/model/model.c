@@ -1,10 +1,14 @@
-/* Model loading: hyper-parameters from metadata, then every tensor the family
- * needs is looked up by llama.cpp's names, its shape and type checked, and
- * bound as a view into the mapping. Norm weights and biases, which are tiny and
- * read often, are converted to owned f32 arrays. */
+/* Model loading. The source fills the tensor table under llama.cpp's names: a
+ * GGUF file's tensors as they are, or a Hugging Face folder's renamed and
+ * converted (hf_source.c), with the hyper-parameters from the GGUF metadata or
+ * config.json. Then every tensor the family needs is looked up by name, its
+ * shape and type checked, and bound: matrices as views, norm weights and
+ * biases (tiny and read often) converted to f32 arrays the table owns. */
 #include "model/model.h"
 
 #include "format/gguf.h"
+#include "model/hf_config.h"
+#include "model/hf_source.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
@@ -12,57 +16,68 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
-static const gguf_tensor_info *find_tensor(const model *m, const char *name, bool required) {
-    const gguf_tensor_info *t = gguf_find_tensor(m->gguf, name);
-    if (!t && required) err_set("missing required tensor '%s'", name);
+/* The tensor's name in the file, for messages. */
+static const char *file_name(const model *m, const char *name, char *buf, size_t cap) {
+    if (!m->hf) return name;
+    hf_source_name(m->hf, name, buf, cap);
+    return buf;
+}
+
+static const model_tensor *find_tensor(const model *m, const char *name, bool required) {
+    const model_tensor *t = tensors_find(&m->tensors, name);
+    char buf[256];
+    if (!t && required) err_set("missing required tensor '%s'", file_name(m, name, buf, sizeof buf));
     return t;
 }
 
-static int check_type(const gguf_tensor_info *t, bool need_dot) {
+static int check_type(const model *m, const model_tensor *t, bool need_dot) {
     const wtype_traits *tr = wtype_get((wtype)t->type);
+    char buf[256];
     if (!tr || (need_dot && !tr->vec_dot))
-        return err_set("tensor '%s' has unsupported type %s", t->name, wtype_name(t->type));
+        return err_set("tensor '%s' has unsupported type %s", file_name(m, t->name, buf, sizeof buf),
+                       wtype_name(t->type));
     return 0;
 }
 
 /* Binds a matrix of n_out rows by n_in columns. */
 static int bind_weight(model *m, weight *w, const char *name, int64_t n_in, int64_t n_out, bool required) {
     memset(w, 0, sizeof *w);
-    const gguf_tensor_info *t = find_tensor(m, name, required);
+    const model_tensor *t = find_tensor(m, name, required);
     if (!t) return required ? -1 : 0;
+    char buf[256];
     if (t->n_dims > 2 || t->ne[0] != n_in || t->ne[1] != n_out)
         return err_set("tensor '%s' has shape [%" PRId64 ", %" PRId64 ", %" PRId64 "], expected [%" PRId64
-                       ", %" PRId64 "]",
-                       name, t->ne[0], t->ne[1], t->ne[2], n_in, n_out);
-    if (check_type(t, true)) return -1;
+                       ", %" PRId64 "] (input, output)",
+                       file_name(m, name, buf, sizeof buf), t->ne[0], t->ne[1], t->ne[2], n_in, n_out);
+    if (check_type(m, t, true)) return -1;
     w->name = t->name;
     w->data = t->data;
     w->type = (wtype)t->type;
     w->n_in = n_in;
     w->n_out = n_out;
     w->row_bytes = wtype_row_size(t->type, n_in);
+    w->perm = t->perm;
+    if (w->row_bytes == 0 || w->row_bytes * (size_t)n_out > t->nbytes)
+        return err_set("tensor '%s': %s rows of %" PRId64 " elements do not fit its data",
+                       file_name(m, name, buf, sizeof buf), wtype_name(t->type), n_in);
     return 0;
 }
 
 /* Binds a vector of n elements, converted to f32. */
 static int bind_vector(model *m, const float **out, const char *name, int64_t n, bool required) {
     *out = NULL;
-    const gguf_tensor_info *t = find_tensor(m, name, required);
+    const model_tensor *t = find_tensor(m, name, required);
     if (!t) return required ? -1 : 0;
+    char buf[256];
     if (t->n_dims != 1 || t->ne[0] != n)
         return err_set("tensor '%s' has %" PRId64 " elements in %d dimensions, expected a vector of %" PRId64,
-                       name, t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3], t->n_dims, n);
-    if (check_type(t, false)) return -1;
-    float *v = malloc((size_t)n * sizeof *v);
-    float **grown = realloc(m->owned, (size_t)(m->n_owned + 1) * sizeof *grown);
-    if (!v || !grown) {
-        free(v);
-        if (grown) m->owned = grown;
-        return err_set("out of memory");
-    }
-    m->owned = grown;
-    m->owned[m->n_owned++] = v;
+                       file_name(m, name, buf, sizeof buf), t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3], t->n_dims,
+                       n);
+    if (check_type(m, t, false)) return -1;
+    float *v = tensors_alloc(&m->tensors, (size_t)n * sizeof *v);
+    if (!v) return -1;
     wtype_get((wtype)t->type)->to_float(t->data, v, n);
     *out = v;
     return 0;
@@ -105,11 +120,12 @@ static int bind_layer(model *m, int il) {
 
 static int bind_all(model *m) {
     model_hparams *hp = &m->hp;
-    const gguf_tensor_info *emb = find_tensor(m, "token_embd.weight", true);
+    const model_tensor *emb = find_tensor(m, "token_embd.weight", true);
     if (!emb) return -1;
+    char buf[256];
     if (emb->n_dims != 2 || emb->ne[0] != hp->n_embd)
-        return err_set("tensor 'token_embd.weight' has rows of %" PRId64 ", expected n_embd = %d", emb->ne[0],
-                       hp->n_embd);
+        return err_set("tensor '%s' has rows of %" PRId64 ", expected n_embd = %d",
+                       file_name(m, emb->name, buf, sizeof buf), emb->ne[0], hp->n_embd);
     if (emb->ne[1] > (1 << 24)) return err_set("vocabulary of %" PRId64 " tokens is too large", emb->ne[1]);
     hp->n_vocab = (int)emb->ne[1];
     if (bind_weight(m, &m->w.tok_embd, "token_embd.weight", hp->n_embd, hp->n_vocab, true) ||
@@ -125,11 +141,50 @@ static int bind_all(model *m) {
 }
 
 static void count_params(model *m) {
-    for (int64_t i = 0; i < gguf_n_tensors(m->gguf); i++) {
-        const gguf_tensor_info *t = gguf_tensor_at(m->gguf, i);
+    for (int64_t i = 0; i < m->tensors.n; i++) {
+        const model_tensor *t = &m->tensors.v[i];
         m->weight_bytes += t->nbytes;
         m->n_params += t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
     }
+}
+
+/* --- sources ----------------------------------------------------------------- */
+
+static int load_gguf(model *m, const char *path) {
+    m->gguf = gguf_open(path);
+    if (!m->gguf) return -1;
+    if (hparams_from_gguf(m->gguf, &m->hp)) return -1;
+    for (int64_t i = 0; i < gguf_n_tensors(m->gguf); i++) {
+        const gguf_tensor_info *t = gguf_tensor_at(m->gguf, i);
+        if (!tensors_add(&m->tensors, t->name, t->type, t->n_dims, t->ne, t->data, t->nbytes)) return -1;
+    }
+    if (tensors_finish(&m->tensors) || bind_all(m)) return -1;
+    m->tok = tokenizer_from_gguf(m->gguf);
+    if (!m->tok) return -1;
+    gguf_str s;
+    if (gguf_get_str(m->gguf, "tokenizer.chat_template", &s)) m->chat_template = gguf_str_dup(s);
+    m->name = gguf_get_str(m->gguf, "general.name", &s) ? gguf_str_dup(s) : strdup(m->hp.traits->name);
+    return 0;
+}
+
+/* "models/Qwen2-0.5B/" -> "Qwen2-0.5B" */
+static char *folder_name(const char *path) {
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/') n--;
+    size_t b = n;
+    while (b > 0 && path[b - 1] != '/') b--;
+    return strndup(path + b, n - b);
+}
+
+static int load_hf(model *m, const char *dir) {
+    hf_config cfg;
+    if (hf_config_load(dir, &m->hp, &cfg)) return -1;
+    m->hf = hf_source_open(dir, &m->hp, &cfg, &m->tensors);
+    if (!m->hf || bind_all(m)) return -1;
+    m->tok = tokenizer_from_hf(dir);
+    if (!m->tok || tokenizer_hf_chat_template(dir, &m->chat_template)) return -1;
+    m->name = folder_name(dir);
+    return 0;
 }
 
 model *model_load(const char *path) {
@@ -140,24 +195,23 @@ model *model_load(const char *path) {
         return NULL;
     }
     m->path = strdup(path);
-    m->gguf = gguf_open(path);
-    if (!m->gguf) goto fail_quiet;
-    if (hparams_from_gguf(m->gguf, &m->hp) || bind_all(m)) goto fail;
-    m->tok = tokenizer_from_gguf(m->gguf);
-    if (!m->tok) goto fail;
+    struct stat st;
+    const bool dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+    if (dir ? load_hf(m, path) : load_gguf(m, path)) goto fail;
     if (tokenizer_n_vocab(m->tok) > m->hp.n_vocab) {
         err_set("tokenizer has %d tokens but the embedding only %d rows", tokenizer_n_vocab(m->tok),
                 m->hp.n_vocab);
         goto fail;
     }
-    gguf_str s;
-    if (gguf_get_str(m->gguf, "tokenizer.chat_template", &s)) m->chat_template = gguf_str_dup(s);
-    m->name = gguf_get_str(m->gguf, "general.name", &s) ? gguf_str_dup(s) : strdup(m->hp.traits->name);
+    if (!m->name || !m->path) {
+        err_set("out of memory");
+        goto fail;
+    }
     count_params(m);
     return m;
 fail:
-    err_prefix("%s: ", path);
-fail_quiet:
+    /* gguf_open's and the source's messages name the file already. */
+    if (m->gguf || (dir && strncmp(err_get(), path, strlen(path)))) err_prefix("%s: ", path);
     model_free(m);
     return NULL;
 }
@@ -165,8 +219,8 @@ fail_quiet:
 void model_free(model *m) {
     if (!m) return;
     tokenizer_free(m->tok);
-    for (int i = 0; i < m->n_owned; i++) free(m->owned[i]);
-    free(m->owned);
+    tensors_free(&m->tensors);
+    hf_source_close(m->hf);
     gguf_close(m->gguf);
     free(m->chat_template);
     free(m->name);

@@ -1,15 +1,19 @@
 /* A loaded model: hyper-parameters, weights (views into the memory-mapped
- * file), tokenizer and chat template. Built by model_load, released by
- * model_free. Immutable after loading, so many engines and threads may share it. */
+ * file, or buffers converted at load time), tokenizer and chat template.
+ * Built by model_load from a GGUF file or a Hugging Face model folder,
+ * released by model_free. Immutable after loading, so many engines and
+ * threads may share it. */
 #ifndef CLLM_MODEL_MODEL_H
 #define CLLM_MODEL_MODEL_H
 
 #include "kernels/matmul.h"
 #include "model/arch.h"
+#include "model/tensors.h"
 
 #include <stddef.h>
 
 typedef struct gguf_ctx gguf_ctx;
+typedef struct hf_source hf_source;
 typedef struct tokenizer tokenizer;
 
 typedef struct {
@@ -34,19 +38,20 @@ typedef struct {
 typedef struct model {
     char *path;
     char *name;
-    gguf_ctx *gguf;
+    gguf_ctx *gguf;        /* a GGUF file, or */
+    hf_source *hf;         /* a Hugging Face folder */
+    tensor_table tensors;  /* every tensor, under llama.cpp's names */
     model_hparams hp;
     model_weights w;
     tokenizer *tok;
     char *chat_template;  /* NULL when the file has none */
     bool tied_output;
-    /* Small f32 vectors (norms, biases) converted at load time. */
-    float **owned;
-    int n_owned;
-    size_t weight_bytes;  /* bytes of all tensors in the file */
+    size_t weight_bytes;  /* bytes of all tensors in the table */
     int64_t n_params;
 } model;
 
+/* A GGUF file, or a directory holding a Hugging Face model (config.json,
+ * *.safetensors, tokenizer.json). NULL with err_get() saying why. */
 model *model_load(const char *path);
 void model_free(model *m);
 

@@ -81,20 +81,23 @@ static int load_merges(tokenizer *t, const gguf_ctx *g) {
     if (!mv) return err_set("tokenizer: tokenizer.ggml.merges is missing (a gpt2 tokenizer needs it)");
     if (mv->type != GGUF_TYPE_ARRAY || mv->arr.type != GGUF_TYPE_STRING)
         return err_set("tokenizer: tokenizer.ggml.merges is not an array of strings");
-    uint64_t n = mv->arr.n;
+    return bpe_set_merges(t, mv->arr.strs, mv->arr.n);
+}
+
+int bpe_set_merges(tokenizer *t, const gguf_str *merges, uint64_t n) {
     if (n > INT32_MAX) return err_set("tokenizer: %llu merges is too many", (unsigned long long)n);
     size_t total = 0;
-    for (uint64_t i = 0; i < n; i++) total += mv->arr.strs[i].len + 1;
+    for (uint64_t i = 0; i < n; i++) total += merges[i].len + 1;
     t->merge_buf = malloc(total ? total : 1);
-    t->merge = malloc((n ? n : 1) * sizeof *t->merge);
-    t->merge_len = malloc((n ? n : 1) * sizeof *t->merge_len);
+    t->merge = calloc(n ? n : 1, sizeof *t->merge);
+    t->merge_len = calloc(n ? n : 1, sizeof *t->merge_len);
     if (!t->merge_buf || !t->merge || !t->merge_len)
         return err_set("tokenizer: out of memory for %llu merges", (unsigned long long)n);
     if (strtab_init(&t->merges, (uint32_t)n, t->merge, t->merge_len)) return err_prefix("tokenizer: ");
     t->n_merges = (int32_t)n;
     char *p = t->merge_buf;
     for (uint64_t i = 0; i < n; i++) {
-        gguf_str s = mv->arr.strs[i];
+        gguf_str s = merges[i];
         if (s.len > UINT32_MAX) return err_set("tokenizer: merge %llu is too long", (unsigned long long)i);
         memcpy(p, s.ptr, s.len);
         p[s.len] = 0;
@@ -109,9 +112,14 @@ static int load_merges(tokenizer *t, const gguf_ctx *g) {
 }
 
 int bpe_init(tokenizer *t, const gguf_ctx *g) {
-    init_byte_map(t);
     gguf_str pre = {"default", 7};
     if (gguf_get_str(g, "tokenizer.ggml.pre", &pre) && pre.len == 0) pre = (gguf_str){"default", 7};
+    return bpe_setup(t, pre.ptr, pre.len) || load_merges(t, g) ? -1 : 0;
+}
+
+int bpe_setup(tokenizer *t, const char *pre_name, size_t pre_len) {
+    init_byte_map(t);
+    const gguf_str pre = {pre_name, pre_len};
     const pre_tokenizer *pt = NULL;
     for (size_t i = 0; i < sizeof k_pre / sizeof k_pre[0] && !pt; i++)
         if (name_in_list(k_pre[i].names, pre.ptr, pre.len)) pt = &k_pre[i];
@@ -134,7 +142,7 @@ int bpe_init(tokenizer *t, const gguf_ctx *g) {
         pcre2_jit_compile(re, PCRE2_JIT_COMPLETE); /* the interpreter is the fallback */
         t->re[t->n_re++] = re;
     }
-    return load_merges(t, g);
+    return 0;
 }
 
 void bpe_free(tokenizer *t) {

@@ -13,11 +13,26 @@
 typedef struct {
     const tokenizer *t;
     const char *text;
+    char *key; /* "left right" when merging by rank */
+    size_t key_cap;
 } spm_ctx;
 
-/* Two symbols merge when their joined text is a token; the best score first. */
+/* Two symbols merge when their joined text is a token; the best score first.
+ * With merges (Hugging Face's BPE form of a SentencePiece model) they merge
+ * when "left right" is a merge; the lowest rank first. */
 static int spm_pair_key(void *ctx, const tok_sym *l, const tok_sym *r, double *key) {
-    const spm_ctx *c = ctx;
+    spm_ctx *c = ctx;
+    if (c->t->n_merges > 0) {
+        size_t need = (size_t)l->n + 1 + r->n;
+        if (tok_reserve((void **)&c->key, &c->key_cap, need, 1)) return -1;
+        memcpy(c->key, c->text + l->off, l->n);
+        c->key[l->n] = ' ';
+        memcpy(c->key + l->n + 1, c->text + r->off, r->n);
+        int32_t rank = strtab_find(&c->t->merges, c->key, need);
+        if (rank < 0) return 0;
+        *key = rank;
+        return 1;
+    }
     int32_t id = strtab_find(&c->t->vocab, c->text + l->off, (size_t)l->n + r->n);
     if (id < 0) return 0;
     *key = -(double)c->t->score[id];
@@ -58,12 +73,13 @@ int spm_encode(const tokenizer *t, const char *text, size_t len, bool space_pref
         return err_set("tokenizer: out of memory for %zu bytes of text", len);
     }
     int32_t n_sym = tok_split_chars(buf, n, sym);
-    spm_ctx ctx = {t, buf};
+    spm_ctx ctx = {.t = t, .text = buf};
     tok_merge_state m = {.pair_key = spm_pair_key, .ctx = &ctx};
     int rc = tok_merge(&m, sym, n_sym);
     for (int32_t i = n_sym ? 0 : -1; i >= 0 && rc == 0; i = sym[i].next)
         rc = emit_symbol(t, buf + sym[i].off, sym[i].n, out);
     tok_merge_free(&m);
+    free(ctx.key);
     free(sym);
     free(buf);
     return rc;

@@ -6,6 +6,7 @@
 #ifndef CLLM_TOKENIZER_TOK_INTERNAL_H
 #define CLLM_TOKENIZER_TOK_INTERNAL_H
 
+#include "format/gguf.h"
 #include "tokenizer/tokenizer.h"
 
 #include <stdbool.h>
@@ -98,6 +99,9 @@ struct tokenizer {
 
     int32_t bos, eos, eot, eom, unk, pad;
     bool add_bos, add_eos, add_space_prefix;
+    /* Hugging Face Metaspace: the space prefix only at the start of the text
+     * (prepend_scheme "first"), and never before a space. */
+    bool space_prefix_first, space_prefix_not_before_space;
     int32_t *eog;          /* sorted */
     int n_eog;
 
@@ -127,11 +131,25 @@ struct tokenizer {
     int16_t byte_dec[324];       /* that character's code point -> byte, or -1 */
 };
 
-/* spm.c */
+/* tokenizer.c: the steps after the vocabulary arrays are filled, shared by
+ * the GGUF and Hugging Face builders. */
+int tok_index_vocab(tokenizer *t);
+/* FIM ids in the order pre, suf, mid, pad, rep, sep (-1: detect by text). */
+int tok_finish_special(tokenizer *t, const int32_t fim[6]);
+int tok_build_special(tokenizer *t);
+void tok_load_byte_tokens(tokenizer *t);
+
+/* spm.c: merges by score, or by merge rank when the vocabulary came with
+ * merges (a Hugging Face tokenizer.json BPE model with byte fallback). */
 int spm_encode(const tokenizer *t, const char *text, size_t len, bool space_prefix, tokvec *out);
 
 /* bpe.c */
 int bpe_init(tokenizer *t, const gguf_ctx *g);
+/* The two halves of bpe_init: the byte map and the pre-tokenizer regexes of
+ * a tokenizer.ggml.pre name (bpe_setup), and the merge table ("left right"
+ * strings; also used by SPM vocabularies that come with merges). */
+int bpe_setup(tokenizer *t, const char *pre, size_t len);
+int bpe_set_merges(tokenizer *t, const gguf_str *merges, uint64_t n);
 void bpe_free(tokenizer *t);
 int bpe_encode(const tokenizer *t, const char *text, size_t len, tokvec *out);
 /* Decodes a byte-level token text to the bytes it stands for. */

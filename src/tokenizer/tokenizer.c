@@ -64,7 +64,7 @@ void tokenizer_free(tokenizer *t) {
 
 /* Fills the text -> id table. The table is far larger than the caches, so
  * each slot is prefetched a few tokens ahead of its insert. */
-static int index_vocab(tokenizer *t) {
+int tok_index_vocab(tokenizer *t) {
     enum { AHEAD = 16 };
     uint64_t ring[AHEAD];
     int32_t n = t->n_vocab;
@@ -139,7 +139,7 @@ static int load_vocab(tokenizer *t, const gguf_ctx *g) {
         int64_t ty = yv ? (int64_t)gguf_arr_num(yv, i) : TOK_TYPE_NORMAL;
         t->type[i] = ty >= TOK_TYPE_NORMAL && ty <= TOK_TYPE_BYTE ? (uint8_t)ty : TOK_TYPE_UNDEFINED;
     }
-    return index_vocab(t);
+    return tok_index_vocab(t);
 }
 
 /* A special-token id from the metadata; an id out of range keeps the default
@@ -207,19 +207,19 @@ static const char *const k_rendered_texts[] = {"<|channel|>", "<|message|>", "<|
                                                "<|constrain|>", NULL};
 
 static int load_special(tokenizer *t, const gguf_ctx *g) {
-    int32_t fim_pre = -1, fim_suf = -1, fim_mid = -1, fim_pad = -1, fim_rep = -1, fim_sep = -1;
+    int32_t fim[6] = {-1, -1, -1, -1, -1, -1};
     read_special_id(t, g, KEY("bos_token_id"), &t->bos);
     read_special_id(t, g, KEY("eos_token_id"), &t->eos);
     read_special_id(t, g, KEY("eot_token_id"), &t->eot);
     read_special_id(t, g, KEY("eom_token_id"), &t->eom);
     read_special_id(t, g, KEY("unknown_token_id"), &t->unk);
     read_special_id(t, g, KEY("padding_token_id"), &t->pad);
-    read_special_id(t, g, KEY("fim_pre_token_id"), &fim_pre);
-    read_special_id(t, g, KEY("fim_suf_token_id"), &fim_suf);
-    read_special_id(t, g, KEY("fim_mid_token_id"), &fim_mid);
-    read_special_id(t, g, KEY("fim_pad_token_id"), &fim_pad);
-    read_special_id(t, g, KEY("fim_rep_token_id"), &fim_rep);
-    read_special_id(t, g, KEY("fim_sep_token_id"), &fim_sep);
+    read_special_id(t, g, KEY("fim_pre_token_id"), &fim[0]);
+    read_special_id(t, g, KEY("fim_suf_token_id"), &fim[1]);
+    read_special_id(t, g, KEY("fim_mid_token_id"), &fim[2]);
+    read_special_id(t, g, KEY("fim_pad_token_id"), &fim[3]);
+    read_special_id(t, g, KEY("fim_rep_token_id"), &fim[4]);
+    read_special_id(t, g, KEY("fim_sep_token_id"), &fim[5]);
 
     bool b;
     if (gguf_get_bool(g, KEY("add_bos_token"), &b)) t->add_bos = b;
@@ -230,7 +230,12 @@ static int load_special(tokenizer *t, const gguf_ctx *g) {
     if (t->add_eos && t->eos < 0)
         return err_set("tokenizer: " KEY("add_eos_token") " is true, but " KEY("eos_token_id")
                        " is not set");
+    return tok_finish_special(t, fim);
+}
 
+int tok_finish_special(tokenizer *t, const int32_t fim[6]) {
+    int32_t fim_pre = fim[0], fim_suf = fim[1], fim_mid = fim[2], fim_pad = fim[3], fim_rep = fim[4],
+            fim_sep = fim[5];
     t->eot = detect_special(t, t->eot, k_eot_texts);
     t->eom = detect_special(t, t->eom, k_eom_texts);
     detect_special(t, fim_pre, k_fim_pre_texts);
@@ -256,7 +261,7 @@ static int load_special(tokenizer *t, const gguf_ctx *g) {
 }
 
 /* SentencePiece byte fallback: "<0xXX>", else the byte itself as a token. */
-static void load_byte_tokens(tokenizer *t) {
+void tok_load_byte_tokens(tokenizer *t) {
     for (int b = 0; b < 256; b++) {
         char hex[8];
         snprintf(hex, sizeof hex, "<0x%02X>", b);
@@ -313,7 +318,7 @@ static int trie_insert(tokenizer *t, const char *s, uint32_t len, int32_t specia
     return 0;
 }
 
-static int build_special(tokenizer *t) {
+int tok_build_special(tokenizer *t) {
     for (int i = 0; i < 256; i++) t->trie_root[i] = -1;
     int n = 0;
     for (int32_t id = 0; id < t->n_vocab; id++) {
@@ -370,8 +375,8 @@ tokenizer *tokenizer_from_gguf(const gguf_ctx *g) {
     if (t->kind == TOK_KIND_BPE && bpe_init(t, g)) goto fail;
     bool b;
     if (gguf_get_bool(g, KEY("add_space_prefix"), &b)) t->add_space_prefix = b;
-    if (load_vocab(t, g) || load_special(t, g) || build_special(t)) goto fail;
-    if (t->kind == TOK_KIND_SPM) load_byte_tokens(t);
+    if (load_vocab(t, g) || load_special(t, g) || tok_build_special(t)) goto fail;
+    if (t->kind == TOK_KIND_SPM) tok_load_byte_tokens(t);
     return t;
 fail:
     tokenizer_free(t);
@@ -482,7 +487,9 @@ int tokenizer_encode(const tokenizer *t, const char *text, size_t len, bool add_
             rc = tokvec_push(&v, f.id);
             prev_special = true;
         } else if (t->kind == TOK_KIND_SPM) {
-            rc = spm_encode(t, text + f.off, f.len, t->add_space_prefix && prev_special, &v);
+            bool prefix = t->add_space_prefix && prev_special && (!t->space_prefix_first || f.off == 0) &&
+                          !(t->space_prefix_not_before_space && text[f.off] == ' ');
+            rc = spm_encode(t, text + f.off, f.len, prefix, &v);
             prev_special = false;
         } else {
             rc = bpe_encode(t, text + f.off, f.len, &v);

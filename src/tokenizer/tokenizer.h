@@ -27,6 +27,13 @@ typedef enum {
 
 /* Reads tokenizer.ggml.* metadata. NULL with err_get() naming the problem. */
 tokenizer *tokenizer_from_gguf(const gguf_ctx *g);
+/* Reads a Hugging Face model folder's tokenizer.json (BPE: byte-level, or
+ * SentencePiece-style with byte fallback) and tokenizer_config.json. */
+tokenizer *tokenizer_from_hf(const char *dir);
+/* The folder's chat template (tokenizer_config.json "chat_template", or
+ * chat_template.jinja) as a malloc'd string in *out, NULL when it has none.
+ * Returns 0, or -1 with err_get() when a file is malformed. */
+int tokenizer_hf_chat_template(const char *dir, char **out);
 void tokenizer_free(tokenizer *t);
 
 int32_t tokenizer_n_vocab(const tokenizer *t);

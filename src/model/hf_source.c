@@ -1,0 +1,327 @@
+/* Hugging Face checkpoint -> tensor table. Names map as convert_hf_to_gguf.py
+ * maps them (gguf-py's TensorNameMap), for the layouts of LlamaForCausalLM,
+ * MistralForCausalLM, Qwen2ForCausalLM, Gemma3ForCausalLM and the language
+ * model of Gemma3ForConditionalGeneration ("language_model.model." or
+ * "model.language_model." prefix). Note post_attention_layernorm: Llama's is
+ * the norm before the MLP (ffn_norm), Gemma's the norm after attention
+ * (post_attention_norm; Gemma's MLP input norm is pre_feedforward_layernorm).
+ *
+ * Conversions at load time:
+ *  - matrices in F32/F16/BF16 stay views into the mapping ([out, in]
+ *    row-major is GGUF's ne = [in, out]); one whose data is misaligned for its
+ *    element size is copied;
+ *  - Gemma norms become f32 (1 + w), as convert_hf_to_gguf.py stores them;
+ *  - GPTQ/AWQ linear layers (*.qweight, *.qzeros, *.scales, *.g_idx) are
+ *    repacked into GQ blocks (format/hf_quant.c);
+ *  - Llama 3 rope scaling becomes a rope_freqs.weight tensor. */
+#include "model/hf_source.h"
+
+#include "format/hf_quant.h"
+#include "format/safetensors.h"
+#include "kernels/wtype.h"
+#include "util/error.h"
+
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct hf_source {
+    st_set *st;
+    char prefix[64]; /* before "layers.N.", "embed_tokens.weight", "norm.weight" */
+    char head[64];   /* the output head, "lm_head.weight" or a prefixed one */
+    bool gemma;
+};
+
+typedef enum {
+    K_NORM,   /* vector; f32, + 1 for Gemma */
+    K_VEC,    /* vector (bias) */
+    K_LINEAR, /* matrix or quantized linear layer: the name has no ".weight" */
+} kind;
+
+typedef struct {
+    const char *gguf, *hf;
+    kind k;
+} name_pair;
+
+static const name_pair k_layer_common[] = {
+    {"attn_norm.weight", "input_layernorm.weight", K_NORM},
+    {"attn_q", "self_attn.q_proj", K_LINEAR},
+    {"attn_k", "self_attn.k_proj", K_LINEAR},
+    {"attn_v", "self_attn.v_proj", K_LINEAR},
+    {"attn_output", "self_attn.o_proj", K_LINEAR},
+    {"attn_q.bias", "self_attn.q_proj.bias", K_VEC},
+    {"attn_k.bias", "self_attn.k_proj.bias", K_VEC},
+    {"attn_v.bias", "self_attn.v_proj.bias", K_VEC},
+    {"attn_q_norm.weight", "self_attn.q_norm.weight", K_NORM},
+    {"attn_k_norm.weight", "self_attn.k_norm.weight", K_NORM},
+    {"ffn_gate", "mlp.gate_proj", K_LINEAR},
+    {"ffn_up", "mlp.up_proj", K_LINEAR},
+    {"ffn_down", "mlp.down_proj", K_LINEAR},
+};
+
+static const name_pair k_layer_llama[] = {
+    {"ffn_norm.weight", "post_attention_layernorm.weight", K_NORM},
+};
+
+static const name_pair k_layer_gemma[] = {
+    {"post_attention_norm.weight", "post_attention_layernorm.weight", K_NORM},
+    {"ffn_norm.weight", "pre_feedforward_layernorm.weight", K_NORM},
+    {"post_ffw_norm.weight", "post_feedforward_layernorm.weight", K_NORM},
+};
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+static const name_pair *family_pairs(const hf_source *s, size_t *n) {
+    *n = s->gemma ? COUNT(k_layer_gemma) : COUNT(k_layer_llama);
+    return s->gemma ? k_layer_gemma : k_layer_llama;
+}
+
+/* --- names ----------------------------------------------------------------- */
+
+static const name_pair *find_pair(const hf_source *s, const char *suffix, bool *linear_weight) {
+    const name_pair *lists[2];
+    size_t counts[2];
+    lists[0] = k_layer_common, counts[0] = COUNT(k_layer_common);
+    lists[1] = family_pairs(s, &counts[1]);
+    for (int li = 0; li < 2; li++)
+        for (size_t i = 0; i < counts[li]; i++) {
+            const name_pair *p = &lists[li][i];
+            size_t n = strlen(p->gguf);
+            if (!strcmp(suffix, p->gguf)) {
+                *linear_weight = false;
+                return p;
+            }
+            if (p->k == K_LINEAR && !strncmp(suffix, p->gguf, n) && !strcmp(suffix + n, ".weight")) {
+                *linear_weight = true;
+                return p;
+            }
+        }
+    return NULL;
+}
+
+void hf_source_name(const hf_source *s, const char *gguf_name, char *buf, size_t cap) {
+    int il, used = 0;
+    if (!strcmp(gguf_name, "token_embd.weight")) {
+        snprintf(buf, cap, "%sembed_tokens.weight", s->prefix);
+    } else if (!strcmp(gguf_name, "output_norm.weight")) {
+        snprintf(buf, cap, "%snorm.weight", s->prefix);
+    } else if (!strcmp(gguf_name, "output.weight")) {
+        snprintf(buf, cap, "%s", s->head);
+    } else if (sscanf(gguf_name, "blk.%d.%n", &il, &used) == 1 && used > 0) {
+        bool lw = false;
+        const name_pair *p = find_pair(s, gguf_name + used, &lw);
+        if (p) snprintf(buf, cap, "%slayers.%d.%s%s", s->prefix, il, p->hf, lw ? ".weight" : "");
+        else snprintf(buf, cap, "%s", gguf_name);
+    } else {
+        snprintf(buf, cap, "%s", gguf_name);
+    }
+}
+
+/* --- conversions ------------------------------------------------------------- */
+
+static int float_type(const st_tensor *t, uint32_t *out) {
+    switch (t->dtype) {
+    case ST_F32: *out = WT_F32; return 0;
+    case ST_F16: *out = WT_F16; return 0;
+    case ST_BF16: *out = WT_BF16; return 0;
+    default:
+        return err_set("tensor '%s' has dtype %s (supported: F32, F16, BF16)", t->name, st_dtype_name(t->dtype));
+    }
+}
+
+/* A view of the mapped data, or an aligned copy when it is misaligned. */
+static const void *aligned_data(tensor_table *tt, const st_tensor *t) {
+    size_t esz = st_dtype_size(t->dtype);
+    if ((uintptr_t)t->data % esz == 0) return t->data;
+    void *copy = tensors_alloc(tt, t->nbytes);
+    if (copy) memcpy(copy, t->data, t->nbytes);
+    return copy;
+}
+
+static int add_vector(tensor_table *tt, const char *gguf, const st_tensor *t, bool plus_one) {
+    uint32_t type = WT_F32;
+    if (float_type(t, &type)) return -1;
+    if (t->n_dims != 1) return err_set("tensor '%s' has %d dimensions, expected 1", t->name, t->n_dims);
+    const int64_t ne[1] = {t->shape[0]};
+    if (!plus_one) {
+        const void *data = aligned_data(tt, t);
+        return data && tensors_add(tt, gguf, type, 1, ne, data, t->nbytes) ? 0 : -1;
+    }
+    float *v = tensors_alloc(tt, (size_t)ne[0] * sizeof *v);
+    if (!v) return -1;
+    /* HF's Gemma3RMSNorm: x * (1.0 + weight.float()), in f32. */
+    wtype_get((wtype)type)->to_float(aligned_data(tt, t), v, ne[0]);
+    for (int64_t i = 0; i < ne[0]; i++) v[i] += 1.0f;
+    return tensors_add(tt, gguf, WT_F32, 1, ne, v, (size_t)ne[0] * sizeof *v) ? 0 : -1;
+}
+
+static int add_matrix(tensor_table *tt, const char *gguf, const st_tensor *t) {
+    uint32_t type = WT_F32;
+    if (float_type(t, &type)) return -1;
+    if (t->n_dims != 2) return err_set("tensor '%s' has %d dimensions, expected 2", t->name, t->n_dims);
+    const int64_t ne[2] = {t->shape[1], t->shape[0]};
+    const void *data = aligned_data(tt, t);
+    return data && tensors_add(tt, gguf, type, 2, ne, data, t->nbytes) ? 0 : -1;
+}
+
+/* A required companion tensor of a quantized layer, with its dtype and shape. */
+static const st_tensor *quant_part(const hf_source *s, const char *base, const char *part, st_dtype want,
+                                   int n_dims, int64_t d0, int64_t d1) {
+    char name[256];
+    snprintf(name, sizeof name, "%s.%s", base, part);
+    const st_tensor *t = st_find(s->st, name);
+    if (!t) {
+        err_set("missing tensor '%s' (a quantized layer needs it)", name);
+        return NULL;
+    }
+    bool type_ok = t->dtype == want || (want == ST_I32 && t->dtype == ST_U32);
+    if (!type_ok) {
+        err_set("tensor '%s' has dtype %s, expected %s", name, st_dtype_name(t->dtype), st_dtype_name(want));
+        return NULL;
+    }
+    if (t->n_dims != n_dims || t->shape[0] != d0 || (n_dims > 1 && t->shape[1] != d1)) {
+        char want_s[64];
+        if (n_dims > 1) snprintf(want_s, sizeof want_s, "[%" PRId64 ", %" PRId64 "]", d0, d1);
+        else snprintf(want_s, sizeof want_s, "[%" PRId64 "]", d0);
+        err_set("tensor '%s' has shape [%" PRId64 "%s], expected %s", name, t->shape[0],
+                t->n_dims > 1 ? ", ..." : "", want_s);
+        return NULL;
+    }
+    return t;
+}
+
+static int add_quantized(const hf_source *s, tensor_table *tt, const char *gguf, const char *base,
+                         const st_tensor *qw, const hf_config *cfg) {
+    const hf_quant *q = &cfg->quant;
+    if (q->method == HF_QUANT_NONE)
+        return err_set("tensor '%s' is quantized, but config.json has no quantization_config", qw->name);
+    if (qw->n_dims != 2 || (qw->dtype != ST_I32 && qw->dtype != ST_U32))
+        return err_set("tensor '%s' is not a 2-D I32 tensor", qw->name);
+    const bool awq = q->method == HF_QUANT_AWQ;
+    const int pack = 32 / q->bits;
+    gq_layer l = {.bits = q->bits, .group_size = q->group_size};
+    l.n_in = awq ? qw->shape[0] : qw->shape[0] * pack;
+    l.n_out = awq ? qw->shape[1] * pack : qw->shape[1];
+    if (gq_layer_check(&l, awq, base)) return -1;
+    const int64_t n_groups = gq_layer_n_groups(&l);
+    const st_tensor *qz = quant_part(s, base, "qzeros", ST_I32, 2, n_groups, l.n_out / pack);
+    const st_tensor *sc = qz ? quant_part(s, base, "scales", ST_F16, 2, n_groups, l.n_out) : NULL;
+    if (!sc) return -1;
+    char name[256];
+    snprintf(name, sizeof name, "%s.g_idx", base);
+    const st_tensor *gi = awq ? NULL : st_find(s->st, name);
+    if (gi && !quant_part(s, base, "g_idx", ST_I32, 1, l.n_in, 0)) return -1;
+    if (!awq && q->desc_act && !gi) return err_set("missing tensor '%s' (desc_act is set)", name);
+
+    const size_t row_bytes = gq_layer_row_bytes(&l);
+    void *out = tensors_alloc(tt, (size_t)l.n_out * row_bytes);
+    int32_t *perm = awq ? NULL : tensors_alloc(tt, (size_t)l.n_in * sizeof *perm);
+    if (!out || (!awq && !perm)) return -1;
+    int rc = awq ? awq_to_gq(&l, qw->data, qz->data, sc->data, out, base)
+                 : gptq_to_gq(&l, q->zeros_plus_one, qw->data, qz->data, sc->data, gi ? gi->data : NULL, out, perm,
+                              base);
+    if (rc < 0) return -1;
+    const int64_t ne[2] = {l.n_in, l.n_out};
+    model_tensor *t = tensors_add(tt, gguf, (uint32_t)gq_layer_type(&l), 2, ne, out, (size_t)l.n_out * row_bytes);
+    if (!t) return -1;
+    t->perm = rc == 1 ? perm : NULL;
+    return 0;
+}
+
+/* A linear layer `base` (no suffix): quantized if base.qweight exists. */
+static int add_linear(const hf_source *s, tensor_table *tt, const char *gguf_base, const char *base,
+                      const hf_config *cfg) {
+    char name[256], gguf[128];
+    snprintf(gguf, sizeof gguf, "%s.weight", gguf_base);
+    snprintf(name, sizeof name, "%s.qweight", base);
+    const st_tensor *qw = st_find(s->st, name);
+    if (qw) return add_quantized(s, tt, gguf, base, qw, cfg) ? err_prefix("%s: ", base) : 0;
+    snprintf(name, sizeof name, "%s.weight", base);
+    const st_tensor *w = st_find(s->st, name);
+    return w ? add_matrix(tt, gguf, w) : 0; /* absent: the binder names what is missing */
+}
+
+static int add_pair(const hf_source *s, tensor_table *tt, int il, const name_pair *p, const hf_config *cfg) {
+    char gguf[128], hf[256];
+    snprintf(gguf, sizeof gguf, "blk.%d.%s", il, p->gguf);
+    snprintf(hf, sizeof hf, "%slayers.%d.%s", s->prefix, il, p->hf);
+    if (p->k == K_LINEAR) return add_linear(s, tt, gguf, hf, cfg);
+    const st_tensor *t = st_find(s->st, hf);
+    if (!t) return 0;
+    return add_vector(tt, gguf, t, p->k == K_NORM && cfg->norm_plus_one);
+}
+
+/* --- the folder ---------------------------------------------------------------- */
+
+static int find_prefix(hf_source *s) {
+    static const char *const prefixes[] = {"model.", "language_model.model.", "model.language_model.", ""};
+    for (size_t i = 0; i < COUNT(prefixes); i++) {
+        char name[128];
+        snprintf(name, sizeof name, "%sembed_tokens.weight", prefixes[i]);
+        if (st_find(s->st, name)) {
+            snprintf(s->prefix, sizeof s->prefix, "%s", prefixes[i]);
+            const char *head = !strcmp(prefixes[i], "language_model.model.") ? "language_model.lm_head.weight"
+                                                                             : "lm_head.weight";
+            snprintf(s->head, sizeof s->head, "%s", head);
+            return 0;
+        }
+    }
+    return err_set("no token embedding (model.embed_tokens.weight) in the checkpoint");
+}
+
+static int add_globals(const hf_source *s, tensor_table *tt, const model_hparams *hp, const hf_config *cfg) {
+    char name[128];
+    snprintf(name, sizeof name, "%sembed_tokens.weight", s->prefix);
+    if (add_matrix(tt, "token_embd.weight", st_find(s->st, name))) return -1;
+    snprintf(name, sizeof name, "%snorm.weight", s->prefix);
+    const st_tensor *norm = st_find(s->st, name);
+    if (norm && add_vector(tt, "output_norm.weight", norm, cfg->norm_plus_one)) return -1;
+    if (!cfg->tie_word_embeddings) {
+        char base[64];
+        snprintf(base, sizeof base, "%.*s", (int)(strlen(s->head) - strlen(".weight")), s->head);
+        snprintf(name, sizeof name, "%s.qweight", base);
+        if (!st_find(s->st, s->head) && !st_find(s->st, name))
+            return err_set("missing tensor '%s' (config.json says tie_word_embeddings is false)", s->head);
+        if (add_linear(s, tt, "output", base, cfg)) return -1;
+    }
+    if (cfg->llama3_rope) {
+        const int64_t ne[1] = {hp->rope_dim / 2};
+        float *f = tensors_alloc(tt, (size_t)ne[0] * sizeof *f);
+        if (!f) return -1;
+        hf_llama3_rope_factors(hp, cfg, f);
+        if (!tensors_add(tt, "rope_freqs.weight", WT_F32, 1, ne, f, (size_t)ne[0] * sizeof *f)) return -1;
+    }
+    return 0;
+}
+
+hf_source *hf_source_open(const char *dir, const model_hparams *hp, const hf_config *cfg, tensor_table *tt) {
+    hf_source *s = calloc(1, sizeof *s);
+    if (!s) {
+        err_set("out of memory");
+        return NULL;
+    }
+    s->gemma = cfg->norm_plus_one;
+    s->st = st_open_dir(dir);
+    if (!s->st || find_prefix(s) || add_globals(s, tt, hp, cfg)) goto fail;
+    size_t n_family;
+    const name_pair *family = family_pairs(s, &n_family);
+    for (int il = 0; il < hp->n_layer; il++) {
+        for (size_t i = 0; i < COUNT(k_layer_common); i++)
+            if (add_pair(s, tt, il, &k_layer_common[i], cfg)) goto fail;
+        for (size_t i = 0; i < n_family; i++)
+            if (add_pair(s, tt, il, &family[i], cfg)) goto fail;
+    }
+    if (tensors_finish(tt)) goto fail;
+    return s;
+fail:
+    hf_source_close(s);
+    return NULL;
+}
+
+void hf_source_close(hf_source *s) {
+    if (!s) return;
+    st_close(s->st);
+    free(s);
+}
