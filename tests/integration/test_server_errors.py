@@ -199,3 +199,49 @@ def test_health_after_all_bad_requests(srv):
     assert srv.proc.poll() is None
     m = srv.metrics()
     assert m[fives] == before  # no client mistake was a 5xx
+
+
+def mutations(rng, seed_bodies, n):
+    """Random damage to valid bodies: byte flips, cuts, insertions, type swaps."""
+    values = [None, True, -1, 0, 1, 2**63, -2**63, 1e308, -0.5, "", "x" * 300, [], {}, [1, "a"], {"1": 2},
+              "\ud83d\ude42", [[1], []], "\u0000"]
+    for i in range(n):
+        body = json.loads(json.dumps(rng.choice(seed_bodies)))
+        kind = i % 4
+        if kind == 0:  # replace a field's value
+            k = rng.choice(list(body))
+            body[k] = rng.choice(values)
+            yield json.dumps(body).encode()
+        elif kind == 1:  # add a field
+            body[rng.choice(list(body) + ["stop", "logit_bias", "n", "stream", "x"])] = rng.choice(values)
+            yield json.dumps(body).encode()
+        else:
+            raw = bytearray(json.dumps(body).encode())
+            for _ in range(rng.randint(1, 4)):
+                op = rng.randint(0, 2)
+                pos = rng.randrange(len(raw) + 1)
+                if op == 0 and raw:
+                    raw[min(pos, len(raw) - 1)] = rng.randrange(256)
+                elif op == 1:
+                    del raw[pos:pos + rng.randint(1, 10)]
+                else:
+                    raw[pos:pos] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 5)))
+            yield bytes(raw)
+
+
+def test_fuzzed_bodies_never_5xx(srv):
+    import random
+
+    rng = random.Random(1234)
+    seeds = [compl(max_tokens=2, stop=["a"], logprobs=1, n=2), chat(max_tokens=2, stream=True, logprobs=True),
+             compl(prompt=[[1, 2], [3]], max_tokens=1, echo=True), chat(max_tokens=1, temperature=0.5, top_k=3)]
+    statuses = {}
+    for path in (C, CH, "/tokenize"):
+        for raw in mutations(rng, seeds, 150):
+            r = requests.post(srv.url(path), data=raw, headers=AUTH, timeout=60)
+            statuses[r.status_code] = statuses.get(r.status_code, 0) + 1
+            assert r.status_code in (200, 400, 404), (raw[:300], r.status_code, r.text[:300])
+            if r.status_code != 200:
+                assert set(r.json()["error"]) == {"message", "type", "param", "code"}
+    assert statuses.get(400, 0) > 100
+    assert requests.get(srv.url("/health")).status_code == 200

@@ -112,7 +112,7 @@ def test_queue_full_is_503(cllm_bin, model_factory):
 
 def test_sigterm_lets_short_requests_finish_and_aborts_long_ones(cllm_bin, real_model_path):
     srv = CllmServer(cllm_bin, real_model_path, "--max-model-len", 1024, "--kv-cache-memory", "128MiB",
-                     "--shutdown-timeout", 2)
+                     "--shutdown-timeout", 3)
     try:
         results = {}
         long_started = threading.Event()
@@ -157,7 +157,7 @@ def test_sigterm_lets_short_requests_finish_and_aborts_long_ones(cllm_bin, real_
         for t in threads:
             t.join(60)
         assert rc == 0, srv.log()
-        assert 1.5 < elapsed < 15, elapsed
+        assert 2.5 < elapsed < 20, elapsed
         assert results["short"].status_code == 200
         assert results["short"].json()["choices"][0]["finish_reason"] == "length"
         whole = results["long_whole"]
@@ -165,7 +165,7 @@ def test_sigterm_lets_short_requests_finish_and_aborts_long_ones(cllm_bin, real_
         events = results["long_stream"]
         assert events[-1] == "data: [DONE]"
         assert '"code":"aborted"' in events[-2]
-        assert "aborting 2 requests" in srv.log()
+        assert re.search(r"aborting [23] requests", srv.log()), srv.log()
     finally:
         srv.kill()
 
