@@ -3,7 +3,7 @@
  * keep_trailing_newline).
  *
  * Outside tags the text becomes T_DATA. Before a tag, `{%-`/`{{-`/`{#-` strip
- * all whitespace; otherwise lstrip_blocks removes the spaces and tabs between a
+ * all whitespace; otherwise lstrip_blocks removes the whitespace between a
  * line start and a block or comment tag (not `{{`) unless the tag says `+`.
  * After a tag, `-%}` strips all following whitespace and a plain `%}` or `#}`
  * eats one newline (trim_blocks). `{% raw %}` passes text through. Inside
@@ -93,12 +93,9 @@ static int emit_text(lexer *L, size_t start, size_t end, char sign, bool variabl
                 l_pos = i;
                 break;
             }
-        if (l_pos > 0 || L->line_starting) {
-            bool blank = true;
-            for (size_t i = l_pos; i < len; i++)
-                if (text[i] != ' ' && text[i] != '\t') blank = false;
-            if (blank) len = l_pos;
-        }
+        /* jinja2 3.1 strips when the rest of the line is Python whitespace (\s) */
+        if ((l_pos > 0 || L->line_starting) && space_run(text, len, l_pos) == len - l_pos)
+            len = l_pos;
     }
     if (len == 0) return 0;
     token *t = emit(L, T_DATA, start);
