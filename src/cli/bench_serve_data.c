@@ -5,13 +5,16 @@
  *
  * Datasets:
  *   random             prompts of random tokens, as vLLM's RandomDataset: draw
- *                      token ids from the server's vocabulary, detokenize,
- *                      tokenize the text again and cut or extend until it is
- *                      the wanted length (a few round trips to the server's
- *                      /tokenize and /detokenize). Without those endpoints the
- *                      prompt is words from a built-in list, one per wanted
- *                      token. Input and output lengths are drawn uniformly
- *                      from len*(1 +- --random-range-ratio).
+ *                      token ids from the server's vocabulary and detokenize
+ *                      them with the server's /detokenize, then keep the
+ *                      longest prefix of the text that the server's /tokenize
+ *                      counts as at most the wanted length (bisection; a text
+ *                      does not tokenize back to the ids it came from). When
+ *                      the server does not say its vocabulary size, random
+ *                      words are cut the same way; without /tokenize at all
+ *                      the prompt is words from a built-in list, one per
+ *                      wanted token. Input and output lengths are drawn
+ *                      uniformly from len*(1 +- --random-range-ratio).
  *   prefix-repetition  --num-prefixes random prefixes of --prefix-len tokens;
  *                      every prompt is one of them plus a random suffix of
  *                      --suffix-len tokens (prefix caching at work).
@@ -89,12 +92,13 @@ static const char *const WORDS[] = {
     "would", "where", "later", "up", "such", "used", "many", "can", "state", "about", "national", "out", "known",
     "university", "united", "then", "made", "also", "three", "states", "team", "river", "between", "both",
     "under", "year", "while", "north", "south", "house", "water", "music", "church", "family", "history",
-    "small", "great", "light", "world", "place", "number", "people", "system", "market", "paper", "garden",
+    "small", "great", "light", "road", "place", "number", "people", "system", "market", "paper", "garden",
     "window", "morning", "evening", "village", "mountain", "island", "forest", "bridge", "station", "library",
     "question", "answer", "story", "letter", "summer", "winter", "autumn", "spring", "color", "simple",
     "ancient", "modern", "quiet", "bright", "strong", "gentle", "careful", "famous", "open", "closed",
-    "river", "ocean", "valley", "field", "stone", "silver", "golden", "table", "chair", "kitchen", "doctor",
+    "lake", "ocean", "valley", "field", "stone", "silver", "golden", "table", "chair", "kitchen", "doctor",
     "teacher", "student", "engine", "machine", "energy", "signal", "network", "memory", "value", "measure",
+    "harbor", "canal"
 };
 #define N_WORDS ((long)(sizeof WORDS / sizeof *WORDS))
 
@@ -137,70 +141,87 @@ static char *random_words(bench_rng *r, long n) {
     return b.s;
 }
 
-/* k more token ids: random ids from the vocabulary (skipping the low ids
- * where vocabularies keep control tokens), or the tokens of random words when
- * the vocabulary size is unknown. Returns how many were appended. */
-static int more_ids(bench_tok *t, bench_rng *r, int32_t *dst, int k) {
-    if (t->n_vocab > 0) {
-        const long lo = t->n_vocab > 20000 ? 1000 : t->n_vocab / 20;
-        for (int i = 0; i < k; i++) dst[i] = (int32_t)bench_rng_range(r, lo, t->n_vocab - 1);
-        return k;
-    }
-    char *w = random_words(r, k);
+/* Raw text of roughly n tokens: random ids from the vocabulary (skipping the
+ * low ids where vocabularies keep control and byte tokens) detokenized by the
+ * server, or random words when the vocabulary size is unknown. */
+static char *raw_text(bench_tok *t, bench_rng *r, long n) {
+    if (t->n_vocab <= 0) return random_words(r, n);
+    int32_t *ids = malloc((size_t)n * sizeof *ids);
+    if (!ids) return NULL;
+    const long lo = t->n_vocab > 20000 ? 1000 : t->n_vocab / 20;
+    for (long i = 0; i < n; i++) ids[i] = (int32_t)bench_rng_range(r, lo, t->n_vocab - 1);
+    char *text = bench_tok_decode(t, ids, (int)n);
+    free(ids);
+    return text;
+}
+
+static long count_tokens(bench_tok *t, const char *text, size_t len) {
+    char *s = strndup(text, len);
+    if (!s) return -1;
     int32_t *ids = NULL;
-    int n = w ? bench_tok_encode(t, w, false, &ids) : -1;
-    free(w);
-    if (n < 0) return -1;
-    if (n > k) n = k;
-    memcpy(dst, ids, (size_t)n * sizeof *ids);
+    const int n = bench_tok_encode(t, s, false, &ids);
+    free(s);
     free(ids);
     return n;
 }
 
-/* A text of about `want` tokens (as the server counts them without special
- * tokens). *got receives the count of the returned text, -1 if unknown. */
+/* A text of `want` tokens as the server counts it (without special tokens).
+ * Tokenizers do not give back the ids a text was decoded from, so rather than
+ * cutting ids this makes a text somewhat longer than wanted and keeps its
+ * longest prefix (at a UTF-8 boundary) of at most `want` tokens, found by
+ * bisection with the server's /tokenize. *got receives the count of the
+ * returned text (-1 when unknown: no tokenizer). */
 static char *random_text(bench_tok *t, bench_rng *r, long want, long *got) {
     if (want < 1) want = 1;
-    if (t->style == TOK_NONE) {
-        *got = -1;
-        return random_words(r, want);
-    }
-    int32_t *ids = malloc((size_t)want * sizeof *ids);
-    if (!ids) return NULL;
-    int n = 0;
-    while (n < want) {
-        const int k = more_ids(t, r, ids + n, (int)(want - n));
-        if (k <= 0) break;
-        n += k;
-    }
-    char *text = NULL;
     *got = -1;
-    /* Decode and encode again: the text's own tokenization differs from the
-     * ids it came from; cut or extend until the lengths agree (vLLM does one
-     * cut; a few rounds get the length exact). */
-    for (int round = 0; round < 6 && n > 0; round++) {
-        free(text);
-        text = bench_tok_decode(t, ids, n);
-        if (!text) break;
-        int32_t *re = NULL;
-        const int m = bench_tok_encode(t, text, false, &re);
-        if (m < 0) break;
-        *got = m;
-        if (m == want) {
-            free(re);
+    if (t->style == TOK_NONE) return random_words(r, want);
+    char *text = raw_text(t, r, want + want / 4 + 8);
+    long m = text ? count_tokens(t, text, strlen(text)) : -1;
+    for (int round = 0; text && m >= 0 && m < want && round < 8; round++) { /* too short: add more */
+        char *more = raw_text(t, r, (want - m) * 2 + 8);
+        if (!more) break;
+        sbuf b = {0};
+        sb_add(&b, text, strlen(text));
+        if (t->n_vocab <= 0) sb_add(&b, " ", 1);
+        sb_add(&b, more, strlen(more));
+        free(more);
+        if (b.oom) {
+            free(b.s);
             break;
         }
-        const int keep = m < want ? m : (int)want;
-        memcpy(ids, re, (size_t)keep * sizeof *ids);
-        free(re);
-        n = keep;
-        while (n < want) {
-            const int k = more_ids(t, r, ids + n, (int)(want - n));
-            if (k <= 0) break;
-            n += k;
-        }
+        free(text);
+        text = b.s;
+        m = count_tokens(t, text, strlen(text));
     }
-    free(ids);
+    if (!text || m < 0) {
+        free(text);
+        return NULL;
+    }
+    if (m <= want) {
+        *got = m;
+        return text;
+    }
+    size_t lo = 0, hi = strlen(text); /* count(lo) <= want < count(hi) */
+    long lo_count = 0;
+    for (;;) {
+        size_t mid = lo + (hi - lo) / 2;
+        while (mid > lo && ((unsigned char)text[mid] & 0xC0) == 0x80) mid--;
+        if (mid == lo) break;
+        const long c = count_tokens(t, text, mid);
+        if (c < 0) {
+            free(text);
+            return NULL;
+        }
+        if (c <= want) lo = mid, lo_count = c;
+        else hi = mid;
+    }
+    if (lo == 0) { /* even one character is too many tokens: keep it anyway */
+        lo = 1;
+        while (lo < hi && ((unsigned char)text[lo] & 0xC0) == 0x80) lo++;
+        lo_count = count_tokens(t, text, lo);
+    }
+    text[lo] = '\0';
+    *got = lo_count;
     return text;
 }
 

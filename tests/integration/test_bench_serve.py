@@ -367,7 +367,7 @@ def test_jsonl_dataset_and_save_dataset_roundtrip(run_cllm, tmp_path):
     with StubServer() as srv:
         res, _ = run_json(run_cllm, tmp_path, srv.base_url, "--dataset-name", "jsonl", "--dataset-path", ds,
                           "--random-output-len", "2")
-        assert [b["prompt"] for b in srv.bodies] == ["w5 w6 w7", "w8 w9"]
+        assert sorted(b["prompt"] for b in srv.bodies) == ["w5 w6 w7", "w8 w9"]
     assert res["completed"] == 2 and res["output_lens"] == [4, 2] and res["input_lens"] == [4, 3]
 
     chat = tmp_path / "chat.jsonl"
@@ -459,7 +459,9 @@ def test_against_cllm_serve(cllm_bin, run_cllm, model_factory, tmp_path):
         assert res["completed"] == 8 and res["failed"] == 0, res["errors"]
         assert res["output_lens"] == [10] * 8 and res["total_output_tokens"] == 80
         assert "random token ids" in res["prompt_source"]
-        assert all(abs(n - 24) <= 1 for n in res["input_lens"]), res["input_lens"]
+        # the longest text of at most 24 tokens; on this byte-level toy vocabulary one
+        # character (U+FFFD for a stray byte) can be 3 tokens, so it may fall short by 2
+        assert all(22 <= n <= 24 for n in res["input_lens"]), res["input_lens"]
         chat, _ = run_json(run_cllm, tmp_path, base, "--endpoint", "/v1/chat/completions", "--num-prompts", "4",
                            "--random-input-len", "12", "--random-output-len", "6", timeout=300)
         assert chat["completed"] == 4 and chat["total_output_tokens"] == 24
