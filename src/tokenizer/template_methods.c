@@ -343,9 +343,9 @@ int tpl_format_percent(tpl_rt *r, const node *at, tstr fmt, tv args, tv *out) {
     bool mapping = args.kind == TV_DICT;
     /* Python treats any subscriptable non-tuple (a list too) as a mapping when
      * deciding whether arguments were left unconverted */
-    bool subscriptable = mapping || (args.kind == TV_LIST && args.sub != LIST_TUPLE &&
-                                     args.sub != LIST_ITEMS && args.sub != LIST_KEYS &&
-                                     args.sub != LIST_VALUES);
+    bool subscriptable = mapping || args.kind == TV_UNDEF ||
+                         (args.kind == TV_LIST && args.sub != LIST_TUPLE && args.sub != LIST_ITEMS &&
+                          args.sub != LIST_KEYS && args.sub != LIST_VALUES);
     bool is_tuple = args.kind == TV_LIST && args.sub == LIST_TUPLE;
     if (is_tuple) tuple = args.u.l;
     else tuple = &single;
@@ -363,6 +363,7 @@ int tpl_format_percent(tpl_rt *r, const node *at, tstr fmt, tv args, tv *out) {
         if (fmt.p[i] == '(') {
             const char *close = memchr(fmt.p + i, ')', fmt.n - i);
             if (!close) return rt_error(r, at, "incomplete format key");
+            if (args.kind == TV_UNDEF) return rt_undefined_error(r, at, args);
             if (!mapping) return rt_error(r, at, "format requires a mapping");
             tstr key = {fmt.p + i + 1, (size_t)(close - fmt.p) - i - 1};
             if (!td_get_str(args.u.d, key, &arg))

@@ -212,7 +212,18 @@ void fmt_float(double f, char *buf, size_t n) {
 
 /* --- equality and ordering ---------------------------------------------------------- */
 
-static int list_family(tv v) { return v.sub == LIST_TUPLE ? 1 : v.sub == LIST_RANGE ? 2 : 0; }
+/* Lists compare equal within a family: list, tuple, range, the set-like
+ * dict_keys/dict_items (order-insensitive), dict_values (identity only). */
+static int list_family(tv v) {
+    switch (v.sub) {
+    case LIST_TUPLE: return 1;
+    case LIST_RANGE: return 2;
+    case LIST_KEYS:
+    case LIST_ITEMS: return 3;
+    case LIST_VALUES: return 4;
+    default: return 0;
+    }
+}
 
 static int equal_depth(tpl_rt *r, tv a, tv b, bool *eq, int depth) {
     *eq = false;
@@ -229,8 +240,18 @@ static int equal_depth(tpl_rt *r, tv a, tv b, bool *eq, int depth) {
     case TV_STR: *eq = tstr_eq(a.u.s, b.u.s); return 0;
     case TV_LIST:
         if (list_family(a) != list_family(b) || a.u.l->n != b.u.l->n) return 0;
-        if (a.sub == LIST_VALUES || b.sub == LIST_VALUES) {
+        if (a.sub == LIST_VALUES) {
             *eq = a.u.l == b.u.l;
+            return 0;
+        }
+        if (list_family(a) == 3) {
+            for (size_t i = 0; i < a.u.l->n; i++) {
+                bool found = false;
+                for (size_t j = 0; j < b.u.l->n && !found; j++)
+                    if (equal_depth(r, a.u.l->v[i], b.u.l->v[j], &found, depth + 1)) return -1;
+                if (!found) return 0;
+            }
+            *eq = true;
             return 0;
         }
         for (size_t i = 0; i < a.u.l->n; i++) {
@@ -292,8 +313,8 @@ static int compare_depth(tpl_rt *r, const node *at, const char *op, tv a, tv b, 
         *cmp = c < 0 ? -1 : c > 0;
         return 0;
     }
-    if (a.kind == TV_LIST && b.kind == TV_LIST && list_family(a) == list_family(b) &&
-        a.sub != LIST_RANGE && a.sub != LIST_ITEMS && a.sub != LIST_KEYS && a.sub != LIST_VALUES) {
+    if (a.kind == TV_LIST && b.kind == TV_LIST && a.sub == b.sub &&
+        (a.sub == LIST_PLAIN || a.sub == LIST_TUPLE)) {
         size_t n = a.u.l->n < b.u.l->n ? a.u.l->n : b.u.l->n;
         for (size_t i = 0; i < n; i++) {
             bool eq;
@@ -492,6 +513,8 @@ int tv_contains(tpl_rt *r, const node *at, tv c, tv item, bool *out) {
             *out = memmem(c.u.s.p, c.u.s.n, item.u.s.p, item.u.s.n) != NULL;
         return 0;
     case TV_LIST:
+        if (c.sub == LIST_KEYS && !hashable(item))
+            return rt_error(r, at, "unhashable type: '%s'", tv_type_name(item));
         for (size_t i = 0; i < c.u.l->n && !*out; i++)
             if (tv_equal(r, c.u.l->v[i], item, out)) return -1;
         return 0;
@@ -705,6 +728,8 @@ static void float_divmod(double vx, double wx, double *floordiv, double *mod) {
 }
 
 int tv_binop(tpl_rt *r, const node *at, int op, tv a, tv b, tv *out) {
+    /* str % x formats even an Undefined x (str's own % runs first) */
+    if (op == OP_MOD && a.kind == TV_STR) return tpl_format_percent(r, at, a.u.s, b, out);
     if (a.kind == TV_UNDEF) return rt_undefined_error(r, at, a);
     if (b.kind == TV_UNDEF) return rt_undefined_error(r, at, b);
     tpl_arena *ar = rt_arena(r);
@@ -803,6 +828,5 @@ int tv_binop(tpl_rt *r, const node *at, int op, tv a, tv b, tv *out) {
         if (seq_a && is_intlike(b)) return repeat(r, at, a, as_int(b), out);
         if (seq_b && is_intlike(a)) return repeat(r, at, b, as_int(a), out);
     }
-    if (op == OP_MOD && a.kind == TV_STR) return tpl_format_percent(r, at, a.u.s, b, out);
     return type_error(r, at, op, a, b);
 }

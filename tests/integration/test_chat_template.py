@@ -203,6 +203,8 @@ CTX = {
     "people": [{"name": "Ann", "age": 31, "admin": True}, {"name": "bob", "age": 25},
                {"name": "Cy", "age": 31, "admin": False}],
     "u": "é👍x",
+    # key order must survive (jansson keeps insertion order, as Python dicts do)
+    "big": {f"k{(i * 37) % 64:02d}": i for i in range(64)},
 }
 
 FEATURES = {
@@ -269,6 +271,7 @@ FEATURES = {
     "print_containers": "{{ [1, 'a', none, true, 1.5] }} {{ {'k': 'v', 'n': [1]} }} {{ (1,) }} "
                         "{{ (1, 'b') }} {{ () }} {{ [\"it's\", 'say \"hi\"'] }}",
     "print_context_values": "{{ xs }} {{ d }} {{ nothing }} {{ t }} {{ f }} {{ people[0] }}",
+    "dict_order": "{{ big }} {% for k in big %}{{ k }}{% endfor %} {{ big|tojson }} {{ big|dictsort|first }}",
     "print_unicode_repr": "{{ [u, 'tab\\there', 'nl\\n', '\\x00\\x7f\\xa0\\u200b'] }}",
     "undefined_prints_empty": "[{{ missing }}][{{ d.missing }}][{{ xs[10] }}]",
     # access
