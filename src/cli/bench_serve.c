@@ -16,9 +16,9 @@
 typedef struct {
     const char *base_url, *endpoint, *model, *api_key, *label;
     const char *save_result, *save_dataset, *plot_dir;
-    long seed, max_concurrency, vocab_size, timeout_s;
+    long seed, max_concurrency, vocab_size, timeout_s, num_warmups;
     double request_rate, temperature;
-    bool progress;
+    bool progress, dry_run;
     json_t *extra_body;
     bench_dataset_opts ds;
     char base_buf[1024];
@@ -41,6 +41,7 @@ static void usage(FILE *f) {
             "  --temperature T            (default 0); every request streams, with ignore_eos\n"
             "  --extra-body JSON          fields merged into every request body\n"
             "  --timeout S                per-request limit in seconds (default none)\n"
+            "  --num-warmups N            first send the first N prompts, unmeasured (default 0)\n"
             "dataset (--dataset-name random | prefix-repetition | jsonl; default random):\n"
             "  --random-input-len N       prompt tokens (default 1024)\n"
             "  --random-output-len N      max_tokens (default 128; also --output-len)\n"
@@ -52,6 +53,7 @@ static void usage(FILE *f) {
             "output:\n"
             "  --save-result FILE.json    summary (vLLM's field names) and per-request arrays\n"
             "  --save-dataset FILE.jsonl  the prompts sent, as a jsonl dataset\n"
+            "  --dry-run                  build (and save) the dataset, send nothing\n"
             "  --plot DIR                 latency charts (PNG, gnuplot)\n"
             "  --label NAME               names the run in results and charts\n"
             "  --no-progress              no progress bar on stderr\n");
@@ -73,6 +75,10 @@ static int parse(int argc, char **argv, serve_opts *o) {
         }
         if (!strcmp(a, "--no-progress") || !strcmp(a, "--disable-tqdm")) {
             o->progress = false;
+            continue;
+        }
+        if (!strcmp(a, "--dry-run")) {
+            o->dry_run = true;
             continue;
         }
         if (!(v = arg_value(C, argc, argv, &i))) return -1;
@@ -100,6 +106,8 @@ static int parse(int argc, char **argv, serve_opts *o) {
             if (arg_int(C, a, v, 0, 1L << 62, &o->seed)) return -1;
         } else if (!strcmp(a, "--temperature")) {
             if (arg_float(C, a, v, 0, 2, &o->temperature)) return -1;
+        } else if (!strcmp(a, "--num-warmups")) {
+            if (arg_int(C, a, v, 0, 1 << 20, &o->num_warmups)) return -1;
         } else if (!strcmp(a, "--timeout")) {
             if (arg_int(C, a, v, 0, 1 << 24, &o->timeout_s)) return -1;
         } else if (!strcmp(a, "--vocab-size")) {
@@ -223,6 +231,13 @@ static int run(serve_opts *o) {
     }
     int rc = 0;
     if (o->save_dataset && bench_dataset_save(o->save_dataset, items, n)) rc = 1;
+    if (o->dry_run) {
+        fprintf(stderr, "cllm bench serve: %d prompts built%s%s; nothing sent (--dry-run)\n", n,
+                o->save_dataset ? " and saved to " : "", o->save_dataset ? o->save_dataset : "");
+        bench_items_free(items, n);
+        free(model_buf);
+        return rc;
+    }
     double *arrivals = malloc((size_t)(n + 1) * sizeof *arrivals);
     bench_stream *streams = calloc((size_t)(n + 1), sizeof *streams);
     bench_req *reqs = calloc((size_t)(n + 1), sizeof *reqs);
@@ -237,6 +252,23 @@ static int run(serve_opts *o) {
                                .max_concurrency = (int)o->max_concurrency, .temperature = o->temperature,
                                .extra_body = o->extra_body, .timeout_s = o->timeout_s, .progress = o->progress};
     double duration = 0;
+    if (!rc && o->num_warmups > 0) {
+        /* Warm-up: the first prompts one after another, results dropped. */
+        const int nw = o->num_warmups < n ? (int)o->num_warmups : n;
+        bench_run_opts wo = ro;
+        wo.max_concurrency = 1;
+        wo.progress = false;
+        fprintf(stderr, "cllm bench serve: %d warm-up request%s\n", nw, nw == 1 ? "" : "s");
+        const double zero[1] = {0};
+        for (int i = 0; i < nw && !rc; i++) {
+            bench_stream ws;
+            double wd;
+            if (bench_run(&wo, &items[i], 1, zero, &ws, &wd)) rc = 1;
+            else if (!bench_stream_ok(&ws))
+                fprintf(stderr, "cllm bench serve: warm-up request failed: %s\n", ws.error ? ws.error : "?");
+            bench_stream_free(&ws);
+        }
+    }
     if (!rc) {
         fprintf(stderr, "cllm bench serve: %d requests to %s, rate %s, concurrency %s\n", n, url,
                 isinf(o->request_rate) ? "inf" : "Poisson", o->max_concurrency ? "limited" : "unlimited");

@@ -472,3 +472,16 @@ def test_against_cllm_serve(cllm_bin, run_cllm, model_factory, tmp_path):
     finally:
         srv.stop()
 
+
+
+def test_dry_run_and_warmups(run_cllm, tmp_path):
+    saved = tmp_path / "d.jsonl"
+    with StubServer() as srv:
+        p = bench(run_cllm, srv.base_url, "--num-prompts", "5", "--random-input-len", "6", "--dry-run",
+                  "--save-dataset", saved)
+        assert p.returncode == 0, p.stderr
+        assert srv.gen_count == 0 and len(saved.read_text().splitlines()) == 5
+        res, _ = run_json(run_cllm, tmp_path, srv.base_url, "--dataset-name", "jsonl", "--dataset-path", saved,
+                          "--random-output-len", "3", "--num-warmups", "2")
+        assert srv.gen_count == 7  # 2 warm-ups + 5 measured
+    assert res["completed"] == 5 and len(res["ttfts"]) == 5
