@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 
 apt_packages=(build-essential cmake pkg-config libjansson-dev libmicrohttpd-dev libpcre2-dev
               libxxhash-dev libcmocka-dev libcurl4-openssl-dev)
+apt_packages+=(gnuplot-nox)  # PNG charts of `cllm bench serve --plot` / `cllm bench plot`
 missing=()
 for p in "${apt_packages[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
