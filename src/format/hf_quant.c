@@ -38,6 +38,7 @@ size_t gq_layer_row_bytes(const gq_layer *l) {
 }
 
 int gq_layer_check(const gq_layer *l, bool awq, const char *what) {
+    if (l->bits != 4 && l->bits != 8) return err_set("%s: %d-bit checkpoints are not supported (4, 8)", what, l->bits);
     if (gq_layer_type(l) < 0)
         return err_set("%s: %d-bit groups of %d are not a supported GQ format", what, l->bits, l->group_size);
     if (l->n_in <= 0 || l->n_out <= 0) return err_set("%s: empty layer", what);

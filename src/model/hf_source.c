@@ -237,7 +237,7 @@ static int add_linear(const hf_source *s, tensor_table *tt, const char *gguf_bas
     snprintf(gguf, sizeof gguf, "%s.weight", gguf_base);
     snprintf(name, sizeof name, "%s.qweight", base);
     const st_tensor *qw = st_find(s->st, name);
-    if (qw) return add_quantized(s, tt, gguf, base, qw, cfg) ? err_prefix("%s: ", base) : 0;
+    if (qw) return add_quantized(s, tt, gguf, base, qw, cfg);
     snprintf(name, sizeof name, "%s.weight", base);
     const st_tensor *w = st_find(s->st, name);
     return w ? add_matrix(tt, gguf, w) : 0; /* absent: the binder names what is missing */

@@ -48,9 +48,10 @@ static int bind_weight(model *m, weight *w, const char *name, int64_t n_in, int6
     if (!t) return required ? -1 : 0;
     char buf[256];
     if (t->n_dims > 2 || t->ne[0] != n_in || t->ne[1] != n_out)
-        return err_set("tensor '%s' has shape [%" PRId64 ", %" PRId64 ", %" PRId64 "], expected [%" PRId64
-                       ", %" PRId64 "] (input, output)",
-                       file_name(m, name, buf, sizeof buf), t->ne[0], t->ne[1], t->ne[2], n_in, n_out);
+        return err_set("tensor '%s' has shape [%" PRId64 ", %" PRId64 "%s], expected [%" PRId64 ", %" PRId64
+                       "] (input, output)",
+                       file_name(m, name, buf, sizeof buf), t->ne[0], t->ne[1], t->n_dims > 2 ? ", ..." : "", n_in,
+                       n_out);
     if (check_type(m, t, true)) return -1;
     w->name = t->name;
     w->data = t->data;
@@ -150,6 +151,40 @@ static void count_params(model *m) {
 
 /* --- sources ----------------------------------------------------------------- */
 
+/* An I32 tensor "<name>.perm" holds the input column order of an act-order
+ * GQ tensor <name> (kernels/qgroup.h): attach it as that tensor's perm, after
+ * checking it is a permutation of its row. */
+static int attach_perms(model *m) {
+    for (int64_t i = 0; i < m->tensors.n; i++) {
+        const model_tensor *p = &m->tensors.v[i];
+        const size_t len = strlen(p->name);
+        if (len < 6 || strcmp(p->name + len - 5, ".perm")) continue;
+        char base_name[300];
+        snprintf(base_name, sizeof base_name, "%.*s", (int)(len - 5), p->name);
+        /* The table owns its entries; find returns them const for binders. */
+        model_tensor *base = (model_tensor *)tensors_find(&m->tensors, base_name);
+        if (!base) return err_set("tensor '%s' permutes a tensor the file does not have", p->name);
+        const int64_t n = base->ne[0];
+        if (p->type != 26 /* I32 */ || p->n_dims != 1 || p->ne[0] != n)
+            return err_set("tensor '%s' must be an I32 vector of %" PRId64 " elements", p->name, n);
+        uint8_t *seen = calloc((size_t)n, 1);
+        if (!seen) return err_set("out of memory");
+        const int32_t *perm = p->data;
+        for (int64_t k = 0; k < n; k++) {
+            int32_t v;
+            memcpy(&v, perm + k, sizeof v);
+            if (v < 0 || v >= n || seen[v]) {
+                free(seen);
+                return err_set("tensor '%s' is not a permutation of 0..%" PRId64, p->name, n - 1);
+            }
+            seen[v] = 1;
+        }
+        free(seen);
+        base->perm = perm;
+    }
+    return 0;
+}
+
 static int load_gguf(model *m, const char *path) {
     m->gguf = gguf_open(path);
     if (!m->gguf) return -1;
@@ -158,7 +193,7 @@ static int load_gguf(model *m, const char *path) {
         const gguf_tensor_info *t = gguf_tensor_at(m->gguf, i);
         if (!tensors_add(&m->tensors, t->name, t->type, t->n_dims, t->ne, t->data, t->nbytes)) return -1;
     }
-    if (tensors_finish(&m->tensors) || bind_all(m)) return -1;
+    if (tensors_finish(&m->tensors) || attach_perms(m) || bind_all(m)) return -1;
     m->tok = tokenizer_from_gguf(m->gguf);
     if (!m->tok) return -1;
     gguf_str s;

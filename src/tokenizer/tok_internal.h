@@ -100,7 +100,7 @@ struct tokenizer {
     int32_t bos, eos, eot, eom, unk, pad;
     bool add_bos, add_eos, add_space_prefix;
     /* Hugging Face Metaspace: the space prefix only at the start of the text
-     * (prepend_scheme "first"), and never before a space. */
+     * (prepend_scheme "first"), and never before a space or a U+2581. */
     bool space_prefix_first, space_prefix_not_before_space;
     int32_t *eog;          /* sorted */
     int n_eog;

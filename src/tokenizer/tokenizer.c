@@ -488,7 +488,8 @@ int tokenizer_encode(const tokenizer *t, const char *text, size_t len, bool add_
             prev_special = true;
         } else if (t->kind == TOK_KIND_SPM) {
             bool prefix = t->add_space_prefix && prev_special && (!t->space_prefix_first || f.off == 0) &&
-                          !(t->space_prefix_not_before_space && text[f.off] == ' ');
+                          !(t->space_prefix_not_before_space &&
+                            (text[f.off] == ' ' || (f.len >= 3 && !memcmp(text + f.off, "\xe2\x96\x81", 3))));
             rc = spm_encode(t, text + f.off, f.len, prefix, &v);
             prev_special = false;
         } else {

@@ -8,7 +8,9 @@
  *       dequantized row by row with the registry's to_float, act-order
  *       columns put back in their original order, and written as raw
  *       little-endian f32 [n_out][n_in] to OUT_DIR/NAME.f32; prints
- *       "NAME TYPE n_in n_out permuted|plain" per tensor. */
+ *       "NAME TYPE n_in n_out permuted|plain" per tensor.
+ *   hf_dequant --chat-template MODEL
+ *       Prints the model's chat template as loaded (nothing when it has none). */
 #include "kernels/wtype.h"
 #include "model/model.h"
 #include "util/error.h"
@@ -50,8 +52,18 @@ static int dump(const model *m, const char *name, const char *out_dir) {
 }
 
 int main(int argc, char **argv) {
+    if (argc == 3 && !strcmp(argv[1], "--chat-template")) {
+        model *m = model_load(argv[2]);
+        if (!m) {
+            fprintf(stderr, "hf_dequant: %s\n", err_get());
+            return 1;
+        }
+        if (m->chat_template) fputs(m->chat_template, stdout);
+        model_free(m);
+        return 0;
+    }
     if (argc < 4) {
-        fprintf(stderr, "usage: hf_dequant MODEL OUT_DIR NAME...\n");
+        fprintf(stderr, "usage: hf_dequant MODEL OUT_DIR NAME... | hf_dequant --chat-template MODEL\n");
         return 1;
     }
     model *m = model_load(argv[1]);
