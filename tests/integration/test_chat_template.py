@@ -8,8 +8,9 @@ requires the same bytes. Where jinja2 raises through raise_exception, ours must
 fail with the same message; where jinja2 fails otherwise, ours must fail too.
 
 The cases: the four fixture templates (tests/data/templates: Gemma 3, ChatML
-as Qwen2 writes it, Llama 3, Mistral v0.3) over many conversations, and small
-templates exercising each Jinja feature on their own.
+as Qwen2 writes it, Llama 3, Mistral v0.3) and more real ones
+(tests/data/templates/extra) over many conversations, and small templates
+exercising each Jinja feature on their own.
 """
 
 from __future__ import annotations
@@ -18,13 +19,17 @@ import itertools
 import json
 import os
 import subprocess
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
 jinja2 = pytest.importorskip("jinja2")
-from jinja2.ext import loopcontrols  # noqa: E402
+from jinja2.ext import Extension, loopcontrols  # noqa: E402
 from jinja2.sandbox import ImmutableSandboxedEnvironment  # noqa: E402
+
+# jinja2 itself warns about the unknown escape the string_escapes case uses on purpose
+pytestmark = pytest.mark.filterwarnings("ignore:invalid escape sequence:DeprecationWarning")
 
 REPO = Path(__file__).resolve().parents[2]
 TEMPLATES = REPO / "tests" / "data" / "templates"
@@ -43,12 +48,28 @@ def _tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False
                       sort_keys=sort_keys)
 
 
+class Generation(Extension):
+    """transformers' AssistantTracker without the tracking: {% generation %}
+    renders its body (as a call block, so in a scope of its own)."""
+
+    tags = {"generation"}
+
+    def parse(self, parser):
+        lineno = next(parser.stream).lineno
+        body = parser.parse_statements(["name:endgeneration"], drop_needle=True)
+        return jinja2.nodes.CallBlock(self.call_method("_generation"), [], [], body).set_lineno(lineno)
+
+    def _generation(self, caller):
+        return caller()
+
+
 def hf_environment() -> ImmutableSandboxedEnvironment:
-    """transformers' _compile_jinja_template, minus the generation tracker."""
+    """transformers' _compile_jinja_template."""
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
-                                        extensions=[loopcontrols])
+                                        extensions=[Generation, loopcontrols])
     env.filters["tojson"] = _tojson
     env.globals["raise_exception"] = _raise_exception
+    env.globals["strftime_now"] = lambda fmt: datetime.now().strftime(fmt)
     return env
 
 
@@ -177,6 +198,25 @@ def test_fixture_template(render_bin, tmp_path, template_name, messages, add_gen
                           extra):
     template = (TEMPLATES / f"{template_name}.jinja").read_text(encoding="utf-8")
     context = {"messages": messages, "add_generation_prompt": add_generation_prompt,
+               **EXTRA_CONTEXTS[extra]}
+    check_same(render_bin, tmp_path, template, context)
+
+
+EXTRA_TEMPLATES = sorted(p.name for p in (TEMPLATES / "extra").glob("*.jinja"))
+EXTRA_CASES = [
+    pytest.param(name, conv, gen, extra, id=f"{name[:-6]}-{conv}-{'gen' if gen else 'nogen'}-{extra}")
+    for name in EXTRA_TEMPLATES
+    for conv in ("user", "multi_turn", "parts", "unicode", "whitespace", "not_alternating",
+                 "tool_calls", "empty")
+    for gen, extra in ((True, "plain"), (False, "tools"))
+]
+
+
+@pytest.mark.parametrize("template_name,conv,add_generation_prompt,extra", EXTRA_CASES)
+def test_extra_template(render_bin, tmp_path, template_name, conv, add_generation_prompt, extra):
+    """More real templates (tools, namespaces, {% generation %}, strftime_now)."""
+    template = (TEMPLATES / "extra" / template_name).read_text(encoding="utf-8")
+    context = {"messages": CONVERSATIONS[conv], "add_generation_prompt": add_generation_prompt,
                **EXTRA_CONTEXTS[extra]}
     check_same(render_bin, tmp_path, template, context)
 
@@ -407,4 +447,5 @@ def test_feature(render_bin, tmp_path, name):
 
 
 def test_feature_list_is_large():
-    assert len(FIXTURE_CASES) + len(FEATURES) >= 60
+    assert len(EXTRA_TEMPLATES) >= 4
+    assert len(FIXTURE_CASES) + len(EXTRA_CASES) + len(FEATURES) >= 60
