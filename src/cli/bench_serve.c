@@ -221,7 +221,7 @@ static int run(serve_opts *o) {
         if (tok.n_vocab) fprintf(stderr, " (vocabulary of %ld)\n", tok.n_vocab);
     }
     bench_rng rng;
-    bench_rng_seed(&rng, (uint64_t)o->seed);
+    rng_seed(&rng, (uint64_t)o->seed);
     bench_item *items = NULL;
     const int n = bench_dataset_build(&o->ds, &tok, &rng, &items);
     bench_tok_close(&tok);
@@ -243,7 +243,7 @@ static int run(serve_opts *o) {
     bench_req *reqs = calloc((size_t)(n + 1), sizeof *reqs);
     if (!arrivals || !streams || !reqs) rc = 1;
     bench_rng arr_rng;
-    bench_rng_seed(&arr_rng, (uint64_t)o->seed ^ 0x5eedA77173A15ull); /* arrivals do not shift with the dataset */
+    rng_seed(&arr_rng, (uint64_t)o->seed ^ 0x5eedA77173A15ull); /* arrivals do not shift with the dataset */
     if (!rc) bench_arrivals(&arr_rng, o->request_rate, n, arrivals);
 
     char url[2048];

@@ -17,6 +17,9 @@
 #ifndef CLLM_CLI_BENCH_SERVE_H
 #define CLLM_CLI_BENCH_SERVE_H
 
+#include "engine/sampler.h"
+#include "server/buf.h"
+
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -29,13 +32,10 @@
 typedef void (*sse_event_fn)(void *user, const char *data, size_t len);
 
 typedef struct {
-    char *line; /* the line being read */
-    size_t line_len, line_cap;
-    char *data; /* the event being read: its data lines so far */
-    size_t data_len, data_cap;
+    buf line; /* the line being read */
+    buf data; /* the event being read: its data lines so far */
     bool has_data;
     bool last_cr; /* the previous byte was '\r': a following '\n' belongs to it */
-    bool oom;
     sse_event_fn on_event;
     void *user;
 } sse_parser;
@@ -46,6 +46,8 @@ void sse_feed(sse_parser *p, const char *bytes, size_t n);
 /* End of stream: an event whose blank line never came is delivered too. */
 void sse_finish(sse_parser *p);
 void sse_free(sse_parser *p);
+/* Whether an allocation failed (the stream cannot be trusted after that). */
+bool sse_oom(const sse_parser *p);
 
 /* What one request saw, filled by bench_chunk_apply as events arrive. */
 typedef struct {
@@ -112,14 +114,9 @@ json_t *bench_result_json(const bench_summary *s, const bench_req *reqs, int n);
 
 /* ---- random numbers and arrivals ---- */
 
-typedef struct {
-    uint64_t s[2];
-} bench_rng;
+/* The engine's seeded generator (xoshiro256**): rng_seed, rng_next, rng_uniform. */
+typedef rng_state bench_rng;
 
-void bench_rng_seed(bench_rng *r, uint64_t seed);
-uint64_t bench_rng_next(bench_rng *r);
-/* Uniform in [0, 1). */
-double bench_rng_uniform(bench_rng *r);
 /* Uniform integer in [lo, hi]. */
 long bench_rng_range(bench_rng *r, long lo, long hi);
 /* Arrival times (seconds from start) of n requests: a Poisson process of

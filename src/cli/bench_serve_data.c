@@ -1,7 +1,7 @@
 /* What `cllm bench serve` sends, and when.
  *
- * Arrivals: a Poisson process (exponential gaps of mean 1/rate) from a seeded
- * xoroshiro128+ generator, so a seed gives the same schedule everywhere.
+ * Arrivals: a Poisson process (exponential gaps of mean 1/rate) from the
+ * engine's seeded generator, so a seed gives the same schedule everywhere.
  *
  * Datasets:
  *   random             prompts of random tokens, as vLLM's RandomDataset: draw
@@ -24,6 +24,7 @@
  * For completions the wanted length counts the tokens the server adds itself
  * (BOS), as vLLM does; the report uses the server's own usage numbers. */
 #include "cli/bench_serve.h"
+#include "server/buf.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -31,35 +32,9 @@
 
 /* ---- random numbers ---- */
 
-static uint64_t splitmix64(uint64_t *x) {
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-void bench_rng_seed(bench_rng *r, uint64_t seed) {
-    r->s[0] = splitmix64(&seed);
-    r->s[1] = splitmix64(&seed);
-}
-
-static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
-uint64_t bench_rng_next(bench_rng *r) {
-    const uint64_t s0 = r->s[0];
-    uint64_t s1 = r->s[1];
-    const uint64_t out = s0 + s1;
-    s1 ^= s0;
-    r->s[0] = rotl(s0, 24) ^ s1 ^ (s1 << 16);
-    r->s[1] = rotl(s1, 37);
-    return out;
-}
-
-double bench_rng_uniform(bench_rng *r) { return (double)(bench_rng_next(r) >> 11) * 0x1.0p-53; }
-
 long bench_rng_range(bench_rng *r, long lo, long hi) {
     if (hi <= lo) return lo;
-    return lo + (long)(bench_rng_next(r) % (uint64_t)(hi - lo + 1));
+    return lo + (long)(rng_next(r) % (uint64_t)(hi - lo + 1));
 }
 
 void bench_arrivals(bench_rng *r, double rate, int n, double *out) {
@@ -70,7 +45,7 @@ void bench_arrivals(bench_rng *r, double rate, int n, double *out) {
             continue;
         }
         out[i] = t;
-        t += -log(1.0 - bench_rng_uniform(r)) / rate;
+        t += -log(1.0 - rng_uniform(r)) / rate;
     }
 }
 
@@ -102,43 +77,15 @@ static const char *const WORDS[] = {
 };
 #define N_WORDS ((long)(sizeof WORDS / sizeof *WORDS))
 
-typedef struct {
-    char *s;
-    size_t len, cap;
-    bool oom;
-} sbuf;
-
-static void sb_add(sbuf *b, const char *s, size_t n) {
-    if (b->oom) return;
-    if (b->len + n + 1 > b->cap) {
-        size_t c = b->cap ? b->cap : 256;
-        while (c < b->len + n + 1) c *= 2;
-        char *ns = realloc(b->s, c);
-        if (!ns) {
-            b->oom = true;
-            return;
-        }
-        b->s = ns;
-        b->cap = c;
-    }
-    memcpy(b->s + b->len, s, n);
-    b->len += n;
-    b->s[b->len] = '\0';
-}
-
 static char *random_words(bench_rng *r, long n) {
-    sbuf b = {0};
-    sb_add(&b, "", 0);
+    buf b = {0};
+    buf_append(&b, "", 0);
     for (long i = 0; i < n; i++) {
-        const char *w = WORDS[bench_rng_range(r, 0, N_WORDS - 1)];
-        if (i) sb_add(&b, " ", 1);
-        sb_add(&b, w, strlen(w));
+        if (i) buf_puts(&b, " ");
+        buf_puts(&b, WORDS[bench_rng_range(r, 0, N_WORDS - 1)]);
     }
-    if (b.oom) {
-        free(b.s);
-        return NULL;
-    }
-    return b.s;
+    if (b.oom) buf_free(&b);
+    return b.data;
 }
 
 /* Raw text of roughly n tokens: random ids from the vocabulary (skipping the
@@ -180,17 +127,17 @@ static char *random_text(bench_tok *t, bench_rng *r, long want, long *got) {
     for (int round = 0; text && m >= 0 && m < want && round < 8; round++) { /* too short: add more */
         char *more = raw_text(t, r, (want - m) * 2 + 8);
         if (!more) break;
-        sbuf b = {0};
-        sb_add(&b, text, strlen(text));
-        if (t->n_vocab <= 0) sb_add(&b, " ", 1);
-        sb_add(&b, more, strlen(more));
+        buf b = {0};
+        buf_puts(&b, text);
+        if (t->n_vocab <= 0) buf_puts(&b, " ");
+        buf_puts(&b, more);
         free(more);
         if (b.oom) {
-            free(b.s);
+            buf_free(&b);
             break;
         }
         free(text);
-        text = b.s;
+        text = b.data;
         m = count_tokens(t, text, strlen(text));
     }
     if (!text || m < 0) {
@@ -253,18 +200,18 @@ static int prefix_dataset(const bench_dataset_opts *o, bench_tok *t, bench_rng *
         const long k = i % np;
         long slen;
         char *suffix = random_text(t, r, o->suffix_len, &slen);
-        sbuf b = {0};
-        sb_add(&b, prefix[k], strlen(prefix[k]));
-        if (suffix && (t->style == TOK_NONE || (b.len && b.s[b.len - 1] != ' ' && suffix[0] != ' ')))
-            sb_add(&b, " ", 1);
-        if (suffix) sb_add(&b, suffix, strlen(suffix));
+        buf b = {0};
+        buf_puts(&b, prefix[k]);
+        if (suffix && (t->style == TOK_NONE || (b.len && b.data[b.len - 1] != ' ' && suffix[0] != ' ')))
+            buf_puts(&b, " ");
+        if (suffix) buf_puts(&b, suffix);
         free(suffix);
         if (!suffix || b.oom) {
-            free(b.s);
+            buf_free(&b);
             rc = -1;
             break;
         }
-        items[i].prompt = b.s;
+        items[i].prompt = b.data;
         items[i].input_len = plen[k] >= 0 && slen >= 0 ? plen[k] + slen + special : -1;
         items[i].output_len = o->output_len;
     }

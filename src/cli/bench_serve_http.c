@@ -20,28 +20,11 @@
 
 /* ---- blocking JSON calls ---- */
 
-typedef struct {
-    char *data;
-    size_t len, cap, limit;
-} membuf;
-
-static size_t membuf_write(char *ptr, size_t size, size_t nmemb, void *user) {
-    membuf *b = user;
-    const size_t n = size * nmemb;
-    size_t take = n;
-    if (b->limit && b->len + take > b->limit) take = b->len < b->limit ? b->limit - b->len : 0;
-    if (b->len + take + 1 > b->cap) {
-        size_t c = b->cap ? b->cap : 1024;
-        while (c < b->len + take + 1) c *= 2;
-        char *nd = realloc(b->data, c);
-        if (!nd) return 0;
-        b->data = nd;
-        b->cap = c;
-    }
-    memcpy(b->data + b->len, ptr, take);
-    b->len += take;
-    b->data[b->len] = '\0';
-    return n;
+/* libcurl write callback into a buf. */
+static size_t to_buf(char *ptr, size_t size, size_t nmemb, void *user) {
+    buf *b = user;
+    buf_append(b, ptr, size * nmemb);
+    return b->oom ? 0 : size * nmemb;
 }
 
 static struct curl_slist *json_headers(const char *api_key) {
@@ -60,14 +43,14 @@ json_t *bench_http_json(void *curl, const char *url, const char *api_key, const 
     *status = 0;
     char *payload = body ? json_dumps(body, JSON_COMPACT) : NULL;
     if (body && !payload) return NULL;
-    membuf out = {0};
+    buf out = {0};
     struct curl_slist *hdrs = json_headers(api_key);
     curl_easy_reset(h);
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_TIMEOUT, 60L);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, membuf_write);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, to_buf);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &out);
     if (payload) curl_easy_setopt(h, CURLOPT_POSTFIELDS, payload);
     json_t *j = NULL;
@@ -77,7 +60,7 @@ json_t *bench_http_json(void *curl, const char *url, const char *api_key, const 
     }
     curl_slist_free_all(hdrs);
     free(payload);
-    free(out.data);
+    buf_free(&out);
     return j;
 }
 
@@ -218,7 +201,7 @@ typedef struct {
     char *body;
     sse_parser sse;
     bench_stream *st;
-    membuf errbody; /* the body of a reply that is not 200 */
+    buf errbody; /* the body of a reply that is not 200 (its first 4 KiB) */
     double t0;
 } inflight;
 
@@ -233,9 +216,12 @@ static size_t on_bytes(char *ptr, size_t size, size_t nmemb, void *user) {
     inflight *f = user;
     const size_t n = size * nmemb;
     if (f->st->http_status == 0) curl_easy_getinfo(f->h, CURLINFO_RESPONSE_CODE, &f->st->http_status);
-    if (f->st->http_status != 200) return membuf_write(ptr, size, nmemb, &f->errbody);
+    if (f->st->http_status != 200) {
+        if (f->errbody.len < 4096) buf_append(&f->errbody, ptr, n);
+        return n;
+    }
     sse_feed(&f->sse, ptr, n);
-    if (f->sse.oom) return 0; /* aborts the transfer; counted as a failure */
+    if (sse_oom(&f->sse)) return 0; /* aborts the transfer; counted as a failure */
     return n;
 }
 
@@ -262,7 +248,7 @@ static json_t *request_body(const bench_run_opts *o, const bench_item *it) {
 
 static int start_request(CURLM *multi, const bench_run_opts *o, const bench_item *it, bench_stream *st,
                          inflight *f, double t0) {
-    *f = (inflight){.st = st, .t0 = t0, .errbody = {.limit = 4096}};
+    *f = (inflight){.st = st, .t0 = t0};
     json_t *body = request_body(o, it);
     f->body = json_dumps(body, JSON_COMPACT);
     json_decref(body);
@@ -302,7 +288,7 @@ static void finish_request(CURLM *multi, inflight *f, CURLcode res) {
     if (st->http_status == 0) curl_easy_getinfo(f->h, CURLINFO_RESPONSE_CODE, &st->http_status);
     st->t_end = since(f->t0);
     if (res != CURLE_OK && !(res == CURLE_WRITE_ERROR && st->error)) {
-        if (f->sse.oom) bench_stream_fail(st, "out of memory reading the stream");
+        if (sse_oom(&f->sse)) bench_stream_fail(st, "out of memory reading the stream");
         else if (st->http_status != 200 && st->http_status != 0) http_failure(f);
         else bench_stream_fail(st, "transport: %s", curl_easy_strerror(res));
     } else if (st->http_status != 200) {
@@ -318,7 +304,7 @@ static void finish_request(CURLM *multi, inflight *f, CURLcode res) {
     curl_easy_cleanup(f->h);
     curl_slist_free_all(f->hdrs);
     free(f->body);
-    free(f->errbody.data);
+    buf_free(&f->errbody);
     sse_free(&f->sse);
     f->h = NULL;
 }

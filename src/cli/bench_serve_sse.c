@@ -6,48 +6,36 @@
  * /v1/chat/completions (choices[].delta.content), the usage chunk that
  * stream_options.include_usage asks for, `[DONE]`, or an error object. */
 #include "cli/bench_serve.h"
+#include "server/buf.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static bool grow(char **buf, size_t *cap, size_t need) {
-    if (need <= *cap) return true;
-    size_t c = *cap ? *cap : 256;
-    while (c < need) c *= 2;
-    char *nb = realloc(*buf, c);
-    if (!nb) return false;
-    *buf = nb;
-    *cap = c;
-    return true;
-}
-
 void sse_init(sse_parser *p, sse_event_fn fn, void *user) {
     *p = (sse_parser){.on_event = fn, .user = user};
 }
 
 void sse_free(sse_parser *p) {
-    free(p->line);
-    free(p->data);
-    p->line = p->data = NULL;
-    p->line_cap = p->data_cap = p->line_len = p->data_len = 0;
+    buf_free(&p->line);
+    buf_free(&p->data);
 }
 
 static void dispatch(sse_parser *p) {
-    if (p->has_data) {
-        size_t n = p->data_len;
-        if (n && p->data[n - 1] == '\n') n--; /* the spec drops the last line feed */
-        p->data[n] = '\0';
-        p->on_event(p->user, p->data, n);
+    if (p->has_data && !p->data.oom) {
+        size_t n = p->data.len;
+        if (n && p->data.data[n - 1] == '\n') n--; /* the spec drops the last line feed */
+        p->data.data[n] = '\0';
+        p->on_event(p->user, p->data.data, n);
     }
-    p->data_len = 0;
+    buf_reset(&p->data);
     p->has_data = false;
 }
 
 static void process_line(sse_parser *p) {
-    const char *l = p->line;
-    const size_t n = p->line_len;
+    const char *l = p->line.data;
+    const size_t n = p->line.len;
     if (n == 0) {
         dispatch(p);
         return;
@@ -58,14 +46,8 @@ static void process_line(sse_parser *p) {
     if (name_len != 4 || memcmp(l, "data", 4)) return; /* event:, id:, retry: do not matter here */
     const char *v = colon ? colon + 1 : l + n;
     if (v < l + n && *v == ' ') v++;
-    const size_t vlen = (size_t)(l + n - v);
-    if (!grow(&p->data, &p->data_cap, p->data_len + vlen + 2)) {
-        p->oom = true;
-        return;
-    }
-    memcpy(p->data + p->data_len, v, vlen);
-    p->data_len += vlen;
-    p->data[p->data_len++] = '\n';
+    buf_append(&p->data, v, (size_t)(l + n - v));
+    buf_puts(&p->data, "\n");
     p->has_data = true;
 }
 
@@ -79,24 +61,26 @@ void sse_feed(sse_parser *p, const char *bytes, size_t n) {
         if (c == '\r' || c == '\n') {
             p->last_cr = c == '\r';
             process_line(p);
-            p->line_len = 0;
+            buf_reset(&p->line);
             continue;
         }
-        if (!grow(&p->line, &p->line_cap, p->line_len + 1)) {
-            p->oom = true;
-            return;
-        }
-        p->line[p->line_len++] = c;
+        /* the bytes up to the next line end in one append */
+        size_t j = i + 1;
+        while (j < n && bytes[j] != '\r' && bytes[j] != '\n') j++;
+        buf_append(&p->line, bytes + i, j - i);
+        i = j - 1;
     }
 }
 
 void sse_finish(sse_parser *p) {
-    if (p->line_len) {
+    if (p->line.len) {
         process_line(p);
-        p->line_len = 0;
+        buf_reset(&p->line);
     }
     dispatch(p);
 }
+
+bool sse_oom(const sse_parser *p) { return p->line.oom || p->data.oom; }
 
 /* ---- one request's stream ---- */
 
