@@ -1,6 +1,7 @@
-/* The chat-template arena and the byte buffer built on it. A parse and a
- * render each allocate everything from one arena and free it in one call; the
- * arena's budget turns a template that would exhaust memory into an error. */
+/* The chat-template arena and what is built on it: the byte buffer and the
+ * table of named values. A parse and a render each allocate everything from
+ * one arena and free it in one call; the arena's budget turns a template that
+ * would exhaust memory into an error. */
 #include "tokenizer/template_internal.h"
 
 #include <stdarg.h>
@@ -81,7 +82,8 @@ void *ar_alloc(tpl_arena *a, size_t n) {
 void *ar_grow(tpl_arena *a, void *p, size_t *cap, size_t need, size_t size) {
     if (need <= *cap) return p;
     size_t ncap = *cap ? *cap * 2 : 8;
-    while (ncap < need) ncap *= 2;
+    while (ncap < need)
+        ncap *= 2;
     if (ncap > SIZE_MAX / size) {
         err_set("chat template: memory limit exceeded");
         return NULL;
@@ -93,9 +95,41 @@ void *ar_grow(tpl_arena *a, void *p, size_t *cap, size_t need, size_t size) {
     return q;
 }
 
-bool tstr_eq(tstr a, tstr b) { return a.n == b.n && (a.n == 0 || memcmp(a.p, b.p, a.n) == 0); }
+int tvars_set(tpl_arena *a, tvars *t, tstr name, tv v) {
+    for (size_t i = 0; i < t->n; i++)
+        if (tstr_eq(t->k[i], name)) {
+            t->v[i] = v;
+            return 0;
+        }
+    size_t kcap = t->cap, vcap = t->cap;
+    tstr *k = ar_grow(a, t->k, &kcap, t->n + 1, sizeof *k);
+    if (!k) return -1;
+    t->k = k;
+    tv *vv = ar_grow(a, t->v, &vcap, t->n + 1, sizeof *vv);
+    if (!vv) return -1;
+    t->v = vv;
+    t->cap = kcap;
+    t->k[t->n] = name;
+    t->v[t->n++] = v;
+    return 0;
+}
 
-bool tstr_eqc(tstr a, const char *c) { return tstr_eq(a, tstr_c(c)); }
+bool tvars_get(const tvars *t, tstr name, tv *out) {
+    for (size_t i = t->n; i-- > 0;)
+        if (tstr_eq(t->k[i], name)) {
+            *out = t->v[i];
+            return true;
+        }
+    return false;
+}
+
+bool tstr_eq(tstr a, tstr b) {
+    return a.n == b.n && (a.n == 0 || memcmp(a.p, b.p, a.n) == 0);
+}
+
+bool tstr_eqc(tstr a, const char *c) {
+    return tstr_eq(a, tstr_c(c));
+}
 
 /* --- sbuf -------------------------------------------------------------------- */
 
@@ -112,7 +146,8 @@ int sb_put(sbuf *b, const void *s, size_t n) {
         return err_set("chat template: output limit exceeded (%zu MiB)", b->limit >> 20);
     if (b->n + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 64;
-        while (cap < b->n + n + 1) cap *= 2;
+        while (cap < b->n + n + 1)
+            cap *= 2;
         char *q = ar_alloc(b->ar, cap);
         if (!q) return -1;
         if (b->n) memcpy(q, b->p, b->n);
@@ -125,9 +160,13 @@ int sb_put(sbuf *b, const void *s, size_t n) {
     return 0;
 }
 
-int sb_putc(sbuf *b, char c) { return sb_put(b, &c, 1); }
+int sb_putc(sbuf *b, char c) {
+    return sb_put(b, &c, 1);
+}
 
-int sb_puts(sbuf *b, const char *s) { return sb_put(b, s, strlen(s)); }
+int sb_puts(sbuf *b, const char *s) {
+    return sb_put(b, s, strlen(s));
+}
 
 int sb_printf(sbuf *b, const char *fmt, ...) {
     char tmp[512];

@@ -4,6 +4,7 @@
  * edit (tests/unit/test_template.c checks the two are identical). */
 #include "tokenizer/template.h"
 
+/* clang-format off */
 #include <string.h>
 
 /* Gemma 3 (google/gemma-3-*-it tokenizer_config.json) */

@@ -21,9 +21,7 @@
 
 typedef struct scope {
     struct scope *parent;
-    size_t n, cap;
-    tstr *k;
-    tv *v;
+    tvars vars;
     bool captured; /* a macro's closure: must outlive its block */
 } scope;
 
@@ -39,7 +37,9 @@ struct tpl_rt {
     tv filter_input; /* the body of a filter block or set block */
 };
 
-tpl_arena *rt_arena(tpl_rt *r) { return r->ar; }
+tpl_arena *rt_arena(tpl_rt *r) {
+    return r->ar;
+}
 
 int rt_error(tpl_rt *r, const node *at, const char *fmt, ...) {
     char msg[768];
@@ -79,8 +79,7 @@ int rt_step(tpl_rt *r, const node *at) {
 }
 
 static int enter(tpl_rt *r, const node *at) {
-    if (++r->depth > TPL_MAX_EVAL_DEPTH)
-        return rt_error(r, at, "maximum recursion depth exceeded");
+    if (++r->depth > TPL_MAX_EVAL_DEPTH) return rt_error(r, at, "maximum recursion depth exceeded");
     return 0;
 }
 
@@ -94,36 +93,18 @@ static scope *scope_new(tpl_rt *r, scope *parent) {
 
 /* A macro or call block keeps its scope chain alive. */
 static void scope_capture(scope *s) {
-    for (; s && !s->captured; s = s->parent) s->captured = true;
+    for (; s && !s->captured; s = s->parent)
+        s->captured = true;
 }
 
 static bool scope_lookup(const scope *s, tstr name, tv *out) {
     for (; s; s = s->parent)
-        for (size_t i = s->n; i-- > 0;)
-            if (tstr_eq(s->k[i], name)) {
-                *out = s->v[i];
-                return true;
-            }
+        if (tvars_get(&s->vars, name, out)) return true;
     return false;
 }
 
 static int scope_set(tpl_rt *r, scope *s, tstr name, tv v) {
-    for (size_t i = 0; i < s->n; i++)
-        if (tstr_eq(s->k[i], name)) {
-            s->v[i] = v;
-            return 0;
-        }
-    size_t kcap = s->cap, vcap = s->cap;
-    tstr *k = ar_grow(r->ar, s->k, &kcap, s->n + 1, sizeof *k);
-    if (!k) return -1;
-    s->k = k;
-    tv *vv = ar_grow(r->ar, s->v, &vcap, s->n + 1, sizeof *vv);
-    if (!vv) return -1;
-    s->v = vv;
-    s->cap = kcap;
-    s->k[s->n] = name;
-    s->v[s->n++] = v;
-    return 0;
+    return tvars_set(r->ar, &s->vars, name, v);
 }
 
 /* --- attribute and item access --------------------------------------------------- */
@@ -162,7 +143,8 @@ static int loop_changed(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
     tloop *l = self.u.loop;
     tlist *vals = tl_new(r->ar, (size_t)a->n);
     if (!vals) return -1;
-    for (int i = 0; i < a->n; i++) vals->v[i] = a->pos[i];
+    for (int i = 0; i < a->n; i++)
+        vals->v[i] = a->pos[i];
     tv now = tv_list(vals, LIST_TUPLE);
     bool same = false;
     if (l->has_changed && tv_equal(r, l->last_changed, now, &same)) return -1;
@@ -185,22 +167,34 @@ static tv make_func(tpl_rt *r, tpl_func_fn fn, const char *name, tv self) {
 static bool loop_attr(tpl_rt *r, tv obj, tstr name, tv *out) {
     tloop *l = obj.u.loop;
     size_t i = l->index, n = l->items->n;
-    if (tstr_eqc(name, "index")) *out = tv_int((int64_t)i + 1);
-    else if (tstr_eqc(name, "index0")) *out = tv_int((int64_t)i);
-    else if (tstr_eqc(name, "revindex")) *out = tv_int((int64_t)(n - i));
-    else if (tstr_eqc(name, "revindex0")) *out = tv_int((int64_t)(n - i - 1));
-    else if (tstr_eqc(name, "first")) *out = tv_bool(i == 0);
-    else if (tstr_eqc(name, "last")) *out = tv_bool(i + 1 == n);
-    else if (tstr_eqc(name, "length")) *out = tv_int((int64_t)n);
-    else if (tstr_eqc(name, "depth")) *out = tv_int(1);
-    else if (tstr_eqc(name, "depth0")) *out = tv_int(0);
+    if (tstr_eqc(name, "index"))
+        *out = tv_int((int64_t)i + 1);
+    else if (tstr_eqc(name, "index0"))
+        *out = tv_int((int64_t)i);
+    else if (tstr_eqc(name, "revindex"))
+        *out = tv_int((int64_t)(n - i));
+    else if (tstr_eqc(name, "revindex0"))
+        *out = tv_int((int64_t)(n - i - 1));
+    else if (tstr_eqc(name, "first"))
+        *out = tv_bool(i == 0);
+    else if (tstr_eqc(name, "last"))
+        *out = tv_bool(i + 1 == n);
+    else if (tstr_eqc(name, "length"))
+        *out = tv_int((int64_t)n);
+    else if (tstr_eqc(name, "depth"))
+        *out = tv_int(1);
+    else if (tstr_eqc(name, "depth0"))
+        *out = tv_int(0);
     else if (tstr_eqc(name, "previtem"))
         *out = i > 0 ? l->items->v[i - 1] : rt_undef(r, "there is no previous item");
     else if (tstr_eqc(name, "nextitem"))
         *out = i + 1 < n ? l->items->v[i + 1] : rt_undef(r, "there is no next item");
-    else if (tstr_eqc(name, "cycle")) *out = make_func(r, loop_cycle, "cycle", obj);
-    else if (tstr_eqc(name, "changed")) *out = make_func(r, loop_changed, "changed", obj);
-    else return false;
+    else if (tstr_eqc(name, "cycle"))
+        *out = make_func(r, loop_cycle, "cycle", obj);
+    else if (tstr_eqc(name, "changed"))
+        *out = make_func(r, loop_changed, "changed", obj);
+    else
+        return false;
     return true;
 }
 
@@ -208,17 +202,15 @@ static bool loop_attr(tpl_rt *r, tv obj, tstr name, tv *out) {
 static bool python_attr(tpl_rt *r, tv obj, tstr name, tv *out) {
     switch (obj.kind) {
     case TV_NS:
-        for (size_t i = 0; i < obj.u.ns->n; i++)
-            if (tstr_eq(obj.u.ns->k[i], name)) {
-                *out = obj.u.ns->v[i];
-                return true;
-            }
-        return false;
-    case TV_LOOP: return loop_attr(r, obj, name, out);
+        return tvars_get(&obj.u.ns->attrs, name, out);
+    case TV_LOOP:
+        return loop_attr(r, obj, name, out);
     case TV_STR:
     case TV_DICT:
-    case TV_LIST: return tpl_method_find(r, obj, name, out);
-    default: return false;
+    case TV_LIST:
+        return tpl_method_find(r, obj, name, out);
+    default:
+        return false;
     }
 }
 
@@ -252,7 +244,8 @@ int rt_getitem(tpl_rt *r, const node *at, tv obj, tv key, tv *out) {
         if (idx < 0) idx += n;
         if (idx >= 0 && idx < n) {
             size_t i = 0;
-            for (int64_t k = 0; k < idx; k++) utf8_next(obj.u.s.p, obj.u.s.n, &i);
+            for (int64_t k = 0; k < idx; k++)
+                utf8_next(obj.u.s.p, obj.u.s.n, &i);
             size_t start = i;
             utf8_next(obj.u.s.p, obj.u.s.n, &i);
             *out = tv_str((tstr){obj.u.s.p + start, i - start});
@@ -307,7 +300,8 @@ static int eval_args(tpl_rt *r, scope *s, const callargs *c, targs *a) {
     if (n && !(a->pos = ar_alloc(r->ar, n * sizeof(tv)))) return -1;
     for (int i = 0; i < c->pos.n; i++)
         if (eval(r, s, c->pos.v[i], &a->pos[a->n++])) return -1;
-    for (size_t i = 0; extra && i < extra->n; i++) a->pos[a->n++] = extra->v[i];
+    for (size_t i = 0; extra && i < extra->n; i++)
+        a->pos[a->n++] = extra->v[i];
     size_t cap = 0;
     for (int i = 0; i < c->nkw; i++) {
         tv v;
@@ -320,7 +314,8 @@ static int eval_args(tpl_rt *r, scope *s, const callargs *c, targs *a) {
             return rt_error(r, c->dstar, "argument after ** must be a mapping, not %s",
                             tv_type_name(v));
         for (size_t i = 0; i < v.u.d->n; i++) {
-            if (v.u.d->k[i].kind != TV_STR) return rt_error(r, c->dstar, "keywords must be strings");
+            if (v.u.d->k[i].kind != TV_STR)
+                return rt_error(r, c->dstar, "keywords must be strings");
             if (targs_push_kw(r, a, &cap, v.u.d->k[i].u.s, v.u.d->v[i])) return -1;
         }
     }
@@ -330,10 +325,14 @@ static int eval_args(tpl_rt *r, scope *s, const callargs *c, targs *a) {
 int rt_call(tpl_rt *r, const node *at, tv fn, targs *a, tv *out) {
     if (rt_step(r, at)) return -1;
     switch (fn.kind) {
-    case TV_MACRO: return call_macro(r, at, fn.u.m, a, out);
-    case TV_FUNC: return fn.u.fn->fn(r, at, fn.u.fn->self, a, out);
-    case TV_UNDEF: return rt_undefined_error(r, at, fn);
-    default: return rt_error(r, at, "'%s' object is not callable", tv_type_name(fn));
+    case TV_MACRO:
+        return call_macro(r, at, fn.u.m, a, out);
+    case TV_FUNC:
+        return fn.u.fn->fn(r, at, fn.u.fn->self, a, out);
+    case TV_UNDEF:
+        return rt_undefined_error(r, at, fn);
+    default:
+        return rt_error(r, at, "'%s' object is not callable", tv_type_name(fn));
     }
 }
 
@@ -448,7 +447,9 @@ static int eval_container(tpl_rt *r, scope *s, const node *e, tv *out) {
 static int eval_inner(tpl_rt *r, scope *s, const node *e, tv *out) {
     tv a, b;
     switch (e->kind) {
-    case N_CONST: *out = e->cval; return 0;
+    case N_CONST:
+        *out = e->cval;
+        return 0;
     case N_NAME:
         if (scope_lookup(s, e->name, out)) return 0;
         if (tpl_global_find(r, e->name, out)) return 0;
@@ -456,7 +457,8 @@ static int eval_inner(tpl_rt *r, scope *s, const node *e, tv *out) {
         return 0;
     case N_LIST:
     case N_TUPLE:
-    case N_DICT: return eval_container(r, s, e, out);
+    case N_DICT:
+        return eval_container(r, s, e, out);
     case N_GETATTR:
         if (eval(r, s, e->a, &a)) return -1;
         return rt_getattr(r, e, a, e->name, out);
@@ -485,7 +487,8 @@ static int eval_inner(tpl_rt *r, scope *s, const node *e, tv *out) {
             a = r->filter_input;
         }
         if (eval_args(r, s, e->args, &args)) return -1;
-        if (!e->fn.filter) return rt_error(r, e, "no filter named '%.*s'", (int)e->name.n, e->name.p);
+        if (!e->fn.filter)
+            return rt_error(r, e, "no filter named '%.*s'", (int)e->name.n, e->name.p);
         return rt_apply_filter(r, e, e->fn.filter, a, &args, out);
     }
     case N_TEST: {
@@ -511,13 +514,16 @@ static int eval_inner(tpl_rt *r, scope *s, const node *e, tv *out) {
             return 0;
         }
         return eval(r, s, e->b, out);
-    case N_COMPARE: return eval_compare(r, s, e, out);
+    case N_COMPARE:
+        return eval_compare(r, s, e, out);
     case N_COND:
         if (eval(r, s, e->a, &a)) return -1;
         if (tv_truthy(a)) return eval(r, s, e->b, out);
         if (e->c) return eval(r, s, e->c, out);
-        *out = rt_undef(r, "the inline if-expression on line %d evaluated to false and no else "
-                           "section was defined.", e->line);
+        *out = rt_undef(r,
+                        "the inline if-expression on line %d evaluated to false and no else "
+                        "section was defined.",
+                        e->line);
         return 0;
     case N_CONCAT: {
         sbuf buf;
@@ -527,7 +533,8 @@ static int eval_inner(tpl_rt *r, scope *s, const node *e, tv *out) {
         *out = tv_str(sb_str(&buf));
         return 0;
     }
-    default: return rt_error(r, e, "this expression cannot be evaluated here");
+    default:
+        return rt_error(r, e, "this expression cannot be evaluated here");
     }
 }
 
@@ -546,23 +553,7 @@ static int assign(tpl_rt *r, scope *s, const node *target, tv v) {
         tv ns;
         if (!scope_lookup(s, target->name, &ns) || ns.kind != TV_NS)
             return rt_error(r, target, "cannot assign attribute on non-namespace object");
-        tns *n = ns.u.ns;
-        for (size_t i = 0; i < n->n; i++)
-            if (tstr_eq(n->k[i], target->name2)) {
-                n->v[i] = v;
-                return 0;
-            }
-        size_t kc = n->cap, vc = n->cap;
-        tstr *k = ar_grow(r->ar, n->k, &kc, n->n + 1, sizeof *k);
-        if (!k) return -1;
-        n->k = k;
-        tv *vv = ar_grow(r->ar, n->v, &vc, n->n + 1, sizeof *vv);
-        if (!vv) return -1;
-        n->v = vv;
-        n->cap = kc;
-        n->k[n->n] = target->name2;
-        n->v[n->n++] = v;
-        return 0;
+        return tvars_set(r->ar, &ns.u.ns->attrs, target->name2, v);
     }
     /* tuple unpacking */
     tlist *items;
@@ -657,8 +648,10 @@ static int call_macro(tpl_rt *r, const node *at, tmacro *m, targs *a, tv *out) {
         if (kw_used[k]) continue;
         if (!(def->flags & MACRO_KWARGS)) {
             if (tstr_eqc(a->kname[k], "caller")) {
-                rt_error(r, at, "macro '%s' was invoked with two values for the special 'caller' "
-                                "argument. This is most likely a bug.", mname);
+                rt_error(r, at,
+                         "macro '%s' was invoked with two values for the special 'caller' "
+                         "argument. This is most likely a bug.",
+                         mname);
             } else {
                 rt_error(r, at, "macro '%s' takes no keyword argument '%.*s'", mname,
                          (int)a->kname[k].n, a->kname[k].p);
@@ -672,7 +665,8 @@ static int call_macro(tpl_rt *r, const node *at, tmacro *m, targs *a, tv *out) {
         int extra = npos > np ? npos - np : 0;
         tlist *va = tl_new(r->ar, (size_t)extra);
         if (!va) goto done;
-        for (int i = 0; i < extra; i++) va->v[i] = a->pos[np + i];
+        for (int i = 0; i < extra; i++)
+            va->v[i] = a->pos[np + i];
         if (scope_set(r, s, tstr_c("varargs"), tv_list(va, LIST_TUPLE))) goto done;
     } else if (npos > np) {
         rt_error(r, at, "macro '%s' takes not more than %d argument(s)", mname, np);
@@ -700,8 +694,10 @@ static int exec_for(tpl_rt *r, scope *s, const node *n) {
         kept->n = 0;
         scope *fs = NULL;
         for (size_t i = 0; i < items->n; i++) {
-            if (fs && !fs->captured) fs->n = 0;
-            else fs = scope_new(r, s);
+            if (fs && !fs->captured)
+                fs->vars.n = 0;
+            else
+                fs = scope_new(r, s);
             tv ok;
             if (!fs || rt_step(r, n) || assign(r, fs, n->a, items->v[i]) || eval(r, fs, n->c, &ok))
                 return -1;
@@ -722,8 +718,10 @@ static int exec_for(tpl_rt *r, scope *s, const node *n) {
         loop->index = i;
         /* each iteration starts with a fresh scope; reuse the last one's
          * memory unless a macro defined in it still refers to it */
-        if (is && !is->captured) is->n = 0;
-        else is = scope_new(r, s);
+        if (is && !is->captured)
+            is->vars.n = 0;
+        else
+            is = scope_new(r, s);
         if (!is || rt_step(r, n) || scope_set(r, is, tstr_c("loop"), loopv) ||
             assign(r, is, n->a, items->v[i]) || exec_body(r, is, &n->items))
             return -1;
@@ -756,14 +754,16 @@ static int exec_stmt(tpl_rt *r, scope *s, const node *n) {
     r->line = n->line;
     tv v;
     switch (n->kind) {
-    case N_TEXT: return sb_put(r->out, n->name.p, n->name.n);
+    case N_TEXT:
+        return sb_put(r->out, n->name.p, n->name.n);
     case N_OUTPUT:
         if (eval(r, s, n->a, &v)) return -1;
         return tv_to_str(r, v, r->out);
     case N_IF:
         if (eval(r, s, n->a, &v)) return -1;
         return exec_body(r, s, tv_truthy(v) ? &n->items : &n->items2);
-    case N_FOR: return exec_for(r, s, n);
+    case N_FOR:
+        return exec_for(r, s, n);
     case N_SET:
         if (eval(r, s, n->b, &v)) return -1;
         return assign(r, s, n->a, v);
@@ -783,7 +783,8 @@ static int exec_stmt(tpl_rt *r, scope *s, const node *n) {
         scope_capture(s);
         return scope_set(r, s, n->name, tv_macro_value(m));
     }
-    case N_CALLBLOCK: return exec_callblock(r, s, n);
+    case N_CALLBLOCK:
+        return exec_callblock(r, s, n);
     case N_FILTERBLOCK: {
         tstr text;
         scope *bs = scope_new(r, s);
@@ -803,9 +804,14 @@ static int exec_stmt(tpl_rt *r, scope *s, const node *n) {
         scope *bs = scope_new(r, s);
         return bs ? exec_body(r, bs, &n->items) : -1;
     }
-    case N_BREAK: r->ctl = CTL_BREAK; return 0;
-    case N_CONTINUE: r->ctl = CTL_CONTINUE; return 0;
-    default: return rt_error(r, n, "unexpected statement");
+    case N_BREAK:
+        r->ctl = CTL_BREAK;
+        return 0;
+    case N_CONTINUE:
+        r->ctl = CTL_CONTINUE;
+        return 0;
+    default:
+        return rt_error(r, n, "unexpected statement");
     }
 }
 
@@ -813,8 +819,10 @@ static int exec_body(tpl_rt *r, scope *s, const nodelist *body) {
     if (enter(r, NULL)) return -1;
     int rc = 0;
     for (int i = 0; i < body->n && rc == 0; i++) {
-        if (rt_step(r, body->v[i]) || exec_stmt(r, s, body->v[i])) rc = -1;
-        else if (r->ctl != CTL_NONE) break;
+        if (rt_step(r, body->v[i]) || exec_stmt(r, s, body->v[i]))
+            rc = -1;
+        else if (r->ctl != CTL_NONE)
+            break;
     }
     r->depth--;
     return rc;

@@ -14,11 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BIND(fname, ...)                                                                          \
-    static const char *const names_[] = {__VA_ARGS__};                                            \
-    enum { NN_ = sizeof names_ / sizeof names_[0] };                                              \
-    tv p[NN_];                                                                                    \
-    bool g[NN_];                                                                                  \
+#define BIND(fname, ...)                                                                           \
+    static const char *const names_[] = {__VA_ARGS__};                                             \
+    enum { NN_ = sizeof names_ / sizeof names_[0] };                                               \
+    tv p[NN_];                                                                                     \
+    bool g[NN_];                                                                                   \
     if (args_bind(r, at, fname, a, names_, NN_, p, g)) return -1
 
 static int no_args(tpl_rt *r, const node *at, const char *fname, targs *a) {
@@ -34,14 +34,16 @@ static tv make_gen(tpl_rt *r, tlist *l, const char *type) {
     return v;
 }
 
-static int str_arg(tpl_rt *r, tv v, tstr *out) { return tv_stringify(r, v, out); }
+static int str_arg(tpl_rt *r, tv v, tstr *out) {
+    return tv_stringify(r, v, out);
+}
 
 /* --- attribute getters (make_attrgetter) ------------------------------------------------ */
 
 typedef struct {
     int nparts;
     tv parts[16];
-    bool lower;      /* postprocess: ignore_case */
+    bool lower; /* postprocess: ignore_case */
     bool has_default;
     tv dflt;
 } getter;
@@ -63,8 +65,10 @@ static int getter_init(tpl_rt *r, const node *at, getter *gt, tv attribute, bool
         bool digits = part.n > 0;
         int64_t v = 0;
         for (size_t k = 0; k < part.n && digits; k++) {
-            if (part.p[k] < '0' || part.p[k] > '9' || v > INT64_MAX / 10) digits = false;
-            else v = v * 10 + (part.p[k] - '0');
+            if (part.p[k] < '0' || part.p[k] > '9' || v > INT64_MAX / 10)
+                digits = false;
+            else
+                v = v * 10 + (part.p[k] - '0');
         }
         gt->parts[gt->nparts++] = digits ? tv_int(v) : tv_str(part);
         start = i + 1;
@@ -95,8 +99,8 @@ static int sort_less(tpl_rt *r, const node *at, tv a, tv b, bool reverse, bool *
     return 0;
 }
 
-static int merge_sort(tpl_rt *r, const node *at, size_t *idx, size_t *tmp, size_t n,
-                      const tv *keys, bool reverse) {
+static int merge_sort(tpl_rt *r, const node *at, size_t *idx, size_t *tmp, size_t n, const tv *keys,
+                      bool reverse) {
     if (n < 2) return 0;
     size_t h = n / 2;
     if (merge_sort(r, at, idx, tmp, h, keys, reverse) ||
@@ -108,8 +112,10 @@ static int merge_sort(tpl_rt *r, const node *at, size_t *idx, size_t *tmp, size_
         if (sort_less(r, at, keys[idx[j]], keys[idx[i]], reverse, &less)) return -1;
         tmp[k++] = less ? idx[j++] : idx[i++];
     }
-    while (i < h) tmp[k++] = idx[i++];
-    while (j < n) tmp[k++] = idx[j++];
+    while (i < h)
+        tmp[k++] = idx[i++];
+    while (j < n)
+        tmp[k++] = idx[j++];
     memcpy(idx, tmp, n * sizeof *idx);
     return 0;
 }
@@ -122,9 +128,11 @@ static int sort_by(tpl_rt *r, const node *at, const tlist *items, const tv *keys
     size_t *idx = ar_alloc(ar, (n + 1) * sizeof *idx), *tmp = ar_alloc(ar, (n + 1) * sizeof *tmp);
     tlist *l = tl_new(ar, n);
     if (!idx || !tmp || !l) return -1;
-    for (size_t i = 0; i < n; i++) idx[i] = i;
+    for (size_t i = 0; i < n; i++)
+        idx[i] = i;
     if (merge_sort(r, at, idx, tmp, n, keys, reverse)) return -1;
-    for (size_t i = 0; i < n; i++) l->v[i] = items->v[idx[i]];
+    for (size_t i = 0; i < n; i++)
+        l->v[i] = items->v[idx[i]];
     *out = l;
     return 0;
 }
@@ -223,11 +231,21 @@ static int f_escape(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
     for (size_t i = 0; i < s.n; i++) {
         const char *e = NULL;
         switch (s.p[i]) {
-        case '&': e = "&amp;"; break;
-        case '<': e = "&lt;"; break;
-        case '>': e = "&gt;"; break;
-        case '"': e = "&#34;"; break;
-        case '\'': e = "&#39;"; break;
+        case '&':
+            e = "&amp;";
+            break;
+        case '<':
+            e = "&lt;";
+            break;
+        case '>':
+            e = "&gt;";
+            break;
+        case '"':
+            e = "&#34;";
+            break;
+        case '\'':
+            e = "&#39;";
+            break;
         }
         if (e ? sb_puts(&b, e) : sb_putc(&b, s.p[i])) return -1;
     }
@@ -290,28 +308,15 @@ static int f_indent(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
 
 static int f_center(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
     BIND("center", "width");
-    tstr s;
+    tstr s, t;
     if (str_arg(r, v, &s)) return -1;
     int64_t width = 80;
     if (g[0]) {
         if (p[0].kind != TV_INT) return rt_error(r, at, "center() width must be an integer");
         width = p[0].u.i;
     }
-    int64_t len = (int64_t)utf8_len(s);
-    if (width > TPL_MAX_OUTPUT) return rt_error(r, at, "center() width too large");
-    if (width <= len) {
-        *out = tv_str(s);
-        return 0;
-    }
-    int64_t marg = width - len, left = marg / 2 + (marg & width & 1);
-    sbuf b;
-    sb_init(&b, rt_arena(r), TPL_MAX_OUTPUT);
-    for (int64_t i = 0; i < left; i++)
-        if (sb_putc(&b, ' ')) return -1;
-    if (sb_put(&b, s.p, s.n)) return -1;
-    for (int64_t i = left; i < marg; i++)
-        if (sb_putc(&b, ' ')) return -1;
-    *out = tv_str(sb_str(&b));
+    if (str_pad(r, at, s, width, (tstr){" ", 1}, 0, &t)) return -1;
+    *out = tv_str(t);
     return 0;
 }
 
@@ -336,7 +341,9 @@ static int f_format(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
     if (str_arg(r, v, &s)) return -1;
     tv args;
     if (a->nk) {
-        if (a->n) return rt_error(r, at, "can't handle positional and keyword arguments at the same time");
+        if (a->n)
+            return rt_error(r, at,
+                            "can't handle positional and keyword arguments at the same time");
         tdict *d = td_new(rt_arena(r), (size_t)a->nk);
         if (!d) return -1;
         for (int i = 0; i < a->nk; i++)
@@ -345,7 +352,8 @@ static int f_format(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
     } else {
         tlist *l = tl_new(rt_arena(r), (size_t)a->n);
         if (!l) return -1;
-        for (int i = 0; i < a->n; i++) l->v[i] = a->pos[i];
+        for (int i = 0; i < a->n; i++)
+            l->v[i] = a->pos[i];
         args = tv_list(l, LIST_TUPLE);
     }
     return tpl_format_percent(r, at, s, args, out);
@@ -365,7 +373,8 @@ static int f_list(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
     if (no_args(r, at, "list", a) || tv_iterate(r, at, v, &items)) return -1;
     tlist *l = tl_new(rt_arena(r), items->n);
     if (!l) return -1;
-    for (size_t i = 0; i < items->n; i++) l->v[i] = items->v[i];
+    for (size_t i = 0; i < items->n; i++)
+        l->v[i] = items->v[i];
     *out = tv_list(l, LIST_PLAIN);
     return 0;
 }
@@ -375,8 +384,10 @@ static int f_first(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
     if (v.kind == TV_GEN) {
         tgen *gen = v.u.g;
         if (rt_gen_check(r, at, v)) return -1;
-        if (gen->pos < gen->src->n) *out = gen->src->v[gen->pos++];
-        else *out = rt_undef(r, "No first item, sequence was empty.");
+        if (gen->pos < gen->src->n)
+            *out = gen->src->v[gen->pos++];
+        else
+            *out = rt_undef(r, "No first item, sequence was empty.");
         return 0;
     }
     tlist *items;
@@ -402,11 +413,13 @@ static int f_reverse(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
     if (tv_iterate(r, at, v, &items)) return -1;
     tlist *l = tl_new(rt_arena(r), items->n);
     if (!l) return -1;
-    for (size_t i = 0; i < items->n; i++) l->v[i] = items->v[items->n - 1 - i];
+    for (size_t i = 0; i < items->n; i++)
+        l->v[i] = items->v[items->n - 1 - i];
     /* reversed() of a sequence is an iterator; of a generator, jinja2 makes a list */
-    *out = iterator ? make_gen(r, l, v.kind == TV_DICT ? "dict_reversekeyiterator"
-                                                     : "list_reverseiterator")
-                    : tv_list(l, LIST_PLAIN);
+    *out =
+        iterator
+            ? make_gen(r, l, v.kind == TV_DICT ? "dict_reversekeyiterator" : "list_reverseiterator")
+            : tv_list(l, LIST_PLAIN);
     return 0;
 }
 
@@ -433,8 +446,10 @@ static int f_join(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
 static int f_default(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
     BIND("default", "default_value", "boolean");
     bool boolean = g[1] && tv_truthy(p[1]);
-    if (v.kind == TV_UNDEF || (boolean && !tv_truthy(v))) *out = g[0] ? p[0] : tv_str((tstr){"", 0});
-    else *out = v;
+    if (v.kind == TV_UNDEF || (boolean && !tv_truthy(v)))
+        *out = g[0] ? p[0] : tv_str((tstr){"", 0});
+    else
+        *out = v;
     return 0;
 }
 
@@ -488,8 +503,7 @@ static int f_map(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
 }
 
 /* select/reject/selectattr/rejectattr (prepare_select_or_reject). */
-static int select_common(tpl_rt *r, const node *at, tv v, targs *a, bool attr, bool want,
-                         tv *out) {
+static int select_common(tpl_rt *r, const node *at, tv v, targs *a, bool attr, bool want, tv *out) {
     if (!tv_truthy(v)) {
         *out = empty_gen(r);
         return 0;
@@ -505,7 +519,8 @@ static int select_common(tpl_rt *r, const node *at, tv v, targs *a, bool attr, b
     targs rest = *a;
     rest.pos += off + (has_test ? 1 : 0);
     rest.n -= off + (has_test ? 1 : 0);
-    if (has_test && a->pos[off].kind != TV_STR) return rt_error(r, at, "test name must be a string");
+    if (has_test && a->pos[off].kind != TV_STR)
+        return rt_error(r, at, "test name must be a string");
     tlist *items;
     if (tv_iterate(r, at, v, &items)) return -1;
     tlist *l = tl_new(rt_arena(r), items->n);
@@ -560,7 +575,8 @@ static int f_dictsort(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
     bool cs = g[0] && tv_truthy(p[0]), reverse = g[2] && tv_truthy(p[2]);
     int pos = 0;
     if (g[1]) {
-        if (p[1].kind == TV_STR && tstr_eqc(p[1].u.s, "value")) pos = 1;
+        if (p[1].kind == TV_STR && tstr_eqc(p[1].u.s, "value"))
+            pos = 1;
         else if (!(p[1].kind == TV_STR && tstr_eqc(p[1].u.s, "key")))
             return rt_error(r, at, "You can only sort by either \"key\" or \"value\"");
     }
@@ -706,7 +722,8 @@ static int f_batch(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
         size_t start = b * per, cnt = items->n - start < per ? items->n - start : per;
         tlist *chunk = tl_new(ar, fill ? per : cnt);
         if (!chunk) return -1;
-        for (size_t i = 0; i < chunk->n; i++) chunk->v[i] = i < cnt ? items->v[start + i] : p[1];
+        for (size_t i = 0; i < chunk->n; i++)
+            chunk->v[i] = i < cnt ? items->v[start + i] : p[1];
         l->v[b] = tv_list(chunk, LIST_PLAIN);
     }
     *out = make_gen(r, l, "generator");
@@ -742,8 +759,12 @@ static int f_int(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
         base = (int)p[1].u.i;
     }
     switch (v.kind) {
-    case TV_INT: *out = v; return 0;
-    case TV_BOOL: *out = tv_int(v.u.b); return 0;
+    case TV_INT:
+        *out = v;
+        return 0;
+    case TV_BOOL:
+        *out = tv_int(v.u.b);
+        return 0;
     case TV_FLOAT:
         if (isnan(v.u.f) || isinf(v.u.f)) return rt_error(r, at, "cannot convert float to integer");
         if (fabs(v.u.f) >= 9.2e18) return rt_error(r, at, "integer overflow");
@@ -752,13 +773,17 @@ static int f_int(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
     case TV_STR: {
         int64_t i;
         double f;
-        if (py_parse_int(v.u.s, base, &i) == 0) *out = tv_int(i);
+        if (py_parse_int(v.u.s, base, &i) == 0)
+            *out = tv_int(i);
         else if (py_parse_float(v.u.s, &f) == 0 && !isnan(f) && !isinf(f) && fabs(f) < 9.2e18)
             *out = tv_int((int64_t)f);
-        else *out = dflt;
+        else
+            *out = dflt;
         return 0;
     }
-    default: *out = dflt; return 0;
+    default:
+        *out = dflt;
+        return 0;
     }
 }
 
@@ -768,11 +793,21 @@ static int f_float(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
     if (v.kind == TV_UNDEF) return rt_undefined_error(r, at, v);
     double f;
     switch (v.kind) {
-    case TV_FLOAT: *out = v; return 0;
-    case TV_INT: *out = tv_float((double)v.u.i); return 0;
-    case TV_BOOL: *out = tv_float(v.u.b); return 0;
-    case TV_STR: *out = py_parse_float(v.u.s, &f) == 0 ? tv_float(f) : dflt; return 0;
-    default: *out = dflt; return 0;
+    case TV_FLOAT:
+        *out = v;
+        return 0;
+    case TV_INT:
+        *out = tv_float((double)v.u.i);
+        return 0;
+    case TV_BOOL:
+        *out = tv_float(v.u.b);
+        return 0;
+    case TV_STR:
+        *out = py_parse_float(v.u.s, &f) == 0 ? tv_float(f) : dflt;
+        return 0;
+    default:
+        *out = dflt;
+        return 0;
     }
 }
 
@@ -801,8 +836,10 @@ static int f_round(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
     }
     int method = 0; /* common, ceil, floor */
     if (g[1]) {
-        if (p[1].kind == TV_STR && tstr_eqc(p[1].u.s, "ceil")) method = 1;
-        else if (p[1].kind == TV_STR && tstr_eqc(p[1].u.s, "floor")) method = 2;
+        if (p[1].kind == TV_STR && tstr_eqc(p[1].u.s, "ceil"))
+            method = 1;
+        else if (p[1].kind == TV_STR && tstr_eqc(p[1].u.s, "floor"))
+            method = 2;
         else if (!(p[1].kind == TV_STR && tstr_eqc(p[1].u.s, "common")))
             return rt_error(r, at, "method must be common, ceil or floor");
     }
@@ -875,7 +912,8 @@ static int f_tojson(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
     return 0;
 }
 
-/* --- table ------------------------------------------------------------------------------------- */
+/* --- table -------------------------------------------------------------------------------------
+ */
 
 static const struct {
     const char *name;

@@ -25,13 +25,13 @@
 
 /* --- limits ----------------------------------------------------------------- */
 
-#define TPL_MAX_DEPTH 400                 /* nesting of statements and expressions */
-#define TPL_MAX_EVAL_DEPTH 1000           /* evaluation frames, macro calls included */
-#define TPL_PARSE_BUDGET (64u << 20)      /* bytes of tree per template */
-#define TPL_RENDER_BUDGET (256u << 20)    /* bytes a render may allocate */
-#define TPL_MAX_OUTPUT (64u << 20)        /* bytes of rendered text */
-#define TPL_MAX_STEPS 10000000L           /* statements, loop iterations, calls (~1 s) */
-#define TPL_MAX_RANGE 100000              /* jinja2's sandbox MAX_RANGE */
+#define TPL_MAX_DEPTH 400              /* nesting of statements and expressions */
+#define TPL_MAX_EVAL_DEPTH 1000        /* evaluation frames, macro calls included */
+#define TPL_PARSE_BUDGET (64u << 20)   /* bytes of tree per template */
+#define TPL_RENDER_BUDGET (256u << 20) /* bytes a render may allocate */
+#define TPL_MAX_OUTPUT (64u << 20)     /* bytes of rendered text */
+#define TPL_MAX_STEPS 10000000L        /* statements, loop iterations, calls (~1 s) */
+#define TPL_MAX_RANGE 100000           /* jinja2's sandbox MAX_RANGE */
 
 /* --- arena ------------------------------------------------------------------ */
 
@@ -65,20 +65,22 @@ int sb_putc(sbuf *b, char c);
 int sb_puts(sbuf *b, const char *s);
 int sb_printf(sbuf *b, const char *fmt, ...) CLLM_PRINTF(2, 3);
 int sb_put_cp(sbuf *b, uint32_t cp); /* one code point as UTF-8 */
-static inline tstr sb_str(const sbuf *b) { return (tstr){b->p ? b->p : "", b->n}; }
+static inline tstr sb_str(const sbuf *b) {
+    return (tstr){b->p ? b->p : "", b->n};
+}
 
 /* --- UTF-8 and Python character classes -------------------------------------- */
 
 /* Decodes one code point at s[*i] (advancing *i); input is valid UTF-8. */
 uint32_t utf8_next(const char *s, size_t n, size_t *i);
-size_t utf8_len(tstr s);                       /* code points */
+size_t utf8_len(tstr s); /* code points */
 bool utf8_valid(const char *s, size_t n);
-bool py_isspace(uint32_t cp);                   /* str.isspace() */
-bool py_isprintable(uint32_t cp);               /* str.isprintable(), approximately */
+bool py_isspace(uint32_t cp);     /* str.isspace() */
+bool py_isprintable(uint32_t cp); /* str.isprintable(), approximately */
 bool py_isalpha(uint32_t cp);
 bool py_isdigit(uint32_t cp);
-bool py_iscased(uint32_t cp);              /* Lu, Ll, Lt: what str.title() looks at */
-bool py_iscased_lower(uint32_t cp);             /* Python's per-character islower() */
+bool py_iscased(uint32_t cp);       /* Lu, Ll, Lt: what str.title() looks at */
+bool py_iscased_lower(uint32_t cp); /* Python's per-character islower() */
 bool py_iscased_upper(uint32_t cp);
 bool py_iscased_title(uint32_t cp);
 /* Appends the upper/title/lower case of cp (may be several code points: 'ß'). */
@@ -89,19 +91,19 @@ int py_lower_cp(sbuf *b, uint32_t cp);
 /* --- values ----------------------------------------------------------------- */
 
 typedef enum {
-    TV_UNDEF,  /* jinja2's Undefined: renders empty, falsy; most other uses raise u.undef */
+    TV_UNDEF, /* jinja2's Undefined: renders empty, falsy; most other uses raise u.undef */
     TV_NONE,
     TV_BOOL,
     TV_INT,
     TV_FLOAT,
     TV_STR,
-    TV_LIST,   /* list, tuple, dict view, range: see tv_sub */
+    TV_LIST, /* list, tuple, dict view, range: see tv_sub */
     TV_DICT,
-    TV_GEN,    /* a one-shot iterator (generator, reversed()) */
-    TV_NS,     /* namespace(): the only mutable object */
-    TV_LOOP,   /* a for loop's `loop` */
+    TV_GEN,  /* a one-shot iterator (generator, reversed()) */
+    TV_NS,   /* namespace(): the only mutable object */
+    TV_LOOP, /* a for loop's `loop` */
     TV_MACRO,
-    TV_FUNC,   /* a built-in function or bound method */
+    TV_FUNC, /* a built-in function or bound method */
 } tv_kind;
 
 enum { LIST_PLAIN, LIST_TUPLE, LIST_ITEMS, LIST_KEYS, LIST_VALUES, LIST_RANGE };
@@ -148,24 +150,57 @@ struct tgen {
     const char *type; /* "generator", "list_reverseiterator" */
     const char *err;  /* a lazy filter's error, raised when the generator is consumed */
 };
-struct tns {
+/* Named values: a scope's variables, a namespace's attributes. */
+typedef struct {
     size_t n, cap;
     tstr *k;
     tv *v;
+} tvars;
+/* Sets name (replacing, or appending in order); -1 when out of memory. */
+int tvars_set(tpl_arena *a, tvars *t, tstr name, tv v);
+bool tvars_get(const tvars *t, tstr name, tv *out);
+
+struct tns {
+    tvars attrs;
 };
 
-static inline tv tv_undef(const char *msg) { tv v = {TV_UNDEF, 0, {.undef = msg}}; return v; }
-static inline tv tv_none(void) { tv v = {TV_NONE, 0, {.i = 0}}; return v; }
-static inline tv tv_bool(bool b) { tv v = {TV_BOOL, 0, {.b = b}}; return v; }
-static inline tv tv_int(int64_t i) { tv v = {TV_INT, 0, {.i = i}}; return v; }
-static inline tv tv_float(double f) { tv v = {TV_FLOAT, 0, {.f = f}}; return v; }
-static inline tv tv_str(tstr s) { tv v = {TV_STR, 0, {.s = s}}; return v; }
-static inline tv tv_list(tlist *l, int sub) { tv v = {TV_LIST, (uint8_t)sub, {.l = l}}; return v; }
-static inline tv tv_dict(tdict *d) { tv v = {TV_DICT, 0, {.d = d}}; return v; }
+static inline tv tv_undef(const char *msg) {
+    tv v = {TV_UNDEF, 0, {.undef = msg}};
+    return v;
+}
+static inline tv tv_none(void) {
+    tv v = {TV_NONE, 0, {.i = 0}};
+    return v;
+}
+static inline tv tv_bool(bool b) {
+    tv v = {TV_BOOL, 0, {.b = b}};
+    return v;
+}
+static inline tv tv_int(int64_t i) {
+    tv v = {TV_INT, 0, {.i = i}};
+    return v;
+}
+static inline tv tv_float(double f) {
+    tv v = {TV_FLOAT, 0, {.f = f}};
+    return v;
+}
+static inline tv tv_str(tstr s) {
+    tv v = {TV_STR, 0, {.s = s}};
+    return v;
+}
+static inline tv tv_list(tlist *l, int sub) {
+    tv v = {TV_LIST, (uint8_t)sub, {.l = l}};
+    return v;
+}
+static inline tv tv_dict(tdict *d) {
+    tv v = {TV_DICT, 0, {.d = d}};
+    return v;
+}
 
 static inline tstr tstr_c(const char *s) {
     tstr t = {s, 0};
-    while (s[t.n]) t.n++;
+    while (s[t.n])
+        t.n++;
     return t;
 }
 
@@ -187,10 +222,32 @@ typedef enum {
 
 /* Operators (T_OP), in the lexer's longest-match order. */
 typedef enum {
-    OP_FLOORDIV, OP_POW, OP_EQ, OP_NE, OP_GE, OP_LE,
-    OP_ADD, OP_SUB, OP_DIV, OP_MUL, OP_MOD, OP_TILDE, OP_LBRACKET, OP_RBRACKET,
-    OP_LPAREN, OP_RPAREN, OP_LBRACE, OP_RBRACE, OP_GT, OP_LT, OP_ASSIGN, OP_DOT,
-    OP_COLON, OP_PIPE, OP_COMMA, OP_SEMICOLON,
+    OP_FLOORDIV,
+    OP_POW,
+    OP_EQ,
+    OP_NE,
+    OP_GE,
+    OP_LE,
+    OP_ADD,
+    OP_SUB,
+    OP_DIV,
+    OP_MUL,
+    OP_MOD,
+    OP_TILDE,
+    OP_LBRACKET,
+    OP_RBRACKET,
+    OP_LPAREN,
+    OP_RPAREN,
+    OP_LBRACE,
+    OP_RBRACE,
+    OP_GT,
+    OP_LT,
+    OP_ASSIGN,
+    OP_DOT,
+    OP_COLON,
+    OP_PIPE,
+    OP_COMMA,
+    OP_SEMICOLON,
     OP_COUNT
 } op_kind;
 extern const char *const tpl_op_text[OP_COUNT];
@@ -199,9 +256,9 @@ typedef struct {
     uint8_t kind;
     uint8_t op;
     int line;
-    tstr s;      /* T_DATA, T_NAME, T_STRING (unescaped) */
-    int64_t i;   /* T_INT */
-    double f;    /* T_FLOAT */
+    tstr s;    /* T_DATA, T_NAME, T_STRING (unescaped) */
+    int64_t i; /* T_INT */
+    double f;  /* T_FLOAT */
 } token;
 
 /* Lexes normalized source into tokens (arena). -1 with err_set on a lexical error. */
@@ -211,37 +268,37 @@ int tpl_lex(tpl_arena *a, const char *src, size_t n, token **out, size_t *nout);
 
 typedef enum {
     /* expressions */
-    N_CONST,    /* cval */
-    N_NAME,     /* name */
-    N_LIST,     /* items */
-    N_TUPLE,    /* items */
-    N_DICT,     /* items (keys), items2 (values) */
-    N_GETATTR,  /* a.name */
-    N_GETITEM,  /* a[b] */
-    N_SLICE,    /* a:b:c, each may be NULL (only as N_GETITEM's b) */
-    N_CALL,     /* a(args) */
-    N_FILTER,   /* a|name(args); a is NULL inside filter blocks */
-    N_TEST,     /* a is [not] name(args); op = 1 when negated */
-    N_UNARY,    /* op a: OP_SUB, OP_ADD, or 0 for `not` */
-    N_BINOP,    /* a op b */
-    N_AND,      /* a and b */
-    N_OR,       /* a or b */
-    N_COMPARE,  /* a ops[0] items[0] ops[1] items[1] ... */
-    N_COND,     /* b if a else c (c may be NULL) */
-    N_CONCAT,   /* items joined by ~ */
-    N_NSREF,    /* name.name2 as an assignment target */
+    N_CONST,   /* cval */
+    N_NAME,    /* name */
+    N_LIST,    /* items */
+    N_TUPLE,   /* items */
+    N_DICT,    /* items (keys), items2 (values) */
+    N_GETATTR, /* a.name */
+    N_GETITEM, /* a[b] */
+    N_SLICE,   /* a:b:c, each may be NULL (only as N_GETITEM's b) */
+    N_CALL,    /* a(args) */
+    N_FILTER,  /* a|name(args); a is NULL inside filter blocks */
+    N_TEST,    /* a is [not] name(args); op = 1 when negated */
+    N_UNARY,   /* op a: OP_SUB, OP_ADD, or 0 for `not` */
+    N_BINOP,   /* a op b */
+    N_AND,     /* a and b */
+    N_OR,      /* a or b */
+    N_COMPARE, /* a ops[0] items[0] ops[1] items[1] ... */
+    N_COND,    /* b if a else c (c may be NULL) */
+    N_CONCAT,  /* items joined by ~ */
+    N_NSREF,   /* name.name2 as an assignment target */
     /* statements */
-    N_TEXT,     /* name: the text */
-    N_OUTPUT,   /* {{ a }} */
-    N_IF,       /* if a: items else items2 */
-    N_FOR,      /* for a in b if c: items else items2 */
-    N_SET,      /* set a = b */
-    N_SETBLOCK, /* set a | b: items endset */
-    N_MACRO,    /* macro name(params = defaults): items */
-    N_CALLBLOCK,/* call(params = defaults) a: items */
+    N_TEXT,        /* name: the text */
+    N_OUTPUT,      /* {{ a }} */
+    N_IF,          /* if a: items else items2 */
+    N_FOR,         /* for a in b if c: items else items2 */
+    N_SET,         /* set a = b */
+    N_SETBLOCK,    /* set a | b: items endset */
+    N_MACRO,       /* macro name(params = defaults): items */
+    N_CALLBLOCK,   /* call(params = defaults) a: items */
     N_FILTERBLOCK, /* filter b: items */
-    N_WITH,     /* with params = items2: items */
-    N_SCOPE,    /* generation: items */
+    N_WITH,        /* with params = items2: items */
+    N_SCOPE,       /* generation: items */
     N_BREAK,
     N_CONTINUE,
 } node_kind;
@@ -281,7 +338,7 @@ struct node {
     tstr name, name2;
     tstr *params; /* N_MACRO, N_CALLBLOCK: parameter names (defaults in items2, last ones) */
     int nparams;
-    uint8_t *ops;  /* N_COMPARE */
+    uint8_t *ops;   /* N_COMPARE */
     callargs *args; /* N_CALL, N_FILTER, N_TEST */
     union {
         tpl_filter_fn filter;
@@ -351,13 +408,13 @@ int rt_raise(tpl_rt *r, const node *at, tstr msg);
 
 /* Value helpers (template_value.c). Those that can fail take the runtime. */
 bool tv_truthy(tv v);
-const char *tv_type_name(tv v);          /* Python type name: 'str', 'int', 'dict', ... */
+const char *tv_type_name(tv v); /* Python type name: 'str', 'int', 'dict', ... */
 int tv_equal(tpl_rt *r, tv a, tv b, bool *eq);
 /* Python ordering: <0, 0, >0, or a TypeError naming `op` for unorderable types. */
 int tv_compare(tpl_rt *r, const node *at, const char *op, tv a, tv b, int *cmp);
-int tv_to_str(tpl_rt *r, tv v, sbuf *b);   /* str(v) */
-int tv_repr(tpl_rt *r, tv v, sbuf *b);     /* repr(v) */
-int tv_stringify(tpl_rt *r, tv v, tstr *out); /* str(v) as an arena string */
+int tv_to_str(tpl_rt *r, tv v, sbuf *b);       /* str(v) */
+int tv_repr(tpl_rt *r, tv v, sbuf *b);         /* repr(v) */
+int tv_stringify(tpl_rt *r, tv v, tstr *out);  /* str(v) as an arena string */
 void fmt_float(double f, char *buf, size_t n); /* Python repr(float) */
 tlist *tl_new(tpl_arena *a, size_t n);
 tdict *td_new(tpl_arena *a, size_t cap);
@@ -400,6 +457,8 @@ int str_capitalize(tpl_rt *r, tstr s, tstr *out);
 int str_strip(tpl_rt *r, tstr s, tv chars, int mode, tstr *out);
 int str_replace(tpl_rt *r, const node *at, tstr s, tstr old, tstr rep, int64_t count, tstr *out);
 int str_splitlines(tpl_rt *r, tstr s, bool keepends, tlist **out);
+/* str.center (mode 0), ljust (1), rjust (2) with a one-character fill. */
+int str_pad(tpl_rt *r, const node *at, tstr s, int64_t width, tstr fill, int mode, tstr *out);
 /* Python's int(s, base) and float(s) on strings; -1 when Python raises ValueError. */
 int py_parse_int(tstr s, int base, int64_t *out);
 int py_parse_float(tstr s, double *out);

@@ -19,13 +19,27 @@ static int put_string(sbuf *b, tstr s, bool ensure_ascii) {
         uint32_t cp = utf8_next(s.p, s.n, &i);
         int rc;
         switch (cp) {
-        case '"': rc = sb_puts(b, "\\\""); break;
-        case '\\': rc = sb_puts(b, "\\\\"); break;
-        case '\n': rc = sb_puts(b, "\\n"); break;
-        case '\r': rc = sb_puts(b, "\\r"); break;
-        case '\t': rc = sb_puts(b, "\\t"); break;
-        case '\b': rc = sb_puts(b, "\\b"); break;
-        case '\f': rc = sb_puts(b, "\\f"); break;
+        case '"':
+            rc = sb_puts(b, "\\\"");
+            break;
+        case '\\':
+            rc = sb_puts(b, "\\\\");
+            break;
+        case '\n':
+            rc = sb_puts(b, "\\n");
+            break;
+        case '\r':
+            rc = sb_puts(b, "\\r");
+            break;
+        case '\t':
+            rc = sb_puts(b, "\\t");
+            break;
+        case '\b':
+            rc = sb_puts(b, "\\b");
+            break;
+        case '\f':
+            rc = sb_puts(b, "\\f");
+            break;
         default:
             if (cp < 0x20) {
                 rc = sb_printf(b, "\\u%04x", cp);
@@ -68,15 +82,25 @@ static int not_serializable(tpl_rt *r, const node *at, tv v) {
 static int key_string(tpl_rt *r, const node *at, tv k, tstr *out) {
     char num[64];
     switch (k.kind) {
-    case TV_STR: *out = k.u.s; return 0;
-    case TV_BOOL: *out = tstr_c(k.u.b ? "true" : "false"); return 0;
-    case TV_NONE: *out = tstr_c("null"); return 0;
+    case TV_STR:
+        *out = k.u.s;
+        return 0;
+    case TV_BOOL:
+        *out = tstr_c(k.u.b ? "true" : "false");
+        return 0;
+    case TV_NONE:
+        *out = tstr_c("null");
+        return 0;
     case TV_INT:
     case TV_FLOAT: {
-        if (k.kind == TV_INT) snprintf(num, sizeof num, "%" PRId64, k.u.i);
-        else if (isnan(k.u.f)) snprintf(num, sizeof num, "NaN");
-        else if (isinf(k.u.f)) snprintf(num, sizeof num, k.u.f < 0 ? "-Infinity" : "Infinity");
-        else fmt_float(k.u.f, num, sizeof num);
+        if (k.kind == TV_INT)
+            snprintf(num, sizeof num, "%" PRId64, k.u.i);
+        else if (isnan(k.u.f))
+            snprintf(num, sizeof num, "NaN");
+        else if (isinf(k.u.f))
+            snprintf(num, sizeof num, k.u.f < 0 ? "-Infinity" : "Infinity");
+        else
+            fmt_float(k.u.f, num, sizeof num);
         sbuf b;
         sb_init(&b, rt_arena(r), 64);
         if (sb_puts(&b, num)) return -1;
@@ -131,12 +155,18 @@ static int dump_dict(tpl_rt *r, const node *at, const tdict *d, const json_opts 
 static int dump(tpl_rt *r, const node *at, tv v, const json_opts *o, sbuf *b, int level) {
     if (level > TPL_MAX_DEPTH) return rt_error(r, at, "maximum recursion depth exceeded in tojson");
     switch (v.kind) {
-    case TV_NONE: return sb_puts(b, "null");
-    case TV_BOOL: return sb_puts(b, v.u.b ? "true" : "false");
-    case TV_INT: return sb_printf(b, "%" PRId64, v.u.i);
-    case TV_FLOAT: return put_float(b, v.u.f);
-    case TV_STR: return put_string(b, v.u.s, o->ensure_ascii);
-    case TV_DICT: return dump_dict(r, at, v.u.d, o, b, level);
+    case TV_NONE:
+        return sb_puts(b, "null");
+    case TV_BOOL:
+        return sb_puts(b, v.u.b ? "true" : "false");
+    case TV_INT:
+        return sb_printf(b, "%" PRId64, v.u.i);
+    case TV_FLOAT:
+        return put_float(b, v.u.f);
+    case TV_STR:
+        return put_string(b, v.u.s, o->ensure_ascii);
+    case TV_DICT:
+        return dump_dict(r, at, v.u.d, o, b, level);
     case TV_LIST:
         if (v.sub != LIST_PLAIN && v.sub != LIST_TUPLE) return not_serializable(r, at, v);
         if (v.u.l->n == 0) return sb_puts(b, "[]");
@@ -148,7 +178,8 @@ static int dump(tpl_rt *r, const node *at, tv v, const json_opts *o, sbuf *b, in
         }
         if (o->has_indent && newline_indent(b, o, level)) return -1;
         return sb_putc(b, ']');
-    default: return not_serializable(r, at, v);
+    default:
+        return not_serializable(r, at, v);
     }
 }
 

@@ -72,7 +72,8 @@ static size_t rstrip_len(const char *s, size_t n) {
     size_t end = n;
     while (end > 0) {
         size_t start = end - 1;
-        while (start > 0 && ((unsigned char)s[start] & 0xC0) == 0x80) start--;
+        while (start > 0 && ((unsigned char)s[start] & 0xC0) == 0x80)
+            start--;
         size_t k = start;
         if (!py_isspace(utf8_next(s, end, &k))) break;
         end = start;
@@ -121,8 +122,10 @@ static size_t match_tag_word(const lexer *L, size_t p, const char *word, char *s
  * `X}` eats one newline. Returns the end of the match; sets line_starting. */
 static size_t finish_tag(lexer *L, size_t p, char sign, bool trim_newline) {
     /* p points just after the closing delimiter. */
-    if (sign == '-') p += space_run(L->s, L->n, p);
-    else if (sign != '+' && trim_newline && p < L->n && L->s[p] == '\n') p++;
+    if (sign == '-')
+        p += space_run(L->s, L->n, p);
+    else if (sign != '+' && trim_newline && p < L->n && L->s[p] == '\n')
+        p++;
     L->line_starting = p > 0 && L->s[p - 1] == '\n';
     return p;
 }
@@ -216,8 +219,10 @@ static int match_int(lexer *L, size_t p, size_t *len, int64_t *value) {
             if (t >= n) break;
             int v = -1;
             char ch = s[t];
-            if (ch >= '0' && ch <= '9') v = ch - '0';
-            else if ((ch | 0x20) >= 'a' && (ch | 0x20) <= 'f') v = (ch | 0x20) - 'a' + 10;
+            if (ch >= '0' && ch <= '9')
+                v = ch - '0';
+            else if ((ch | 0x20) >= 'a' && (ch | 0x20) <= 'f')
+                v = (ch | 0x20) - 'a' + 10;
             if (v < 0 || v >= base) break;
             r = t + 1;
         }
@@ -263,7 +268,8 @@ static int unescape(lexer *L, size_t at, const char *s, size_t n, tstr *out) {
     size_t i = 0;
     while (i < n) {
         size_t run = i;
-        while (run < n && s[run] != '\\') run++;
+        while (run < n && s[run] != '\\')
+            run++;
         if (sb_put(&b, s + i, run - i)) return -1;
         i = run;
         if (i >= n) break;
@@ -272,21 +278,49 @@ static int unescape(lexer *L, size_t at, const char *s, size_t n, tstr *out) {
         uint32_t cp = 0;
         int want = 0;
         switch (c) {
-        case '\n': continue;
-        case '\\': cp = '\\'; break;
-        case '\'': cp = '\''; break;
-        case '"': cp = '"'; break;
-        case 'a': cp = 7; break;
-        case 'b': cp = 8; break;
-        case 'f': cp = 12; break;
-        case 'n': cp = '\n'; break;
-        case 'r': cp = '\r'; break;
-        case 't': cp = '\t'; break;
-        case 'v': cp = 11; break;
-        case 'x': want = 2; break;
-        case 'u': want = 4; break;
-        case 'U': want = 8; break;
-        case 'N': return lex_error(L, at, "\\N{...} escapes are not supported");
+        case '\n':
+            continue;
+        case '\\':
+            cp = '\\';
+            break;
+        case '\'':
+            cp = '\'';
+            break;
+        case '"':
+            cp = '"';
+            break;
+        case 'a':
+            cp = 7;
+            break;
+        case 'b':
+            cp = 8;
+            break;
+        case 'f':
+            cp = 12;
+            break;
+        case 'n':
+            cp = '\n';
+            break;
+        case 'r':
+            cp = '\r';
+            break;
+        case 't':
+            cp = '\t';
+            break;
+        case 'v':
+            cp = 11;
+            break;
+        case 'x':
+            want = 2;
+            break;
+        case 'u':
+            want = 4;
+            break;
+        case 'U':
+            want = 8;
+            break;
+        case 'N':
+            return lex_error(L, at, "\\N{...} escapes are not supported");
         default:
             if (c >= '0' && c <= '7') {
                 cp = (uint32_t)(c - '0');
@@ -299,8 +333,9 @@ static int unescape(lexer *L, size_t at, const char *s, size_t n, tstr *out) {
                 uint32_t u = utf8_next(s, n, &k);
                 i = k;
                 if (sb_putc(&b, '\\')) return -1;
-                if (u < 0x100 ? sb_printf(&b, "x%02x", u)
-                              : u < 0x10000 ? sb_printf(&b, "u%04x", u) : sb_printf(&b, "U%08x", u))
+                if (u < 0x100     ? sb_printf(&b, "x%02x", u)
+                    : u < 0x10000 ? sb_printf(&b, "u%04x", u)
+                                  : sb_printf(&b, "U%08x", u))
                     return -1;
                 continue;
             } else {
@@ -378,8 +413,10 @@ static int lex_operator(lexer *L, size_t p, size_t *len) {
     }
     char msg[64];
     unsigned char c = (unsigned char)L->s[p];
-    if (c >= 0x20 && c < 0x7F) snprintf(msg, sizeof msg, "unexpected character '%c'", c);
-    else snprintf(msg, sizeof msg, "unexpected character (byte 0x%02x)", c);
+    if (c >= 0x20 && c < 0x7F)
+        snprintf(msg, sizeof msg, "unexpected character '%c'", c);
+    else
+        snprintf(msg, sizeof msg, "unexpected character (byte 0x%02x)", c);
     return lex_error(L, p, msg);
 }
 
@@ -479,7 +516,8 @@ int tpl_lex(tpl_arena *a, const char *src, size_t n, token **out, size_t *nout) 
     while (L.pos < L.n) {
         size_t q = L.pos;
         const char *s = L.s;
-        while (q + 1 < L.n && !(s[q] == '{' && (s[q + 1] == '{' || s[q + 1] == '%' || s[q + 1] == '#')))
+        while (q + 1 < L.n &&
+               !(s[q] == '{' && (s[q + 1] == '{' || s[q + 1] == '%' || s[q + 1] == '#')))
             q++;
         if (q + 1 >= L.n) {
             token *t = emit(&L, T_DATA, L.pos);

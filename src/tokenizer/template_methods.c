@@ -19,7 +19,8 @@
 
 int args_bind(tpl_rt *r, const node *at, const char *fname, targs *a, const char *const *names,
               int nnames, tv *vals, bool *given) {
-    for (int i = 0; i < nnames; i++) given[i] = false;
+    for (int i = 0; i < nnames; i++)
+        given[i] = false;
     if (a->n > nnames)
         return rt_error(r, at, "%s() takes at most %d argument%s (%d given)", fname, nnames,
                         nnames == 1 ? "" : "s", a->n);
@@ -29,7 +30,8 @@ int args_bind(tpl_rt *r, const node *at, const char *fname, targs *a, const char
     }
     for (int k = 0; k < a->nk; k++) {
         int i = 0;
-        while (i < nnames && !tstr_eqc(a->kname[k], names[i])) i++;
+        while (i < nnames && !tstr_eqc(a->kname[k], names[i]))
+            i++;
         if (i == nnames)
             return rt_error(r, at, "%s() got an unexpected keyword argument '%.*s'", fname,
                             (int)a->kname[k].n, a->kname[k].p);
@@ -41,11 +43,11 @@ int args_bind(tpl_rt *r, const node *at, const char *fname, targs *a, const char
     return 0;
 }
 
-#define BIND(fname, ...)                                                                          \
-    static const char *const names_[] = {__VA_ARGS__};                                            \
-    enum { NN_ = sizeof names_ / sizeof names_[0] };                                              \
-    tv p[NN_];                                                                                    \
-    bool g[NN_];                                                                                  \
+#define BIND(fname, ...)                                                                           \
+    static const char *const names_[] = {__VA_ARGS__};                                             \
+    enum { NN_ = sizeof names_ / sizeof names_[0] };                                               \
+    tv p[NN_];                                                                                     \
+    bool g[NN_];                                                                                   \
     if (args_bind(r, at, fname, a, names_, NN_, p, g)) return -1
 
 static int no_args(tpl_rt *r, const node *at, const char *fname, targs *a) {
@@ -64,7 +66,9 @@ static int map_case(tpl_rt *r, tstr s, int (*fn)(sbuf *, uint32_t), tstr *out) {
     return 0;
 }
 
-int str_upper(tpl_rt *r, tstr s, tstr *out) { return map_case(r, s, py_upper_cp, out); }
+int str_upper(tpl_rt *r, tstr s, tstr *out) {
+    return map_case(r, s, py_upper_cp, out);
+}
 
 static bool cased_at(tstr s, size_t i) {
     size_t k = i;
@@ -142,7 +146,8 @@ int str_strip(tpl_rt *r, tstr s, tv chars, int mode, tstr *out) {
     if (mode & 2) {
         while (end > start) {
             size_t b = end - 1;
-            while (b > start && ((unsigned char)s.p[b] & 0xC0) == 0x80) b--;
+            while (b > start && ((unsigned char)s.p[b] & 0xC0) == 0x80)
+                b--;
             size_t k = b;
             uint32_t cp = utf8_next(s.p, s.n, &k);
             if (ws ? !py_isspace(cp) : !in_chars(chars.u.s, cp)) break;
@@ -178,7 +183,8 @@ int str_replace(tpl_rt *r, const node *at, tstr s, tstr old, tstr rep, int64_t c
     size_t i = 0;
     int64_t done = 0;
     while (i < s.n) {
-        const char *hit = done < count && old.n <= s.n - i ? memmem(s.p + i, s.n - i, old.p, old.n) : NULL;
+        const char *hit =
+            done < count && old.n <= s.n - i ? memmem(s.p + i, s.n - i, old.p, old.n) : NULL;
         if (!hit) break;
         size_t k = (size_t)(hit - s.p);
         if (sb_put(&b, s.p + i, k - i) || sb_put(&b, rep.p, rep.n)) return -1;
@@ -230,7 +236,8 @@ int py_parse_int(tstr s, int base, int64_t *out) {
         if (!py_isspace(utf8_next(s.p, s.n, &k))) break;
         a = k;
     }
-    while (b > a && (s.p[b - 1] == ' ' || (s.p[b - 1] >= 9 && s.p[b - 1] <= 13))) b--;
+    while (b > a && (s.p[b - 1] == ' ' || (s.p[b - 1] >= 9 && s.p[b - 1] <= 13)))
+        b--;
     t = (tstr){s.p + a, b - a};
     if (base != 0 && (base < 2 || base > 36)) return -1;
     size_t i = 0;
@@ -265,7 +272,7 @@ int py_parse_int(tstr s, int base, int64_t *out) {
             last_us = true;
             continue;
         }
-        int d = c >= '0' && c <= '9' ? c - '0'
+        int d = c >= '0' && c <= '9'                     ? c - '0'
                 : (c | 0x20) >= 'a' && (c | 0x20) <= 'z' ? (c | 0x20) - 'a' + 10
                                                          : 99;
         if (d >= base) return -1;
@@ -288,7 +295,8 @@ int py_parse_float(tstr s, double *out) {
         if (!py_isspace(utf8_next(s.p, s.n, &k))) break;
         a = k;
     }
-    while (b > a && (s.p[b - 1] == ' ' || (s.p[b - 1] >= 9 && s.p[b - 1] <= 13))) b--;
+    while (b > a && (s.p[b - 1] == ' ' || (s.p[b - 1] >= 9 && s.p[b - 1] <= 13)))
+        b--;
     if (b - a == 0 || b - a > 400) return -1;
     char buf[416];
     size_t n = 0, i = a;
@@ -343,12 +351,15 @@ int tpl_format_percent(tpl_rt *r, const node *at, tstr fmt, tv args, tv *out) {
     bool mapping = args.kind == TV_DICT;
     /* Python treats any subscriptable non-tuple (a list too) as a mapping when
      * deciding whether arguments were left unconverted */
-    bool subscriptable = mapping || args.kind == TV_UNDEF ||
-                         (args.kind == TV_LIST && args.sub != LIST_TUPLE && args.sub != LIST_ITEMS &&
-                          args.sub != LIST_KEYS && args.sub != LIST_VALUES);
+    bool subscriptable =
+        mapping || args.kind == TV_UNDEF ||
+        (args.kind == TV_LIST && args.sub != LIST_TUPLE && args.sub != LIST_ITEMS &&
+         args.sub != LIST_KEYS && args.sub != LIST_VALUES);
     bool is_tuple = args.kind == TV_LIST && args.sub == LIST_TUPLE;
-    if (is_tuple) tuple = args.u.l;
-    else tuple = &single;
+    if (is_tuple)
+        tuple = args.u.l;
+    else
+        tuple = &single;
     size_t argi = 0, i = 0;
     bool used_mapping = false;
     while (i < fmt.n) {
@@ -373,10 +384,12 @@ int tpl_format_percent(tpl_rt *r, const node *at, tstr fmt, tv args, tv *out) {
         }
         char flags[8] = "";
         int nf = 0;
-        while (i < fmt.n && strchr("-+ #0", fmt.p[i]) && fmt.p[i] && nf < 6) flags[nf++] = fmt.p[i++];
+        while (i < fmt.n && strchr("-+ #0", fmt.p[i]) && fmt.p[i] && nf < 6)
+            flags[nf++] = fmt.p[i++];
         flags[nf] = 0;
         int width = -1, prec = -1;
-        if (i < fmt.n && fmt.p[i] == '*') return rt_error(r, at, "'*' in format strings is not supported");
+        if (i < fmt.n && fmt.p[i] == '*')
+            return rt_error(r, at, "'*' in format strings is not supported");
         if (i < fmt.n && fmt.p[i] >= '0' && fmt.p[i] <= '9') {
             width = 0;
             while (i < fmt.n && fmt.p[i] >= '0' && fmt.p[i] <= '9' && width < 100000)
@@ -398,7 +411,8 @@ int tpl_format_percent(tpl_rt *r, const node *at, tstr fmt, tv args, tv *out) {
             if (mapping) {
                 arg = args;
             } else {
-                if (argi >= tuple->n) return rt_error(r, at, "not enough arguments for format string");
+                if (argi >= tuple->n)
+                    return rt_error(r, at, "not enough arguments for format string");
                 arg = tuple->v[argi++];
             }
         }
@@ -411,7 +425,8 @@ int tpl_format_percent(tpl_rt *r, const node *at, tstr fmt, tv args, tv *out) {
             tstr s = sb_str(&sb);
             if (prec >= 0) {
                 size_t bi = 0;
-                for (int c = 0; c < prec && bi < s.n; c++) utf8_next(s.p, s.n, &bi);
+                for (int c = 0; c < prec && bi < s.n; c++)
+                    utf8_next(s.p, s.n, &bi);
                 s.n = bi;
             }
             int pad = width - (int)utf8_len(s);
@@ -427,22 +442,33 @@ int tpl_format_percent(tpl_rt *r, const node *at, tstr fmt, tv args, tv *out) {
         if (!is_num)
             return rt_error(r, at, "%%%c format: a real number is required, not %s", type,
                             tv_type_name(arg));
-        double f = arg.kind == TV_FLOAT ? arg.u.f : (double)(arg.kind == TV_BOOL ? arg.u.b : arg.u.i);
+        double f =
+            arg.kind == TV_FLOAT ? arg.u.f : (double)(arg.kind == TV_BOOL ? arg.u.b : arg.u.i);
         if (strchr("diuxXo", type)) {
-            int64_t v = arg.kind == TV_FLOAT ? (int64_t)f : (arg.kind == TV_BOOL ? arg.u.b : arg.u.i);
+            int64_t v =
+                arg.kind == TV_FLOAT ? (int64_t)f : (arg.kind == TV_BOOL ? arg.u.b : arg.u.i);
             char t = type == 'i' || type == 'u' ? 'd' : type;
-            const char *len_mod = t == 'd' ? PRId64 : t == 'x' ? PRIx64 : t == 'X' ? PRIX64 : PRIo64;
+            const char *len_mod = t == 'd'   ? PRId64
+                                  : t == 'x' ? PRIx64
+                                  : t == 'X' ? PRIX64
+                                             : PRIo64;
             snprintf(spec, sizeof spec, "%%%s%s%s%s", flags, width >= 0 ? "*" : "",
                      prec >= 0 ? ".*" : "", len_mod);
-            if (width >= 0 && prec >= 0) snprintf(tmp, sizeof tmp, spec, width, prec, v);
-            else if (width >= 0) snprintf(tmp, sizeof tmp, spec, width, v);
-            else if (prec >= 0) snprintf(tmp, sizeof tmp, spec, prec, v);
-            else snprintf(tmp, sizeof tmp, spec, v);
+            if (width >= 0 && prec >= 0)
+                snprintf(tmp, sizeof tmp, spec, width, prec, v);
+            else if (width >= 0)
+                snprintf(tmp, sizeof tmp, spec, width, v);
+            else if (prec >= 0)
+                snprintf(tmp, sizeof tmp, spec, prec, v);
+            else
+                snprintf(tmp, sizeof tmp, spec, v);
         } else if (strchr("eEfFgG", type)) {
             snprintf(spec, sizeof spec, "%%%s%s.*%c", flags, width >= 0 ? "*" : "", type);
             int pr = prec >= 0 ? prec : 6;
-            if (width >= 0) snprintf(tmp, sizeof tmp, spec, width, pr, f);
-            else snprintf(tmp, sizeof tmp, spec, pr, f);
+            if (width >= 0)
+                snprintf(tmp, sizeof tmp, spec, width, pr, f);
+            else
+                snprintf(tmp, sizeof tmp, spec, pr, f);
         } else {
             return rt_error(r, at, "unsupported format character '%c'", type);
         }
@@ -506,7 +532,8 @@ static int split_common(tpl_rt *r, const node *at, tv self, targs *a, tv *out, b
     int64_t maxsplit = -1;
     if (g[1]) {
         if (p[1].kind != TV_INT && p[1].kind != TV_BOOL)
-            return rt_error(r, at, "'%s' object cannot be interpreted as an integer", tv_type_name(p[1]));
+            return rt_error(r, at, "'%s' object cannot be interpreted as an integer",
+                            tv_type_name(p[1]));
         maxsplit = p[1].kind == TV_BOOL ? p[1].u.b : p[1].u.i;
     }
     if (maxsplit < 0) maxsplit = INT64_MAX;
@@ -564,7 +591,8 @@ static int split_common(tpl_rt *r, const node *at, tv self, targs *a, tv *out, b
             for (;;) {
                 while (j > 0) {
                     size_t b0 = j - 1;
-                    while (b0 > 0 && ((unsigned char)s.p[b0] & 0xC0) == 0x80) b0--;
+                    while (b0 > 0 && ((unsigned char)s.p[b0] & 0xC0) == 0x80)
+                        b0--;
                     size_t k = b0;
                     if (!py_isspace(utf8_next(s.p, s.n, &k))) break;
                     j = b0;
@@ -579,7 +607,8 @@ static int split_common(tpl_rt *r, const node *at, tv self, targs *a, tv *out, b
                 }
                 while (j > 0) {
                     size_t b0 = j - 1;
-                    while (b0 > 0 && ((unsigned char)s.p[b0] & 0xC0) == 0x80) b0--;
+                    while (b0 > 0 && ((unsigned char)s.p[b0] & 0xC0) == 0x80)
+                        b0--;
                     size_t k = b0;
                     if (py_isspace(utf8_next(s.p, s.n, &k))) break;
                     j = b0;
@@ -628,8 +657,8 @@ static int m_splitlines(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
 }
 
 /* Byte range of s[start:end] in code points, Python's slice clamping. */
-static int sub_range(tpl_rt *r, const node *at, tstr s, bool gs, tv vs, bool ge, tv ve,
-                     size_t *b0, size_t *b1) {
+static int sub_range(tpl_rt *r, const node *at, tstr s, bool gs, tv vs, bool ge, tv ve, size_t *b0,
+                     size_t *b1) {
     int64_t len = (int64_t)utf8_len(s), st = 0, en = len;
     if (gs && vs.kind != TV_NONE) {
         if (vs.kind != TV_INT && vs.kind != TV_BOOL)
@@ -672,7 +701,9 @@ static int64_t cp_index(tstr s, size_t byte) {
 
 static int affix_common(tpl_rt *r, const node *at, tv self, targs *a, tv *out, bool suffix) {
     BIND(suffix ? "endswith" : "startswith", "prefix", "start", "end");
-    if (!g[0]) return rt_error(r, at, "%s() takes at least 1 argument", suffix ? "endswith" : "startswith");
+    if (!g[0])
+        return rt_error(r, at, "%s() takes at least 1 argument",
+                        suffix ? "endswith" : "startswith");
     size_t b0, b1;
     if (sub_range(r, at, self.u.s, g[1], p[1], g[2], p[2], &b0, &b1)) return -1;
     const tv *cands = &p[0];
@@ -708,8 +739,7 @@ static int m_endswith(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
 static int find_common(tpl_rt *r, const node *at, tv self, targs *a, tv *out, bool from_right,
                        bool raise, const char *name) {
     BIND(name, "sub", "start", "end");
-    if (!g[0] || p[0].kind != TV_STR)
-        return rt_error(r, at, "%s() argument must be str", name);
+    if (!g[0] || p[0].kind != TV_STR) return rt_error(r, at, "%s() argument must be str", name);
     tstr s = self.u.s, sub = p[0].u.s;
     size_t b0, b1;
     if (sub_range(r, at, s, g[1], p[1], g[2], p[2], &b0, &b1)) return -1;
@@ -774,7 +804,8 @@ static int m_replace(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
     int64_t count = -1;
     if (g[2]) {
         if (p[2].kind != TV_INT && p[2].kind != TV_BOOL)
-            return rt_error(r, at, "'%s' object cannot be interpreted as an integer", tv_type_name(p[2]));
+            return rt_error(r, at, "'%s' object cannot be interpreted as an integer",
+                            tv_type_name(p[2]));
         count = p[2].kind == TV_BOOL ? p[2].u.b : p[2].u.i;
     }
     tstr t;
@@ -811,10 +842,18 @@ static int char_class(tpl_rt *r, const node *at, tv self, targs *a, tv *out, int
     while (i < s.n && ok) {
         uint32_t cp = utf8_next(s.p, s.n, &i);
         switch (cls) {
-        case 0: ok = py_isdigit(cp); break;
-        case 1: ok = py_isalpha(cp); break;
-        case 2: ok = py_isalpha(cp) || py_isdigit(cp); break;
-        default: ok = py_isspace(cp); break;
+        case 0:
+            ok = py_isdigit(cp);
+            break;
+        case 1:
+            ok = py_isalpha(cp);
+            break;
+        case 2:
+            ok = py_isalpha(cp) || py_isdigit(cp);
+            break;
+        default:
+            ok = py_isspace(cp);
+            break;
         }
     }
     *out = tv_bool(ok);
@@ -847,29 +886,20 @@ static int m_isupper(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
     return m_islower_upper(r, at, self, a, out, false);
 }
 
-static int pad_common(tpl_rt *r, const node *at, tv self, targs *a, tv *out, int mode,
-                      const char *name) {
-    BIND(name, "width", "fillchar");
-    if (!g[0] || (p[0].kind != TV_INT && p[0].kind != TV_BOOL))
-        return rt_error(r, at, "%s() needs an integer width", name);
-    int64_t width = p[0].kind == TV_BOOL ? p[0].u.b : p[0].u.i;
-    tstr fill = {" ", 1};
-    if (g[1]) {
-        if (p[1].kind != TV_STR || utf8_len(p[1].u.s) != 1)
-            return rt_error(r, at, "The fill character must be exactly one character long");
-        fill = p[1].u.s;
-    }
-    tstr s = self.u.s;
+int str_pad(tpl_rt *r, const node *at, tstr s, int64_t width, tstr fill, int mode, tstr *out) {
     int64_t len = (int64_t)utf8_len(s);
-    if (width > TPL_MAX_OUTPUT) return rt_error(r, at, "%s() width too large", name);
+    if (width > TPL_MAX_OUTPUT) return rt_error(r, at, "padding width too large");
     if (width <= len) {
-        *out = self;
+        *out = s;
         return 0;
     }
     int64_t marg = width - len, left;
-    if (mode == 0) left = marg / 2 + (marg & width & 1); /* center */
-    else if (mode == 1) left = 0;                         /* ljust */
-    else left = marg;                                     /* rjust */
+    if (mode == 0)
+        left = marg / 2 + (marg & width & 1); /* center, as CPython rounds */
+    else if (mode == 1)
+        left = 0; /* ljust */
+    else
+        left = marg; /* rjust */
     sbuf b;
     sb_init(&b, rt_arena(r), TPL_MAX_OUTPUT);
     for (int64_t i = 0; i < left; i++)
@@ -877,7 +907,24 @@ static int pad_common(tpl_rt *r, const node *at, tv self, targs *a, tv *out, int
     if (sb_put(&b, s.p, s.n)) return -1;
     for (int64_t i = left; i < marg; i++)
         if (sb_put(&b, fill.p, fill.n)) return -1;
-    *out = tv_str(sb_str(&b));
+    *out = sb_str(&b);
+    return 0;
+}
+
+static int pad_common(tpl_rt *r, const node *at, tv self, targs *a, tv *out, int mode,
+                      const char *name) {
+    BIND(name, "width", "fillchar");
+    if (!g[0] || (p[0].kind != TV_INT && p[0].kind != TV_BOOL))
+        return rt_error(r, at, "%s() needs an integer width", name);
+    int64_t width = p[0].kind == TV_BOOL ? p[0].u.b : p[0].u.i;
+    tstr fill = {" ", 1}, t;
+    if (g[1]) {
+        if (p[1].kind != TV_STR || utf8_len(p[1].u.s) != 1)
+            return rt_error(r, at, "The fill character must be exactly one character long");
+        fill = p[1].u.s;
+    }
+    if (str_pad(r, at, self.u.s, width, fill, mode, &t)) return -1;
+    *out = tv_str(t);
     return 0;
 }
 static int m_center(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
@@ -981,7 +1028,7 @@ static int m_format(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
     size_t i = 0;
     while (i < f.n) {
         char c = f.p[i];
-        if (c == '}' ) {
+        if (c == '}') {
             if (i + 1 < f.n && f.p[i + 1] == '}') {
                 if (sb_putc(&b, '}')) return -1;
                 i += 2;
@@ -1014,17 +1061,21 @@ static int m_format(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
             field.n = (size_t)(bang - field.p);
         }
         size_t name_end = 0;
-        while (name_end < field.n && field.p[name_end] != '.' && field.p[name_end] != '[') name_end++;
+        while (name_end < field.n && field.p[name_end] != '.' && field.p[name_end] != '[')
+            name_end++;
         tstr head = {field.p, name_end};
         tv v;
         if (head.n == 0 || (head.p[0] >= '0' && head.p[0] <= '9')) {
             int64_t idx = head.n == 0 ? auto_idx++ : 0;
-            for (size_t k = 0; k < head.n; k++) idx = idx * 10 + (head.p[k] - '0');
-            if (idx >= a->n) return rt_error(r, at, "Replacement index %" PRId64 " out of range", idx);
+            for (size_t k = 0; k < head.n; k++)
+                idx = idx * 10 + (head.p[k] - '0');
+            if (idx >= a->n)
+                return rt_error(r, at, "Replacement index %" PRId64 " out of range", idx);
             v = a->pos[idx];
         } else {
             int k = 0;
-            while (k < a->nk && !tstr_eq(a->kname[k], head)) k++;
+            while (k < a->nk && !tstr_eq(a->kname[k], head))
+                k++;
             if (k == a->nk) return rt_error(r, at, "KeyError: '%.*s'", (int)head.n, head.p);
             v = a->kval[k];
         }
@@ -1032,7 +1083,8 @@ static int m_format(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
         while (j < field.n) {
             if (field.p[j] == '.') {
                 size_t e = j + 1;
-                while (e < field.n && field.p[e] != '.' && field.p[e] != '[') e++;
+                while (e < field.n && field.p[e] != '.' && field.p[e] != '[')
+                    e++;
                 if (rt_getattr(r, at, v, (tstr){field.p + j + 1, e - j - 1}, &v)) return -1;
                 j = e;
             } else {
@@ -1114,7 +1166,8 @@ static int m_copy(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
     }
     tlist *l = tl_new(ar, self.u.l->n);
     if (!l) return -1;
-    for (size_t i = 0; i < l->n; i++) l->v[i] = self.u.l->v[i];
+    for (size_t i = 0; i < l->n; i++)
+        l->v[i] = self.u.l->v[i];
     *out = tv_list(l, LIST_PLAIN);
     return 0;
 }
@@ -1152,29 +1205,50 @@ typedef struct {
 } method;
 
 static const method str_methods[] = {
-    {"strip", m_strip},         {"lstrip", m_lstrip},       {"rstrip", m_rstrip},
-    {"upper", m_upper},         {"lower", m_lower},         {"title", m_title},
-    {"capitalize", m_capitalize}, {"split", m_split},       {"rsplit", m_rsplit},
-    {"splitlines", m_splitlines}, {"startswith", m_startswith}, {"endswith", m_endswith},
-    {"find", m_find},           {"rfind", m_rfind},         {"index", m_sindex},
-    {"rindex", m_rindex},       {"count", m_scount},        {"replace", m_replace},
-    {"join", m_join},           {"isdigit", m_isdigit},     {"isalpha", m_isalpha},
-    {"isalnum", m_isalnum},     {"isspace", m_isspace},     {"islower", m_islower},
-    {"isupper", m_isupper},     {"center", m_center},       {"ljust", m_ljust},
-    {"rjust", m_rjust},         {"removeprefix", m_removeprefix}, {"removesuffix", m_removesuffix},
-    {"partition", m_partition}, {"rpartition", m_rpartition}, {"zfill", m_zfill},
+    {"strip", m_strip},
+    {"lstrip", m_lstrip},
+    {"rstrip", m_rstrip},
+    {"upper", m_upper},
+    {"lower", m_lower},
+    {"title", m_title},
+    {"capitalize", m_capitalize},
+    {"split", m_split},
+    {"rsplit", m_rsplit},
+    {"splitlines", m_splitlines},
+    {"startswith", m_startswith},
+    {"endswith", m_endswith},
+    {"find", m_find},
+    {"rfind", m_rfind},
+    {"index", m_sindex},
+    {"rindex", m_rindex},
+    {"count", m_scount},
+    {"replace", m_replace},
+    {"join", m_join},
+    {"isdigit", m_isdigit},
+    {"isalpha", m_isalpha},
+    {"isalnum", m_isalnum},
+    {"isspace", m_isspace},
+    {"islower", m_islower},
+    {"isupper", m_isupper},
+    {"center", m_center},
+    {"ljust", m_ljust},
+    {"rjust", m_rjust},
+    {"removeprefix", m_removeprefix},
+    {"removesuffix", m_removesuffix},
+    {"partition", m_partition},
+    {"rpartition", m_rpartition},
+    {"zfill", m_zfill},
     {"format", m_format},
 };
 
 static const method dict_methods[] = {
-    {"items", m_items}, {"keys", m_keys},   {"values", m_values}, {"get", m_get},
-    {"copy", m_copy},   {"pop", NULL},      {"popitem", NULL},    {"setdefault", NULL},
-    {"update", NULL},   {"clear", NULL},
+    {"items", m_items}, {"keys", m_keys},  {"values", m_values}, {"get", m_get},   {"copy", m_copy},
+    {"pop", NULL},      {"popitem", NULL}, {"setdefault", NULL}, {"update", NULL}, {"clear", NULL},
 };
 
 static const method list_methods[] = {
-    {"count", m_lcount}, {"index", m_lindex}, {"copy", m_copy},   {"append", NULL},
-    {"extend", NULL},    {"insert", NULL},    {"pop", NULL},      {"remove", NULL},
+    {"count", m_lcount}, {"index", m_lindex}, {"copy", m_copy}, {"append", NULL},
+    {"extend", NULL},    {"insert", NULL},    {"pop", NULL},    {"remove", NULL},
     {"reverse", NULL},   {"sort", NULL},      {"clear", NULL},
 };
 
@@ -1206,7 +1280,8 @@ bool tpl_method_find(tpl_rt *r, tv self, tstr name, tv *out) {
     if (self.kind == TV_STR)
         return find_in(r, str_methods, sizeof str_methods / sizeof *str_methods, self, name, out);
     if (self.kind == TV_DICT)
-        return find_in(r, dict_methods, sizeof dict_methods / sizeof *dict_methods, self, name, out);
+        return find_in(r, dict_methods, sizeof dict_methods / sizeof *dict_methods, self, name,
+                       out);
     if (self.kind == TV_LIST && (self.sub == LIST_PLAIN || self.sub == LIST_TUPLE)) {
         size_t n = self.sub == LIST_TUPLE ? 2 : sizeof list_methods / sizeof *list_methods;
         return find_in(r, list_methods, n, self, name, out);
@@ -1219,26 +1294,31 @@ bool tpl_method_find(tpl_rt *r, tv self, tstr name, tv *out) {
 static int g_range(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
     (void)self;
     if (a->nk) return rt_error(r, at, "range() takes no keyword arguments");
-    if (a->n < 1 || a->n > 3) return rt_error(r, at, "range expected 1 to 3 arguments, got %d", a->n);
+    if (a->n < 1 || a->n > 3)
+        return rt_error(r, at, "range expected 1 to 3 arguments, got %d", a->n);
     int64_t v[3];
     for (int i = 0; i < a->n; i++) {
         tv x = a->pos[i];
         if (x.kind == TV_UNDEF) return rt_undefined_error(r, at, x);
         if (x.kind != TV_INT && x.kind != TV_BOOL)
-            return rt_error(r, at, "'%s' object cannot be interpreted as an integer", tv_type_name(x));
+            return rt_error(r, at, "'%s' object cannot be interpreted as an integer",
+                            tv_type_name(x));
         v[i] = x.kind == TV_BOOL ? x.u.b : x.u.i;
     }
-    int64_t start = a->n == 1 ? 0 : v[0], stop = a->n == 1 ? v[0] : v[1], step = a->n == 3 ? v[2] : 1;
+    int64_t start = a->n == 1 ? 0 : v[0], stop = a->n == 1 ? v[0] : v[1],
+            step = a->n == 3 ? v[2] : 1;
     if (step == 0) return rt_error(r, at, "range() arg 3 must not be zero");
     double count = 0;
     if (step > 0 && stop > start) count = ((double)stop - (double)start - 1) / (double)step + 1;
     if (step < 0 && start > stop) count = ((double)start - (double)stop - 1) / (double)-step + 1;
     if (count > TPL_MAX_RANGE)
-        return rt_error(r, at, "Range too big. The sandbox blocks ranges larger than MAX_RANGE (%d).",
+        return rt_error(r, at,
+                        "Range too big. The sandbox blocks ranges larger than MAX_RANGE (%d).",
                         TPL_MAX_RANGE);
     tlist *l = tl_new(rt_arena(r), (size_t)count);
     if (!l) return -1;
-    for (size_t i = 0; i < l->n; i++) l->v[i] = tv_int(start + (int64_t)i * step);
+    for (size_t i = 0; i < l->n; i++)
+        l->v[i] = tv_int(start + (int64_t)i * step);
     l->start = start;
     l->stop = stop;
     l->step = step;
@@ -1261,8 +1341,10 @@ static int fill_dict(tpl_rt *r, const node *at, targs *a, tdict *d, const char *
                 tlist *pair;
                 if (tv_iterate(r, at, items->v[i], &pair)) return -1;
                 if (pair->n != 2)
-                    return rt_error(r, at, "dictionary update sequence element #%zu has length %zu; 2 is required",
-                                    i, pair->n);
+                    return rt_error(
+                        r, at,
+                        "dictionary update sequence element #%zu has length %zu; 2 is required", i,
+                        pair->n);
                 if (td_set(r, d, pair->v[0], pair->v[1])) return -1;
             }
         }
@@ -1288,16 +1370,7 @@ static int g_namespace(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
     if (!ns) return -1;
     for (size_t i = 0; i < d->n; i++) {
         if (d->k[i].kind != TV_STR) return rt_error(r, at, "namespace keys must be strings");
-        size_t kc = ns->cap, vc = ns->cap;
-        tstr *k = ar_grow(rt_arena(r), ns->k, &kc, ns->n + 1, sizeof *k);
-        if (!k) return -1;
-        ns->k = k;
-        tv *v = ar_grow(rt_arena(r), ns->v, &vc, ns->n + 1, sizeof *v);
-        if (!v) return -1;
-        ns->v = v;
-        ns->cap = kc;
-        ns->k[ns->n] = d->k[i].u.s;
-        ns->v[ns->n++] = d->v[i];
+        if (tvars_set(rt_arena(r), &ns->attrs, d->k[i].u.s, d->v[i])) return -1;
     }
     out->kind = TV_NS;
     out->sub = 0;
@@ -1317,7 +1390,8 @@ static int g_raise_exception(tpl_rt *r, const node *at, tv self, targs *a, tv *o
 static int g_strftime_now(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
     (void)self;
     BIND("strftime_now", "format");
-    if (!g[0] || p[0].kind != TV_STR) return rt_error(r, at, "strftime_now() needs a format string");
+    if (!g[0] || p[0].kind != TV_STR)
+        return rt_error(r, at, "strftime_now() needs a format string");
     char fmt[256], buf[512];
     if (p[0].u.s.n >= sizeof fmt) return rt_error(r, at, "strftime_now() format too long");
     memcpy(fmt, p[0].u.s.p, p[0].u.s.n);

@@ -23,31 +23,61 @@ typedef struct {
     int nmacros;
 } parser;
 
-static const token *cur(parser *P) { return &P->t[P->i]; }
-static const token *look(parser *P) { return &P->t[P->i + 1 < P->n ? P->i + 1 : P->i]; }
+static const token *cur(parser *P) {
+    return &P->t[P->i];
+}
+static const token *look(parser *P) {
+    return &P->t[P->i + 1 < P->n ? P->i + 1 : P->i];
+}
 static void advance(parser *P) {
     if (P->i + 1 < P->n) P->i++;
 }
 
-static bool is_op(const token *t, int op) { return t->kind == T_OP && t->op == op; }
+static bool is_op(const token *t, int op) {
+    return t->kind == T_OP && t->op == op;
+}
 static bool is_name(const token *t, const char *name) {
     return t->kind == T_NAME && tstr_eqc(t->s, name);
 }
 
 static void describe(const token *t, char *buf, size_t n) {
     switch (t->kind) {
-    case T_EOF: snprintf(buf, n, "end of template"); break;
-    case T_DATA: snprintf(buf, n, "template data"); break;
-    case T_VAR_BEGIN: snprintf(buf, n, "begin of print statement"); break;
-    case T_VAR_END: snprintf(buf, n, "end of print statement"); break;
-    case T_BLOCK_BEGIN: snprintf(buf, n, "begin of statement block"); break;
-    case T_BLOCK_END: snprintf(buf, n, "end of statement block"); break;
-    case T_NAME: snprintf(buf, n, "'%.*s'", (int)(t->s.n > 40 ? 40 : t->s.n), t->s.p); break;
-    case T_STRING: snprintf(buf, n, "string"); break;
-    case T_INT: snprintf(buf, n, "integer"); break;
-    case T_FLOAT: snprintf(buf, n, "float"); break;
-    case T_OP: snprintf(buf, n, "'%s'", tpl_op_text[t->op]); break;
-    default: snprintf(buf, n, "token"); break;
+    case T_EOF:
+        snprintf(buf, n, "end of template");
+        break;
+    case T_DATA:
+        snprintf(buf, n, "template data");
+        break;
+    case T_VAR_BEGIN:
+        snprintf(buf, n, "begin of print statement");
+        break;
+    case T_VAR_END:
+        snprintf(buf, n, "end of print statement");
+        break;
+    case T_BLOCK_BEGIN:
+        snprintf(buf, n, "begin of statement block");
+        break;
+    case T_BLOCK_END:
+        snprintf(buf, n, "end of statement block");
+        break;
+    case T_NAME:
+        snprintf(buf, n, "'%.*s'", (int)(t->s.n > 40 ? 40 : t->s.n), t->s.p);
+        break;
+    case T_STRING:
+        snprintf(buf, n, "string");
+        break;
+    case T_INT:
+        snprintf(buf, n, "integer");
+        break;
+    case T_FLOAT:
+        snprintf(buf, n, "float");
+        break;
+    case T_OP:
+        snprintf(buf, n, "'%s'", tpl_op_text[t->op]);
+        break;
+    default:
+        snprintf(buf, n, "token");
+        break;
     }
 }
 
@@ -98,7 +128,8 @@ static int push(parser *P, nodelist *l, node *n) {
     size_t cap = 0;
     if (l->n) {
         cap = 1;
-        while (cap < (size_t)l->n) cap *= 2;
+        while (cap < (size_t)l->n)
+            cap *= 2;
     }
     node **v = ar_grow(P->ar, l->v, &cap, (size_t)l->n + 1, sizeof *v);
     if (!v) return -1;
@@ -125,12 +156,13 @@ static node *parse_filter(parser *P, node *n, bool start_inline);
 static node *parse_unary(parser *P, bool with_filter);
 
 static void note_name(parser *P, tstr name) {
-    int flag = tstr_eqc(name, "varargs") ? MACRO_VARARGS
+    int flag = tstr_eqc(name, "varargs")  ? MACRO_VARARGS
                : tstr_eqc(name, "kwargs") ? MACRO_KWARGS
                : tstr_eqc(name, "caller") ? MACRO_CALLER
                                           : 0;
     if (flag)
-        for (int k = 0; k < P->nmacros; k++) P->macros[k]->flags |= (uint8_t)flag;
+        for (int k = 0; k < P->nmacros; k++)
+            P->macros[k]->flags |= (uint8_t)flag;
 }
 
 static int parse_call_args(parser *P, callargs **out) {
@@ -146,7 +178,8 @@ static int parse_call_args(parser *P, callargs **out) {
             if (is_op(cur(P), OP_RPAREN)) break;
         }
         if (is_op(cur(P), OP_MUL)) {
-            if (a->star || a->dstar) return perr(P, line, "invalid syntax for function call expression");
+            if (a->star || a->dstar)
+                return perr(P, line, "invalid syntax for function call expression");
             advance(P);
             if (!(a->star = parse_expression(P, true))) return -1;
         } else if (is_op(cur(P), OP_POW)) {
@@ -266,9 +299,12 @@ static node *parse_call(parser *P, node *fn) {
 
 static node *parse_postfix(parser *P, node *n) {
     while (n) {
-        if (is_op(cur(P), OP_DOT) || is_op(cur(P), OP_LBRACKET)) n = parse_subscript(P, n);
-        else if (is_op(cur(P), OP_LPAREN)) n = parse_call(P, n);
-        else break;
+        if (is_op(cur(P), OP_DOT) || is_op(cur(P), OP_LBRACKET))
+            n = parse_subscript(P, n);
+        else if (is_op(cur(P), OP_LPAREN))
+            n = parse_call(P, n);
+        else
+            break;
     }
     return n;
 }
@@ -336,10 +372,14 @@ static node *parse_test(parser *P, node *n) {
 
 static node *parse_filter_expr(parser *P, node *n) {
     while (n) {
-        if (is_op(cur(P), OP_PIPE)) n = parse_filter(P, n, false);
-        else if (is_name(cur(P), "is")) n = parse_test(P, n);
-        else if (is_op(cur(P), OP_LPAREN)) n = parse_call(P, n);
-        else break;
+        if (is_op(cur(P), OP_PIPE))
+            n = parse_filter(P, n, false);
+        else if (is_name(cur(P), "is"))
+            n = parse_test(P, n);
+        else if (is_op(cur(P), OP_LPAREN))
+            n = parse_call(P, n);
+        else
+            break;
     }
     return n;
 }
@@ -375,8 +415,10 @@ static node *parse_primary(parser *P) {
     if (enter(P)) return NULL;
     node *n = NULL;
     if (t->kind == T_NAME) {
-        if (is_name(t, "true") || is_name(t, "True") || is_name(t, "false") || is_name(t, "False")) {
-            if ((n = mk(P, N_CONST, t->line))) n->cval = tv_bool(t->s.p[0] == 't' || t->s.p[0] == 'T');
+        if (is_name(t, "true") || is_name(t, "True") || is_name(t, "false") ||
+            is_name(t, "False")) {
+            if ((n = mk(P, N_CONST, t->line)))
+                n->cval = tv_bool(t->s.p[0] == 't' || t->s.p[0] == 'T');
         } else if (is_name(t, "none") || is_name(t, "None")) {
             if ((n = mk(P, N_CONST, t->line))) n->cval = tv_none();
         } else if ((n = mk(P, N_NAME, t->line))) {
@@ -399,7 +441,8 @@ static node *parse_primary(parser *P) {
         }
         if ((n = mk(P, N_CONST, t->line))) n->cval = tv_str(s);
     } else if (t->kind == T_INT || t->kind == T_FLOAT) {
-        if ((n = mk(P, N_CONST, t->line))) n->cval = t->kind == T_INT ? tv_int(t->i) : tv_float(t->f);
+        if ((n = mk(P, N_CONST, t->line)))
+            n->cval = t->kind == T_INT ? tv_int(t->i) : tv_float(t->f);
         advance(P);
     } else if (is_op(t, OP_LPAREN)) {
         advance(P);
@@ -459,8 +502,8 @@ static node *parse_pow(parser *P) {
 
 static node *parse_math2(parser *P) {
     node *left = parse_pow(P);
-    while (left && (is_op(cur(P), OP_MUL) || is_op(cur(P), OP_DIV) ||
-                    is_op(cur(P), OP_FLOORDIV) || is_op(cur(P), OP_MOD))) {
+    while (left && (is_op(cur(P), OP_MUL) || is_op(cur(P), OP_DIV) || is_op(cur(P), OP_FLOORDIV) ||
+                    is_op(cur(P), OP_MOD))) {
         const token *t = cur(P);
         advance(P);
         left = binop(P, N_BINOP, t->op, t->line, left, parse_pow(P));
@@ -614,8 +657,10 @@ static node *parse_tuple(parser *P, bool simplified, bool with_condexpr,
         if (is_tuple_end(P, extra_end)) break;
         node *e = simplified ? parse_primary(P) : parse_expression(P, with_condexpr);
         if (!e || push(P, &items, e)) return NULL;
-        if (is_op(cur(P), OP_COMMA)) is_tuple = true;
-        else break;
+        if (is_op(cur(P), OP_COMMA))
+            is_tuple = true;
+        else
+            break;
     }
     if (!is_tuple) {
         if (items.n) return items.v[0];
@@ -674,8 +719,9 @@ static node *parse_assign_target(parser *P, bool with_namespace, bool name_only,
         perr(P, t->line, "can't assign to this expression");
         return NULL;
     }
-    if (target->kind == N_NAME && (tstr_eqc(target->name, "true") || tstr_eqc(target->name, "false") ||
-                                   tstr_eqc(target->name, "none"))) {
+    if (target->kind == N_NAME &&
+        (tstr_eqc(target->name, "true") || tstr_eqc(target->name, "false") ||
+         tstr_eqc(target->name, "none"))) {
         perr(P, t->line, "can't assign to a constant");
         return NULL;
     }
@@ -884,8 +930,10 @@ static node *parse_statement(parser *P) {
         if ((n = mk(P, N_OUTPUT, line)) && !(n->a = parse_tuple(P, false, true, NULL, false)))
             n = NULL;
     } else if (is_name(t, "break") || is_name(t, "continue")) {
-        if (P->loop_depth == 0) perr(P, line, "'%.*s' outside loop", (int)t->s.n, t->s.p);
-        else n = mk(P, is_name(t, "break") ? N_BREAK : N_CONTINUE, line);
+        if (P->loop_depth == 0)
+            perr(P, line, "'%.*s' outside loop", (int)t->s.n, t->s.p);
+        else
+            n = mk(P, is_name(t, "break") ? N_BREAK : N_CONTINUE, line);
     } else if (is_name(t, "generation")) {
         static const char *const end[] = {"endgeneration", NULL};
         if ((n = mk(P, N_SCOPE, line)) && parse_statements(P, end, true, &n->items)) n = NULL;
@@ -954,13 +1002,13 @@ static int resolve(node *n, bool soft) {
     if (n->kind == N_FILTER) {
         n->fn.filter = tpl_filter_find(n->name);
         if (!n->fn.filter && !soft)
-            return err_set("chat template line %d: no filter named '%.*s'", n->line,
-                           (int)n->name.n, n->name.p);
+            return err_set("chat template line %d: no filter named '%.*s'", n->line, (int)n->name.n,
+                           n->name.p);
     } else if (n->kind == N_TEST) {
         n->fn.test = tpl_test_find(n->name);
         if (!n->fn.test && !soft)
-            return err_set("chat template line %d: no test named '%.*s'", n->line,
-                           (int)n->name.n, n->name.p);
+            return err_set("chat template line %d: no test named '%.*s'", n->line, (int)n->name.n,
+                           n->name.p);
     }
     /* jinja2 compiles `if` statements and `a if b else c` in a "soft" frame;
      * loops, macros and with-blocks open a fresh one. */

@@ -16,11 +16,11 @@ static int no_args(tpl_rt *r, const node *at, const char *name, targs *a) {
     return args_bind(r, at, name, a, NULL, 0, NULL, NULL);
 }
 
-#define SIMPLE_TEST(fn, name, expr)                                                               \
-    static int fn(tpl_rt *r, const node *at, tv v, targs *a, bool *out) {                         \
-        if (no_args(r, at, name, a)) return -1;                                                   \
-        *out = (expr);                                                                            \
-        return 0;                                                                                 \
+#define SIMPLE_TEST(fn, name, expr)                                                                \
+    static int fn(tpl_rt *r, const node *at, tv v, targs *a, bool *out) {                          \
+        if (no_args(r, at, name, a)) return -1;                                                    \
+        *out = (expr);                                                                             \
+        return 0;                                                                                  \
     }
 
 SIMPLE_TEST(t_defined, "defined", v.kind != TV_UNDEF)
@@ -104,15 +104,24 @@ static int t_sameas(tpl_rt *r, const node *at, tv v, targs *a, bool *out) {
     tv o;
     if (arg1(r, at, "sameas", a, &o)) return -1;
     /* Python identity: None, True, False and small ints are singletons */
-    if (v.kind != o.kind) *out = false;
-    else if (v.kind == TV_NONE) *out = true;
-    else if (v.kind == TV_BOOL) *out = v.u.b == o.u.b;
-    else if (v.kind == TV_INT) *out = v.u.i == o.u.i && v.u.i >= -5 && v.u.i <= 256;
-    else if (v.kind == TV_STR) *out = v.u.s.p == o.u.s.p && v.u.s.n == o.u.s.n;
-    else if (v.kind == TV_LIST) *out = v.u.l == o.u.l;
-    else if (v.kind == TV_DICT) *out = v.u.d == o.u.d;
-    else if (v.kind == TV_NS) *out = v.u.ns == o.u.ns;
-    else *out = false;
+    if (v.kind != o.kind)
+        *out = false;
+    else if (v.kind == TV_NONE)
+        *out = true;
+    else if (v.kind == TV_BOOL)
+        *out = v.u.b == o.u.b;
+    else if (v.kind == TV_INT)
+        *out = v.u.i == o.u.i && v.u.i >= -5 && v.u.i <= 256;
+    else if (v.kind == TV_STR)
+        *out = v.u.s.p == o.u.s.p && v.u.s.n == o.u.s.n;
+    else if (v.kind == TV_LIST)
+        *out = v.u.l == o.u.l;
+    else if (v.kind == TV_DICT)
+        *out = v.u.d == o.u.d;
+    else if (v.kind == TV_NS)
+        *out = v.u.ns == o.u.ns;
+    else
+        *out = false;
     return 0;
 }
 
@@ -160,19 +169,45 @@ static const struct {
     const char *name;
     tpl_test_fn fn;
 } tests[] = {
-    {"odd", t_odd},           {"even", t_even},       {"divisibleby", t_divisibleby},
-    {"defined", t_defined},   {"undefined", t_undefined}, {"filter", t_filter},
-    {"test", t_test},         {"none", t_none},       {"boolean", t_boolean},
-    {"false", t_false},       {"true", t_true},       {"integer", t_integer},
-    {"float", t_float},       {"lower", t_lower},     {"upper", t_upper},
-    {"string", t_string},     {"mapping", t_mapping}, {"number", t_number},
-    {"sequence", t_sequence}, {"iterable", t_iterable}, {"callable", t_callable},
-    {"sameas", t_sameas},     {"escaped", t_escaped}, {"in", t_in},
-    {"==", t_eq},             {"eq", t_eq},           {"equalto", t_eq},
-    {"!=", t_ne},             {"ne", t_ne},           {">", t_gt},
-    {"gt", t_gt},             {"greaterthan", t_gt},  {">=", t_ge},
-    {"ge", t_ge},             {"<", t_lt},            {"lt", t_lt},
-    {"lessthan", t_lt},       {"<=", t_le},           {"le", t_le},
+    {"odd", t_odd},
+    {"even", t_even},
+    {"divisibleby", t_divisibleby},
+    {"defined", t_defined},
+    {"undefined", t_undefined},
+    {"filter", t_filter},
+    {"test", t_test},
+    {"none", t_none},
+    {"boolean", t_boolean},
+    {"false", t_false},
+    {"true", t_true},
+    {"integer", t_integer},
+    {"float", t_float},
+    {"lower", t_lower},
+    {"upper", t_upper},
+    {"string", t_string},
+    {"mapping", t_mapping},
+    {"number", t_number},
+    {"sequence", t_sequence},
+    {"iterable", t_iterable},
+    {"callable", t_callable},
+    {"sameas", t_sameas},
+    {"escaped", t_escaped},
+    {"in", t_in},
+    {"==", t_eq},
+    {"eq", t_eq},
+    {"equalto", t_eq},
+    {"!=", t_ne},
+    {"ne", t_ne},
+    {">", t_gt},
+    {"gt", t_gt},
+    {"greaterthan", t_gt},
+    {">=", t_ge},
+    {"ge", t_ge},
+    {"<", t_lt},
+    {"lt", t_lt},
+    {"lessthan", t_lt},
+    {"<=", t_le},
+    {"le", t_le},
 };
 
 tpl_test_fn tpl_test_find(tstr name) {

@@ -69,9 +69,12 @@ static bool in_ranges(const tpl_range *r, int n, uint32_t cp) {
     int lo = 0, hi = n - 1;
     while (lo <= hi) {
         int mid = (lo + hi) / 2;
-        if (cp < r[mid].lo) hi = mid - 1;
-        else if (cp > r[mid].hi) lo = mid + 1;
-        else return true;
+        if (cp < r[mid].lo)
+            hi = mid - 1;
+        else if (cp > r[mid].hi)
+            lo = mid + 1;
+        else
+            return true;
     }
     return false;
 }
@@ -97,15 +100,20 @@ bool py_isdigit(uint32_t cp) {
     return in_ranges(tpl_digit, tpl_digit_count, cp);
 }
 
-static bool is_cased(uint32_t cp) { return in_ranges(tpl_cased, tpl_cased_count, cp); }
+static bool is_cased(uint32_t cp) {
+    return in_ranges(tpl_cased, tpl_cased_count, cp);
+}
 
 static const tpl_case_run *find_run(const tpl_case_run *r, int n, uint32_t cp) {
     int lo = 0, hi = n - 1;
     while (lo <= hi) {
         int mid = (lo + hi) / 2;
-        if (cp < r[mid].lo) hi = mid - 1;
-        else if (cp > r[mid].hi) lo = mid + 1;
-        else return (cp - r[mid].lo) % (uint32_t)r[mid].stride == 0 ? &r[mid] : NULL;
+        if (cp < r[mid].lo)
+            hi = mid - 1;
+        else if (cp > r[mid].hi)
+            lo = mid + 1;
+        else
+            return (cp - r[mid].lo) % (uint32_t)r[mid].stride == 0 ? &r[mid] : NULL;
     }
     return NULL;
 }
@@ -129,8 +137,8 @@ bool py_iscased_upper(uint32_t cp) {
     return is_cased(cp) && !py_iscased_lower(cp) && !py_iscased_title(cp);
 }
 
-static int put_mapped(sbuf *b, uint32_t cp, const tpl_case_run *r, int nr,
-                      const tpl_case_multi *m, int nm) {
+static int put_mapped(sbuf *b, uint32_t cp, const tpl_case_run *r, int nr, const tpl_case_multi *m,
+                      int nm) {
     for (int i = 0; i < nm; i++)
         if (m[i].cp == cp) {
             for (int k = 0; k < 3 && m[i].to[k]; k++)

@@ -5,6 +5,7 @@
  * only; the lookups are in template_unicode.c. */
 #include "tokenizer/template_unicode.h"
 
+/* clang-format off */
 const tpl_case_run tpl_upper_runs[] = {
     {0x61, 0x7a, 1, -32}, {0xb5, 0xb5, 1, 743}, {0xe0, 0xf6, 1, -32}, {0xf8, 0xfe, 1, -32},
     {0xff, 0xff, 1, 121}, {0x101, 0x12f, 2, -1}, {0x131, 0x131, 1, -232}, {0x133, 0x137, 2, -1},

@@ -99,27 +99,45 @@ int td_set(tpl_rt *r, tdict *d, tv k, tv v) {
 
 const char *tv_type_name(tv v) {
     switch (v.kind) {
-    case TV_UNDEF: return "Undefined";
-    case TV_NONE: return "NoneType";
-    case TV_BOOL: return "bool";
-    case TV_INT: return "int";
-    case TV_FLOAT: return "float";
-    case TV_STR: return "str";
+    case TV_UNDEF:
+        return "Undefined";
+    case TV_NONE:
+        return "NoneType";
+    case TV_BOOL:
+        return "bool";
+    case TV_INT:
+        return "int";
+    case TV_FLOAT:
+        return "float";
+    case TV_STR:
+        return "str";
     case TV_LIST:
         switch (v.sub) {
-        case LIST_TUPLE: return "tuple";
-        case LIST_ITEMS: return "dict_items";
-        case LIST_KEYS: return "dict_keys";
-        case LIST_VALUES: return "dict_values";
-        case LIST_RANGE: return "range";
-        default: return "list";
+        case LIST_TUPLE:
+            return "tuple";
+        case LIST_ITEMS:
+            return "dict_items";
+        case LIST_KEYS:
+            return "dict_keys";
+        case LIST_VALUES:
+            return "dict_values";
+        case LIST_RANGE:
+            return "range";
+        default:
+            return "list";
         }
-    case TV_DICT: return "dict";
-    case TV_GEN: return v.u.g->type;
-    case TV_NS: return "Namespace";
-    case TV_LOOP: return "LoopContext";
-    case TV_MACRO: return "Macro";
-    case TV_FUNC: return "builtin_function_or_method";
+    case TV_DICT:
+        return "dict";
+    case TV_GEN:
+        return v.u.g->type;
+    case TV_NS:
+        return "Namespace";
+    case TV_LOOP:
+        return "LoopContext";
+    case TV_MACRO:
+        return "Macro";
+    case TV_FUNC:
+        return "builtin_function_or_method";
     }
     return "object";
 }
@@ -127,14 +145,22 @@ const char *tv_type_name(tv v) {
 bool tv_truthy(tv v) {
     switch (v.kind) {
     case TV_UNDEF:
-    case TV_NONE: return false;
-    case TV_BOOL: return v.u.b;
-    case TV_INT: return v.u.i != 0;
-    case TV_FLOAT: return v.u.f != 0.0;
-    case TV_STR: return v.u.s.n != 0;
-    case TV_LIST: return v.u.l->n != 0;
-    case TV_DICT: return v.u.d->n != 0;
-    default: return true;
+    case TV_NONE:
+        return false;
+    case TV_BOOL:
+        return v.u.b;
+    case TV_INT:
+        return v.u.i != 0;
+    case TV_FLOAT:
+        return v.u.f != 0.0;
+    case TV_STR:
+        return v.u.s.n != 0;
+    case TV_LIST:
+        return v.u.l->n != 0;
+    case TV_DICT:
+        return v.u.d->n != 0;
+    default:
+        return true;
     }
 }
 
@@ -145,10 +171,18 @@ tv tv_macro_value(tmacro *m) {
 
 /* --- numbers ----------------------------------------------------------------------- */
 
-static bool is_num(tv v) { return v.kind == TV_BOOL || v.kind == TV_INT || v.kind == TV_FLOAT; }
-static bool is_intlike(tv v) { return v.kind == TV_BOOL || v.kind == TV_INT; }
-static int64_t as_int(tv v) { return v.kind == TV_BOOL ? (int64_t)v.u.b : v.u.i; }
-static double as_float(tv v) { return v.kind == TV_FLOAT ? v.u.f : (double)as_int(v); }
+static bool is_num(tv v) {
+    return v.kind == TV_BOOL || v.kind == TV_INT || v.kind == TV_FLOAT;
+}
+static bool is_intlike(tv v) {
+    return v.kind == TV_BOOL || v.kind == TV_INT;
+}
+static int64_t as_int(tv v) {
+    return v.kind == TV_BOOL ? (int64_t)v.u.b : v.u.i;
+}
+static double as_float(tv v) {
+    return v.kind == TV_FLOAT ? v.u.f : (double)as_int(v);
+}
 
 void fmt_float(double f, char *buf, size_t n) {
     if (isnan(f)) {
@@ -177,7 +211,8 @@ void fmt_float(double f, char *buf, size_t n) {
     for (; *s && *s != 'e'; s++)
         if (*s >= '0' && *s <= '9' && nd < 30) digits[nd++] = *s;
     int exp10 = atoi(s + 1);
-    while (nd > 1 && digits[nd - 1] == '0') nd--;
+    while (nd > 1 && digits[nd - 1] == '0')
+        nd--;
     digits[nd] = 0;
     int decpt = exp10 + 1;
     char out[64];
@@ -187,24 +222,31 @@ void fmt_float(double f, char *buf, size_t n) {
         out[k++] = digits[0];
         if (nd > 1) {
             out[k++] = '.';
-            for (int i = 1; i < nd; i++) out[k++] = digits[i];
+            for (int i = 1; i < nd; i++)
+                out[k++] = digits[i];
         }
         k += snprintf(out + k, sizeof out - (size_t)k, "e%c%02d", exp10 < 0 ? '-' : '+',
                       exp10 < 0 ? -exp10 : exp10);
     } else if (decpt <= 0) {
         out[k++] = '0';
         out[k++] = '.';
-        for (int i = 0; i < -decpt; i++) out[k++] = '0';
-        for (int i = 0; i < nd; i++) out[k++] = digits[i];
+        for (int i = 0; i < -decpt; i++)
+            out[k++] = '0';
+        for (int i = 0; i < nd; i++)
+            out[k++] = digits[i];
     } else if (decpt >= nd) {
-        for (int i = 0; i < nd; i++) out[k++] = digits[i];
-        for (int i = nd; i < decpt; i++) out[k++] = '0';
+        for (int i = 0; i < nd; i++)
+            out[k++] = digits[i];
+        for (int i = nd; i < decpt; i++)
+            out[k++] = '0';
         out[k++] = '.';
         out[k++] = '0';
     } else {
-        for (int i = 0; i < decpt; i++) out[k++] = digits[i];
+        for (int i = 0; i < decpt; i++)
+            out[k++] = digits[i];
         out[k++] = '.';
-        for (int i = decpt; i < nd; i++) out[k++] = digits[i];
+        for (int i = decpt; i < nd; i++)
+            out[k++] = digits[i];
     }
     out[k] = 0;
     snprintf(buf, n, "%s", out);
@@ -216,28 +258,40 @@ void fmt_float(double f, char *buf, size_t n) {
  * dict_keys/dict_items (order-insensitive), dict_values (identity only). */
 static int list_family(tv v) {
     switch (v.sub) {
-    case LIST_TUPLE: return 1;
-    case LIST_RANGE: return 2;
+    case LIST_TUPLE:
+        return 1;
+    case LIST_RANGE:
+        return 2;
     case LIST_KEYS:
-    case LIST_ITEMS: return 3;
-    case LIST_VALUES: return 4;
-    default: return 0;
+    case LIST_ITEMS:
+        return 3;
+    case LIST_VALUES:
+        return 4;
+    default:
+        return 0;
     }
 }
 
 static int equal_depth(tpl_rt *r, tv a, tv b, bool *eq, int depth) {
     *eq = false;
-    if (depth > TPL_MAX_DEPTH) return rt_error(r, NULL, "maximum recursion depth exceeded in comparison");
+    if (depth > TPL_MAX_DEPTH)
+        return rt_error(r, NULL, "maximum recursion depth exceeded in comparison");
     if (is_num(a) && is_num(b)) {
-        if (is_intlike(a) && is_intlike(b)) *eq = as_int(a) == as_int(b);
-        else *eq = as_float(a) == as_float(b);
+        if (is_intlike(a) && is_intlike(b))
+            *eq = as_int(a) == as_int(b);
+        else
+            *eq = as_float(a) == as_float(b);
         return 0;
     }
     if (a.kind != b.kind) return 0;
     switch (a.kind) {
     case TV_UNDEF:
-    case TV_NONE: *eq = true; return 0;
-    case TV_STR: *eq = tstr_eq(a.u.s, b.u.s); return 0;
+    case TV_NONE:
+        *eq = true;
+        return 0;
+    case TV_STR:
+        *eq = tstr_eq(a.u.s, b.u.s);
+        return 0;
     case TV_LIST:
         if (list_family(a) != list_family(b) || a.u.l->n != b.u.l->n) return 0;
         if (a.sub == LIST_VALUES) {
@@ -280,20 +334,33 @@ static int equal_depth(tpl_rt *r, tv a, tv b, bool *eq, int depth) {
         }
         *eq = true;
         return 0;
-    case TV_GEN: *eq = a.u.g == b.u.g; return 0;
-    case TV_NS: *eq = a.u.ns == b.u.ns; return 0;
-    case TV_LOOP: *eq = a.u.loop == b.u.loop; return 0;
-    case TV_MACRO: *eq = a.u.m == b.u.m; return 0;
-    case TV_FUNC: *eq = a.u.fn == b.u.fn; return 0;
+    case TV_GEN:
+        *eq = a.u.g == b.u.g;
+        return 0;
+    case TV_NS:
+        *eq = a.u.ns == b.u.ns;
+        return 0;
+    case TV_LOOP:
+        *eq = a.u.loop == b.u.loop;
+        return 0;
+    case TV_MACRO:
+        *eq = a.u.m == b.u.m;
+        return 0;
+    case TV_FUNC:
+        *eq = a.u.fn == b.u.fn;
+        return 0;
     }
     return 0;
 }
 
-int tv_equal(tpl_rt *r, tv a, tv b, bool *eq) { return equal_depth(r, a, b, eq, 0); }
+int tv_equal(tpl_rt *r, tv a, tv b, bool *eq) {
+    return equal_depth(r, a, b, eq, 0);
+}
 
 static int compare_depth(tpl_rt *r, const node *at, const char *op, tv a, tv b, int *cmp,
                          int depth) {
-    if (depth > TPL_MAX_DEPTH) return rt_error(r, at, "maximum recursion depth exceeded in comparison");
+    if (depth > TPL_MAX_DEPTH)
+        return rt_error(r, at, "maximum recursion depth exceeded in comparison");
     if (a.kind == TV_UNDEF) return rt_undefined_error(r, at, a);
     if (b.kind == TV_UNDEF) return rt_undefined_error(r, at, b);
     if (is_num(a) && is_num(b)) {
@@ -343,14 +410,22 @@ static int repr_str(sbuf *b, tstr s) {
         size_t start = i;
         uint32_t cp = utf8_next(s.p, s.n, &i);
         int rc;
-        if (cp == (uint32_t)q || cp == '\\') rc = sb_putc(b, '\\') || sb_putc(b, (char)cp);
-        else if (cp == '\n') rc = sb_puts(b, "\\n");
-        else if (cp == '\r') rc = sb_puts(b, "\\r");
-        else if (cp == '\t') rc = sb_puts(b, "\\t");
-        else if (py_isprintable(cp)) rc = sb_put(b, s.p + start, i - start);
-        else if (cp < 0x100) rc = sb_printf(b, "\\x%02x", cp);
-        else if (cp < 0x10000) rc = sb_printf(b, "\\u%04x", cp);
-        else rc = sb_printf(b, "\\U%08x", cp);
+        if (cp == (uint32_t)q || cp == '\\')
+            rc = sb_putc(b, '\\') || sb_putc(b, (char)cp);
+        else if (cp == '\n')
+            rc = sb_puts(b, "\\n");
+        else if (cp == '\r')
+            rc = sb_puts(b, "\\r");
+        else if (cp == '\t')
+            rc = sb_puts(b, "\\t");
+        else if (py_isprintable(cp))
+            rc = sb_put(b, s.p + start, i - start);
+        else if (cp < 0x100)
+            rc = sb_printf(b, "\\x%02x", cp);
+        else if (cp < 0x10000)
+            rc = sb_printf(b, "\\u%04x", cp);
+        else
+            rc = sb_printf(b, "\\U%08x", cp);
         if (rc) return -1;
     }
     return sb_putc(b, q);
@@ -367,15 +442,23 @@ static int repr_items(tpl_rt *r, const tlist *l, sbuf *b, int depth) {
 }
 
 static int repr_depth(tpl_rt *r, tv v, sbuf *b, int depth, bool as_str) {
-    if (depth > TPL_MAX_DEPTH) return rt_error(r, NULL, "maximum recursion depth exceeded while printing");
+    if (depth > TPL_MAX_DEPTH)
+        return rt_error(r, NULL, "maximum recursion depth exceeded while printing");
     char num[64];
     switch (v.kind) {
-    case TV_UNDEF: return as_str ? 0 : sb_puts(b, "Undefined");
-    case TV_NONE: return sb_puts(b, "None");
-    case TV_BOOL: return sb_puts(b, v.u.b ? "True" : "False");
-    case TV_INT: return sb_printf(b, "%" PRId64, v.u.i);
-    case TV_FLOAT: fmt_float(v.u.f, num, sizeof num); return sb_puts(b, num);
-    case TV_STR: return as_str ? sb_put(b, v.u.s.p, v.u.s.n) : repr_str(b, v.u.s);
+    case TV_UNDEF:
+        return as_str ? 0 : sb_puts(b, "Undefined");
+    case TV_NONE:
+        return sb_puts(b, "None");
+    case TV_BOOL:
+        return sb_puts(b, v.u.b ? "True" : "False");
+    case TV_INT:
+        return sb_printf(b, "%" PRId64, v.u.i);
+    case TV_FLOAT:
+        fmt_float(v.u.f, num, sizeof num);
+        return sb_puts(b, num);
+    case TV_STR:
+        return as_str ? sb_put(b, v.u.s.p, v.u.s.n) : repr_str(b, v.u.s);
     case TV_LIST: {
         const tlist *l = v.u.l;
         switch (v.sub) {
@@ -383,7 +466,8 @@ static int repr_depth(tpl_rt *r, tv v, sbuf *b, int depth, bool as_str) {
             if (sb_putc(b, '(') || repr_items(r, l, b, depth)) return -1;
             return sb_puts(b, l->n == 1 ? ",)" : ")");
         case LIST_RANGE:
-            if (l->step == 1) return sb_printf(b, "range(%" PRId64 ", %" PRId64 ")", l->start, l->stop);
+            if (l->step == 1)
+                return sb_printf(b, "range(%" PRId64 ", %" PRId64 ")", l->start, l->stop);
             return sb_printf(b, "range(%" PRId64 ", %" PRId64 ", %" PRId64 ")", l->start, l->stop,
                              l->step);
         case LIST_ITEMS:
@@ -408,9 +492,10 @@ static int repr_depth(tpl_rt *r, tv v, sbuf *b, int depth, bool as_str) {
         }
         return sb_putc(b, '}');
     }
-    case TV_GEN: return sb_printf(b, "<%s object>", v.u.g->type);
+    case TV_GEN:
+        return sb_printf(b, "<%s object>", v.u.g->type);
     case TV_NS: {
-        const tns *ns = v.u.ns;
+        const tvars *ns = &v.u.ns->attrs;
         if (sb_puts(b, "<Namespace {")) return -1;
         for (size_t i = 0; i < ns->n; i++) {
             if (i && sb_puts(b, ", ")) return -1;
@@ -428,13 +513,18 @@ static int repr_depth(tpl_rt *r, tv v, sbuf *b, int depth, bool as_str) {
             return sb_putc(b, '>');
         }
         return sb_puts(b, "<Macro 'caller'>");
-    case TV_FUNC: return sb_printf(b, "<built-in method %s>", v.u.fn->name);
+    case TV_FUNC:
+        return sb_printf(b, "<built-in method %s>", v.u.fn->name);
     }
     return 0;
 }
 
-int tv_to_str(tpl_rt *r, tv v, sbuf *b) { return repr_depth(r, v, b, 0, true); }
-int tv_repr(tpl_rt *r, tv v, sbuf *b) { return repr_depth(r, v, b, 0, false); }
+int tv_to_str(tpl_rt *r, tv v, sbuf *b) {
+    return repr_depth(r, v, b, 0, true);
+}
+int tv_repr(tpl_rt *r, tv v, sbuf *b) {
+    return repr_depth(r, v, b, 0, false);
+}
 
 int tv_stringify(tpl_rt *r, tv v, tstr *out) {
     if (v.kind == TV_STR) {
@@ -465,13 +555,18 @@ tlist *str_chars(tpl_arena *a, tstr s) {
 int tv_iterate(tpl_rt *r, const node *at, tv v, tlist **out) {
     tpl_arena *a = rt_arena(r);
     switch (v.kind) {
-    case TV_LIST: *out = v.u.l; return 0;
-    case TV_UNDEF: return (*out = tl_new(a, 0)) ? 0 : -1;
-    case TV_STR: return (*out = str_chars(a, v.u.s)) ? 0 : -1;
+    case TV_LIST:
+        *out = v.u.l;
+        return 0;
+    case TV_UNDEF:
+        return (*out = tl_new(a, 0)) ? 0 : -1;
+    case TV_STR:
+        return (*out = str_chars(a, v.u.s)) ? 0 : -1;
     case TV_DICT: {
         tlist *l = tl_new(a, v.u.d->n);
         if (!l) return -1;
-        for (size_t i = 0; i < l->n; i++) l->v[i] = v.u.d->k[i];
+        for (size_t i = 0; i < l->n; i++)
+            l->v[i] = v.u.d->k[i];
         *out = l;
         return 0;
     }
@@ -480,35 +575,50 @@ int tv_iterate(tpl_rt *r, const node *at, tv v, tlist **out) {
         if (rt_gen_check(r, at, v)) return -1;
         tlist *l = tl_new(a, g->src->n - g->pos);
         if (!l) return -1;
-        for (size_t i = 0; i < l->n; i++) l->v[i] = g->src->v[g->pos + i];
+        for (size_t i = 0; i < l->n; i++)
+            l->v[i] = g->src->v[g->pos + i];
         g->pos = g->src->n;
         *out = l;
         return 0;
     }
-    default: return rt_error(r, at, "'%s' object is not iterable", tv_type_name(v));
+    default:
+        return rt_error(r, at, "'%s' object is not iterable", tv_type_name(v));
     }
 }
 
 int tv_length(tpl_rt *r, const node *at, tv v, int64_t *n) {
     switch (v.kind) {
-    case TV_UNDEF: *n = 0; return 0;
-    case TV_STR: *n = (int64_t)utf8_len(v.u.s); return 0;
-    case TV_LIST: *n = (int64_t)v.u.l->n; return 0;
-    case TV_DICT: *n = (int64_t)v.u.d->n; return 0;
-    case TV_LOOP: *n = (int64_t)v.u.loop->items->n; return 0;
-    default: return rt_error(r, at, "object of type '%s' has no len()", tv_type_name(v));
+    case TV_UNDEF:
+        *n = 0;
+        return 0;
+    case TV_STR:
+        *n = (int64_t)utf8_len(v.u.s);
+        return 0;
+    case TV_LIST:
+        *n = (int64_t)v.u.l->n;
+        return 0;
+    case TV_DICT:
+        *n = (int64_t)v.u.d->n;
+        return 0;
+    case TV_LOOP:
+        *n = (int64_t)v.u.loop->items->n;
+        return 0;
+    default:
+        return rt_error(r, at, "object of type '%s' has no len()", tv_type_name(v));
     }
 }
 
 int tv_contains(tpl_rt *r, const node *at, tv c, tv item, bool *out) {
     *out = false;
     switch (c.kind) {
-    case TV_UNDEF: return 0;
+    case TV_UNDEF:
+        return 0;
     case TV_STR:
         if (item.kind != TV_STR)
             return rt_error(r, at, "'in <string>' requires string as left operand, not %s",
                             tv_type_name(item));
-        if (item.u.s.n == 0) *out = true;
+        if (item.u.s.n == 0)
+            *out = true;
         else if (item.u.s.n <= c.u.s.n)
             *out = memmem(c.u.s.p, c.u.s.n, item.u.s.p, item.u.s.n) != NULL;
         return 0;
@@ -566,13 +676,15 @@ int tv_slice(tpl_rt *r, const node *at, tv obj, tv vstart, tv vstop, tv vstep, t
     if (obj.kind == TV_UNDEF) return rt_undefined_error(r, at, obj);
     if (obj.kind == TV_DICT) return rt_error(r, at, "unhashable type: 'slice'");
     if (obj.kind != TV_STR &&
-        !(obj.kind == TV_LIST && (obj.sub == LIST_PLAIN || obj.sub == LIST_TUPLE || obj.sub == LIST_RANGE)))
+        !(obj.kind == TV_LIST &&
+          (obj.sub == LIST_PLAIN || obj.sub == LIST_TUPLE || obj.sub == LIST_RANGE)))
         return rt_error(r, at, "'%s' object is not subscriptable", tv_type_name(obj));
     bool nstart, nstop, nstep;
     int64_t start = 0, stop = 0, step = 1;
     if (slice_index(vstart, &nstart, &start) || slice_index(vstop, &nstop, &stop) ||
         slice_index(vstep, &nstep, &step))
-        return rt_error(r, at, "slice indices must be integers or None or have an __index__ method");
+        return rt_error(r, at,
+                        "slice indices must be integers or None or have an __index__ method");
     if (nstep) step = 1;
     if (step == 0) return rt_error(r, at, "slice step cannot be zero");
     tpl_arena *a = rt_arena(r);
@@ -581,24 +693,32 @@ int tv_slice(tpl_rt *r, const node *at, tv obj, tv vstart, tv vstop, tv vstep, t
     if (obj.kind == TV_STR) {
         for (size_t i = 0; i < obj.u.s.n && ascii; i++)
             if ((unsigned char)obj.u.s.p[i] >= 0x80) ascii = false;
-        if (ascii) count = obj.u.s.n;
-        else if (!(off = cp_offsets(a, obj.u.s, &count))) return -1;
+        if (ascii)
+            count = obj.u.s.n;
+        else if (!(off = cp_offsets(a, obj.u.s, &count)))
+            return -1;
     } else {
         count = obj.u.l->n;
     }
     int64_t len = (int64_t)count;
     int64_t lower = step > 0 ? 0 : -1, upper = step > 0 ? len : len - 1;
-    if (nstart) start = step < 0 ? upper : lower;
+    if (nstart)
+        start = step < 0 ? upper : lower;
     else {
         if (start < 0) start += len;
-        if (start < lower) start = lower;
-        else if (start > upper) start = upper;
+        if (start < lower)
+            start = lower;
+        else if (start > upper)
+            start = upper;
     }
-    if (nstop) stop = step < 0 ? lower : upper;
+    if (nstop)
+        stop = step < 0 ? lower : upper;
     else {
         if (stop < 0) stop += len;
-        if (stop < lower) stop = lower;
-        else if (stop > upper) stop = upper;
+        if (stop < lower)
+            stop = lower;
+        else if (stop > upper)
+            stop = upper;
     }
     size_t n = 0;
     if (step > 0 && stop > start) n = (size_t)((stop - start - 1) / step + 1);
@@ -606,7 +726,8 @@ int tv_slice(tpl_rt *r, const node *at, tv obj, tv vstart, tv vstop, tv vstep, t
     if (obj.kind == TV_LIST) {
         tlist *l = tl_new(a, n);
         if (!l) return -1;
-        for (size_t i = 0; i < n; i++) l->v[i] = obj.u.l->v[start + (int64_t)i * step];
+        for (size_t i = 0; i < n; i++)
+            l->v[i] = obj.u.l->v[start + (int64_t)i * step];
         *out = tv_list(l, obj.sub == LIST_TUPLE ? LIST_TUPLE : LIST_PLAIN);
         return 0;
     }
@@ -654,18 +775,32 @@ int tv_from_json(tpl_rt *r, json_t *j, tv *out, int depth) {
         *out = tv_list(l, LIST_PLAIN);
         return 0;
     }
-    case JSON_STRING: *out = tv_str((tstr){json_string_value(j), json_string_length(j)}); return 0;
-    case JSON_INTEGER: *out = tv_int((int64_t)json_integer_value(j)); return 0;
-    case JSON_REAL: *out = tv_float(json_real_value(j)); return 0;
-    case JSON_TRUE: *out = tv_bool(true); return 0;
-    case JSON_FALSE: *out = tv_bool(false); return 0;
-    default: *out = tv_none(); return 0;
+    case JSON_STRING:
+        *out = tv_str((tstr){json_string_value(j), json_string_length(j)});
+        return 0;
+    case JSON_INTEGER:
+        *out = tv_int((int64_t)json_integer_value(j));
+        return 0;
+    case JSON_REAL:
+        *out = tv_float(json_real_value(j));
+        return 0;
+    case JSON_TRUE:
+        *out = tv_bool(true);
+        return 0;
+    case JSON_FALSE:
+        *out = tv_bool(false);
+        return 0;
+    default:
+        *out = tv_none();
+        return 0;
     }
 }
 
 /* --- arithmetic -------------------------------------------------------------------- */
 
-static const char *op_symbol(int op) { return tpl_op_text[op]; }
+static const char *op_symbol(int op) {
+    return tpl_op_text[op];
+}
 
 static int type_error(tpl_rt *r, const node *at, int op, tv a, tv b) {
     if (op == OP_ADD && a.kind == TV_STR)
@@ -699,7 +834,8 @@ static int repeat(tpl_rt *r, const node *at, tv seq, int64_t times, tv *out) {
         return rt_error(r, at, "list repetition too large");
     tlist *l = tl_new(a, n * (size_t)times);
     if (!l) return -1;
-    for (size_t i = 0; i < l->n; i++) l->v[i] = seq.u.l->v[i % n];
+    for (size_t i = 0; i < l->n; i++)
+        l->v[i] = seq.u.l->v[i % n];
     *out = tv_list(l, seq.sub == LIST_TUPLE ? LIST_TUPLE : LIST_PLAIN);
     return 0;
 }
@@ -761,8 +897,9 @@ int tv_binop(tpl_rt *r, const node *at, int op, tv a, tv b, tv *out) {
         case OP_MOD:
             if (ints) {
                 if (y == 0)
-                    return rt_error(r, at, op == OP_MOD ? "integer modulo by zero"
-                                                        : "integer division or modulo by zero");
+                    return rt_error(r, at,
+                                    op == OP_MOD ? "integer modulo by zero"
+                                                 : "integer division or modulo by zero");
                 if (x == INT64_MIN && y == -1) return overflow(r, at);
                 int64_t q = x / y, m = x % y;
                 if (m != 0 && ((m < 0) != (y < 0))) {
@@ -773,7 +910,8 @@ int tv_binop(tpl_rt *r, const node *at, int op, tv a, tv b, tv *out) {
                 return 0;
             } else {
                 if (fy == 0)
-                    return rt_error(r, at, op == OP_MOD ? "float modulo" : "float floor division by zero");
+                    return rt_error(r, at,
+                                    op == OP_MOD ? "float modulo" : "float floor division by zero");
                 double fd, m;
                 float_divmod(fx, fy, &fd, &m);
                 *out = tv_float(op == OP_MOD ? m : fd);
@@ -797,9 +935,15 @@ int tv_binop(tpl_rt *r, const node *at, int op, tv a, tv b, tv *out) {
             return 0;
         }
         switch (op) {
-        case OP_ADD: *out = tv_float(fx + fy); return 0;
-        case OP_SUB: *out = tv_float(fx - fy); return 0;
-        case OP_MUL: *out = tv_float(fx * fy); return 0;
+        case OP_ADD:
+            *out = tv_float(fx + fy);
+            return 0;
+        case OP_SUB:
+            *out = tv_float(fx - fy);
+            return 0;
+        case OP_MUL:
+            *out = tv_float(fx * fy);
+            return 0;
         }
         return type_error(r, at, op, a, b);
     }
@@ -816,15 +960,19 @@ int tv_binop(tpl_rt *r, const node *at, int op, tv a, tv b, tv *out) {
              (a.sub == LIST_TUPLE && b.sub == LIST_TUPLE))) {
             tlist *l = tl_new(ar, a.u.l->n + b.u.l->n);
             if (!l) return -1;
-            for (size_t i = 0; i < a.u.l->n; i++) l->v[i] = a.u.l->v[i];
-            for (size_t i = 0; i < b.u.l->n; i++) l->v[a.u.l->n + i] = b.u.l->v[i];
+            for (size_t i = 0; i < a.u.l->n; i++)
+                l->v[i] = a.u.l->v[i];
+            for (size_t i = 0; i < b.u.l->n; i++)
+                l->v[a.u.l->n + i] = b.u.l->v[i];
             *out = tv_list(l, a.sub);
             return 0;
         }
     }
     if (op == OP_MUL) {
-        bool seq_a = a.kind == TV_STR || (a.kind == TV_LIST && (a.sub == LIST_PLAIN || a.sub == LIST_TUPLE));
-        bool seq_b = b.kind == TV_STR || (b.kind == TV_LIST && (b.sub == LIST_PLAIN || b.sub == LIST_TUPLE));
+        bool seq_a =
+            a.kind == TV_STR || (a.kind == TV_LIST && (a.sub == LIST_PLAIN || a.sub == LIST_TUPLE));
+        bool seq_b =
+            b.kind == TV_STR || (b.kind == TV_LIST && (b.sub == LIST_PLAIN || b.sub == LIST_TUPLE));
         if (seq_a && is_intlike(b)) return repeat(r, at, a, as_int(b), out);
         if (seq_b && is_intlike(a)) return repeat(r, at, b, as_int(a), out);
     }

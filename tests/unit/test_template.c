@@ -41,12 +41,14 @@ static void expect(const char *src, const char *ctx, const char *want) {
 static void expect_error(const char *src, const char *ctx, const char *part) {
     char *got = render(src, ctx);
     if (got) fail_msg("template %s rendered [%s], expected an error", src, got);
-    if (!strstr(err_get(), part)) fail_msg("template %s: error [%s] lacks [%s]", src, err_get(), part);
+    if (!strstr(err_get(), part))
+        fail_msg("template %s: error [%s] lacks [%s]", src, err_get(), part);
 }
 
 static const char *MSGS =
     "{\"messages\": [{\"role\": \"system\", \"content\": \"sys\"},"
-    " {\"role\": \"user\", \"content\": \"  hi  \"}, {\"role\": \"assistant\", \"content\": \"yo\"}],"
+    " {\"role\": \"user\", \"content\": \"  hi  \"}, {\"role\": \"assistant\", \"content\": "
+    "\"yo\"}],"
     " \"xs\": [3, 1, 2], \"d\": {\"b\": 2, \"a\": 1}, \"s\": \"Hello\", \"n\": 7, \"f\": 2.5,"
     " \"t\": true, \"none\": null, \"u\": \"\xc3\xa9\xf0\x9f\x91\x8dx\"}";
 
@@ -94,7 +96,8 @@ static void test_set_namespace_macros(void **state) {
            "{% endfor %}{{ ns.n }}",
            MSGS, "3");
     expect("{% set blk %} in {{ 1 }} {% endset %}[{{ blk }}]", NULL, "[ in 1 ]");
-    expect("{% macro g(name, p='!') %}Hi {{ name }}{{ p }}{% endmacro %}{{ g('A') }}{{ g('B', p='?') }}",
+    expect("{% macro g(name, p='!') %}Hi {{ name }}{{ p }}{% endmacro %}{{ g('A') }}{{ g('B', "
+           "p='?') }}",
            NULL, "Hi A!Hi B?");
     expect("{% macro box() %}[{{ caller() }}]{% endmacro %}{% call box() %}in{% endcall %}", NULL,
            "[in]");
@@ -129,7 +132,8 @@ static void test_access_and_slices(void **state) {
 
 static void test_filters(void **state) {
     (void)state;
-    expect("[{{ '  x  '|trim }}][{{ s|upper }}][{{ s|lower }}][{{ 'a b-c'|title }}][{{ 'hI'|capitalize }}]",
+    expect("[{{ '  x  '|trim }}][{{ s|upper }}][{{ s|lower }}][{{ 'a b-c'|title }}][{{ "
+           "'hI'|capitalize }}]",
            MSGS, "[x][HELLO][hello][A B-C][Hi]");
     expect("{{ xs|length }} {{ xs|join(',') }} {{ xs|first }} {{ xs|last }} {{ xs|sort }} "
            "{{ xs|reverse|list }} {{ [1, 1, 2]|unique|list }} {{ xs|sum }} {{ xs|max }}",
@@ -141,9 +145,13 @@ static void test_filters(void **state) {
            MSGS, "['  hi  ']");
     expect("{{ xs|select('odd')|list }} {{ xs|reject('odd')|list }} {{ d|dictsort }}", MSGS,
            "[3, 1] [2] [('a', 1), ('b', 2)]");
-    expect("{{ d|tojson }} {{ u|tojson }} {{ 'a\"\\n'|tojson }} {{ [1, {'k': none}]|tojson(indent=2) }}",
-           MSGS, "{\"b\": 2, \"a\": 1} \"\xc3\xa9\xf0\x9f\x91\x8dx\" \"a\\\"\\n\" [\n  1,\n  {\n    \"k\": null\n  }\n]");
-    expect("{{ ' a b '.split() }} {{ 'a,b'.split(',') }} {{ s.startswith('He') }} {{ '  x '.strip() }}",
+    expect("{{ d|tojson }} {{ u|tojson }} {{ 'a\"\\n'|tojson }} {{ [1, {'k': "
+           "none}]|tojson(indent=2) }}",
+           MSGS,
+           "{\"b\": 2, \"a\": 1} \"\xc3\xa9\xf0\x9f\x91\x8dx\" \"a\\\"\\n\" [\n  1,\n  {\n    "
+           "\"k\": null\n  }\n]");
+    expect("{{ ' a b '.split() }} {{ 'a,b'.split(',') }} {{ s.startswith('He') }} {{ '  x "
+           "'.strip() }}",
            MSGS, "['a', 'b'] ['a', 'b'] True x");
     expect("{{ d.get('a') }} {{ d.get('z', 0) }} {{ d.keys()|list }}", MSGS, "1 0 ['b', 'a']");
 }
@@ -153,9 +161,10 @@ static void test_tests(void **state) {
     expect("{{ s is string }}{{ n is number }}{{ t is number }}{{ t is integer }}{{ d is mapping }}"
            "{{ xs is sequence }}{{ s is iterable }}{{ n is iterable }}{{ none is none }}",
            MSGS, "TrueTrueTrueFalseTrueTrueTrueFalseTrue");
-    expect("{{ missing is defined }}{{ missing is undefined }}{{ n is odd }}{{ 9 is divisibleby 3 }}"
-           "{{ n is not none }}{{ 3 is gt 2 }}",
-           MSGS, "FalseTrueTrueTrueTrueTrue");
+    expect(
+        "{{ missing is defined }}{{ missing is undefined }}{{ n is odd }}{{ 9 is divisibleby 3 }}"
+        "{{ n is not none }}{{ 3 is gt 2 }}",
+        MSGS, "FalseTrueTrueTrueTrueTrue");
 }
 
 static void test_raise_exception(void **state) {
@@ -205,23 +214,28 @@ static void test_limits(void **state) {
     assert_non_null(deep);
     strcpy(deep, "{{ ");
     size_t k = 3;
-    for (size_t i = 0; i < depth; i++) deep[k++] = '(';
+    for (size_t i = 0; i < depth; i++)
+        deep[k++] = '(';
     deep[k++] = '1';
-    for (size_t i = 0; i < depth; i++) deep[k++] = ')';
+    for (size_t i = 0; i < depth; i++)
+        deep[k++] = ')';
     strcpy(deep + k, " }}");
     expect_error(deep, NULL, "nested too deeply");
     k = 0;
-    for (size_t i = 0; i < depth / 10; i++) k += (size_t)sprintf(deep + k, "{%% if 1 %%}");
+    for (size_t i = 0; i < depth / 10; i++)
+        k += (size_t)sprintf(deep + k, "{%% if 1 %%}");
     expect_error(deep, NULL, "nested too deeply");
     free(deep);
     expect_error("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}", NULL, "recursion");
     /* 10^10 iterations: stopped by the step budget or the memory budget, whichever first */
     assert_null(render("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}"
-                       "{% endfor %}", NULL));
+                       "{% endfor %}",
+                       NULL));
     assert_true(strstr(err_get(), "too long") || strstr(err_get(), "limit"));
-    expect_error("{% set r = range(3000) %}{% set ns = namespace(n=0) %}{% for i in range(100000) %}"
-                 "{% for j in r %}{% set ns.n = ns.n + 1 %}{% endfor %}{% endfor %}",
-                 NULL, "too long");
+    expect_error(
+        "{% set r = range(3000) %}{% set ns = namespace(n=0) %}{% for i in range(100000) %}"
+        "{% for j in r %}{% set ns.n = ns.n + 1 %}{% endfor %}{% endfor %}",
+        NULL, "too long");
     expect_error("{% set ns = namespace(s='xxxxxxxxxxxxxxxx') %}{% for i in range(40) %}"
                  "{% set ns.s = ns.s ~ ns.s %}{% endfor %}",
                  NULL, "limit");
@@ -255,8 +269,8 @@ static void test_builtin_matches_fixtures(void **state) {
         bool llama3;
         const char *fixture;
     } cases[] = {
-        {"gemma3", false, "gemma3"}, {"llama", true, "llama3"},  {"llama", false, "mistral"},
-        {"qwen2", false, "chatml"},  {"phi3", true, "chatml"},   {NULL, false, "chatml"},
+        {"gemma3", false, "gemma3"}, {"llama", true, "llama3"}, {"llama", false, "mistral"},
+        {"qwen2", false, "chatml"},  {"phi3", true, "chatml"},  {NULL, false, "chatml"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *want = read_fixture(cases[i].fixture);
@@ -272,8 +286,9 @@ static void test_builtin_matches_fixtures(void **state) {
 
 static void test_builtin_render(void **state) {
     (void)state;
-    const char *ctx = "{\"messages\": [{\"role\": \"user\", \"content\": \" Hi \"}],"
-                      " \"add_generation_prompt\": true, \"bos_token\": \"<bos>\", \"eos_token\": \"<eos>\"}";
+    const char *ctx =
+        "{\"messages\": [{\"role\": \"user\", \"content\": \" Hi \"}],"
+        " \"add_generation_prompt\": true, \"bos_token\": \"<bos>\", \"eos_token\": \"<eos>\"}";
     char *g = render(chat_template_builtin("gemma3", false), ctx);
     assert_non_null(g);
     assert_string_equal(g, "<bos><start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\n");
@@ -296,7 +311,8 @@ static void test_builtin_render(void **state) {
     assert_null(render(chat_template_builtin("gemma3", false),
                        "{\"messages\": [{\"role\": \"user\", \"content\": \"a\"},"
                        " {\"role\": \"user\", \"content\": \"b\"}]}"));
-    assert_string_equal(err_get(), "Conversation roles must alternate user/assistant/user/assistant/...");
+    assert_string_equal(err_get(),
+                        "Conversation roles must alternate user/assistant/user/assistant/...");
 }
 
 /* --- fuzzing ------------------------------------------------------------------------------ */
@@ -312,19 +328,75 @@ static uint32_t rnd(void) {
 static void test_fuzz_mutations(void **state) {
     (void)state;
     static const char *const pieces[] = {
-        "{{", "}}", "{%", "%}", "{#", "#}", "-", "+", "(", ")", "[", "]", "{", "}", "'", "\"",
-        "\\", "|", ".", ",", ":", "=", " if ", " else ", " for ", " in ", " endfor ", " endif ",
-        " set ", " macro ", " endmacro ", " call ", " loop ", "loop.index", "ns.x", "namespace(",
-        "messages", "xs[::-1]", "|tojson", "|trim", " is defined", " not ", "**", "//", "~",
-        "raise_exception(", "range(", "\xc3\xa9", "\xf0\x9f\x91\x8d", "\n", " ", "0", "1e9",
-        "{% raw %}", "{% endraw %}", "caller()", "varargs", "|map(attribute='x')", "[1:2]",
+        "{{",
+        "}}",
+        "{%",
+        "%}",
+        "{#",
+        "#}",
+        "-",
+        "+",
+        "(",
+        ")",
+        "[",
+        "]",
+        "{",
+        "}",
+        "'",
+        "\"",
+        "\\",
+        "|",
+        ".",
+        ",",
+        ":",
+        "=",
+        " if ",
+        " else ",
+        " for ",
+        " in ",
+        " endfor ",
+        " endif ",
+        " set ",
+        " macro ",
+        " endmacro ",
+        " call ",
+        " loop ",
+        "loop.index",
+        "ns.x",
+        "namespace(",
+        "messages",
+        "xs[::-1]",
+        "|tojson",
+        "|trim",
+        " is defined",
+        " not ",
+        "**",
+        "//",
+        "~",
+        "raise_exception(",
+        "range(",
+        "\xc3\xa9",
+        "\xf0\x9f\x91\x8d",
+        "\n",
+        " ",
+        "0",
+        "1e9",
+        "{% raw %}",
+        "{% endraw %}",
+        "caller()",
+        "varargs",
+        "|map(attribute='x')",
+        "[1:2]",
     };
     const char *seeds[] = {
-        chat_template_builtin("gemma3", false), chat_template_builtin("llama", true),
-        chat_template_builtin("llama", false),  chat_template_builtin("qwen2", false),
+        chat_template_builtin("gemma3", false),
+        chat_template_builtin("llama", true),
+        chat_template_builtin("llama", false),
+        chat_template_builtin("qwen2", false),
         "{% set ns = namespace(a=[]) %}{% for m in messages if m.role %}{% set ns.a = ns.a + [m] %}"
         "{{ loop.index }}{{ m.content|trim|upper }}{% endfor %}{{ ns.a|length }}{{ xs[1:]|tojson }}"
-        "{% macro f(a, b=2) %}{{ a ~ b ~ varargs }}{{ caller() if caller is defined }}{% endmacro %}"
+        "{% macro f(a, b=2) %}{{ a ~ b ~ varargs }}{{ caller() if caller is defined }}{% endmacro "
+        "%}"
         "{{ f(1, 2, 3) }}{% call f(1) %}x{% endcall %}{{ d|dictsort }}{{ s.split('l') }}",
     };
     json_error_t jerr;

@@ -53,6 +53,7 @@ def main() -> None:
         " * edit (tests/unit/test_template.c checks the two are identical). */",
         '#include "tokenizer/template.h"',
         "",
+        "/* clang-format off */",
         "#include <string.h>",
         "",
     ]
