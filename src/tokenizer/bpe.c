@@ -285,15 +285,7 @@ typedef struct {
 /* Two symbols merge when "left right" is a merge; the lowest rank first. */
 static int bpe_pair_key(void *ctx, const tok_sym *l, const tok_sym *r, double *key) {
     bpe_session *s = ctx;
-    size_t need = (size_t)l->n + 1 + r->n;
-    if (tok_reserve((void **)&s->key, &s->key_cap, need, 1)) return -1;
-    memcpy(s->key, s->word + l->off, l->n);
-    s->key[l->n] = ' ';
-    memcpy(s->key + l->n + 1, s->word + r->off, r->n);
-    int32_t rank = strtab_find(&s->t->merges, s->key, need);
-    if (rank < 0) return 0;
-    *key = rank;
-    return 1;
+    return tok_merge_rank(s->t, s->word, l, r, &s->key, &s->key_cap, key);
 }
 
 static int emit_piece(const tokenizer *t, const char *p, size_t n, tokvec *out) {

@@ -1,11 +1,14 @@
 /* What both encoders build on: growable arrays, cutting text into characters
  * the way llama.cpp does, and the merge loop. SentencePiece merges the pair
- * whose joined text is the best-scoring token, BPE the pair with the lowest
- * merge rank; both are "smallest key first, leftmost on ties" over a binary
+ * whose joined text is the best-scoring token (or, for a vocabulary that came
+ * with merges, the lowest-ranked merge), BPE the pair with the lowest merge
+ * rank; both are "smallest key first, leftmost on ties" over a binary
  * heap, with pairs gone stale (a side merged since) skipped when popped. */
 #include "tokenizer/tok_internal.h"
 
 #include "util/error.h"
+
+#include <string.h>
 
 int tok_reserve(void **v, size_t *cap, size_t need, size_t elem) {
     if (need <= *cap) return 0;
@@ -20,6 +23,19 @@ int tok_reserve(void **v, size_t *cap, size_t need, size_t elem) {
 
 int tokvec_grow(tokvec *a, size_t need) {
     return tok_reserve((void **)&a->v, &a->cap, need, sizeof *a->v);
+}
+
+int tok_merge_rank(const tokenizer *t, const char *text, const tok_sym *l, const tok_sym *r, char **buf,
+                   size_t *cap, double *rank) {
+    size_t need = (size_t)l->n + 1 + r->n;
+    if (tok_reserve((void **)buf, cap, need, 1)) return -1;
+    memcpy(*buf, text + l->off, l->n);
+    (*buf)[l->n] = ' ';
+    memcpy(*buf + l->n + 1, text + r->off, r->n);
+    int32_t found = strtab_find(&t->merges, *buf, need);
+    if (found < 0) return 0;
+    *rank = found;
+    return 1;
 }
 
 int32_t tok_split_chars(const char *text, size_t len, tok_sym *sym) {

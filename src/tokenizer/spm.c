@@ -22,17 +22,7 @@ typedef struct {
  * when "left right" is a merge; the lowest rank first. */
 static int spm_pair_key(void *ctx, const tok_sym *l, const tok_sym *r, double *key) {
     spm_ctx *c = ctx;
-    if (c->t->n_merges > 0) {
-        size_t need = (size_t)l->n + 1 + r->n;
-        if (tok_reserve((void **)&c->key, &c->key_cap, need, 1)) return -1;
-        memcpy(c->key, c->text + l->off, l->n);
-        c->key[l->n] = ' ';
-        memcpy(c->key + l->n + 1, c->text + r->off, r->n);
-        int32_t rank = strtab_find(&c->t->merges, c->key, need);
-        if (rank < 0) return 0;
-        *key = rank;
-        return 1;
-    }
+    if (c->t->n_merges > 0) return tok_merge_rank(c->t, c->text, l, r, &c->key, &c->key_cap, key);
     int32_t id = strtab_find(&c->t->vocab, c->text + l->off, (size_t)l->n + r->n);
     if (id < 0) return 0;
     *key = -(double)c->t->score[id];

@@ -74,6 +74,10 @@ typedef struct {
 } tok_merge_state;
 
 int tok_merge(tok_merge_state *m, tok_sym *sym, int32_t n);
+/* A pair_key by merge rank: 1 with *rank when "left right" (built in the
+ * growable *buf) is one of t's merges, 0 if not, -1 on error. */
+int tok_merge_rank(const tokenizer *t, const char *text, const tok_sym *l, const tok_sym *r, char **buf,
+                   size_t *cap, double *rank);
 void tok_merge_free(tok_merge_state *m);
 
 typedef enum { TOK_KIND_SPM, TOK_KIND_BPE } tok_kind;
