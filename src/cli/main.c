@@ -17,6 +17,9 @@ static const command k_commands[] = {
     {"bench", cmd_bench, "benchmarks: offline (engine) and serve (an OpenAI-compatible server)"},
     {"tokenize", cmd_tokenize, "print the token ids of text read from stdin"},
     {"logits", cmd_logits, "write the logits of a token sequence (for tests)"},
+    {"quantize", cmd_quantize, "quantize a model's weights (RTN, GPTQ, AWQ) into a new GGUF file"},
+    {"perplexity", cmd_perplexity, "perplexity of a model on a text file, in chunks (as llama-perplexity)"},
+    {"eval-compare", cmd_eval_compare, "compare two models' greedy outputs on a prompt set; gate on agreement"},
 };
 
 static void usage(FILE *f) {

@@ -25,6 +25,7 @@ struct forward_ctx {
     float *rope_full, *rope_swa; /* [max_tokens][rope_dim] cos/sin pairs */
     float *out_x;                /* [max_out][n_embd] */
     void *mm_scratch;
+    const fwd_hooks *hooks;      /* NULL unless an offline tool installed some */
 };
 
 /* ---- parallel loops over token rows ---- */
@@ -175,19 +176,29 @@ static void final_norm_row(const forward_step *s, int i) {
             m->hp.norm_eps);
 }
 
+/* Shows a linear input to the installed hook, if any. */
+static void capture(const forward_ctx *f, int il, fwd_linear_input which, const float *x, int n, int n_in) {
+    if (f->hooks && f->hooks->linear_input) f->hooks->linear_input(f->hooks->user, il, which, x, n, n_in);
+}
+
 static void run_layer(forward_ctx *f, forward_step *s, int n) {
     const layer_weights *l = &f->m->w.layers[s->il];
+    const model_hparams *hp = &f->m->hp;
     for_each(s, attn_norm_row, n);
+    capture(f, s->il, FWD_IN_QKV, f->xb, n, hp->n_embd);
     matmul(f->tp, &l->wq, f->xb, n, f->q, f->mm_scratch);
     matmul(f->tp, &l->wk, f->xb, n, f->k, f->mm_scratch);
     matmul(f->tp, &l->wv, f->xb, n, f->v, f->mm_scratch);
     for_each(s, qkv_row, n);
     for_each(s, attn_row, (long)n * f->m->hp.n_head);
+    capture(f, s->il, FWD_IN_O, f->att, n, hp->n_head * hp->head_dim_v);
     matmul(f->tp, &l->wo, f->att, n, f->tmp, f->mm_scratch);
     for_each(s, attn_residual_row, n);
+    capture(f, s->il, FWD_IN_UPGATE, f->xb, n, hp->n_embd);
     matmul(f->tp, &l->w_gate, f->xb, n, f->gate, f->mm_scratch);
     matmul(f->tp, &l->w_up, f->xb, n, f->up, f->mm_scratch);
     for_each(s, act_row, n);
+    capture(f, s->il, FWD_IN_DOWN, f->gate, n, hp->n_ff);
     matmul(f->tp, &l->w_down, f->gate, n, f->tmp, f->mm_scratch);
     for_each(s, ffn_residual_row, n);
 }
@@ -217,11 +228,20 @@ int forward_run(forward_ctx *f, const fwd_batch *b, float *logits) {
     if (check_batch(f, b)) return -1;
     const int n = b->n_tokens;
     forward_step s = {.f = f, .b = b};
-    for_each(&s, embed_row, n);
+    const fwd_hooks *h = f->hooks;
+    const int n_embd = f->m->hp.n_embd;
+    if (h && h->x_in) memcpy(f->x, h->x_in, (size_t)n * n_embd * sizeof(float));
+    else for_each(&s, embed_row, n);
     for_each(&s, rope_row, n);
-    for (int il = 0; il < f->m->hp.n_layer; il++) {
+    const int first = h ? h->first_layer : 0;
+    const int last = h && h->last_layer >= 0 ? h->last_layer : f->m->hp.n_layer - 1;
+    for (int il = first; il <= last; il++) {
         s.il = il;
         run_layer(f, &s, n);
+    }
+    if (h && h->x_out) {
+        memcpy(h->x_out, f->x, (size_t)n * n_embd * sizeof(float));
+        return 0;
     }
     if (b->n_out == 0) return 0;
     for_each(&s, final_norm_row, b->n_out);
@@ -272,6 +292,8 @@ oom:
     err_set("out of memory allocating forward buffers for %d tokens", max_tokens);
     return NULL;
 }
+
+void forward_set_hooks(forward_ctx *f, const fwd_hooks *h) { f->hooks = h; }
 
 void forward_free(forward_ctx *f) {
     if (!f) return;

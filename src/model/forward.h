@@ -37,4 +37,32 @@ void forward_free(forward_ctx *f);
 /* Writes logits [n_out][n_vocab]. Returns 0, or -1 with err_get(). */
 int forward_run(forward_ctx *f, const fwd_batch *b, float *logits);
 
+/* ---- hooks for offline tools (quantization calibration, src/quant) ---- */
+
+/* The four distinct inputs of a layer's linear maps. */
+typedef enum {
+    FWD_IN_QKV,    /* attention norm output: input of q, k, v  [n_embd] */
+    FWD_IN_O,      /* attention output: input of the output projection  [n_head * head_dim_v] */
+    FWD_IN_UPGATE, /* FFN norm output: input of gate and up  [n_embd] */
+    FWD_IN_DOWN,   /* act(gate) * up: input of down  [n_ff] */
+} fwd_linear_input;
+
+typedef struct {
+    /* When set, called with each linear input before its matmul:
+     * x is [n_tokens][n_in]. */
+    void (*linear_input)(void *user, int layer, fwd_linear_input which, const float *x, int n_tokens, int n_in);
+    void *user;
+    /* Run layers first_layer..last_layer only (last_layer < 0: to the end). */
+    int first_layer, last_layer;
+    /* The residual stream [n_tokens][n_embd] entering first_layer; NULL: the
+     * token embeddings. */
+    const float *x_in;
+    /* When set, the residual stream after last_layer is copied here and the
+     * pass ends there (no logits). */
+    float *x_out;
+} fwd_hooks;
+
+/* Installs hooks (NULL removes them); h must stay valid while installed. */
+void forward_set_hooks(forward_ctx *f, const fwd_hooks *h);
+
 #endif

@@ -1,0 +1,195 @@
+/* `cllm perplexity MODEL --file TEXT`: perplexity as llama.cpp's
+ * llama-perplexity computes it, so the numbers compare. The text is tokenized
+ * whole (with BOS when the model adds one) and cut into chunks of n_ctx
+ * tokens; each chunk starts a fresh sequence whose first token is replaced by
+ * BOS, and only its second half is scored: the negative log-likelihood of
+ * token j + 1 given tokens 0..j for j = n_ctx/2 .. n_ctx-2, so every scored
+ * token has at least n_ctx/2 tokens of context. Prints the running perplexity
+ * after each chunk ("[1]12.3456,[2]...") and the final estimate with the
+ * standard error of the mean NLL carried through exp (llama.cpp's "+/-"). */
+#include "cli/cli_common.h"
+#include "cli/commands.h"
+#include "tokenizer/tokenizer.h"
+#include "util/error.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PPL_LOGIT_BATCH 64 /* scored rows per forward call: 64 x n_vocab floats */
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: cllm perplexity MODEL --file TEXT [--ctx N] [--chunks N] [--threads N]\n"
+               "                        [--kv-type f16|f32] [--json]\n"
+               "  --ctx N      tokens per chunk (default 512); the second half of each is scored\n"
+               "  --chunks N   at most N chunks (default: all the text holds)\n"
+               "  --json       also print a JSON summary line\n");
+}
+
+static char *read_text(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "cllm perplexity: cannot open %s: %s\n", path, strerror(errno));
+        return NULL;
+    }
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        fprintf(stderr, "cllm perplexity: cannot read %s\n", path);
+        free(buf);
+        fclose(f);
+        return NULL;
+    }
+    fclose(f);
+    buf[n] = 0;
+    *len = (size_t)n;
+    return buf;
+}
+
+/* -log softmax(logits)[target], as llama.cpp's log_softmax: float max, double sum. */
+static double nll_of(const float *logits, int n_vocab, int target) {
+    float max = logits[0];
+    for (int i = 1; i < n_vocab; i++) max = logits[i] > max ? logits[i] : max;
+    double sum = 0;
+    for (int i = 0; i < n_vocab; i++) sum += expf(logits[i] - max);
+    return -((double)logits[target] - max - log(sum));
+}
+
+int cmd_perplexity(int argc, char **argv) {
+    const char *model_path = NULL, *file = NULL;
+    long n_ctx = 512, max_chunks = -1, threads = 0;
+    bool json = false;
+    kv_dtype dtype = KV_F16;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--file") || !strcmp(a, "-f")) {
+            if (!(file = arg_value("perplexity", argc, argv, &i))) return 1;
+        } else if (!strcmp(a, "--ctx") || !strcmp(a, "-c")) {
+            if (!(v = arg_value("perplexity", argc, argv, &i)) || arg_int("perplexity", a, v, 4, 1 << 20, &n_ctx))
+                return 1;
+        } else if (!strcmp(a, "--chunks")) {
+            if (!(v = arg_value("perplexity", argc, argv, &i)) || arg_int("perplexity", a, v, 1, 1 << 30, &max_chunks))
+                return 1;
+        } else if (!strcmp(a, "--threads") || !strcmp(a, "-t")) {
+            if (!(v = arg_value("perplexity", argc, argv, &i)) || arg_int("perplexity", a, v, 1, 1024, &threads))
+                return 1;
+        } else if (!strcmp(a, "--kv-type")) {
+            if (!(v = arg_value("perplexity", argc, argv, &i))) return 1;
+            if (kv_dtype_parse(v, &dtype)) {
+                fprintf(stderr, "cllm perplexity: %s\n", err_get());
+                return 1;
+            }
+        } else if (!strcmp(a, "--json")) {
+            json = true;
+        } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
+            if (!(model_path = arg_value("perplexity", argc, argv, &i))) return 1;
+        } else if (a[0] == '-') {
+            fprintf(stderr, "cllm perplexity: unknown option '%s'\n", a);
+            return 1;
+        } else {
+            model_path = a;
+        }
+    }
+    if (!model_path || !file) {
+        usage(stderr);
+        return 1;
+    }
+    size_t len;
+    char *text = read_text(file, &len);
+    if (!text) return 1;
+    model *m = model_load(model_path);
+    if (!m) {
+        fprintf(stderr, "cllm: %s\n", err_get());
+        free(text);
+        return 1;
+    }
+    int rc = 1;
+    int32_t *tokens = NULL;
+    float *logits = NULL;
+    const int n_tok = tokenizer_encode(m->tok, text, len, true, false, &tokens);
+    free(text);
+    if (n_tok < 0) {
+        fprintf(stderr, "cllm perplexity: %s\n", err_get());
+        model_free(m);
+        return 1;
+    }
+    if (n_ctx > m->hp.n_ctx_train)
+        fprintf(stderr, "cllm perplexity: warning: --ctx %ld exceeds the model's trained context %d\n", n_ctx,
+                m->hp.n_ctx_train);
+    long n_chunks = n_tok / n_ctx;
+    if (max_chunks > 0 && max_chunks < n_chunks) n_chunks = max_chunks;
+    if (n_chunks < 1) {
+        fprintf(stderr, "cllm perplexity: %s has %d tokens; a chunk needs %ld (lower --ctx)\n", file, n_tok, n_ctx);
+        free(tokens);
+        model_free(m);
+        return 1;
+    }
+    const int nv = m->hp.n_vocab;
+    const int32_t bos = tokenizer_add_bos(m->tok) ? tokenizer_bos(m->tok) : -1;
+    const int first = (int)n_ctx / 2;
+    seq_runner r;
+    if (seq_runner_init(&r, m, (int)n_ctx, first > PPL_LOGIT_BATCH ? first : PPL_LOGIT_BATCH, dtype, (int)threads)) {
+        fprintf(stderr, "cllm: %s\n", err_get());
+        free(tokens);
+        model_free(m);
+        return 1;
+    }
+    logits = malloc((size_t)PPL_LOGIT_BATCH * nv * sizeof *logits);
+    int32_t *chunk = malloc((size_t)n_ctx * sizeof *chunk);
+    if (!logits || !chunk) {
+        fprintf(stderr, "cllm: out of memory\n");
+        goto done;
+    }
+    fprintf(stderr, "cllm perplexity: %d tokens, %ld chunks of %ld, scoring %ld tokens per chunk\n", n_tok, n_chunks,
+            n_ctx, n_ctx - first - 1);
+    double nll = 0, nll2 = 0, t_eval = 0;
+    long count = 0;
+    for (long c = 0; c < n_chunks; c++) {
+        memcpy(chunk, tokens + c * n_ctx, (size_t)n_ctx * sizeof *chunk);
+        if (bos >= 0) chunk[0] = bos;
+        const double t0 = now_seconds();
+        if (seq_runner_feed(&r, chunk, first, 0, NULL, false)) goto fail;
+        for (int p = first; p < n_ctx - 1; p += PPL_LOGIT_BATCH) {
+            const int nb = (int)(n_ctx - 1 - p < PPL_LOGIT_BATCH ? n_ctx - 1 - p : PPL_LOGIT_BATCH);
+            if (seq_runner_feed(&r, chunk + p, nb, p, logits, true)) goto fail;
+            for (int k = 0; k < nb; k++) {
+                const double v = nll_of(logits + (size_t)k * nv, nv, chunk[p + k + 1]);
+                nll += v;
+                nll2 += v * v;
+            }
+        }
+        t_eval += now_seconds() - t0;
+        count += n_ctx - first - 1;
+        printf("[%ld]%.4f,", c + 1, exp(nll / count));
+        fflush(stdout);
+    }
+    printf("\n");
+    const double mean = nll / count, ppl = exp(mean);
+    double var = nll2 / count - mean * mean;
+    const double err = var > 0 && count > 1 ? sqrt(var / (count - 1)) * ppl : 0;
+    printf("Final estimate: PPL = %.4f +/- %.5f\n", ppl, err);
+    const double tok_s = (double)(n_chunks * (n_ctx - 1)) / t_eval;
+    fprintf(stderr, "cllm perplexity: %ld chunks in %.1f s (%.1f tokens/s)\n", n_chunks, t_eval, tok_s);
+    if (json)
+        printf("{\"ppl\": %.6f, \"ppl_err\": %.6f, \"mean_nll\": %.8f, \"chunks\": %ld, \"ctx\": %ld, "
+               "\"scored_tokens\": %ld, \"tokens\": %d, \"seconds\": %.3f, \"tokens_per_second\": %.2f}\n",
+               ppl, err, mean, n_chunks, n_ctx, count, n_tok, t_eval, tok_s);
+    rc = 0;
+    goto done;
+fail:
+    fprintf(stderr, "cllm: %s\n", err_get());
+done:
+    free(chunk);
+    free(logits);
+    seq_runner_free(&r);
+    free(tokens);
+    model_free(m);
+    return rc;
+}
