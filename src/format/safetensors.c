@@ -8,6 +8,7 @@
 
 #include "util/error.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -331,6 +332,30 @@ static int open_index(st_set *s, const char *dir, const char *index_path) {
     return rc;
 }
 
+/* The folder's only *.safetensors file (older GPTQ checkpoints name theirs
+ * after the quantization, e.g. gptq_model-4bit-128g.safetensors). */
+static char *only_safetensors(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) {
+        err_set("%s: cannot open the folder: %s", dir, strerror(errno));
+        return NULL;
+    }
+    char *found = NULL;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (len > 12 && !strcmp(e->d_name + len - 12, ".safetensors") && n++ == 0) found = join_path(dir, e->d_name);
+    }
+    closedir(d);
+    if (n == 1 && found) return found;
+    free(found);
+    if (n == 0) err_set("%s: no model.safetensors or model.safetensors.index.json", dir);
+    else if (n > 1) err_set("%s: %d .safetensors files but no model.safetensors.index.json to join them", dir, n);
+    else err_set("out of memory");
+    return NULL;
+}
+
 st_set *st_open_dir(const char *dir) {
     st_set *s = set_new();
     if (!s) return NULL;
@@ -341,10 +366,12 @@ st_set *st_open_dir(const char *dir) {
         rc = err_set("out of memory");
     } else if (access(index, F_OK) == 0) {
         rc = open_index(s, dir, index);
-    } else if (access(single, F_OK) == 0) {
-        rc = map_file(s, single) || finish(s) ? -1 : 0;
     } else {
-        rc = err_set("%s: no model.safetensors or model.safetensors.index.json", dir);
+        if (access(single, F_OK) != 0) {
+            free(single);
+            single = only_safetensors(dir);
+        }
+        rc = !single || map_file(s, single) || finish(s) ? -1 : 0;
     }
     free(index);
     free(single);

@@ -52,7 +52,7 @@ typedef struct st_set st_set;
 /* One .safetensors file. NULL with err_get() saying why. */
 st_set *st_open(const char *path);
 /* A model folder: model.safetensors.index.json with its shards if present,
- * else model.safetensors. */
+ * else model.safetensors, else the folder's only *.safetensors file. */
 st_set *st_open_dir(const char *dir);
 /* An in-memory image (not copied; must outlive the set). */
 st_set *st_open_memory(const void *data, size_t size, const char *name);

@@ -334,7 +334,6 @@ int hf_config_load(const char *dir, model_hparams *hp, hf_config *cfg) {
         hp->traits = arch_find(family);
         hp->rope = ROPE_NEOX; /* HF order for every family, see the top of the file */
         cfg->norm_plus_one = !strcmp(family, "gemma3");
-        cfg->qkv_bias = hp->traits->qkv_bias;
         cfg_obj text = top;
         json_t *tc = json_object_get(root, "text_config");
         if (!strcmp(type, "gemma3") && tc && !json_is_null(tc)) {

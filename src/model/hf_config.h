@@ -24,7 +24,6 @@ typedef struct {
     char model_type[32];
     bool tie_word_embeddings;
     bool norm_plus_one; /* Gemma: HF norms compute x * (1 + w) */
-    bool qkv_bias;
     /* Llama 3 rope scaling: factors computed at load as llama.cpp's converter does. */
     bool llama3_rope;
     float rope_factor, rope_low_freq, rope_high_freq;

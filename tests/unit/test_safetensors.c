@@ -250,6 +250,14 @@ static void test_sharded_folder(void **state) {
     char path[512];
     snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
     unlink(path);
+    assert_null(st_open_dir(dir)); /* a.safetensors and b.safetensors, no index */
+    assert_non_null(strstr(err_get(), "2 .safetensors files"));
+    snprintf(path, sizeof path, "%s/b.safetensors", dir);
+    unlink(path);
+    s = st_open_dir(dir); /* the only one, whatever its name */
+    assert_non_null(s);
+    assert_non_null(st_find(s, "x"));
+    st_close(s);
     shard(dir, "model.safetensors", "w");
     s = st_open_dir(dir);
     assert_non_null(s);
