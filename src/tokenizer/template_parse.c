@@ -297,15 +297,24 @@ static node *parse_call(parser *P, node *fn) {
     return c;
 }
 
+/* Chains like a.b.c, x|f|g and a + b + c nest to the left; each link counts
+ * against the depth budget until the chain ends, so the tree stays shallow
+ * enough for the recursive passes over it. */
+static bool chain_link(parser *P, int *links) {
+    if (enter(P)) return false;
+    ++*links;
+    return true;
+}
+
 static node *parse_postfix(parser *P, node *n) {
+    int links = 0;
     while (n) {
-        if (is_op(cur(P), OP_DOT) || is_op(cur(P), OP_LBRACKET))
-            n = parse_subscript(P, n);
-        else if (is_op(cur(P), OP_LPAREN))
-            n = parse_call(P, n);
-        else
-            break;
+        bool sub = is_op(cur(P), OP_DOT) || is_op(cur(P), OP_LBRACKET);
+        if (!sub && !is_op(cur(P), OP_LPAREN)) break;
+        if (!chain_link(P, &links)) return NULL;
+        n = sub ? parse_subscript(P, n) : parse_call(P, n);
     }
+    P->depth -= links;
     return n;
 }
 
@@ -328,7 +337,9 @@ static int parse_dotted_name(parser *P, tstr *name) {
 }
 
 static node *parse_filter(parser *P, node *n, bool start_inline) {
+    int links = 0;
     while (is_op(cur(P), OP_PIPE) || start_inline) {
+        if (!chain_link(P, &links)) return NULL;
         if (!start_inline) advance(P);
         node *f = mk(P, N_FILTER, cur(P)->line);
         if (!f || parse_dotted_name(P, &f->name)) return NULL;
@@ -337,6 +348,7 @@ static node *parse_filter(parser *P, node *n, bool start_inline) {
         n = f;
         start_inline = false;
     }
+    P->depth -= links;
     return n;
 }
 
@@ -371,16 +383,14 @@ static node *parse_test(parser *P, node *n) {
 }
 
 static node *parse_filter_expr(parser *P, node *n) {
+    int links = 0;
     while (n) {
-        if (is_op(cur(P), OP_PIPE))
-            n = parse_filter(P, n, false);
-        else if (is_name(cur(P), "is"))
-            n = parse_test(P, n);
-        else if (is_op(cur(P), OP_LPAREN))
-            n = parse_call(P, n);
-        else
-            break;
+        bool pipe = is_op(cur(P), OP_PIPE), test = is_name(cur(P), "is");
+        if (!pipe && !test && !is_op(cur(P), OP_LPAREN)) break;
+        if (!chain_link(P, &links)) return NULL;
+        n = pipe ? parse_filter(P, n, false) : test ? parse_test(P, n) : parse_call(P, n);
     }
+    P->depth -= links;
     return n;
 }
 
@@ -492,22 +502,28 @@ static node *binop(parser *P, int kind, int op, int line, node *a, node *b) {
 
 static node *parse_pow(parser *P) {
     node *left = parse_unary(P, true);
+    int links = 0;
     while (left && is_op(cur(P), OP_POW)) {
         int line = cur(P)->line;
+        if (!chain_link(P, &links)) return NULL;
         advance(P);
         left = binop(P, N_BINOP, OP_POW, line, left, parse_unary(P, true));
     }
+    P->depth -= links;
     return left;
 }
 
 static node *parse_math2(parser *P) {
     node *left = parse_pow(P);
+    int links = 0;
     while (left && (is_op(cur(P), OP_MUL) || is_op(cur(P), OP_DIV) || is_op(cur(P), OP_FLOORDIV) ||
                     is_op(cur(P), OP_MOD))) {
         const token *t = cur(P);
+        if (!chain_link(P, &links)) return NULL;
         advance(P);
         left = binop(P, N_BINOP, t->op, t->line, left, parse_pow(P));
     }
+    P->depth -= links;
     return left;
 }
 
@@ -527,11 +543,14 @@ static node *parse_concat(parser *P) {
 
 static node *parse_math1(parser *P) {
     node *left = parse_concat(P);
+    int links = 0;
     while (left && (is_op(cur(P), OP_ADD) || is_op(cur(P), OP_SUB))) {
         const token *t = cur(P);
+        if (!chain_link(P, &links)) return NULL;
         advance(P);
         left = binop(P, N_BINOP, t->op, t->line, left, parse_concat(P));
     }
+    P->depth -= links;
     return left;
 }
 
@@ -590,28 +609,36 @@ static node *parse_not(parser *P) {
 
 static node *parse_and(parser *P) {
     node *left = parse_not(P);
+    int links = 0;
     while (left && is_name(cur(P), "and")) {
         int line = cur(P)->line;
+        if (!chain_link(P, &links)) return NULL;
         advance(P);
         left = binop(P, N_AND, 0, line, left, parse_not(P));
     }
+    P->depth -= links;
     return left;
 }
 
 static node *parse_or(parser *P) {
     node *left = parse_and(P);
+    int links = 0;
     while (left && is_name(cur(P), "or")) {
         int line = cur(P)->line;
+        if (!chain_link(P, &links)) return NULL;
         advance(P);
         left = binop(P, N_OR, 0, line, left, parse_and(P));
     }
+    P->depth -= links;
     return left;
 }
 
 static node *parse_condexpr(parser *P) {
     node *e1 = parse_or(P);
+    int links = 0;
     while (e1 && is_name(cur(P), "if")) {
         int line = cur(P)->line;
+        if (!chain_link(P, &links)) return NULL;
         advance(P);
         node *e2 = parse_or(P), *e3 = NULL;
         if (!e2) return NULL;
@@ -629,6 +656,7 @@ static node *parse_condexpr(parser *P) {
         c->c = e3;
         e1 = c;
     }
+    P->depth -= links;
     return e1;
 }
 
@@ -804,13 +832,14 @@ static node *parse_if(parser *P, int line) {
     static const char *const else_end[] = {"endif", NULL};
     node *result = mk(P, N_IF, line), *n = result;
     if (!n) return NULL;
+    int links = 0; /* each elif nests one level deeper */
     for (;;) {
         if (!(n->a = parse_tuple(P, false, false, NULL, false))) return NULL;
         if (parse_statements(P, body_end, false, &n->items)) return NULL;
         const token *t = cur(P);
         advance(P);
         if (is_name(t, "elif")) {
-            node *e = mk(P, N_IF, t->line);
+            node *e = chain_link(P, &links) ? mk(P, N_IF, t->line) : NULL;
             if (!e || push(P, &n->items2, e)) return NULL;
             n = e;
             continue;
@@ -818,6 +847,7 @@ static node *parse_if(parser *P, int line) {
         if (is_name(t, "else") && parse_statements(P, else_end, true, &n->items2)) return NULL;
         break;
     }
+    P->depth -= links;
     return result;
 }
 

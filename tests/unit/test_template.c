@@ -225,6 +225,15 @@ static void test_limits(void **state) {
     for (size_t i = 0; i < depth / 10; i++)
         k += (size_t)sprintf(deep + k, "{%% if 1 %%}");
     expect_error(deep, NULL, "nested too deeply");
+    /* long left-nested chains count as nesting too */
+    static const char *const links[] = {"|trim", ".a", "[0]", "()", " + 1", " and 1", " if 1",
+                                        " ** 1", "{% elif 0 %}"};
+    for (size_t c = 0; c < sizeof links / sizeof links[0]; c++) {
+        k = (size_t)sprintf(deep, c == 8 ? "{%% if 0 %%}" : "{{ 1");
+        for (int i = 0; i < 3000; i++) k += (size_t)sprintf(deep + k, "%s", links[c]);
+        strcpy(deep + k, c == 8 ? "{% endif %}" : " }}");
+        expect_error(deep, NULL, "nested too deeply");
+    }
     free(deep);
     expect_error("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}", NULL, "recursion");
     /* 10^10 iterations: stopped by the step budget or the memory budget, whichever first */
