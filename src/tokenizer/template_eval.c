@@ -14,6 +14,7 @@
  * Limits (depth, steps, memory, output) turn runaway templates into errors. */
 #include "tokenizer/template_internal.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -403,13 +404,13 @@ static int eval_compare(tpl_rt *r, scope *s, const node *e, tv *out) {
     return 0;
 }
 
-static int eval_unary(tpl_rt *r, const node *e, tv x, tv *out) {
-    if (e->op == 0) {
+static int eval_unary(tpl_rt *r, const node *e, tv x, tv *out, int op) {
+    if (op == 0) {
         *out = tv_bool(!tv_truthy(x));
         return 0;
     }
     if (x.kind == TV_UNDEF) return rt_undefined_error(r, e, x);
-    bool neg = e->op == OP_SUB;
+    bool neg = op == OP_SUB;
     if (x.kind == TV_BOOL || x.kind == TV_INT) {
         int64_t i = x.kind == TV_BOOL ? x.u.b : x.u.i;
         if (neg && i == INT64_MIN) return rt_error(r, e, "integer overflow");
@@ -502,9 +503,16 @@ static int eval_inner(tpl_rt *r, scope *s, const node *e, tv *out) {
     }
     case N_UNARY:
         if (eval(r, s, e->a, &a)) return -1;
-        return eval_unary(r, e, a, out);
+        return eval_unary(r, e, a, out, e->op);
     case N_BINOP:
         if (eval(r, s, e->a, &a) || eval(r, s, e->b, &b)) return -1;
+        if ((e->flags & POW_NEGATED_BASE) &&
+            ((a.kind == TV_INT && a.u.i < 0) || (a.kind == TV_FLOAT && signbit(a.u.f)))) {
+            /* -(|a| ** b), as jinja2's generated Python computes it */
+            tv pos;
+            return eval_unary(r, e, a, &pos, OP_SUB) || tv_binop(r, e, OP_POW, pos, b, &a) ||
+                   eval_unary(r, e, a, out, OP_SUB);
+        }
         return tv_binop(r, e, e->op, a, b, out);
     case N_AND:
     case N_OR:

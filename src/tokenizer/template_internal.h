@@ -327,11 +327,13 @@ typedef struct {
 } callargs;
 
 enum { MACRO_VARARGS = 1, MACRO_KWARGS = 2, MACRO_CALLER = 4 };
+/* N_BINOP `**` whose base jinja2 folds to a constant (see template_parse.c) */
+enum { POW_NEGATED_BASE = 1 };
 
 struct node {
     uint8_t kind;
     uint8_t op;
-    uint8_t flags; /* N_MACRO/N_CALLBLOCK: MACRO_*; */
+    uint8_t flags; /* N_MACRO/N_CALLBLOCK: MACRO_*; N_BINOP: POW_NEGATED_BASE */
     int line;
     node *a, *b, *c;
     nodelist items, items2;

@@ -9,6 +9,7 @@
  * c else y` expressions, where jinja2 defers it to run time. */
 #include "tokenizer/template_internal.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -500,6 +501,61 @@ static node *binop(parser *P, int kind, int op, int line, node *a, node *b) {
     return n;
 }
 
+/* Whether jinja2's optimizer folds an expression to a constant (its
+ * as_const): literals and operators, lookups, filters and tests over
+ * constants, except the filters that need the render context. */
+static bool foldable(const node *n);
+
+static bool foldable_list(const nodelist *l) {
+    for (int k = 0; k < l->n; k++)
+        if (!foldable(l->v[k])) return false;
+    return true;
+}
+
+static bool foldable(const node *n) {
+    if (!n) return true;
+    switch (n->kind) {
+    case N_CONST:
+        return true;
+    case N_UNARY:
+    case N_BINOP:
+    case N_AND:
+    case N_OR:
+    case N_GETATTR:
+    case N_GETITEM:
+    case N_SLICE:
+        return foldable(n->a) && foldable(n->b) && foldable(n->c);
+    case N_COND:
+        return n->c && foldable(n->a) && foldable(n->b) && foldable(n->c);
+    case N_COMPARE:
+    case N_CONCAT:
+    case N_LIST:
+    case N_TUPLE:
+    case N_DICT:
+        return foldable(n->a) && foldable_list(&n->items) && foldable_list(&n->items2);
+    case N_FILTER:
+    case N_TEST: {
+        static const char *const context_filters[] = {"map", "select", "reject", "selectattr",
+                                                      "rejectattr"};
+        if (!n->a) return false;
+        if (n->kind == N_FILTER)
+            for (size_t k = 0; k < sizeof context_filters / sizeof *context_filters; k++)
+                if (tstr_eqc(n->name, context_filters[k])) return false;
+        const callargs *a = n->args;
+        if (a && (!foldable_list(&a->pos) || !foldable(a->star) || !foldable(a->dstar)))
+            return false;
+        for (int k = 0; a && k < a->nkw; k++)
+            if (!foldable(a->kwv[k])) return false;
+        return foldable(n->a);
+    }
+    default:
+        return false;
+    }
+}
+
+/* jinja2 writes a folded negative constant into its generated Python without
+ * parentheses, so `-2 ** x` runs as -(2 ** x) when x does not fold. Such
+ * powers are marked; the evaluator applies it when the base is negative. */
 static node *parse_pow(parser *P) {
     node *left = parse_unary(P, true);
     int links = 0;
@@ -507,7 +563,10 @@ static node *parse_pow(parser *P) {
         int line = cur(P)->line;
         if (!chain_link(P, &links)) return NULL;
         advance(P);
-        left = binop(P, N_BINOP, OP_POW, line, left, parse_unary(P, true));
+        node *right = parse_unary(P, true);
+        bool quirk = right && foldable(left) && !foldable(right);
+        left = binop(P, N_BINOP, OP_POW, line, left, right);
+        if (left && quirk) left->flags = POW_NEGATED_BASE;
     }
     P->depth -= links;
     return left;
