@@ -337,6 +337,8 @@ FEATURES = {
                    "{{ 'x' in missing }} {{ {'role': 'sys'} in messages }}",
     "ternary": "{{ 'a' if t else 'b' }} {{ 'a' if nothing else 'b' }} [{{ 'only' if false }}] "
                "{{ 1 if n > 5 else 2 if n > 3 else 3 }}",
+    "negative_power_quirk": "{{ -2 ** (n - 5) }} {{ -2 ** 2 }} {{ (-2) ** xs|length }} "
+                            "{{ -f ** 2 }} {{ -1 ** 0 is odd }}",
     "precedence": "{{ 1 + 2 * 3 }} {{ (1 + 2) * 3 }} {{ -2 ** 2 }} {{ 'a' ~ 1 + 2 }} "
                   "{{ 'x' + s|lower }} {{ not 1 == 2 }} {{ -xs|length }}",
     # tests
