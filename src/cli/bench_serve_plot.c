@@ -118,7 +118,7 @@ static int write_latency(FILE *gp, const char *dir, json_t *const *results, int 
             free(v);
         }
     fprintf(gp, "set output 'latency.png'\nset multiplot layout 2,2 title 'Latency distributions'\n");
-    fprintf(gp, "set ylabel 'fraction of requests'\nset yrange [0:1]\nset key bottom right\nset grid\n");
+    fprintf(gp, "set ylabel 'cumulative fraction'\nset yrange [0:1]\nset key bottom right\nset grid\n");
     for (int m = 0; m < 4; m++) {
         fprintf(gp, "set title '%s'\nset xlabel 'ms'\nplot ", METRIC_TITLES[m]);
         for (int i = 0; i < n; i++) {
