@@ -640,7 +640,11 @@ static int call_macro(tpl_rt *r, const node *at, tmacro *m, targs *a, tv *out) {
         }
         if (scope_set(r, s, def->params[i], v)) goto done;
     }
-    if (npos >= np && np > 0) found_caller = false;
+    if (npos >= np) { /* all parameters positional: only an explicit `caller` parameter counts */
+        found_caller = false;
+        for (int i = 0; i < np; i++)
+            if (tstr_eqc(def->params[i], "caller")) found_caller = true;
+    }
     if ((def->flags & MACRO_CALLER) && !found_caller) {
         tv caller = rt_undef(r, "No caller defined");
         for (int k = 0; k < a->nk; k++)
@@ -657,7 +661,7 @@ static int call_macro(tpl_rt *r, const node *at, tmacro *m, targs *a, tv *out) {
         if (!(def->flags & MACRO_KWARGS)) {
             if (tstr_eqc(a->kname[k], "caller")) {
                 rt_error(r, at,
-                         "macro '%s' was invoked with two values for the special 'caller' "
+                         "macro '%s' was invoked with two values for the special caller "
                          "argument. This is most likely a bug.",
                          mname);
             } else {

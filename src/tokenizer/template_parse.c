@@ -852,6 +852,11 @@ static int parse_signature(parser *P, node *n) {
             return perr(P, arg->line, "non-default argument follows default argument");
         }
     }
+    for (int k = 0; k < n->nparams; k++)
+        if (tstr_eqc(n->params[k], "caller") && k < n->nparams - n->items2.n)
+            return perr(P, n->line,
+                        "when defining macros or call blocks the special \"caller\" argument "
+                        "must be omitted or be given a default");
     return expect_op(P, OP_RPAREN);
 }
 

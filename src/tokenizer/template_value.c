@@ -512,7 +512,7 @@ static int repr_depth(tpl_rt *r, tv v, sbuf *b, int depth, bool as_str) {
             if (sb_puts(b, "<Macro ") || repr_str(b, v.u.m->def->name)) return -1;
             return sb_putc(b, '>');
         }
-        return sb_puts(b, "<Macro 'caller'>");
+        return sb_puts(b, "<Macro anonymous>");
     case TV_FUNC:
         return sb_printf(b, "<built-in method %s>", v.u.fn->name);
     }
