@@ -932,6 +932,8 @@ int tv_binop(tpl_rt *r, const node *at, int op, tv a, tv b, tv *out) {
             if (fx < 0 && fy != floor(fy))
                 return rt_error(r, at, "negative number cannot be raised to a fractional power");
             *out = tv_float(pow(fx, fy));
+            if (isinf(out->u.f) && isfinite(fx) && isfinite(fy))
+                return rt_error(r, at, "(34, 'Numerical result out of range')"); /* OverflowError */
             return 0;
         }
         switch (op) {
