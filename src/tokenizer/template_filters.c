@@ -172,24 +172,30 @@ static bool title_sep(uint32_t cp) {
     return cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<' || py_isspace(cp);
 }
 
+/* jinja2's title: item[0].upper() + item[1:].lower() for each word between
+ * separators (so a word's lower() sees only the word). */
 static int f_title(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
     tstr s;
     if (no_args(r, at, "title", a) || str_arg(r, v, &s)) return -1;
     sbuf b;
     sb_init(&b, rt_arena(r), TPL_MAX_OUTPUT);
-    bool word_start = true;
     size_t i = 0;
     while (i < s.n) {
+        size_t start = i;
         uint32_t cp = utf8_next(s.p, s.n, &i);
-        int rc;
         if (title_sep(cp)) {
-            rc = sb_put_cp(&b, cp);
-            word_start = true;
-        } else {
-            rc = word_start ? py_upper_cp(&b, cp) : py_lower_cp(&b, cp);
-            word_start = false;
+            if (sb_put(&b, s.p + start, i - start)) return -1;
+            continue;
         }
-        if (rc) return -1;
+        size_t end = i;
+        while (end < s.n) {
+            size_t k = end;
+            if (title_sep(utf8_next(s.p, s.n, &k))) break;
+            end = k;
+        }
+        tstr rest = {s.p + i, end - i};
+        if (py_upper_cp(&b, cp) || str_lower_from(&b, rest, 0)) return -1;
+        i = end;
     }
     *out = tv_str(sb_str(&b));
     return 0;
@@ -328,7 +334,7 @@ static int f_wordcount(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
     size_t i = 0;
     while (i < s.n) {
         uint32_t cp = utf8_next(s.p, s.n, &i);
-        bool w = cp == '_' || py_isalpha(cp) || py_isdigit(cp);
+        bool w = cp == '_' || py_isalpha(cp) || py_isnumeric(cp); /* re's \w */
         if (w && !in_word) n++;
         in_word = w;
     }

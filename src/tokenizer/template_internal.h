@@ -79,10 +79,12 @@ bool py_isspace(uint32_t cp);     /* str.isspace() */
 bool py_isprintable(uint32_t cp); /* str.isprintable(), approximately */
 bool py_isalpha(uint32_t cp);
 bool py_isdigit(uint32_t cp);
+bool py_isnumeric(uint32_t cp);     /* a superset of isdigit: isalnum = alpha || numeric */
 bool py_iscased(uint32_t cp);       /* Lu, Ll, Lt: what str.title() looks at */
 bool py_iscased_lower(uint32_t cp); /* Python's per-character islower() */
 bool py_iscased_upper(uint32_t cp);
 bool py_iscased_title(uint32_t cp);
+bool py_iscase_ignorable(uint32_t cp); /* Unicode Case_Ignorable (final sigma) */
 /* Appends the upper/title/lower case of cp (may be several code points: 'ß'). */
 int py_upper_cp(sbuf *b, uint32_t cp);
 int py_title_cp(sbuf *b, uint32_t cp);
@@ -453,6 +455,9 @@ int tpl_json_dumps(tpl_rt *r, const node *at, tv v, const json_opts *o, sbuf *b)
 
 /* Python str operations shared by filters and methods (template_methods.c). */
 int str_lower(tpl_rt *r, tstr s, tstr *out);
+/* Appends s[from:].lower() where Greek final sigma looks at all of s, as
+ * Python's lower(), capitalize() and title() do. */
+int str_lower_from(sbuf *b, tstr s, size_t from);
 int str_upper(tpl_rt *r, tstr s, tstr *out);
 int str_capitalize(tpl_rt *r, tstr s, tstr *out);
 /* strip/lstrip/rstrip: mode 1 left, 2 right, 3 both; chars none = whitespace. */

@@ -70,30 +70,50 @@ int str_upper(tpl_rt *r, tstr s, tstr *out) {
     return map_case(r, s, py_upper_cp, out);
 }
 
-static bool cased_at(tstr s, size_t i) {
-    size_t k = i;
-    return py_iscased(utf8_next(s.p, s.n, &k));
+/* CPython's handle_capital_sigma: Σ at byte `pos` (next char at `next`) is
+ * final when a cased letter precedes it and none follows, skipping
+ * case-ignorable characters both ways. */
+static bool final_sigma(tstr s, size_t pos, size_t next) {
+    uint32_t c = 0;
+    size_t j = pos;
+    bool found = false;
+    while (j > 0) {
+        size_t b = j - 1;
+        while (b > 0 && ((unsigned char)s.p[b] & 0xC0) == 0x80)
+            b--;
+        size_t k = b;
+        c = utf8_next(s.p, s.n, &k);
+        j = b;
+        if (!py_iscase_ignorable(c)) {
+            found = true;
+            break;
+        }
+    }
+    if (!found || !py_iscased(c)) return false;
+    size_t i = next;
+    while (i < s.n) {
+        c = utf8_next(s.p, s.n, &i);
+        if (!py_iscase_ignorable(c)) return !py_iscased(c);
+    }
+    return true;
 }
 
-/* str.lower(), with Greek final sigma (Σ at the end of a word becomes ς). */
-int str_lower(tpl_rt *r, tstr s, tstr *out) {
-    sbuf b;
-    sb_init(&b, rt_arena(r), TPL_MAX_OUTPUT);
-    size_t i = 0, prev = SIZE_MAX;
+int str_lower_from(sbuf *b, tstr s, size_t from) {
+    size_t i = from;
     while (i < s.n) {
         size_t start = i;
         uint32_t cp = utf8_next(s.p, s.n, &i);
-        int rc;
-        if (cp == 0x3A3) {
-            bool before = prev != SIZE_MAX && cased_at(s, prev);
-            bool after = i < s.n && cased_at(s, i);
-            rc = sb_put_cp(&b, before && !after ? 0x3C2 : 0x3C3);
-        } else {
-            rc = py_lower_cp(&b, cp);
-        }
+        int rc = cp == 0x3A3 ? sb_put_cp(b, final_sigma(s, start, i) ? 0x3C2 : 0x3C3)
+                             : py_lower_cp(b, cp);
         if (rc) return -1;
-        prev = start;
     }
+    return 0;
+}
+
+int str_lower(tpl_rt *r, tstr s, tstr *out) {
+    sbuf b;
+    sb_init(&b, rt_arena(r), TPL_MAX_OUTPUT);
+    if (str_lower_from(&b, s, 0)) return -1;
     *out = sb_str(&b);
     return 0;
 }
@@ -103,8 +123,7 @@ int str_capitalize(tpl_rt *r, tstr s, tstr *out) {
     sb_init(&b, rt_arena(r), TPL_MAX_OUTPUT);
     size_t i = 0;
     if (i < s.n && py_title_cp(&b, utf8_next(s.p, s.n, &i))) return -1;
-    tstr rest = {s.p + i, s.n - i}, low;
-    if (str_lower(r, rest, &low) || sb_put(&b, low.p, low.n)) return -1;
+    if (str_lower_from(&b, s, i)) return -1;
     *out = sb_str(&b);
     return 0;
 }
@@ -115,8 +134,16 @@ static int str_title(tpl_rt *r, tstr s, tstr *out) {
     bool prev_cased = false;
     size_t i = 0;
     while (i < s.n) {
+        size_t start = i;
         uint32_t cp = utf8_next(s.p, s.n, &i);
-        if (prev_cased ? py_lower_cp(&b, cp) : py_title_cp(&b, cp)) return -1;
+        int rc;
+        if (!prev_cased)
+            rc = py_title_cp(&b, cp);
+        else if (cp == 0x3A3)
+            rc = sb_put_cp(&b, final_sigma(s, start, i) ? 0x3C2 : 0x3C3);
+        else
+            rc = py_lower_cp(&b, cp);
+        if (rc) return -1;
         prev_cased = py_iscased(cp);
     }
     *out = sb_str(&b);
@@ -558,11 +585,8 @@ static int split_common(tpl_rt *r, const node *at, tv self, targs *a, tv *out, b
                 }
                 if (i >= s.n) break;
                 size_t start = i;
-                if (splits >= maxsplit) {
-                    /* the rest, with trailing whitespace stripped */
-                    tstr rest = {s.p + start, s.n - start}, t;
-                    if (str_strip(r, rest, tv_none(), 2, &t) || list_push(r, l, &cap, tv_str(t)))
-                        return -1;
+                if (splits >= maxsplit) { /* the rest, as it is */
+                    if (list_push(r, l, &cap, tv_str((tstr){s.p + start, s.n - start}))) return -1;
                     break;
                 }
                 while (i < s.n) {
@@ -600,9 +624,7 @@ static int split_common(tpl_rt *r, const node *at, tv self, targs *a, tv *out, b
                 if (j == 0) break;
                 size_t end = j;
                 if (splits >= maxsplit) {
-                    tstr rest = {s.p, end}, t;
-                    if (str_strip(r, rest, tv_none(), 1, &t) || list_push(r, l, &cap, tv_str(t)))
-                        return -1;
+                    if (list_push(r, l, &cap, tv_str((tstr){s.p, end}))) return -1;
                     break;
                 }
                 while (j > 0) {
@@ -849,7 +871,7 @@ static int char_class(tpl_rt *r, const node *at, tv self, targs *a, tv *out, int
             ok = py_isalpha(cp);
             break;
         case 2:
-            ok = py_isalpha(cp) || py_isdigit(cp);
+            ok = py_isalpha(cp) || py_isnumeric(cp);
             break;
         default:
             ok = py_isspace(cp);

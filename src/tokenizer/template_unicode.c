@@ -100,6 +100,15 @@ bool py_isdigit(uint32_t cp) {
     return in_ranges(tpl_digit, tpl_digit_count, cp);
 }
 
+bool py_iscase_ignorable(uint32_t cp) {
+    return in_ranges(tpl_case_ignorable, tpl_case_ignorable_count, cp);
+}
+
+bool py_isnumeric(uint32_t cp) {
+    if (cp < 0x80) return cp >= '0' && cp <= '9';
+    return in_ranges(tpl_numeric, tpl_numeric_count, cp);
+}
+
 static bool is_cased(uint32_t cp) {
     return in_ranges(tpl_cased, tpl_cased_count, cp);
 }

@@ -361,6 +361,10 @@ FEATURES = {
                    "[{{ ' \\u3000\\xa0y\\n'|trim }}]",
     "filter_case": "{{ s|upper }} {{ s|lower }} {{ 'hello wORLD-foo(bar'|title }} "
                    "{{ 'hELLO'|capitalize }} {{ 'straße ǆ'|upper }} {{ 'ÀÉ ΣΑΣ'|lower }}",
+    "unicode_case": "{{ 'ΑΣ ΟΔΟΣ.'|lower }} {{ 'ǰ\\'Σ x'|capitalize }} {{ 'ﬁre ǆemal ΣΑΣ'.title() }} "
+                    "{{ 'ﬁre ǆemal ΣΑΣ'|title }} {{ 'ⅻ①'.isalnum() }} {{ 'σДⅻ中 ǅ'|wordcount }} "
+                    "{{ ' a  b \\n'.split(None, 1) }} {{ ' a  b \\n'.rsplit(None, 1) }} "
+                    "{{ 'İı'|lower }} {{ 'ǅ'|upper }} {{ 'ǅ' is upper }} {{ 'ǆ' is lower }}",
     "filter_length": "{{ xs|length }} {{ s|length }} {{ d|count }} {{ u|length }} {{ missing|length }}",
     "filter_default": "{{ missing|default('dflt') }} {{ ''|default('e', true) }} "
                       "{{ nothing|default('n') }} {{ missing|d('short') }} {{ 0|default(5) }}",

@@ -77,4 +77,11 @@ emit_runs("tpl_nonprintable", runs(lambda c: not c.isprintable()))
 emit_runs("tpl_cased", runs(lambda c: c.islower() or c.isupper() or c.istitle()))
 emit_runs("tpl_alpha", runs(lambda c: c.isalpha()))
 emit_runs("tpl_digit", runs(lambda c: c.isdigit()))
+emit_runs("tpl_numeric", runs(lambda c: c.isnumeric()))
+# Case_Ignorable is not in unicodedata; read it off str.lower()'s final-sigma
+# rule: "a" c "Σ" ends in ς when c is ignorable or cased, "1" c "Σ" only when
+# c is cased and not ignorable.
+def case_ignorable(c):
+    return ("a" + c + "\u03a3").lower()[-1] == "\u03c2" and ("1" + c + "\u03a3").lower()[-1] != "\u03c2"
+emit_runs("tpl_case_ignorable", runs(case_ignorable))
 open(sys.argv[1], "w").write("\n".join(out))
