@@ -158,3 +158,47 @@ def test_same_tokens_as_gguf_vocabulary(cllm_bin, hf_factory):
     for arch in ("llama", "gemma3"):
         hf, gguf = hf_factory(arch)
         assert cllm_encode(cllm_bin, hf.path, strings) == cllm_encode(cllm_bin, gguf, strings), arch
+
+
+# --- the real Gemma 3 270m, written back as a Hugging Face folder ------------
+
+REAL_TOKENS = [2, 818, 5279, 563, 506, 6722, 529, 6657, 236881, 108, 3689, 563, 7706, 236881, 107, 818, 3364]
+
+
+@pytest.fixture(scope="module")
+def real(real_model_path, tmp_path_factory):
+    """The real GGUF's weights dequantized to F32 under HF names, in two shards,
+    with config.json and a tokenizer.json of its 262144-token vocabulary; and
+    ref_forward's float64 model of the GGUF. (folder, RefModel)"""
+    folder = tmp_path_factory.mktemp("real-hf") / "gemma-3-270m"
+    ref = make_hf.folder_from_gguf(str(real_model_path), folder)
+    return folder, ref
+
+
+def test_real_model_folder_matches_exact_reference(run_cllm, real, tmp_path):
+    """At full scale (18 layers, head dim 256, 262144-row tied embedding, the
+    local/global layer pattern from layer_types) the folder's logits equal the
+    float64 pass over the same dequantized weights to f32 rounding."""
+    real_folder, real_ref = real
+    r = run_cllm("logits", "-m", real_folder, "--tokens", ",".join(map(str, REAL_TOKENS)), "--out",
+                 tmp_path / "l.bin", "--kv-type", "f32", timeout=300)
+    assert r.returncode == 0, r.stderr
+    got = np.fromfile(tmp_path / "l.bin", dtype="<f4").reshape(len(REAL_TOKENS), -1).astype(np.float64)
+    ref = ref_forward.forward(real_ref, REAL_TOKENS)
+    check(got, ref, TOL, "real gemma-3-270m folder")
+
+
+def test_real_tokenizer_json_matches_hf_and_gguf(cllm_bin, real_model_path, real):
+    """Its tokenizer.json (262144 tokens, ~0.5 M merges) tokenizes like Hugging
+    Face `tokenizers` reading the same file, and like the GGUF's vocabulary."""
+    tokenizers = pytest.importorskip("tokenizers")
+    from tokenizer_util import cllm_encode, load_strings
+
+    real_folder = real[0]
+    strings = load_strings()
+    tok = tokenizers.Tokenizer.from_file(str(real_folder / "tokenizer.json"))
+    ours = cllm_encode(cllm_bin, real_folder, strings, add_special=True, parse_special=True)
+    want = [e.ids for e in tok.encode_batch(strings, add_special_tokens=True)]
+    bad = [s for s, a, b in zip(strings, ours, want) if a != b]
+    assert not bad, f"{len(bad)} strings differ from tokenizers, e.g. {bad[:3]}"
+    assert ours == cllm_encode(cllm_bin, real_model_path, strings, add_special=True, parse_special=True)

@@ -89,26 +89,23 @@ class Tensor:
 _ALIGN = {"F32": 4, "I32": 4, "F16": 2, "BF16": 2, "F64": 8, "I64": 8, "U8": 1, "I8": 1}
 
 
-def safetensors_bytes(tensors: Dict[str, Tensor], metadata: Optional[dict] = None) -> bytes:
-    """A safetensors image, tensors ordered as the safetensors library orders
-    them (larger alignment first, then by name)."""
+def write_safetensors(path, tensors: Dict[str, Tensor], metadata: Optional[dict] = None):
+    """A safetensors file, tensors ordered as the safetensors library orders
+    them (larger alignment first, then by name), written one by one."""
     order = sorted(tensors, key=lambda n: (-_ALIGN[tensors[n].dtype], n))
     header: dict = {"__metadata__": metadata or {"format": "pt"}}
-    blobs, off = [], 0
+    off = 0
     for name in order:
         t = tensors[name]
-        raw = np.ascontiguousarray(t.data).astype(t.data.dtype.newbyteorder("<"), copy=False).tobytes()
-        header[name] = {"dtype": t.dtype, "shape": list(t.data.shape), "data_offsets": [off, off + len(raw)]}
-        blobs.append(raw)
-        off += len(raw)
+        header[name] = {"dtype": t.dtype, "shape": list(t.data.shape), "data_offsets": [off, off + t.data.nbytes]}
+        off += t.data.nbytes
     h = json.dumps(header, separators=(",", ":")).encode()
     h += b" " * (-len(h) % 8)
-    return struct.pack("<Q", len(h)) + h + b"".join(blobs)
-
-
-def write_safetensors(path, tensors: Dict[str, Tensor]):
     with open(path, "wb") as f:
-        f.write(safetensors_bytes(tensors))
+        f.write(struct.pack("<Q", len(h)) + h)
+        for name in order:
+            a = tensors[name].data
+            f.write(memoryview(np.ascontiguousarray(a.astype(a.dtype.newbyteorder("<"), copy=False))).cast("B"))
 
 
 def write_weights(folder, tensors: Dict[str, Tensor], shards: int = 1):
@@ -610,6 +607,107 @@ def reference_model(hf: HFModel, gguf_path: str):
         tensors["rope_freqs.weight"] = llama3_factors(b.head_dim, b.rope_base, LLAMA3_ROPE).astype(np.float64)
     m.tensors = tensors
     return m
+
+
+# ---------------------------------------------------------------------------
+# A real GGUF back into a folder
+
+
+def folder_from_gguf(gguf_path: str, folder, shards: int = 2):
+    """Writes a gemma3 GGUF (e.g. the real gemma-3-270m) as the Hugging Face
+    folder it was converted from, as far as the GGUF can say: every tensor
+    dequantized to F32 under its HF name (norms minus the 1 the converter
+    added), config.json from the metadata, and a tokenizer.json whose merges
+    come from the SentencePiece vocabulary the way tokenizers'
+    SentencePieceExtractor derives them (every split of a piece into two
+    pieces, pieces in score order). Returns the ref_forward.RefModel of the
+    GGUF (its float64 reference, built from the same single read, since
+    reading a 262144-token GGUF in Python takes most of a minute)."""
+    from gguf import GGMLQuantizationType, GGUFReader
+    import gguf.quants
+    import ref_forward
+
+    r = GGUFReader(gguf_path)
+    fields = r.fields
+
+    def meta(key, default=None):
+        f = fields.get(key)
+        return f.contents() if f is not None else default
+
+    arch = meta("general.architecture")
+    if arch != "gemma3":
+        raise ValueError(f"folder_from_gguf: {arch!r} (only gemma3)")
+    base = make_model.default_spec("gemma3")
+    spec = HFSpec(base=base)
+    os.makedirs(folder, exist_ok=True)
+    tensors = {}
+    gguf_weights = {}
+    for t in r.tensors:
+        shape = tuple(int(d) for d in reversed(t.shape))
+        if t.tensor_type == GGMLQuantizationType.F32:
+            a = np.asarray(t.data, dtype=np.float32)
+        else:
+            a = gguf.quants.dequantize(np.asarray(t.data), t.tensor_type).astype(np.float32)
+        gguf_weights[t.name] = a.reshape(shape)
+        tensors[hf_name(spec, t.name)] = Tensor("F32", to_hf(spec, t.name, gguf_weights[t.name]))
+    write_weights(folder, tensors, shards)
+    del tensors
+    n_layer = int(meta("gemma3.block_count"))
+    pattern = 6
+    cfg = {
+        "model_type": "gemma3_text", "architectures": ["Gemma3ForCausalLM"],
+        "hidden_size": int(meta("gemma3.embedding_length")), "intermediate_size": int(meta("gemma3.feed_forward_length")),
+        "num_hidden_layers": n_layer, "num_attention_heads": int(meta("gemma3.attention.head_count")),
+        "num_key_value_heads": int(meta("gemma3.attention.head_count_kv")),
+        "head_dim": int(meta("gemma3.attention.key_length")),
+        "rms_norm_eps": float(meta("gemma3.attention.layer_norm_rms_epsilon")),
+        "rope_theta": float(meta("gemma3.rope.freq_base")), "rope_local_base_freq": 10000.0,
+        "sliding_window": int(meta("gemma3.attention.sliding_window")),
+        "layer_types": ["full_attention" if (il + 1) % pattern == 0 else "sliding_attention" for il in range(n_layer)],
+        "query_pre_attn_scalar": int(meta("gemma3.attention.key_length")),
+        "max_position_embeddings": int(meta("gemma3.context_length")),
+        "vocab_size": int(gguf_weights["token_embd.weight"].shape[0]),
+        "hidden_activation": "gelu_pytorch_tanh", "tie_word_embeddings": True, "rope_scaling": None,
+        "final_logit_softcapping": None, "attn_logit_softcapping": None,
+    }
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=1)
+
+    tf = fields["tokenizer.ggml.tokens"]
+    tokens = [bytes(tf.parts[i]).decode("utf-8") for i in tf.data]
+    scores = meta("tokenizer.ggml.scores")
+    types = meta("tokenizer.ggml.token_type")
+    vocab, added = {}, []
+    for i, (tok, ty) in enumerate(zip(tokens, types)):
+        vocab.setdefault(tok, i)
+        if ty in (make_model.TokenType.CONTROL, make_model.TokenType.USER_DEFINED):
+            added.append({"id": i, "content": tok, "single_word": False, "lstrip": False, "rstrip": False,
+                          "normalized": False, "special": ty == make_model.TokenType.CONTROL})
+    merges = []
+    for i in sorted(range(len(tokens)), key=lambda i: (-scores[i], i)):
+        piece = tokens[i]
+        if types[i] == make_model.TokenType.NORMAL and len(piece) > 1:
+            merges += [[piece[:k], piece[k:]] for k in range(1, len(piece))
+                       if piece[:k] in vocab and piece[k:] in vocab]
+    tj = spm_tokenizer_json(make_model.N_SPECIAL + 256, "none")
+    bos, eos = tokens[int(meta("tokenizer.ggml.bos_token_id"))], tokens[int(meta("tokenizer.ggml.eos_token_id"))]
+    tj["added_tokens"] = added
+    tj["post_processor"]["single"][0]["SpecialToken"]["id"] = bos
+    tj["post_processor"]["special_tokens"] = {bos: {"id": bos, "ids": [vocab[bos]], "tokens": [bos]}}
+    tj["model"].update(vocab=vocab, merges=merges, unk_token=tokens[int(meta("tokenizer.ggml.unknown_token_id"))])
+    with open(os.path.join(folder, "tokenizer.json"), "w", encoding="utf-8") as f:
+        json.dump(tj, f, ensure_ascii=False)
+    with open(os.path.join(folder, "tokenizer_config.json"), "w", encoding="utf-8") as f:
+        json.dump({"add_bos_token": bool(meta("tokenizer.ggml.add_bos_token", True)), "add_eos_token": False,
+                   "bos_token": bos, "eos_token": eos, "chat_template": meta("tokenizer.chat_template")}, f,
+                  ensure_ascii=False)
+    # The GGUF's own reference (ref_forward.load's reading of these keys).
+    return ref_forward.RefModel(
+        arch="gemma3", n_vocab=cfg["vocab_size"], n_embd=cfg["hidden_size"], n_layer=n_layer,
+        n_head=cfg["num_attention_heads"], n_head_kv=cfg["num_key_value_heads"], head_dim=cfg["head_dim"],
+        n_rot=cfg["head_dim"], eps=cfg["rms_norm_eps"], rope_base=cfg["rope_theta"], freq_scale=1.0, neox=True,
+        n_swa=cfg["sliding_window"], swa_layers=tuple(il % pattern < pattern - 1 for il in range(n_layer)),
+        rope_base_swa=10000.0, tensors={k: v.astype(np.float64) for k, v in gguf_weights.items()})
 
 
 # ---------------------------------------------------------------------------
