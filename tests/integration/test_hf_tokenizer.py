@@ -12,9 +12,10 @@ tests/data/tokenizer_strings.jsonl and a few more:
                    prepend_scheme "first", Gemma's Replace only.
 
 Both with and without the special tokens (BOS) the post-processor adds, and
-with special tokens in the text recognized (HF's default). Strings that are
-not in NFC are left out for the byte-level tokenizers only when a normalizer
-would change them (none of these has one)."""
+with special tokens in the text recognized (HF's default). None of these
+tokenizers has a normalizer beyond the U+2581 ones: cllm accepts Qwen2's NFC
+normalizer but does not apply it (as llama.cpp does not), so a real Qwen2
+tokenizer can differ from HF on text that is not in NFC."""
 
 from __future__ import annotations
 
