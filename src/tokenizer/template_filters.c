@@ -755,6 +755,21 @@ static int f_attr(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
 
 /* --- numbers -------------------------------------------------------------------------------- */
 
+/* int(f) inside do_int: NaN is a ValueError (the default); infinity an
+ * OverflowError, caught only on the string path; beyond 64 bits is this
+ * interpreter's limit. */
+static int float_to_int(tpl_rt *r, const node *at, double f, tv dflt, bool from_str, tv *out) {
+    if (isnan(f) || (isinf(f) && from_str)) {
+        *out = dflt;
+        return 0;
+    }
+    if (isinf(f)) return rt_error(r, at, "cannot convert float infinity to integer");
+    if (fabs(f) >= 9.2e18)
+        return rt_error(r, at, "integer overflow (values beyond 64 bits are not supported)");
+    *out = tv_int((int64_t)f);
+    return 0;
+}
+
 static int f_int(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
     BIND("int", "default", "base");
     tv dflt = g[0] ? p[0] : tv_int(0);
@@ -772,17 +787,14 @@ static int f_int(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
         *out = tv_int(v.u.b);
         return 0;
     case TV_FLOAT:
-        if (isnan(v.u.f) || isinf(v.u.f)) return rt_error(r, at, "cannot convert float to integer");
-        if (fabs(v.u.f) >= 9.2e18) return rt_error(r, at, "integer overflow");
-        *out = tv_int((int64_t)v.u.f);
-        return 0;
+        return float_to_int(r, at, v.u.f, dflt, false, out);
     case TV_STR: {
         int64_t i;
         double f;
         if (py_parse_int(v.u.s, base, &i) == 0)
             *out = tv_int(i);
-        else if (py_parse_float(v.u.s, &f) == 0 && !isnan(f) && !isinf(f) && fabs(f) < 9.2e18)
-            *out = tv_int((int64_t)f);
+        else if (py_parse_float(v.u.s, &f) == 0)
+            return float_to_int(r, at, f, dflt, true, out);
         else
             *out = dflt;
         return 0;

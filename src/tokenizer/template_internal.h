@@ -79,9 +79,12 @@ bool py_isspace(uint32_t cp);     /* str.isspace() */
 bool py_isprintable(uint32_t cp); /* str.isprintable(), approximately */
 bool py_isalpha(uint32_t cp);
 bool py_isdigit(uint32_t cp);
-bool py_isnumeric(uint32_t cp);     /* a superset of isdigit: isalnum = alpha || numeric */
-bool py_iscased(uint32_t cp);       /* Lu, Ll, Lt: what str.title() looks at */
-bool py_iscased_lower(uint32_t cp); /* Python's per-character islower() */
+bool py_isnumeric(uint32_t cp);
+int py_decimal(uint32_t cp);
+    /* a decimal digit's value (any script), or -1 */ /* a superset of isdigit: isalnum = alpha ||
+                                                         numeric */
+bool py_iscased(uint32_t cp);                         /* Lu, Ll, Lt: what str.title() looks at */
+bool py_iscased_lower(uint32_t cp);                   /* Python's per-character islower() */
 bool py_iscased_upper(uint32_t cp);
 bool py_iscased_title(uint32_t cp);
 bool py_iscase_ignorable(uint32_t cp); /* Unicode Case_Ignorable (final sigma) */

@@ -254,18 +254,36 @@ int str_splitlines(tpl_rt *r, tstr s, bool keepends, tlist **out) {
     return 0;
 }
 
-/* Python int(s, base) for strings: whitespace, sign, prefixes and underscores. */
-int py_parse_int(tstr s, int base, int64_t *out) {
-    tstr t;
-    size_t a = 0, b = s.n;
-    while (a < b) {
-        size_t k = a;
-        if (!py_isspace(utf8_next(s.p, s.n, &k))) break;
-        a = k;
+/* What int() and float() parse: s with Unicode decimal digits made ASCII
+ * and Unicode whitespace made spaces, trimmed (CPython's
+ * _PyUnicode_TransformDecimalAndSpaceToASCII); false if anything else is not
+ * ASCII or it does not fit. */
+static bool ascii_number(tstr s, char *buf, size_t cap, size_t *n) {
+    size_t k = 0, i = 0;
+    while (i < s.n) {
+        uint32_t cp = utf8_next(s.p, s.n, &i);
+        int d = cp >= 0x80 ? py_decimal(cp) : -1;
+        char c = py_isspace(cp) ? ' ' : cp < 0x80 ? (char)cp : d >= 0 ? (char)('0' + d) : 0;
+        if (!c || k + 1 >= cap) return false;
+        buf[k++] = c;
     }
-    while (b > a && (s.p[b - 1] == ' ' || (s.p[b - 1] >= 9 && s.p[b - 1] <= 13)))
-        b--;
-    t = (tstr){s.p + a, b - a};
+    size_t a = 0;
+    while (a < k && buf[a] == ' ')
+        a++;
+    while (k > a && buf[k - 1] == ' ')
+        k--;
+    memmove(buf, buf + a, k - a);
+    *n = k - a;
+    buf[*n] = 0;
+    return true;
+}
+
+/* Python int(s, base) for strings: sign, prefixes, underscores. */
+int py_parse_int(tstr s, int base, int64_t *out) {
+    char buf[256];
+    size_t n;
+    if (!ascii_number(s, buf, sizeof buf, &n)) return -1;
+    tstr t = {buf, n};
     if (base != 0 && (base < 2 || base > 36)) return -1;
     size_t i = 0;
     bool neg = false;
@@ -316,22 +334,16 @@ int py_parse_int(tstr s, int base, int64_t *out) {
 
 /* Python float(s) for strings. */
 int py_parse_float(tstr s, double *out) {
-    size_t a = 0, b = s.n;
-    while (a < b) {
-        size_t k = a;
-        if (!py_isspace(utf8_next(s.p, s.n, &k))) break;
-        a = k;
-    }
-    while (b > a && (s.p[b - 1] == ' ' || (s.p[b - 1] >= 9 && s.p[b - 1] <= 13)))
-        b--;
-    if (b - a == 0 || b - a > 400) return -1;
+    char src[416];
+    size_t len;
+    if (!ascii_number(s, src, sizeof src, &len) || len == 0) return -1;
     char buf[416];
-    size_t n = 0, i = a;
-    if (s.p[i] == '+' || s.p[i] == '-') buf[n++] = s.p[i++];
+    size_t n = 0, i = 0, b = len;
+    if (src[i] == '+' || src[i] == '-') buf[n++] = src[i++];
     size_t rest = b - i;
     const char *special[] = {"inf", "infinity", "nan"};
     for (int k = 0; k < 3; k++)
-        if (rest == strlen(special[k]) && strncasecmp(s.p + i, special[k], rest) == 0) {
+        if (rest == strlen(special[k]) && strncasecmp(src + i, special[k], rest) == 0) {
             double v = k == 2 ? NAN : INFINITY;
             *out = n && buf[0] == '-' ? -v : v;
             return 0;
@@ -340,13 +352,13 @@ int py_parse_float(tstr s, double *out) {
     bool digits = false, prev_digit = false;
     int part = 0; /* 0 integer, 1 fraction, 2 exponent */
     for (; i < b; i++) {
-        char c = s.p[i];
+        char c = src[i];
         if (c >= '0' && c <= '9') {
             buf[n++] = c;
             digits = true;
             prev_digit = true;
         } else if (c == '_') {
-            if (!prev_digit || i + 1 >= b || s.p[i + 1] < '0' || s.p[i + 1] > '9') return -1;
+            if (!prev_digit || i + 1 >= b || src[i + 1] < '0' || src[i + 1] > '9') return -1;
             prev_digit = false;
         } else if (c == '.' && part == 0) {
             buf[n++] = c;
@@ -357,7 +369,7 @@ int py_parse_float(tstr s, double *out) {
             part = 2;
             digits = false;
             prev_digit = false;
-            if (i + 1 < b && (s.p[i + 1] == '+' || s.p[i + 1] == '-')) buf[n++] = s.p[++i];
+            if (i + 1 < b && (src[i + 1] == '+' || src[i + 1] == '-')) buf[n++] = src[++i];
         } else {
             return -1;
         }
@@ -471,7 +483,18 @@ int tpl_format_percent(tpl_rt *r, const node *at, tstr fmt, tv args, tv *out) {
                             tv_type_name(arg));
         double f =
             arg.kind == TV_FLOAT ? arg.u.f : (double)(arg.kind == TV_BOOL ? arg.u.b : arg.u.i);
-        if (strchr("diuxXo", type)) {
+        if (strchr("diu", type) && arg.kind == TV_FLOAT && !(fabs(f) < 9.2e18)) {
+            /* Python prints int(f) exactly; so does %.0f of an integral double */
+            if (!isfinite(f)) return rt_error(r, at, "cannot convert float to integer");
+            snprintf(spec, sizeof spec, "%%%s%s.0f", flags, width >= 0 ? "*" : "");
+            if (width >= 0)
+                snprintf(tmp, sizeof tmp, spec, width, trunc(f));
+            else
+                snprintf(tmp, sizeof tmp, spec, trunc(f));
+        } else if (strchr("diuxXo", type)) {
+            if (arg.kind == TV_FLOAT && !(fabs(f) < 9.2e18))
+                return rt_error(r, at,
+                                "integer overflow (values beyond 64 bits are not supported)");
             int64_t v =
                 arg.kind == TV_FLOAT ? (int64_t)f : (arg.kind == TV_BOOL ? arg.u.b : arg.u.i);
             char t = type == 'i' || type == 'u' ? 'd' : type;

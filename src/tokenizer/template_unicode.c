@@ -100,6 +100,21 @@ bool py_isdigit(uint32_t cp) {
     return in_ranges(tpl_digit, tpl_digit_count, cp);
 }
 
+int py_decimal(uint32_t cp) {
+    if (cp < 0x80) return cp >= '0' && cp <= '9' ? (int)(cp - '0') : -1;
+    int lo = 0, hi = tpl_decimal_count - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        if (cp < tpl_decimal[mid].lo)
+            hi = mid - 1;
+        else if (cp > tpl_decimal[mid].hi)
+            lo = mid + 1;
+        else
+            return (int)((cp - tpl_decimal[mid].lo) % 10);
+    }
+    return -1;
+}
+
 bool py_iscase_ignorable(uint32_t cp) {
     return in_ranges(tpl_case_ignorable, tpl_case_ignorable_count, cp);
 }

@@ -27,8 +27,9 @@ extern const tpl_case_multi tpl_upper_multi[], tpl_lower_multi[], tpl_title_mult
 extern const int tpl_upper_multi_count, tpl_lower_multi_count, tpl_title_multi_count;
 extern const tpl_range tpl_nonprintable[], tpl_cased[], tpl_alpha[], tpl_digit[];
 extern const int tpl_nonprintable_count, tpl_cased_count, tpl_alpha_count, tpl_digit_count;
-extern const tpl_range tpl_lower_chars[], tpl_title_chars[], tpl_numeric[], tpl_case_ignorable[];
+extern const tpl_range tpl_lower_chars[], tpl_title_chars[], tpl_numeric[], tpl_case_ignorable[],
+    tpl_decimal[];
 extern const int tpl_lower_chars_count, tpl_title_chars_count, tpl_numeric_count,
-    tpl_case_ignorable_count;
+    tpl_case_ignorable_count, tpl_decimal_count;
 
 #endif

@@ -78,6 +78,10 @@ emit_runs("tpl_cased", runs(lambda c: c.islower() or c.isupper() or c.istitle())
 emit_runs("tpl_alpha", runs(lambda c: c.isalpha()))
 emit_runs("tpl_digit", runs(lambda c: c.isdigit()))
 emit_runs("tpl_numeric", runs(lambda c: c.isnumeric()))
+# Decimal digits come in runs of ten starting at 0; int() and float() read them.
+decimal_runs = runs(lambda c: c.isdecimal())
+assert all(unicodedata.decimal(chr(a)) == 0 and (b - a + 1) % 10 == 0 for a, b in decimal_runs)
+emit_runs("tpl_decimal", decimal_runs)
 # Case_Ignorable is not in unicodedata; read it off str.lower()'s final-sigma
 # rule: "a" c "Σ" ends in ς when c is ignorable or cased, "1" c "Σ" only when
 # c is cased and not ignorable.
