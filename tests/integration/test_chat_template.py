@@ -376,6 +376,9 @@ FEATURES = {
     "filter_numbers": "{{ '42'|int }} {{ '4.7'|int }} {{ 'x'|int }} {{ 'x'|int(9) }} "
                       "{{ '0x1A'|int(base=16) }} {{ 3.9|int }} {{ '2.5'|float }} {{ 'x'|float }} "
                       "{{ 3|float }} {{ -3|abs }} {{ -2.5|abs }} {{ ' 12 '|int }}",
+    "filter_number_strings": "{{ '٣٤'|int }} {{ ' ١٢ '|float }} {{ 'inf'|int }} {{ 'nan'|int(7) }} "
+                             "{{ 'inf'|float }} {{ '1_000'|int }} {{ '0b101'|int(base=0) }} "
+                             "{{ '%d'|format(1e20) }} {{ '%5.1f|%-6s|%x|%r'|format(2.25, 'ab', 255, 'q') }}",
     "filter_round": "{{ 2.5|round }} {{ 3.5|round }} {{ 2.567|round(2) }} {{ 2.1|round(0, 'ceil') }} "
                     "{{ 2.9|round(1, 'floor') }} {{ 7|round }} {{ 1234|round(-2) }}",
     "filter_replace": "{{ s|replace('l', 'L') }} {{ s|replace('l', 'L', 1) }} {{ 'ab'|replace('', '-') }}",
