@@ -14,17 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BIND(fname, ...)                                                                           \
-    static const char *const names_[] = {__VA_ARGS__};                                             \
-    enum { NN_ = sizeof names_ / sizeof names_[0] };                                               \
-    tv p[NN_];                                                                                     \
-    bool g[NN_];                                                                                   \
-    if (args_bind(r, at, fname, a, names_, NN_, p, g)) return -1
-
-static int no_args(tpl_rt *r, const node *at, const char *fname, targs *a) {
-    return args_bind(r, at, fname, a, NULL, 0, NULL, NULL);
-}
-
 static tv make_gen(tpl_rt *r, tlist *l, const char *type) {
     tgen *g = ar_alloc(rt_arena(r), sizeof *g);
     if (!g) return tv_undef("out of memory");

@@ -5,9 +5,11 @@
  * The pipeline is template_lex.c (source -> tokens, with jinja2's whitespace
  * control), template_parse.c (tokens -> tree), template_eval.c (tree + JSON
  * context -> text). Values (template_value.c) follow Python's semantics, as
- * jinja2 sees them: str() and repr(), ==, <, truthiness. Filters, tests and
- * methods live in template_filters.c, template_tests.c, template_methods.c;
- * json.dumps in template_json.c.
+ * jinja2 sees them: str() and repr(), ==, <, truthiness; Python's str
+ * operations are template_str.c, its character classes template_unicode.c.
+ * Filters, tests, and methods with globals live in template_filters.c,
+ * template_tests.c, template_methods.c; json.dumps in template_json.c; the
+ * arena in template_arena.c; the built-in templates in template_builtin.c.
  *
  * Memory: a parse owns one arena (the tree and its literals); a render owns
  * another (every value and string it makes) and frees it whole at the end, so
@@ -81,10 +83,10 @@ bool py_isalpha(uint32_t cp);
 bool py_isdigit(uint32_t cp);
 bool py_isnumeric(uint32_t cp);
 int py_decimal(uint32_t cp);
-    /* a decimal digit's value (any script), or -1 */ /* a superset of isdigit: isalnum = alpha ||
-                                                         numeric */
-bool py_iscased(uint32_t cp);                         /* Lu, Ll, Lt: what str.title() looks at */
-bool py_iscased_lower(uint32_t cp);                   /* Python's per-character islower() */
+/* a decimal digit's value (any script), or -1 */ /* a superset of isdigit: isalnum = alpha ||
+                                                     numeric */
+bool py_iscased(uint32_t cp);                     /* Lu, Ll, Lt: what str.title() looks at */
+bool py_iscased_lower(uint32_t cp);               /* Python's per-character islower() */
 bool py_iscased_upper(uint32_t cp);
 bool py_iscased_title(uint32_t cp);
 bool py_iscase_ignorable(uint32_t cp); /* Unicode Case_Ignorable (final sigma) */
@@ -456,7 +458,7 @@ typedef struct {
 } json_opts;
 int tpl_json_dumps(tpl_rt *r, const node *at, tv v, const json_opts *o, sbuf *b);
 
-/* Python str operations shared by filters and methods (template_methods.c). */
+/* Python str operations shared by filters and methods (template_str.c). */
 int str_lower(tpl_rt *r, tstr s, tstr *out);
 /* Appends s[from:].lower() where Greek final sigma looks at all of s, as
  * Python's lower(), capitalize() and title() do. */
@@ -473,7 +475,8 @@ int str_pad(tpl_rt *r, const node *at, tstr s, int64_t width, tstr fill, int mod
 int py_parse_int(tstr s, int base, int64_t *out);
 int py_parse_float(tstr s, double *out);
 
-/* Built-in tables (template_filters.c, template_tests.c, template_methods.c). */
+/* Built-in tables (template_filters.c, template_tests.c, template_methods.c,
+ * template_str.c). */
 tpl_filter_fn tpl_filter_find(tstr name);
 bool tpl_filter_is_lazy(tpl_filter_fn f);
 tpl_test_fn tpl_test_find(tstr name);
@@ -484,5 +487,27 @@ bool tpl_global_find(tpl_rt *r, tstr name, tv *out);
 /* Binds call arguments to parameter names; given[i] says whether names[i] was passed. */
 int args_bind(tpl_rt *r, const node *at, const char *fname, targs *a, const char *const *names,
               int nnames, tv *vals, bool *given);
+
+/* In a built-in `(tpl_rt *r, const node *at, ..., targs *a, ...)`: binds the
+ * arguments to the parameter names given, into p[i] (passed when g[i]). */
+#define BIND(fname, ...)                                                                           \
+    static const char *const names_[] = {__VA_ARGS__};                                             \
+    enum { NN_ = sizeof names_ / sizeof names_[0] };                                               \
+    tv p[NN_];                                                                                     \
+    bool g[NN_];                                                                                   \
+    if (args_bind(r, at, fname, a, names_, NN_, p, g)) return -1
+
+/* A built-in that takes no arguments. */
+static inline int no_args(tpl_rt *r, const node *at, const char *fname, targs *a) {
+    return args_bind(r, at, fname, a, NULL, 0, NULL, NULL);
+}
+
+/* A method of a built-in type; fn NULL: it would mutate, so the sandbox refuses it. */
+typedef struct {
+    const char *name;
+    tpl_func_fn fn;
+} tpl_method;
+extern const tpl_method tpl_str_methods[];
+extern const size_t tpl_str_methods_count;
 
 #endif

@@ -12,10 +12,6 @@ static int arg1(tpl_rt *r, const node *at, const char *name, targs *a, tv *out) 
     return 0;
 }
 
-static int no_args(tpl_rt *r, const node *at, const char *name, targs *a) {
-    return args_bind(r, at, name, a, NULL, 0, NULL, NULL);
-}
-
 #define SIMPLE_TEST(fn, name, expr)                                                                \
     static int fn(tpl_rt *r, const node *at, tv v, targs *a, bool *out) {                          \
         if (no_args(r, at, name, a)) return -1;                                                    \

@@ -65,7 +65,7 @@ bool utf8_valid(const char *s, size_t n) {
     return true;
 }
 
-static bool in_ranges(const tpl_range *r, int n, uint32_t cp) {
+static const tpl_range *find_range(const tpl_range *r, int n, uint32_t cp) {
     int lo = 0, hi = n - 1;
     while (lo <= hi) {
         int mid = (lo + hi) / 2;
@@ -74,9 +74,13 @@ static bool in_ranges(const tpl_range *r, int n, uint32_t cp) {
         else if (cp > r[mid].hi)
             lo = mid + 1;
         else
-            return true;
+            return &r[mid];
     }
-    return false;
+    return NULL;
+}
+
+static bool in_ranges(const tpl_range *r, int n, uint32_t cp) {
+    return find_range(r, n, cp) != NULL;
 }
 
 bool py_isspace(uint32_t cp) {
@@ -102,17 +106,8 @@ bool py_isdigit(uint32_t cp) {
 
 int py_decimal(uint32_t cp) {
     if (cp < 0x80) return cp >= '0' && cp <= '9' ? (int)(cp - '0') : -1;
-    int lo = 0, hi = tpl_decimal_count - 1;
-    while (lo <= hi) {
-        int mid = (lo + hi) / 2;
-        if (cp < tpl_decimal[mid].lo)
-            hi = mid - 1;
-        else if (cp > tpl_decimal[mid].hi)
-            lo = mid + 1;
-        else
-            return (int)((cp - tpl_decimal[mid].lo) % 10);
-    }
-    return -1;
+    const tpl_range *run = find_range(tpl_decimal, tpl_decimal_count, cp);
+    return run ? (int)((cp - run->lo) % 10) : -1; /* runs of ten, from 0 */
 }
 
 bool py_iscase_ignorable(uint32_t cp) {
