@@ -13,6 +13,7 @@
 #include "kernels/quants_kernels.h"
 
 #include "kernels/quants_avx2.h"
+#include "kernels/quants_k_avx2.h"
 #include "kernels/quants_blocks.h"
 
 /* ---- Q8_K quantizer ---- */
@@ -65,42 +66,6 @@ void q8_K_from_float_avx2(const float *restrict x, void *restrict vy, int64_t n)
         _mm256_storeu_si256((__m256i *)y[i].bsums, b16);
         y[i].d = 1 / iscale;
     }
-}
-
-/* ---- helpers for 16-element sub-blocks (Q2_K, Q3_K, Q6_K) ---- */
-
-/* Sub-block scales as 16 int16 [s0..s7 | s8..s15]; scale_pair(h, k) below
- * picks the two that apply to chunk k (32 elements) of half h: s[8h + 2k] for
- * its first 16 elements (the low lane of maddubs' output), s[8h + 2k + 1] for
- * the rest. */
-typedef struct {
-    __m256i half[2]; /* the lane of half h copied to both lanes */
-} scales16;
-
-static inline scales16 scales16_make(__m256i s) {
-    scales16 r;
-    r.half[0] = _mm256_permute2x128_si256(s, s, 0x00);
-    r.half[1] = _mm256_permute2x128_si256(s, s, 0x11);
-    return r;
-}
-
-static inline __m256i scale_pair(const scales16 *s, int h, int k) {
-    const char a = (char)(4 * k), b = (char)(4 * k + 2);
-    const __m256i pick = _mm256_setr_epi8(a, a + 1, a, a + 1, a, a + 1, a, a + 1, a, a + 1, a,
-                                          a + 1, a, a + 1, a, a + 1, b, b + 1, b, b + 1, b, b + 1,
-                                          b, b + 1, b, b + 1, b, b + 1, b, b + 1, b, b + 1);
-    return _mm256_shuffle_epi8(s->half[h], pick);
-}
-
-/* Bit `bit` of each byte of v moved to bit `to` (other bits cleared). */
-static inline __m256i take_bit(__m256i v, int bit, int to) {
-    const __m256i shifted =
-        bit >= to ? _mm256_srli_epi16(v, bit - to) : _mm256_slli_epi16(v, to - bit);
-    return _mm256_and_si256(shifted, _mm256_set1_epi8((char)(1 << to)));
-}
-
-static inline __m256i load256(const void *p) {
-    return _mm256_loadu_si256((const __m256i *)p);
 }
 
 /* ---- Q2_K ---- */
@@ -185,31 +150,12 @@ void vec_dot_q3_K_q8_K_avx2(int n, float *restrict s, const void *restrict vx,
 
 /* ---- Q4_K and Q5_K ---- */
 
-/* The 8 scales and 8 mins of a Q4_K/Q5_K block as 16-bit lanes [sc | m]. */
-static inline __m256i k4_scales_mins(const uint8_t *p) {
-    uint32_t w[3];
-    memcpy(w, p, sizeof w);
-    const uint32_t sc_lo = w[0] & 0x3f3f3f3fu;
-    const uint32_t m_lo = w[1] & 0x3f3f3f3fu;
-    const uint32_t sc_hi = (w[2] & 0x0f0f0f0fu) | ((w[0] >> 2) & 0x30303030u);
-    const uint32_t m_hi = ((w[2] >> 4) & 0x0f0f0f0fu) | ((w[1] >> 2) & 0x30303030u);
-    return _mm256_cvtepu8_epi16(_mm_setr_epi32((int)sc_lo, (int)sc_hi, (int)m_lo, (int)m_hi));
-}
-
 /* dmin * sum_j m_j * (sum of the 32 activation quants of sub-block j). */
 static inline __m128 k4_min_term(__m256i scales_mins, const block_q8_K *y) {
     const __m256i bs = load256(y->bsums);
     const __m128i bsum32 =
         _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
     return _mm_cvtepi32_ps(_mm_madd_epi16(_mm256_extracti128_si256(scales_mins, 1), bsum32));
-}
-
-/* Broadcast of the 16-bit scale j (0..7) of a [sc|sc] vector. */
-static inline __m256i scale_at(__m256i sc, int j) {
-    const char a = (char)(2 * j), b = (char)(2 * j + 1);
-    return _mm256_shuffle_epi8(sc,
-                               _mm256_setr_epi8(a, b, a, b, a, b, a, b, a, b, a, b, a, b, a, b, a,
-                                                b, a, b, a, b, a, b, a, b, a, b, a, b, a, b));
 }
 
 /* One super-block of Q4_K (qh NULL) or Q5_K: the scaled level sums as 8
@@ -240,12 +186,6 @@ static inline __m256 k4_superblock(const uint8_t *scales, float d, float dmin, c
     }
     const __m256 sum = _mm256_cvtepi32_ps(_mm256_add_epi32(sum0, sum1));
     return _mm256_fmadd_ps(_mm256_set1_ps(y->d * d), sum, acc);
-}
-
-static inline float k4_finish(__m256 acc, __m128 acc_m) {
-    acc_m = _mm_add_ps(acc_m, _mm_movehl_ps(acc_m, acc_m));
-    acc_m = _mm_add_ss(acc_m, _mm_movehdup_ps(acc_m));
-    return qa_hsum_ps(acc) + _mm_cvtss_f32(acc_m);
 }
 
 void vec_dot_q4_K_q8_K_avx2(int n, float *restrict s, const void *restrict vx,
