@@ -1,12 +1,31 @@
 /* Threaded matmul over the weight type registry; see matmul.h. */
 #include "kernels/matmul.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* Weight rows per unit of work, and activation rows per tile: 16 weight rows and
- * 16 activation rows of a few KB each stay in L1 while they are multiplied. */
+ * 16 activation rows of a few KB each stay in L1 while they are multiplied.
+ * Both row counts are multiples of every gemm tile's and panel's row count, so
+ * that only the last chunk of a matrix has a ragged tile. Small batches take
+ * larger units: they stream the weights from memory, and the prefetches below
+ * stay within a unit. */
 #define MM_ROW_CHUNK 16
+#define MM_ROW_CHUNK_STREAM 64
+#define MM_STREAM_TOKENS 64
 #define MM_TOK_TILE 16
+
+/* From this many activation rows, types with packed panels (wtype.h) pack
+ * each panel of weight rows once and run all activation rows past it; below,
+ * the direct tiles (same bits) are faster. Panels up to MM_PANEL_STACK bytes
+ * live on the stack, larger ones on the heap. */
+#define MM_PANEL_MIN_TOK 4
+#define MM_PANEL_STACK (64 * 1024)
+
+/* Weight rows a tile's rows are prefetched ahead of their use: a tile reads
+ * its rows side by side, an access pattern the hardware prefetchers do not
+ * follow, which leaves batch-1 decode waiting on memory. */
+#define MM_PREFETCH_ROWS 8
 
 /* ---- act-order (weight.perm): activations gathered once per matmul ---- */
 
@@ -53,19 +72,88 @@ static void quantize_rows(void *p, long lo, long hi) {
         j->act_tr->from_float(j->x + t * j->w->n_in, j->xq_out + t * j->xq_row, j->w->n_in);
 }
 
-/* Weight rows [r_lo, r_hi) against every activation row. */
-static void dot_rows(void *p, long r_lo, long r_hi) {
-    mm_job *j = p;
+/* Weight rows [r, r_end) towards L1, where r_end <= r_hi (the unit's end). */
+static void prefetch_rows(const weight *w, long r, long r_end) {
+    const uint8_t *a = (const uint8_t *)w->data + r * w->row_bytes;
+    const uint8_t *end = (const uint8_t *)w->data + r_end * w->row_bytes;
+    for (; a < end; a += 64)
+        __builtin_prefetch(a);
+}
+
+/* Weight rows [r_lo, r_hi) through packed panels: each panel of rows is
+ * packed once (while the next one is prefetched) and meets every activation
+ * row. */
+static void panel_rows(const mm_job *j, long r_lo, long r_hi, uint8_t *panel) {
     const weight *w = j->w;
+    const wtype_traits *tr = j->tr;
     const int n = (int)w->n_in;
+    const size_t ldy = (size_t)w->n_out;
+    const long pr = tr->panel_rows;
+    for (long r = r_lo; r < r_hi; r += pr) {
+        const int nr = (int)(r_hi - r < pr ? r_hi - r : pr);
+        if (r + pr < r_hi) prefetch_rows(w, r + pr, r + 2 * pr < r_hi ? r + 2 * pr : r_hi);
+        tr->gemm_pack(n, nr, (const uint8_t *)w->data + r * w->row_bytes, w->row_bytes, panel);
+        for (int t = 0; t < j->n_tok; t += tr->panel_cols) {
+            const int nc = j->n_tok - t < tr->panel_cols ? j->n_tok - t : tr->panel_cols;
+            tr->gemm_panel(n, nr, nc, &j->y[(size_t)t * ldy + r], ldy, panel, 0,
+                           j->xq + t * j->xq_row, j->xq_row);
+        }
+    }
+}
+
+/* Runs panel_rows if the type has panels, the batch is large enough and the
+ * panel's memory can be had; false otherwise. */
+static bool try_panels(const mm_job *j, long r_lo, long r_hi) {
+    const wtype_traits *tr = j->tr;
+    if (!tr->gemm_pack || j->n_tok < MM_PANEL_MIN_TOK) return false;
+    const size_t bytes = tr->panel_block_bytes * (size_t)(j->w->n_in / tr->block_size);
+    if (bytes <= MM_PANEL_STACK) {
+        _Alignas(64) uint8_t panel[MM_PANEL_STACK];
+        panel_rows(j, r_lo, r_hi, panel);
+        return true;
+    }
+    uint8_t *panel = malloc(bytes);
+    if (!panel) return false;
+    panel_rows(j, r_lo, r_hi, panel);
+    free(panel);
+    return true;
+}
+
+/* Weight rows [r_lo, r_hi) against every activation row: through panels
+ * where try_panels takes them; otherwise in chunks of MM_ROW_CHUNK rows, each
+ * chunk against tiles of MM_TOK_TILE activation rows, and inside those the
+ * type's gemm tiles (rows x activation rows), or one vec_dot per output for
+ * types without them. */
+static void dot_rows(void *p, long r_lo, long r_hi) {
+    const mm_job *j = p;
+    if (try_panels(j, r_lo, r_hi)) return;
+    const weight *w = j->w;
+    const wtype_traits *tr = j->tr;
+    const int n = (int)w->n_in;
+    const size_t ldy = (size_t)w->n_out;
+    const uint8_t *wdata = w->data;
     for (long r0 = r_lo; r0 < r_hi; r0 += MM_ROW_CHUNK) {
         const long r1 = r0 + MM_ROW_CHUNK < r_hi ? r0 + MM_ROW_CHUNK : r_hi;
         for (int t0 = 0; t0 < j->n_tok; t0 += MM_TOK_TILE) {
             const int t1 = t0 + MM_TOK_TILE < j->n_tok ? t0 + MM_TOK_TILE : j->n_tok;
+            if (tr->gemm) {
+                for (long r = r0; r < r1; r += tr->gemm_rows) {
+                    const int nr = (int)(r1 - r < tr->gemm_rows ? r1 - r : tr->gemm_rows);
+                    const long pf = r + MM_PREFETCH_ROWS;
+                    if (t0 == 0 && pf < r_hi) prefetch_rows(w, pf, pf + nr < r_hi ? pf + nr : r_hi);
+                    for (int t = t0; t < t1; t += tr->gemm_cols) {
+                        const int nc = t1 - t < tr->gemm_cols ? t1 - t : tr->gemm_cols;
+                        tr->gemm(n, nr, nc, &j->y[(size_t)t * ldy + r], ldy,
+                                 wdata + r * w->row_bytes, w->row_bytes, j->xq + t * j->xq_row,
+                                 j->xq_row);
+                    }
+                }
+                continue;
+            }
             for (long r = r0; r < r1; r++) {
-                const uint8_t *wrow = (const uint8_t *)w->data + r * w->row_bytes;
+                const uint8_t *wrow = wdata + r * w->row_bytes;
                 for (int t = t0; t < t1; t++)
-                    j->tr->vec_dot(n, &j->y[(size_t)t * w->n_out + r], wrow, j->xq + t * j->xq_row);
+                    tr->vec_dot(n, &j->y[(size_t)t * ldy + r], wrow, j->xq + t * j->xq_row);
             }
         }
     }
@@ -89,7 +177,8 @@ void matmul(threadpool *tp, const weight *w, const float *x, int n_tok, float *y
         j.xq = scratch;
         tp_for(tp, n_tok, 4, quantize_rows, &j);
     }
-    tp_for(tp, w->n_out, MM_ROW_CHUNK, dot_rows, &j);
+    tp_for(tp, w->n_out, n_tok < MM_STREAM_TOKENS ? MM_ROW_CHUNK_STREAM : MM_ROW_CHUNK, dot_rows,
+           &j);
 }
 
 void weight_row_to_float(const weight *w, int64_t r, float *out) {

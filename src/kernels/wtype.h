@@ -37,6 +37,18 @@ typedef void (*wtype_from_float_fn)(const float *restrict x, void *restrict y, i
 /* *s = dot(x, y) over n elements; x in this type, y in vec_dot_type. */
 typedef void (*wtype_vec_dot_fn)(int n, float *restrict s, const void *restrict x,
                                  const void *restrict y);
+/* A tile of dot products: s[c * ldc + r] = dot(x + r * bx, y + c * by) over n
+ * elements, for r < nr and c < nc, with 1 <= nr <= gemm_rows and
+ * 1 <= nc <= gemm_cols. Each output is computed by the same arithmetic
+ * whatever the tile's shape and the output's place in it, so a token's result
+ * does not depend on the batch it is in (the engine's determinism rests on
+ * it); it may differ from vec_dot's in the last bits. */
+typedef void (*wtype_gemm_fn)(int n, int nr, int nc, float *restrict s, size_t ldc,
+                              const void *restrict x, size_t bx, const void *restrict y, size_t by);
+/* Lays out nr <= panel_rows weight rows (bx bytes apart) as a panel for
+ * gemm_panel: panel_block_bytes per block of block_size elements. */
+typedef void (*wtype_gemm_pack_fn)(int n, int nr, const void *restrict x, size_t bx,
+                                   void *restrict panel);
 
 typedef struct {
     const char *name;
@@ -46,10 +58,24 @@ typedef struct {
     wtype_to_float_fn to_float;
     wtype_from_float_fn from_float; /* NULL when we cannot produce this type */
     wtype_vec_dot_fn vec_dot;       /* NULL for activation-only types */
+    /* Register-blocked tiles for batched matmul; NULL where the type has
+     * none (matmul then calls vec_dot per output). */
+    wtype_gemm_fn gemm;
+    int gemm_rows, gemm_cols; /* the largest tile gemm takes */
+    /* Optional, for larger batches: gemm_pack lays weight rows out as a
+     * panel once, and gemm_panel (a wtype_gemm_fn whose x is the panel; bx
+     * unused) multiplies it with up to panel_cols activation rows at a time,
+     * giving gemm's bits. NULL where the type has no panels. */
+    wtype_gemm_pack_fn gemm_pack;
+    wtype_gemm_fn gemm_panel;
+    int panel_rows, panel_cols;
+    size_t panel_block_bytes;
 } wtype_traits;
 
 /* Chooses the fast table when the CPU supports AVX2+FMA+F16C, unless the
- * environment sets CLLM_NO_AVX2=1. Idempotent and thread-safe. */
+ * environment sets CLLM_NO_AVX2=1; in it, the gemm kernels built for
+ * AVX-VNNI where the CPU has that too, unless CLLM_NO_VNNI=1 (they give the
+ * same bits). Idempotent and thread-safe. */
 void wtype_init(void);
 bool wtype_using_avx2(void);
 

@@ -1,0 +1,311 @@
+/* The gemm tiles (wtype_gemm_fn) and matmul built on them:
+ *  - every tile shape (1..gemm_rows weight rows by 1..gemm_cols activation
+ *    rows), laid over a matrix whose sizes are not multiples of the tile,
+ *    gives the reference dot product of every (row, activation row) pair to
+ *    f32 rounding, on quantized weights and on random raw blocks;
+ *  - an output is bit for bit the same whatever the tile shape and its place
+ *    in the tile (the engine's batch-independence rests on it);
+ *  - the packed panels, in their AVX2 and AVX-VNNI builds, give the tiles'
+ *    bits, for every panel height and column count; so do the AVX-VNNI
+ *    builds of the tiles;
+ *  - matmul over ragged row and token counts, with 1 and 3 threads, equals
+ *    the reference, and a token's outputs do not depend on the batch. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "kernels/matmul.h"
+#include "kernels/quants_kernels.h"
+#include "kernels/wtype.h"
+#include "quants_testdata.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The types with tiles, and one without (matmul's vec_dot path). */
+static const wtype k_gemm_types[] = {WT_Q4_0, WT_Q4_1, WT_Q5_0, WT_Q5_1,
+                                     WT_Q8_0, WT_Q4_K, WT_Q5_K, WT_Q6_K};
+#define N_GEMM_TYPES (sizeof k_gemm_types / sizeof k_gemm_types[0])
+
+static const int k_lengths[] = {32, 96, 256, 640, 768, 2048};
+#define N_LENGTHS (sizeof k_lengths / sizeof k_lengths[0])
+
+/* A weight matrix and a batch of activations, quantized, with the reference
+ * dot of every pair and its tolerance. */
+typedef struct {
+    wtype type;
+    int n, rows, toks;
+    size_t wrow, xrow;
+    uint8_t *wq, *xq;
+    float *x;     /* the activations before quantization, [toks][n] */
+    double *want; /* reference dots, [toks][rows] */
+    double *tol;  /* 1e-5 of sum |w_i x_i| of the dequantized operands */
+} gemm_case;
+
+static gemm_case make_case(wtype t, int n, int rows, int toks, bool raw, uint64_t seed) {
+    const wtype_traits *ref = wtype_get_ref(t);
+    const wtype_traits *act = wtype_get_ref(ref->vec_dot_type);
+    gemm_case g = {.type = t, .n = n, .rows = rows, .toks = toks};
+    g.wrow = wtype_row_size((uint32_t)t, n);
+    g.xrow = wtype_row_size((uint32_t)ref->vec_dot_type, n);
+    g.wq = malloc(g.wrow * rows);
+    g.xq = malloc(g.xrow * toks);
+    g.x = malloc(sizeof(float) * n * toks);
+    g.want = malloc(sizeof(double) * rows * toks);
+    g.tol = malloc(sizeof(double) * rows * toks);
+    float *w = malloc(sizeof(float) * n), *wd = malloc(sizeof(float) * n * rows);
+    float *xd = malloc(sizeof(float) * n);
+    for (int r = 0; r < rows; r++) {
+        uint8_t *dst = g.wq + r * g.wrow;
+        if (raw) {
+            fill_raw_blocks(t, dst, n, seed + 100 + (uint64_t)r);
+        } else {
+            fill_weights(w, n, seed + 100 + (uint64_t)r);
+            ref->from_float(w, dst, n);
+        }
+        ref->to_float(dst, wd + (size_t)r * n, n);
+    }
+    for (int c = 0; c < toks; c++) {
+        fill_acts(g.x + (size_t)c * n, n, seed + 200 + (uint64_t)c);
+        act->from_float(g.x + (size_t)c * n, g.xq + c * g.xrow, n);
+        act->to_float(g.xq + c * g.xrow, xd, n);
+        for (int r = 0; r < rows; r++) {
+            float s;
+            ref->vec_dot(n, &s, g.wq + r * g.wrow, g.xq + c * g.xrow);
+            double abs_sum = 0;
+            for (int i = 0; i < n; i++)
+                abs_sum += fabs((double)wd[(size_t)r * n + i] * xd[i]);
+            g.want[c * rows + r] = s;
+            g.tol[c * rows + r] = 1e-5 * abs_sum + 1e-30;
+        }
+    }
+    free(w), free(wd), free(xd);
+    return g;
+}
+
+static void free_case(gemm_case *g) {
+    free(g->wq), free(g->xq), free(g->x), free(g->want), free(g->tol);
+}
+
+static void check_close(const gemm_case *g, const float *got, const char *table, const char *what) {
+    for (int c = 0; c < g->toks; c++)
+        for (int r = 0; r < g->rows; r++) {
+            const double want = g->want[c * g->rows + r], tol = g->tol[c * g->rows + r];
+            const float v = got[c * g->rows + r];
+            if (!(fabs(v - want) <= tol))
+                fail_msg(
+                    "%s %s n=%d %s: row %d, activation row %d: %.9g, reference %.9g (tol %.3g)",
+                    table, wtype_name(g->type), g->n, what, r, c, v, want, tol);
+        }
+}
+
+/* Covers the case's matrix with nr x nc tiles (smaller at the edges). */
+static void run_tiles(const wtype_traits *tr, const gemm_case *g, int nr, int nc, float *out) {
+    for (int r = 0; r < g->rows; r += nr)
+        for (int c = 0; c < g->toks; c += nc) {
+            const int tr_rows = g->rows - r < nr ? g->rows - r : nr;
+            const int tr_cols = g->toks - c < nc ? g->toks - c : nc;
+            tr->gemm(g->n, tr_rows, tr_cols, out + c * g->rows + r, (size_t)g->rows,
+                     g->wq + r * g->wrow, g->wrow, g->xq + c * g->xrow, g->xrow);
+        }
+}
+
+static void test_registry_has_tiles(void **state) {
+    (void)state;
+    for (size_t i = 0; i < N_GEMM_TYPES; i++)
+        for (int fast = 0; fast < 2; fast++) {
+            const wtype_traits *tr =
+                fast ? wtype_get(k_gemm_types[i]) : wtype_get_ref(k_gemm_types[i]);
+            assert_non_null(tr->gemm);
+            assert_true(tr->gemm_rows >= 1 && tr->gemm_cols >= 1);
+        }
+    assert_null(wtype_get(WT_Q3_K)->gemm);
+}
+
+/* Every tile shape against the reference dots, and all shapes bit for bit
+ * against the largest. */
+static void test_every_tile_shape_matches_reference(void **state) {
+    (void)state;
+    if (!wtype_using_avx2())
+        print_message("[  SKIP    ] AVX2 tiles: CPU without AVX2/FMA/F16C or CLLM_NO_AVX2 set\n");
+    for (size_t i = 0; i < N_GEMM_TYPES; i++) {
+        const wtype t = k_gemm_types[i];
+        for (size_t l = 0; l < N_LENGTHS; l++) {
+            const int n = k_lengths[l];
+            if (n % wtype_block_size((uint32_t)t)) continue;
+            for (int raw = 0; raw < 2; raw++) {
+                for (int fast = 0; fast < 2; fast++) {
+                    const wtype_traits *tr = fast ? wtype_get(t) : wtype_get_ref(t);
+                    const char *table = fast ? "fast" : "ref";
+                    /* sizes that no tile shape divides */
+                    const int rows = 2 * tr->gemm_rows + 3, toks = 2 * tr->gemm_cols + 3;
+                    gemm_case g = make_case(t, n, rows, toks, raw, 1000 * (uint64_t)n + 10 * raw);
+                    float *full = malloc(sizeof(float) * rows * toks);
+                    float *out = malloc(sizeof(float) * rows * toks);
+                    run_tiles(tr, &g, tr->gemm_rows, tr->gemm_cols, full);
+                    check_close(&g, full, table, raw ? "raw blocks, full tiles" : "full tiles");
+                    for (int nr = 1; nr <= tr->gemm_rows; nr++)
+                        for (int nc = 1; nc <= tr->gemm_cols; nc++) {
+                            for (int k = 0; k < rows * toks; k++)
+                                out[k] = NAN;
+                            run_tiles(tr, &g, nr, nc, out);
+                            if (memcmp(out, full, sizeof(float) * rows * toks))
+                                fail_msg("%s %s n=%d: %dx%d tiles differ from %dx%d tiles", table,
+                                         tr->name, n, nr, nc, tr->gemm_rows, tr->gemm_cols);
+                        }
+                    free(full), free(out);
+                    free_case(&g);
+                }
+            }
+        }
+    }
+}
+
+/* The kernel builds behind the registry, each where the CPU can run it. */
+typedef struct {
+    wtype type;
+    const char *build;
+    bool vnni;
+    wtype_gemm_pack_fn pack; /* NULL: a tile kernel, not a panel */
+    wtype_gemm_fn gemm;
+    size_t panel_block;
+    wtype_gemm_fn tiles;      /* the AVX2 tiles it must equal, */
+    int tile_rows, tile_cols; /* and their shape */
+} kernel_build;
+
+#define LEGACY_TILES(W) gemm_##W##_q8_0_avx2, GEMM_LEGACY_ROWS, GEMM_LEGACY_COLS
+#define K_TILES(W) gemm_##W##_q8_K_avx2, GEMM_K_ROWS, GEMM_K_COLS
+
+static const kernel_build k_builds[] = {
+    {WT_Q4_0, "avx2 panel", false, gemm_pack_q4_0_avx2, gemm_panel_q4_0_q8_0_avx2, GEMM_PANEL_BLOCK,
+     LEGACY_TILES(q4_0)},
+    {WT_Q5_0, "avx2 panel", false, gemm_pack_q5_0_avx2, gemm_panel_q5_0_q8_0_avx2, GEMM_PANEL_BLOCK,
+     LEGACY_TILES(q5_0)},
+    {WT_Q8_0, "avx2 panel", false, gemm_pack_q8_0_avx2, gemm_panel_q8_0_q8_0_avx2,
+     GEMM_PANEL_BLOCK_SIGNED_Q8, LEGACY_TILES(q8_0)},
+    {WT_Q4_0, "vnni panel", true, gemm_pack_q4_0_vnni, gemm_panel_q4_0_q8_0_vnni, GEMM_PANEL_BLOCK,
+     LEGACY_TILES(q4_0)},
+    {WT_Q5_0, "vnni panel", true, gemm_pack_q5_0_vnni, gemm_panel_q5_0_q8_0_vnni, GEMM_PANEL_BLOCK,
+     LEGACY_TILES(q5_0)},
+    {WT_Q8_0, "vnni panel", true, gemm_pack_q8_0_vnni, gemm_panel_q8_0_q8_0_vnni, GEMM_PANEL_BLOCK,
+     LEGACY_TILES(q8_0)},
+    {WT_Q4_K, "vnni tile", true, NULL, gemm_q4_K_q8_K_vnni, 0, K_TILES(q4_K)},
+    {WT_Q5_K, "vnni tile", true, NULL, gemm_q5_K_q8_K_vnni, 0, K_TILES(q5_K)},
+    {WT_Q6_K, "vnni tile", true, NULL, gemm_q6_K_q8_K_vnni, 0, K_TILES(q6_K)},
+};
+
+static bool cpu_runs(const kernel_build *k) {
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") ||
+        !__builtin_cpu_supports("f16c"))
+        return false;
+    return !k->vnni || __builtin_cpu_supports("avxvnni");
+}
+
+/* Every build against the AVX2 tiles (whose bits, when the registry holds
+ * them, test_every_tile_shape ties to every shape), for panels of
+ * 1..GEMM_PANEL_ROWS real rows and every column count. */
+static void test_kernel_builds_give_the_tiles_bits(void **state) {
+    (void)state;
+    for (size_t i = 0; i < sizeof k_builds / sizeof k_builds[0]; i++) {
+        const kernel_build *k = &k_builds[i];
+        if (!cpu_runs(k)) {
+            print_message("[  SKIP    ] %s %s: not supported by this CPU\n", wtype_name(k->type),
+                          k->build);
+            continue;
+        }
+        const wtype_traits tiles = {
+            .gemm = k->tiles, .gemm_rows = k->tile_rows, .gemm_cols = k->tile_cols};
+        const int rows = k->pack ? GEMM_PANEL_ROWS : k->tile_rows;
+        const int cols = k->pack ? GEMM_PANEL_COLS : k->tile_cols;
+        const int n = wtype_block_size((uint32_t)k->type) == 256 ? 768 : 640;
+        for (int raw = 0; raw < 2; raw++) {
+            const int toks = 2 * cols + 1;
+            gemm_case g = make_case(k->type, n, rows, toks, raw, 500 + 7 * i + (uint64_t)raw);
+            float *want = malloc(sizeof(float) * rows * toks);
+            float *got = malloc(sizeof(float) * rows * toks);
+            run_tiles(&tiles, &g, k->tile_rows, k->tile_cols, want);
+            uint8_t *panel = k->pack ? malloc(k->panel_block * (size_t)(n / 32)) : NULL;
+            for (int nr = 1; nr <= rows; nr++) {
+                if (panel) k->pack(n, nr, g.wq, g.wrow, panel);
+                for (int nc = 1; nc <= cols; nc++) {
+                    for (int k2 = 0; k2 < rows * toks; k2++)
+                        got[k2] = NAN;
+                    for (int c = 0; c < toks; c += nc) {
+                        const int m = toks - c < nc ? toks - c : nc;
+                        k->gemm(n, nr, m, got + c * rows, (size_t)rows, panel ? panel : g.wq,
+                                g.wrow, g.xq + c * g.xrow, g.xrow);
+                    }
+                    for (int c = 0; c < toks; c++)
+                        for (int r = 0; r < rows; r++) {
+                            const float v = got[c * rows + r], w = want[c * rows + r];
+                            if (r >= nr) continue;
+                            if (memcmp(&v, &w, sizeof v))
+                                fail_msg("%s %s n=%d%s, %d rows x %d columns: row %d, activation "
+                                         "row %d: %.9g, tiles %.9g",
+                                         wtype_name(k->type), k->build, n, raw ? " (raw)" : "", nr,
+                                         nc, r, c, v, w);
+                        }
+                }
+            }
+            free(panel), free(want), free(got);
+            free_case(&g);
+        }
+    }
+}
+
+/* matmul on ragged sizes (rows over several chunks and a partial tile,
+ * tokens over several tiles) with 1 and 3 threads, against the reference
+ * dots; then each token alone gives the same bits as in the batch. */
+static void check_matmul(wtype t, int n, int rows, int toks) {
+    gemm_case g = make_case(t, n, rows, toks, false, 77 + (uint64_t)rows);
+    const weight w = {
+        .name = "w", .data = g.wq, .type = t, .n_in = n, .n_out = rows, .row_bytes = g.wrow};
+    void *scratch = malloc(matmul_scratch_size(&w, toks) + 64);
+    float *y[2], *solo = malloc(sizeof(float) * rows);
+    for (int th = 0; th < 2; th++) {
+        threadpool *tp = tp_create(th ? 3 : 1);
+        y[th] = malloc(sizeof(float) * rows * toks);
+        matmul(tp, &w, g.x, toks, y[th], scratch);
+        char what[64];
+        snprintf(what, sizeof what, "matmul %dx%d, %d threads", rows, toks, th ? 3 : 1);
+        check_close(&g, y[th], "fast", what);
+        for (int c = 0; th && c < toks; c++) {
+            matmul(tp, &w, g.x + (size_t)c * n, 1, solo, scratch);
+            if (memcmp(solo, y[th] + (size_t)c * rows, sizeof(float) * rows))
+                fail_msg("%s n=%d: token %d alone differs from the batch of %d", wtype_name(t), n,
+                         c, toks);
+        }
+        tp_free(tp);
+    }
+    if (memcmp(y[0], y[1], sizeof(float) * rows * toks))
+        fail_msg("%s n=%d: 1 and 3 threads differ", wtype_name(t), n);
+    free(y[0]), free(y[1]), free(solo), free(scratch);
+    free_case(&g);
+}
+
+static void test_matmul_ragged_sizes_match_reference(void **state) {
+    (void)state;
+    static const int shapes[][2] = {{37, 1}, {37, 5}, {53, 19}, {16, 33}};
+    for (size_t i = 0; i <= N_GEMM_TYPES; i++) {
+        const wtype t = i < N_GEMM_TYPES ? k_gemm_types[i] : WT_Q3_K;
+        const int n = wtype_block_size((uint32_t)t) == 256 ? 512 : 96;
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+            check_matmul(t, n, shapes[s][0], shapes[s][1]);
+    }
+}
+
+int main(void) {
+    wtype_init();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_registry_has_tiles),
+        cmocka_unit_test(test_every_tile_shape_matches_reference),
+        cmocka_unit_test(test_kernel_builds_give_the_tiles_bits),
+        cmocka_unit_test(test_matmul_ragged_sizes_match_reference),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
