@@ -25,7 +25,7 @@ chat_template *chat_template_parse(const char *source) {
         err_set("chat template: out of memory");
         return NULL;
     }
-    t->ar = ar_new(TPL_PARSE_BUDGET);
+    t->ar = tpl_ar_new(TPL_PARSE_BUDGET);
     token *toks;
     size_t ntoks;
     if (!t->ar || tpl_lex(t->ar, source, strlen(source), &toks, &ntoks) ||
@@ -38,7 +38,7 @@ chat_template *chat_template_parse(const char *source) {
 
 void chat_template_free(chat_template *t) {
     if (!t) return;
-    ar_free(t->ar);
+    tpl_ar_free(t->ar);
     free(t);
 }
 

@@ -22,7 +22,7 @@ struct tpl_arena {
     size_t spent, budget;
 };
 
-tpl_arena *ar_new(size_t budget) {
+tpl_arena *tpl_ar_new(size_t budget) {
     tpl_arena *a = calloc(1, sizeof *a);
     if (!a) {
         err_set("chat template: out of memory");
@@ -32,7 +32,7 @@ tpl_arena *ar_new(size_t budget) {
     return a;
 }
 
-void ar_free(tpl_arena *a) {
+void tpl_ar_free(tpl_arena *a) {
     if (!a) return;
     for (chunk *c = a->head, *next; c; c = next) {
         next = c->next;
@@ -41,7 +41,7 @@ void ar_free(tpl_arena *a) {
     free(a);
 }
 
-void *ar_alloc(tpl_arena *a, size_t n) {
+void *tpl_ar_alloc(tpl_arena *a, size_t n) {
     if (n > a->budget) {
         err_set("chat template: memory limit exceeded (%zu MiB)", a->budget >> 20);
         return NULL;
@@ -79,7 +79,7 @@ void *ar_alloc(tpl_arena *a, size_t n) {
     return p;
 }
 
-void *ar_grow(tpl_arena *a, void *p, size_t *cap, size_t need, size_t size) {
+void *tpl_ar_grow(tpl_arena *a, void *p, size_t *cap, size_t need, size_t size) {
     if (need <= *cap) return p;
     size_t ncap = *cap ? *cap * 2 : 8;
     while (ncap < need)
@@ -88,24 +88,24 @@ void *ar_grow(tpl_arena *a, void *p, size_t *cap, size_t need, size_t size) {
         err_set("chat template: memory limit exceeded");
         return NULL;
     }
-    void *q = ar_alloc(a, ncap * size);
+    void *q = tpl_ar_alloc(a, ncap * size);
     if (!q) return NULL;
     if (*cap) memcpy(q, p, *cap * size);
     *cap = ncap;
     return q;
 }
 
-int tvars_set(tpl_arena *a, tvars *t, tstr name, tv v) {
+int tpl_tvars_set(tpl_arena *a, tvars *t, tstr name, tv v) {
     for (size_t i = 0; i < t->n; i++)
-        if (tstr_eq(t->k[i], name)) {
+        if (tpl_tstr_eq(t->k[i], name)) {
             t->v[i] = v;
             return 0;
         }
     size_t kcap = t->cap, vcap = t->cap;
-    tstr *k = ar_grow(a, t->k, &kcap, t->n + 1, sizeof *k);
+    tstr *k = tpl_ar_grow(a, t->k, &kcap, t->n + 1, sizeof *k);
     if (!k) return -1;
     t->k = k;
-    tv *vv = ar_grow(a, t->v, &vcap, t->n + 1, sizeof *vv);
+    tv *vv = tpl_ar_grow(a, t->v, &vcap, t->n + 1, sizeof *vv);
     if (!vv) return -1;
     t->v = vv;
     t->cap = kcap;
@@ -114,33 +114,33 @@ int tvars_set(tpl_arena *a, tvars *t, tstr name, tv v) {
     return 0;
 }
 
-bool tvars_get(const tvars *t, tstr name, tv *out) {
+bool tpl_tvars_get(const tvars *t, tstr name, tv *out) {
     for (size_t i = t->n; i-- > 0;)
-        if (tstr_eq(t->k[i], name)) {
+        if (tpl_tstr_eq(t->k[i], name)) {
             *out = t->v[i];
             return true;
         }
     return false;
 }
 
-bool tstr_eq(tstr a, tstr b) {
+bool tpl_tstr_eq(tstr a, tstr b) {
     return a.n == b.n && (a.n == 0 || memcmp(a.p, b.p, a.n) == 0);
 }
 
-bool tstr_eqc(tstr a, const char *c) {
-    return tstr_eq(a, tstr_c(c));
+bool tpl_tstr_eqc(tstr a, const char *c) {
+    return tpl_tstr_eq(a, tstr_c(c));
 }
 
 /* --- sbuf -------------------------------------------------------------------- */
 
-void sb_init(sbuf *b, tpl_arena *a, size_t limit) {
+void tpl_sb_init(sbuf *b, tpl_arena *a, size_t limit) {
     b->ar = a;
     b->p = NULL;
     b->n = b->cap = 0;
     b->limit = limit;
 }
 
-int sb_put(sbuf *b, const void *s, size_t n) {
+int tpl_sb_put(sbuf *b, const void *s, size_t n) {
     if (n == 0) return 0;
     if (n > b->limit || b->n > b->limit - n)
         return err_set("chat template: output limit exceeded (%zu MiB)", b->limit >> 20);
@@ -148,7 +148,7 @@ int sb_put(sbuf *b, const void *s, size_t n) {
         size_t cap = b->cap ? b->cap : 64;
         while (cap < b->n + n + 1)
             cap *= 2;
-        char *q = ar_alloc(b->ar, cap);
+        char *q = tpl_ar_alloc(b->ar, cap);
         if (!q) return -1;
         if (b->n) memcpy(q, b->p, b->n);
         b->p = q;
@@ -160,15 +160,15 @@ int sb_put(sbuf *b, const void *s, size_t n) {
     return 0;
 }
 
-int sb_putc(sbuf *b, char c) {
-    return sb_put(b, &c, 1);
+int tpl_sb_putc(sbuf *b, char c) {
+    return tpl_sb_put(b, &c, 1);
 }
 
-int sb_puts(sbuf *b, const char *s) {
-    return sb_put(b, s, strlen(s));
+int tpl_sb_puts(sbuf *b, const char *s) {
+    return tpl_sb_put(b, s, strlen(s));
 }
 
-int sb_printf(sbuf *b, const char *fmt, ...) {
+int tpl_sb_printf(sbuf *b, const char *fmt, ...) {
     char tmp[512];
     va_list ap;
     va_start(ap, fmt);
@@ -176,10 +176,10 @@ int sb_printf(sbuf *b, const char *fmt, ...) {
     va_end(ap);
     if (n < 0) return err_set("chat template: formatting failed");
     if ((size_t)n >= sizeof tmp) n = sizeof tmp - 1;
-    return sb_put(b, tmp, (size_t)n);
+    return tpl_sb_put(b, tmp, (size_t)n);
 }
 
-int sb_put_cp(sbuf *b, uint32_t cp) {
+int tpl_sb_put_cp(sbuf *b, uint32_t cp) {
     char u[4];
     size_t n;
     if (cp < 0x80) {
@@ -201,5 +201,5 @@ int sb_put_cp(sbuf *b, uint32_t cp) {
         u[3] = (char)(0x80 | (cp & 0x3F));
         n = 4;
     }
-    return sb_put(b, u, n);
+    return tpl_sb_put(b, u, n);
 }

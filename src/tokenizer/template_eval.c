@@ -38,11 +38,11 @@ struct tpl_rt {
     tv filter_input; /* the body of a filter block or set block */
 };
 
-tpl_arena *rt_arena(tpl_rt *r) {
+tpl_arena *tpl_rt_arena(tpl_rt *r) {
     return r->ar;
 }
 
-int rt_error(tpl_rt *r, const node *at, const char *fmt, ...) {
+int tpl_rt_error(tpl_rt *r, const node *at, const char *fmt, ...) {
     char msg[768];
     va_list ap;
     va_start(ap, fmt);
@@ -51,43 +51,44 @@ int rt_error(tpl_rt *r, const node *at, const char *fmt, ...) {
     return err_set("chat template line %d: %s", at ? at->line : r->line, msg);
 }
 
-int rt_raise(tpl_rt *r, const node *at, tstr msg) {
+int tpl_rt_raise(tpl_rt *r, const node *at, tstr msg) {
     (void)r;
     (void)at;
     return err_set("%.*s", (int)(msg.n > 1000 ? 1000 : msg.n), msg.p);
 }
 
-tv rt_undef(tpl_rt *r, const char *fmt, ...) {
+tv tpl_rt_undef(tpl_rt *r, const char *fmt, ...) {
     char msg[512];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     size_t n = strlen(msg);
-    char *p = ar_alloc(r->ar, n + 1);
+    char *p = tpl_ar_alloc(r->ar, n + 1);
     if (p) memcpy(p, msg, n + 1);
     return tv_undef(p ? p : "undefined value");
 }
 
-int rt_undefined_error(tpl_rt *r, const node *at, tv u) {
-    return rt_error(r, at, "%s", u.u.undef ? u.u.undef : "undefined value");
+int tpl_rt_undefined_error(tpl_rt *r, const node *at, tv u) {
+    return tpl_rt_error(r, at, "%s", u.u.undef ? u.u.undef : "undefined value");
 }
 
-int rt_step(tpl_rt *r, const node *at) {
+int tpl_rt_step(tpl_rt *r, const node *at) {
     if (++r->steps > TPL_MAX_STEPS)
-        return rt_error(r, at, "template takes too long (more than %ld steps)", TPL_MAX_STEPS);
+        return tpl_rt_error(r, at, "template takes too long (more than %ld steps)", TPL_MAX_STEPS);
     return 0;
 }
 
 static int enter(tpl_rt *r, const node *at) {
-    if (++r->depth > TPL_MAX_EVAL_DEPTH) return rt_error(r, at, "maximum recursion depth exceeded");
+    if (++r->depth > TPL_MAX_EVAL_DEPTH)
+        return tpl_rt_error(r, at, "maximum recursion depth exceeded");
     return 0;
 }
 
 /* --- scopes ------------------------------------------------------------------------ */
 
 static scope *scope_new(tpl_rt *r, scope *parent) {
-    scope *s = ar_alloc(r->ar, sizeof *s);
+    scope *s = tpl_ar_alloc(r->ar, sizeof *s);
     if (s) s->parent = parent;
     return s;
 }
@@ -100,12 +101,12 @@ static void scope_capture(scope *s) {
 
 static bool scope_lookup(const scope *s, tstr name, tv *out) {
     for (; s; s = s->parent)
-        if (tvars_get(&s->vars, name, out)) return true;
+        if (tpl_tvars_get(&s->vars, name, out)) return true;
     return false;
 }
 
 static int scope_set(tpl_rt *r, scope *s, tstr name, tv v) {
-    return tvars_set(r->ar, &s->vars, name, v);
+    return tpl_tvars_set(r->ar, &s->vars, name, v);
 }
 
 /* --- attribute and item access --------------------------------------------------- */
@@ -113,28 +114,28 @@ static int scope_set(tpl_rt *r, scope *s, tstr name, tv v) {
 /* jinja2's object_type_repr: "dict object", "None", ... */
 static const char *object_repr(tv v, char *buf, size_t n) {
     if (v.kind == TV_NONE) return "None";
-    snprintf(buf, n, "%s object", tv_type_name(v));
+    snprintf(buf, n, "%s object", tpl_tv_type_name(v));
     return buf;
 }
 
 static tv missing_attr(tpl_rt *r, tv obj, tstr name) {
     char tmp[64];
-    return rt_undef(r, "'%s' has no attribute '%.*s'", object_repr(obj, tmp, sizeof tmp),
-                    (int)(name.n > 200 ? 200 : name.n), name.p);
+    return tpl_rt_undef(r, "'%s' has no attribute '%.*s'", object_repr(obj, tmp, sizeof tmp),
+                        (int)(name.n > 200 ? 200 : name.n), name.p);
 }
 
 static tv missing_item(tpl_rt *r, tv obj, tv key) {
     char tmp[64];
     sbuf b;
-    sb_init(&b, r->ar, 256);
-    if (tv_repr(r, key, &b)) b.n = 0;
-    return rt_undef(r, "%s has no element %.*s", object_repr(obj, tmp, sizeof tmp), (int)b.n,
-                    b.p ? b.p : "");
+    tpl_sb_init(&b, r->ar, 256);
+    if (tpl_tv_repr(r, key, &b)) b.n = 0;
+    return tpl_rt_undef(r, "%s has no element %.*s", object_repr(obj, tmp, sizeof tmp), (int)b.n,
+                        b.p ? b.p : "");
 }
 
 static int loop_cycle(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
-    if (a->nk) return rt_error(r, at, "loop.cycle() takes no keyword arguments");
-    if (a->n == 0) return rt_error(r, at, "no items for cycling given");
+    if (a->nk) return tpl_rt_error(r, at, "loop.cycle() takes no keyword arguments");
+    if (a->n == 0) return tpl_rt_error(r, at, "no items for cycling given");
     *out = a->pos[self.u.loop->index % (size_t)a->n];
     return 0;
 }
@@ -142,13 +143,13 @@ static int loop_cycle(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
 static int loop_changed(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
     (void)at;
     tloop *l = self.u.loop;
-    tlist *vals = tl_new(r->ar, (size_t)a->n);
+    tlist *vals = tpl_tl_new(r->ar, (size_t)a->n);
     if (!vals) return -1;
     for (int i = 0; i < a->n; i++)
         vals->v[i] = a->pos[i];
     tv now = tv_list(vals, LIST_TUPLE);
     bool same = false;
-    if (l->has_changed && tv_equal(r, l->last_changed, now, &same)) return -1;
+    if (l->has_changed && tpl_tv_equal(r, l->last_changed, now, &same)) return -1;
     l->last_changed = now;
     l->has_changed = true;
     *out = tv_bool(!same);
@@ -156,7 +157,7 @@ static int loop_changed(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
 }
 
 static tv make_func(tpl_rt *r, tpl_func_fn fn, const char *name, tv self) {
-    tfunc *f = ar_alloc(r->ar, sizeof *f);
+    tfunc *f = tpl_ar_alloc(r->ar, sizeof *f);
     if (!f) return tv_undef("out of memory");
     f->fn = fn;
     f->name = name;
@@ -168,31 +169,31 @@ static tv make_func(tpl_rt *r, tpl_func_fn fn, const char *name, tv self) {
 static bool loop_attr(tpl_rt *r, tv obj, tstr name, tv *out) {
     tloop *l = obj.u.loop;
     size_t i = l->index, n = l->items->n;
-    if (tstr_eqc(name, "index"))
+    if (tpl_tstr_eqc(name, "index"))
         *out = tv_int((int64_t)i + 1);
-    else if (tstr_eqc(name, "index0"))
+    else if (tpl_tstr_eqc(name, "index0"))
         *out = tv_int((int64_t)i);
-    else if (tstr_eqc(name, "revindex"))
+    else if (tpl_tstr_eqc(name, "revindex"))
         *out = tv_int((int64_t)(n - i));
-    else if (tstr_eqc(name, "revindex0"))
+    else if (tpl_tstr_eqc(name, "revindex0"))
         *out = tv_int((int64_t)(n - i - 1));
-    else if (tstr_eqc(name, "first"))
+    else if (tpl_tstr_eqc(name, "first"))
         *out = tv_bool(i == 0);
-    else if (tstr_eqc(name, "last"))
+    else if (tpl_tstr_eqc(name, "last"))
         *out = tv_bool(i + 1 == n);
-    else if (tstr_eqc(name, "length"))
+    else if (tpl_tstr_eqc(name, "length"))
         *out = tv_int((int64_t)n);
-    else if (tstr_eqc(name, "depth"))
+    else if (tpl_tstr_eqc(name, "depth"))
         *out = tv_int(1);
-    else if (tstr_eqc(name, "depth0"))
+    else if (tpl_tstr_eqc(name, "depth0"))
         *out = tv_int(0);
-    else if (tstr_eqc(name, "previtem"))
-        *out = i > 0 ? l->items->v[i - 1] : rt_undef(r, "there is no previous item");
-    else if (tstr_eqc(name, "nextitem"))
-        *out = i + 1 < n ? l->items->v[i + 1] : rt_undef(r, "there is no next item");
-    else if (tstr_eqc(name, "cycle"))
+    else if (tpl_tstr_eqc(name, "previtem"))
+        *out = i > 0 ? l->items->v[i - 1] : tpl_rt_undef(r, "there is no previous item");
+    else if (tpl_tstr_eqc(name, "nextitem"))
+        *out = i + 1 < n ? l->items->v[i + 1] : tpl_rt_undef(r, "there is no next item");
+    else if (tpl_tstr_eqc(name, "cycle"))
         *out = make_func(r, loop_cycle, "cycle", obj);
-    else if (tstr_eqc(name, "changed"))
+    else if (tpl_tstr_eqc(name, "changed"))
         *out = make_func(r, loop_changed, "changed", obj);
     else
         return false;
@@ -203,7 +204,7 @@ static bool loop_attr(tpl_rt *r, tv obj, tstr name, tv *out) {
 static bool python_attr(tpl_rt *r, tv obj, tstr name, tv *out) {
     switch (obj.kind) {
     case TV_NS:
-        return tvars_get(&obj.u.ns->attrs, name, out);
+        return tpl_tvars_get(&obj.u.ns->attrs, name, out);
     case TV_LOOP:
         return loop_attr(r, obj, name, out);
     case TV_STR:
@@ -215,21 +216,21 @@ static bool python_attr(tpl_rt *r, tv obj, tstr name, tv *out) {
     }
 }
 
-int rt_getattr(tpl_rt *r, const node *at, tv obj, tstr name, tv *out) {
-    if (obj.kind == TV_UNDEF) return rt_undefined_error(r, at, obj);
+int tpl_rt_getattr(tpl_rt *r, const node *at, tv obj, tstr name, tv *out) {
+    if (obj.kind == TV_UNDEF) return tpl_rt_undefined_error(r, at, obj);
     if (python_attr(r, obj, name, out)) return 0;
-    if (obj.kind == TV_DICT && td_get_str(obj.u.d, name, out)) return 0;
+    if (obj.kind == TV_DICT && tpl_td_get_str(obj.u.d, name, out)) return 0;
     *out = missing_attr(r, obj, name);
     return 0;
 }
 
-int rt_getitem(tpl_rt *r, const node *at, tv obj, tv key, tv *out) {
-    if (obj.kind == TV_UNDEF) return rt_undefined_error(r, at, obj);
+int tpl_rt_getitem(tpl_rt *r, const node *at, tv obj, tv key, tv *out) {
+    if (obj.kind == TV_UNDEF) return tpl_rt_undefined_error(r, at, obj);
     bool int_key = key.kind == TV_INT || key.kind == TV_BOOL;
     int64_t idx = key.kind == TV_BOOL ? key.u.b : key.u.i;
     if (obj.kind == TV_DICT) {
         bool found;
-        if (td_get(r, obj.u.d, key, out, &found)) return -1;
+        if (tpl_td_get(r, obj.u.d, key, out, &found)) return -1;
         if (found) return 0;
     } else if (obj.kind == TV_LIST && int_key) {
         int64_t n = (int64_t)obj.u.l->n;
@@ -241,14 +242,14 @@ int rt_getitem(tpl_rt *r, const node *at, tv obj, tv key, tv *out) {
         *out = missing_item(r, obj, key);
         return 0;
     } else if (obj.kind == TV_STR && int_key) {
-        int64_t n = (int64_t)utf8_len(obj.u.s);
+        int64_t n = (int64_t)tpl_utf8_len(obj.u.s);
         if (idx < 0) idx += n;
         if (idx >= 0 && idx < n) {
             size_t i = 0;
             for (int64_t k = 0; k < idx; k++)
-                utf8_next(obj.u.s.p, obj.u.s.n, &i);
+                tpl_utf8_next(obj.u.s.p, obj.u.s.n, &i);
             size_t start = i;
-            utf8_next(obj.u.s.p, obj.u.s.n, &i);
+            tpl_utf8_next(obj.u.s.p, obj.u.s.n, &i);
             *out = tv_str((tstr){obj.u.s.p + start, i - start});
             return 0;
         }
@@ -272,15 +273,15 @@ static int call_macro(tpl_rt *r, const node *at, tmacro *m, targs *a, tv *out);
 
 static int targs_push_kw(tpl_rt *r, targs *a, size_t *cap, tstr k, tv v) {
     size_t kc = *cap, vc = *cap;
-    tstr *kn = ar_grow(r->ar, a->kname, &kc, (size_t)a->nk + 1, sizeof *kn);
+    tstr *kn = tpl_ar_grow(r->ar, a->kname, &kc, (size_t)a->nk + 1, sizeof *kn);
     if (!kn) return -1;
     a->kname = kn;
-    tv *kv = ar_grow(r->ar, a->kval, &vc, (size_t)a->nk + 1, sizeof *kv);
+    tv *kv = tpl_ar_grow(r->ar, a->kval, &vc, (size_t)a->nk + 1, sizeof *kv);
     if (!kv) return -1;
     a->kval = kv;
     *cap = kc;
     for (int i = 0; i < a->nk; i++)
-        if (tstr_eq(a->kname[i], k)) {
+        if (tpl_tstr_eq(a->kname[i], k)) {
             a->kval[i] = v;
             return 0;
         }
@@ -295,10 +296,10 @@ static int eval_args(tpl_rt *r, scope *s, const callargs *c, targs *a) {
     tlist *extra = NULL;
     if (c->star) {
         tv v;
-        if (eval(r, s, c->star, &v) || tv_iterate(r, c->star, v, &extra)) return -1;
+        if (eval(r, s, c->star, &v) || tpl_tv_iterate(r, c->star, v, &extra)) return -1;
     }
     size_t n = (size_t)c->pos.n + (extra ? extra->n : 0);
-    if (n && !(a->pos = ar_alloc(r->ar, n * sizeof(tv)))) return -1;
+    if (n && !(a->pos = tpl_ar_alloc(r->ar, n * sizeof(tv)))) return -1;
     for (int i = 0; i < c->pos.n; i++)
         if (eval(r, s, c->pos.v[i], &a->pos[a->n++])) return -1;
     for (size_t i = 0; extra && i < extra->n; i++)
@@ -312,39 +313,39 @@ static int eval_args(tpl_rt *r, scope *s, const callargs *c, targs *a) {
         tv v;
         if (eval(r, s, c->dstar, &v)) return -1;
         if (v.kind != TV_DICT)
-            return rt_error(r, c->dstar, "argument after ** must be a mapping, not %s",
-                            tv_type_name(v));
+            return tpl_rt_error(r, c->dstar, "argument after ** must be a mapping, not %s",
+                                tpl_tv_type_name(v));
         for (size_t i = 0; i < v.u.d->n; i++) {
             if (v.u.d->k[i].kind != TV_STR)
-                return rt_error(r, c->dstar, "keywords must be strings");
+                return tpl_rt_error(r, c->dstar, "keywords must be strings");
             if (targs_push_kw(r, a, &cap, v.u.d->k[i].u.s, v.u.d->v[i])) return -1;
         }
     }
     return 0;
 }
 
-int rt_call(tpl_rt *r, const node *at, tv fn, targs *a, tv *out) {
-    if (rt_step(r, at)) return -1;
+int tpl_rt_call(tpl_rt *r, const node *at, tv fn, targs *a, tv *out) {
+    if (tpl_rt_step(r, at)) return -1;
     switch (fn.kind) {
     case TV_MACRO:
         return call_macro(r, at, fn.u.m, a, out);
     case TV_FUNC:
         return fn.u.fn->fn(r, at, fn.u.fn->self, a, out);
     case TV_UNDEF:
-        return rt_undefined_error(r, at, fn);
+        return tpl_rt_undefined_error(r, at, fn);
     default:
-        return rt_error(r, at, "'%s' object is not callable", tv_type_name(fn));
+        return tpl_rt_error(r, at, "'%s' object is not callable", tpl_tv_type_name(fn));
     }
 }
 
-int rt_apply_filter(tpl_rt *r, const node *at, tpl_filter_fn f, tv v, targs *a, tv *out) {
+int tpl_rt_apply_filter(tpl_rt *r, const node *at, tpl_filter_fn f, tv v, targs *a, tv *out) {
     if (f(r, at, v, a, out) == 0) return 0;
     if (!tpl_filter_is_lazy(f)) return -1;
     const char *msg = err_get();
     size_t n = strlen(msg);
-    char *copy = ar_alloc(r->ar, n + 1);
-    tgen *g = ar_alloc(r->ar, sizeof *g);
-    tlist *empty = tl_new(r->ar, 0);
+    char *copy = tpl_ar_alloc(r->ar, n + 1);
+    tgen *g = tpl_ar_alloc(r->ar, sizeof *g);
+    tlist *empty = tpl_tl_new(r->ar, 0);
     if (!copy || !g || !empty) return -1;
     memcpy(copy, msg, n + 1);
     g->src = empty;
@@ -356,22 +357,22 @@ int rt_apply_filter(tpl_rt *r, const node *at, tpl_filter_fn f, tv v, targs *a, 
     return 0;
 }
 
-int rt_gen_check(tpl_rt *r, const node *at, tv g) {
+int tpl_rt_gen_check(tpl_rt *r, const node *at, tv g) {
     (void)r;
     (void)at;
     if (g.kind == TV_GEN && g.u.g->err) return err_set("%s", g.u.g->err);
     return 0;
 }
 
-int rt_call_filter_named(tpl_rt *r, const node *at, tstr name, tv v, targs *a, tv *out) {
+int tpl_rt_call_filter_named(tpl_rt *r, const node *at, tstr name, tv v, targs *a, tv *out) {
     tpl_filter_fn f = tpl_filter_find(name);
-    if (!f) return rt_error(r, at, "no filter named '%.*s'", (int)name.n, name.p);
-    return rt_apply_filter(r, at, f, v, a, out);
+    if (!f) return tpl_rt_error(r, at, "no filter named '%.*s'", (int)name.n, name.p);
+    return tpl_rt_apply_filter(r, at, f, v, a, out);
 }
 
-int rt_call_test_named(tpl_rt *r, const node *at, tstr name, tv v, targs *a, bool *out) {
+int tpl_rt_call_test_named(tpl_rt *r, const node *at, tstr name, tv v, targs *a, bool *out) {
     tpl_test_fn t = tpl_test_find(name);
-    if (!t) return rt_error(r, at, "no test named '%.*s'", (int)name.n, name.p);
+    if (!t) return tpl_rt_error(r, at, "no test named '%.*s'", (int)name.n, name.p);
     return t(r, at, v, a, out);
 }
 
@@ -384,14 +385,14 @@ static int eval_compare(tpl_rt *r, scope *s, const node *e, tv *out) {
         int op = e->ops[k];
         bool ok;
         if (op == OP_EQ || op == OP_NE) {
-            if (tv_equal(r, left, right, &ok)) return -1;
+            if (tpl_tv_equal(r, left, right, &ok)) return -1;
             if (op == OP_NE) ok = !ok;
         } else if (op == CMP_IN || op == CMP_NOTIN) {
-            if (tv_contains(r, e, right, left, &ok)) return -1;
+            if (tpl_tv_contains(r, e, right, left, &ok)) return -1;
             if (op == CMP_NOTIN) ok = !ok;
         } else {
             int c;
-            if (tv_compare(r, e, tpl_op_text[op], left, right, &c)) return -1;
+            if (tpl_tv_compare(r, e, tpl_op_text[op], left, right, &c)) return -1;
             ok = op == OP_LT ? c < 0 : op == OP_LE ? c <= 0 : op == OP_GT ? c > 0 : c >= 0;
         }
         if (!ok) {
@@ -406,14 +407,14 @@ static int eval_compare(tpl_rt *r, scope *s, const node *e, tv *out) {
 
 static int eval_unary(tpl_rt *r, const node *e, tv x, tv *out, int op) {
     if (op == 0) {
-        *out = tv_bool(!tv_truthy(x));
+        *out = tv_bool(!tpl_tv_truthy(x));
         return 0;
     }
-    if (x.kind == TV_UNDEF) return rt_undefined_error(r, e, x);
+    if (x.kind == TV_UNDEF) return tpl_rt_undefined_error(r, e, x);
     bool neg = op == OP_SUB;
     if (x.kind == TV_BOOL || x.kind == TV_INT) {
         int64_t i = x.kind == TV_BOOL ? x.u.b : x.u.i;
-        if (neg && i == INT64_MIN) return rt_error(r, e, "integer overflow");
+        if (neg && i == INT64_MIN) return tpl_rt_error(r, e, "integer overflow");
         *out = tv_int(neg ? -i : i);
         return 0;
     }
@@ -421,23 +422,24 @@ static int eval_unary(tpl_rt *r, const node *e, tv x, tv *out, int op) {
         *out = tv_float(neg ? -x.u.f : x.u.f);
         return 0;
     }
-    return rt_error(r, e, "bad operand type for unary %s: '%s'", neg ? "-" : "+", tv_type_name(x));
+    return tpl_rt_error(r, e, "bad operand type for unary %s: '%s'", neg ? "-" : "+",
+                        tpl_tv_type_name(x));
 }
 
 static int eval_container(tpl_rt *r, scope *s, const node *e, tv *out) {
     if (e->kind == N_DICT) {
-        tdict *d = td_new(r->ar, (size_t)e->items.n);
+        tdict *d = tpl_td_new(r->ar, (size_t)e->items.n);
         if (!d) return -1;
         for (int i = 0; i < e->items.n; i++) {
             tv k, v;
             if (eval(r, s, e->items.v[i], &k) || eval(r, s, e->items2.v[i], &v) ||
-                td_set(r, d, k, v))
+                tpl_td_set(r, d, k, v))
                 return -1;
         }
         *out = tv_dict(d);
         return 0;
     }
-    tlist *l = tl_new(r->ar, (size_t)e->items.n);
+    tlist *l = tpl_tl_new(r->ar, (size_t)e->items.n);
     if (!l) return -1;
     for (int i = 0; i < e->items.n; i++)
         if (eval(r, s, e->items.v[i], &l->v[i])) return -1;
@@ -454,7 +456,7 @@ static int eval_inner(tpl_rt *r, scope *s, const node *e, tv *out) {
     case N_NAME:
         if (scope_lookup(s, e->name, out)) return 0;
         if (tpl_global_find(r, e->name, out)) return 0;
-        *out = rt_undef(r, "'%.*s' is undefined", (int)e->name.n, e->name.p);
+        *out = tpl_rt_undef(r, "'%.*s' is undefined", (int)e->name.n, e->name.p);
         return 0;
     case N_LIST:
     case N_TUPLE:
@@ -462,7 +464,7 @@ static int eval_inner(tpl_rt *r, scope *s, const node *e, tv *out) {
         return eval_container(r, s, e, out);
     case N_GETATTR:
         if (eval(r, s, e->a, &a)) return -1;
-        return rt_getattr(r, e, a, e->name, out);
+        return tpl_rt_getattr(r, e, a, e->name, out);
     case N_GETITEM:
         if (eval(r, s, e->a, &a)) return -1;
         if (e->b->kind == N_SLICE) {
@@ -471,14 +473,14 @@ static int eval_inner(tpl_rt *r, scope *s, const node *e, tv *out) {
             if ((sl->a && eval(r, s, sl->a, &st)) || (sl->b && eval(r, s, sl->b, &sp)) ||
                 (sl->c && eval(r, s, sl->c, &step)))
                 return -1;
-            return tv_slice(r, e, a, st, sp, step, out);
+            return tpl_tv_slice(r, e, a, st, sp, step, out);
         }
         if (eval(r, s, e->b, &b)) return -1;
-        return rt_getitem(r, e, a, b, out);
+        return tpl_rt_getitem(r, e, a, b, out);
     case N_CALL: {
         targs args;
         if (eval(r, s, e->a, &a) || eval_args(r, s, e->args, &args)) return -1;
-        return rt_call(r, e, a, &args, out);
+        return tpl_rt_call(r, e, a, &args, out);
     }
     case N_FILTER: {
         targs args;
@@ -489,14 +491,15 @@ static int eval_inner(tpl_rt *r, scope *s, const node *e, tv *out) {
         }
         if (eval_args(r, s, e->args, &args)) return -1;
         if (!e->fn.filter)
-            return rt_error(r, e, "no filter named '%.*s'", (int)e->name.n, e->name.p);
-        return rt_apply_filter(r, e, e->fn.filter, a, &args, out);
+            return tpl_rt_error(r, e, "no filter named '%.*s'", (int)e->name.n, e->name.p);
+        return tpl_rt_apply_filter(r, e, e->fn.filter, a, &args, out);
     }
     case N_TEST: {
         targs args;
         bool res;
         if (eval(r, s, e->a, &a) || eval_args(r, s, e->args, &args)) return -1;
-        if (!e->fn.test) return rt_error(r, e, "no test named '%.*s'", (int)e->name.n, e->name.p);
+        if (!e->fn.test)
+            return tpl_rt_error(r, e, "no test named '%.*s'", (int)e->name.n, e->name.p);
         if (e->fn.test(r, e, a, &args, &res)) return -1;
         *out = tv_bool(e->op ? !res : res);
         return 0;
@@ -510,14 +513,14 @@ static int eval_inner(tpl_rt *r, scope *s, const node *e, tv *out) {
             ((a.kind == TV_INT && a.u.i < 0) || (a.kind == TV_FLOAT && signbit(a.u.f)))) {
             /* -(|a| ** b), as jinja2's generated Python computes it */
             tv pos;
-            return eval_unary(r, e, a, &pos, OP_SUB) || tv_binop(r, e, OP_POW, pos, b, &a) ||
+            return eval_unary(r, e, a, &pos, OP_SUB) || tpl_tv_binop(r, e, OP_POW, pos, b, &a) ||
                    eval_unary(r, e, a, out, OP_SUB);
         }
-        return tv_binop(r, e, e->op, a, b, out);
+        return tpl_tv_binop(r, e, e->op, a, b, out);
     case N_AND:
     case N_OR:
         if (eval(r, s, e->a, &a)) return -1;
-        if (tv_truthy(a) == (e->kind == N_OR)) {
+        if (tpl_tv_truthy(a) == (e->kind == N_OR)) {
             *out = a;
             return 0;
         }
@@ -526,23 +529,23 @@ static int eval_inner(tpl_rt *r, scope *s, const node *e, tv *out) {
         return eval_compare(r, s, e, out);
     case N_COND:
         if (eval(r, s, e->a, &a)) return -1;
-        if (tv_truthy(a)) return eval(r, s, e->b, out);
+        if (tpl_tv_truthy(a)) return eval(r, s, e->b, out);
         if (e->c) return eval(r, s, e->c, out);
-        *out = rt_undef(r,
-                        "the inline if-expression on line %d evaluated to false and no else "
-                        "section was defined.",
-                        e->line);
+        *out = tpl_rt_undef(r,
+                            "the inline if-expression on line %d evaluated to false and no else "
+                            "section was defined.",
+                            e->line);
         return 0;
     case N_CONCAT: {
         sbuf buf;
-        sb_init(&buf, r->ar, TPL_MAX_OUTPUT);
+        tpl_sb_init(&buf, r->ar, TPL_MAX_OUTPUT);
         for (int i = 0; i < e->items.n; i++)
-            if (eval(r, s, e->items.v[i], &a) || tv_to_str(r, a, &buf)) return -1;
-        *out = tv_str(sb_str(&buf));
+            if (eval(r, s, e->items.v[i], &a) || tpl_tv_to_str(r, a, &buf)) return -1;
+        *out = tv_str(tpl_sb_str(&buf));
         return 0;
     }
     default:
-        return rt_error(r, e, "this expression cannot be evaluated here");
+        return tpl_rt_error(r, e, "this expression cannot be evaluated here");
     }
 }
 
@@ -560,18 +563,18 @@ static int assign(tpl_rt *r, scope *s, const node *target, tv v) {
     if (target->kind == N_NSREF) {
         tv ns;
         if (!scope_lookup(s, target->name, &ns) || ns.kind != TV_NS)
-            return rt_error(r, target, "cannot assign attribute on non-namespace object");
-        return tvars_set(r->ar, &ns.u.ns->attrs, target->name2, v);
+            return tpl_rt_error(r, target, "cannot assign attribute on non-namespace object");
+        return tpl_tvars_set(r->ar, &ns.u.ns->attrs, target->name2, v);
     }
     /* tuple unpacking */
     tlist *items;
-    if (tv_iterate(r, target, v, &items)) return -1;
+    if (tpl_tv_iterate(r, target, v, &items)) return -1;
     size_t want = (size_t)target->items.n;
     if (items->n > want)
-        return rt_error(r, target, "too many values to unpack (expected %zu)", want);
+        return tpl_rt_error(r, target, "too many values to unpack (expected %zu)", want);
     if (items->n < want)
-        return rt_error(r, target, "not enough values to unpack (expected %zu, got %zu)", want,
-                        items->n);
+        return tpl_rt_error(r, target, "not enough values to unpack (expected %zu, got %zu)", want,
+                            items->n);
     for (size_t i = 0; i < want; i++)
         if (assign(r, s, target->items.v[i], items->v[i])) return -1;
     return 0;
@@ -582,11 +585,11 @@ static int assign(tpl_rt *r, scope *s, const node *target, tv v) {
 /* Renders a body into a string of its own (macros, set blocks, filter blocks). */
 static int capture(tpl_rt *r, scope *s, const nodelist *body, tstr *out) {
     sbuf buf, *saved = r->out;
-    sb_init(&buf, r->ar, TPL_MAX_OUTPUT);
+    tpl_sb_init(&buf, r->ar, TPL_MAX_OUTPUT);
     r->out = &buf;
     int rc = exec_body(r, s, body);
     r->out = saved;
-    *out = sb_str(&buf);
+    *out = tpl_sb_str(&buf);
     return rc;
 }
 
@@ -610,7 +613,7 @@ static int call_macro(tpl_rt *r, const node *at, tmacro *m, targs *a, tv *out) {
     scope *s = scope_new(r, m->closure);
     if (!s) goto done;
     int np = def->nparams, nd = def->items2.n, npos = a->n;
-    bool *kw_used = a->nk ? ar_alloc(r->ar, (size_t)a->nk) : NULL;
+    bool *kw_used = a->nk ? tpl_ar_alloc(r->ar, (size_t)a->nk) : NULL;
     if (a->nk && !kw_used) goto done;
     bool found_caller = false;
     for (int i = 0; i < np; i++) {
@@ -621,21 +624,21 @@ static int call_macro(tpl_rt *r, const node *at, tmacro *m, targs *a, tv *out) {
             have = true;
         } else {
             for (int k = 0; k < a->nk; k++)
-                if (!kw_used[k] && tstr_eq(a->kname[k], def->params[i])) {
+                if (!kw_used[k] && tpl_tstr_eq(a->kname[k], def->params[i])) {
                     v = a->kval[k];
                     kw_used[k] = true;
                     have = true;
                     break;
                 }
-            if (tstr_eqc(def->params[i], "caller")) found_caller = true;
+            if (tpl_tstr_eqc(def->params[i], "caller")) found_caller = true;
         }
         if (!have) {
             int d = i - (np - nd);
             if (d >= 0) {
                 if (eval(r, s, def->items2.v[d], &v)) goto done;
             } else {
-                v = rt_undef(r, "parameter '%.*s' was not provided", (int)def->params[i].n,
-                             def->params[i].p);
+                v = tpl_rt_undef(r, "parameter '%.*s' was not provided", (int)def->params[i].n,
+                                 def->params[i].p);
             }
         }
         if (scope_set(r, s, def->params[i], v)) goto done;
@@ -643,45 +646,45 @@ static int call_macro(tpl_rt *r, const node *at, tmacro *m, targs *a, tv *out) {
     if (npos >= np) { /* all parameters positional: only an explicit `caller` parameter counts */
         found_caller = false;
         for (int i = 0; i < np; i++)
-            if (tstr_eqc(def->params[i], "caller")) found_caller = true;
+            if (tpl_tstr_eqc(def->params[i], "caller")) found_caller = true;
     }
     if ((def->flags & MACRO_CALLER) && !found_caller) {
-        tv caller = rt_undef(r, "No caller defined");
+        tv caller = tpl_rt_undef(r, "No caller defined");
         for (int k = 0; k < a->nk; k++)
-            if (!kw_used[k] && tstr_eqc(a->kname[k], "caller")) {
+            if (!kw_used[k] && tpl_tstr_eqc(a->kname[k], "caller")) {
                 caller = a->kval[k];
                 kw_used[k] = true;
             }
         if (scope_set(r, s, tstr_c("caller"), caller)) goto done;
     }
-    tdict *kwargs = td_new(r->ar, 0);
+    tdict *kwargs = tpl_td_new(r->ar, 0);
     if (!kwargs) goto done;
     for (int k = 0; k < a->nk; k++) {
         if (kw_used[k]) continue;
         if (!(def->flags & MACRO_KWARGS)) {
-            if (tstr_eqc(a->kname[k], "caller")) {
-                rt_error(r, at,
-                         "macro '%s' was invoked with two values for the special caller "
-                         "argument. This is most likely a bug.",
-                         mname);
+            if (tpl_tstr_eqc(a->kname[k], "caller")) {
+                tpl_rt_error(r, at,
+                             "macro '%s' was invoked with two values for the special caller "
+                             "argument. This is most likely a bug.",
+                             mname);
             } else {
-                rt_error(r, at, "macro '%s' takes no keyword argument '%.*s'", mname,
-                         (int)a->kname[k].n, a->kname[k].p);
+                tpl_rt_error(r, at, "macro '%s' takes no keyword argument '%.*s'", mname,
+                             (int)a->kname[k].n, a->kname[k].p);
             }
             goto done;
         }
-        if (td_set(r, kwargs, tv_str(a->kname[k]), a->kval[k])) goto done;
+        if (tpl_td_set(r, kwargs, tv_str(a->kname[k]), a->kval[k])) goto done;
     }
     if (def->flags & MACRO_KWARGS && scope_set(r, s, tstr_c("kwargs"), tv_dict(kwargs))) goto done;
     if (def->flags & MACRO_VARARGS) {
         int extra = npos > np ? npos - np : 0;
-        tlist *va = tl_new(r->ar, (size_t)extra);
+        tlist *va = tpl_tl_new(r->ar, (size_t)extra);
         if (!va) goto done;
         for (int i = 0; i < extra; i++)
             va->v[i] = a->pos[np + i];
         if (scope_set(r, s, tstr_c("varargs"), tv_list(va, LIST_TUPLE))) goto done;
     } else if (npos > np) {
-        rt_error(r, at, "macro '%s' takes not more than %d argument(s)", mname, np);
+        tpl_rt_error(r, at, "macro '%s' takes not more than %d argument(s)", mname, np);
         goto done;
     }
     tstr text;
@@ -698,10 +701,10 @@ done:
 static int exec_for(tpl_rt *r, scope *s, const node *n) {
     tv seq;
     tlist *items;
-    if (eval(r, s, n->b, &seq) || tv_iterate(r, n->b, seq, &items)) return -1;
+    if (eval(r, s, n->b, &seq) || tpl_tv_iterate(r, n->b, seq, &items)) return -1;
     if (n->c) {
         /* `for x in xs if cond`: filter first, so loop.length and loop.last see the result */
-        tlist *kept = tl_new(r->ar, items->n);
+        tlist *kept = tpl_tl_new(r->ar, items->n);
         if (!kept) return -1;
         kept->n = 0;
         scope *fs = NULL;
@@ -711,9 +714,10 @@ static int exec_for(tpl_rt *r, scope *s, const node *n) {
             else
                 fs = scope_new(r, s);
             tv ok;
-            if (!fs || rt_step(r, n) || assign(r, fs, n->a, items->v[i]) || eval(r, fs, n->c, &ok))
+            if (!fs || tpl_rt_step(r, n) || assign(r, fs, n->a, items->v[i]) ||
+                eval(r, fs, n->c, &ok))
                 return -1;
-            if (tv_truthy(ok)) kept->v[kept->n++] = items->v[i];
+            if (tpl_tv_truthy(ok)) kept->v[kept->n++] = items->v[i];
         }
         items = kept;
     }
@@ -721,7 +725,7 @@ static int exec_for(tpl_rt *r, scope *s, const node *n) {
         scope *es = scope_new(r, s);
         return es ? exec_body(r, es, &n->items2) : -1;
     }
-    tloop *loop = ar_alloc(r->ar, sizeof *loop);
+    tloop *loop = tpl_ar_alloc(r->ar, sizeof *loop);
     if (!loop) return -1;
     loop->items = items;
     tv loopv = {TV_LOOP, 0, {.loop = loop}};
@@ -734,7 +738,7 @@ static int exec_for(tpl_rt *r, scope *s, const node *n) {
             is->vars.n = 0;
         else
             is = scope_new(r, s);
-        if (!is || rt_step(r, n) || scope_set(r, is, tstr_c("loop"), loopv) ||
+        if (!is || tpl_rt_step(r, n) || scope_set(r, is, tstr_c("loop"), loopv) ||
             assign(r, is, n->a, items->v[i]) || exec_body(r, is, &n->items))
             return -1;
         if (r->ctl == CTL_BREAK) {
@@ -748,7 +752,7 @@ static int exec_for(tpl_rt *r, scope *s, const node *n) {
 
 static int exec_callblock(tpl_rt *r, scope *s, const node *n) {
     const node *call = n->a;
-    tmacro *caller = ar_alloc(r->ar, sizeof *caller);
+    tmacro *caller = tpl_ar_alloc(r->ar, sizeof *caller);
     if (!caller) return -1;
     caller->def = n;
     caller->closure = s;
@@ -757,9 +761,9 @@ static int exec_callblock(tpl_rt *r, scope *s, const node *n) {
     targs args;
     if (eval(r, s, call->a, &fn) || eval_args(r, s, call->args, &args)) return -1;
     size_t cap = (size_t)args.nk;
-    if (targs_push_kw(r, &args, &cap, tstr_c("caller"), tv_macro_value(caller))) return -1;
-    if (rt_call(r, call, fn, &args, &res)) return -1;
-    return tv_to_str(r, res, r->out);
+    if (targs_push_kw(r, &args, &cap, tstr_c("caller"), tpl_tv_macro_value(caller))) return -1;
+    if (tpl_rt_call(r, call, fn, &args, &res)) return -1;
+    return tpl_tv_to_str(r, res, r->out);
 }
 
 static int exec_stmt(tpl_rt *r, scope *s, const node *n) {
@@ -767,13 +771,13 @@ static int exec_stmt(tpl_rt *r, scope *s, const node *n) {
     tv v;
     switch (n->kind) {
     case N_TEXT:
-        return sb_put(r->out, n->name.p, n->name.n);
+        return tpl_sb_put(r->out, n->name.p, n->name.n);
     case N_OUTPUT:
         if (eval(r, s, n->a, &v)) return -1;
-        return tv_to_str(r, v, r->out);
+        return tpl_tv_to_str(r, v, r->out);
     case N_IF:
         if (eval(r, s, n->a, &v)) return -1;
-        return exec_body(r, s, tv_truthy(v) ? &n->items : &n->items2);
+        return exec_body(r, s, tpl_tv_truthy(v) ? &n->items : &n->items2);
     case N_FOR:
         return exec_for(r, s, n);
     case N_SET:
@@ -788,12 +792,12 @@ static int exec_stmt(tpl_rt *r, scope *s, const node *n) {
         return assign(r, s, n->a, v);
     }
     case N_MACRO: {
-        tmacro *m = ar_alloc(r->ar, sizeof *m);
+        tmacro *m = tpl_ar_alloc(r->ar, sizeof *m);
         if (!m) return -1;
         m->def = n;
         m->closure = s;
         scope_capture(s);
-        return scope_set(r, s, n->name, tv_macro_value(m));
+        return scope_set(r, s, n->name, tpl_tv_macro_value(m));
     }
     case N_CALLBLOCK:
         return exec_callblock(r, s, n);
@@ -802,7 +806,7 @@ static int exec_stmt(tpl_rt *r, scope *s, const node *n) {
         scope *bs = scope_new(r, s);
         if (!bs || capture(r, bs, &n->items, &text) || apply_filters(r, s, n->b, text, &v))
             return -1;
-        return tv_to_str(r, v, r->out);
+        return tpl_tv_to_str(r, v, r->out);
     }
     case N_WITH: {
         scope *ws = scope_new(r, s);
@@ -823,7 +827,7 @@ static int exec_stmt(tpl_rt *r, scope *s, const node *n) {
         r->ctl = CTL_CONTINUE;
         return 0;
     default:
-        return rt_error(r, n, "unexpected statement");
+        return tpl_rt_error(r, n, "unexpected statement");
     }
 }
 
@@ -831,7 +835,7 @@ static int exec_body(tpl_rt *r, scope *s, const nodelist *body) {
     if (enter(r, NULL)) return -1;
     int rc = 0;
     for (int i = 0; i < body->n && rc == 0; i++) {
-        if (rt_step(r, body->v[i]) || exec_stmt(r, s, body->v[i]))
+        if (tpl_rt_step(r, body->v[i]) || exec_stmt(r, s, body->v[i]))
             rc = -1;
         else if (r->ctl != CTL_NONE)
             break;
@@ -844,15 +848,15 @@ char *tpl_render(const nodelist *body, json_t *context);
 
 char *tpl_render(const nodelist *body, json_t *context) {
     tpl_rt rt = {0};
-    rt.ar = ar_new(TPL_RENDER_BUDGET);
+    rt.ar = tpl_ar_new(TPL_RENDER_BUDGET);
     if (!rt.ar) return NULL;
     char *result = NULL;
     sbuf out;
-    sb_init(&out, rt.ar, TPL_MAX_OUTPUT);
+    tpl_sb_init(&out, rt.ar, TPL_MAX_OUTPUT);
     rt.out = &out;
     scope *root = scope_new(&rt, NULL);
     tv ctx;
-    if (!root || tv_from_json(&rt, context, &ctx, 0)) goto done;
+    if (!root || tpl_tv_from_json(&rt, context, &ctx, 0)) goto done;
     for (size_t i = 0; i < ctx.u.d->n; i++)
         if (scope_set(&rt, root, ctx.u.d->k[i].u.s, ctx.u.d->v[i])) goto done;
     if (exec_body(&rt, root, body)) goto done;
@@ -868,6 +872,6 @@ char *tpl_render(const nodelist *body, json_t *context) {
     if (out.n) memcpy(result, out.p, out.n);
     result[out.n] = 0;
 done:
-    ar_free(rt.ar);
+    tpl_ar_free(rt.ar);
     return result;
 }

@@ -14,7 +14,10 @@
  * Memory: a parse owns one arena (the tree and its literals); a render owns
  * another (every value and string it makes) and frees it whole at the end, so
  * no evaluation path frees anything and an error can return from anywhere.
- * Each arena has a byte budget; exceeding it is an error, not a crash. */
+ * Each arena has a byte budget; exceeding it is an error, not a crash.
+ *
+ * All of this links into the one cllm library, so every name these files
+ * export starts with tpl_ (the short tv_/tstr_c helpers here are inline). */
 #ifndef CLLM_TOKENIZER_TEMPLATE_INTERNAL_H
 #define CLLM_TOKENIZER_TEMPLATE_INTERNAL_H
 
@@ -38,12 +41,12 @@
 /* --- arena ------------------------------------------------------------------ */
 
 typedef struct tpl_arena tpl_arena;
-tpl_arena *ar_new(size_t budget);
-void ar_free(tpl_arena *a);
+tpl_arena *tpl_ar_new(size_t budget);
+void tpl_ar_free(tpl_arena *a);
 /* NULL (with err_set) once the budget is spent. Memory is 16-byte aligned, zeroed. */
-void *ar_alloc(tpl_arena *a, size_t n);
+void *tpl_ar_alloc(tpl_arena *a, size_t n);
 /* Grows an array to hold at least `need` elements of `size` bytes; *cap is updated. */
-void *ar_grow(tpl_arena *a, void *p, size_t *cap, size_t need, size_t size);
+void *tpl_ar_grow(tpl_arena *a, void *p, size_t *cap, size_t need, size_t size);
 
 /* Strings are UTF-8 byte ranges, never NUL-terminated by contract. */
 typedef struct {
@@ -52,8 +55,8 @@ typedef struct {
 } tstr;
 
 static inline tstr tstr_c(const char *s);
-bool tstr_eq(tstr a, tstr b);
-bool tstr_eqc(tstr a, const char *c);
+bool tpl_tstr_eq(tstr a, tstr b);
+bool tpl_tstr_eqc(tstr a, const char *c);
 
 /* A growable byte buffer in the arena (old storage is left to the arena). */
 typedef struct {
@@ -61,39 +64,39 @@ typedef struct {
     char *p;
     size_t n, cap, limit;
 } sbuf;
-void sb_init(sbuf *b, tpl_arena *a, size_t limit);
-int sb_put(sbuf *b, const void *s, size_t n);
-int sb_putc(sbuf *b, char c);
-int sb_puts(sbuf *b, const char *s);
-int sb_printf(sbuf *b, const char *fmt, ...) CLLM_PRINTF(2, 3);
-int sb_put_cp(sbuf *b, uint32_t cp); /* one code point as UTF-8 */
-static inline tstr sb_str(const sbuf *b) {
+void tpl_sb_init(sbuf *b, tpl_arena *a, size_t limit);
+int tpl_sb_put(sbuf *b, const void *s, size_t n);
+int tpl_sb_putc(sbuf *b, char c);
+int tpl_sb_puts(sbuf *b, const char *s);
+int tpl_sb_printf(sbuf *b, const char *fmt, ...) CLLM_PRINTF(2, 3);
+int tpl_sb_put_cp(sbuf *b, uint32_t cp); /* one code point as UTF-8 */
+static inline tstr tpl_sb_str(const sbuf *b) {
     return (tstr){b->p ? b->p : "", b->n};
 }
 
 /* --- UTF-8 and Python character classes -------------------------------------- */
 
 /* Decodes one code point at s[*i] (advancing *i); input is valid UTF-8. */
-uint32_t utf8_next(const char *s, size_t n, size_t *i);
-size_t utf8_len(tstr s); /* code points */
-bool utf8_valid(const char *s, size_t n);
-bool py_isspace(uint32_t cp);     /* str.isspace() */
-bool py_isprintable(uint32_t cp); /* str.isprintable(), approximately */
-bool py_isalpha(uint32_t cp);
-bool py_isdigit(uint32_t cp);
-bool py_isnumeric(uint32_t cp);
-int py_decimal(uint32_t cp);
+uint32_t tpl_utf8_next(const char *s, size_t n, size_t *i);
+size_t tpl_utf8_len(tstr s); /* code points */
+bool tpl_utf8_valid(const char *s, size_t n);
+bool tpl_py_isspace(uint32_t cp);     /* str.isspace() */
+bool tpl_py_isprintable(uint32_t cp); /* str.isprintable(), approximately */
+bool tpl_py_isalpha(uint32_t cp);
+bool tpl_py_isdigit(uint32_t cp);
+bool tpl_py_isnumeric(uint32_t cp);
+int tpl_py_decimal(uint32_t cp);
 /* a decimal digit's value (any script), or -1 */ /* a superset of isdigit: isalnum = alpha ||
                                                      numeric */
-bool py_iscased(uint32_t cp);                     /* Lu, Ll, Lt: what str.title() looks at */
-bool py_iscased_lower(uint32_t cp);               /* Python's per-character islower() */
-bool py_iscased_upper(uint32_t cp);
-bool py_iscased_title(uint32_t cp);
-bool py_iscase_ignorable(uint32_t cp); /* Unicode Case_Ignorable (final sigma) */
+bool tpl_py_iscased(uint32_t cp);                 /* Lu, Ll, Lt: what str.title() looks at */
+bool tpl_py_iscased_lower(uint32_t cp);           /* Python's per-character islower() */
+bool tpl_py_iscased_upper(uint32_t cp);
+bool tpl_py_iscased_title(uint32_t cp);
+bool tpl_py_iscase_ignorable(uint32_t cp); /* Unicode Case_Ignorable (final sigma) */
 /* Appends the upper/title/lower case of cp (may be several code points: 'ß'). */
-int py_upper_cp(sbuf *b, uint32_t cp);
-int py_title_cp(sbuf *b, uint32_t cp);
-int py_lower_cp(sbuf *b, uint32_t cp);
+int tpl_py_upper_cp(sbuf *b, uint32_t cp);
+int tpl_py_title_cp(sbuf *b, uint32_t cp);
+int tpl_py_lower_cp(sbuf *b, uint32_t cp);
 
 /* --- values ----------------------------------------------------------------- */
 
@@ -164,8 +167,8 @@ typedef struct {
     tv *v;
 } tvars;
 /* Sets name (replacing, or appending in order); -1 when out of memory. */
-int tvars_set(tpl_arena *a, tvars *t, tstr name, tv v);
-bool tvars_get(const tvars *t, tstr name, tv *out);
+int tpl_tvars_set(tpl_arena *a, tvars *t, tstr name, tv v);
+bool tpl_tvars_get(const tvars *t, tstr name, tv *out);
 
 struct tns {
     tvars attrs;
@@ -389,62 +392,62 @@ struct tloop {
 };
 
 /* Raises a runtime error at a node: "chat template line N: ...". Returns -1. */
-int rt_error(tpl_rt *r, const node *at, const char *fmt, ...) CLLM_PRINTF(3, 4);
-tpl_arena *rt_arena(tpl_rt *r);
+int tpl_rt_error(tpl_rt *r, const node *at, const char *fmt, ...) CLLM_PRINTF(3, 4);
+tpl_arena *tpl_rt_arena(tpl_rt *r);
 /* Counts one unit of work; -1 past TPL_MAX_STEPS. */
-int rt_step(tpl_rt *r, const node *at);
+int tpl_rt_step(tpl_rt *r, const node *at);
 /* Calls any callable (macro, function) with arguments. */
-int rt_call(tpl_rt *r, const node *at, tv fn, targs *a, tv *out);
+int tpl_rt_call(tpl_rt *r, const node *at, tv fn, targs *a, tv *out);
 /* Attribute and item lookup as jinja2's sandbox does it (undefined when missing). */
-int rt_getattr(tpl_rt *r, const node *at, tv obj, tstr name, tv *out);
-int rt_getitem(tpl_rt *r, const node *at, tv obj, tv key, tv *out);
+int tpl_rt_getattr(tpl_rt *r, const node *at, tv obj, tstr name, tv *out);
+int tpl_rt_getitem(tpl_rt *r, const node *at, tv obj, tv key, tv *out);
 /* Raises the error an undefined value carries. */
-int rt_undefined_error(tpl_rt *r, const node *at, tv u);
+int tpl_rt_undefined_error(tpl_rt *r, const node *at, tv u);
 /* Applies a filter. jinja2's map/select/reject/selectattr/rejectattr/unique/
  * items/batch are lazy generators, so their errors surface only when the
  * result is consumed; here they are computed at once and an error is kept in
  * the generator until then. */
-int rt_apply_filter(tpl_rt *r, const node *at, tpl_filter_fn f, tv v, targs *a, tv *out);
+int tpl_rt_apply_filter(tpl_rt *r, const node *at, tpl_filter_fn f, tv v, targs *a, tv *out);
 /* The error a failed lazy filter left, when a generator is consumed. */
-int rt_gen_check(tpl_rt *r, const node *at, tv g);
+int tpl_rt_gen_check(tpl_rt *r, const node *at, tv g);
 /* Calls the filter/test named by a string value (for map(), select(), ...). */
-int rt_call_filter_named(tpl_rt *r, const node *at, tstr name, tv v, targs *a, tv *out);
-int rt_call_test_named(tpl_rt *r, const node *at, tstr name, tv v, targs *a, bool *out);
+int tpl_rt_call_filter_named(tpl_rt *r, const node *at, tstr name, tv v, targs *a, tv *out);
+int tpl_rt_call_test_named(tpl_rt *r, const node *at, tstr name, tv v, targs *a, bool *out);
 /* An Undefined with a formatted message (arena). */
-tv rt_undef(tpl_rt *r, const char *fmt, ...) CLLM_PRINTF(2, 3);
+tv tpl_rt_undef(tpl_rt *r, const char *fmt, ...) CLLM_PRINTF(2, 3);
 /* raise_exception(): marks the error as the template's own message. */
-int rt_raise(tpl_rt *r, const node *at, tstr msg);
+int tpl_rt_raise(tpl_rt *r, const node *at, tstr msg);
 
 /* Value helpers (template_value.c). Those that can fail take the runtime. */
-bool tv_truthy(tv v);
-const char *tv_type_name(tv v); /* Python type name: 'str', 'int', 'dict', ... */
-int tv_equal(tpl_rt *r, tv a, tv b, bool *eq);
+bool tpl_tv_truthy(tv v);
+const char *tpl_tv_type_name(tv v); /* Python type name: 'str', 'int', 'dict', ... */
+int tpl_tv_equal(tpl_rt *r, tv a, tv b, bool *eq);
 /* Python ordering: <0, 0, >0, or a TypeError naming `op` for unorderable types. */
-int tv_compare(tpl_rt *r, const node *at, const char *op, tv a, tv b, int *cmp);
-int tv_to_str(tpl_rt *r, tv v, sbuf *b);       /* str(v) */
-int tv_repr(tpl_rt *r, tv v, sbuf *b);         /* repr(v) */
-int tv_stringify(tpl_rt *r, tv v, tstr *out);  /* str(v) as an arena string */
-void fmt_float(double f, char *buf, size_t n); /* Python repr(float) */
-tlist *tl_new(tpl_arena *a, size_t n);
-tdict *td_new(tpl_arena *a, size_t cap);
-int td_set(tpl_rt *r, tdict *d, tv k, tv v); /* insert or replace; keeps first position */
-bool td_get_str(const tdict *d, tstr k, tv *out);
-int td_get(tpl_rt *r, const tdict *d, tv k, tv *out, bool *found);
+int tpl_tv_compare(tpl_rt *r, const node *at, const char *op, tv a, tv b, int *cmp);
+int tpl_tv_to_str(tpl_rt *r, tv v, sbuf *b);       /* str(v) */
+int tpl_tv_repr(tpl_rt *r, tv v, sbuf *b);         /* repr(v) */
+int tpl_tv_stringify(tpl_rt *r, tv v, tstr *out);  /* str(v) as an arena string */
+void tpl_fmt_float(double f, char *buf, size_t n); /* Python repr(float) */
+tlist *tpl_tl_new(tpl_arena *a, size_t n);
+tdict *tpl_td_new(tpl_arena *a, size_t cap);
+int tpl_td_set(tpl_rt *r, tdict *d, tv k, tv v); /* insert or replace; keeps first position */
+bool tpl_td_get_str(const tdict *d, tstr k, tv *out);
+int tpl_td_get(tpl_rt *r, const tdict *d, tv k, tv *out, bool *found);
 /* Items to iterate over: list items, dict keys, string characters, the rest of
  * a generator (consumed); undefined gives none; other types are an error. */
-int tv_iterate(tpl_rt *r, const node *at, tv v, tlist **out);
-int tv_length(tpl_rt *r, const node *at, tv v, int64_t *n);
+int tpl_tv_iterate(tpl_rt *r, const node *at, tv v, tlist **out);
+int tpl_tv_length(tpl_rt *r, const node *at, tv v, int64_t *n);
 /* Characters of a string as single-character strings. */
-tlist *str_chars(tpl_arena *a, tstr s);
+tlist *tpl_str_chars(tpl_arena *a, tstr s);
 /* Converts a JSON value (strings point into it; it must outlive the render). */
-int tv_from_json(tpl_rt *r, json_t *j, tv *out, int depth);
+int tpl_tv_from_json(tpl_rt *r, json_t *j, tv *out, int depth);
 /* Python's `in`. */
-int tv_contains(tpl_rt *r, const node *at, tv container, tv item, bool *out);
+int tpl_tv_contains(tpl_rt *r, const node *at, tv container, tv item, bool *out);
 /* Python slicing of a list or string. */
-int tv_slice(tpl_rt *r, const node *at, tv obj, tv start, tv stop, tv step, tv *out);
+int tpl_tv_slice(tpl_rt *r, const node *at, tv obj, tv start, tv stop, tv step, tv *out);
 /* Python's binary arithmetic (+ - * / // % **). */
-int tv_binop(tpl_rt *r, const node *at, int op, tv a, tv b, tv *out);
-tv tv_macro_value(tmacro *m);
+int tpl_tv_binop(tpl_rt *r, const node *at, int op, tv a, tv b, tv *out);
+tv tpl_tv_macro_value(tmacro *m);
 /* printf-style `fmt % args` (the % operator on strings, the format filter). */
 int tpl_format_percent(tpl_rt *r, const node *at, tstr fmt, tv args, tv *out);
 
@@ -459,21 +462,22 @@ typedef struct {
 int tpl_json_dumps(tpl_rt *r, const node *at, tv v, const json_opts *o, sbuf *b);
 
 /* Python str operations shared by filters and methods (template_str.c). */
-int str_lower(tpl_rt *r, tstr s, tstr *out);
+int tpl_str_lower(tpl_rt *r, tstr s, tstr *out);
 /* Appends s[from:].lower() where Greek final sigma looks at all of s, as
  * Python's lower(), capitalize() and title() do. */
-int str_lower_from(sbuf *b, tstr s, size_t from);
-int str_upper(tpl_rt *r, tstr s, tstr *out);
-int str_capitalize(tpl_rt *r, tstr s, tstr *out);
+int tpl_str_lower_from(sbuf *b, tstr s, size_t from);
+int tpl_str_upper(tpl_rt *r, tstr s, tstr *out);
+int tpl_str_capitalize(tpl_rt *r, tstr s, tstr *out);
 /* strip/lstrip/rstrip: mode 1 left, 2 right, 3 both; chars none = whitespace. */
-int str_strip(tpl_rt *r, tstr s, tv chars, int mode, tstr *out);
-int str_replace(tpl_rt *r, const node *at, tstr s, tstr old, tstr rep, int64_t count, tstr *out);
-int str_splitlines(tpl_rt *r, tstr s, bool keepends, tlist **out);
+int tpl_str_strip(tpl_rt *r, tstr s, tv chars, int mode, tstr *out);
+int tpl_str_replace(tpl_rt *r, const node *at, tstr s, tstr old, tstr rep, int64_t count,
+                    tstr *out);
+int tpl_str_splitlines(tpl_rt *r, tstr s, bool keepends, tlist **out);
 /* str.center (mode 0), ljust (1), rjust (2) with a one-character fill. */
-int str_pad(tpl_rt *r, const node *at, tstr s, int64_t width, tstr fill, int mode, tstr *out);
+int tpl_str_pad(tpl_rt *r, const node *at, tstr s, int64_t width, tstr fill, int mode, tstr *out);
 /* Python's int(s, base) and float(s) on strings; -1 when Python raises ValueError. */
-int py_parse_int(tstr s, int base, int64_t *out);
-int py_parse_float(tstr s, double *out);
+int tpl_py_parse_int(tstr s, int base, int64_t *out);
+int tpl_py_parse_float(tstr s, double *out);
 
 /* Built-in tables (template_filters.c, template_tests.c, template_methods.c,
  * template_str.c). */
@@ -485,8 +489,8 @@ bool tpl_method_find(tpl_rt *r, tv self, tstr name, tv *out);
 /* A global function (range, namespace, dict, raise_exception, ...). */
 bool tpl_global_find(tpl_rt *r, tstr name, tv *out);
 /* Binds call arguments to parameter names; given[i] says whether names[i] was passed. */
-int args_bind(tpl_rt *r, const node *at, const char *fname, targs *a, const char *const *names,
-              int nnames, tv *vals, bool *given);
+int tpl_args_bind(tpl_rt *r, const node *at, const char *fname, targs *a, const char *const *names,
+                  int nnames, tv *vals, bool *given);
 
 /* In a built-in `(tpl_rt *r, const node *at, ..., targs *a, ...)`: binds the
  * arguments to the parameter names given, into p[i] (passed when g[i]). */
@@ -495,11 +499,11 @@ int args_bind(tpl_rt *r, const node *at, const char *fname, targs *a, const char
     enum { NN_ = sizeof names_ / sizeof names_[0] };                                               \
     tv p[NN_];                                                                                     \
     bool g[NN_];                                                                                   \
-    if (args_bind(r, at, fname, a, names_, NN_, p, g)) return -1
+    if (tpl_args_bind(r, at, fname, a, names_, NN_, p, g)) return -1
 
 /* A built-in that takes no arguments. */
 static inline int no_args(tpl_rt *r, const node *at, const char *fname, targs *a) {
-    return args_bind(r, at, fname, a, NULL, 0, NULL, NULL);
+    return tpl_args_bind(r, at, fname, a, NULL, 0, NULL, NULL);
 }
 
 /* A method of a built-in type; fn NULL: it would mutate, so the sandbox refuses it. */

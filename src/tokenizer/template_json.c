@@ -12,70 +12,71 @@
 #include <string.h>
 
 static int put_string(sbuf *b, tstr s, bool ensure_ascii) {
-    if (sb_putc(b, '"')) return -1;
+    if (tpl_sb_putc(b, '"')) return -1;
     size_t i = 0;
     while (i < s.n) {
         size_t start = i;
-        uint32_t cp = utf8_next(s.p, s.n, &i);
+        uint32_t cp = tpl_utf8_next(s.p, s.n, &i);
         int rc;
         switch (cp) {
         case '"':
-            rc = sb_puts(b, "\\\"");
+            rc = tpl_sb_puts(b, "\\\"");
             break;
         case '\\':
-            rc = sb_puts(b, "\\\\");
+            rc = tpl_sb_puts(b, "\\\\");
             break;
         case '\n':
-            rc = sb_puts(b, "\\n");
+            rc = tpl_sb_puts(b, "\\n");
             break;
         case '\r':
-            rc = sb_puts(b, "\\r");
+            rc = tpl_sb_puts(b, "\\r");
             break;
         case '\t':
-            rc = sb_puts(b, "\\t");
+            rc = tpl_sb_puts(b, "\\t");
             break;
         case '\b':
-            rc = sb_puts(b, "\\b");
+            rc = tpl_sb_puts(b, "\\b");
             break;
         case '\f':
-            rc = sb_puts(b, "\\f");
+            rc = tpl_sb_puts(b, "\\f");
             break;
         default:
             if (cp < 0x20) {
-                rc = sb_printf(b, "\\u%04x", cp);
+                rc = tpl_sb_printf(b, "\\u%04x", cp);
             } else if (cp >= 0x7F && ensure_ascii) {
                 if (cp < 0x10000) {
-                    rc = sb_printf(b, "\\u%04x", cp);
+                    rc = tpl_sb_printf(b, "\\u%04x", cp);
                 } else {
                     uint32_t v = cp - 0x10000;
-                    rc = sb_printf(b, "\\u%04x\\u%04x", 0xD800 + (v >> 10), 0xDC00 + (v & 0x3FF));
+                    rc = tpl_sb_printf(b, "\\u%04x\\u%04x", 0xD800 + (v >> 10),
+                                       0xDC00 + (v & 0x3FF));
                 }
             } else {
-                rc = sb_put(b, s.p + start, i - start);
+                rc = tpl_sb_put(b, s.p + start, i - start);
             }
         }
         if (rc) return -1;
     }
-    return sb_putc(b, '"');
+    return tpl_sb_putc(b, '"');
 }
 
 static int put_float(sbuf *b, double f) {
-    if (isnan(f)) return sb_puts(b, "NaN");
-    if (isinf(f)) return sb_puts(b, f < 0 ? "-Infinity" : "Infinity");
+    if (isnan(f)) return tpl_sb_puts(b, "NaN");
+    if (isinf(f)) return tpl_sb_puts(b, f < 0 ? "-Infinity" : "Infinity");
     char num[64];
-    fmt_float(f, num, sizeof num);
-    return sb_puts(b, num);
+    tpl_fmt_float(f, num, sizeof num);
+    return tpl_sb_puts(b, num);
 }
 
 static int newline_indent(sbuf *b, const json_opts *o, int level) {
-    if (sb_putc(b, '\n')) return -1;
+    if (tpl_sb_putc(b, '\n')) return -1;
     for (int i = 0; i < level; i++)
-        if (sb_put(b, o->indent.p, o->indent.n)) return -1;
+        if (tpl_sb_put(b, o->indent.p, o->indent.n)) return -1;
     return 0;
 }
 
 static int not_serializable(tpl_rt *r, const node *at, tv v) {
-    return rt_error(r, at, "Object of type %s is not JSON serializable", tv_type_name(v));
+    return tpl_rt_error(r, at, "Object of type %s is not JSON serializable", tpl_tv_type_name(v));
 }
 
 /* A dict key as JSON: strings as they are, scalars converted as Python does. */
@@ -100,16 +101,16 @@ static int key_string(tpl_rt *r, const node *at, tv k, tstr *out) {
         else if (isinf(k.u.f))
             snprintf(num, sizeof num, k.u.f < 0 ? "-Infinity" : "Infinity");
         else
-            fmt_float(k.u.f, num, sizeof num);
+            tpl_fmt_float(k.u.f, num, sizeof num);
         sbuf b;
-        sb_init(&b, rt_arena(r), 64);
-        if (sb_puts(&b, num)) return -1;
-        *out = sb_str(&b);
+        tpl_sb_init(&b, tpl_rt_arena(r), 64);
+        if (tpl_sb_puts(&b, num)) return -1;
+        *out = tpl_sb_str(&b);
         return 0;
     }
     default:
-        return rt_error(r, at, "keys must be str, int, float, bool or None, not %s",
-                        tv_type_name(k));
+        return tpl_rt_error(r, at, "keys must be str, int, float, bool or None, not %s",
+                            tpl_tv_type_name(k));
     }
 }
 
@@ -117,9 +118,9 @@ static int dump(tpl_rt *r, const node *at, tv v, const json_opts *o, sbuf *b, in
 
 static int dump_dict(tpl_rt *r, const node *at, const tdict *d, const json_opts *o, sbuf *b,
                      int level) {
-    if (d->n == 0) return sb_puts(b, "{}");
-    size_t *order = ar_alloc(rt_arena(r), d->n * sizeof *order);
-    tstr *keys = ar_alloc(rt_arena(r), d->n * sizeof *keys);
+    if (d->n == 0) return tpl_sb_puts(b, "{}");
+    size_t *order = tpl_ar_alloc(tpl_rt_arena(r), d->n * sizeof *order);
+    tstr *keys = tpl_ar_alloc(tpl_rt_arena(r), d->n * sizeof *keys);
     if (!order || !keys) return -1;
     for (size_t i = 0; i < d->n; i++) {
         order[i] = i;
@@ -131,7 +132,7 @@ static int dump_dict(tpl_rt *r, const node *at, const tdict *d, const json_opts 
             size_t x = order[i], j = i;
             while (j > 0) {
                 int c;
-                if (tv_compare(r, at, "<", d->k[order[j - 1]], d->k[x], &c)) return -1;
+                if (tpl_tv_compare(r, at, "<", d->k[order[j - 1]], d->k[x], &c)) return -1;
                 if (c <= 0) break;
                 order[j] = order[j - 1];
                 j--;
@@ -139,28 +140,29 @@ static int dump_dict(tpl_rt *r, const node *at, const tdict *d, const json_opts 
             order[j] = x;
         }
     }
-    if (sb_putc(b, '{')) return -1;
+    if (tpl_sb_putc(b, '{')) return -1;
     for (size_t i = 0; i < d->n; i++) {
         size_t k = order[i];
-        if (i && sb_put(b, o->item_sep.p, o->item_sep.n)) return -1;
+        if (i && tpl_sb_put(b, o->item_sep.p, o->item_sep.n)) return -1;
         if (o->has_indent && newline_indent(b, o, level + 1)) return -1;
-        if (put_string(b, keys[k], o->ensure_ascii) || sb_put(b, o->key_sep.p, o->key_sep.n) ||
+        if (put_string(b, keys[k], o->ensure_ascii) || tpl_sb_put(b, o->key_sep.p, o->key_sep.n) ||
             dump(r, at, d->v[k], o, b, level + 1))
             return -1;
     }
     if (o->has_indent && newline_indent(b, o, level)) return -1;
-    return sb_putc(b, '}');
+    return tpl_sb_putc(b, '}');
 }
 
 static int dump(tpl_rt *r, const node *at, tv v, const json_opts *o, sbuf *b, int level) {
-    if (level > TPL_MAX_DEPTH) return rt_error(r, at, "maximum recursion depth exceeded in tojson");
+    if (level > TPL_MAX_DEPTH)
+        return tpl_rt_error(r, at, "maximum recursion depth exceeded in tojson");
     switch (v.kind) {
     case TV_NONE:
-        return sb_puts(b, "null");
+        return tpl_sb_puts(b, "null");
     case TV_BOOL:
-        return sb_puts(b, v.u.b ? "true" : "false");
+        return tpl_sb_puts(b, v.u.b ? "true" : "false");
     case TV_INT:
-        return sb_printf(b, "%" PRId64, v.u.i);
+        return tpl_sb_printf(b, "%" PRId64, v.u.i);
     case TV_FLOAT:
         return put_float(b, v.u.f);
     case TV_STR:
@@ -169,15 +171,15 @@ static int dump(tpl_rt *r, const node *at, tv v, const json_opts *o, sbuf *b, in
         return dump_dict(r, at, v.u.d, o, b, level);
     case TV_LIST:
         if (v.sub != LIST_PLAIN && v.sub != LIST_TUPLE) return not_serializable(r, at, v);
-        if (v.u.l->n == 0) return sb_puts(b, "[]");
-        if (sb_putc(b, '[')) return -1;
+        if (v.u.l->n == 0) return tpl_sb_puts(b, "[]");
+        if (tpl_sb_putc(b, '[')) return -1;
         for (size_t i = 0; i < v.u.l->n; i++) {
-            if (i && sb_put(b, o->item_sep.p, o->item_sep.n)) return -1;
+            if (i && tpl_sb_put(b, o->item_sep.p, o->item_sep.n)) return -1;
             if (o->has_indent && newline_indent(b, o, level + 1)) return -1;
             if (dump(r, at, v.u.l->v[i], o, b, level + 1)) return -1;
         }
         if (o->has_indent && newline_indent(b, o, level)) return -1;
-        return sb_putc(b, ']');
+        return tpl_sb_putc(b, ']');
     default:
         return not_serializable(r, at, v);
     }

@@ -45,7 +45,7 @@ static int lex_error(lexer *L, size_t pos, const char *what) {
 }
 
 static token *emit(lexer *L, int kind, size_t pos) {
-    token *t = ar_grow(L->ar, L->t, &L->cap, L->nt + 1, sizeof *t);
+    token *t = tpl_ar_grow(L->ar, L->t, &L->cap, L->nt + 1, sizeof *t);
     if (!t) return NULL;
     L->t = t;
     token *k = &L->t[L->nt++];
@@ -60,8 +60,8 @@ static size_t space_run(const char *s, size_t n, size_t p) {
     size_t q = p;
     while (q < n) {
         size_t k = q;
-        uint32_t cp = utf8_next(s, n, &k);
-        if (!py_isspace(cp)) break;
+        uint32_t cp = tpl_utf8_next(s, n, &k);
+        if (!tpl_py_isspace(cp)) break;
         q = k;
     }
     return q - p;
@@ -75,7 +75,7 @@ static size_t rstrip_len(const char *s, size_t n) {
         while (start > 0 && ((unsigned char)s[start] & 0xC0) == 0x80)
             start--;
         size_t k = start;
-        if (!py_isspace(utf8_next(s, end, &k))) break;
+        if (!tpl_py_isspace(tpl_utf8_next(s, end, &k))) break;
         end = start;
     }
     return end;
@@ -264,13 +264,13 @@ static int hexval(char c) {
 /* Python's unicode-escape decoding of a string literal's body. */
 static int unescape(lexer *L, size_t at, const char *s, size_t n, tstr *out) {
     sbuf b;
-    sb_init(&b, L->ar, TPL_PARSE_BUDGET);
+    tpl_sb_init(&b, L->ar, TPL_PARSE_BUDGET);
     size_t i = 0;
     while (i < n) {
         size_t run = i;
         while (run < n && s[run] != '\\')
             run++;
-        if (sb_put(&b, s + i, run - i)) return -1;
+        if (tpl_sb_put(&b, s + i, run - i)) return -1;
         i = run;
         if (i >= n) break;
         i++; /* the backslash; the lexer guarantees a character follows */
@@ -330,16 +330,16 @@ static int unescape(lexer *L, size_t at, const char *s, size_t n, tstr *out) {
                 /* jinja2 escapes non-ASCII as \xNN/\uNNNN before decoding, so a
                  * backslash before one leaves the backslash and that spelling. */
                 size_t k = i - 1;
-                uint32_t u = utf8_next(s, n, &k);
+                uint32_t u = tpl_utf8_next(s, n, &k);
                 i = k;
-                if (sb_putc(&b, '\\')) return -1;
-                if (u < 0x100     ? sb_printf(&b, "x%02x", u)
-                    : u < 0x10000 ? sb_printf(&b, "u%04x", u)
-                                  : sb_printf(&b, "U%08x", u))
+                if (tpl_sb_putc(&b, '\\')) return -1;
+                if (u < 0x100     ? tpl_sb_printf(&b, "x%02x", u)
+                    : u < 0x10000 ? tpl_sb_printf(&b, "u%04x", u)
+                                  : tpl_sb_printf(&b, "U%08x", u))
                     return -1;
                 continue;
             } else {
-                if (sb_putc(&b, '\\') || sb_putc(&b, c)) return -1;
+                if (tpl_sb_putc(&b, '\\') || tpl_sb_putc(&b, c)) return -1;
                 continue;
             }
         }
@@ -354,9 +354,9 @@ static int unescape(lexer *L, size_t at, const char *s, size_t n, tstr *out) {
             if (cp >= 0xD800 && cp <= 0xDFFF)
                 return lex_error(L, at, "surrogate escape in a string is not supported");
         }
-        if (sb_put_cp(&b, cp)) return -1;
+        if (tpl_sb_put_cp(&b, cp)) return -1;
     }
-    *out = sb_str(&b);
+    *out = tpl_sb_str(&b);
     return 0;
 }
 
@@ -369,7 +369,7 @@ static int lex_string(lexer *L, size_t p, size_t *len) {
             i++;
             /* step over the escaped character (it may be multi-byte) */
             size_t k = i;
-            utf8_next(L->s, L->n, &k);
+            tpl_utf8_next(L->s, L->n, &k);
             i = k;
             continue;
         }
@@ -488,7 +488,7 @@ static int lex_tag(lexer *L, bool block) {
 
 /* Newlines become "\n" and one trailing newline goes, as jinja2 does. */
 static char *normalize(tpl_arena *a, const char *src, size_t n, size_t *out_n) {
-    char *d = ar_alloc(a, n + 1);
+    char *d = tpl_ar_alloc(a, n + 1);
     if (!d) return NULL;
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
@@ -510,7 +510,7 @@ int tpl_lex(tpl_arena *a, const char *src, size_t n, token **out, size_t *nout) 
     L.ar = a;
     L.line = 1;
     L.line_starting = true;
-    if (!utf8_valid(src, n)) return err_set("chat template: not valid UTF-8");
+    if (!tpl_utf8_valid(src, n)) return err_set("chat template: not valid UTF-8");
     L.s = normalize(a, src, n, &L.n);
     if (!L.s) return -1;
     while (L.pos < L.n) {

@@ -38,7 +38,7 @@ static bool is_op(const token *t, int op) {
     return t->kind == T_OP && t->op == op;
 }
 static bool is_name(const token *t, const char *name) {
-    return t->kind == T_NAME && tstr_eqc(t->s, name);
+    return t->kind == T_NAME && tpl_tstr_eqc(t->s, name);
 }
 
 static void describe(const token *t, char *buf, size_t n) {
@@ -117,7 +117,7 @@ static int expect_kind(parser *P, int kind, const char *what) {
 }
 
 static node *mk(parser *P, int kind, int line) {
-    node *n = ar_alloc(P->ar, sizeof *n);
+    node *n = tpl_ar_alloc(P->ar, sizeof *n);
     if (!n) return NULL;
     n->kind = (uint8_t)kind;
     n->line = line;
@@ -132,7 +132,7 @@ static int push(parser *P, nodelist *l, node *n) {
         while (cap < (size_t)l->n)
             cap *= 2;
     }
-    node **v = ar_grow(P->ar, l->v, &cap, (size_t)l->n + 1, sizeof *v);
+    node **v = tpl_ar_grow(P->ar, l->v, &cap, (size_t)l->n + 1, sizeof *v);
     if (!v) return -1;
     l->v = v;
     l->v[l->n++] = n;
@@ -157,10 +157,10 @@ static node *parse_filter(parser *P, node *n, bool start_inline);
 static node *parse_unary(parser *P, bool with_filter);
 
 static void note_name(parser *P, tstr name) {
-    int flag = tstr_eqc(name, "varargs")  ? MACRO_VARARGS
-               : tstr_eqc(name, "kwargs") ? MACRO_KWARGS
-               : tstr_eqc(name, "caller") ? MACRO_CALLER
-                                          : 0;
+    int flag = tpl_tstr_eqc(name, "varargs")  ? MACRO_VARARGS
+               : tpl_tstr_eqc(name, "kwargs") ? MACRO_KWARGS
+               : tpl_tstr_eqc(name, "caller") ? MACRO_CALLER
+                                              : 0;
     if (flag)
         for (int k = 0; k < P->nmacros; k++)
             P->macros[k]->flags |= (uint8_t)flag;
@@ -169,7 +169,7 @@ static void note_name(parser *P, tstr name) {
 static int parse_call_args(parser *P, callargs **out) {
     int line = cur(P)->line;
     if (expect_op(P, OP_LPAREN)) return -1;
-    callargs *a = ar_alloc(P->ar, sizeof *a);
+    callargs *a = tpl_ar_alloc(P->ar, sizeof *a);
     if (!a) return -1;
     size_t kwcap = 0, kvcap = 0;
     bool require_comma = false;
@@ -194,10 +194,10 @@ static int parse_call_args(parser *P, callargs **out) {
             advance(P);
             node *v = parse_expression(P, true);
             if (!v) return -1;
-            tstr *kw = ar_grow(P->ar, a->kw, &kwcap, (size_t)a->nkw + 1, sizeof *kw);
+            tstr *kw = tpl_ar_grow(P->ar, a->kw, &kwcap, (size_t)a->nkw + 1, sizeof *kw);
             if (!kw) return -1;
             a->kw = kw;
-            node **kv = ar_grow(P->ar, a->kwv, &kvcap, (size_t)a->nkw + 1, sizeof *kv);
+            node **kv = tpl_ar_grow(P->ar, a->kwv, &kvcap, (size_t)a->nkw + 1, sizeof *kv);
             if (!kv) return -1;
             a->kwv = kv;
             a->kw[a->nkw] = key;
@@ -325,15 +325,15 @@ static int parse_dotted_name(parser *P, tstr *name) {
     advance(P);
     if (!is_op(cur(P), OP_DOT)) return 0;
     sbuf b;
-    sb_init(&b, P->ar, 4096);
-    if (sb_put(&b, name->p, name->n)) return -1;
+    tpl_sb_init(&b, P->ar, 4096);
+    if (tpl_sb_put(&b, name->p, name->n)) return -1;
     while (is_op(cur(P), OP_DOT)) {
         advance(P);
         if (cur(P)->kind != T_NAME) return unexpected(P, "name");
-        if (sb_putc(&b, '.') || sb_put(&b, cur(P)->s.p, cur(P)->s.n)) return -1;
+        if (tpl_sb_putc(&b, '.') || tpl_sb_put(&b, cur(P)->s.p, cur(P)->s.n)) return -1;
         advance(P);
     }
-    *name = sb_str(&b);
+    *name = tpl_sb_str(&b);
     return 0;
 }
 
@@ -377,7 +377,7 @@ static node *parse_test(parser *P, node *n) {
         }
         node *arg = parse_postfix(P, parse_primary(P));
         if (!arg) return NULL;
-        t->args = ar_alloc(P->ar, sizeof *t->args);
+        t->args = tpl_ar_alloc(P->ar, sizeof *t->args);
         if (!t->args || push(P, &t->args->pos, arg)) return NULL;
     }
     return t;
@@ -442,13 +442,13 @@ static node *parse_primary(parser *P) {
         advance(P);
         if (cur(P)->kind == T_STRING) {
             sbuf b;
-            sb_init(&b, P->ar, TPL_PARSE_BUDGET);
-            if (sb_put(&b, s.p, s.n)) return NULL;
+            tpl_sb_init(&b, P->ar, TPL_PARSE_BUDGET);
+            if (tpl_sb_put(&b, s.p, s.n)) return NULL;
             while (cur(P)->kind == T_STRING) {
-                if (sb_put(&b, cur(P)->s.p, cur(P)->s.n)) return NULL;
+                if (tpl_sb_put(&b, cur(P)->s.p, cur(P)->s.n)) return NULL;
                 advance(P);
             }
-            s = sb_str(&b);
+            s = tpl_sb_str(&b);
         }
         if ((n = mk(P, N_CONST, t->line))) n->cval = tv_str(s);
     } else if (t->kind == T_INT || t->kind == T_FLOAT) {
@@ -540,7 +540,7 @@ static bool foldable(const node *n) {
         if (!n->a) return false;
         if (n->kind == N_FILTER)
             for (size_t k = 0; k < sizeof context_filters / sizeof *context_filters; k++)
-                if (tstr_eqc(n->name, context_filters[k])) return false;
+                if (tpl_tstr_eqc(n->name, context_filters[k])) return false;
         const callargs *a = n->args;
         if (a && (!foldable_list(&a->pos) || !foldable(a->star) || !foldable(a->dstar)))
             return false;
@@ -642,7 +642,7 @@ static node *parse_compare(parser *P) {
         }
         node *e = parse_math1(P);
         if (!e) return NULL;
-        uint8_t *ops = ar_grow(P->ar, c->ops, &opcap, (size_t)c->items.n + 1, 1);
+        uint8_t *ops = tpl_ar_grow(P->ar, c->ops, &opcap, (size_t)c->items.n + 1, 1);
         if (!ops) return NULL;
         c->ops = ops;
         c->ops[c->items.n] = (uint8_t)op;
@@ -807,8 +807,8 @@ static node *parse_assign_target(parser *P, bool with_namespace, bool name_only,
         return NULL;
     }
     if (target->kind == N_NAME &&
-        (tstr_eqc(target->name, "true") || tstr_eqc(target->name, "false") ||
-         tstr_eqc(target->name, "none"))) {
+        (tpl_tstr_eqc(target->name, "true") || tpl_tstr_eqc(target->name, "false") ||
+         tpl_tstr_eqc(target->name, "none"))) {
         perr(P, t->line, "can't assign to a constant");
         return NULL;
     }
@@ -840,7 +840,7 @@ static int parse_signature(parser *P, node *n) {
         if (n->nparams && expect_op(P, OP_COMMA)) return -1;
         node *arg = parse_assign_target(P, false, true, NULL);
         if (!arg) return -1;
-        tstr *params = ar_grow(P->ar, n->params, &cap, (size_t)n->nparams + 1, sizeof *params);
+        tstr *params = tpl_ar_grow(P->ar, n->params, &cap, (size_t)n->nparams + 1, sizeof *params);
         if (!params) return -1;
         n->params = params;
         n->params[n->nparams++] = arg->name;
@@ -853,7 +853,7 @@ static int parse_signature(parser *P, node *n) {
         }
     }
     for (int k = 0; k < n->nparams; k++)
-        if (tstr_eqc(n->params[k], "caller") && k < n->nparams - n->items2.n)
+        if (tpl_tstr_eqc(n->params[k], "caller") && k < n->nparams - n->items2.n)
             return perr(P, n->line,
                         "when defining macros or call blocks the special \"caller\" argument "
                         "must be omitted or be given a default");

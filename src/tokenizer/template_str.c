@@ -16,16 +16,16 @@
 
 static int map_case(tpl_rt *r, tstr s, int (*fn)(sbuf *, uint32_t), tstr *out) {
     sbuf b;
-    sb_init(&b, rt_arena(r), TPL_MAX_OUTPUT);
+    tpl_sb_init(&b, tpl_rt_arena(r), TPL_MAX_OUTPUT);
     size_t i = 0;
     while (i < s.n)
-        if (fn(&b, utf8_next(s.p, s.n, &i))) return -1;
-    *out = sb_str(&b);
+        if (fn(&b, tpl_utf8_next(s.p, s.n, &i))) return -1;
+    *out = tpl_sb_str(&b);
     return 0;
 }
 
-int str_upper(tpl_rt *r, tstr s, tstr *out) {
-    return map_case(r, s, py_upper_cp, out);
+int tpl_str_upper(tpl_rt *r, tstr s, tstr *out) {
+    return map_case(r, s, tpl_py_upper_cp, out);
 }
 
 /* CPython's handle_capital_sigma: Σ at byte `pos` (next char at `next`) is
@@ -40,91 +40,91 @@ static bool final_sigma(tstr s, size_t pos, size_t next) {
         while (b > 0 && ((unsigned char)s.p[b] & 0xC0) == 0x80)
             b--;
         size_t k = b;
-        c = utf8_next(s.p, s.n, &k);
+        c = tpl_utf8_next(s.p, s.n, &k);
         j = b;
-        if (!py_iscase_ignorable(c)) {
+        if (!tpl_py_iscase_ignorable(c)) {
             found = true;
             break;
         }
     }
-    if (!found || !py_iscased(c)) return false;
+    if (!found || !tpl_py_iscased(c)) return false;
     size_t i = next;
     while (i < s.n) {
-        c = utf8_next(s.p, s.n, &i);
-        if (!py_iscase_ignorable(c)) return !py_iscased(c);
+        c = tpl_utf8_next(s.p, s.n, &i);
+        if (!tpl_py_iscase_ignorable(c)) return !tpl_py_iscased(c);
     }
     return true;
 }
 
-int str_lower_from(sbuf *b, tstr s, size_t from) {
+int tpl_str_lower_from(sbuf *b, tstr s, size_t from) {
     size_t i = from;
     while (i < s.n) {
         size_t start = i;
-        uint32_t cp = utf8_next(s.p, s.n, &i);
-        int rc = cp == 0x3A3 ? sb_put_cp(b, final_sigma(s, start, i) ? 0x3C2 : 0x3C3)
-                             : py_lower_cp(b, cp);
+        uint32_t cp = tpl_utf8_next(s.p, s.n, &i);
+        int rc = cp == 0x3A3 ? tpl_sb_put_cp(b, final_sigma(s, start, i) ? 0x3C2 : 0x3C3)
+                             : tpl_py_lower_cp(b, cp);
         if (rc) return -1;
     }
     return 0;
 }
 
-int str_lower(tpl_rt *r, tstr s, tstr *out) {
+int tpl_str_lower(tpl_rt *r, tstr s, tstr *out) {
     sbuf b;
-    sb_init(&b, rt_arena(r), TPL_MAX_OUTPUT);
-    if (str_lower_from(&b, s, 0)) return -1;
-    *out = sb_str(&b);
+    tpl_sb_init(&b, tpl_rt_arena(r), TPL_MAX_OUTPUT);
+    if (tpl_str_lower_from(&b, s, 0)) return -1;
+    *out = tpl_sb_str(&b);
     return 0;
 }
 
-int str_capitalize(tpl_rt *r, tstr s, tstr *out) {
+int tpl_str_capitalize(tpl_rt *r, tstr s, tstr *out) {
     sbuf b;
-    sb_init(&b, rt_arena(r), TPL_MAX_OUTPUT);
+    tpl_sb_init(&b, tpl_rt_arena(r), TPL_MAX_OUTPUT);
     size_t i = 0;
-    if (i < s.n && py_title_cp(&b, utf8_next(s.p, s.n, &i))) return -1;
-    if (str_lower_from(&b, s, i)) return -1;
-    *out = sb_str(&b);
+    if (i < s.n && tpl_py_title_cp(&b, tpl_utf8_next(s.p, s.n, &i))) return -1;
+    if (tpl_str_lower_from(&b, s, i)) return -1;
+    *out = tpl_sb_str(&b);
     return 0;
 }
 
 static int str_title(tpl_rt *r, tstr s, tstr *out) {
     sbuf b;
-    sb_init(&b, rt_arena(r), TPL_MAX_OUTPUT);
+    tpl_sb_init(&b, tpl_rt_arena(r), TPL_MAX_OUTPUT);
     bool prev_cased = false;
     size_t i = 0;
     while (i < s.n) {
         size_t start = i;
-        uint32_t cp = utf8_next(s.p, s.n, &i);
+        uint32_t cp = tpl_utf8_next(s.p, s.n, &i);
         int rc;
         if (!prev_cased)
-            rc = py_title_cp(&b, cp);
+            rc = tpl_py_title_cp(&b, cp);
         else if (cp == 0x3A3)
-            rc = sb_put_cp(&b, final_sigma(s, start, i) ? 0x3C2 : 0x3C3);
+            rc = tpl_sb_put_cp(&b, final_sigma(s, start, i) ? 0x3C2 : 0x3C3);
         else
-            rc = py_lower_cp(&b, cp);
+            rc = tpl_py_lower_cp(&b, cp);
         if (rc) return -1;
-        prev_cased = py_iscased(cp);
+        prev_cased = tpl_py_iscased(cp);
     }
-    *out = sb_str(&b);
+    *out = tpl_sb_str(&b);
     return 0;
 }
 
 static bool in_chars(tstr chars, uint32_t cp) {
     size_t i = 0;
     while (i < chars.n)
-        if (utf8_next(chars.p, chars.n, &i) == cp) return true;
+        if (tpl_utf8_next(chars.p, chars.n, &i) == cp) return true;
     return false;
 }
 
-int str_strip(tpl_rt *r, tstr s, tv chars, int mode, tstr *out) {
+int tpl_str_strip(tpl_rt *r, tstr s, tv chars, int mode, tstr *out) {
     if (chars.kind != TV_NONE && chars.kind != TV_STR && chars.kind != TV_UNDEF)
-        return rt_error(r, NULL, "strip arg must be None or str");
+        return tpl_rt_error(r, NULL, "strip arg must be None or str");
     bool ws = chars.kind != TV_STR;
     size_t start = 0, end = s.n;
     if (mode & 1) {
         while (start < end) {
             size_t k = start;
-            uint32_t cp = utf8_next(s.p, s.n, &k);
-            if (ws ? !py_isspace(cp) : !in_chars(chars.u.s, cp)) break;
+            uint32_t cp = tpl_utf8_next(s.p, s.n, &k);
+            if (ws ? !tpl_py_isspace(cp) : !in_chars(chars.u.s, cp)) break;
             start = k;
         }
     }
@@ -134,8 +134,8 @@ int str_strip(tpl_rt *r, tstr s, tv chars, int mode, tstr *out) {
             while (b > start && ((unsigned char)s.p[b] & 0xC0) == 0x80)
                 b--;
             size_t k = b;
-            uint32_t cp = utf8_next(s.p, s.n, &k);
-            if (ws ? !py_isspace(cp) : !in_chars(chars.u.s, cp)) break;
+            uint32_t cp = tpl_utf8_next(s.p, s.n, &k);
+            if (ws ? !tpl_py_isspace(cp) : !in_chars(chars.u.s, cp)) break;
             end = b;
         }
     }
@@ -143,10 +143,11 @@ int str_strip(tpl_rt *r, tstr s, tv chars, int mode, tstr *out) {
     return 0;
 }
 
-int str_replace(tpl_rt *r, const node *at, tstr s, tstr old, tstr rep, int64_t count, tstr *out) {
+int tpl_str_replace(tpl_rt *r, const node *at, tstr s, tstr old, tstr rep, int64_t count,
+                    tstr *out) {
     (void)at;
     sbuf b;
-    sb_init(&b, rt_arena(r), TPL_MAX_OUTPUT);
+    tpl_sb_init(&b, tpl_rt_arena(r), TPL_MAX_OUTPUT);
     if (count < 0) count = INT64_MAX;
     if (old.n == 0) {
         /* Python inserts `rep` before every character and at the end */
@@ -154,15 +155,15 @@ int str_replace(tpl_rt *r, const node *at, tstr s, tstr old, tstr rep, int64_t c
         int64_t done = 0;
         while (i <= s.n) {
             if (done < count) {
-                if (sb_put(&b, rep.p, rep.n)) return -1;
+                if (tpl_sb_put(&b, rep.p, rep.n)) return -1;
                 done++;
             }
             if (i == s.n) break;
             size_t start = i;
-            utf8_next(s.p, s.n, &i);
-            if (sb_put(&b, s.p + start, i - start)) return -1;
+            tpl_utf8_next(s.p, s.n, &i);
+            if (tpl_sb_put(&b, s.p + start, i - start)) return -1;
         }
-        *out = sb_str(&b);
+        *out = tpl_sb_str(&b);
         return 0;
     }
     size_t i = 0;
@@ -172,12 +173,12 @@ int str_replace(tpl_rt *r, const node *at, tstr s, tstr old, tstr rep, int64_t c
             done < count && old.n <= s.n - i ? memmem(s.p + i, s.n - i, old.p, old.n) : NULL;
         if (!hit) break;
         size_t k = (size_t)(hit - s.p);
-        if (sb_put(&b, s.p + i, k - i) || sb_put(&b, rep.p, rep.n)) return -1;
+        if (tpl_sb_put(&b, s.p + i, k - i) || tpl_sb_put(&b, rep.p, rep.n)) return -1;
         i = k + old.n;
         done++;
     }
-    if (sb_put(&b, s.p + i, s.n - i)) return -1;
-    *out = sb_str(&b);
+    if (tpl_sb_put(&b, s.p + i, s.n - i)) return -1;
+    *out = tpl_sb_str(&b);
     return 0;
 }
 
@@ -187,20 +188,20 @@ static bool line_break(uint32_t cp) {
 }
 
 static int list_push(tpl_rt *r, tlist *l, size_t *cap, tv v) {
-    tv *nv = ar_grow(rt_arena(r), l->v, cap, l->n + 1, sizeof(tv));
+    tv *nv = tpl_ar_grow(tpl_rt_arena(r), l->v, cap, l->n + 1, sizeof(tv));
     if (!nv) return -1;
     l->v = nv;
     l->v[l->n++] = v;
     return 0;
 }
 
-int str_splitlines(tpl_rt *r, tstr s, bool keepends, tlist **out) {
-    tlist *l = tl_new(rt_arena(r), 0);
+int tpl_str_splitlines(tpl_rt *r, tstr s, bool keepends, tlist **out) {
+    tlist *l = tpl_tl_new(tpl_rt_arena(r), 0);
     if (!l) return -1;
     size_t cap = 0, i = 0, start = 0;
     while (i < s.n) {
         size_t before = i;
-        uint32_t cp = utf8_next(s.p, s.n, &i);
+        uint32_t cp = tpl_utf8_next(s.p, s.n, &i);
         if (!line_break(cp)) continue;
         if (cp == '\r' && i < s.n && s.p[i] == '\n') i++;
         size_t end = keepends ? i : before;
@@ -219,9 +220,9 @@ int str_splitlines(tpl_rt *r, tstr s, bool keepends, tlist **out) {
 static bool ascii_number(tstr s, char *buf, size_t cap, size_t *n) {
     size_t k = 0, i = 0;
     while (i < s.n) {
-        uint32_t cp = utf8_next(s.p, s.n, &i);
-        int d = cp >= 0x80 ? py_decimal(cp) : -1;
-        char c = py_isspace(cp) ? ' ' : cp < 0x80 ? (char)cp : d >= 0 ? (char)('0' + d) : 0;
+        uint32_t cp = tpl_utf8_next(s.p, s.n, &i);
+        int d = cp >= 0x80 ? tpl_py_decimal(cp) : -1;
+        char c = tpl_py_isspace(cp) ? ' ' : cp < 0x80 ? (char)cp : d >= 0 ? (char)('0' + d) : 0;
         if (!c || k + 1 >= cap) return false;
         buf[k++] = c;
     }
@@ -237,7 +238,7 @@ static bool ascii_number(tstr s, char *buf, size_t cap, size_t *n) {
 }
 
 /* Python int(s, base) for strings: sign, prefixes, underscores. */
-int py_parse_int(tstr s, int base, int64_t *out) {
+int tpl_py_parse_int(tstr s, int base, int64_t *out) {
     char buf[256];
     size_t n;
     if (!ascii_number(s, buf, sizeof buf, &n)) return -1;
@@ -291,7 +292,7 @@ int py_parse_int(tstr s, int base, int64_t *out) {
 }
 
 /* Python float(s) for strings. */
-int py_parse_float(tstr s, double *out) {
+int tpl_py_parse_float(tstr s, double *out) {
     char src[416];
     size_t len;
     if (!ascii_number(s, src, sizeof src, &len) || len == 0) return -1;
@@ -342,7 +343,7 @@ int py_parse_float(tstr s, double *out) {
 
 int tpl_format_percent(tpl_rt *r, const node *at, tstr fmt, tv args, tv *out) {
     sbuf b;
-    sb_init(&b, rt_arena(r), TPL_MAX_OUTPUT);
+    tpl_sb_init(&b, tpl_rt_arena(r), TPL_MAX_OUTPUT);
     const tlist *tuple = NULL;
     tlist single = {1, &args, 0, 0, 0};
     bool mapping = args.kind == TV_DICT;
@@ -362,20 +363,20 @@ int tpl_format_percent(tpl_rt *r, const node *at, tstr fmt, tv args, tv *out) {
     while (i < fmt.n) {
         const char *pct = memchr(fmt.p + i, '%', fmt.n - i);
         size_t k = pct ? (size_t)(pct - fmt.p) : fmt.n;
-        if (sb_put(&b, fmt.p + i, k - i)) return -1;
+        if (tpl_sb_put(&b, fmt.p + i, k - i)) return -1;
         if (!pct) break;
         i = k + 1;
-        if (i >= fmt.n) return rt_error(r, at, "incomplete format");
+        if (i >= fmt.n) return tpl_rt_error(r, at, "incomplete format");
         tv arg;
         bool have_arg = false;
         if (fmt.p[i] == '(') {
             const char *close = memchr(fmt.p + i, ')', fmt.n - i);
-            if (!close) return rt_error(r, at, "incomplete format key");
-            if (args.kind == TV_UNDEF) return rt_undefined_error(r, at, args);
-            if (!mapping) return rt_error(r, at, "format requires a mapping");
+            if (!close) return tpl_rt_error(r, at, "incomplete format key");
+            if (args.kind == TV_UNDEF) return tpl_rt_undefined_error(r, at, args);
+            if (!mapping) return tpl_rt_error(r, at, "format requires a mapping");
             tstr key = {fmt.p + i + 1, (size_t)(close - fmt.p) - i - 1};
-            if (!td_get_str(args.u.d, key, &arg))
-                return rt_error(r, at, "KeyError: '%.*s'", (int)key.n, key.p);
+            if (!tpl_td_get_str(args.u.d, key, &arg))
+                return tpl_rt_error(r, at, "KeyError: '%.*s'", (int)key.n, key.p);
             have_arg = used_mapping = true;
             i = (size_t)(close - fmt.p) + 1;
         }
@@ -386,7 +387,7 @@ int tpl_format_percent(tpl_rt *r, const node *at, tstr fmt, tv args, tv *out) {
         flags[nf] = 0;
         int width = -1, prec = -1;
         if (i < fmt.n && fmt.p[i] == '*')
-            return rt_error(r, at, "'*' in format strings is not supported");
+            return tpl_rt_error(r, at, "'*' in format strings is not supported");
         if (i < fmt.n && fmt.p[i] >= '0' && fmt.p[i] <= '9') {
             width = 0;
             while (i < fmt.n && fmt.p[i] >= '0' && fmt.p[i] <= '9' && width < 100000)
@@ -398,10 +399,10 @@ int tpl_format_percent(tpl_rt *r, const node *at, tstr fmt, tv args, tv *out) {
             while (i < fmt.n && fmt.p[i] >= '0' && fmt.p[i] <= '9' && prec < 100000)
                 prec = prec * 10 + (fmt.p[i++] - '0');
         }
-        if (i >= fmt.n) return rt_error(r, at, "incomplete format");
+        if (i >= fmt.n) return tpl_rt_error(r, at, "incomplete format");
         char type = fmt.p[i++];
         if (type == '%') {
-            if (sb_putc(&b, '%')) return -1;
+            if (tpl_sb_putc(&b, '%')) return -1;
             continue;
         }
         if (!have_arg) {
@@ -409,7 +410,7 @@ int tpl_format_percent(tpl_rt *r, const node *at, tstr fmt, tv args, tv *out) {
                 arg = args;
             } else {
                 if (argi >= tuple->n)
-                    return rt_error(r, at, "not enough arguments for format string");
+                    return tpl_rt_error(r, at, "not enough arguments for format string");
                 arg = tuple->v[argi++];
             }
         }
@@ -417,33 +418,33 @@ int tpl_format_percent(tpl_rt *r, const node *at, tstr fmt, tv args, tv *out) {
         bool left = strchr(flags, '-') != NULL;
         if (type == 's' || type == 'r' || type == 'a') {
             sbuf sb;
-            sb_init(&sb, rt_arena(r), TPL_MAX_OUTPUT);
-            if (type == 's' ? tv_to_str(r, arg, &sb) : tv_repr(r, arg, &sb)) return -1;
-            tstr s = sb_str(&sb);
+            tpl_sb_init(&sb, tpl_rt_arena(r), TPL_MAX_OUTPUT);
+            if (type == 's' ? tpl_tv_to_str(r, arg, &sb) : tpl_tv_repr(r, arg, &sb)) return -1;
+            tstr s = tpl_sb_str(&sb);
             if (prec >= 0) {
                 size_t bi = 0;
                 for (int c = 0; c < prec && bi < s.n; c++)
-                    utf8_next(s.p, s.n, &bi);
+                    tpl_utf8_next(s.p, s.n, &bi);
                 s.n = bi;
             }
-            int pad = width - (int)utf8_len(s);
+            int pad = width - (int)tpl_utf8_len(s);
             for (int c = 0; !left && c < pad; c++)
-                if (sb_putc(&b, ' ')) return -1;
-            if (sb_put(&b, s.p, s.n)) return -1;
+                if (tpl_sb_putc(&b, ' ')) return -1;
+            if (tpl_sb_put(&b, s.p, s.n)) return -1;
             for (int c = 0; left && c < pad; c++)
-                if (sb_putc(&b, ' ')) return -1;
+                if (tpl_sb_putc(&b, ' ')) return -1;
             continue;
         }
-        if (width > 4096 || prec > 4096) return rt_error(r, at, "format width too large");
+        if (width > 4096 || prec > 4096) return tpl_rt_error(r, at, "format width too large");
         bool is_num = arg.kind == TV_INT || arg.kind == TV_BOOL || arg.kind == TV_FLOAT;
         if (!is_num)
-            return rt_error(r, at, "%%%c format: a real number is required, not %s", type,
-                            tv_type_name(arg));
+            return tpl_rt_error(r, at, "%%%c format: a real number is required, not %s", type,
+                                tpl_tv_type_name(arg));
         double f =
             arg.kind == TV_FLOAT ? arg.u.f : (double)(arg.kind == TV_BOOL ? arg.u.b : arg.u.i);
         if (strchr("diu", type) && arg.kind == TV_FLOAT && !(fabs(f) < 9.2e18)) {
             /* Python prints int(f) exactly; so does %.0f of an integral double */
-            if (!isfinite(f)) return rt_error(r, at, "cannot convert float to integer");
+            if (!isfinite(f)) return tpl_rt_error(r, at, "cannot convert float to integer");
             snprintf(spec, sizeof spec, "%%%s%s.0f", flags, width >= 0 ? "*" : "");
             if (width >= 0)
                 snprintf(tmp, sizeof tmp, spec, width, trunc(f));
@@ -451,8 +452,8 @@ int tpl_format_percent(tpl_rt *r, const node *at, tstr fmt, tv args, tv *out) {
                 snprintf(tmp, sizeof tmp, spec, trunc(f));
         } else if (strchr("diuxXo", type)) {
             if (arg.kind == TV_FLOAT && !(fabs(f) < 9.2e18))
-                return rt_error(r, at,
-                                "integer overflow (values beyond 64 bits are not supported)");
+                return tpl_rt_error(r, at,
+                                    "integer overflow (values beyond 64 bits are not supported)");
             int64_t v =
                 arg.kind == TV_FLOAT ? (int64_t)f : (arg.kind == TV_BOOL ? arg.u.b : arg.u.i);
             char t = type == 'i' || type == 'u' ? 'd' : type;
@@ -478,13 +479,13 @@ int tpl_format_percent(tpl_rt *r, const node *at, tstr fmt, tv args, tv *out) {
             else
                 snprintf(tmp, sizeof tmp, spec, pr, f);
         } else {
-            return rt_error(r, at, "unsupported format character '%c'", type);
+            return tpl_rt_error(r, at, "unsupported format character '%c'", type);
         }
-        if (sb_puts(&b, tmp)) return -1;
+        if (tpl_sb_puts(&b, tmp)) return -1;
     }
     if (!subscriptable && argi < tuple->n && !used_mapping)
-        return rt_error(r, at, "not all arguments converted during string formatting");
-    *out = tv_str(sb_str(&b));
+        return tpl_rt_error(r, at, "not all arguments converted during string formatting");
+    *out = tv_str(tpl_sb_str(&b));
     return 0;
 }
 
@@ -500,7 +501,7 @@ static int m_strip_mode(tpl_rt *r, const node *at, tv self, targs *a, tv *out, i
     BIND(name, "chars");
     tstr s, t;
     self_str(self, &s);
-    if (str_strip(r, s, g[0] ? p[0] : tv_none(), mode, &t)) return -1;
+    if (tpl_str_strip(r, s, g[0] ? p[0] : tv_none(), mode, &t)) return -1;
     *out = tv_str(t);
     return 0;
 }
@@ -522,16 +523,16 @@ static int m_case(tpl_rt *r, const node *at, tv self, targs *a, tv *out, const c
     return 0;
 }
 static int m_upper(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
-    return m_case(r, at, self, a, out, "upper", str_upper);
+    return m_case(r, at, self, a, out, "upper", tpl_str_upper);
 }
 static int m_lower(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
-    return m_case(r, at, self, a, out, "lower", str_lower);
+    return m_case(r, at, self, a, out, "lower", tpl_str_lower);
 }
 static int m_title(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
     return m_case(r, at, self, a, out, "title", str_title);
 }
 static int m_capitalize(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
-    return m_case(r, at, self, a, out, "capitalize", str_capitalize);
+    return m_case(r, at, self, a, out, "capitalize", tpl_str_capitalize);
 }
 
 static int split_common(tpl_rt *r, const node *at, tv self, targs *a, tv *out, bool from_right) {
@@ -540,18 +541,18 @@ static int split_common(tpl_rt *r, const node *at, tv self, targs *a, tv *out, b
     int64_t maxsplit = -1;
     if (g[1]) {
         if (p[1].kind != TV_INT && p[1].kind != TV_BOOL)
-            return rt_error(r, at, "'%s' object cannot be interpreted as an integer",
-                            tv_type_name(p[1]));
+            return tpl_rt_error(r, at, "'%s' object cannot be interpreted as an integer",
+                                tpl_tv_type_name(p[1]));
         maxsplit = p[1].kind == TV_BOOL ? p[1].u.b : p[1].u.i;
     }
     if (maxsplit < 0) maxsplit = INT64_MAX;
-    tlist *l = tl_new(rt_arena(r), 0);
+    tlist *l = tpl_tl_new(tpl_rt_arena(r), 0);
     if (!l) return -1;
     size_t cap = 0;
     bool ws = !g[0] || p[0].kind == TV_NONE;
     if (!ws && p[0].kind != TV_STR)
-        return rt_error(r, at, "must be str or None, not %s", tv_type_name(p[0]));
-    if (!ws && p[0].u.s.n == 0) return rt_error(r, at, "empty separator");
+        return tpl_rt_error(r, at, "must be str or None, not %s", tpl_tv_type_name(p[0]));
+    if (!ws && p[0].u.s.n == 0) return tpl_rt_error(r, at, "empty separator");
     /* Collect pieces left to right (or right to left, then reverse). */
     tstr sep = ws ? (tstr){"", 0} : p[0].u.s;
     int64_t splits = 0;
@@ -561,7 +562,7 @@ static int split_common(tpl_rt *r, const node *at, tv self, targs *a, tv *out, b
             for (;;) {
                 while (i < s.n) {
                     size_t k = i;
-                    if (!py_isspace(utf8_next(s.p, s.n, &k))) break;
+                    if (!tpl_py_isspace(tpl_utf8_next(s.p, s.n, &k))) break;
                     i = k;
                 }
                 if (i >= s.n) break;
@@ -572,7 +573,7 @@ static int split_common(tpl_rt *r, const node *at, tv self, targs *a, tv *out, b
                 }
                 while (i < s.n) {
                     size_t k = i;
-                    if (py_isspace(utf8_next(s.p, s.n, &k))) break;
+                    if (tpl_py_isspace(tpl_utf8_next(s.p, s.n, &k))) break;
                     i = k;
                 }
                 if (list_push(r, l, &cap, tv_str((tstr){s.p + start, i - start}))) return -1;
@@ -599,7 +600,7 @@ static int split_common(tpl_rt *r, const node *at, tv self, targs *a, tv *out, b
                     while (b0 > 0 && ((unsigned char)s.p[b0] & 0xC0) == 0x80)
                         b0--;
                     size_t k = b0;
-                    if (!py_isspace(utf8_next(s.p, s.n, &k))) break;
+                    if (!tpl_py_isspace(tpl_utf8_next(s.p, s.n, &k))) break;
                     j = b0;
                 }
                 if (j == 0) break;
@@ -613,7 +614,7 @@ static int split_common(tpl_rt *r, const node *at, tv self, targs *a, tv *out, b
                     while (b0 > 0 && ((unsigned char)s.p[b0] & 0xC0) == 0x80)
                         b0--;
                     size_t k = b0;
-                    if (py_isspace(utf8_next(s.p, s.n, &k))) break;
+                    if (tpl_py_isspace(tpl_utf8_next(s.p, s.n, &k))) break;
                     j = b0;
                 }
                 if (list_push(r, l, &cap, tv_str((tstr){s.p + j, end - j}))) return -1;
@@ -654,7 +655,7 @@ static int m_rsplit(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
 static int m_splitlines(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
     BIND("splitlines", "keepends");
     tlist *l;
-    if (str_splitlines(r, self.u.s, g[0] && tv_truthy(p[0]), &l)) return -1;
+    if (tpl_str_splitlines(r, self.u.s, g[0] && tpl_tv_truthy(p[0]), &l)) return -1;
     *out = tv_list(l, LIST_PLAIN);
     return 0;
 }
@@ -662,17 +663,17 @@ static int m_splitlines(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
 /* Byte range of s[start:end] in code points, Python's slice clamping. */
 static int sub_range(tpl_rt *r, const node *at, tstr s, bool gs, tv vs, bool ge, tv ve, size_t *b0,
                      size_t *b1) {
-    int64_t len = (int64_t)utf8_len(s), st = 0, en = len;
+    int64_t len = (int64_t)tpl_utf8_len(s), st = 0, en = len;
     if (gs && vs.kind != TV_NONE) {
         if (vs.kind != TV_INT && vs.kind != TV_BOOL)
-            return rt_error(r, at, "slice indices must be integers or None");
+            return tpl_rt_error(r, at, "slice indices must be integers or None");
         st = vs.kind == TV_BOOL ? vs.u.b : vs.u.i;
         if (st < 0) st = st + len < 0 ? 0 : st + len;
         if (st > len) st = len + 1; /* past the end: nothing matches, not even "" */
     }
     if (ge && ve.kind != TV_NONE) {
         if (ve.kind != TV_INT && ve.kind != TV_BOOL)
-            return rt_error(r, at, "slice indices must be integers or None");
+            return tpl_rt_error(r, at, "slice indices must be integers or None");
         en = ve.kind == TV_BOOL ? ve.u.b : ve.u.i;
         if (en < 0) en = en + len < 0 ? 0 : en + len;
         if (en > len) en = len;
@@ -689,7 +690,7 @@ static int sub_range(tpl_rt *r, const node *at, tstr s, bool gs, tv vs, bool ge,
         if (k == st) *b0 = i;
         if (k == en) *b1 = i;
         if (i >= s.n) break;
-        utf8_next(s.p, s.n, &i);
+        tpl_utf8_next(s.p, s.n, &i);
     }
     if (en < st) *b1 = *b0;
     return 0;
@@ -705,8 +706,8 @@ static int64_t cp_index(tstr s, size_t byte) {
 static int affix_common(tpl_rt *r, const node *at, tv self, targs *a, tv *out, bool suffix) {
     BIND(suffix ? "endswith" : "startswith", "prefix", "start", "end");
     if (!g[0])
-        return rt_error(r, at, "%s() takes at least 1 argument",
-                        suffix ? "endswith" : "startswith");
+        return tpl_rt_error(r, at, "%s() takes at least 1 argument",
+                            suffix ? "endswith" : "startswith");
     size_t b0, b1;
     if (sub_range(r, at, self.u.s, g[1], p[1], g[2], p[2], &b0, &b1)) return -1;
     const tv *cands = &p[0];
@@ -718,8 +719,8 @@ static int affix_common(tpl_rt *r, const node *at, tv self, targs *a, tv *out, b
     *out = tv_bool(false);
     for (size_t i = 0; i < n; i++) {
         if (cands[i].kind != TV_STR)
-            return rt_error(r, at, "%s first arg must be str or a tuple of str, not %s",
-                            suffix ? "endswith" : "startswith", tv_type_name(cands[i]));
+            return tpl_rt_error(r, at, "%s first arg must be str or a tuple of str, not %s",
+                                suffix ? "endswith" : "startswith", tpl_tv_type_name(cands[i]));
         if (b0 == SIZE_MAX) continue;
         tstr c = cands[i].u.s;
         size_t len = b1 - b0;
@@ -742,7 +743,7 @@ static int m_endswith(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
 static int find_common(tpl_rt *r, const node *at, tv self, targs *a, tv *out, bool from_right,
                        bool raise, const char *name) {
     BIND(name, "sub", "start", "end");
-    if (!g[0] || p[0].kind != TV_STR) return rt_error(r, at, "%s() argument must be str", name);
+    if (!g[0] || p[0].kind != TV_STR) return tpl_rt_error(r, at, "%s() argument must be str", name);
     tstr s = self.u.s, sub = p[0].u.s;
     size_t b0, b1;
     if (sub_range(r, at, s, g[1], p[1], g[2], p[2], &b0, &b1)) return -1;
@@ -759,7 +760,7 @@ static int find_common(tpl_rt *r, const node *at, tv self, targs *a, tv *out, bo
                 }
         }
     }
-    if (found < 0 && raise) return rt_error(r, at, "substring not found");
+    if (found < 0 && raise) return tpl_rt_error(r, at, "substring not found");
     *out = tv_int(found);
     return 0;
 }
@@ -778,7 +779,7 @@ static int m_rindex(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
 
 static int m_scount(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
     BIND("count", "sub", "start", "end");
-    if (!g[0] || p[0].kind != TV_STR) return rt_error(r, at, "count() argument must be str");
+    if (!g[0] || p[0].kind != TV_STR) return tpl_rt_error(r, at, "count() argument must be str");
     tstr s = self.u.s, sub = p[0].u.s;
     size_t b0, b1;
     if (sub_range(r, at, s, g[1], p[1], g[2], p[2], &b0, &b1)) return -1;
@@ -803,36 +804,36 @@ static int m_scount(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
 static int m_replace(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
     BIND("replace", "old", "new", "count");
     if (!g[0] || !g[1] || p[0].kind != TV_STR || p[1].kind != TV_STR)
-        return rt_error(r, at, "replace() arguments must be str");
+        return tpl_rt_error(r, at, "replace() arguments must be str");
     int64_t count = -1;
     if (g[2]) {
         if (p[2].kind != TV_INT && p[2].kind != TV_BOOL)
-            return rt_error(r, at, "'%s' object cannot be interpreted as an integer",
-                            tv_type_name(p[2]));
+            return tpl_rt_error(r, at, "'%s' object cannot be interpreted as an integer",
+                                tpl_tv_type_name(p[2]));
         count = p[2].kind == TV_BOOL ? p[2].u.b : p[2].u.i;
     }
     tstr t;
-    if (str_replace(r, at, self.u.s, p[0].u.s, p[1].u.s, count, &t)) return -1;
+    if (tpl_str_replace(r, at, self.u.s, p[0].u.s, p[1].u.s, count, &t)) return -1;
     *out = tv_str(t);
     return 0;
 }
 
 static int m_join(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
     BIND("join", "iterable");
-    if (!g[0]) return rt_error(r, at, "join() takes exactly one argument");
+    if (!g[0]) return tpl_rt_error(r, at, "join() takes exactly one argument");
     tlist *items;
-    if (tv_iterate(r, at, p[0], &items)) return -1;
+    if (tpl_tv_iterate(r, at, p[0], &items)) return -1;
     sbuf b;
-    sb_init(&b, rt_arena(r), TPL_MAX_OUTPUT);
+    tpl_sb_init(&b, tpl_rt_arena(r), TPL_MAX_OUTPUT);
     for (size_t i = 0; i < items->n; i++) {
         if (items->v[i].kind != TV_STR)
-            return rt_error(r, at, "sequence item %zu: expected str instance, %s found", i,
-                            tv_type_name(items->v[i]));
-        if ((i && sb_put(&b, self.u.s.p, self.u.s.n)) ||
-            sb_put(&b, items->v[i].u.s.p, items->v[i].u.s.n))
+            return tpl_rt_error(r, at, "sequence item %zu: expected str instance, %s found", i,
+                                tpl_tv_type_name(items->v[i]));
+        if ((i && tpl_sb_put(&b, self.u.s.p, self.u.s.n)) ||
+            tpl_sb_put(&b, items->v[i].u.s.p, items->v[i].u.s.n))
             return -1;
     }
-    *out = tv_str(sb_str(&b));
+    *out = tv_str(tpl_sb_str(&b));
     return 0;
 }
 
@@ -843,19 +844,19 @@ static int char_class(tpl_rt *r, const node *at, tv self, targs *a, tv *out, int
     bool ok = s.n > 0;
     size_t i = 0;
     while (i < s.n && ok) {
-        uint32_t cp = utf8_next(s.p, s.n, &i);
+        uint32_t cp = tpl_utf8_next(s.p, s.n, &i);
         switch (cls) {
         case 0:
-            ok = py_isdigit(cp);
+            ok = tpl_py_isdigit(cp);
             break;
         case 1:
-            ok = py_isalpha(cp);
+            ok = tpl_py_isalpha(cp);
             break;
         case 2:
-            ok = py_isalpha(cp) || py_isnumeric(cp);
+            ok = tpl_py_isalpha(cp) || tpl_py_isnumeric(cp);
             break;
         default:
-            ok = py_isspace(cp);
+            ok = tpl_py_isspace(cp);
             break;
         }
     }
@@ -889,9 +890,9 @@ static int m_isupper(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
     return m_islower_upper(r, at, self, a, out, false);
 }
 
-int str_pad(tpl_rt *r, const node *at, tstr s, int64_t width, tstr fill, int mode, tstr *out) {
-    int64_t len = (int64_t)utf8_len(s);
-    if (width > TPL_MAX_OUTPUT) return rt_error(r, at, "padding width too large");
+int tpl_str_pad(tpl_rt *r, const node *at, tstr s, int64_t width, tstr fill, int mode, tstr *out) {
+    int64_t len = (int64_t)tpl_utf8_len(s);
+    if (width > TPL_MAX_OUTPUT) return tpl_rt_error(r, at, "padding width too large");
     if (width <= len) {
         *out = s;
         return 0;
@@ -904,13 +905,13 @@ int str_pad(tpl_rt *r, const node *at, tstr s, int64_t width, tstr fill, int mod
     else
         left = marg; /* rjust */
     sbuf b;
-    sb_init(&b, rt_arena(r), TPL_MAX_OUTPUT);
+    tpl_sb_init(&b, tpl_rt_arena(r), TPL_MAX_OUTPUT);
     for (int64_t i = 0; i < left; i++)
-        if (sb_put(&b, fill.p, fill.n)) return -1;
-    if (sb_put(&b, s.p, s.n)) return -1;
+        if (tpl_sb_put(&b, fill.p, fill.n)) return -1;
+    if (tpl_sb_put(&b, s.p, s.n)) return -1;
     for (int64_t i = left; i < marg; i++)
-        if (sb_put(&b, fill.p, fill.n)) return -1;
-    *out = sb_str(&b);
+        if (tpl_sb_put(&b, fill.p, fill.n)) return -1;
+    *out = tpl_sb_str(&b);
     return 0;
 }
 
@@ -918,15 +919,15 @@ static int pad_common(tpl_rt *r, const node *at, tv self, targs *a, tv *out, int
                       const char *name) {
     BIND(name, "width", "fillchar");
     if (!g[0] || (p[0].kind != TV_INT && p[0].kind != TV_BOOL))
-        return rt_error(r, at, "%s() needs an integer width", name);
+        return tpl_rt_error(r, at, "%s() needs an integer width", name);
     int64_t width = p[0].kind == TV_BOOL ? p[0].u.b : p[0].u.i;
     tstr fill = {" ", 1}, t;
     if (g[1]) {
-        if (p[1].kind != TV_STR || utf8_len(p[1].u.s) != 1)
-            return rt_error(r, at, "The fill character must be exactly one character long");
+        if (p[1].kind != TV_STR || tpl_utf8_len(p[1].u.s) != 1)
+            return tpl_rt_error(r, at, "The fill character must be exactly one character long");
         fill = p[1].u.s;
     }
-    if (str_pad(r, at, self.u.s, width, fill, mode, &t)) return -1;
+    if (tpl_str_pad(r, at, self.u.s, width, fill, mode, &t)) return -1;
     *out = tv_str(t);
     return 0;
 }
@@ -942,7 +943,7 @@ static int m_rjust(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
 
 static int affix_remove(tpl_rt *r, const node *at, tv self, targs *a, tv *out, bool suffix) {
     BIND(suffix ? "removesuffix" : "removeprefix", "affix");
-    if (!g[0] || p[0].kind != TV_STR) return rt_error(r, at, "argument must be str");
+    if (!g[0] || p[0].kind != TV_STR) return tpl_rt_error(r, at, "argument must be str");
     tstr s = self.u.s, x = p[0].u.s;
     *out = self;
     if (x.n && x.n <= s.n) {
@@ -961,7 +962,7 @@ static int m_removesuffix(tpl_rt *r, const node *at, tv self, targs *a, tv *out)
 static int partition_common(tpl_rt *r, const node *at, tv self, targs *a, tv *out, bool right) {
     BIND(right ? "rpartition" : "partition", "sep");
     if (!g[0] || p[0].kind != TV_STR || p[0].u.s.n == 0)
-        return rt_error(r, at, "partition() needs a non-empty str separator");
+        return tpl_rt_error(r, at, "partition() needs a non-empty str separator");
     tstr s = self.u.s, sep = p[0].u.s;
     size_t hit = SIZE_MAX;
     if (sep.n <= s.n) {
@@ -976,7 +977,7 @@ static int partition_common(tpl_rt *r, const node *at, tv self, targs *a, tv *ou
                 }
         }
     }
-    tlist *l = tl_new(rt_arena(r), 3);
+    tlist *l = tpl_tl_new(tpl_rt_arena(r), 3);
     if (!l) return -1;
     tstr empty = {"", 0};
     if (hit == SIZE_MAX) {
@@ -1000,25 +1001,25 @@ static int m_rpartition(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
 
 static int m_zfill(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
     BIND("zfill", "width");
-    if (!g[0] || p[0].kind != TV_INT) return rt_error(r, at, "zfill() needs an integer width");
+    if (!g[0] || p[0].kind != TV_INT) return tpl_rt_error(r, at, "zfill() needs an integer width");
     tstr s = self.u.s;
-    int64_t len = (int64_t)utf8_len(s), width = p[0].u.i;
-    if (width > TPL_MAX_OUTPUT) return rt_error(r, at, "zfill() width too large");
+    int64_t len = (int64_t)tpl_utf8_len(s), width = p[0].u.i;
+    if (width > TPL_MAX_OUTPUT) return tpl_rt_error(r, at, "zfill() width too large");
     if (width <= len) {
         *out = self;
         return 0;
     }
     sbuf b;
-    sb_init(&b, rt_arena(r), TPL_MAX_OUTPUT);
+    tpl_sb_init(&b, tpl_rt_arena(r), TPL_MAX_OUTPUT);
     size_t i = 0;
     if (s.n && (s.p[0] == '+' || s.p[0] == '-')) {
-        if (sb_putc(&b, s.p[0])) return -1;
+        if (tpl_sb_putc(&b, s.p[0])) return -1;
         i = 1;
     }
     for (int64_t k = 0; k < width - len; k++)
-        if (sb_putc(&b, '0')) return -1;
-    if (sb_put(&b, s.p + i, s.n - i)) return -1;
-    *out = tv_str(sb_str(&b));
+        if (tpl_sb_putc(&b, '0')) return -1;
+    if (tpl_sb_put(&b, s.p + i, s.n - i)) return -1;
+    *out = tv_str(tpl_sb_str(&b));
     return 0;
 }
 
@@ -1026,40 +1027,40 @@ static int m_zfill(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
 static int m_format(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
     tstr f = self.u.s;
     sbuf b;
-    sb_init(&b, rt_arena(r), TPL_MAX_OUTPUT);
+    tpl_sb_init(&b, tpl_rt_arena(r), TPL_MAX_OUTPUT);
     int auto_idx = 0;
     size_t i = 0;
     while (i < f.n) {
         char c = f.p[i];
         if (c == '}') {
             if (i + 1 < f.n && f.p[i + 1] == '}') {
-                if (sb_putc(&b, '}')) return -1;
+                if (tpl_sb_putc(&b, '}')) return -1;
                 i += 2;
                 continue;
             }
-            return rt_error(r, at, "Single '}' encountered in format string");
+            return tpl_rt_error(r, at, "Single '}' encountered in format string");
         }
         if (c != '{') {
-            if (sb_putc(&b, c)) return -1;
+            if (tpl_sb_putc(&b, c)) return -1;
             i++;
             continue;
         }
         if (i + 1 < f.n && f.p[i + 1] == '{') {
-            if (sb_putc(&b, '{')) return -1;
+            if (tpl_sb_putc(&b, '{')) return -1;
             i += 2;
             continue;
         }
         const char *close = memchr(f.p + i, '}', f.n - i);
-        if (!close) return rt_error(r, at, "Single '{' encountered in format string");
+        if (!close) return tpl_rt_error(r, at, "Single '{' encountered in format string");
         tstr field = {f.p + i + 1, (size_t)(close - f.p) - i - 1};
         i = (size_t)(close - f.p) + 1;
         char conv = 's';
         const char *bang = memchr(field.p, '!', field.n);
         if (memchr(field.p, ':', field.n))
-            return rt_error(r, at, "format specs in str.format are not supported");
+            return tpl_rt_error(r, at, "format specs in str.format are not supported");
         if (bang) {
             if ((size_t)(bang - field.p) + 2 != field.n)
-                return rt_error(r, at, "invalid conversion in format string");
+                return tpl_rt_error(r, at, "invalid conversion in format string");
             conv = bang[1];
             field.n = (size_t)(bang - field.p);
         }
@@ -1073,13 +1074,13 @@ static int m_format(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
             for (size_t k = 0; k < head.n; k++)
                 idx = idx * 10 + (head.p[k] - '0');
             if (idx >= a->n)
-                return rt_error(r, at, "Replacement index %" PRId64 " out of range", idx);
+                return tpl_rt_error(r, at, "Replacement index %" PRId64 " out of range", idx);
             v = a->pos[idx];
         } else {
             int k = 0;
-            while (k < a->nk && !tstr_eq(a->kname[k], head))
+            while (k < a->nk && !tpl_tstr_eq(a->kname[k], head))
                 k++;
-            if (k == a->nk) return rt_error(r, at, "KeyError: '%.*s'", (int)head.n, head.p);
+            if (k == a->nk) return tpl_rt_error(r, at, "KeyError: '%.*s'", (int)head.n, head.p);
             v = a->kval[k];
         }
         size_t j = name_end;
@@ -1088,22 +1089,22 @@ static int m_format(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
                 size_t e = j + 1;
                 while (e < field.n && field.p[e] != '.' && field.p[e] != '[')
                     e++;
-                if (rt_getattr(r, at, v, (tstr){field.p + j + 1, e - j - 1}, &v)) return -1;
+                if (tpl_rt_getattr(r, at, v, (tstr){field.p + j + 1, e - j - 1}, &v)) return -1;
                 j = e;
             } else {
                 const char *rb = memchr(field.p + j, ']', field.n - j);
-                if (!rb) return rt_error(r, at, "Missing ']' in format string");
+                if (!rb) return tpl_rt_error(r, at, "Missing ']' in format string");
                 tstr key = {field.p + j + 1, (size_t)(rb - field.p) - j - 1};
                 int64_t num;
-                tv k = py_parse_int(key, 10, &num) == 0 ? tv_int(num) : tv_str(key);
-                if (rt_getitem(r, at, v, k, &v)) return -1;
+                tv k = tpl_py_parse_int(key, 10, &num) == 0 ? tv_int(num) : tv_str(key);
+                if (tpl_rt_getitem(r, at, v, k, &v)) return -1;
                 j = (size_t)(rb - field.p) + 1;
             }
         }
-        if (v.kind == TV_UNDEF) return rt_undefined_error(r, at, v);
-        if (conv == 'r' ? tv_repr(r, v, &b) : tv_to_str(r, v, &b)) return -1;
+        if (v.kind == TV_UNDEF) return tpl_rt_undefined_error(r, at, v);
+        if (conv == 'r' ? tpl_tv_repr(r, v, &b) : tpl_tv_to_str(r, v, &b)) return -1;
     }
-    *out = tv_str(sb_str(&b));
+    *out = tv_str(tpl_sb_str(&b));
     return 0;
 }
 

@@ -7,8 +7,8 @@
 static int arg1(tpl_rt *r, const node *at, const char *name, targs *a, tv *out) {
     static const char *const names[] = {"other"};
     bool given;
-    if (args_bind(r, at, name, a, names, 1, out, &given)) return -1;
-    if (!given) return rt_error(r, at, "test '%s' needs an argument", name);
+    if (tpl_args_bind(r, at, name, a, names, 1, out, &given)) return -1;
+    if (!given) return tpl_rt_error(r, at, "test '%s' needs an argument", name);
     return 0;
 }
 
@@ -46,8 +46,8 @@ SIMPLE_TEST(t_test, "test", v.kind == TV_STR && tpl_test_find(v.u.s) != NULL)
 /* value % n == want, with Python's % (so undefined and strings raise). */
 static int mod_test(tpl_rt *r, const node *at, tv v, tv n, int64_t want, bool *out) {
     tv m;
-    if (tv_binop(r, at, OP_MOD, v, n, &m)) return -1;
-    return tv_equal(r, m, tv_int(want), out);
+    if (tpl_tv_binop(r, at, OP_MOD, v, n, &m)) return -1;
+    return tpl_tv_equal(r, m, tv_int(want), out);
 }
 
 static int t_odd(tpl_rt *r, const node *at, tv v, targs *a, bool *out) {
@@ -64,21 +64,21 @@ static int t_divisibleby(tpl_rt *r, const node *at, tv v, targs *a, bool *out) {
     static const char *const names[] = {"num"};
     tv n;
     bool given;
-    if (args_bind(r, at, "divisibleby", a, names, 1, &n, &given)) return -1;
-    if (!given) return rt_error(r, at, "test 'divisibleby' needs an argument");
+    if (tpl_args_bind(r, at, "divisibleby", a, names, 1, &n, &given)) return -1;
+    if (!given) return tpl_rt_error(r, at, "test 'divisibleby' needs an argument");
     return mod_test(r, at, v, n, 0, out);
 }
 
 static int case_test(tpl_rt *r, const node *at, tv v, targs *a, bool lower, bool *out) {
     if (no_args(r, at, lower ? "lower" : "upper", a)) return -1;
     tstr s;
-    if (tv_stringify(r, v, &s)) return -1;
+    if (tpl_tv_stringify(r, v, &s)) return -1;
     bool cased = false;
     size_t i = 0;
     while (i < s.n) {
-        uint32_t cp = utf8_next(s.p, s.n, &i);
-        bool is_lower = py_iscased_lower(cp), is_upper = py_iscased_upper(cp);
-        if (py_iscased_title(cp) || (lower ? is_upper : is_lower)) {
+        uint32_t cp = tpl_utf8_next(s.p, s.n, &i);
+        bool is_lower = tpl_py_iscased_lower(cp), is_upper = tpl_py_iscased_upper(cp);
+        if (tpl_py_iscased_title(cp) || (lower ? is_upper : is_lower)) {
             *out = false;
             return 0;
         }
@@ -124,18 +124,18 @@ static int t_sameas(tpl_rt *r, const node *at, tv v, targs *a, bool *out) {
 static int t_in(tpl_rt *r, const node *at, tv v, targs *a, bool *out) {
     tv seq;
     if (arg1(r, at, "in", a, &seq)) return -1;
-    return tv_contains(r, at, seq, v, out);
+    return tpl_tv_contains(r, at, seq, v, out);
 }
 
 static int t_eq(tpl_rt *r, const node *at, tv v, targs *a, bool *out) {
     tv o;
     if (arg1(r, at, "eq", a, &o)) return -1;
-    return tv_equal(r, v, o, out);
+    return tpl_tv_equal(r, v, o, out);
 }
 
 static int t_ne(tpl_rt *r, const node *at, tv v, targs *a, bool *out) {
     tv o;
-    if (arg1(r, at, "ne", a, &o) || tv_equal(r, v, o, out)) return -1;
+    if (arg1(r, at, "ne", a, &o) || tpl_tv_equal(r, v, o, out)) return -1;
     *out = !*out;
     return 0;
 }
@@ -143,7 +143,7 @@ static int t_ne(tpl_rt *r, const node *at, tv v, targs *a, bool *out) {
 static int order_test(tpl_rt *r, const node *at, tv v, targs *a, const char *op, bool *out) {
     tv o;
     int c;
-    if (arg1(r, at, op, a, &o) || tv_compare(r, at, op, v, o, &c)) return -1;
+    if (arg1(r, at, op, a, &o) || tpl_tv_compare(r, at, op, v, o, &c)) return -1;
     *out = op[0] == '<' ? (op[1] ? c <= 0 : c < 0) : (op[1] ? c >= 0 : c > 0);
     return 0;
 }
@@ -208,6 +208,6 @@ static const struct {
 
 tpl_test_fn tpl_test_find(tstr name) {
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++)
-        if (tstr_eqc(name, tests[i].name)) return tests[i].fn;
+        if (tpl_tstr_eqc(name, tests[i].name)) return tests[i].fn;
     return NULL;
 }

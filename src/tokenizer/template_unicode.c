@@ -3,7 +3,7 @@
 #include "tokenizer/template_internal.h"
 #include "tokenizer/template_unicode.h"
 
-uint32_t utf8_next(const char *s, size_t n, size_t *i) {
+uint32_t tpl_utf8_next(const char *s, size_t n, size_t *i) {
     const unsigned char *u = (const unsigned char *)s;
     size_t k = *i;
     uint32_t c = u[k];
@@ -28,14 +28,14 @@ uint32_t utf8_next(const char *s, size_t n, size_t *i) {
            (u[k + 3] & 0x3F);
 }
 
-size_t utf8_len(tstr s) {
+size_t tpl_utf8_len(tstr s) {
     size_t n = 0;
     for (size_t i = 0; i < s.n; i++)
         if (((unsigned char)s.p[i] & 0xC0) != 0x80) n++;
     return n;
 }
 
-bool utf8_valid(const char *s, size_t n) {
+bool tpl_utf8_valid(const char *s, size_t n) {
     const unsigned char *u = (const unsigned char *)s;
     size_t i = 0;
     while (i < n) {
@@ -83,38 +83,38 @@ static bool in_ranges(const tpl_range *r, int n, uint32_t cp) {
     return find_range(r, n, cp) != NULL;
 }
 
-bool py_isspace(uint32_t cp) {
+bool tpl_py_isspace(uint32_t cp) {
     if (cp < 0x80) return (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20);
     return cp == 0x85 || cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) ||
            cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000;
 }
 
-bool py_isprintable(uint32_t cp) {
+bool tpl_py_isprintable(uint32_t cp) {
     if (cp < 0x80) return cp >= 0x20 && cp < 0x7F;
     return !in_ranges(tpl_nonprintable, tpl_nonprintable_count, cp);
 }
 
-bool py_isalpha(uint32_t cp) {
+bool tpl_py_isalpha(uint32_t cp) {
     if (cp < 0x80) return (cp | 0x20) >= 'a' && (cp | 0x20) <= 'z';
     return in_ranges(tpl_alpha, tpl_alpha_count, cp);
 }
 
-bool py_isdigit(uint32_t cp) {
+bool tpl_py_isdigit(uint32_t cp) {
     if (cp < 0x80) return cp >= '0' && cp <= '9';
     return in_ranges(tpl_digit, tpl_digit_count, cp);
 }
 
-int py_decimal(uint32_t cp) {
+int tpl_py_decimal(uint32_t cp) {
     if (cp < 0x80) return cp >= '0' && cp <= '9' ? (int)(cp - '0') : -1;
     const tpl_range *run = find_range(tpl_decimal, tpl_decimal_count, cp);
     return run ? (int)((cp - run->lo) % 10) : -1; /* runs of ten, from 0 */
 }
 
-bool py_iscase_ignorable(uint32_t cp) {
+bool tpl_py_iscase_ignorable(uint32_t cp) {
     return in_ranges(tpl_case_ignorable, tpl_case_ignorable_count, cp);
 }
 
-bool py_isnumeric(uint32_t cp) {
+bool tpl_py_isnumeric(uint32_t cp) {
     if (cp < 0x80) return cp >= '0' && cp <= '9';
     return in_ranges(tpl_numeric, tpl_numeric_count, cp);
 }
@@ -142,18 +142,18 @@ static uint32_t map_single(const tpl_case_run *r, int n, uint32_t cp) {
     return run ? (uint32_t)((int32_t)cp + run->delta) : cp;
 }
 
-bool py_iscased_lower(uint32_t cp) {
+bool tpl_py_iscased_lower(uint32_t cp) {
     if (cp < 0x80) return cp >= 'a' && cp <= 'z';
     return in_ranges(tpl_lower_chars, tpl_lower_chars_count, cp);
 }
 
-bool py_iscased_title(uint32_t cp) {
+bool tpl_py_iscased_title(uint32_t cp) {
     return cp >= 0x80 && in_ranges(tpl_title_chars, tpl_title_chars_count, cp);
 }
 
-bool py_iscased_upper(uint32_t cp) {
+bool tpl_py_iscased_upper(uint32_t cp) {
     if (cp < 0x80) return cp >= 'A' && cp <= 'Z';
-    return is_cased(cp) && !py_iscased_lower(cp) && !py_iscased_title(cp);
+    return is_cased(cp) && !tpl_py_iscased_lower(cp) && !tpl_py_iscased_title(cp);
 }
 
 static int put_mapped(sbuf *b, uint32_t cp, const tpl_case_run *r, int nr, const tpl_case_multi *m,
@@ -161,31 +161,31 @@ static int put_mapped(sbuf *b, uint32_t cp, const tpl_case_run *r, int nr, const
     for (int i = 0; i < nm; i++)
         if (m[i].cp == cp) {
             for (int k = 0; k < 3 && m[i].to[k]; k++)
-                if (sb_put_cp(b, m[i].to[k])) return -1;
+                if (tpl_sb_put_cp(b, m[i].to[k])) return -1;
             return 0;
         }
-    return sb_put_cp(b, map_single(r, nr, cp));
+    return tpl_sb_put_cp(b, map_single(r, nr, cp));
 }
 
-int py_upper_cp(sbuf *b, uint32_t cp) {
-    if (cp < 0x80) return sb_putc(b, (char)(cp >= 'a' && cp <= 'z' ? cp - 32 : cp));
+int tpl_py_upper_cp(sbuf *b, uint32_t cp) {
+    if (cp < 0x80) return tpl_sb_putc(b, (char)(cp >= 'a' && cp <= 'z' ? cp - 32 : cp));
     return put_mapped(b, cp, tpl_upper_runs, tpl_upper_runs_count, tpl_upper_multi,
                       tpl_upper_multi_count);
 }
 
-int py_title_cp(sbuf *b, uint32_t cp) {
-    if (cp < 0x80) return sb_putc(b, (char)(cp >= 'a' && cp <= 'z' ? cp - 32 : cp));
+int tpl_py_title_cp(sbuf *b, uint32_t cp) {
+    if (cp < 0x80) return tpl_sb_putc(b, (char)(cp >= 'a' && cp <= 'z' ? cp - 32 : cp));
     return put_mapped(b, cp, tpl_title_runs, tpl_title_runs_count, tpl_title_multi,
                       tpl_title_multi_count);
 }
 
-int py_lower_cp(sbuf *b, uint32_t cp) {
-    if (cp < 0x80) return sb_putc(b, (char)(cp >= 'A' && cp <= 'Z' ? cp + 32 : cp));
+int tpl_py_lower_cp(sbuf *b, uint32_t cp) {
+    if (cp < 0x80) return tpl_sb_putc(b, (char)(cp >= 'A' && cp <= 'Z' ? cp + 32 : cp));
     return put_mapped(b, cp, tpl_lower_runs, tpl_lower_runs_count, tpl_lower_multi,
                       tpl_lower_multi_count);
 }
 
-bool py_iscased(uint32_t cp) {
+bool tpl_py_iscased(uint32_t cp) {
     if (cp < 0x80) return (cp | 0x20) >= 'a' && (cp | 0x20) <= 'z';
     return is_cased(cp);
 }

@@ -15,25 +15,25 @@
 
 /* --- containers ------------------------------------------------------------------ */
 
-tlist *tl_new(tpl_arena *a, size_t n) {
+tlist *tpl_tl_new(tpl_arena *a, size_t n) {
     if (n > SIZE_MAX / sizeof(tv) / 2) {
         err_set("chat template: memory limit exceeded");
         return NULL;
     }
-    tlist *l = ar_alloc(a, sizeof *l);
+    tlist *l = tpl_ar_alloc(a, sizeof *l);
     if (!l) return NULL;
     l->n = n;
-    if (n && !(l->v = ar_alloc(a, n * sizeof(tv)))) return NULL;
+    if (n && !(l->v = tpl_ar_alloc(a, n * sizeof(tv)))) return NULL;
     return l;
 }
 
-tdict *td_new(tpl_arena *a, size_t cap) {
-    tdict *d = ar_alloc(a, sizeof *d);
+tdict *tpl_td_new(tpl_arena *a, size_t cap) {
+    tdict *d = tpl_ar_alloc(a, sizeof *d);
     if (!d) return NULL;
     if (cap) {
         d->cap = cap;
-        d->k = ar_alloc(a, cap * sizeof(tv));
-        d->v = ar_alloc(a, cap * sizeof(tv));
+        d->k = tpl_ar_alloc(a, cap * sizeof(tv));
+        d->v = tpl_ar_alloc(a, cap * sizeof(tv));
         if (!d->k || !d->v) return NULL;
     }
     return d;
@@ -48,12 +48,12 @@ static bool hashable(tv v) {
     return true;
 }
 
-int td_get(tpl_rt *r, const tdict *d, tv k, tv *out, bool *found) {
+int tpl_td_get(tpl_rt *r, const tdict *d, tv k, tv *out, bool *found) {
     *found = false;
     if (!hashable(k)) return 0;
     for (size_t i = 0; i < d->n; i++) {
         bool eq;
-        if (tv_equal(r, d->k[i], k, &eq)) return -1;
+        if (tpl_tv_equal(r, d->k[i], k, &eq)) return -1;
         if (eq) {
             *out = d->v[i];
             *found = true;
@@ -63,30 +63,30 @@ int td_get(tpl_rt *r, const tdict *d, tv k, tv *out, bool *found) {
     return 0;
 }
 
-bool td_get_str(const tdict *d, tstr k, tv *out) {
+bool tpl_td_get_str(const tdict *d, tstr k, tv *out) {
     for (size_t i = 0; i < d->n; i++)
-        if (d->k[i].kind == TV_STR && tstr_eq(d->k[i].u.s, k)) {
+        if (d->k[i].kind == TV_STR && tpl_tstr_eq(d->k[i].u.s, k)) {
             *out = d->v[i];
             return true;
         }
     return false;
 }
 
-int td_set(tpl_rt *r, tdict *d, tv k, tv v) {
-    if (!hashable(k)) return rt_error(r, NULL, "unhashable type: '%s'", tv_type_name(k));
+int tpl_td_set(tpl_rt *r, tdict *d, tv k, tv v) {
+    if (!hashable(k)) return tpl_rt_error(r, NULL, "unhashable type: '%s'", tpl_tv_type_name(k));
     for (size_t i = 0; i < d->n; i++) {
         bool eq;
-        if (tv_equal(r, d->k[i], k, &eq)) return -1;
+        if (tpl_tv_equal(r, d->k[i], k, &eq)) return -1;
         if (eq) {
             d->v[i] = v;
             return 0;
         }
     }
     size_t kcap = d->cap, vcap = d->cap;
-    tv *nk = ar_grow(rt_arena(r), d->k, &kcap, d->n + 1, sizeof(tv));
+    tv *nk = tpl_ar_grow(tpl_rt_arena(r), d->k, &kcap, d->n + 1, sizeof(tv));
     if (!nk) return -1;
     d->k = nk;
-    tv *nv = ar_grow(rt_arena(r), d->v, &vcap, d->n + 1, sizeof(tv));
+    tv *nv = tpl_ar_grow(tpl_rt_arena(r), d->v, &vcap, d->n + 1, sizeof(tv));
     if (!nv) return -1;
     d->v = nv;
     d->cap = kcap;
@@ -97,7 +97,7 @@ int td_set(tpl_rt *r, tdict *d, tv k, tv v) {
 
 /* --- type names, truth ---------------------------------------------------------- */
 
-const char *tv_type_name(tv v) {
+const char *tpl_tv_type_name(tv v) {
     switch (v.kind) {
     case TV_UNDEF:
         return "Undefined";
@@ -142,7 +142,7 @@ const char *tv_type_name(tv v) {
     return "object";
 }
 
-bool tv_truthy(tv v) {
+bool tpl_tv_truthy(tv v) {
     switch (v.kind) {
     case TV_UNDEF:
     case TV_NONE:
@@ -164,7 +164,7 @@ bool tv_truthy(tv v) {
     }
 }
 
-tv tv_macro_value(tmacro *m) {
+tv tpl_tv_macro_value(tmacro *m) {
     tv v = {TV_MACRO, 0, {.m = m}};
     return v;
 }
@@ -184,7 +184,7 @@ static double as_float(tv v) {
     return v.kind == TV_FLOAT ? v.u.f : (double)as_int(v);
 }
 
-void fmt_float(double f, char *buf, size_t n) {
+void tpl_fmt_float(double f, char *buf, size_t n) {
     if (isnan(f)) {
         snprintf(buf, n, "nan");
         return;
@@ -275,7 +275,7 @@ static int list_family(tv v) {
 static int equal_depth(tpl_rt *r, tv a, tv b, bool *eq, int depth) {
     *eq = false;
     if (depth > TPL_MAX_DEPTH)
-        return rt_error(r, NULL, "maximum recursion depth exceeded in comparison");
+        return tpl_rt_error(r, NULL, "maximum recursion depth exceeded in comparison");
     if (is_num(a) && is_num(b)) {
         if (is_intlike(a) && is_intlike(b))
             *eq = as_int(a) == as_int(b);
@@ -290,7 +290,7 @@ static int equal_depth(tpl_rt *r, tv a, tv b, bool *eq, int depth) {
         *eq = true;
         return 0;
     case TV_STR:
-        *eq = tstr_eq(a.u.s, b.u.s);
+        *eq = tpl_tstr_eq(a.u.s, b.u.s);
         return 0;
     case TV_LIST:
         if (list_family(a) != list_family(b) || a.u.l->n != b.u.l->n) return 0;
@@ -353,16 +353,16 @@ static int equal_depth(tpl_rt *r, tv a, tv b, bool *eq, int depth) {
     return 0;
 }
 
-int tv_equal(tpl_rt *r, tv a, tv b, bool *eq) {
+int tpl_tv_equal(tpl_rt *r, tv a, tv b, bool *eq) {
     return equal_depth(r, a, b, eq, 0);
 }
 
 static int compare_depth(tpl_rt *r, const node *at, const char *op, tv a, tv b, int *cmp,
                          int depth) {
     if (depth > TPL_MAX_DEPTH)
-        return rt_error(r, at, "maximum recursion depth exceeded in comparison");
-    if (a.kind == TV_UNDEF) return rt_undefined_error(r, at, a);
-    if (b.kind == TV_UNDEF) return rt_undefined_error(r, at, b);
+        return tpl_rt_error(r, at, "maximum recursion depth exceeded in comparison");
+    if (a.kind == TV_UNDEF) return tpl_rt_undefined_error(r, at, a);
+    if (b.kind == TV_UNDEF) return tpl_rt_undefined_error(r, at, b);
     if (is_num(a) && is_num(b)) {
         if (is_intlike(a) && is_intlike(b)) {
             int64_t x = as_int(a), y = as_int(b);
@@ -385,17 +385,17 @@ static int compare_depth(tpl_rt *r, const node *at, const char *op, tv a, tv b, 
         size_t n = a.u.l->n < b.u.l->n ? a.u.l->n : b.u.l->n;
         for (size_t i = 0; i < n; i++) {
             bool eq;
-            if (tv_equal(r, a.u.l->v[i], b.u.l->v[i], &eq)) return -1;
+            if (tpl_tv_equal(r, a.u.l->v[i], b.u.l->v[i], &eq)) return -1;
             if (!eq) return compare_depth(r, at, op, a.u.l->v[i], b.u.l->v[i], cmp, depth + 1);
         }
         *cmp = a.u.l->n < b.u.l->n ? -1 : a.u.l->n > b.u.l->n;
         return 0;
     }
-    return rt_error(r, at, "'%s' not supported between instances of '%s' and '%s'", op,
-                    tv_type_name(a), tv_type_name(b));
+    return tpl_rt_error(r, at, "'%s' not supported between instances of '%s' and '%s'", op,
+                        tpl_tv_type_name(a), tpl_tv_type_name(b));
 }
 
-int tv_compare(tpl_rt *r, const node *at, const char *op, tv a, tv b, int *cmp) {
+int tpl_tv_compare(tpl_rt *r, const node *at, const char *op, tv a, tv b, int *cmp) {
     return compare_depth(r, at, op, a, b, cmp, 0);
 }
 
@@ -404,38 +404,38 @@ int tv_compare(tpl_rt *r, const node *at, const char *op, tv a, tv b, int *cmp) 
 static int repr_str(sbuf *b, tstr s) {
     bool has_single = memchr(s.p, '\'', s.n) != NULL, has_double = memchr(s.p, '"', s.n) != NULL;
     char q = has_single && !has_double ? '"' : '\'';
-    if (sb_putc(b, q)) return -1;
+    if (tpl_sb_putc(b, q)) return -1;
     size_t i = 0;
     while (i < s.n) {
         size_t start = i;
-        uint32_t cp = utf8_next(s.p, s.n, &i);
+        uint32_t cp = tpl_utf8_next(s.p, s.n, &i);
         int rc;
         if (cp == (uint32_t)q || cp == '\\')
-            rc = sb_putc(b, '\\') || sb_putc(b, (char)cp);
+            rc = tpl_sb_putc(b, '\\') || tpl_sb_putc(b, (char)cp);
         else if (cp == '\n')
-            rc = sb_puts(b, "\\n");
+            rc = tpl_sb_puts(b, "\\n");
         else if (cp == '\r')
-            rc = sb_puts(b, "\\r");
+            rc = tpl_sb_puts(b, "\\r");
         else if (cp == '\t')
-            rc = sb_puts(b, "\\t");
-        else if (py_isprintable(cp))
-            rc = sb_put(b, s.p + start, i - start);
+            rc = tpl_sb_puts(b, "\\t");
+        else if (tpl_py_isprintable(cp))
+            rc = tpl_sb_put(b, s.p + start, i - start);
         else if (cp < 0x100)
-            rc = sb_printf(b, "\\x%02x", cp);
+            rc = tpl_sb_printf(b, "\\x%02x", cp);
         else if (cp < 0x10000)
-            rc = sb_printf(b, "\\u%04x", cp);
+            rc = tpl_sb_printf(b, "\\u%04x", cp);
         else
-            rc = sb_printf(b, "\\U%08x", cp);
+            rc = tpl_sb_printf(b, "\\U%08x", cp);
         if (rc) return -1;
     }
-    return sb_putc(b, q);
+    return tpl_sb_putc(b, q);
 }
 
 static int repr_depth(tpl_rt *r, tv v, sbuf *b, int depth, bool as_str);
 
 static int repr_items(tpl_rt *r, const tlist *l, sbuf *b, int depth) {
     for (size_t i = 0; i < l->n; i++) {
-        if (i && sb_puts(b, ", ")) return -1;
+        if (i && tpl_sb_puts(b, ", ")) return -1;
         if (repr_depth(r, l->v[i], b, depth + 1, false)) return -1;
     }
     return 0;
@@ -443,127 +443,128 @@ static int repr_items(tpl_rt *r, const tlist *l, sbuf *b, int depth) {
 
 static int repr_depth(tpl_rt *r, tv v, sbuf *b, int depth, bool as_str) {
     if (depth > TPL_MAX_DEPTH)
-        return rt_error(r, NULL, "maximum recursion depth exceeded while printing");
+        return tpl_rt_error(r, NULL, "maximum recursion depth exceeded while printing");
     char num[64];
     switch (v.kind) {
     case TV_UNDEF:
-        return as_str ? 0 : sb_puts(b, "Undefined");
+        return as_str ? 0 : tpl_sb_puts(b, "Undefined");
     case TV_NONE:
-        return sb_puts(b, "None");
+        return tpl_sb_puts(b, "None");
     case TV_BOOL:
-        return sb_puts(b, v.u.b ? "True" : "False");
+        return tpl_sb_puts(b, v.u.b ? "True" : "False");
     case TV_INT:
-        return sb_printf(b, "%" PRId64, v.u.i);
+        return tpl_sb_printf(b, "%" PRId64, v.u.i);
     case TV_FLOAT:
-        fmt_float(v.u.f, num, sizeof num);
-        return sb_puts(b, num);
+        tpl_fmt_float(v.u.f, num, sizeof num);
+        return tpl_sb_puts(b, num);
     case TV_STR:
-        return as_str ? sb_put(b, v.u.s.p, v.u.s.n) : repr_str(b, v.u.s);
+        return as_str ? tpl_sb_put(b, v.u.s.p, v.u.s.n) : repr_str(b, v.u.s);
     case TV_LIST: {
         const tlist *l = v.u.l;
         switch (v.sub) {
         case LIST_TUPLE:
-            if (sb_putc(b, '(') || repr_items(r, l, b, depth)) return -1;
-            return sb_puts(b, l->n == 1 ? ",)" : ")");
+            if (tpl_sb_putc(b, '(') || repr_items(r, l, b, depth)) return -1;
+            return tpl_sb_puts(b, l->n == 1 ? ",)" : ")");
         case LIST_RANGE:
             if (l->step == 1)
-                return sb_printf(b, "range(%" PRId64 ", %" PRId64 ")", l->start, l->stop);
-            return sb_printf(b, "range(%" PRId64 ", %" PRId64 ", %" PRId64 ")", l->start, l->stop,
-                             l->step);
+                return tpl_sb_printf(b, "range(%" PRId64 ", %" PRId64 ")", l->start, l->stop);
+            return tpl_sb_printf(b, "range(%" PRId64 ", %" PRId64 ", %" PRId64 ")", l->start,
+                                 l->stop, l->step);
         case LIST_ITEMS:
         case LIST_KEYS:
         case LIST_VALUES:
-            if (sb_puts(b, tv_type_name(v)) || sb_puts(b, "([") || repr_items(r, l, b, depth))
+            if (tpl_sb_puts(b, tpl_tv_type_name(v)) || tpl_sb_puts(b, "([") ||
+                repr_items(r, l, b, depth))
                 return -1;
-            return sb_puts(b, "])");
+            return tpl_sb_puts(b, "])");
         default:
-            if (sb_putc(b, '[') || repr_items(r, l, b, depth)) return -1;
-            return sb_putc(b, ']');
+            if (tpl_sb_putc(b, '[') || repr_items(r, l, b, depth)) return -1;
+            return tpl_sb_putc(b, ']');
         }
     }
     case TV_DICT: {
         const tdict *d = v.u.d;
-        if (sb_putc(b, '{')) return -1;
+        if (tpl_sb_putc(b, '{')) return -1;
         for (size_t i = 0; i < d->n; i++) {
-            if (i && sb_puts(b, ", ")) return -1;
-            if (repr_depth(r, d->k[i], b, depth + 1, false) || sb_puts(b, ": ") ||
+            if (i && tpl_sb_puts(b, ", ")) return -1;
+            if (repr_depth(r, d->k[i], b, depth + 1, false) || tpl_sb_puts(b, ": ") ||
                 repr_depth(r, d->v[i], b, depth + 1, false))
                 return -1;
         }
-        return sb_putc(b, '}');
+        return tpl_sb_putc(b, '}');
     }
     case TV_GEN:
-        return sb_printf(b, "<%s object>", v.u.g->type);
+        return tpl_sb_printf(b, "<%s object>", v.u.g->type);
     case TV_NS: {
         const tvars *ns = &v.u.ns->attrs;
-        if (sb_puts(b, "<Namespace {")) return -1;
+        if (tpl_sb_puts(b, "<Namespace {")) return -1;
         for (size_t i = 0; i < ns->n; i++) {
-            if (i && sb_puts(b, ", ")) return -1;
-            if (repr_str(b, ns->k[i]) || sb_puts(b, ": ") ||
+            if (i && tpl_sb_puts(b, ", ")) return -1;
+            if (repr_str(b, ns->k[i]) || tpl_sb_puts(b, ": ") ||
                 repr_depth(r, ns->v[i], b, depth + 1, false))
                 return -1;
         }
-        return sb_puts(b, "}>");
+        return tpl_sb_puts(b, "}>");
     }
     case TV_LOOP:
-        return sb_printf(b, "<LoopContext %zu/%zu>", v.u.loop->index + 1, v.u.loop->items->n);
+        return tpl_sb_printf(b, "<LoopContext %zu/%zu>", v.u.loop->index + 1, v.u.loop->items->n);
     case TV_MACRO:
         if (v.u.m->def->kind == N_MACRO) {
-            if (sb_puts(b, "<Macro ") || repr_str(b, v.u.m->def->name)) return -1;
-            return sb_putc(b, '>');
+            if (tpl_sb_puts(b, "<Macro ") || repr_str(b, v.u.m->def->name)) return -1;
+            return tpl_sb_putc(b, '>');
         }
-        return sb_puts(b, "<Macro anonymous>");
+        return tpl_sb_puts(b, "<Macro anonymous>");
     case TV_FUNC:
-        return sb_printf(b, "<built-in method %s>", v.u.fn->name);
+        return tpl_sb_printf(b, "<built-in method %s>", v.u.fn->name);
     }
     return 0;
 }
 
-int tv_to_str(tpl_rt *r, tv v, sbuf *b) {
+int tpl_tv_to_str(tpl_rt *r, tv v, sbuf *b) {
     return repr_depth(r, v, b, 0, true);
 }
-int tv_repr(tpl_rt *r, tv v, sbuf *b) {
+int tpl_tv_repr(tpl_rt *r, tv v, sbuf *b) {
     return repr_depth(r, v, b, 0, false);
 }
 
-int tv_stringify(tpl_rt *r, tv v, tstr *out) {
+int tpl_tv_stringify(tpl_rt *r, tv v, tstr *out) {
     if (v.kind == TV_STR) {
         *out = v.u.s;
         return 0;
     }
     sbuf b;
-    sb_init(&b, rt_arena(r), TPL_MAX_OUTPUT);
-    if (tv_to_str(r, v, &b)) return -1;
-    *out = sb_str(&b);
+    tpl_sb_init(&b, tpl_rt_arena(r), TPL_MAX_OUTPUT);
+    if (tpl_tv_to_str(r, v, &b)) return -1;
+    *out = tpl_sb_str(&b);
     return 0;
 }
 
 /* --- iteration, length ------------------------------------------------------------ */
 
-tlist *str_chars(tpl_arena *a, tstr s) {
-    tlist *l = tl_new(a, utf8_len(s));
+tlist *tpl_str_chars(tpl_arena *a, tstr s) {
+    tlist *l = tpl_tl_new(a, tpl_utf8_len(s));
     if (!l) return NULL;
     size_t i = 0, k = 0;
     while (i < s.n) {
         size_t start = i;
-        utf8_next(s.p, s.n, &i);
+        tpl_utf8_next(s.p, s.n, &i);
         l->v[k++] = tv_str((tstr){s.p + start, i - start});
     }
     return l;
 }
 
-int tv_iterate(tpl_rt *r, const node *at, tv v, tlist **out) {
-    tpl_arena *a = rt_arena(r);
+int tpl_tv_iterate(tpl_rt *r, const node *at, tv v, tlist **out) {
+    tpl_arena *a = tpl_rt_arena(r);
     switch (v.kind) {
     case TV_LIST:
         *out = v.u.l;
         return 0;
     case TV_UNDEF:
-        return (*out = tl_new(a, 0)) ? 0 : -1;
+        return (*out = tpl_tl_new(a, 0)) ? 0 : -1;
     case TV_STR:
-        return (*out = str_chars(a, v.u.s)) ? 0 : -1;
+        return (*out = tpl_str_chars(a, v.u.s)) ? 0 : -1;
     case TV_DICT: {
-        tlist *l = tl_new(a, v.u.d->n);
+        tlist *l = tpl_tl_new(a, v.u.d->n);
         if (!l) return -1;
         for (size_t i = 0; i < l->n; i++)
             l->v[i] = v.u.d->k[i];
@@ -572,8 +573,8 @@ int tv_iterate(tpl_rt *r, const node *at, tv v, tlist **out) {
     }
     case TV_GEN: {
         tgen *g = v.u.g;
-        if (rt_gen_check(r, at, v)) return -1;
-        tlist *l = tl_new(a, g->src->n - g->pos);
+        if (tpl_rt_gen_check(r, at, v)) return -1;
+        tlist *l = tpl_tl_new(a, g->src->n - g->pos);
         if (!l) return -1;
         for (size_t i = 0; i < l->n; i++)
             l->v[i] = g->src->v[g->pos + i];
@@ -582,17 +583,17 @@ int tv_iterate(tpl_rt *r, const node *at, tv v, tlist **out) {
         return 0;
     }
     default:
-        return rt_error(r, at, "'%s' object is not iterable", tv_type_name(v));
+        return tpl_rt_error(r, at, "'%s' object is not iterable", tpl_tv_type_name(v));
     }
 }
 
-int tv_length(tpl_rt *r, const node *at, tv v, int64_t *n) {
+int tpl_tv_length(tpl_rt *r, const node *at, tv v, int64_t *n) {
     switch (v.kind) {
     case TV_UNDEF:
         *n = 0;
         return 0;
     case TV_STR:
-        *n = (int64_t)utf8_len(v.u.s);
+        *n = (int64_t)tpl_utf8_len(v.u.s);
         return 0;
     case TV_LIST:
         *n = (int64_t)v.u.l->n;
@@ -604,19 +605,19 @@ int tv_length(tpl_rt *r, const node *at, tv v, int64_t *n) {
         *n = (int64_t)v.u.loop->items->n;
         return 0;
     default:
-        return rt_error(r, at, "object of type '%s' has no len()", tv_type_name(v));
+        return tpl_rt_error(r, at, "object of type '%s' has no len()", tpl_tv_type_name(v));
     }
 }
 
-int tv_contains(tpl_rt *r, const node *at, tv c, tv item, bool *out) {
+int tpl_tv_contains(tpl_rt *r, const node *at, tv c, tv item, bool *out) {
     *out = false;
     switch (c.kind) {
     case TV_UNDEF:
         return 0;
     case TV_STR:
         if (item.kind != TV_STR)
-            return rt_error(r, at, "'in <string>' requires string as left operand, not %s",
-                            tv_type_name(item));
+            return tpl_rt_error(r, at, "'in <string>' requires string as left operand, not %s",
+                                tpl_tv_type_name(item));
         if (item.u.s.n == 0)
             *out = true;
         else if (item.u.s.n <= c.u.s.n)
@@ -624,24 +625,25 @@ int tv_contains(tpl_rt *r, const node *at, tv c, tv item, bool *out) {
         return 0;
     case TV_LIST:
         if (c.sub == LIST_KEYS && !hashable(item))
-            return rt_error(r, at, "unhashable type: '%s'", tv_type_name(item));
+            return tpl_rt_error(r, at, "unhashable type: '%s'", tpl_tv_type_name(item));
         for (size_t i = 0; i < c.u.l->n && !*out; i++)
-            if (tv_equal(r, c.u.l->v[i], item, out)) return -1;
+            if (tpl_tv_equal(r, c.u.l->v[i], item, out)) return -1;
         return 0;
     case TV_DICT: {
-        if (!hashable(item)) return rt_error(r, at, "unhashable type: '%s'", tv_type_name(item));
+        if (!hashable(item))
+            return tpl_rt_error(r, at, "unhashable type: '%s'", tpl_tv_type_name(item));
         tv dummy;
-        return td_get(r, c.u.d, item, &dummy, out);
+        return tpl_td_get(r, c.u.d, item, &dummy, out);
     }
     case TV_GEN: {
         tgen *g = c.u.g;
-        if (rt_gen_check(r, at, c)) return -1;
+        if (tpl_rt_gen_check(r, at, c)) return -1;
         while (g->pos < g->src->n && !*out)
-            if (tv_equal(r, g->src->v[g->pos++], item, out)) return -1;
+            if (tpl_tv_equal(r, g->src->v[g->pos++], item, out)) return -1;
         return 0;
     }
     default:
-        return rt_error(r, at, "argument of type '%s' is not iterable", tv_type_name(c));
+        return tpl_rt_error(r, at, "argument of type '%s' is not iterable", tpl_tv_type_name(c));
     }
 }
 
@@ -649,13 +651,13 @@ int tv_contains(tpl_rt *r, const node *at, tv c, tv item, bool *out) {
 
 /* Byte offsets of each code point of s (plus the end), for non-ASCII strings. */
 static size_t *cp_offsets(tpl_arena *a, tstr s, size_t *count) {
-    size_t n = utf8_len(s);
-    size_t *off = ar_alloc(a, (n + 1) * sizeof *off);
+    size_t n = tpl_utf8_len(s);
+    size_t *off = tpl_ar_alloc(a, (n + 1) * sizeof *off);
     if (!off) return NULL;
     size_t i = 0, k = 0;
     while (i < s.n) {
         off[k++] = i;
-        utf8_next(s.p, s.n, &i);
+        tpl_utf8_next(s.p, s.n, &i);
     }
     off[k] = s.n;
     *count = n;
@@ -672,22 +674,22 @@ static int slice_index(tv v, bool *none, int64_t *out) {
 
 /* obj[start:stop:step]. jinja2 compiles slices to plain Python subscription
  * (not its forgiving getitem), so anything but a str or list is an error. */
-int tv_slice(tpl_rt *r, const node *at, tv obj, tv vstart, tv vstop, tv vstep, tv *out) {
-    if (obj.kind == TV_UNDEF) return rt_undefined_error(r, at, obj);
-    if (obj.kind == TV_DICT) return rt_error(r, at, "unhashable type: 'slice'");
+int tpl_tv_slice(tpl_rt *r, const node *at, tv obj, tv vstart, tv vstop, tv vstep, tv *out) {
+    if (obj.kind == TV_UNDEF) return tpl_rt_undefined_error(r, at, obj);
+    if (obj.kind == TV_DICT) return tpl_rt_error(r, at, "unhashable type: 'slice'");
     if (obj.kind != TV_STR &&
         !(obj.kind == TV_LIST &&
           (obj.sub == LIST_PLAIN || obj.sub == LIST_TUPLE || obj.sub == LIST_RANGE)))
-        return rt_error(r, at, "'%s' object is not subscriptable", tv_type_name(obj));
+        return tpl_rt_error(r, at, "'%s' object is not subscriptable", tpl_tv_type_name(obj));
     bool nstart, nstop, nstep;
     int64_t start = 0, stop = 0, step = 1;
     if (slice_index(vstart, &nstart, &start) || slice_index(vstop, &nstop, &stop) ||
         slice_index(vstep, &nstep, &step))
-        return rt_error(r, at,
-                        "slice indices must be integers or None or have an __index__ method");
+        return tpl_rt_error(r, at,
+                            "slice indices must be integers or None or have an __index__ method");
     if (nstep) step = 1;
-    if (step == 0) return rt_error(r, at, "slice step cannot be zero");
-    tpl_arena *a = rt_arena(r);
+    if (step == 0) return tpl_rt_error(r, at, "slice step cannot be zero");
+    tpl_arena *a = tpl_rt_arena(r);
     size_t count = 0, *off = NULL;
     bool ascii = true;
     if (obj.kind == TV_STR) {
@@ -724,7 +726,7 @@ int tv_slice(tpl_rt *r, const node *at, tv obj, tv vstart, tv vstop, tv vstep, t
     if (step > 0 && stop > start) n = (size_t)((stop - start - 1) / step + 1);
     if (step < 0 && start > stop) n = (size_t)((start - stop - 1) / (-step) + 1);
     if (obj.kind == TV_LIST) {
-        tlist *l = tl_new(a, n);
+        tlist *l = tpl_tl_new(a, n);
         if (!l) return -1;
         for (size_t i = 0; i < n; i++)
             l->v[i] = obj.u.l->v[start + (int64_t)i * step];
@@ -738,40 +740,40 @@ int tv_slice(tpl_rt *r, const node *at, tv obj, tv vstart, tv vstop, tv vstep, t
         return 0;
     }
     sbuf b;
-    sb_init(&b, a, TPL_MAX_OUTPUT);
+    tpl_sb_init(&b, a, TPL_MAX_OUTPUT);
     for (size_t i = 0; i < n; i++) {
         int64_t k = start + (int64_t)i * step;
         size_t b0 = ascii ? (size_t)k : off[k], b1 = ascii ? (size_t)k + 1 : off[k + 1];
-        if (sb_put(&b, obj.u.s.p + b0, b1 - b0)) return -1;
+        if (tpl_sb_put(&b, obj.u.s.p + b0, b1 - b0)) return -1;
     }
-    *out = tv_str(sb_str(&b));
+    *out = tv_str(tpl_sb_str(&b));
     return 0;
 }
 
 /* --- JSON input -------------------------------------------------------------------- */
 
-int tv_from_json(tpl_rt *r, json_t *j, tv *out, int depth) {
-    if (depth > TPL_MAX_DEPTH) return rt_error(r, NULL, "context JSON nested too deeply");
-    tpl_arena *a = rt_arena(r);
+int tpl_tv_from_json(tpl_rt *r, json_t *j, tv *out, int depth) {
+    if (depth > TPL_MAX_DEPTH) return tpl_rt_error(r, NULL, "context JSON nested too deeply");
+    tpl_arena *a = tpl_rt_arena(r);
     switch (json_typeof(j)) {
     case JSON_OBJECT: {
-        tdict *d = td_new(a, json_object_size(j));
+        tdict *d = tpl_td_new(a, json_object_size(j));
         if (!d) return -1;
         const char *key;
         json_t *val;
         json_object_foreach(j, key, val) {
             d->k[d->n] = tv_str(tstr_c(key));
-            if (tv_from_json(r, val, &d->v[d->n], depth + 1)) return -1;
+            if (tpl_tv_from_json(r, val, &d->v[d->n], depth + 1)) return -1;
             d->n++;
         }
         *out = tv_dict(d);
         return 0;
     }
     case JSON_ARRAY: {
-        tlist *l = tl_new(a, json_array_size(j));
+        tlist *l = tpl_tl_new(a, json_array_size(j));
         if (!l) return -1;
         for (size_t i = 0; i < l->n; i++)
-            if (tv_from_json(r, json_array_get(j, i), &l->v[i], depth + 1)) return -1;
+            if (tpl_tv_from_json(r, json_array_get(j, i), &l->v[i], depth + 1)) return -1;
         *out = tv_list(l, LIST_PLAIN);
         return 0;
     }
@@ -804,35 +806,36 @@ static const char *op_symbol(int op) {
 
 static int type_error(tpl_rt *r, const node *at, int op, tv a, tv b) {
     if (op == OP_ADD && a.kind == TV_STR)
-        return rt_error(r, at, "can only concatenate str (not \"%s\") to str", tv_type_name(b));
+        return tpl_rt_error(r, at, "can only concatenate str (not \"%s\") to str",
+                            tpl_tv_type_name(b));
     if (op == OP_ADD && a.kind == TV_LIST && (a.sub == LIST_PLAIN || a.sub == LIST_TUPLE))
-        return rt_error(r, at, "can only concatenate %s (not \"%s\") to %s", tv_type_name(a),
-                        tv_type_name(b), tv_type_name(a));
-    return rt_error(r, at, "unsupported operand type(s) for %s: '%s' and '%s'", op_symbol(op),
-                    tv_type_name(a), tv_type_name(b));
+        return tpl_rt_error(r, at, "can only concatenate %s (not \"%s\") to %s",
+                            tpl_tv_type_name(a), tpl_tv_type_name(b), tpl_tv_type_name(a));
+    return tpl_rt_error(r, at, "unsupported operand type(s) for %s: '%s' and '%s'", op_symbol(op),
+                        tpl_tv_type_name(a), tpl_tv_type_name(b));
 }
 
 static int overflow(tpl_rt *r, const node *at) {
-    return rt_error(r, at, "integer overflow (values beyond 64 bits are not supported)");
+    return tpl_rt_error(r, at, "integer overflow (values beyond 64 bits are not supported)");
 }
 
 static int repeat(tpl_rt *r, const node *at, tv seq, int64_t times, tv *out) {
-    tpl_arena *a = rt_arena(r);
+    tpl_arena *a = tpl_rt_arena(r);
     if (times < 0) times = 0;
     if (seq.kind == TV_STR) {
         if (seq.u.s.n && (uint64_t)times > TPL_MAX_OUTPUT / seq.u.s.n)
-            return rt_error(r, at, "string repetition too large");
+            return tpl_rt_error(r, at, "string repetition too large");
         sbuf b;
-        sb_init(&b, a, TPL_MAX_OUTPUT);
+        tpl_sb_init(&b, a, TPL_MAX_OUTPUT);
         for (int64_t i = 0; i < times; i++)
-            if (sb_put(&b, seq.u.s.p, seq.u.s.n)) return -1;
-        *out = tv_str(sb_str(&b));
+            if (tpl_sb_put(&b, seq.u.s.p, seq.u.s.n)) return -1;
+        *out = tv_str(tpl_sb_str(&b));
         return 0;
     }
     size_t n = seq.u.l->n;
     if (n && (uint64_t)times > (TPL_RENDER_BUDGET / sizeof(tv)) / n)
-        return rt_error(r, at, "list repetition too large");
-    tlist *l = tl_new(a, n * (size_t)times);
+        return tpl_rt_error(r, at, "list repetition too large");
+    tlist *l = tpl_tl_new(a, n * (size_t)times);
     if (!l) return -1;
     for (size_t i = 0; i < l->n; i++)
         l->v[i] = seq.u.l->v[i % n];
@@ -863,12 +866,12 @@ static void float_divmod(double vx, double wx, double *floordiv, double *mod) {
     *mod = m;
 }
 
-int tv_binop(tpl_rt *r, const node *at, int op, tv a, tv b, tv *out) {
+int tpl_tv_binop(tpl_rt *r, const node *at, int op, tv a, tv b, tv *out) {
     /* str % x formats even an Undefined x (str's own % runs first) */
     if (op == OP_MOD && a.kind == TV_STR) return tpl_format_percent(r, at, a.u.s, b, out);
-    if (a.kind == TV_UNDEF) return rt_undefined_error(r, at, a);
-    if (b.kind == TV_UNDEF) return rt_undefined_error(r, at, b);
-    tpl_arena *ar = rt_arena(r);
+    if (a.kind == TV_UNDEF) return tpl_rt_undefined_error(r, at, a);
+    if (b.kind == TV_UNDEF) return tpl_rt_undefined_error(r, at, b);
+    tpl_arena *ar = tpl_rt_arena(r);
     if (is_num(a) && is_num(b)) {
         bool ints = is_intlike(a) && is_intlike(b);
         int64_t x = ints ? as_int(a) : 0, y = ints ? as_int(b) : 0, z;
@@ -890,16 +893,16 @@ int tv_binop(tpl_rt *r, const node *at, int op, tv a, tv b, tv *out) {
             *out = tv_int(z);
             return 0;
         case OP_DIV:
-            if (fy == 0) return rt_error(r, at, "division by zero");
+            if (fy == 0) return tpl_rt_error(r, at, "division by zero");
             *out = tv_float(fx / fy);
             return 0;
         case OP_FLOORDIV:
         case OP_MOD:
             if (ints) {
                 if (y == 0)
-                    return rt_error(r, at,
-                                    op == OP_MOD ? "integer modulo by zero"
-                                                 : "integer division or modulo by zero");
+                    return tpl_rt_error(r, at,
+                                        op == OP_MOD ? "integer modulo by zero"
+                                                     : "integer division or modulo by zero");
                 if (x == INT64_MIN && y == -1) return overflow(r, at);
                 int64_t q = x / y, m = x % y;
                 if (m != 0 && ((m < 0) != (y < 0))) {
@@ -910,8 +913,8 @@ int tv_binop(tpl_rt *r, const node *at, int op, tv a, tv b, tv *out) {
                 return 0;
             } else {
                 if (fy == 0)
-                    return rt_error(r, at,
-                                    op == OP_MOD ? "float modulo" : "float floor division by zero");
+                    return tpl_rt_error(
+                        r, at, op == OP_MOD ? "float modulo" : "float floor division by zero");
                 double fd, m;
                 float_divmod(fx, fy, &fd, &m);
                 *out = tv_float(op == OP_MOD ? m : fd);
@@ -928,12 +931,14 @@ int tv_binop(tpl_rt *r, const node *at, int op, tv a, tv b, tv *out) {
                 return 0;
             }
             if (fx == 0 && fy < 0)
-                return rt_error(r, at, "0.0 cannot be raised to a negative power");
+                return tpl_rt_error(r, at, "0.0 cannot be raised to a negative power");
             if (fx < 0 && fy != floor(fy))
-                return rt_error(r, at, "negative number cannot be raised to a fractional power");
+                return tpl_rt_error(r, at,
+                                    "negative number cannot be raised to a fractional power");
             *out = tv_float(pow(fx, fy));
             if (isinf(out->u.f) && isfinite(fx) && isfinite(fy))
-                return rt_error(r, at, "(34, 'Numerical result out of range')"); /* OverflowError */
+                return tpl_rt_error(r, at,
+                                    "(34, 'Numerical result out of range')"); /* OverflowError */
             return 0;
         }
         switch (op) {
@@ -952,15 +957,15 @@ int tv_binop(tpl_rt *r, const node *at, int op, tv a, tv b, tv *out) {
     if (op == OP_ADD) {
         if (a.kind == TV_STR && b.kind == TV_STR) {
             sbuf s;
-            sb_init(&s, ar, TPL_MAX_OUTPUT);
-            if (sb_put(&s, a.u.s.p, a.u.s.n) || sb_put(&s, b.u.s.p, b.u.s.n)) return -1;
-            *out = tv_str(sb_str(&s));
+            tpl_sb_init(&s, ar, TPL_MAX_OUTPUT);
+            if (tpl_sb_put(&s, a.u.s.p, a.u.s.n) || tpl_sb_put(&s, b.u.s.p, b.u.s.n)) return -1;
+            *out = tv_str(tpl_sb_str(&s));
             return 0;
         }
         if (a.kind == TV_LIST && b.kind == TV_LIST &&
             ((a.sub == LIST_PLAIN && b.sub == LIST_PLAIN) ||
              (a.sub == LIST_TUPLE && b.sub == LIST_TUPLE))) {
-            tlist *l = tl_new(ar, a.u.l->n + b.u.l->n);
+            tlist *l = tpl_tl_new(ar, a.u.l->n + b.u.l->n);
             if (!l) return -1;
             for (size_t i = 0; i < a.u.l->n; i++)
                 l->v[i] = a.u.l->v[i];
