@@ -13,13 +13,17 @@
  *   prefix agreement the tokens before the first divergence over the base's
  *                    tokens (reported, not gated);
  *   JSON validity    for prompts with "expect_json": true, whether each
- *                    model's output holds a JSON value (the span from the
- *                    first '{' or '[' to the last '}' or ']', code fences
- *                    allowed), per model.
+ *                    model's output holds a JSON object or array: one
+ *                    parses completely from the output's first '{' or '['
+ *                    (so code fences and text after the value are allowed),
+ *                    per model. A prompt that opens the value itself gives
+ *                    the opening in "json_prefix", which is put before the
+ *                    output for this check.
  *
- * Prompts file: one JSON object per line, {"prompt": "...", "expect_json":
- * true, "max_tokens": N} (only "prompt" required). The exit status is 1 when
- * a metric falls below its --min-* threshold, so a pipeline can gate on it. */
+ * Prompts file: one JSON object per line, {"prompt": "...",
+ * "expect_json": true, "json_prefix": "{", "max_tokens": N} (only "prompt"
+ * required). The exit status is 1 when a metric falls below its --min-*
+ * threshold, so a pipeline can gate on it. */
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "tokenizer/tokenizer.h"
@@ -44,6 +48,7 @@ static void usage(FILE *f) {
 typedef struct {
     char *prompt;
     bool expect_json;
+    char *json_prefix; /* put before the output when checking JSON (prompts that open the value) */
     int max_tokens;
 } prompt_item;
 
@@ -73,6 +78,8 @@ static int load_prompts(const char *path, int default_max, prompt_item **out, in
                 v = g;
                 v[n].prompt = strdup(p);
                 v[n].expect_json = json_is_true(json_object_get(o, "expect_json"));
+                const char *jp = json_string_value(json_object_get(o, "json_prefix"));
+                v[n].json_prefix = strdup(jp ? jp : "");
                 json_t *mt = json_object_get(o, "max_tokens");
                 v[n].max_tokens = json_is_integer(mt) && json_integer_value(mt) > 0 ? (int)json_integer_value(mt)
                                                                                      : default_max;
@@ -85,7 +92,7 @@ static int load_prompts(const char *path, int default_max, prompt_item **out, in
     fclose(f);
     if (!rc && !n) rc = err_set("prompts file %s holds no prompts", path);
     if (rc) {
-        for (int i = 0; i < n; i++) free(v[i].prompt);
+        for (int i = 0; i < n; i++) free(v[i].prompt), free(v[i].json_prefix);
         free(v);
         return -1;
     }
@@ -128,6 +135,34 @@ static int forced_agreement(seq_runner *r, const int32_t *prompt, int n_prompt, 
     return 0;
 }
 
+/* Length of the valid UTF-8 sequence at p (RFC 3629: no overlongs, no
+ * surrogates, nothing past U+10FFFF), or 0. */
+static int utf8_seq(const unsigned char *p) {
+    const unsigned c = p[0];
+    if (c < 0x80) return 1;
+    int len;
+    unsigned lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) len = 2;
+    else if (c >= 0xE0 && c <= 0xEF) len = 3, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+    else if (c >= 0xF0 && c <= 0xF4) len = 4, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+    else return 0;
+    if (p[1] < lo || p[1] > hi) return 0;
+    for (int i = 2; i < len; i++)
+        if ((p[i] & 0xC0) != 0x80) return 0;
+    return len;
+}
+
+/* Replaces invalid UTF-8 (a model may stop inside a character, or emit raw
+ * byte tokens) with '?' so the text can go into the JSON report. */
+static void sanitize_utf8(char *s) {
+    unsigned char *p = (unsigned char *)s;
+    while (*p) {
+        const int len = utf8_seq(p);
+        if (len) p += len;
+        else *p++ = '?';
+    }
+}
+
 static char *detokenize(const tokenizer *tok, const int32_t *t, int n) {
     size_t cap = 64, len = 0;
     char *s = malloc(cap);
@@ -147,22 +182,21 @@ static char *detokenize(const tokenizer *tok, const int32_t *t, int n) {
         memcpy(s + len, piece, (size_t)k);
         len += (size_t)k;
     }
-    if (s) s[len] = 0;
+    if (s) {
+        s[len] = 0;
+        sanitize_utf8(s);
+    }
     return s;
 }
 
-/* Whether the text holds a JSON value: the span from the first '{' or '['
- * to the last '}' or ']' (which skips code fences and surrounding prose), or
- * the whole trimmed text when it has no bracket. */
+/* Whether the text holds a JSON object or array: one parses completely from
+ * its first '{' or '[' (text after it, such as a code fence or more
+ * generated lines, is ignored). */
 static bool holds_json(const char *text) {
     const char *a = strpbrk(text, "{[");
-    const char *b = NULL;
-    for (const char *p = text; *p; p++)
-        if (*p == '}' || *p == ']') b = p;
+    if (!a) return false;
     json_error_t je;
-    json_t *v = NULL;
-    if (a && b && b > a) v = json_loadb(a, (size_t)(b - a + 1), JSON_DECODE_ANY, &je);
-    else if (!a) v = json_loads(text, JSON_DECODE_ANY, &je);
+    json_t *v = json_loads(a, JSON_DISABLE_EOF_CHECK, &je);
     const bool ok = v != NULL;
     json_decref(v);
     return ok;
@@ -286,8 +320,17 @@ int cmd_eval_compare(int argc, char **argv) {
         }
         bool jv[2] = {false, false};
         if (items[i].expect_json) {
-            jv[0] = holds_json(text[0]);
-            jv[1] = holds_json(text[1]);
+            for (int k = 0; k < 2; k++) {
+                char *full = malloc(strlen(items[i].json_prefix) + strlen(text[k]) + 1);
+                if (!full) {
+                    free(text[0]);
+                    free(text[1]);
+                    goto oom;
+                }
+                strcat(strcpy(full, items[i].json_prefix), text[k]);
+                jv[k] = holds_json(full);
+                free(full);
+            }
             tot.json_prompts++;
             tot.json_base += jv[0];
             tot.json_cand += jv[1];
@@ -369,6 +412,7 @@ done:
     for (int i = 0; i < n_items; i++) {
         free(ptok ? ptok[i] : NULL);
         free(items[i].prompt);
+        free(items[i].json_prefix);
     }
     free(ptok);
     free(np);

@@ -25,12 +25,14 @@ static void usage(FILE *f) {
             "  --calib-ctx N           tokens per sample (default 512)\n"
             "  --desc-act              GPTQ act-order (cllm-only output: a permutation per matrix)\n"
             "  --damp X                GPTQ damping, a fraction of the mean Hessian diagonal (default 0.01)\n"
+            "  --awq-grid N            AWQ exponents tried in [0, 1) (default 20)\n"
             "  --keep TENSOR           keep this tensor in the keep type too (repeatable);\n"
             "                          token_embd.weight and output.weight are kept by default\n"
             "  --keep-type TYPE        type of kept tensors: q8_0 (default), f16, f32, q6_K, ..., or 'copy'\n"
             "  --no-keep               copy the embedding and output head unchanged instead\n"
             "  --threads N             worker threads (default: all CPUs)\n"
             "  --quiet                 no progress bar\n"
+            "  --verbose               per layer: stage timings, AWQ exponents and errors\n"
             "Standard GGUF types are written where they hold the result exactly (8-bit g32 sym: Q8_0;\n"
             "4-bit g32: Q4_0 sym, Q4_1 asym), so llama.cpp reads them; other choices use cllm's GQ types.\n");
 }
@@ -124,6 +126,8 @@ int cmd_quantize(int argc, char **argv) {
             c.threads = (int)l;
         } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
             c.quiet = true;
+        } else if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) {
+            c.verbose = true;
         } else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "cllm quantize: unknown option '%s' (try --help)\n", a);
             goto done;

@@ -409,6 +409,9 @@ static int awq_group(job *j, int il, const calib_inputs *in, int which, int vec,
     const awq_opts o = {.n_grid = j->c->awq_grid};
     awq_result res;
     if (awq_search(&j->fmt, w, n_out, n_lin, k, x, rows, mean, &o, j->tp, scales, &res)) goto done;
+    if (j->c->verbose)
+        fprintf(stderr, "layer %d: AWQ on the input of %s: alpha %.2f, output error %.4g (round to nearest %.4g)\n", il,
+                k_lin[lins[0]].suffix, res.alpha, res.loss, res.loss_rtn);
     for (int i = 0; i < n_lin; i++) {
         float *wi = s->w[lins[i]];
         for (int64_t r = 0; r < n_out[i]; r++)
@@ -525,10 +528,12 @@ static int run_layer(job *j, int il) {
     }
     calib_inputs in = {0};
     int rc = 0;
+    const double t0 = now();
     if (j->calibrated) {
         bind_layer(j, il, false);
         rc = calib_run_layer(j->runner, il, &in, false);
     }
+    const double t1 = now();
     if (!rc) {
         switch (j->c->method) {
         case QUANT_RTN: rc = quantize_rtn_layer(j, il); break;
@@ -544,10 +549,14 @@ static int run_layer(job *j, int il) {
     if (rc) return err_prefix("layer %d: ", il);
     for (int i = 0; i < j->n_e; i++)
         if (j->e[i].layer == il && write_entry(j, i)) return -1;
+    const double t2 = now();
     if (j->calibrated && il + 1 < m->hp.n_layer) {
         bind_layer(j, il, true);
         if (calib_run_layer(j->runner, il, NULL, true)) return -1;
     }
+    if (j->c->verbose)
+        fprintf(stderr, "layer %d: calibration pass %.1f s, quantize and write %.1f s, advance pass %.1f s\n", il,
+                t1 - t0, t2 - t1, now() - t2);
     return 0;
 }
 

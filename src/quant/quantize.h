@@ -35,6 +35,7 @@ typedef struct {
     int keep_type;   /* wtype of kept tensors (default Q8_0); -1 copies them as they are */
     int threads;     /* 0: all CPUs */
     bool quiet;      /* no progress bar */
+    bool verbose;    /* per layer: stage timings, AWQ exponents */
 } quant_config;
 
 /* The defaults above. */
