@@ -11,8 +11,13 @@
 #include <string.h>
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: cllm info MODEL [--ctx N] [--kv-type f16|f32]\n");
+    fprintf(f, "usage: cllm info MODEL [--ctx N] [--kv-type f16|f32] [--plan [--concurrency N]]\n"
+               "  --plan            weight memory at each precision plus the KV cache of --concurrency\n"
+               "                    sequences (default 1) of --ctx tokens\n");
 }
+
+/* info_plan.c */
+void info_print_plan(const model *m, long n_ctx, long concurrency, kv_dtype dt, double kv_per_seq);
 
 static void print_bytes(const char *label, double bytes) {
     printf("%-16s %.1f MiB (%.0f bytes)\n", label, bytes / (1024.0 * 1024.0), bytes);
@@ -32,7 +37,8 @@ static double kv_bytes_for_context(const model *m, kv_dtype dt, long n_ctx) {
 
 int cmd_info(int argc, char **argv) {
     const char *path = NULL;
-    long n_ctx = -1;
+    long n_ctx = -1, concurrency = 1;
+    bool plan = false;
     kv_dtype dt = KV_F16;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
@@ -41,6 +47,10 @@ int cmd_info(int argc, char **argv) {
             return 0;
         } else if (!strcmp(a, "--ctx")) {
             if (!(v = arg_value("info", argc, argv, &i)) || arg_int("info", a, v, 1, 1 << 24, &n_ctx)) return 1;
+        } else if (!strcmp(a, "--plan")) {
+            plan = true;
+        } else if (!strcmp(a, "--concurrency")) {
+            if (!(v = arg_value("info", argc, argv, &i)) || arg_int("info", a, v, 1, 1 << 20, &concurrency)) return 1;
         } else if (!strcmp(a, "--kv-type")) {
             if (!(v = arg_value("info", argc, argv, &i))) return 1;
             if (kv_dtype_parse(v, &dt)) {
@@ -111,6 +121,7 @@ int cmd_info(int argc, char **argv) {
     char label[64];
     snprintf(label, sizeof label, "KV @ %ld tokens", n_ctx);
     print_bytes(label, kv_bytes_for_context(m, dt, n_ctx));
+    if (plan) info_print_plan(m, n_ctx, concurrency, dt, kv_bytes_for_context(m, dt, n_ctx));
     model_free(m);
     return 0;
 }

@@ -194,3 +194,30 @@ def test_standard_types_load_in_llama_cpp(run_cllm, models, repo_root, tmp_path,
     ours = cllm_logits(run_cllm, dst, toks, tmp_path / "ours.f32")
     kl = mean_kl(theirs, ours)
     assert kl < 0.01, f"cllm vs llama.cpp on the same {expect} file: mean KL {kl:.5f}"
+
+
+# --- info --plan ------------------------------------------------------------------------------
+
+
+def test_info_plan_predicts_quantized_sizes(run_cllm, model_factory, tmp_path):
+    src = model_factory("llama", n_embd=512, head_dim=128, n_ff=1024, n_head_kv=1)
+    p = run_cllm("info", src, "--plan", "--ctx", 1024, "--concurrency", 4)
+    assert p.returncode == 0, p.stderr
+    rows = {}
+    for line in p.stdout.splitlines():
+        parts = line.split()
+        if len(parts) >= 7 and parts[-2] == "MiB" and parts[-4] == "MiB":
+            label = " ".join(parts[: len(parts) - 6 - (1 if parts[-1] in ("yes", "no") else 0)])
+            rows[label] = [float(parts[i]) for i in range(len(parts)) if i + 1 < len(parts) and parts[i + 1] == "MiB"]
+    assert set(rows) == {"file as is", "F16", "INT8 per channel", "INT4 g128", "INT3 g128"}, p.stdout
+    kv = rows["F16"][1]
+    assert all(r[1] == kv for r in rows.values())  # the same KV cache on every row
+    assert "4 sequences of 1024 tokens" in p.stdout
+    for label, opts in (("INT8 per channel", ["--bits", 8, "--group-size", -1, "--scheme", "sym"]),
+                        ("INT4 g128", ["--bits", 4, "--group-size", 128]),
+                        ("F16", ["--bits", 16])):
+        dst = tmp_path / "q.gguf"
+        quantize(run_cllm, src, dst, *opts)
+        actual = sum(len(t.raw) for t in GGUF(dst).tensors.values()) / 2**20
+        assert rows[label][0] == pytest.approx(actual, abs=0.06), label
+    assert rows["INT4 g128"][0] < rows["INT8 per channel"][0] < rows["F16"][0]
