@@ -6,6 +6,7 @@
 #define CLLM_KERNELS_GEMM_AVX2_H
 
 #include <immintrin.h>
+#include <stdint.h>
 
 #define GEMM_INLINE static inline __attribute__((always_inline))
 
@@ -33,5 +34,41 @@
     default:                                                                                       \
         CALL(MAXC);                                                                                \
     }
+
+/* ---- for the packed panels ---- */
+
+/* In place: v[k] becomes the vector of dword k of v[0..7] (8x8 transpose of
+ * 32-bit elements). */
+GEMM_INLINE void transpose8_epi32(__m256i v[8]) {
+    __m256i t[8], u[8];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_epi32(v[i], v[i + 1]);
+        t[i + 1] = _mm256_unpackhi_epi32(v[i], v[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {
+        u[i] = _mm256_unpacklo_epi64(t[i], t[i + 2]);
+        u[i + 1] = _mm256_unpackhi_epi64(t[i], t[i + 2]);
+        u[i + 2] = _mm256_unpacklo_epi64(t[i + 1], t[i + 3]);
+        u[i + 3] = _mm256_unpackhi_epi64(t[i + 1], t[i + 3]);
+    }
+    for (int i = 0; i < 4; i++) {
+        v[i] = _mm256_permute2x128_si256(u[i], u[i + 4], 0x20);
+        v[i + 4] = _mm256_permute2x128_si256(u[i], u[i + 4], 0x31);
+    }
+}
+
+typedef struct {
+    uint8_t b[4];
+} bytes4;
+
+/* The 4 bytes at p in every 32-bit lane, as vpbroadcastd's memory form: a
+ * load-port uop only. Left to themselves, compilers keep the bytes in a
+ * register and broadcast them with two shuffles, on the port the tile is
+ * short of. */
+GEMM_INLINE __m256i bcast32(const void *p) {
+    __m256i r;
+    __asm__("vpbroadcastd %1, %0" : "=x"(r) : "m"(*(const bytes4 *)p));
+    return r;
+}
 
 #endif

@@ -1,26 +1,36 @@
-/* Tile kernels (wtype_gemm_fn) for Q4_K, Q5_K and Q6_K weights against Q8_K
- * activations: the body of gemm_k_avx2.c (AVX2) and gemm_k_vnni_avx2.c
- * (AVX-VNNI, whose vpdpwssd does the madd and the add below in one), which
- * include it with GEMM_VNNI set to 0 or 1. Not a header to include anywhere
- * else.
+/* Tile kernels and packed panels (wtype_gemm_fn, wtype_gemm_pack_fn) for
+ * Q4_K, Q5_K and Q6_K weights against Q8_K activations: the body of
+ * gemm_k_avx2.c (AVX2) and gemm_k_vnni_avx2.c (AVX-VNNI, whose vpdpwssd does
+ * a madd and the add after it in one), which include it with GEMM_VNNI set to
+ * 0 or 1. Not a header to include anywhere else.
  *
- * The K-quants' sub-block scales are small integers, so a super-block's dot
- * stays in 32-bit integers: per 32 elements, maddubs of levels and
- * activations, madd with the sub-block scale (which also widens), add. A
- * tile of GEMM_K_ROWS weight rows by up to GEMM_K_COLS activation rows keeps
- * one such integer accumulator per output in registers through the
- * super-block; each weight row's levels and scales are unpacked once per 32
- * elements and meet every activation row, each activation vector is loaded
- * once for all the weight rows. Once per super-block the accumulators are
- * scaled into per-output float vectors, and those are summed horizontally at
- * the end. Mins (Q4_K, Q5_K) and offsets (Q6_K) come from Q8_K's bsums as in
- * the dot products (quants_k_avx2.c), whose arithmetic each output repeats.
+ * Every output is computed as: per super-block, the exact integer sums
+ *     I = sum_j sc_j * sum_{k in j} q_k y_k   (Q6_K: less 32 * sum_j sc_j * ysum_j)
+ *     M = sum_j m_j * ysum_j                  (Q4_K, Q5_K)
+ * over the sub-blocks j (levels q without offset, ysum_j the sub-block's sum
+ * of activation quants, from Q8_K's bsums), then
+ *     acc = fma(float(I), d_w * d_a, acc),  accm = fma(float(M), dmin_w * d_a, accm)
+ * super-block after super-block, and the output is acc - accm. The K-quants'
+ * scales are small integers, so a whole super-block stays in integers.
  *
- * Rows beyond nr repeat row 0 and are computed but not stored, so every
- * output sees the same operations whatever the tile's shape; those are the
- * operations of the AVX2 dot products too (their integer sums are exact, in
- * whatever order, and their float steps are these), so a single activation
- * row goes through vec_dot, which does it faster. */
+ * Direct tiles (gemm_q*_K_q8_K_*), for a few activation rows: GEMM_K_ROWS = 4
+ * weight rows by up to GEMM_K_COLS activation rows. Per 32 elements, maddubs
+ * of levels and activations, madd with the sub-block scale (which also
+ * widens), add, into one integer vector per output; each weight row's levels
+ * and scales are unpacked once and meet every activation row, and at the end
+ * of a super-block the 4 rows' vectors are transposed and summed into one
+ * vector of I per row (as the legacy tiles do per block), so the float steps
+ * cost one instruction per 4 outputs.
+ *
+ * Panels (gemm_pack_q*_K / gemm_panel_q*_K_q8_K), for larger batches: 8 rows
+ * with their levels unpacked to bytes and interleaved in 4-byte groups (one
+ * row per 32-bit lane, as gemm_panel_impl.h), their scales and mins spread to
+ * 16-bit lanes [s_r0 s_r0 s_r1 s_r1 ...], and d, dmin as floats. An
+ * activation's 4 bytes, broadcast, meet the 8 rows in one maddubs; the 16-bit
+ * sums of a sub-block then meet the 8 rows' scales in one madd, leaving I per
+ * row in the lanes; the mins meet the broadcast bsums likewise.
+ *
+ * Rows beyond nr repeat row 0 and are computed but not stored. */
 #include "kernels/quants_kernels.h"
 
 #include "kernels/gemm_avx2.h"
@@ -36,111 +46,42 @@
 
 #define KR GEMM_K_ROWS
 #define KC GEMM_K_COLS
+_Static_assert(KR == 4, "the direct K tiles hold 4 rows");
+_Static_assert(KC >= 1 && KC <= 8, "GEMM_DISPATCH instantiates 1 to 8 columns");
 
-/* acc + the 32-bit pair sums of scale * p (16-bit lanes). */
-GEMM_INLINE __m256i madd_acc(__m256i acc, __m256i scale, __m256i p) {
+enum { K_Q4, K_Q5, K_Q6 };
+
+/* acc + the 32-bit pair sums of a * b (16-bit lanes). */
+GEMM_INLINE __m256i madd_acc(__m256i acc, __m256i a, __m256i b) {
 #if GEMM_VNNI
-    return _mm256_dpwssd_avx_epi32(acc, scale, p);
+    return _mm256_dpwssd_avx_epi32(acc, a, b);
 #else
-    return _mm256_add_epi32(acc, _mm256_madd_epi16(scale, p));
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b));
 #endif
 }
 
-typedef struct {
-    const uint8_t *row[KR];
-    const uint8_t *col[KC];
-} k_tile_ptrs;
-
-GEMM_INLINE k_tile_ptrs tile_ptrs(int nr, int nc, const uint8_t *x, size_t bx, const uint8_t *y,
-                                  size_t by) {
-    k_tile_ptrs p;
-    for (int r = 0; r < KR; r++)
-        p.row[r] = x + (size_t)(r < nr ? r : 0) * bx;
-    for (int c = 0; c < KC; c++)
-        p.col[c] = y + (size_t)(c < nc ? c : 0) * by;
-    return p;
+GEMM_INLINE size_t k_block_bytes(int T) {
+    return T == K_Q4 ? sizeof(block_q4_K) : T == K_Q5 ? sizeof(block_q5_K) : sizeof(block_q6_K);
 }
 
-/* ---- Q4_K and Q5_K ---- */
+/* ---- levels ---- */
 
-GEMM_INLINE void k4_tile(const bool Q5, const int NC, int nb, int nr, float *restrict s, size_t ldc,
-                         const k_tile_ptrs *p) {
-    const size_t wsz = Q5 ? sizeof(block_q5_K) : sizeof(block_q4_K);
-    const __m256i m4 = _mm256_set1_epi8(0xF);
-    __m256 acc[KR][KC];
-    __m128 acc_m[KR][KC];
-    for (int r = 0; r < KR; r++)
-        for (int c = 0; c < NC; c++) {
-            acc[r][c] = _mm256_setzero_ps();
-            acc_m[r][c] = _mm_setzero_ps();
-        }
-    for (int i = 0; i < nb; i++) {
-        const block_q8_K *yb[KC];
-        __m128i bsum32[KC]; /* activation sums per 32 elements */
-        for (int c = 0; c < NC; c++) {
-            yb[c] = (const block_q8_K *)p->col[c] + i;
-            const __m256i bs = load256(yb[c]->bsums);
-            bsum32[c] = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
-        }
-        const uint8_t *qs[KR], *qh[KR];
-        __m256i sc[KR];
-        float d[KR];
-        for (int r = 0; r < KR; r++) {
-            const uint8_t *blk = p->row[r] + (size_t)i * wsz;
-            /* Q4_K and Q5_K share the d, dmin, scales prefix */
-            const block_q4_K *b4 = (const block_q4_K *)blk;
-            const __m256i sm = k4_scales_mins(b4->scales);
-            sc[r] = _mm256_permute2x128_si256(sm, sm, 0x00);
-            qs[r] = Q5 ? ((const block_q5_K *)blk)->qs : b4->qs;
-            qh[r] = Q5 ? ((const block_q5_K *)blk)->qh : NULL;
-            d[r] = qa_f16(b4->d);
-            const float dmin = qa_f16(b4->dmin);
-            const __m128i mins = _mm256_extracti128_si256(sm, 1);
-            for (int c = 0; c < NC; c++) {
-                const __m128 mterm = _mm_cvtepi32_ps(_mm_madd_epi16(mins, bsum32[c]));
-                acc_m[r][c] = _mm_fmadd_ps(_mm_set1_ps(-yb[c]->d * dmin), mterm, acc_m[r][c]);
-            }
-        }
-        __m256i sumi[KR][KC];
-        for (int r = 0; r < KR; r++)
-            for (int c = 0; c < NC; c++)
-                sumi[r][c] = _mm256_setzero_si256();
-#pragma GCC unroll 8
-        for (int j = 0; j < 8; j++) {
-            __m256i q[KR], scale[KR];
-            for (int r = 0; r < KR; r++) {
-                const __m256i bits = load256(qs[r] + 32 * (j / 2));
-                q[r] = _mm256_and_si256(j & 1 ? _mm256_srli_epi16(bits, 4) : bits, m4);
-                if (Q5) q[r] = _mm256_or_si256(q[r], take_bit(load256(qh[r]), j, 4));
-                scale[r] = scale_at(sc[r], j);
-            }
-            for (int c = 0; c < NC; c++) {
-                const __m256i yv = load256(yb[c]->qs + 32 * j);
-                for (int r = 0; r < KR; r++) {
-                    sumi[r][c] = madd_acc(sumi[r][c], scale[r], _mm256_maddubs_epi16(q[r], yv));
-                    GEMM_KEEP(sumi[r][c]);
-                }
-            }
-        }
-        for (int r = 0; r < KR; r++) {
-            for (int c = 0; c < NC; c++)
-                acc[r][c] = _mm256_fmadd_ps(_mm256_set1_ps(yb[c]->d * d[r]),
-                                            _mm256_cvtepi32_ps(sumi[r][c]), acc[r][c]);
-        }
-    }
-    for (int c = 0; c < NC; c++)
-        for (int r = 0; r < nr; r++)
-            s[(size_t)c * ldc + r] = k4_finish(acc[r][c], acc_m[r][c]);
+/* Sub-block j (0..7) of a Q4_K/Q5_K block: its 32 levels in element order. */
+GEMM_INLINE __m256i k4_levels(bool q5, const uint8_t *blk, int j) {
+    const uint8_t *qs = q5 ? ((const block_q5_K *)blk)->qs : ((const block_q4_K *)blk)->qs;
+    const __m256i bits = load256(qs + 32 * (j / 2));
+    __m256i q = _mm256_and_si256(j & 1 ? _mm256_srli_epi16(bits, 4) : bits, _mm256_set1_epi8(0xF));
+    if (q5) q = _mm256_or_si256(q, take_bit(load256(((const block_q5_K *)blk)->qh), j, 4));
+    return q;
 }
 
-/* ---- Q6_K ---- */
-
-/* Chunk k (0..3) of a half of a Q6_K block as levels 0..63, from the half's
- * ql (64 bytes) and qh (32 bytes); see vec_dot_q6_K_q8_K_avx2. */
-GEMM_INLINE __m256i q6k_levels(const uint8_t *ql, const uint8_t *qh, int k) {
+/* Elements 32 hk .. 32 hk + 31 (hk = 0..7) of a Q6_K block as levels 0..63;
+ * see vec_dot_q6_K_q8_K_avx2 for the bit layout. */
+GEMM_INLINE __m256i q6k_levels(const block_q6_K *b, int hk) {
+    const int h = hk / 4, k = hk % 4;
     const __m256i m4 = _mm256_set1_epi8(0xF), m3 = _mm256_set1_epi8(3);
-    const __m256i l = load256(ql + 32 * (k & 1));
-    const __m256i hb = load256(qh);
+    const __m256i l = load256(b->ql + 64 * h + 32 * (k & 1));
+    const __m256i hb = load256(b->qh + 32 * h);
     switch (k) {
     case 0:
         return _mm256_or_si256(_mm256_and_si256(l, m4),
@@ -158,61 +99,246 @@ GEMM_INLINE __m256i q6k_levels(const uint8_t *ql, const uint8_t *qh, int k) {
     }
 }
 
-GEMM_INLINE void q6k_tile(const int NC, int nb, int nr, float *restrict s, size_t ldc,
-                          const k_tile_ptrs *p) {
-    __m256 acc[KR][KC];
+/* ---- direct tiles ---- */
+
+/* Four vectors of int32 sums (one per row) -> the 4 rows' totals. */
+GEMM_INLINE __m128i total4_i32(const __m256i v[4]) {
+    const __m256i t01 =
+        _mm256_add_epi32(_mm256_unpacklo_epi32(v[0], v[1]), _mm256_unpackhi_epi32(v[0], v[1]));
+    const __m256i t23 =
+        _mm256_add_epi32(_mm256_unpacklo_epi32(v[2], v[3]), _mm256_unpackhi_epi32(v[2], v[3]));
+    const __m256i u =
+        _mm256_add_epi32(_mm256_unpacklo_epi64(t01, t23), _mm256_unpackhi_epi64(t01, t23));
+    return _mm_add_epi32(_mm256_castsi256_si128(u), _mm256_extracti128_si256(u, 1));
+}
+
+/* The same for 4 vectors of 4 int32. */
+GEMM_INLINE __m128i total4_i32x4(const __m128i v[4]) {
+    const __m128i t01 =
+        _mm_add_epi32(_mm_unpacklo_epi32(v[0], v[1]), _mm_unpackhi_epi32(v[0], v[1]));
+    const __m128i t23 =
+        _mm_add_epi32(_mm_unpacklo_epi32(v[2], v[3]), _mm_unpackhi_epi32(v[2], v[3]));
+    return _mm_add_epi32(_mm_unpacklo_epi64(t01, t23), _mm_unpackhi_epi64(t01, t23));
+}
+
+/* The f16 at byte offset `off` of four blocks, as floats. */
+GEMM_INLINE __m128 rows4_f16(const uint8_t *const blk[4], size_t off) {
+    f16_t h[4];
+    for (int r = 0; r < 4; r++)
+        memcpy(&h[r], blk[r] + off, sizeof h[r]);
+    return _mm_cvtph_ps(
+        _mm_setr_epi16((short)h[0], (short)h[1], (short)h[2], (short)h[3], 0, 0, 0, 0));
+}
+
+GEMM_INLINE void k_tile(const int T, const int NC, int nb, int nr, float *restrict s, size_t ldc,
+                        const uint8_t *x, size_t bx, const uint8_t *y, size_t by) {
+    const size_t wsz = k_block_bytes(T);
+    const uint8_t *row[KR];
     for (int r = 0; r < KR; r++)
-        for (int c = 0; c < NC; c++)
-            acc[r][c] = _mm256_setzero_ps();
+        row[r] = x + (size_t)(r < nr ? r : 0) * bx;
+    __m128 acc[KC], accm[KC];
+    for (int c = 0; c < NC; c++)
+        acc[c] = accm[c] = _mm_setzero_ps();
     for (int i = 0; i < nb; i++) {
         const block_q8_K *yb[KC];
         for (int c = 0; c < NC; c++)
-            yb[c] = (const block_q8_K *)p->col[c] + i;
-        const block_q6_K *xb[KR];
-        __m256i sc16[KR];
-        scales16 sc[KR];
+            yb[c] = (const block_q8_K *)(y + (size_t)c * by) + i;
+        const uint8_t *blk[KR];
+        __m256i sc[KR];
+        __m128i mins[KR];
         __m256i sumi[KR][KC];
         for (int r = 0; r < KR; r++) {
-            xb[r] = (const block_q6_K *)p->row[r] + i;
-            sc16[r] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)xb[r]->scales));
-            sc[r] = scales16_make(sc16[r]);
-            /* Levels 0..63 stand for -32..31: 32 * sum_j sc_j * bsum_j comes off. */
-            for (int c = 0; c < NC; c++)
-                sumi[r][c] = _mm256_sub_epi32(
-                    _mm256_setzero_si256(),
-                    _mm256_slli_epi32(_mm256_madd_epi16(sc16[r], load256(yb[c]->bsums)), 5));
-        }
-#pragma GCC unroll 8
-        for (int hk = 0; hk < 8; hk++) {
-            const int h = hk / 4, k = hk % 4;
-            __m256i q[KR], scale[KR];
-            for (int r = 0; r < KR; r++) {
-                q[r] = q6k_levels(xb[r]->ql + 64 * h, xb[r]->qh + 32 * h, k);
-                scale[r] = scale_pair(&sc[r], h, k);
+            blk[r] = row[r] + (size_t)i * wsz;
+            if (T == K_Q6) {
+                const block_q6_K *b = (const block_q6_K *)blk[r];
+                sc[r] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)b->scales));
+                /* levels 0..63 stand for -32..31: 32 * sum_j sc_j * ysum_j comes off */
+                for (int c = 0; c < NC; c++)
+                    sumi[r][c] = _mm256_sub_epi32(
+                        _mm256_setzero_si256(),
+                        _mm256_slli_epi32(_mm256_madd_epi16(sc[r], load256(yb[c]->bsums)), 5));
+            } else {
+                /* Q4_K and Q5_K share the d, dmin, scales prefix */
+                const __m256i sm = k4_scales_mins(((const block_q4_K *)blk[r])->scales);
+                sc[r] = _mm256_permute2x128_si256(sm, sm, 0x00);
+                mins[r] = _mm256_extracti128_si256(sm, 1);
+                for (int c = 0; c < NC; c++)
+                    sumi[r][c] = _mm256_setzero_si256();
             }
-            for (int c = 0; c < NC; c++) {
-                const __m256i yv = load256(yb[c]->qs + 32 * hk);
-                for (int r = 0; r < KR; r++) {
-                    sumi[r][c] = madd_acc(sumi[r][c], scale[r], _mm256_maddubs_epi16(q[r], yv));
+        }
+        const scales16 sc16[KR] = {scales16_make(sc[0]), scales16_make(sc[1]), scales16_make(sc[2]),
+                                   scales16_make(sc[3])};
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; j++) {
+            for (int r = 0; r < KR; r++) {
+                const __m256i q = T == K_Q6 ? q6k_levels((const block_q6_K *)blk[r], j)
+                                            : k4_levels(T == K_Q5, blk[r], j);
+                const __m256i scale =
+                    T == K_Q6 ? scale_pair(&sc16[r], j / 4, j % 4) : scale_at(sc[r], j);
+                for (int c = 0; c < NC; c++) {
+                    sumi[r][c] = madd_acc(sumi[r][c], scale,
+                                          _mm256_maddubs_epi16(q, load256(yb[c]->qs + 32 * j)));
                     GEMM_KEEP(sumi[r][c]);
                 }
             }
         }
-        for (int r = 0; r < KR; r++) {
-            const float d = qa_f16(xb[r]->d);
-            for (int c = 0; c < NC; c++)
-                acc[r][c] = _mm256_fmadd_ps(_mm256_set1_ps(yb[c]->d * d),
-                                            _mm256_cvtepi32_ps(sumi[r][c]), acc[r][c]);
+        const size_t d_off = T == K_Q6 ? offsetof(block_q6_K, d) : offsetof(block_q4_K, d);
+        const __m128 dw = rows4_f16(blk, d_off);
+        for (int c = 0; c < NC; c++) {
+            const __m256i v[4] = {sumi[0][c], sumi[1][c], sumi[2][c], sumi[3][c]};
+            const __m128 dy = _mm_set1_ps(yb[c]->d);
+            acc[c] = _mm_fmadd_ps(_mm_cvtepi32_ps(total4_i32(v)), _mm_mul_ps(dw, dy), acc[c]);
+            if (T != K_Q6) {
+                const __m256i bs = load256(yb[c]->bsums);
+                const __m128i ysum = /* per 32 elements */
+                    _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+                const __m128i m[4] = {_mm_madd_epi16(mins[0], ysum), _mm_madd_epi16(mins[1], ysum),
+                                      _mm_madd_epi16(mins[2], ysum), _mm_madd_epi16(mins[3], ysum)};
+                const __m128 dmin = rows4_f16(blk, offsetof(block_q4_K, dmin));
+                accm[c] =
+                    _mm_fmadd_ps(_mm_cvtepi32_ps(total4_i32x4(m)), _mm_mul_ps(dmin, dy), accm[c]);
+            }
         }
     }
-    for (int c = 0; c < NC; c++)
+    for (int c = 0; c < NC; c++) {
+        float out[KR];
+        _mm_storeu_ps(out, _mm_sub_ps(acc[c], accm[c]));
         for (int r = 0; r < nr; r++)
-            s[(size_t)c * ldc + r] = qa_hsum_ps(acc[r][c]);
+            s[(size_t)c * ldc + r] = out[r];
+    }
 }
 
-/* ---- entry points: one instance per column count ---- */
+/* ---- panels ---- */
 
-_Static_assert(KC >= 1 && KC <= 8, "GEMM_DISPATCH instantiates 1 to 8 columns");
+#define KPR GEMM_PANEL_ROWS
+#define KPC GEMM_PANEL_COLS
+_Static_assert(KPR == 8, "a panel holds 8 rows, one per 32-bit lane");
+
+/* Panel bytes per super-block: levels [8 x 32 elements][8 groups][32], then
+ * for Q4_K/Q5_K scales and mins [8 sub-blocks][16 x int16] and d, dmin
+ * [8 x f32]; for Q6_K scales [16 sub-blocks of 16][16 x int16], scale pairs
+ * [8][16 x int16] (s_r,2i s_r,2i+1 for the offsets) and d. */
+#define KP_LEVELS 2048
+GEMM_INLINE size_t kpanel_bytes(int T) {
+    return T == K_Q6 ? KP_LEVELS + 512 + 256 + 32 : KP_LEVELS + 256 + 256 + 64;
+}
+_Static_assert(GEMM_KPANEL_BLOCK == KP_LEVELS + 256 + 256 + 64 &&
+                   GEMM_KPANEL_BLOCK_Q6 == KP_LEVELS + 512 + 256 + 32,
+               "quants_kernels.h states the K panel sizes");
+
+GEMM_INLINE void kpanel_pack(const int T, int n, int nr, const uint8_t *x, size_t bx,
+                             uint8_t *panel) {
+    const size_t wsz = k_block_bytes(T);
+    const uint8_t *row[KPR];
+    for (int r = 0; r < KPR; r++)
+        row[r] = x + (size_t)(r < nr ? r : 0) * bx;
+    for (int i = 0; i < n / QK_K; i++) {
+        uint8_t *pb = panel + (size_t)i * kpanel_bytes(T);
+        const uint8_t *blk[KPR];
+        for (int r = 0; r < KPR; r++)
+            blk[r] = row[r] + (size_t)i * wsz;
+        for (int j = 0; j < 8; j++) {
+            __m256i v[KPR];
+            for (int r = 0; r < KPR; r++)
+                v[r] = T == K_Q6 ? q6k_levels((const block_q6_K *)blk[r], j)
+                                 : k4_levels(T == K_Q5, blk[r], j);
+            transpose8_epi32(v);
+            for (int g = 0; g < 8; g++)
+                _mm256_storeu_si256((__m256i *)(pb + 256 * j + 32 * g), v[g]);
+        }
+        int16_t *s16 = (int16_t *)(pb + KP_LEVELS);
+        float *f = (float *)(pb + kpanel_bytes(T) - (T == K_Q6 ? 32 : 64));
+        for (int r = 0; r < KPR; r++) {
+            if (T == K_Q6) {
+                const block_q6_K *b = (const block_q6_K *)blk[r];
+                for (int j = 0; j < 16; j++)
+                    s16[16 * j + 2 * r] = s16[16 * j + 2 * r + 1] = b->scales[j];
+                for (int p = 0; p < 8; p++) {
+                    s16[256 + 16 * p + 2 * r] = b->scales[2 * p];
+                    s16[256 + 16 * p + 2 * r + 1] = b->scales[2 * p + 1];
+                }
+                f[r] = qa_f16(b->d);
+            } else {
+                const block_q4_K *b = (const block_q4_K *)blk[r];
+                for (int j = 0; j < 8; j++) {
+                    uint8_t sc, m;
+                    k4_scale_min(j, b->scales, &sc, &m);
+                    s16[16 * j + 2 * r] = s16[16 * j + 2 * r + 1] = sc;
+                    s16[128 + 16 * j + 2 * r] = s16[128 + 16 * j + 2 * r + 1] = m;
+                }
+                f[r] = qa_f16(b->d);
+                f[8 + r] = qa_f16(b->dmin);
+            }
+        }
+    }
+}
+
+GEMM_INLINE void kpanel_tile(const int T, const int NC, int nb, int nr, float *restrict s,
+                             size_t ldc, const uint8_t *panel, const uint8_t *y, size_t by) {
+    __m256 acc[KPC], accm[KPC];
+    for (int c = 0; c < NC; c++)
+        acc[c] = accm[c] = _mm256_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        const uint8_t *pb = panel + (size_t)i * kpanel_bytes(T);
+        const int16_t *s16 = (const int16_t *)(pb + KP_LEVELS);
+        const block_q8_K *yb[KPC];
+        __m256i isum[KPC], msum[KPC], p16[KPC];
+        for (int c = 0; c < NC; c++) {
+            yb[c] = (const block_q8_K *)(y + (size_t)c * by) + i;
+            isum[c] = msum[c] = _mm256_setzero_si256();
+        }
+        /* Q4_K: 16-bit sums of 8 groups of at most 2 * 15 * 127; Q5_K (31)
+         * and Q6_K (63) flush more often, Q6_K per 16 elements anyway (its
+         * scales' span) */
+        const int flush = T == K_Q4 ? 8 : T == K_Q5 ? 4 : 2;
+        for (int j = 0; j < 8; j++) {
+#pragma GCC unroll 8
+            for (int g = 0; g < 8; g++) {
+                const __m256i w = load256(pb + 256 * j + 32 * g);
+                for (int c = 0; c < NC; c++) {
+                    const __m256i p = _mm256_maddubs_epi16(w, bcast32(yb[c]->qs + 32 * j + 4 * g));
+                    p16[c] = g % flush ? _mm256_add_epi16(p16[c], p) : p;
+                    GEMM_KEEP(p16[c]);
+                }
+                if (g % flush == flush - 1) {
+                    /* the scales of sub-block j (Q6_K: of its 16-element half) */
+                    const int sj = T == K_Q6 ? 2 * j + g / 4 : j;
+                    const __m256i scale = load256(s16 + 16 * sj);
+                    for (int c = 0; c < NC; c++) {
+                        isum[c] = madd_acc(isum[c], scale, p16[c]);
+                        GEMM_KEEP(isum[c]);
+                    }
+                }
+            }
+        }
+        /* mins (Q4_K, Q5_K) or offsets (Q6_K) against the activation sums
+         * per 16 elements, two at a time */
+        for (int p = 0; p < 8; p++) {
+            const __m256i ms = load256(s16 + (T == K_Q6 ? 256 : 128) + 16 * p);
+            for (int c = 0; c < NC; c++)
+                msum[c] = madd_acc(msum[c], ms, bcast32(yb[c]->bsums + 2 * p));
+        }
+        const float *f = (const float *)(pb + kpanel_bytes(T) - (T == K_Q6 ? 32 : 64));
+        const __m256 dw = _mm256_loadu_ps(f);
+        for (int c = 0; c < NC; c++) {
+            const __m256 dy = _mm256_set1_ps(yb[c]->d);
+            const __m256i sum =
+                T == K_Q6 ? _mm256_sub_epi32(isum[c], _mm256_slli_epi32(msum[c], 5)) : isum[c];
+            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(dw, dy), acc[c]);
+            if (T != K_Q6)
+                accm[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum[c]),
+                                          _mm256_mul_ps(_mm256_loadu_ps(f + 8), dy), accm[c]);
+        }
+    }
+    for (int c = 0; c < NC; c++) {
+        float out[KPR];
+        _mm256_storeu_ps(out, _mm256_sub_ps(acc[c], accm[c]));
+        for (int r = 0; r < nr; r++)
+            s[(size_t)c * ldc + r] = out[r];
+    }
+}
+
+/* ---- entry points ---- */
 
 #if GEMM_VNNI
 #define K_FN(name) name##_vnni
@@ -220,46 +346,30 @@ _Static_assert(KC >= 1 && KC <= 8, "GEMM_DISPATCH instantiates 1 to 8 columns");
 #define K_FN(name) name##_avx2
 #endif
 
-/* One activation row: the dot products. */
-GEMM_INLINE void rows_by_dots(void (*dot)(int, float *restrict, const void *restrict,
-                                          const void *restrict),
-                              int n, int nr, float *s, const uint8_t *x, size_t bx, const void *y) {
-    for (int r = 0; r < nr; r++)
-        dot(n, &s[r], x + (size_t)r * bx, y);
-}
-
-void K_FN(gemm_q4_K_q8_K)(int n, int nr, int nc, float *restrict s, size_t ldc,
-                          const void *restrict x, size_t bx, const void *restrict y, size_t by) {
-    if (nc == 1) {
-        rows_by_dots(vec_dot_q4_K_q8_K_avx2, n, nr, s, x, bx, y);
-        return;
+#define GEMM_K(W, T)                                                                               \
+    void K_FN(gemm_##W##_q8_K)(int n, int nr, int nc, float *restrict s, size_t ldc,               \
+                               const void *restrict x, size_t bx, const void *restrict y,          \
+                               size_t by) {                                                        \
+        GEMM_DISPATCH(nc, KC, W##_TILE_CALL)                                                       \
+    }                                                                                              \
+    void K_FN(gemm_pack_##W)(int n, int nr, const void *restrict x, size_t bx,                     \
+                             void *restrict panel) {                                               \
+        kpanel_pack(T, n, nr, x, bx, panel);                                                       \
+    }                                                                                              \
+    void K_FN(gemm_panel_##W##_q8_K)(int n, int nr, int nc, float *restrict s, size_t ldc,         \
+                                     const void *restrict panel, size_t bx,                        \
+                                     const void *restrict y, size_t by) {                          \
+        (void)bx;                                                                                  \
+        GEMM_DISPATCH(nc, KPC, W##_PANEL_CALL)                                                     \
     }
-    const k_tile_ptrs p = tile_ptrs(nr, nc, x, bx, y, by);
-#define Q4K_CALL(NCV) k4_tile(false, NCV, n / QK_K, nr, s, ldc, &p)
-    GEMM_DISPATCH(nc, KC, Q4K_CALL)
-#undef Q4K_CALL
-}
 
-void K_FN(gemm_q5_K_q8_K)(int n, int nr, int nc, float *restrict s, size_t ldc,
-                          const void *restrict x, size_t bx, const void *restrict y, size_t by) {
-    if (nc == 1) {
-        rows_by_dots(vec_dot_q5_K_q8_K_avx2, n, nr, s, x, bx, y);
-        return;
-    }
-    const k_tile_ptrs p = tile_ptrs(nr, nc, x, bx, y, by);
-#define Q5K_CALL(NCV) k4_tile(true, NCV, n / QK_K, nr, s, ldc, &p)
-    GEMM_DISPATCH(nc, KC, Q5K_CALL)
-#undef Q5K_CALL
-}
+#define q4_K_TILE_CALL(NCV) k_tile(K_Q4, NCV, n / QK_K, nr, s, ldc, x, bx, y, by)
+#define q5_K_TILE_CALL(NCV) k_tile(K_Q5, NCV, n / QK_K, nr, s, ldc, x, bx, y, by)
+#define q6_K_TILE_CALL(NCV) k_tile(K_Q6, NCV, n / QK_K, nr, s, ldc, x, bx, y, by)
+#define q4_K_PANEL_CALL(NCV) kpanel_tile(K_Q4, NCV, n / QK_K, nr, s, ldc, panel, y, by)
+#define q5_K_PANEL_CALL(NCV) kpanel_tile(K_Q5, NCV, n / QK_K, nr, s, ldc, panel, y, by)
+#define q6_K_PANEL_CALL(NCV) kpanel_tile(K_Q6, NCV, n / QK_K, nr, s, ldc, panel, y, by)
 
-void K_FN(gemm_q6_K_q8_K)(int n, int nr, int nc, float *restrict s, size_t ldc,
-                          const void *restrict x, size_t bx, const void *restrict y, size_t by) {
-    if (nc == 1) {
-        rows_by_dots(vec_dot_q6_K_q8_K_avx2, n, nr, s, x, bx, y);
-        return;
-    }
-    const k_tile_ptrs p = tile_ptrs(nr, nc, x, bx, y, by);
-#define Q6K_CALL(NCV) q6k_tile(NCV, n / QK_K, nr, s, ldc, &p)
-    GEMM_DISPATCH(nc, KC, Q6K_CALL)
-#undef Q6K_CALL
-}
+GEMM_K(q4_K, K_Q4)
+GEMM_K(q5_K, K_Q5)
+GEMM_K(q6_K, K_Q6)

@@ -31,9 +31,9 @@
 #define GEMM_LEGACY_ROWS 4
 #define GEMM_LEGACY_COLS 4
 #endif
-#ifndef GEMM_K_ROWS
-#define GEMM_K_ROWS 2
-#define GEMM_K_COLS 4
+#define GEMM_K_ROWS 4
+#ifndef GEMM_K_COLS
+#define GEMM_K_COLS 2
 #endif
 /* Packed panels (gemm_panel_impl.h): rows per panel, activation rows per
  * tile, and panel bytes per 32-element block (Q8_0 on plain AVX2 keeps |w|
@@ -44,12 +44,15 @@
 #endif
 #define GEMM_PANEL_BLOCK 320
 #define GEMM_PANEL_BLOCK_SIGNED_Q8 576
-#define QUANTS_PANEL(W, impl)                                                                      \
+/* ... and per 256-element super-block for the K-quants (gemm_k_impl.h) */
+#define GEMM_KPANEL_BLOCK 2624
+#define GEMM_KPANEL_BLOCK_Q6 2848
+#define QUANTS_PANEL(W, A, impl)                                                                   \
     void gemm_pack_##W##_##impl(int n, int nr, const void *restrict x, size_t bx,                  \
                                 void *restrict panel);                                             \
-    void gemm_panel_##W##_q8_0_##impl(int n, int nr, int nc, float *restrict s, size_t ldc,        \
-                                      const void *restrict panel, size_t bx,                       \
-                                      const void *restrict y, size_t by);
+    void gemm_panel_##W##_##A##_##impl(int n, int nr, int nc, float *restrict s, size_t ldc,       \
+                                       const void *restrict panel, size_t bx,                      \
+                                       const void *restrict y, size_t by);
 
 /* quants_legacy_ref.c */
 QUANTS_CONVERT(q4_0, ref)
@@ -120,14 +123,20 @@ QUANTS_GEMM(q6_K, q8_K, avx2)
 QUANTS_GEMM(q4_K, q8_K, vnni)
 QUANTS_GEMM(q5_K, q8_K, vnni)
 QUANTS_GEMM(q6_K, q8_K, vnni)
+QUANTS_PANEL(q4_K, q8_K, avx2)
+QUANTS_PANEL(q5_K, q8_K, avx2)
+QUANTS_PANEL(q6_K, q8_K, avx2)
+QUANTS_PANEL(q4_K, q8_K, vnni)
+QUANTS_PANEL(q5_K, q8_K, vnni)
+QUANTS_PANEL(q6_K, q8_K, vnni)
 
 /* gemm_panel_avx2.c and gemm_panel_vnni_avx2.c */
-QUANTS_PANEL(q4_0, avx2)
-QUANTS_PANEL(q5_0, avx2)
-QUANTS_PANEL(q8_0, avx2)
-QUANTS_PANEL(q4_0, vnni)
-QUANTS_PANEL(q5_0, vnni)
-QUANTS_PANEL(q8_0, vnni)
+QUANTS_PANEL(q4_0, q8_0, avx2)
+QUANTS_PANEL(q5_0, q8_0, avx2)
+QUANTS_PANEL(q8_0, q8_0, avx2)
+QUANTS_PANEL(q4_0, q8_0, vnni)
+QUANTS_PANEL(q5_0, q8_0, vnni)
+QUANTS_PANEL(q8_0, q8_0, vnni)
 
 #undef QUANTS_CONVERT
 #undef QUANTS_DOT

@@ -88,6 +88,12 @@ static const quant_panel k_panels[] = {
      gemm_panel_q5_0_q8_0_vnni, GEMM_PANEL_BLOCK, GEMM_PANEL_BLOCK},
     {WT_Q8_0, gemm_pack_q8_0_avx2, gemm_pack_q8_0_vnni, gemm_panel_q8_0_q8_0_avx2,
      gemm_panel_q8_0_q8_0_vnni, GEMM_PANEL_BLOCK_SIGNED_Q8, GEMM_PANEL_BLOCK},
+    {WT_Q4_K, gemm_pack_q4_K_avx2, gemm_pack_q4_K_vnni, gemm_panel_q4_K_q8_K_avx2,
+     gemm_panel_q4_K_q8_K_vnni, GEMM_KPANEL_BLOCK, GEMM_KPANEL_BLOCK},
+    {WT_Q5_K, gemm_pack_q5_K_avx2, gemm_pack_q5_K_vnni, gemm_panel_q5_K_q8_K_avx2,
+     gemm_panel_q5_K_q8_K_vnni, GEMM_KPANEL_BLOCK, GEMM_KPANEL_BLOCK},
+    {WT_Q6_K, gemm_pack_q6_K_avx2, gemm_pack_q6_K_vnni, gemm_panel_q6_K_q8_K_avx2,
+     gemm_panel_q6_K_q8_K_vnni, GEMM_KPANEL_BLOCK_Q6, GEMM_KPANEL_BLOCK_Q6},
 };
 
 /* AVX-VNNI (cpuid 7.1 EAX bit 4), unless the environment sets CLLM_NO_VNNI=1. */

@@ -65,13 +65,18 @@ static inline size_t row_bytes(wtype t, int n) {
 }
 
 /* Random bytes with finite f16 scales in [-2^-3, 2^-3] wherever the format
- * has them: a block our quantizers would never write, but a file might. */
-static inline void fill_raw_blocks(wtype t, void *dst, int n, uint64_t seed) {
+ * has them: a block our quantizers would never write, but a file might.
+ * With `extreme`, every level byte holds the pattern with the largest level
+ * magnitude instead (0x00 for the offset types Q4_0/Q5_0, whose level 0
+ * stands for -8/-16; 0x80 = -128 for Q8_0; 0xFF otherwise): a row that meets
+ * constant activations drives every integer sum to its bound. */
+static inline void fill_blocks(wtype t, void *dst, int n, uint64_t seed, bool extreme) {
     uint64_t s = seed;
     uint8_t *p = dst;
     size_t bytes = row_bytes(t, n);
+    const uint8_t fill = t == WT_Q4_0 || t == WT_Q5_0 ? 0x00 : t == WT_Q8_0 ? 0x80 : 0xFF;
     for (size_t i = 0; i < bytes; i++)
-        p[i] = (uint8_t)rng_next(&s);
+        p[i] = extreme ? fill : (uint8_t)rng_next(&s);
     size_t offs[2];
     int n_offs = 0;
     switch (t) {
@@ -119,6 +124,10 @@ static inline void fill_raw_blocks(wtype t, void *dst, int n, uint64_t seed) {
             f16_t h = f32_to_f16((float)(rng_uniform(&s) - 0.5) * 0.25f);
             memcpy(p + b + offs[k], &h, sizeof h);
         }
+}
+
+static inline void fill_raw_blocks(wtype t, void *dst, int n, uint64_t seed) {
+    fill_blocks(t, dst, n, seed, false);
 }
 
 #endif

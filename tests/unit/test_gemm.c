@@ -2,7 +2,8 @@
  *  - every tile shape (1..gemm_rows weight rows by 1..gemm_cols activation
  *    rows), laid over a matrix whose sizes are not multiples of the tile,
  *    gives the reference dot product of every (row, activation row) pair to
- *    f32 rounding, on quantized weights and on random raw blocks;
+ *    f32 rounding, on quantized weights, on random raw blocks and on blocks
+ *    that drive the integer sums to their bounds;
  *  - an output is bit for bit the same whatever the tile shape and its place
  *    in the tile (the engine's batch-independence rests on it);
  *  - the packed panels, in their AVX2 and AVX-VNNI builds, give the tiles'
@@ -46,7 +47,14 @@ typedef struct {
     double *tol;  /* 1e-5 of sum |w_i x_i| of the dequantized operands */
 } gemm_case;
 
-static gemm_case make_case(wtype t, int n, int rows, int toks, bool raw, uint64_t seed) {
+/* How the weights are made: quantized from weight-like rows, random raw
+ * blocks, or blocks at the levels' extremes (met by activation rows of
+ * constant +1 and -1, alternately, which quantize to +127 and -127: every
+ * integer sum at its bound). */
+enum { W_QUANTIZED, W_RAW, W_EXTREME };
+static const char *const k_modes[] = {"quantized weights", "raw blocks", "extreme blocks"};
+
+static gemm_case make_case(wtype t, int n, int rows, int toks, int mode, uint64_t seed) {
     const wtype_traits *ref = wtype_get_ref(t);
     const wtype_traits *act = wtype_get_ref(ref->vec_dot_type);
     gemm_case g = {.type = t, .n = n, .rows = rows, .toks = toks};
@@ -61,8 +69,8 @@ static gemm_case make_case(wtype t, int n, int rows, int toks, bool raw, uint64_
     float *xd = malloc(sizeof(float) * n);
     for (int r = 0; r < rows; r++) {
         uint8_t *dst = g.wq + r * g.wrow;
-        if (raw) {
-            fill_raw_blocks(t, dst, n, seed + 100 + (uint64_t)r);
+        if (mode != W_QUANTIZED) {
+            fill_blocks(t, dst, n, seed + 100 + (uint64_t)r, mode == W_EXTREME);
         } else {
             fill_weights(w, n, seed + 100 + (uint64_t)r);
             ref->from_float(w, dst, n);
@@ -71,6 +79,8 @@ static gemm_case make_case(wtype t, int n, int rows, int toks, bool raw, uint64_
     }
     for (int c = 0; c < toks; c++) {
         fill_acts(g.x + (size_t)c * n, n, seed + 200 + (uint64_t)c);
+        for (int i = 0; mode == W_EXTREME && i < n; i++)
+            g.x[(size_t)c * n + i] = c % 2 ? -1.0f : 1.0f;
         act->from_float(g.x + (size_t)c * n, g.xq + c * g.xrow, n);
         act->to_float(g.xq + c * g.xrow, xd, n);
         for (int r = 0; r < rows; r++) {
@@ -137,17 +147,17 @@ static void test_every_tile_shape_matches_reference(void **state) {
         for (size_t l = 0; l < N_LENGTHS; l++) {
             const int n = k_lengths[l];
             if (n % wtype_block_size((uint32_t)t)) continue;
-            for (int raw = 0; raw < 2; raw++) {
+            for (int mode = W_QUANTIZED; mode <= W_EXTREME; mode++) {
                 for (int fast = 0; fast < 2; fast++) {
                     const wtype_traits *tr = fast ? wtype_get(t) : wtype_get_ref(t);
                     const char *table = fast ? "fast" : "ref";
                     /* sizes that no tile shape divides */
                     const int rows = 2 * tr->gemm_rows + 3, toks = 2 * tr->gemm_cols + 3;
-                    gemm_case g = make_case(t, n, rows, toks, raw, 1000 * (uint64_t)n + 10 * raw);
+                    gemm_case g = make_case(t, n, rows, toks, mode, 1000 * (uint64_t)n + 10 * mode);
                     float *full = malloc(sizeof(float) * rows * toks);
                     float *out = malloc(sizeof(float) * rows * toks);
                     run_tiles(tr, &g, tr->gemm_rows, tr->gemm_cols, full);
-                    check_close(&g, full, table, raw ? "raw blocks, full tiles" : "full tiles");
+                    check_close(&g, full, table, k_modes[mode]);
                     for (int nr = 1; nr <= tr->gemm_rows; nr++)
                         for (int nc = 1; nc <= tr->gemm_cols; nc++) {
                             for (int k = 0; k < rows * toks; k++)
@@ -196,6 +206,18 @@ static const kernel_build k_builds[] = {
     {WT_Q4_K, "vnni tile", true, NULL, gemm_q4_K_q8_K_vnni, 0, K_TILES(q4_K)},
     {WT_Q5_K, "vnni tile", true, NULL, gemm_q5_K_q8_K_vnni, 0, K_TILES(q5_K)},
     {WT_Q6_K, "vnni tile", true, NULL, gemm_q6_K_q8_K_vnni, 0, K_TILES(q6_K)},
+    {WT_Q4_K, "avx2 panel", false, gemm_pack_q4_K_avx2, gemm_panel_q4_K_q8_K_avx2,
+     GEMM_KPANEL_BLOCK, K_TILES(q4_K)},
+    {WT_Q5_K, "avx2 panel", false, gemm_pack_q5_K_avx2, gemm_panel_q5_K_q8_K_avx2,
+     GEMM_KPANEL_BLOCK, K_TILES(q5_K)},
+    {WT_Q6_K, "avx2 panel", false, gemm_pack_q6_K_avx2, gemm_panel_q6_K_q8_K_avx2,
+     GEMM_KPANEL_BLOCK_Q6, K_TILES(q6_K)},
+    {WT_Q4_K, "vnni panel", true, gemm_pack_q4_K_vnni, gemm_panel_q4_K_q8_K_vnni, GEMM_KPANEL_BLOCK,
+     K_TILES(q4_K)},
+    {WT_Q5_K, "vnni panel", true, gemm_pack_q5_K_vnni, gemm_panel_q5_K_q8_K_vnni, GEMM_KPANEL_BLOCK,
+     K_TILES(q5_K)},
+    {WT_Q6_K, "vnni panel", true, gemm_pack_q6_K_vnni, gemm_panel_q6_K_q8_K_vnni,
+     GEMM_KPANEL_BLOCK_Q6, K_TILES(q6_K)},
 };
 
 static bool cpu_runs(const kernel_build *k) {
@@ -223,13 +245,14 @@ static void test_kernel_builds_give_the_tiles_bits(void **state) {
         const int rows = k->pack ? GEMM_PANEL_ROWS : k->tile_rows;
         const int cols = k->pack ? GEMM_PANEL_COLS : k->tile_cols;
         const int n = wtype_block_size((uint32_t)k->type) == 256 ? 768 : 640;
-        for (int raw = 0; raw < 2; raw++) {
+        for (int mode = W_QUANTIZED; mode <= W_EXTREME; mode++) {
             const int toks = 2 * cols + 1;
-            gemm_case g = make_case(k->type, n, rows, toks, raw, 500 + 7 * i + (uint64_t)raw);
+            gemm_case g = make_case(k->type, n, rows, toks, mode, 500 + 7 * i + (uint64_t)mode);
             float *want = malloc(sizeof(float) * rows * toks);
             float *got = malloc(sizeof(float) * rows * toks);
             run_tiles(&tiles, &g, k->tile_rows, k->tile_cols, want);
-            uint8_t *panel = k->pack ? malloc(k->panel_block * (size_t)(n / 32)) : NULL;
+            const int block = wtype_block_size((uint32_t)k->type);
+            uint8_t *panel = k->pack ? malloc(k->panel_block * (size_t)(n / block)) : NULL;
             for (int nr = 1; nr <= rows; nr++) {
                 if (panel) k->pack(n, nr, g.wq, g.wrow, panel);
                 for (int nc = 1; nc <= cols; nc++) {
@@ -245,10 +268,11 @@ static void test_kernel_builds_give_the_tiles_bits(void **state) {
                             const float v = got[c * rows + r], w = want[c * rows + r];
                             if (r >= nr) continue;
                             if (memcmp(&v, &w, sizeof v))
-                                fail_msg("%s %s n=%d%s, %d rows x %d columns: row %d, activation "
-                                         "row %d: %.9g, tiles %.9g",
-                                         wtype_name(k->type), k->build, n, raw ? " (raw)" : "", nr,
-                                         nc, r, c, v, w);
+                                fail_msg(
+                                    "%s %s n=%d (%s), %d rows x %d columns: row %d, activation "
+                                    "row %d: %.9g, tiles %.9g",
+                                    wtype_name(k->type), k->build, n, k_modes[mode], nr, nc, r, c,
+                                    v, w);
                         }
                 }
             }
