@@ -1,6 +1,8 @@
 /* See cli_common.h. */
 #include "cli/cli_common.h"
 
+#include "tokenizer/template.h"
+#include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
 #include <errno.h>
@@ -145,4 +147,111 @@ int seq_runner_feed(seq_runner *r, const int32_t *tokens, int n, int start, floa
     free(seq);
     free(rows);
     return rc;
+}
+
+char *read_text_file(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        err_set("cannot open '%s': %s", path, strerror(errno));
+        return NULL;
+    }
+    char *data = NULL;
+    size_t len = 0, cap = 0, n;
+    char chunk[4096];
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        if (len + n + 1 > cap) {
+            cap = (len + n + 1) * 2;
+            char *p = realloc(data, cap);
+            if (!p) {
+                free(data);
+                fclose(f);
+                err_set("out of memory reading '%s'", path);
+                return NULL;
+            }
+            data = p;
+        }
+        memcpy(data + len, chunk, n);
+        len += n;
+    }
+    fclose(f);
+    if (!data) return calloc(1, 1);
+    data[len] = 0;
+    return data;
+}
+
+chat_template *load_chat_template(const model *m, const char *file, const char *cmd) {
+    if (file) {
+        char *src = read_text_file(file);
+        if (!src) return NULL;
+        chat_template *t = chat_template_parse(src);
+        free(src);
+        if (!t) err_prefix("--chat-template %s: ", file);
+        else fprintf(stderr, "cllm %s: chat template from %s\n", cmd, file);
+        return t;
+    }
+    if (m->chat_template) {
+        chat_template *t = chat_template_parse(m->chat_template);
+        if (t) {
+            fprintf(stderr, "cllm %s: chat template from the model file\n", cmd);
+            return t;
+        }
+        fprintf(stderr, "cllm %s: warning: the model's chat template cannot be used (%s); using the built-in one\n",
+                cmd, err_get());
+    }
+    const bool llama3 = tokenizer_find(m->tok, "<|start_header_id|>", 19) >= 0;
+    const char *arch = m->hp.traits ? m->hp.traits->name : "";
+    chat_template *t = chat_template_parse(chat_template_builtin(arch, llama3));
+    if (t) fprintf(stderr, "cllm %s: the model has no chat template; using the built-in one for '%s'\n", cmd, arch);
+    else err_prefix("the built-in chat template: ");
+    return t;
+}
+
+sampling_params cli_sampling_defaults(void) {
+    sampling_params sp = sampling_defaults();
+    sp.temperature = 0.8f;
+    sp.top_k = 40;
+    sp.top_p = 0.95f;
+    sp.min_p = 0.05f;
+    return sp;
+}
+
+int parse_sampling_option(const char *cmd, int argc, char **argv, int *i, sampling_params *sp, bool *seed_given) {
+    static const char *const names[] = {"--temperature", "--temp", "--top-k", "--top-p", "--min-p",
+                                        "--repeat-penalty", "--presence-penalty", "--frequency-penalty",
+                                        "--seed", "-s"};
+    const char *a = argv[*i];
+    size_t k = 0;
+    while (k < sizeof names / sizeof names[0] && strcmp(a, names[k])) k++;
+    if (k == sizeof names / sizeof names[0]) return 0;
+    const char *v = arg_value(cmd, argc, argv, i);
+    if (!v) return -1;
+    double d;
+    long l;
+    switch (k) {
+    case 0: case 1:
+        if (arg_float(cmd, a, v, 0, 100, &d)) return -1;
+        sp->temperature = (float)d;
+        break;
+    case 2:
+        if (arg_int(cmd, a, v, 0, 1 << 24, &l)) return -1;
+        sp->top_k = (int)l;
+        break;
+    case 3: case 4:
+        if (arg_float(cmd, a, v, 0, 1, &d)) return -1;
+        *(k == 3 ? &sp->top_p : &sp->min_p) = (float)d;
+        break;
+    case 5:
+        if (arg_float(cmd, a, v, 0.01, 100, &d)) return -1;
+        sp->repetition_penalty = (float)d;
+        break;
+    case 6: case 7:
+        if (arg_float(cmd, a, v, -2, 2, &d)) return -1;
+        *(k == 6 ? &sp->presence_penalty : &sp->frequency_penalty) = (float)d;
+        break;
+    default:
+        if (arg_int(cmd, a, v, 0, 0x7fffffffffffffffL, &l)) return -1;
+        sp->seed = (uint64_t)l;
+        *seed_given = true;
+    }
+    return 1;
 }

@@ -4,6 +4,7 @@
 #ifndef CLLM_CLI_COMMON_H
 #define CLLM_CLI_COMMON_H
 
+#include "engine/sampler.h"
 #include "kv/kv_cache.h"
 #include "model/forward.h"
 #include "model/model.h"
@@ -43,5 +44,20 @@ void seq_runner_free(seq_runner *r);
 int seq_runner_feed(seq_runner *r, const int32_t *tokens, int n, int start, float *logits, bool all_logits);
 
 double now_seconds(void);
+
+/* Sampling options shared by generate and chat: --temperature/--temp,
+ * --top-k, --top-p, --min-p, --repeat-penalty, --presence-penalty,
+ * --frequency-penalty, --seed/-s (sets *seed_given). Returns 1 when argv[*i]
+ * was one of them (its value consumed), 0 when it is not, -1 on a bad value. */
+int parse_sampling_option(const char *cmd, int argc, char **argv, int *i, sampling_params *sp, bool *seed_given);
+/* llama.cpp's command-line defaults: temperature 0.8, top-k 40, top-p 0.95, min-p 0.05. */
+sampling_params cli_sampling_defaults(void);
+/* A whole file as a NUL-terminated malloc'd string; NULL with err_get(). */
+char *read_text_file(const char *path);
+
+typedef struct chat_template chat_template;
+/* The chat template to use: `file` when given, else the model's own, else the
+ * built-in one for its family; says which on stderr as "cllm CMD: ...". */
+chat_template *load_chat_template(const model *m, const char *file, const char *cmd);
 
 #endif

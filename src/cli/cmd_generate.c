@@ -58,16 +58,11 @@ static void usage(FILE *f) {
 }
 
 static int parse_options(int argc, char **argv, gen_options *o) {
-    *o = (gen_options){.n_predict = 128, .n_samples = 1, .sp = sampling_defaults(), .ec = engine_config_defaults()};
-    o->sp.temperature = 0.8f;
-    o->sp.top_k = 40;
-    o->sp.top_p = 0.95f;
-    o->sp.min_p = 0.05f;
+    *o = (gen_options){.n_predict = 128, .n_samples = 1, .sp = cli_sampling_defaults(), .ec = engine_config_defaults()};
     o->ec.kv_cache_bytes = 0;
     const char *C = "generate";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
-        double d;
         long l;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
@@ -81,37 +76,15 @@ static int parse_options(int argc, char **argv, gen_options *o) {
             o->ec.prefix_caching = !strncmp(a, "--enable", 8);
             continue;
         }
+        const int took = parse_sampling_option(C, argc, argv, &i, &o->sp, &o->seed_given);
+        if (took < 0) return -1;
+        if (took) continue;
         if (!(v = arg_value(C, argc, argv, &i))) return -1;
         if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->model_path = v;
         else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) o->prompt = v;
         else if (!strcmp(a, "--prompts-file")) o->prompts_file = v;
         else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) {
             if (arg_int(C, a, v, 0, 1 << 24, &o->n_predict)) return -1;
-        } else if (!strcmp(a, "--temperature") || !strcmp(a, "--temp")) {
-            if (arg_float(C, a, v, 0, 100, &d)) return -1;
-            o->sp.temperature = (float)d;
-        } else if (!strcmp(a, "--top-k")) {
-            if (arg_int(C, a, v, 0, 1 << 24, &l)) return -1;
-            o->sp.top_k = (int)l;
-        } else if (!strcmp(a, "--top-p")) {
-            if (arg_float(C, a, v, 0, 1, &d)) return -1;
-            o->sp.top_p = (float)d;
-        } else if (!strcmp(a, "--min-p")) {
-            if (arg_float(C, a, v, 0, 1, &d)) return -1;
-            o->sp.min_p = (float)d;
-        } else if (!strcmp(a, "--repeat-penalty")) {
-            if (arg_float(C, a, v, 0.01, 100, &d)) return -1;
-            o->sp.repetition_penalty = (float)d;
-        } else if (!strcmp(a, "--presence-penalty")) {
-            if (arg_float(C, a, v, -2, 2, &d)) return -1;
-            o->sp.presence_penalty = (float)d;
-        } else if (!strcmp(a, "--frequency-penalty")) {
-            if (arg_float(C, a, v, -2, 2, &d)) return -1;
-            o->sp.frequency_penalty = (float)d;
-        } else if (!strcmp(a, "--seed") || !strcmp(a, "-s")) {
-            if (arg_int(C, a, v, 0, 0x7fffffffffffffffL, &l)) return -1;
-            o->sp.seed = (uint64_t)l;
-            o->seed_given = true;
         } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
             if (arg_int(C, a, v, 1, 1024, &o->threads)) return -1;
         } else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) {

@@ -167,67 +167,6 @@ static char *default_served_name(const char *path) {
     return s;
 }
 
-static char *read_file(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        err_set("cannot open '%s': %s", path, strerror(errno));
-        return NULL;
-    }
-    {
-        char *data = NULL;
-        size_t len = 0, cap = 0;
-        char chunk[4096];
-        size_t n;
-        while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
-            if (len + n + 1 > cap) {
-                cap = (len + n + 1) * 2;
-                char *p = realloc(data, cap);
-                if (!p) {
-                    free(data);
-                    fclose(f);
-                    err_set("out of memory reading '%s'", path);
-                    return NULL;
-                }
-                data = p;
-            }
-            memcpy(data + len, chunk, n);
-            len += n;
-        }
-        fclose(f);
-        if (!data) data = calloc(1, 1);
-        else data[len] = 0;
-        return data;
-    }
-}
-
-/* --chat-template FILE, else the model's own, else the built-in one for its family. */
-static chat_template *load_template(const serve_options *o, const model *m) {
-    if (o->chat_template_file) {
-        char *src = read_file(o->chat_template_file);
-        if (!src) return NULL;
-        chat_template *t = chat_template_parse(src);
-        free(src);
-        if (!t) err_prefix("--chat-template %s: ", o->chat_template_file);
-        else fprintf(stderr, "cllm serve: chat template from %s\n", o->chat_template_file);
-        return t;
-    }
-    if (m->chat_template) {
-        chat_template *t = chat_template_parse(m->chat_template);
-        if (t) {
-            fprintf(stderr, "cllm serve: chat template from the model file\n");
-            return t;
-        }
-        fprintf(stderr, "cllm serve: warning: the model's chat template cannot be used (%s); using the built-in one\n",
-                err_get());
-    }
-    const bool llama3 = tokenizer_find(m->tok, "<|start_header_id|>", 19) >= 0;
-    const char *arch = m->hp.traits ? m->hp.traits->name : "";
-    chat_template *t = chat_template_parse(chat_template_builtin(arch, llama3));
-    if (t) fprintf(stderr, "cllm serve: the model has no chat template; using the built-in one for '%s'\n", arch);
-    else err_prefix("the built-in chat template: ");
-    return t;
-}
-
 static double now_s(void) { return now_seconds(); }
 
 /* Waits for a signal for up to `seconds` (< 0: forever). Returns the signal or 0. */
@@ -308,7 +247,7 @@ int cmd_serve(int argc, char **argv) {
         fprintf(stderr, "cllm serve: %s\n", err_get());
         goto out;
     }
-    if (!(tmpl = load_template(&o, m))) {
+    if (!(tmpl = load_chat_template(m, o.chat_template_file, "serve"))) {
         fprintf(stderr, "cllm serve: %s\n", err_get());
         goto out;
     }

@@ -12,6 +12,7 @@ typedef struct {
 
 static const command k_commands[] = {
     {"serve", cmd_serve, "OpenAI-compatible HTTP server"},
+    {"chat", cmd_chat, "chat with a model in the terminal"},
     {"generate", cmd_generate, "generate text from a prompt (or a file of prompts)"},
     {"info", cmd_info, "describe a model: architecture, sizes, memory"},
     {"bench", cmd_bench, "benchmarks: offline (engine) and serve (an OpenAI-compatible server)"},
