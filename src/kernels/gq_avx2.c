@@ -78,3 +78,120 @@ GQ_DOTS(8)
 #define GQ_ENTRIES(bits) vec_dot_##bits##_0, vec_dot_##bits##_1, vec_dot_##bits##_2, vec_dot_##bits##_3
 const wtype_vec_dot_fn gq_vec_dot_avx2[WT_GQ_COUNT] = {GQ_ENTRIES(2), GQ_ENTRIES(3), GQ_ENTRIES(4),
                                                        GQ_ENTRIES(8)};
+
+/* ---- gemm tiles (wtype_gemm_fn): 4 weight rows by up to 4 activation rows ----
+ *
+ * Every output is computed as: per chunk of 32, the exact integer sum I of
+ * (level - o) * activation quant, then acc = fma(float(I), d * dy, acc) and
+ * acc = fnmadd(d * (z - o), s, acc), chunk after chunk from acc = 0, in the
+ * lane of its weight row; so an output's bits do not depend on the tile's
+ * shape or its place in it (they may differ from vec_dot's in the last bits).
+ * Per chunk each weight row is unpacked once for all activation rows, and the
+ * integer sums of the 4 rows with one activation row are transposed into one
+ * vector [r0 r1 r2 r3] (as gemm_legacy_avx2.c does for Q4_0), so scaling
+ * costs two instructions per 4 outputs. Rows beyond nr repeat row 0 and are
+ * computed but not stored. */
+
+#define GQ_TILE_ROWS 4
+#define GQ_TILE_COLS 4
+
+/* Four vectors of 16-bit pair sums (one per row) -> [r0 r1 r2 r3] per
+ * 128-bit half, as int32; a lane sums 4 pair sums of at most 2 * 15 * 127. */
+static inline __attribute__((always_inline)) __m256i transpose_sum_i16(const __m256i p[4]) {
+    const __m256i t01 = _mm256_add_epi16(_mm256_unpacklo_epi32(p[0], p[1]), _mm256_unpackhi_epi32(p[0], p[1]));
+    const __m256i t23 = _mm256_add_epi16(_mm256_unpacklo_epi32(p[2], p[3]), _mm256_unpackhi_epi32(p[2], p[3]));
+    const __m256i u = _mm256_add_epi16(_mm256_unpacklo_epi64(t01, t23), _mm256_unpackhi_epi64(t01, t23));
+    return _mm256_madd_epi16(u, _mm256_set1_epi16(1));
+}
+
+/* The same for int32 sums. */
+static inline __attribute__((always_inline)) __m256i transpose_sum_i32(const __m256i p[4]) {
+    const __m256i t01 = _mm256_add_epi32(_mm256_unpacklo_epi32(p[0], p[1]), _mm256_unpackhi_epi32(p[0], p[1]));
+    const __m256i t23 = _mm256_add_epi32(_mm256_unpacklo_epi32(p[2], p[3]), _mm256_unpackhi_epi32(p[2], p[3]));
+    return _mm256_add_epi32(_mm256_unpacklo_epi64(t01, t23), _mm256_unpackhi_epi64(t01, t23));
+}
+
+static inline __attribute__((always_inline)) __m128 bcast_f16_at(const void *p) {
+    f16_t h;
+    memcpy(&h, p, sizeof h);
+    return _mm_set1_ps(qa_f16(h));
+}
+
+static inline __attribute__((always_inline)) void gq_tile(const int bits, const int NC, int64_t g, int n, int nr,
+                                                         float *restrict s, size_t ldc, const uint8_t *x,
+                                                         size_t bx, const uint8_t *y, size_t by) {
+    const int64_t cpg = g / GQ_CHUNK, n_groups = n / g;
+    const size_t bb = gq_block_bytes(bits, g);
+    const int o = bits == 8 ? 128 : 0;
+    const uint8_t *row[GQ_TILE_ROWS];
+    for (int r = 0; r < GQ_TILE_ROWS; r++) row[r] = x + (size_t)(r < nr ? r : 0) * bx;
+    __m128 acc[GQ_TILE_COLS];
+    for (int c = 0; c < NC; c++) acc[c] = _mm_setzero_ps();
+    for (int64_t b = 0; b < n_groups; b++) {
+        const uint8_t *blk[GQ_TILE_ROWS];
+        f16_t h[GQ_TILE_ROWS];
+        int z[GQ_TILE_ROWS];
+        for (int r = 0; r < GQ_TILE_ROWS; r++) {
+            blk[r] = row[r] + (size_t)b * bb;
+            memcpy(&h[r], blk[r], sizeof h[r]);
+            z[r] = (int)blk[r][2] - o;
+        }
+        const __m128 d = _mm_cvtph_ps(_mm_setr_epi16((short)h[0], (short)h[1], (short)h[2], (short)h[3], 0, 0, 0, 0));
+        const __m128 dz = _mm_mul_ps(d, _mm_cvtepi32_ps(_mm_setr_epi32(z[0], z[1], z[2], z[3])));
+        for (int64_t k = 0; k < cpg; k++) {
+            __m256i q[GQ_TILE_ROWS], mag[GQ_TILE_ROWS];
+            for (int r = 0; r < GQ_TILE_ROWS; r++) {
+                q[r] = unpack_chunk(bits, blk[r] + GQ_BLOCK_HEADER + k * bits * 4);
+                if (bits == 8) {
+                    q[r] = _mm256_xor_si256(q[r], _mm256_set1_epi8((char)0x80));
+                    mag[r] = _mm256_abs_epi8(q[r]);
+                }
+            }
+            for (int c = 0; c < NC; c++) {
+                const block_q8_1 *yb = (const block_q8_1 *)(y + (size_t)c * by) + b * cpg + k;
+                const __m256i yv = _mm256_loadu_si256((const __m256i *)yb->qs);
+                __m256i p[GQ_TILE_ROWS], v;
+                if (bits == 8) {
+                    for (int r = 0; r < GQ_TILE_ROWS; r++)
+                        p[r] = _mm256_madd_epi16(_mm256_maddubs_epi16(mag[r], _mm256_sign_epi8(yv, q[r])),
+                                                 _mm256_set1_epi16(1));
+                    v = transpose_sum_i32(p);
+                } else {
+                    for (int r = 0; r < GQ_TILE_ROWS; r++) p[r] = _mm256_maddubs_epi16(q[r], yv);
+                    v = transpose_sum_i16(p);
+                }
+                const __m128i full = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+                acc[c] = _mm_fmadd_ps(_mm_cvtepi32_ps(full), _mm_mul_ps(d, bcast_f16_at(&yb->d)), acc[c]);
+                acc[c] = _mm_fnmadd_ps(dz, bcast_f16_at(&yb->s), acc[c]);
+            }
+        }
+    }
+    for (int c = 0; c < NC; c++) {
+        float sum[GQ_TILE_ROWS];
+        _mm_storeu_ps(sum, acc[c]);
+        for (int r = 0; r < nr; r++) s[(size_t)c * ldc + r] = sum[r];
+    }
+}
+
+#define GQ_GEMM(bits, gc)                                                                           \
+    static void gemm_##bits##_##gc(int n, int nr, int nc, float *restrict s, size_t ldc,            \
+                                   const void *restrict x, size_t bx, const void *restrict y,       \
+                                   size_t by) {                                                     \
+        const int64_t g = (gc) == GQ_GROUP_ROW ? (int64_t)n : (int64_t)32 << (gc);                  \
+        switch (nc) {                                                                               \
+        case 1: gq_tile(bits, 1, g, n, nr, s, ldc, x, bx, y, by); break;                            \
+        case 2: gq_tile(bits, 2, g, n, nr, s, ldc, x, bx, y, by); break;                            \
+        case 3: gq_tile(bits, 3, g, n, nr, s, ldc, x, bx, y, by); break;                            \
+        default: gq_tile(bits, 4, g, n, nr, s, ldc, x, bx, y, by); break;                           \
+        }                                                                                           \
+    }
+#define GQ_GEMMS(bits) GQ_GEMM(bits, 0) GQ_GEMM(bits, 1) GQ_GEMM(bits, 2) GQ_GEMM(bits, 3)
+GQ_GEMMS(2)
+GQ_GEMMS(3)
+GQ_GEMMS(4)
+GQ_GEMMS(8)
+
+#define GQ_GEMM_ENTRIES(bits) gemm_##bits##_0, gemm_##bits##_1, gemm_##bits##_2, gemm_##bits##_3
+const wtype_gemm_fn gq_gemm_avx2[WT_GQ_COUNT] = {GQ_GEMM_ENTRIES(2), GQ_GEMM_ENTRIES(3), GQ_GEMM_ENTRIES(4),
+                                                 GQ_GEMM_ENTRIES(8)};
+const int gq_gemm_rows = GQ_TILE_ROWS, gq_gemm_cols = GQ_TILE_COLS;

@@ -235,6 +235,11 @@ void gq_register(wtype_traits *ref, wtype_traits *fast, bool use_avx2) {
         };
         ref[t] = tr;
         fast[t] = tr;
-        if (use_avx2) fast[t].vec_dot = gq_vec_dot_avx2[i];
+        if (use_avx2) {
+            fast[t].vec_dot = gq_vec_dot_avx2[i];
+            fast[t].gemm = gq_gemm_avx2[i];
+            fast[t].gemm_rows = gq_gemm_rows;
+            fast[t].gemm_cols = gq_gemm_cols;
+        }
     }
 }

@@ -9,6 +9,10 @@
  *    random raw blocks, every level and zero point);
  *  - a dot equals the dot of the dequantized operands, and differs from the
  *    f32 dot only by what activation quantization explains;
+ *  - the AVX2 gemm tiles: every tile shape laid over a ragged matrix gives
+ *    the reference dot of every pair to f32 rounding, and the same bits
+ *    whatever the shape and the output's place in the tile; matmul's result
+ *    for a token does not depend on the batch or the thread count;
  *  - matmul through weight.perm (act-order) equals the matmul of the
  *    unpermuted matrix. */
 #include <setjmp.h>
@@ -219,25 +223,29 @@ static void fill_raw(uint32_t t, uint8_t *p, int n, uint64_t seed) {
     }
 }
 
+/* How far two f32 evaluations of the dot may differ: 2e-6 of the sum of
+ * the terms' magnitudes, the zero-point term (up to 255 * sum |s|) included. */
+static double dot_tolerance(uint32_t t, const uint8_t *wq, const uint8_t *xq, int n) {
+    float *wd = malloc(sizeof(float) * n), *xd = malloc(sizeof(float) * n);
+    wtype_get_ref((wtype)t)->to_float(wq, wd, n);
+    wtype_get_ref(WT_Q8_1)->to_float(xq, xd, n);
+    double dot, abs_sum, zterm = 0;
+    dot_f64(wd, xd, n, &dot, &abs_sum);
+    const block_q8_1 *y = (const block_q8_1 *)xq;
+    for (int b = 0; b < n / 32; b++) zterm += 32.0 * fabs(f16_to_f32(y[b].s));
+    free(wd), free(xd);
+    return 2e-6 * (abs_sum + zterm) + 1e-30;
+}
+
 static void check_fast_dot(uint32_t t, const uint8_t *wq, const uint8_t *xq, int n, const char *what) {
     const wtype_traits *ref = wtype_get_ref((wtype)t), *fast = wtype_get((wtype)t);
-    float *wd = malloc(sizeof(float) * n), *xd = malloc(sizeof(float) * n);
-    ref->to_float(wq, wd, n);
-    wtype_get_ref(WT_Q8_1)->to_float(xq, xd, n);
-    double dot, abs_sum;
-    dot_f64(wd, xd, n, &dot, &abs_sum);
-    /* The zero-point term is a sum of z * s, up to 255 * sum |s|. */
-    double zterm = 0;
-    const block_q8_1 *y = (const block_q8_1 *)xq;
-    for (int b = 0; b < n / 32; b++) zterm += 256.0 * fabs(f16_to_f32(y[b].s));
     float s_ref = 0, s_fast = 0;
     ref->vec_dot(n, &s_ref, wq, xq);
     fast->vec_dot(n, &s_fast, wq, xq);
-    const double tol = 2e-6 * (abs_sum + zterm * 0.125) + 1e-30;
+    const double tol = dot_tolerance(t, wq, xq, n);
     if (fabs((double)s_fast - s_ref) > tol)
         fail_msg("%s n=%d (%s): fast dot %.9g, reference %.9g, tolerance %.3g", ref->name, n, what, s_fast,
                  s_ref, tol);
-    free(wd), free(xd);
 }
 
 static void test_vec_dot_fast_equals_ref(void **state) {
@@ -377,6 +385,79 @@ static void test_matmul_perm_gathers_activations(void **state) {
     free(w), free(wp), free(x), free(xp), free(y1), free(y2), free(perm), free(wq), free(scratch);
 }
 
+/* Runs gemm over [rows] x [toks] in tiles of at most tr x tc. */
+static void gemm_tiled(const wtype_traits *tr, int n, int rows, int toks, int tr_max, int tc_max, const uint8_t *wq,
+                       size_t wrow, const uint8_t *xq, size_t xrow, float *out) {
+    for (int r = 0; r < rows; r += tr_max)
+        for (int t = 0; t < toks; t += tc_max) {
+            const int nr = rows - r < tr_max ? rows - r : tr_max, nc = toks - t < tc_max ? toks - t : tc_max;
+            tr->gemm(n, nr, nc, out + (size_t)t * rows + r, (size_t)rows, wq + r * wrow, wrow, xq + t * xrow, xrow);
+        }
+}
+
+static void test_gemm_tiles(void **state) {
+    (void)state;
+    if (!wtype_using_avx2()) {
+        print_message("  AVX2 not available: no gemm tiles to test\n");
+        return;
+    }
+    const int rows = 7, toks = 6;
+    for (uint32_t t = WT_GQ_BASE; t < WT_GQ_BASE + WT_GQ_COUNT; t++)
+        for (size_t l = 0; l < N_LENGTHS; l++) {
+            const int n = k_lengths[l];
+            if (!fits(t, n)) continue;
+            const wtype_traits *tr = wtype_get((wtype)t), *ref = wtype_get_ref((wtype)t);
+            assert_non_null(tr->gemm);
+            const size_t wrow = gq_row_size(t, n), xrow = wtype_row_size(WT_Q8_1, n);
+            uint8_t *wq = malloc(wrow * rows), *xq = malloc(xrow * toks);
+            float *w = malloc(sizeof(float) * n), *x = malloc(sizeof(float) * n);
+            float *first = malloc(sizeof(float) * rows * toks), *out = malloc(sizeof(float) * rows * toks);
+            for (int r = 0; r < rows; r++) {
+                fill_weights(w, n, 700 + (uint64_t)r);
+                if (r == 3) fill_raw(t, wq + r * wrow, n, 900);
+                else gq_quantize_row(t, w, wq + r * wrow, n, r % 2);
+            }
+            for (int k = 0; k < toks; k++) {
+                fill_acts(x, n, 800 + (uint64_t)k);
+                wtype_get(WT_Q8_1)->from_float(x, xq + k * xrow, n);
+            }
+            for (int a = 1; a <= tr->gemm_rows; a++)
+                for (int b = 1; b <= tr->gemm_cols; b++) {
+                    gemm_tiled(tr, n, rows, toks, a, b, wq, wrow, xq, xrow, out);
+                    if (a == 1 && b == 1) {
+                        memcpy(first, out, sizeof(float) * rows * toks);
+                        for (int r = 0; r < rows; r++)
+                            for (int k = 0; k < toks; k++) {
+                                float want;
+                                ref->vec_dot(n, &want, wq + r * wrow, xq + k * xrow);
+                                const double tol = dot_tolerance(t, wq + r * wrow, xq + k * xrow, n);
+                                if (fabs(first[k * rows + r] - want) > tol)
+                                    fail_msg("%s n=%d row %d tok %d: gemm %.9g, reference %.9g", tr->name, n, r, k,
+                                             first[k * rows + r], want);
+                            }
+                    } else if (memcmp(first, out, sizeof(float) * rows * toks)) {
+                        fail_msg("%s n=%d: tiles of %d x %d give other bits than 1 x 1", tr->name, n, a, b);
+                    }
+                }
+            /* matmul: one token alone equals its row in a batch, with 1 and 3 threads. */
+            float *xs = malloc(sizeof(float) * n * toks), *y1 = malloc(sizeof(float) * rows * toks),
+                  *y3 = malloc(sizeof(float) * rows * toks), *ysolo = malloc(sizeof(float) * rows);
+            for (int k = 0; k < toks; k++) fill_acts(xs + k * n, n, 800 + (uint64_t)k);
+            weight wt = {.name = "g", .data = wq, .type = (wtype)t, .n_in = n, .n_out = rows, .row_bytes = wrow};
+            void *scratch = malloc(matmul_scratch_size(&wt, toks) + 64);
+            threadpool *tp1 = tp_create(1), *tp3 = tp_create(3);
+            matmul(tp1, &wt, xs, toks, y1, scratch);
+            matmul(tp3, &wt, xs, toks, y3, scratch);
+            assert_memory_equal(y1, y3, sizeof(float) * rows * toks);
+            assert_memory_equal(y1, first, sizeof(float) * rows * toks);
+            matmul(tp3, &wt, xs + 4 * n, 1, ysolo, scratch);
+            assert_memory_equal(ysolo, y1 + 4 * rows, sizeof(float) * rows);
+            tp_free(tp1), tp_free(tp3);
+            free(xs), free(y1), free(y3), free(ysolo), free(scratch);
+            free(wq), free(xq), free(w), free(x), free(first), free(out);
+        }
+}
+
 int main(void) {
     wtype_init();
     const struct CMUnitTest tests[] = {
@@ -386,6 +467,7 @@ int main(void) {
         cmocka_unit_test(test_vec_dot_fast_equals_ref),
         cmocka_unit_test(test_vec_dot_matches_dequantized),
         cmocka_unit_test(test_zero_rows),
+        cmocka_unit_test(test_gemm_tiles),
         cmocka_unit_test(test_matmul_perm_gathers_activations),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
