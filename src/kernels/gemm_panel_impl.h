@@ -17,6 +17,10 @@
  * products would overflow maddubs' 16-bit pairs, so it keeps the activations
  * signed and moves w's sign onto them (the panel then holds |w| too).
  *
+ * The activations come prepared once per matmul (gemm_prep_*): per block the
+ * scale as f32 and the 32 quants (+ 128, or as they are for SIGNED_Q8), so
+ * that per panel their 4-byte groups are broadcast straight from memory.
+ *
  * The arithmetic per output is the one the direct tiles of
  * gemm_legacy_avx2.c use (the exact integer sum of each block, then
  * acc = fma(float(sum), d_w * d_a, acc) block by block), so both give the same
@@ -108,6 +112,23 @@ GEMM_INLINE void panel_pack(const int T, int n, int nr, const uint8_t *x, size_t
     }
 }
 
+/* ---- activations ---- */
+
+/* A prepared block: f32 d, then the 32 quants (+ 128 unless SIGNED_Q8). */
+#define PREP_BYTES 36
+_Static_assert(GEMM_PANEL_ACT_BLOCK == PREP_BYTES, "quants_kernels.h states the prepared block");
+
+GEMM_INLINE void panel_prep(bool biased, int n, const void *act, uint8_t *out) {
+    const block_q8_0 *y = act;
+    for (int b = 0; b < n / 32; b++, out += PREP_BYTES) {
+        const float d = qa_f16(y[b].d);
+        memcpy(out, &d, sizeof d);
+        __m256i q = _mm256_loadu_si256((const __m256i *)y[b].qs);
+        if (biased) q = _mm256_xor_si256(q, _mm256_set1_epi8((char)0x80));
+        _mm256_storeu_si256((__m256i *)(out + 4), q);
+    }
+}
+
 /* ---- the tile: the panel's 8 rows by NC activation rows ---- */
 
 GEMM_INLINE void panel_tile(const int T, const int NC, int nb, int nr, float *restrict s,
@@ -116,40 +137,34 @@ GEMM_INLINE void panel_tile(const int T, const int NC, int nb, int nr, float *re
     __m256 acc[PC];
     for (int c = 0; c < NC; c++)
         acc[c] = _mm256_setzero_ps();
-    _Alignas(32) uint8_t abuf[PC][32]; /* activation bytes + 128 */
     for (int b = 0; b < nb; b++) {
         const uint8_t *pb = panel + (size_t)b * panel_block_bytes(T);
-        const block_q8_0 *yb[PC];
-        for (int c = 0; c < NC; c++) {
-            yb[c] = (const block_q8_0 *)(y + (size_t)c * by) + b;
-            if (!SIGNED_Q8(T))
-                _mm256_store_si256((__m256i *)abuf[c],
-                                   _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)yb[c]->qs),
-                                                    _mm256_set1_epi8((char)0x80)));
-        }
+        const uint8_t *ab[PC]; /* prepared activation blocks */
         __m256i isum[PC], s16[PC];
-        for (int c = 0; c < NC; c++)
+        for (int c = 0; c < NC; c++) {
+            ab[c] = y + (size_t)c * by + (size_t)b * PREP_BYTES;
             isum[c] = s16[c] = _mm256_setzero_si256();
+        }
 #pragma GCC unroll 8
         for (int k = 0; k < 8; k++) {
             const __m256i w = _mm256_loadu_si256((const __m256i *)(pb + 32 * k));
             for (int c = 0; c < NC; c++) {
+                const __m256i a = bcast32(ab[c] + 4 + 4 * k);
                 if (SIGNED_Q8(T)) {
                     const __m256i aw = _mm256_loadu_si256((const __m256i *)(pb + 256 + 32 * k));
-                    const __m256i a = _mm256_sign_epi8(bcast32(yb[c]->qs + 4 * k), w);
                     isum[c] = _mm256_add_epi32(
-                        isum[c], _mm256_madd_epi16(_mm256_maddubs_epi16(aw, a), ones16));
+                        isum[c], _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(a, w)),
+                                                   ones16));
                     GEMM_KEEP(isum[c]);
                 } else if (GEMM_VNNI) {
 #if GEMM_VNNI
-                    isum[c] = _mm256_dpbusd_avx_epi32(isum[c], bcast32(abuf[c] + 4 * k), w);
+                    isum[c] = _mm256_dpbusd_avx_epi32(isum[c], a, w);
                     GEMM_KEEP(isum[c]);
 #endif
                 } else {
                     /* 16-bit pair sums of at most |2 * 255 * 16|: Q5_0 flushes
                      * every 4 groups, Q4_0 (8 instead of 16) every 8 */
-                    s16[c] =
-                        _mm256_add_epi16(s16[c], _mm256_maddubs_epi16(bcast32(abuf[c] + 4 * k), w));
+                    s16[c] = _mm256_add_epi16(s16[c], _mm256_maddubs_epi16(a, w));
                     GEMM_KEEP(s16[c]);
                     if (k == 7 || (T == P_Q5_0 && k == 3)) {
                         isum[c] = _mm256_add_epi32(isum[c], _mm256_madd_epi16(s16[c], ones16));
@@ -162,7 +177,7 @@ GEMM_INLINE void panel_tile(const int T, const int NC, int nb, int nr, float *re
         const __m256 dw = _mm256_loadu_ps((const float *)(pb + panel_w_bytes(T) + 32));
         for (int c = 0; c < NC; c++) {
             const __m256i sum = SIGNED_Q8(T) ? isum[c] : _mm256_sub_epi32(isum[c], corr);
-            const __m256 dy = _mm256_set1_ps(qa_f16(yb[c]->d));
+            const __m256 dy = _mm256_broadcast_ss((const float *)ab[c]);
             acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(dw, dy), acc[c]);
         }
     }
@@ -206,3 +221,14 @@ GEMM_INLINE void panel_tile(const int T, const int NC, int nb, int nr, float *re
 GEMM_PANEL(q4_0, P_Q4_0)
 GEMM_PANEL(q5_0, P_Q5_0)
 GEMM_PANEL(q8_0, P_Q8_0)
+
+/* The preparations: quants + 128 for all panels but Q8_0 on plain AVX2. */
+void PANEL_FN(gemm_prep_q8_0)(int n, const void *restrict act, void *restrict out) {
+    panel_prep(true, n, act, out);
+}
+
+#if !GEMM_VNNI
+void gemm_prep_q8_0_signed_avx2(int n, const void *restrict act, void *restrict out) {
+    panel_prep(false, n, act, out);
+}
+#endif

@@ -48,10 +48,20 @@ static void gather_rows(void *p, long lo, long hi) {
 
 /* ---- */
 
+/* Bytes of a prepared activation row for the type's panels (0: none). */
+static size_t prep_row_bytes(const wtype_traits *tr, int64_t n_in) {
+    return tr->panel_prep ? tr->panel_act_block_bytes * (size_t)(n_in / tr->block_size) : 0;
+}
+
+static size_t quant_scratch_size(const wtype_traits *tr, const weight *w, int n_tok) {
+    return (wtype_row_size(tr->vec_dot_type, w->n_in) * (size_t)n_tok + 63) / 64 * 64;
+}
+
 size_t matmul_scratch_size(const weight *w, int n_tok) {
     const wtype_traits *tr = wtype_get(w->type);
     if (!tr || tr->vec_dot_type == WT_F32) return perm_scratch_size(w, n_tok);
-    return perm_scratch_size(w, n_tok) + wtype_row_size(tr->vec_dot_type, w->n_in) * (size_t)n_tok;
+    return perm_scratch_size(w, n_tok) + quant_scratch_size(tr, w, n_tok) +
+           prep_row_bytes(tr, w->n_in) * (size_t)n_tok;
 }
 
 typedef struct {
@@ -62,14 +72,20 @@ typedef struct {
     const uint8_t *xq;  /* activations in vec_dot_type */
     size_t xq_row;      /* bytes per activation row */
     uint8_t *xq_out;
+    bool panels;        /* through packed panels (try_panels may still decline) */
+    uint8_t *xp;        /* the activations as the panels read them (panel_prep) */
+    size_t xp_row;
     int n_tok;
     float *y;
 } mm_job;
 
 static void quantize_rows(void *p, long lo, long hi) {
     mm_job *j = p;
-    for (long t = lo; t < hi; t++)
-        j->act_tr->from_float(j->x + t * j->w->n_in, j->xq_out + t * j->xq_row, j->w->n_in);
+    const int n = (int)j->w->n_in;
+    for (long t = lo; t < hi; t++) {
+        j->act_tr->from_float(j->x + t * n, j->xq_out + t * j->xq_row, n);
+        if (j->xp) j->tr->panel_prep(n, j->xq_out + t * j->xq_row, j->xp + t * j->xp_row);
+    }
 }
 
 /* Weight rows [r, r_end) towards L1, where r_end <= r_hi (the unit's end). */
@@ -93,10 +109,12 @@ static void panel_rows(const mm_job *j, long r_lo, long r_hi, uint8_t *panel) {
         const int nr = (int)(r_hi - r < pr ? r_hi - r : pr);
         if (r + pr < r_hi) prefetch_rows(w, r + pr, r + 2 * pr < r_hi ? r + 2 * pr : r_hi);
         tr->gemm_pack(n, nr, (const uint8_t *)w->data + r * w->row_bytes, w->row_bytes, panel);
+        const uint8_t *act = j->xp ? j->xp : j->xq;
+        const size_t act_row = j->xp ? j->xp_row : j->xq_row;
         for (int t = 0; t < j->n_tok; t += tr->panel_cols) {
             const int nc = j->n_tok - t < tr->panel_cols ? j->n_tok - t : tr->panel_cols;
-            tr->gemm_panel(n, nr, nc, &j->y[(size_t)t * ldy + r], ldy, panel, 0,
-                           j->xq + t * j->xq_row, j->xq_row);
+            tr->gemm_panel(n, nr, nc, &j->y[(size_t)t * ldy + r], ldy, panel, 0, act + t * act_row,
+                           act_row);
         }
     }
 }
@@ -105,7 +123,7 @@ static void panel_rows(const mm_job *j, long r_lo, long r_hi, uint8_t *panel) {
  * panel's memory can be had; false otherwise. */
 static bool try_panels(const mm_job *j, long r_lo, long r_hi) {
     const wtype_traits *tr = j->tr;
-    if (!tr->gemm_pack || j->n_tok < MM_PANEL_MIN_TOK) return false;
+    if (!j->panels) return false;
     const size_t bytes = tr->panel_block_bytes * (size_t)(j->w->n_in / tr->block_size);
     if (bytes <= MM_PANEL_STACK) {
         _Alignas(64) uint8_t panel[MM_PANEL_STACK];
@@ -175,6 +193,11 @@ void matmul(threadpool *tp, const weight *w, const float *x, int n_tok, float *y
         j.xq_row = wtype_row_size(j.tr->vec_dot_type, w->n_in);
         j.xq_out = scratch;
         j.xq = scratch;
+        j.panels = j.tr->gemm_pack && n_tok >= MM_PANEL_MIN_TOK;
+        if (j.panels && j.tr->panel_prep) {
+            j.xp = (uint8_t *)scratch + quant_scratch_size(j.tr, w, n_tok);
+            j.xp_row = prep_row_bytes(j.tr, w->n_in);
+        }
         tp_for(tp, n_tok, 4, quantize_rows, &j);
     }
     tp_for(tp, w->n_out, n_tok < MM_STREAM_TOKENS ? MM_ROW_CHUNK_STREAM : MM_ROW_CHUNK, dot_rows,

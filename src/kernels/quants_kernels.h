@@ -44,6 +44,8 @@
 #endif
 #define GEMM_PANEL_BLOCK 320
 #define GEMM_PANEL_BLOCK_SIGNED_Q8 576
+/* Prepared activations (gemm_prep_*) per 32-element block: f32 d, 32 bytes */
+#define GEMM_PANEL_ACT_BLOCK 36
 /* ... and per 256-element super-block for the K-quants (gemm_k_impl.h) */
 #define GEMM_KPANEL_BLOCK 2624
 #define GEMM_KPANEL_BLOCK_Q6 2848
@@ -137,6 +139,9 @@ QUANTS_PANEL(q8_0, q8_0, avx2)
 QUANTS_PANEL(q4_0, q8_0, vnni)
 QUANTS_PANEL(q5_0, q8_0, vnni)
 QUANTS_PANEL(q8_0, q8_0, vnni)
+void gemm_prep_q8_0_avx2(int n, const void *restrict act, void *restrict out);
+void gemm_prep_q8_0_signed_avx2(int n, const void *restrict act, void *restrict out);
+void gemm_prep_q8_0_vnni(int n, const void *restrict act, void *restrict out);
 
 #undef QUANTS_CONVERT
 #undef QUANTS_DOT

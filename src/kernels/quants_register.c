@@ -79,21 +79,25 @@ typedef struct {
     wtype_gemm_pack_fn pack, pack_vnni;
     wtype_gemm_fn panel, panel_vnni;
     size_t block_bytes, block_bytes_vnni;
+    wtype_gemm_prep_fn prep, prep_vnni; /* NULL: activations as they are */
 } quant_panel;
 
 static const quant_panel k_panels[] = {
     {WT_Q4_0, gemm_pack_q4_0_avx2, gemm_pack_q4_0_vnni, gemm_panel_q4_0_q8_0_avx2,
-     gemm_panel_q4_0_q8_0_vnni, GEMM_PANEL_BLOCK, GEMM_PANEL_BLOCK},
+     gemm_panel_q4_0_q8_0_vnni, GEMM_PANEL_BLOCK, GEMM_PANEL_BLOCK, gemm_prep_q8_0_avx2,
+     gemm_prep_q8_0_vnni},
     {WT_Q5_0, gemm_pack_q5_0_avx2, gemm_pack_q5_0_vnni, gemm_panel_q5_0_q8_0_avx2,
-     gemm_panel_q5_0_q8_0_vnni, GEMM_PANEL_BLOCK, GEMM_PANEL_BLOCK},
+     gemm_panel_q5_0_q8_0_vnni, GEMM_PANEL_BLOCK, GEMM_PANEL_BLOCK, gemm_prep_q8_0_avx2,
+     gemm_prep_q8_0_vnni},
     {WT_Q8_0, gemm_pack_q8_0_avx2, gemm_pack_q8_0_vnni, gemm_panel_q8_0_q8_0_avx2,
-     gemm_panel_q8_0_q8_0_vnni, GEMM_PANEL_BLOCK_SIGNED_Q8, GEMM_PANEL_BLOCK},
+     gemm_panel_q8_0_q8_0_vnni, GEMM_PANEL_BLOCK_SIGNED_Q8, GEMM_PANEL_BLOCK,
+     gemm_prep_q8_0_signed_avx2, gemm_prep_q8_0_vnni},
     {WT_Q4_K, gemm_pack_q4_K_avx2, gemm_pack_q4_K_vnni, gemm_panel_q4_K_q8_K_avx2,
-     gemm_panel_q4_K_q8_K_vnni, GEMM_KPANEL_BLOCK, GEMM_KPANEL_BLOCK},
+     gemm_panel_q4_K_q8_K_vnni, GEMM_KPANEL_BLOCK, GEMM_KPANEL_BLOCK, NULL, NULL},
     {WT_Q5_K, gemm_pack_q5_K_avx2, gemm_pack_q5_K_vnni, gemm_panel_q5_K_q8_K_avx2,
-     gemm_panel_q5_K_q8_K_vnni, GEMM_KPANEL_BLOCK, GEMM_KPANEL_BLOCK},
+     gemm_panel_q5_K_q8_K_vnni, GEMM_KPANEL_BLOCK, GEMM_KPANEL_BLOCK, NULL, NULL},
     {WT_Q6_K, gemm_pack_q6_K_avx2, gemm_pack_q6_K_vnni, gemm_panel_q6_K_q8_K_avx2,
-     gemm_panel_q6_K_q8_K_vnni, GEMM_KPANEL_BLOCK_Q6, GEMM_KPANEL_BLOCK_Q6},
+     gemm_panel_q6_K_q8_K_vnni, GEMM_KPANEL_BLOCK_Q6, GEMM_KPANEL_BLOCK_Q6, NULL, NULL},
 };
 
 /* AVX-VNNI (cpuid 7.1 EAX bit 4), unless the environment sets CLLM_NO_VNNI=1. */
@@ -133,6 +137,8 @@ void quants_register(wtype_traits *ref, wtype_traits *fast, bool use_avx2) {
         f->gemm_pack = vnni ? p->pack_vnni : p->pack;
         f->gemm_panel = vnni ? p->panel_vnni : p->panel;
         f->panel_block_bytes = vnni ? p->block_bytes_vnni : p->block_bytes;
+        f->panel_prep = vnni ? p->prep_vnni : p->prep;
+        f->panel_act_block_bytes = f->panel_prep ? GEMM_PANEL_ACT_BLOCK : 0;
         f->panel_rows = GEMM_PANEL_ROWS;
         f->panel_cols = GEMM_PANEL_COLS;
     }

@@ -49,6 +49,9 @@ typedef void (*wtype_gemm_fn)(int n, int nr, int nc, float *restrict s, size_t l
  * gemm_panel: panel_block_bytes per block of block_size elements. */
 typedef void (*wtype_gemm_pack_fn)(int n, int nr, const void *restrict x, size_t bx,
                                    void *restrict panel);
+/* Rewrites an activation row of n elements (in vec_dot_type) into the form
+ * gemm_panel reads: panel_act_block_bytes per block. */
+typedef void (*wtype_gemm_prep_fn)(int n, const void *restrict act, void *restrict out);
 
 typedef struct {
     const char *name;
@@ -70,6 +73,11 @@ typedef struct {
     wtype_gemm_fn gemm_panel;
     int panel_rows, panel_cols;
     size_t panel_block_bytes;
+    /* gemm_panel's activation rows: vec_dot_type rows, or where panel_prep
+     * is set, those rows rewritten by it (once per matmul, not once per
+     * panel). */
+    wtype_gemm_prep_fn panel_prep;
+    size_t panel_act_block_bytes;
 } wtype_traits;
 
 /* Chooses the fast table when the CPU supports AVX2+FMA+F16C, unless the

@@ -185,24 +185,25 @@ typedef struct {
     size_t panel_block;
     wtype_gemm_fn tiles;      /* the AVX2 tiles it must equal, */
     int tile_rows, tile_cols; /* and their shape */
+    wtype_gemm_prep_fn prep;  /* the panel's activation preparation, if any */
 } kernel_build;
 
-#define LEGACY_TILES(W) gemm_##W##_q8_0_avx2, GEMM_LEGACY_ROWS, GEMM_LEGACY_COLS
-#define K_TILES(W) gemm_##W##_q8_K_avx2, GEMM_K_ROWS, GEMM_K_COLS
+#define LEGACY_TILES(W, PREP) gemm_##W##_q8_0_avx2, GEMM_LEGACY_ROWS, GEMM_LEGACY_COLS, PREP
+#define K_TILES(W) gemm_##W##_q8_K_avx2, GEMM_K_ROWS, GEMM_K_COLS, NULL
 
 static const kernel_build k_builds[] = {
     {WT_Q4_0, "avx2 panel", false, gemm_pack_q4_0_avx2, gemm_panel_q4_0_q8_0_avx2, GEMM_PANEL_BLOCK,
-     LEGACY_TILES(q4_0)},
+     LEGACY_TILES(q4_0, gemm_prep_q8_0_avx2)},
     {WT_Q5_0, "avx2 panel", false, gemm_pack_q5_0_avx2, gemm_panel_q5_0_q8_0_avx2, GEMM_PANEL_BLOCK,
-     LEGACY_TILES(q5_0)},
+     LEGACY_TILES(q5_0, gemm_prep_q8_0_avx2)},
     {WT_Q8_0, "avx2 panel", false, gemm_pack_q8_0_avx2, gemm_panel_q8_0_q8_0_avx2,
-     GEMM_PANEL_BLOCK_SIGNED_Q8, LEGACY_TILES(q8_0)},
+     GEMM_PANEL_BLOCK_SIGNED_Q8, LEGACY_TILES(q8_0, gemm_prep_q8_0_signed_avx2)},
     {WT_Q4_0, "vnni panel", true, gemm_pack_q4_0_vnni, gemm_panel_q4_0_q8_0_vnni, GEMM_PANEL_BLOCK,
-     LEGACY_TILES(q4_0)},
+     LEGACY_TILES(q4_0, gemm_prep_q8_0_vnni)},
     {WT_Q5_0, "vnni panel", true, gemm_pack_q5_0_vnni, gemm_panel_q5_0_q8_0_vnni, GEMM_PANEL_BLOCK,
-     LEGACY_TILES(q5_0)},
+     LEGACY_TILES(q5_0, gemm_prep_q8_0_vnni)},
     {WT_Q8_0, "vnni panel", true, gemm_pack_q8_0_vnni, gemm_panel_q8_0_q8_0_vnni, GEMM_PANEL_BLOCK,
-     LEGACY_TILES(q8_0)},
+     LEGACY_TILES(q8_0, gemm_prep_q8_0_vnni)},
     {WT_Q4_K, "vnni tile", true, NULL, gemm_q4_K_q8_K_vnni, 0, K_TILES(q4_K)},
     {WT_Q5_K, "vnni tile", true, NULL, gemm_q5_K_q8_K_vnni, 0, K_TILES(q5_K)},
     {WT_Q6_K, "vnni tile", true, NULL, gemm_q6_K_q8_K_vnni, 0, K_TILES(q6_K)},
@@ -253,6 +254,14 @@ static void test_kernel_builds_give_the_tiles_bits(void **state) {
             run_tiles(&tiles, &g, k->tile_rows, k->tile_cols, want);
             const int block = wtype_block_size((uint32_t)k->type);
             uint8_t *panel = k->pack ? malloc(k->panel_block * (size_t)(n / block)) : NULL;
+            /* the activations as the build reads them */
+            const size_t arow = k->prep ? GEMM_PANEL_ACT_BLOCK * (size_t)(n / 32) : g.xrow;
+            uint8_t *act = g.xq;
+            if (k->prep) {
+                act = malloc(arow * toks);
+                for (int c = 0; c < toks; c++)
+                    k->prep(n, g.xq + c * g.xrow, act + c * arow);
+            }
             for (int nr = 1; nr <= rows; nr++) {
                 if (panel) k->pack(n, nr, g.wq, g.wrow, panel);
                 for (int nc = 1; nc <= cols; nc++) {
@@ -261,7 +270,7 @@ static void test_kernel_builds_give_the_tiles_bits(void **state) {
                     for (int c = 0; c < toks; c += nc) {
                         const int m = toks - c < nc ? toks - c : nc;
                         k->gemm(n, nr, m, got + c * rows, (size_t)rows, panel ? panel : g.wq,
-                                g.wrow, g.xq + c * g.xrow, g.xrow);
+                                g.wrow, act + c * arow, arow);
                     }
                     for (int c = 0; c < toks; c++)
                         for (int r = 0; r < rows; r++) {
@@ -276,6 +285,7 @@ static void test_kernel_builds_give_the_tiles_bits(void **state) {
                         }
                 }
             }
+            if (act != g.xq) free(act);
             free(panel), free(want), free(got);
             free_case(&g);
         }
