@@ -134,6 +134,8 @@ fi
 [ -f "$MODEL" ] || { log "model '$MODEL' not found"; exit 1; }
 mkdir -p "$WORK"
 log "work folder $WORK (results, logs, charts)"
+LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
+COMMIT=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')
 LLAMA_BIN=$LLAMACPP_DIR/avx2/bin
 PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; }
@@ -340,9 +342,9 @@ REPORT=$(cat <<MD
 
 ## cllm vs llama.cpp, $(date -u '+%Y-%m-%d %H:%M UTC') (bench/compare-llamacpp.sh)
 
-Machine: $CPU, $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB; load average at the end $(cut -d' ' -f1-3 /proc/loadavg).
+Machine: $CPU, $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB; load average $LOAD_START at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end (above the core count, other work shared the CPUs and every number is lower than on an idle machine).
 Model: $(basename "$MODEL") ($MODEL_MIB MiB of weights), $THREADS threads for both engines.
-cllm $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?'); $LLAMA_NOTE, llama-cpp-python $(ls -d "$LLAMACPP_DIR"/llama_cpp_python-* 2>/dev/null | sed 's/.*-//' | tail -1).
+cllm $COMMIT ($CLLM); $LLAMA_NOTE, llama-cpp-python $(ls -d "$LLAMACPP_DIR"/llama_cpp_python-* 2>/dev/null | sed 's/.*-//' | tail -1).
 Single stream: cllm bench offline --sequential (prompt: $PP_LEN-token prompt, time to first token; generation: $TG_LEN tokens after an 8-token prompt, time per output token) vs llama-bench -p $PP_LEN -n $TG_LEN, $REPS repetitions.
 Serving: cllm bench serve, random dataset ($IN_LEN tokens in, $OUT_LEN out, ignore_eos, seed $SEED, the same prompts for both), all requests at once, --max-concurrency c; llama-server with -np c (continuous batching), cllm serve with --max-num-seqs $(( MAXC > 64 ? MAXC : 64 )).
 
@@ -355,6 +357,7 @@ MD
 )
 echo "$REPORT"
 if [ "$APPEND" = 1 ]; then
+    [ -s "$RESULTS" ] || printf '# Benchmark results\n\nEach section is appended by the script named in its heading.\n' >"$RESULTS"
     echo "$REPORT" >>"$RESULTS"
     log "appended to $RESULTS"
 fi
