@@ -201,7 +201,7 @@ if [ "$LLAMA_OK" = 1 ]; then
         read -r NATIVE_PP NATIVE_TG < <(llama_bench "$LLAMACPP_DIR/native/bin")
     fi
 else
-    LLAMA_NOTE="llama.cpp: $LLAMA_FALLBACK; single stream through llama-cpp-python, serving through its own OpenAI server (python3 -m llama_cpp.server: one request at a time, no continuous batching)"
+    LLAMA_NOTE="llama.cpp: $LLAMA_FALLBACK; single stream through llama-cpp-python, serving through its own OpenAI server (python3 -m llama_cpp.server, from pip install 'llama-cpp-python[server]': one request at a time, no continuous batching)"
     read -r LLAMA_PP LLAMA_TG < <(python3 - "$MODEL" "$THREADS" "$PP_LEN" "$TG_LEN" <<'PY' 2>>"$WORK/llama-python.err" || echo "nan nan"
 import sys, time, llama_cpp
 model, threads, pp, tg = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
