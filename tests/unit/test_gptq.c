@@ -99,7 +99,7 @@ static double output_error(const float *w, const float *q, int n_out, int n_in, 
 }
 
 static void run_case(int bits, int group, bool sym, bool per_tensor, bool act_order, double max_ratio) {
-    const int n_in = 256, n_out = 48, n_tok = 1024;
+    const int n_in = 256, n_out = 48, n_tok = 512;
     uint64_t s = 42;
     float *mix = malloc(sizeof(float) * n_in * n_in), *w = malloc(sizeof(float) * n_out * n_in);
     for (int i = 0; i < n_in * n_in; i++) mix[i] = gauss(&s) / 16;
