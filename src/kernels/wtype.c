@@ -4,6 +4,7 @@
 #include "kernels/wtype.h"
 
 #include "kernels/float_dot.h"
+#include "kernels/gemm.h"
 #include "kernels/gq.h"
 #include "kernels/quants.h"
 
@@ -70,6 +71,7 @@ static void init_tables(void) {
         set_float(&g_fast[WT_F16], f16_to_float_avx2, f16_from_float_avx2, vec_dot_f16_f32_avx2);
         set_float(&g_fast[WT_BF16], bf16_to_float_ref, bf16_from_float_ref, vec_dot_bf16_f32_avx2);
     }
+    gemm_float_register(g_ref, g_fast, g_avx2);
     quants_register(g_ref, g_fast, g_avx2);
     gq_register(g_ref, g_fast, g_avx2);
 }

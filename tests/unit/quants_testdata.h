@@ -40,7 +40,7 @@ static inline void fill_weights_as(float *x, int n, uint64_t seed, bool plain) {
         float scale = plain ? 1.f : (float)(0.1 + 2.9 * rng_uniform(&s));
         float offset =
             !plain && rng_uniform(&s) < 0.25 ? (float)(rng_uniform(&s) - 0.5) * scale : 0.f;
-        for (int i = g; i < g + 16; i++) {
+        for (int i = g; i < g + 16 && i < n; i++) {
             x[i] = 0.02f * (scale * rng_gauss(&s) + offset);
             if (!plain && rng_uniform(&s) < 0.005) x[i] *= 8;
         }
