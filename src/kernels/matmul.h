@@ -1,8 +1,12 @@
 /* Matrix multiplication of f32 activations by a weight matrix in any
  * registered format: Y[t][r] = sum_k X[t][k] * W[r][k]. Activations are
  * converted once to the weight's vec_dot_type, then the weight rows are split
- * over threads and each row is multiplied with a tile of activation rows while
- * it is in L1, so a batch of tokens reads each weight once. */
+ * over threads, and a batch of tokens reads each weight once: each chunk of
+ * rows meets the activation rows through the type's register-blocked gemm
+ * tiles (a few rows by a few activation rows), or, for larger batches and
+ * the types that have them, through packed panels (8 rows unpacked once,
+ * then run past every activation row); types without tiles take one vec_dot
+ * per output. A token's outputs are the same bits in any batch. */
 #ifndef CLLM_KERNELS_MATMUL_H
 #define CLLM_KERNELS_MATMUL_H
 
