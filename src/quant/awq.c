@@ -96,3 +96,81 @@ done:
     free(y);
     return rc;
 }
+
+/* ---- clipping ---- */
+
+#define AWQ_CLIP_STEPS 10 /* ratios 1, 0.95, ..., 0.55 */
+
+typedef struct {
+    const qformat *f;
+    float *w;
+    int64_t n_in, g;
+    const double *gram; /* per group [g][g] */
+    int oom;
+} clip_job;
+
+/* delta^T G delta */
+static double quad_form(const double *gm, const float *d, int64_t g) {
+    double t = 0;
+    for (int64_t i = 0; i < g; i++) {
+        double r = 0;
+        const double *row = gm + i * g;
+        for (int64_t j = 0; j < g; j++) r += row[j] * d[j];
+        t += r * d[i];
+    }
+    return t;
+}
+
+static void clip_rows(void *p, long lo, long hi) {
+    clip_job *j = p;
+    const int64_t g = j->g;
+    float *cur = malloc((size_t)g * sizeof *cur), *delta = malloc((size_t)g * sizeof *delta);
+    if (!cur || !delta) {
+        j->oom = 1;
+        free(cur);
+        free(delta);
+        return;
+    }
+    for (long r = lo; r < hi; r++)
+        for (int64_t b = 0; b < j->n_in / g; b++) {
+            float *wg = j->w + r * j->n_in + b * g;
+            float amax = 0;
+            for (int64_t i = 0; i < g; i++) amax = fmaxf(amax, fabsf(wg[i]));
+            if (amax == 0) continue;
+            const double *gm = j->gram + b * g * g;
+            double best = INFINITY;
+            float best_max = amax;
+            for (int step = 0; step < AWQ_CLIP_STEPS; step++) {
+                const float mx = amax * (1.0f - (float)step / 20.0f);
+                for (int64_t i = 0; i < g; i++) cur[i] = fminf(fmaxf(wg[i], -mx), mx);
+                qparams qp;
+                qformat_params(j->f, cur, g, &qp);
+                for (int64_t i = 0; i < g; i++)
+                    delta[i] = wg[i] - qformat_value(j->f, &qp, qformat_level(j->f, &qp, cur[i]));
+                const double err = quad_form(gm, delta, g);
+                if (err < best) best = err, best_max = mx;
+            }
+            for (int64_t i = 0; i < g; i++) wg[i] = fminf(fmaxf(wg[i], -best_max), best_max);
+        }
+    free(cur);
+    free(delta);
+}
+
+int awq_clip(const qformat *f, float *w, int64_t n_out, int64_t n_in, const float *x, int64_t n_tok, threadpool *tp) {
+    const int64_t g = qformat_group(f, n_in);
+    if (g >= n_in || f->per_tensor) return 0;
+    double *gram = calloc((size_t)n_in * (size_t)g, sizeof *gram);
+    if (!gram) return err_set("out of memory in the AWQ clip search");
+    for (int64_t b = 0; b < n_in / g; b++) {
+        double *gm = gram + b * g * g;
+        for (int64_t t = 0; t < n_tok; t++) {
+            const float *xg = x + t * n_in + b * g;
+            for (int64_t i = 0; i < g; i++)
+                for (int64_t k = 0; k < g; k++) gm[i * g + k] += (double)xg[i] * xg[k];
+        }
+    }
+    clip_job job = {.f = f, .w = w, .n_in = n_in, .g = g, .gram = gram};
+    tp_for(tp, n_out, 16, clip_rows, &job);
+    free(gram);
+    return job.oom ? err_set("out of memory in the AWQ clip search") : 0;
+}

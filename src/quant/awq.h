@@ -33,6 +33,15 @@ int awq_search(const qformat *f, const float *const *w, const int64_t *n_out, in
                const float *x, int64_t n_tok, const float *act_mean, const awq_opts *o, threadpool *tp,
                float *scales, awq_result *res);
 
+/* AWQ's second step, clipping: for every row and group of w [n_out][n_in]
+ * (already scaled), the weights are clamped to +-r * max|w| for the r in
+ * {1, 0.95, ..., 0.55} whose round-to-nearest quantization best preserves
+ * the group's contribution to the outputs on x [n_tok][n_in] (the sample,
+ * divided by the same scales): sum over tokens of (x_g . (w_g - q(w_g)))^2,
+ * from the group's Gram matrix. Groups of a whole row are left alone (their
+ * Gram matrix would be n_in^2 per row). */
+int awq_clip(const qformat *f, float *w, int64_t n_out, int64_t n_in, const float *x, int64_t n_tok, threadpool *tp);
+
 /* Mean |x| per channel of [n_rows][n_in] rows. */
 void awq_act_mean(const float *x, int64_t n_rows, int64_t n_in, float *out);
 

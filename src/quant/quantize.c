@@ -375,8 +375,11 @@ static float *vec_copy(job *j, int il, int v, int64_t n) {
 }
 
 /* AWQ for the maps fed by one input: search, scale their columns by s, and
- * divide the producer (a vector, or the rows of map `prev`) by s. */
-static int awq_group(job *j, int il, const calib_inputs *in, int which, int vec, int prev) {
+ * divide the producer (a vector, or the rows of map `prev`) by s. *sample
+ * receives the calibration rows the search used, divided by s (for the clip
+ * search); NULL when the input's maps were left as they are. */
+static int awq_group(job *j, int il, const calib_inputs *in, int which, int vec, int prev, float **sample,
+                     int64_t *sample_rows) {
     const int64_t k = in->n_in[which], n = in->n_rows[which];
     layer_state *s = &j->ls[il];
     const float *w[3];
@@ -391,6 +394,7 @@ static int awq_group(job *j, int il, const calib_inputs *in, int which, int vec,
     /* Scaling needs every map of the input (a kept one would miss its
      * columns' scale) and a producer of matching shape (not grouped-query
      * v -> o, whose v rows feed several heads). */
+    *sample = NULL;
     for (int lin = 0; lin < N_LIN; lin++)
         if ((int)k_lin[lin].in == which && j->lin_entry[il][lin] < 0) return 0;
     if (!n_lin || (prev >= 0 && (j->lin_entry[il][prev] < 0 || j->e[j->lin_entry[il][prev]].src->ne[1] != k)))
@@ -426,6 +430,11 @@ static int awq_group(job *j, int il, const calib_inputs *in, int which, int vec,
         if (prev == LIN_V && s->vec[VEC_V_BIAS])
             for (int64_t r = 0; r < k; r++) s->vec[VEC_V_BIAS][r] /= scales[r];
     }
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < k; c++) x[r * k + c] /= scales[c];
+    *sample = x;
+    *sample_rows = rows;
+    x = NULL;
     rc = 0;
 done:
     free(mean);
@@ -445,10 +454,23 @@ static int quantize_awq_layer(job *j, int il, const calib_inputs *in) {
         return err_set("out of memory");
     /* Order matters: v's rows take o's scales after v's columns took the
      * attention norm's, and up's rows take down's after gate/up's search. */
-    if (awq_group(j, il, in, FWD_IN_QKV, VEC_ATTN_NORM, -1) || awq_group(j, il, in, FWD_IN_O, -1, LIN_V) ||
-        awq_group(j, il, in, FWD_IN_UPGATE, VEC_FFN_NORM, -1) || awq_group(j, il, in, FWD_IN_DOWN, -1, LIN_UP))
-        return -1;
-    return quantize_rtn_layer(j, il);
+    float *sample[4] = {NULL, NULL, NULL, NULL};
+    int64_t rows[4] = {0, 0, 0, 0};
+    int rc = awq_group(j, il, in, FWD_IN_QKV, VEC_ATTN_NORM, -1, &sample[FWD_IN_QKV], &rows[FWD_IN_QKV]) ||
+             awq_group(j, il, in, FWD_IN_O, -1, LIN_V, &sample[FWD_IN_O], &rows[FWD_IN_O]) ||
+             awq_group(j, il, in, FWD_IN_UPGATE, VEC_FFN_NORM, -1, &sample[FWD_IN_UPGATE], &rows[FWD_IN_UPGATE]) ||
+             awq_group(j, il, in, FWD_IN_DOWN, -1, LIN_UP, &sample[FWD_IN_DOWN], &rows[FWD_IN_DOWN]);
+    /* Then the clip search on the scaled maps (not q and k: their errors go
+     * through the softmax, where matching outputs is not the goal; AutoAWQ
+     * skips them too). */
+    for (int lin = 0; !rc && lin < N_LIN; lin++) {
+        const fwd_linear_input which = k_lin[lin].in;
+        if (lin == LIN_Q || lin == LIN_K || j->lin_entry[il][lin] < 0 || !sample[which]) continue;
+        const model_tensor *t = j->e[j->lin_entry[il][lin]].src;
+        rc = awq_clip(&j->fmt, s->w[lin], t->ne[1], t->ne[0], sample[which], rows[which], j->tp);
+    }
+    for (int i = 0; i < 4; i++) free(sample[i]);
+    return rc ? -1 : quantize_rtn_layer(j, il);
 }
 
 /* Puts layer il's float weights (calibrate) or its quantized ones (advance)
