@@ -82,6 +82,8 @@ static size_t scalar_size(gguf_type t) {
     }
 }
 
+size_t gguf_type_size(gguf_type t) { return scalar_size(t); }
+
 const char *gguf_type_name(gguf_type t) {
     static const char *names[] = {"uint8", "int8",   "uint16", "int16", "uint32", "int32", "float32",
                                   "bool",  "string", "array",  "uint64", "int64", "float64"};

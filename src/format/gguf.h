@@ -106,5 +106,7 @@ const gguf_tensor_info *gguf_tensor_at(const gguf_ctx *ctx, int64_t i);
 const gguf_tensor_info *gguf_find_tensor(const gguf_ctx *ctx, const char *name);
 
 const char *gguf_type_name(gguf_type t);
+/* Bytes of a scalar value of type t; 0 for strings and arrays. */
+size_t gguf_type_size(gguf_type t);
 
 #endif

@@ -78,16 +78,6 @@ static void put_str(bytes *b, const char *s, uint64_t len) {
     put(b, s, (size_t)len);
 }
 
-static size_t scalar_size(gguf_type t) {
-    switch (t) {
-    case GGUF_TYPE_UINT8: case GGUF_TYPE_INT8: case GGUF_TYPE_BOOL: return 1;
-    case GGUF_TYPE_UINT16: case GGUF_TYPE_INT16: return 2;
-    case GGUF_TYPE_UINT32: case GGUF_TYPE_INT32: case GGUF_TYPE_FLOAT32: return 4;
-    case GGUF_TYPE_UINT64: case GGUF_TYPE_INT64: case GGUF_TYPE_FLOAT64: return 8;
-    default: return 0;
-    }
-}
-
 /* ---- metadata ---- */
 
 gguf_writer *gguf_writer_new(void) {
@@ -154,7 +144,7 @@ static int set_kv(gguf_writer *w, const char *key, bytes val) {
 static int set_scalar(gguf_writer *w, const char *key, gguf_type t, const void *v) {
     bytes b = {0};
     put_u32(&b, (uint32_t)t);
-    put(&b, v, scalar_size(t));
+    put(&b, v, gguf_type_size(t));
     return set_kv(w, key, b);
 }
 
@@ -182,7 +172,7 @@ int gguf_writer_set_str(gguf_writer *w, const char *key, const char *v) {
 }
 
 int gguf_writer_set_arr(gguf_writer *w, const char *key, gguf_type elem_type, const void *data, uint64_t n) {
-    const size_t es = scalar_size(elem_type);
+    const size_t es = gguf_type_size(elem_type);
     if (!es) return err_set("gguf: '%s': arrays of %s need their own setter", key, gguf_type_name(elem_type));
     bytes b = {0};
     put_u32(&b, GGUF_TYPE_ARRAY);
@@ -210,7 +200,7 @@ static void put_value(bytes *b, const gguf_value *v) {
     case GGUF_TYPE_ARRAY: {
         put_u32(b, (uint32_t)v->arr.type);
         put_u64(b, v->arr.n);
-        const size_t es = scalar_size(v->arr.type);
+        const size_t es = gguf_type_size(v->arr.type);
         if (es) {
             put(b, v->arr.raw, (size_t)v->arr.n * es);
         } else if (v->arr.type == GGUF_TYPE_STRING) {
@@ -234,10 +224,10 @@ static void put_value(bytes *b, const gguf_value *v) {
         put(b, &v->f, 8);
         return;
     case GGUF_TYPE_INT8: case GGUF_TYPE_INT16: case GGUF_TYPE_INT32: case GGUF_TYPE_INT64:
-        put(b, &v->i, scalar_size(v->type)); /* little-endian: the low bytes come first */
+        put(b, &v->i, gguf_type_size(v->type)); /* little-endian: the low bytes come first */
         return;
     default:
-        put(b, &v->u, scalar_size(v->type));
+        put(b, &v->u, gguf_type_size(v->type));
         return;
     }
 }

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "kernels/wtype.h"
+#include "quants_testdata.h"
 #include "quant/awq.h"
 #include "quant/qformat.h"
 #include "util/threadpool.h"
@@ -20,17 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t rng_next(uint64_t *s) {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static float gauss(uint64_t *s) {
-    double u = (double)(rng_next(s) >> 11) * 0x1.0p-53, v = (double)(rng_next(s) >> 11) * 0x1.0p-53;
-    return (float)(sqrt(-2.0 * log(u + 1e-300)) * cos(6.283185307179586 * v));
-}
 
 enum { N_IN = 256, N_OUT = 96, N_TOK = 384 };
 
@@ -40,7 +30,7 @@ static float *make_inputs(int n_tok, uint64_t seed) {
     uint64_t s = seed;
     float *x = malloc(sizeof(float) * n_tok * N_IN);
     for (int t = 0; t < n_tok; t++)
-        for (int c = 0; c < N_IN; c++) x[t * N_IN + c] = gauss(&s) * (is_hot(c) ? 25.0f : 1.0f);
+        for (int c = 0; c < N_IN; c++) x[t * N_IN + c] = rng_gauss(&s) * (is_hot(c) ? 25.0f : 1.0f);
     return x;
 }
 
@@ -70,7 +60,7 @@ static void quantize_scaled(const qformat *f, const float *w, const float *s, fl
 static void run_case(threadpool *tp, int bits, int group, bool sym) {
     uint64_t s = 3;
     float *w = malloc(sizeof(float) * N_OUT * N_IN);
-    for (int i = 0; i < N_OUT * N_IN; i++) w[i] = gauss(&s) * 0.05f;
+    for (int i = 0; i < N_OUT * N_IN; i++) w[i] = rng_gauss(&s) * 0.05f;
     float *x = make_inputs(N_TOK, 11), *x_test = make_inputs(N_TOK, 12);
     float mean[N_IN], scales[N_IN], ones[N_IN];
     awq_act_mean(x, N_TOK, N_IN, mean);
@@ -124,7 +114,7 @@ static void test_clip_search(void **state) {
     float *w = malloc(sizeof(float) * N_OUT * N_IN), *wc = malloc(sizeof(float) * N_OUT * N_IN);
     for (int i = 0; i < N_OUT * N_IN; i++) {
         /* Student-t-like tails: a few weights far outside the bulk. */
-        const float g = gauss(&s), u = fabsf(gauss(&s)) + 0.05f;
+        const float g = rng_gauss(&s), u = fabsf(rng_gauss(&s)) + 0.05f;
         w[i] = 0.02f * g / sqrtf(u);
     }
     float *x = make_inputs(N_TOK, 21), *x_test = make_inputs(N_TOK, 22);

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "kernels/wtype.h"
+#include "quants_testdata.h"
 #include "quant/gptq.h"
 #include "quant/qformat.h"
 #include "util/threadpool.h"
@@ -22,17 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t rng_next(uint64_t *s) {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static float gauss(uint64_t *s) {
-    double u = (double)(rng_next(s) >> 11) * 0x1.0p-53, v = (double)(rng_next(s) >> 11) * 0x1.0p-53;
-    return (float)(sqrt(-2.0 * log(u + 1e-300)) * cos(6.283185307179586 * v));
-}
 
 static threadpool *g_tp;
 
@@ -42,7 +32,7 @@ static void test_inverse_cholesky(void **state) {
     double *a = malloc(sizeof(double) * n * n), *h = malloc(sizeof(double) * n * n);
     double *u = malloc(sizeof(double) * n * n);
     uint64_t s = 1;
-    for (int i = 0; i < n * n; i++) a[i] = gauss(&s);
+    for (int i = 0; i < n * n; i++) a[i] = rng_gauss(&s);
     for (int i = 0; i < n; i++)
         for (int j = 0; j < n; j++) {
             double t = i == j ? 0.5 : 0;
@@ -77,7 +67,7 @@ static void test_inverse_cholesky(void **state) {
 static float *make_inputs(int n_tok, int n_in, uint64_t seed, const float *mix) {
     uint64_t s = seed;
     float *z = malloc(sizeof(float) * n_tok * n_in), *x = calloc((size_t)n_tok * n_in, sizeof(float));
-    for (int i = 0; i < n_tok * n_in; i++) z[i] = gauss(&s);
+    for (int i = 0; i < n_tok * n_in; i++) z[i] = rng_gauss(&s);
     for (int t = 0; t < n_tok; t++)
         for (int k = 0; k < n_in; k++) {
             const float zk = z[t * n_in + k] * (float)exp(-k / 24.0);
@@ -102,8 +92,8 @@ static void run_case(int bits, int group, bool sym, bool per_tensor, bool act_or
     const int n_in = 256, n_out = 48, n_tok = 512;
     uint64_t s = 42;
     float *mix = malloc(sizeof(float) * n_in * n_in), *w = malloc(sizeof(float) * n_out * n_in);
-    for (int i = 0; i < n_in * n_in; i++) mix[i] = gauss(&s) / 16;
-    for (int i = 0; i < n_out * n_in; i++) w[i] = gauss(&s) * 0.05f;
+    for (int i = 0; i < n_in * n_in; i++) mix[i] = rng_gauss(&s) / 16;
+    for (int i = 0; i < n_out * n_in; i++) w[i] = rng_gauss(&s) * 0.05f;
     float *x = make_inputs(n_tok, n_in, 7, mix), *x_test = make_inputs(n_tok / 2, n_in, 8, mix);
     double *h = malloc(sizeof(double) * n_in * n_in);
     for (int i = 0; i < n_in; i++)

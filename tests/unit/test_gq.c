@@ -25,29 +25,16 @@
 #include "kernels/matmul.h"
 #include "kernels/quants_blocks.h"
 #include "kernels/wtype.h"
+#include "quants_testdata.h"
 #include "util/threadpool.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t rng_next(uint64_t *s) {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static double rng_uniform(uint64_t *s) { return (double)(rng_next(s) >> 11) * 0x1.0p-53; }
-
-static float rng_gauss(uint64_t *s) {
-    double u = rng_uniform(s), v = rng_uniform(s);
-    return (float)(sqrt(-2.0 * log(u + 1e-300)) * cos(6.283185307179586 * v));
-}
-
 /* Weight-like: gaussian rows whose groups of 32 have different scales, some
  * with an offset (so the zero point matters), a few outliers. */
-static void fill_weights(float *x, int n, uint64_t seed) {
+static void fill_group_weights(float *x, int n, uint64_t seed) {
     uint64_t s = seed;
     for (int g = 0; g < n; g += 32) {
         const float scale = (float)(0.2 + 2.0 * rng_uniform(&s));
@@ -59,13 +46,6 @@ static void fill_weights(float *x, int n, uint64_t seed) {
     }
 }
 
-static void fill_acts(float *x, int n, uint64_t seed) {
-    uint64_t s = seed;
-    for (int i = 0; i < n; i++) {
-        x[i] = rng_gauss(&s);
-        if (i % 97 == 13) x[i] *= 20;
-    }
-}
 
 static const int k_lengths[] = {128, 384, 640, 1024, 2048};
 #define N_LENGTHS (sizeof k_lengths / sizeof k_lengths[0])
@@ -178,7 +158,7 @@ static void test_roundtrip_error(void **state) {
                 const int64_t g = gq_type_group(t, n);
                 float *x = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * n);
                 uint8_t *q = malloc(gq_row_size(t, n));
-                fill_weights(x, n, 100 + (uint64_t)n + t);
+                fill_group_weights(x, n, 100 + (uint64_t)n + t);
                 gq_quantize_row(t, x, q, n, sym);
                 wtype_get_ref((wtype)t)->to_float(q, y, n);
                 double e2 = 0, x2 = 0;
@@ -211,7 +191,7 @@ static void test_roundtrip_error(void **state) {
 }
 
 /* Random bytes with finite scales: every level pattern and zero point. */
-static void fill_raw(uint32_t t, uint8_t *p, int n, uint64_t seed) {
+static void fill_raw_gq(uint32_t t, uint8_t *p, int n, uint64_t seed) {
     uint64_t s = seed;
     const size_t bytes = gq_row_size(t, n);
     for (size_t i = 0; i < bytes; i++) p[i] = (uint8_t)rng_next(&s);
@@ -257,14 +237,14 @@ static void test_vec_dot_fast_equals_ref(void **state) {
             if (!fits(t, n)) continue;
             float *w = malloc(sizeof(float) * n), *x = malloc(sizeof(float) * n);
             uint8_t *wq = malloc(gq_row_size(t, n)), *xq = malloc(wtype_row_size(WT_Q8_1, n));
-            fill_weights(w, n, 2000 + (uint64_t)n);
+            fill_group_weights(w, n, 2000 + (uint64_t)n);
             fill_acts(x, n, 3000 + (uint64_t)n);
             wtype_get_ref(WT_Q8_1)->from_float(x, xq, n);
             for (int sym = 0; sym < 2; sym++) {
                 gq_quantize_row(t, w, wq, n, sym);
                 check_fast_dot(t, wq, xq, n, sym ? "symmetric" : "asymmetric");
             }
-            fill_raw(t, wq, n, 4000 + (uint64_t)n + t);
+            fill_raw_gq(t, wq, n, 4000 + (uint64_t)n + t);
             check_fast_dot(t, wq, xq, n, "random raw blocks");
             free(w), free(x), free(wq), free(xq);
         }
@@ -286,7 +266,7 @@ static void test_vec_dot_matches_dequantized(void **state) {
             float *w = malloc(sizeof(float) * n), *x = malloc(sizeof(float) * n);
             float *wd = malloc(sizeof(float) * n), *xd = malloc(sizeof(float) * n);
             uint8_t *wq = malloc(gq_row_size(t, n)), *xq = malloc(wtype_row_size(WT_Q8_1, n));
-            fill_weights(w, n, 5000 + (uint64_t)n);
+            fill_group_weights(w, n, 5000 + (uint64_t)n);
             fill_acts(x, n, 6000 + (uint64_t)n);
             gq_quantize_row(t, w, wq, n, false);
             act->from_float(x, xq, n);
@@ -363,7 +343,7 @@ static void test_matmul_perm_gathers_activations(void **state) {
         const int32_t tmp = perm[i];
         perm[i] = perm[j], perm[j] = tmp;
     }
-    fill_weights(w, n_in * n_out, 9);
+    fill_group_weights(w, n_in * n_out, 9);
     fill_acts(x, n_in * n_tok, 10);
     /* Stored column k holds original column perm[k]. */
     for (int r = 0; r < n_out; r++) {
@@ -413,8 +393,8 @@ static void test_gemm_tiles(void **state) {
             float *w = malloc(sizeof(float) * n), *x = malloc(sizeof(float) * n);
             float *first = malloc(sizeof(float) * rows * toks), *out = malloc(sizeof(float) * rows * toks);
             for (int r = 0; r < rows; r++) {
-                fill_weights(w, n, 700 + (uint64_t)r);
-                if (r == 3) fill_raw(t, wq + r * wrow, n, 900);
+                fill_group_weights(w, n, 700 + (uint64_t)r);
+                if (r == 3) fill_raw_gq(t, wq + r * wrow, n, 900);
                 else gq_quantize_row(t, w, wq + r * wrow, n, r % 2);
             }
             for (int k = 0; k < toks; k++) {
