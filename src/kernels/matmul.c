@@ -1,6 +1,7 @@
 /* Threaded matmul over the weight type registry; see matmul.h. */
 #include "kernels/matmul.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -92,32 +93,48 @@ static void quantize_rows(void *p, long lo, long hi) {
     }
 }
 
-/* Weight rows [r, r_end) towards L1, where r_end <= r_hi (the unit's end). */
-static void prefetch_rows(const weight *w, long r, long r_end) {
-    if (w->row_bytes > MM_PREFETCH_MAX_ROW) return;
-    const uint8_t *a = (const uint8_t *)w->data + r * w->row_bytes;
-    const uint8_t *end = (const uint8_t *)w->data + r_end * w->row_bytes;
-    for (; a < end; a += 64)
-        __builtin_prefetch(a);
+/* Weight rows [r, r_end) to prefetch towards L1, a slice at a time (a
+ * burst of prefetches waits on the line fill buffers); r_end <= r_hi (the
+ * unit's end). Empty for long rows. */
+typedef struct {
+    const uint8_t *a, *end;
+} prefetch_run;
+
+static prefetch_run rows_ahead(const weight *w, long r, long r_end) {
+    prefetch_run p = {NULL, NULL};
+    if (r < r_end && w->row_bytes <= MM_PREFETCH_MAX_ROW) {
+        p.a = (const uint8_t *)w->data + r * w->row_bytes;
+        p.end = (const uint8_t *)w->data + r_end * w->row_bytes;
+    }
+    return p;
+}
+
+/* The next `lines` cache lines of the run. */
+static void prefetch_some(prefetch_run *p, long lines) {
+    for (; lines > 0 && p->a < p->end; lines--, p->a += 64)
+        __builtin_prefetch(p->a);
 }
 
 /* Weight rows [r_lo, r_hi) through packed panels: each panel of rows is
- * packed once (while the next one is prefetched) and meets every activation
- * row. */
+ * packed once and meets every activation row, while the next panel's rows
+ * are prefetched across those calls. */
 static void panel_rows(const mm_job *j, long r_lo, long r_hi, uint8_t *panel) {
     const weight *w = j->w;
     const wtype_traits *tr = j->tr;
     const int n = (int)w->n_in;
     const size_t ldy = (size_t)w->n_out;
     const long pr = tr->panel_rows;
+    const uint8_t *act = j->xp ? j->xp : j->xq;
+    const size_t act_row = j->xp ? j->xp_row : j->xq_row;
+    const long calls = (j->n_tok + tr->panel_cols - 1) / tr->panel_cols;
+    const long slice = ((long)(pr * w->row_bytes) / 64 + calls) / calls;
     for (long r = r_lo; r < r_hi; r += pr) {
         const int nr = (int)(r_hi - r < pr ? r_hi - r : pr);
-        if (r + pr < r_hi) prefetch_rows(w, r + pr, r + 2 * pr < r_hi ? r + 2 * pr : r_hi);
+        prefetch_run next = rows_ahead(w, r + pr, r + 2 * pr < r_hi ? r + 2 * pr : r_hi);
         tr->gemm_pack(n, nr, (const uint8_t *)w->data + r * w->row_bytes, w->row_bytes, panel);
-        const uint8_t *act = j->xp ? j->xp : j->xq;
-        const size_t act_row = j->xp ? j->xp_row : j->xq_row;
         for (int t = 0; t < j->n_tok; t += tr->panel_cols) {
             const int nc = j->n_tok - t < tr->panel_cols ? j->n_tok - t : tr->panel_cols;
+            prefetch_some(&next, slice);
             tr->gemm_panel(n, nr, nc, &j->y[(size_t)t * ldy + r], ldy, panel, 0, act + t * act_row,
                            act_row);
         }
@@ -163,7 +180,10 @@ static void dot_rows(void *p, long r_lo, long r_hi) {
                 for (long r = r0; r < r1; r += tr->gemm_rows) {
                     const int nr = (int)(r1 - r < tr->gemm_rows ? r1 - r : tr->gemm_rows);
                     const long pf = r + MM_PREFETCH_ROWS;
-                    if (t0 == 0 && pf < r_hi) prefetch_rows(w, pf, pf + nr < r_hi ? pf + nr : r_hi);
+                    if (t0 == 0) {
+                        prefetch_run ahead = rows_ahead(w, pf, pf + nr < r_hi ? pf + nr : r_hi);
+                        prefetch_some(&ahead, LONG_MAX);
+                    }
                     for (int t = t0; t < t1; t += tr->gemm_cols) {
                         const int nc = t1 - t < tr->gemm_cols ? t1 - t : tr->gemm_cols;
                         tr->gemm(n, nr, nc, &j->y[(size_t)t * ldy + r], ldy,
