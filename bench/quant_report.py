@@ -47,6 +47,12 @@ FORMATS = [
     ("INT3 g128 RTN", "int3-rtn.gguf", ["--bits", "3", "--group-size", "128"]),
     ("INT3 g128 GPTQ", "int3-gptq.gguf", ["--bits", "3", "--group-size", "128", "--method", "gptq",
                                           "--calib", str(CALIB)]),
+    # Beyond the table: llama.cpp-readable 4-bit, act-order, and a smaller output head.
+    ("INT4 g32 RTN (Q4_1)", "int4-g32-rtn.gguf", ["--bits", "4", "--group-size", "32"]),
+    ("INT4 g128 GPTQ act-order", "int4-gptq-da.gguf", ["--bits", "4", "--group-size", "128", "--method", "gptq",
+                                                      "--desc-act", "--calib", str(CALIB)]),
+    ("INT4 g128 GPTQ, head Q4_0", "int4-gptq-h4.gguf", ["--bits", "4", "--group-size", "128", "--method", "gptq",
+                                                       "--keep-type", "q4_0", "--calib", str(CALIB)]),
 ]
 
 
@@ -106,7 +112,7 @@ def main():
     base = out / "f16.gguf"
     for name, fname, opts in formats:
         path = out / fname
-        cmd = ["cllm", "quantize", a.model if opts is None else base, path, *(opts or ["--bits", "16"])]
+        cmd = ["cllm", "quantize", "MODEL.gguf" if opts is None else "f16.gguf", fname, *(opts or ["--bits", "16"])]
         commands.append((name, " ".join(map(str, cmd)).replace(str(REPO) + "/", "")))
         if not path.exists():
             if opts is not None and not base.exists():
@@ -152,6 +158,9 @@ def main():
     print("\nCommands:")
     for name, cmd in commands:
         print(f"- {name}: `{cmd}`")
+    print(f"- perplexity: `cllm perplexity FILE --file tests/data/eval.txt --ctx {a.ctx}`")
+    print(f"- speed: `cllm generate -m FILE -p PROMPT -n {a.gen} --temperature 0 --ignore-eos` "
+          f"(PROMPT: the first 200 words of tests/data/eval.txt), best of {a.rounds} rounds")
     meta = {"model": a.model, "ctx": a.ctx, "gen_tokens": a.gen, "rounds": a.rounds, "threads": a.threads,
             "cpus": os.cpu_count(), "load_avg_at_end": os.getloadavg()}
     (out / "results.json").write_text(json.dumps({"meta": meta, "results": results, "commands": commands}, indent=2))
