@@ -13,7 +13,8 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: cllm quantize IN.gguf OUT.gguf [options]\n"
+            "usage: cllm quantize IN OUT.gguf [options]\n"
+            "  IN: a GGUF file or a Hugging Face model folder (plain, GPTQ or AWQ)\n"
             "  --bits 8|4|3|2          bits per weight of the layers' linear maps (default 4);\n"
             "                          16 or 32 writes every matrix as F16 / F32 instead\n"
             "  --group-size 32|64|128|-1  input columns per scale (default 128; -1: one per output row)\n"

@@ -111,18 +111,25 @@ int hparams_from_gguf(const gguf_ctx *g, model_hparams *hp) {
     }
 
     hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim_k);
+    if (opt_f32(g, arch, "attention.scale", &hp->attn_scale)) return -1;
+    if (!(hp->attn_scale > 0)) return err_set("%s.attention.scale must be positive", arch);
     hp->embd_scale = hp->traits->embd_scale_sqrt ? sqrtf((float)hp->n_embd) : 1.0f;
 
     if (hp->traits->swa_pattern > 0) {
         if (opt_u32(g, arch, "attention.sliding_window", &hp->n_swa, 0, 1 << 24)) return -1;
         snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", arch);
+        /* One flag per layer, or (as llama.cpp's set_swa_pattern) a period n:
+         * layer il slides unless il % n == n - 1; 0: no layer slides. */
+        int period = hp->traits->swa_pattern;
+        if (gguf_find(g, key) && !gguf_get_arr(g, key, GGUF_TYPE_BOOL) &&
+            need_u32(g, arch, "attention.sliding_window_pattern", &period, 0, CLLM_MAX_LAYERS))
+            return err_set("%s is neither a list of booleans nor a layer period", key);
         const gguf_value *pat = gguf_get_arr(g, key, GGUF_TYPE_BOOL);
         if (pat && pat->arr.n != (uint64_t)hp->n_layer)
             return err_set("%s has %llu entries, the model has %d layers", key,
                            (unsigned long long)pat->arr.n, hp->n_layer);
         for (int il = 0; il < hp->n_layer; il++)
-            hp->is_swa[il] = hp->n_swa > 0 && (pat ? gguf_arr_num(pat, (uint64_t)il) != 0
-                                                   : il % hp->traits->swa_pattern < hp->traits->swa_pattern - 1);
+            hp->is_swa[il] = hp->n_swa > 0 && (pat ? gguf_arr_num(pat, (uint64_t)il) != 0 : period > 0 && il % period < period - 1);
     }
     return 0;
 }

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 typedef struct gguf_ctx gguf_ctx;
+typedef struct gguf_writer gguf_writer;
 
 typedef enum { ROPE_NORM, ROPE_NEOX } rope_style; /* adjacent pairs / split halves */
 typedef enum { ACT_SILU, ACT_GELU_TANH } act_kind;
@@ -53,5 +54,9 @@ typedef struct {
 const arch_traits *arch_find(const char *name);
 /* Reads {arch}.* keys. n_vocab comes from the token embedding, set by the loader. */
 int hparams_from_gguf(const gguf_ctx *g, model_hparams *hp);
+/* Writes general.architecture and the {arch}.* keys that read back (with
+ * hparams_from_gguf) as hp; the rope style is the family's, so rows laid out
+ * for another style must be permuted by the caller (arch_write.c). */
+int hparams_to_gguf(const model_hparams *hp, gguf_writer *w);
 
 #endif

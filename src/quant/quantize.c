@@ -14,7 +14,13 @@
  *     quantized weights replace the float ones in the model and the layer
  *     runs again to advance the streams;
  *  4. the writer finishes (rename from OUT.tmp), or on any error removes its
- *     temporary file. */
+ *     temporary file.
+ * A Hugging Face folder is written with metadata made from its hyper-
+ * parameters and tokenizer (hparams_to_gguf, tokenizer_to_gguf), and its
+ * Llama q/k rows, which are in HF's rotate-half order, are permuted on the way
+ * out to the adjacent-pair order GGUF's llama expects. Quantization itself
+ * runs in the folder's order: rows are quantized independently, so permuting
+ * the quantized rows afterwards is exact. */
 #include "quant/quantize.h"
 
 #include "format/gguf.h"
@@ -28,6 +34,7 @@
 #include "quant/calib.h"
 #include "quant/gptq.h"
 #include "quant/qformat.h"
+#include "tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/threadpool.h"
 
@@ -125,6 +132,7 @@ typedef struct {
     calib_runner *runner;
     layer_state *ls;
     char dequantized_types[160];
+    bool permute_qk; /* HF Llama q/k rows -> GGUF's order */
     double t0;
 } job;
 
@@ -234,11 +242,17 @@ static int plan(job *j) {
     if (!j->lin_entry) return err_set("out of memory");
     memset(j->lin_entry, 0xff, (size_t)m->hp.n_layer * sizeof *j->lin_entry);
     /* Non-layer tensors, then each layer's, in file order within each. */
-    for (int pass = -1; pass < m->hp.n_layer; pass++)
+    for (int pass = -1; pass < m->hp.n_layer; pass++) {
+        if (!m->gguf) { /* a folder: the table's (name) order */
+            for (int64_t i = 0; i < m->tensors.n; i++)
+                if (plan_tensor(j, &m->tensors.v[i], pass)) return -1;
+            continue;
+        }
         for (int64_t i = 0; i < gguf_n_tensors(m->gguf); i++) {
             const model_tensor *t = tensors_find(&m->tensors, gguf_tensor_at(m->gguf, i)->name);
             if (t && plan_tensor(j, t, pass)) return -1;
         }
+    }
     return 0;
 }
 
@@ -498,6 +512,29 @@ static void bind_layer(job *j, int il, bool quantized) {
             if (s->vec[v]) *layer_vec(j->m, il, v) = s->vec[v];
 }
 
+/* Heads of a q or k weight or bias whose rows need permuting, else 0. */
+static int qk_heads(const job *j, const entry *e) {
+    if (e->layer < 0 || e->kind == E_PERM) return 0;
+    const char *dot = strchr(strchr(e->name, '.') + 1, '.') + 1; /* past "blk.N." */
+    if (!strcmp(dot, "attn_q.weight") || !strcmp(dot, "attn_q.bias")) return j->m->hp.n_head;
+    if (!strcmp(dot, "attn_k.weight") || !strcmp(dot, "attn_k.bias")) return j->m->hp.n_head_kv;
+    return 0;
+}
+
+/* Rows of each head from rotate-half order (dimension i pairs with i + d/2)
+ * to adjacent pairs (2i with 2i + 1), as convert_hf_to_gguf.py permutes:
+ * out row 2i + h of a head is in row h * d/2 + i. */
+static void permute_rope_rows(const void *in, void *out, uint64_t row_bytes, int n_head, int head_dim) {
+    const uint8_t *src = in;
+    uint8_t *dst = out;
+    const int half = head_dim / 2;
+    for (int hd = 0; hd < n_head; hd++)
+        for (int i = 0; i < half; i++)
+            for (int h = 0; h < 2; h++)
+                memcpy(dst + ((uint64_t)hd * head_dim + 2 * i + h) * row_bytes,
+                       src + ((uint64_t)hd * head_dim + h * half + i) * row_bytes, row_bytes);
+}
+
 static int write_entry(job *j, int i) {
     const entry *e = &j->e[i];
     const void *data = NULL;
@@ -522,6 +559,19 @@ static int write_entry(job *j, int i) {
         break;
     }
     if (!data) return -1;
+    const int heads = j->permute_qk ? qk_heads(j, e) : 0;
+    if (heads > 0) {
+        const uint64_t bytes = gguf_writer_tensor_bytes(j->wr, i);
+        uint8_t *p = malloc(bytes ? bytes : 1);
+        if (!p) {
+            free(owned);
+            return err_set("out of memory");
+        }
+        const int64_t rows = e->n_dims == 1 ? e->ne[0] : e->ne[1];
+        permute_rope_rows(data, p, bytes / (uint64_t)rows, heads, (int)(rows / heads));
+        free(owned);
+        data = owned = p;
+    }
     const int rc = gguf_writer_write_tensor(j->wr, i, data);
     free(owned);
     return rc;
@@ -584,10 +634,20 @@ static int run_layer(job *j, int il) {
 
 /* ---- metadata ---- */
 
+/* A folder's metadata, as convert_hf_to_gguf.py would write it. */
+static int write_folder_metadata(job *j) {
+    const model *m = j->m;
+    if (hparams_to_gguf(&m->hp, j->wr) || gguf_writer_set_str(j->wr, "general.name", m->name) ||
+        tokenizer_to_gguf(m->tok, j->wr))
+        return -1;
+    return m->chat_template ? gguf_writer_set_str(j->wr, "tokenizer.chat_template", m->chat_template) : 0;
+}
+
 static int write_metadata(job *j) {
     const gguf_ctx *g = j->m->gguf;
     const quant_config *c = j->c;
-    for (int64_t i = 0; i < gguf_n_kv(g); i++) {
+    if (!g && write_folder_metadata(j)) return -1;
+    for (int64_t i = 0; g && i < gguf_n_kv(g); i++) {
         const gguf_kv *kv = gguf_kv_at(g, i);
         char *key = gguf_str_dup(kv->key);
         if (!key) return err_set("out of memory");
@@ -651,9 +711,9 @@ int quantize_model(const char *in_path, const char *out_path, const quant_config
     int rc = -1;
     j.m = model_load(in_path);
     if (!j.m) return -1;
-    if (!j.m->gguf) {
-        err_set("%s: cllm quantize reads GGUF files (convert a Hugging Face folder with llama.cpp's "
-                "convert_hf_to_gguf.py first)", in_path);
+    j.permute_qk = j.m->hp.rope != j.m->hp.traits->rope;
+    if (j.permute_qk && (j.m->hp.rope_dim != j.m->hp.head_dim_k || j.m->hp.traits->rope != ROPE_NORM)) {
+        err_set("%s: cannot reorder q/k rows for %s's rope", in_path, j.m->hp.traits->name);
         goto done;
     }
     if (j.quantizing && qformat_init(&j.fmt, c->bits, c->group, c->sym, c->per_tensor, !c->desc_act)) goto done;

@@ -16,6 +16,7 @@
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
+#include <stdio.h>
 #include <string.h>
 
 #define WS "\\x{09}-\\x{0D} \\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}"
@@ -126,6 +127,7 @@ int bpe_setup(tokenizer *t, const char *pre_name, size_t pre_len) {
     if (!pt)
         return err_set("tokenizer: unknown pre-tokenizer type '%.*s' (tokenizer.ggml.pre)",
                        (int)(pre.len > 64 ? 64 : pre.len), pre.ptr);
+    snprintf(t->pre, sizeof t->pre, "%.*s", (int)(pre.len < sizeof t->pre ? pre.len : sizeof t->pre - 1), pre.ptr);
     t->ignore_merges = pt->ignore_merges;
     if (pt->add_bos) t->add_bos = true;
     for (int i = 0; i < TOK_MAX_PRE_REGEX && pt->re[i]; i++) {

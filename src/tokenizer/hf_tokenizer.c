@@ -90,7 +90,7 @@ static int setup_byte_level(tokenizer *t, const hf_files *f) {
                 return err_set("%s: ByteLevel add_prefix_space is not supported", f->path);
             if (!json_is_false(json_object_get(s, "use_regex"))) {
                 if (pre) return err_set("%s: a Split regex and ByteLevel's own regex together", f->path);
-                pre = "gpt2";
+                pre = "gpt-2"; /* llama.cpp's name for it */
             }
         } else if (ty && !strcmp(ty, "Split")) {
             const char *re = json_string_value(json_object_get(json_object_get(s, "pattern"), "Regex"));

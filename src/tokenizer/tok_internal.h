@@ -133,6 +133,7 @@ struct tokenizer {
     char byte_enc[256][3];       /* GPT-2 byte -> printable character, UTF-8 */
     uint8_t byte_enc_len[256];
     int16_t byte_dec[324];       /* that character's code point -> byte, or -1 */
+    char pre[32];                /* the tokenizer.ggml.pre name of the regexes */
 };
 
 /* tokenizer.c: the steps after the vocabulary arrays are filled, shared by

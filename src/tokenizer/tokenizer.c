@@ -375,6 +375,10 @@ tokenizer *tokenizer_from_gguf(const gguf_ctx *g) {
     if (t->kind == TOK_KIND_BPE && bpe_init(t, g)) goto fail;
     bool b;
     if (gguf_get_bool(g, KEY("add_space_prefix"), &b)) t->add_space_prefix = b;
+    /* Hugging Face Metaspace details GGUF has no key for, in files cllm wrote
+     * from a folder (tok_export.c); llama.cpp ignores them. */
+    if (gguf_get_bool(g, "cllm.tokenizer.space_prefix_first", &b)) t->space_prefix_first = b;
+    if (gguf_get_bool(g, "cllm.tokenizer.space_prefix_not_before_space", &b)) t->space_prefix_not_before_space = b;
     if (load_vocab(t, g) || load_special(t, g) || tok_build_special(t)) goto fail;
     if (t->kind == TOK_KIND_SPM) tok_load_byte_tokens(t);
     return t;

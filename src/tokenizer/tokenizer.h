@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 typedef struct gguf_ctx gguf_ctx;
+typedef struct gguf_writer gguf_writer;
 typedef struct tokenizer tokenizer;
 
 /* Token types as GGUF stores them (tokenizer.ggml.token_type). */
@@ -35,6 +36,9 @@ tokenizer *tokenizer_from_hf(const char *dir);
  * Returns 0, or -1 with err_get() when a file is malformed. */
 int tokenizer_hf_chat_template(const char *dir, char **out);
 void tokenizer_free(tokenizer *t);
+/* Writes the tokenizer as tokenizer.ggml.* metadata that tokenizer_from_gguf
+ * (and llama.cpp) read back as the same tokenizer (tok_export.c). */
+int tokenizer_to_gguf(const tokenizer *t, gguf_writer *w);
 
 int32_t tokenizer_n_vocab(const tokenizer *t);
 int32_t tokenizer_bos(const tokenizer *t); /* -1 when the model has none */

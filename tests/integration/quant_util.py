@@ -20,7 +20,7 @@ def gq_type(bits: int, group: int) -> int:
 
 # ggml ids and (block size, bytes per block) of the types these tests meet.
 GGML = {"F32": (0, 1, 4), "F16": (1, 1, 2), "Q4_0": (2, 32, 18), "Q4_1": (3, 32, 20), "Q8_0": (8, 32, 34),
-        "Q6_K": (14, 256, 210), "I32": (26, 1, 4)}
+        "Q6_K": (14, 256, 210), "I32": (26, 1, 4), "BF16": (30, 1, 2)}
 GGML_ID = {k: v[0] for k, v in GGML.items()}
 
 

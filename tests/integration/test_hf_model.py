@@ -202,3 +202,36 @@ def test_real_tokenizer_json_matches_hf_and_gguf(cllm_bin, real_model_path, real
     bad = [s for s, a, b in zip(strings, ours, want) if a != b]
     assert not bad, f"{len(bad)} strings differ from tokenizers, e.g. {bad[:3]}"
     assert ours == cllm_encode(cllm_bin, real_model_path, strings, add_special=True, parse_special=True)
+
+
+def test_real_folder_to_gguf_keeps_its_tokenizer_and_outputs(run_cllm, cllm_bin, real, tmp_path):
+    """`cllm quantize FOLDER OUT --bits 16` (the folder-to-GGUF path): the
+    exported SentencePiece vocabulary, with scores made from the merge ranks,
+    tokenizes like tokenizer.json in cllm and in llama.cpp, and the F16 model's
+    logits stay those of the folder."""
+    tokenizers = pytest.importorskip("tokenizers")
+    from tokenizer_util import cllm_encode, load_strings
+
+    real_folder = real[0]
+    out = tmp_path / "gemma-3-270m-f16.gguf"
+    p = run_cllm("quantize", real_folder, out, "--bits", "16", "--quiet", timeout=600)
+    assert p.returncode == 0, p.stderr
+    strings = load_strings()
+    tok = tokenizers.Tokenizer.from_file(str(real_folder / "tokenizer.json"))
+    want = [e.ids for e in tok.encode_batch(strings, add_special_tokens=True)]
+    ours = cllm_encode(cllm_bin, out, strings, add_special=True, parse_special=True)
+    bad = [s for s, a, b in zip(strings, ours, want) if a != b]
+    assert not bad, f"{len(bad)} strings differ from tokenizers, e.g. {bad[:3]}"
+    llama_cpp = pytest.importorskip("llama_cpp")
+    llm = llama_cpp.Llama(model_path=str(out), vocab_only=True, verbose=False)
+    theirs = [llm.tokenize(s.encode(), add_bos=True, special=True) for s in strings]
+    bad = [s for s, a, b in zip(strings, theirs, want) if a != b]
+    assert not bad, f"llama.cpp: {len(bad)} strings differ from tokenizers, e.g. {bad[:3]}"
+    r = run_cllm("logits", "-m", out, "--tokens", ",".join(map(str, REAL_TOKENS)), "--out", tmp_path / "f16.bin",
+                 "--kv-type", "f32", timeout=300)
+    assert r.returncode == 0, r.stderr
+    got = np.fromfile(tmp_path / "f16.bin", dtype="<f4").reshape(len(REAL_TOKENS), -1).astype(np.float64)
+    ref = ref_forward.forward(real[1], REAL_TOKENS)
+    assert (got.argmax(axis=1) == ref.argmax(axis=1)).all()
+    err = np.abs(got - ref).max(axis=1) / np.abs(ref).max(axis=1)
+    assert err.max() < 2e-2, f"F16 export logits differ from the exact reference by {err.max():.3g}"

@@ -95,10 +95,3 @@ def test_usage_errors(run_cllm, model, tmp_path):
     assert p.returncode == 0 and "--method rtn|gptq|awq" in p.stdout
     assert not list(tmp_path.iterdir())
 
-
-def test_hugging_face_folder_input_is_refused_clearly(run_cllm, tmp_path):
-    import make_hf  # tests/ref, on sys.path via conftest
-
-    folder = tmp_path / "hf"
-    make_hf.write_hf_model(folder, make_hf.default_hf_spec("llama", {}))
-    check_refused(run_cllm, tmp_path, [folder, "--bits", 8, "--group-size", 32], "cllm quantize reads GGUF files")

@@ -1,0 +1,59 @@
+/* The hyper-parameters as GGUF metadata: the {arch}.* keys hparams_from_gguf
+ * reads, written so that reading them back gives the same model_hparams.
+ * Used when a model that did not come from a GGUF file (a Hugging Face
+ * folder) is written as one. Keys llama.cpp knows are used where they exist;
+ * where a value is what the reader would assume anyway it is still written
+ * (explicit beats implicit for other readers), except the attention scale,
+ * which only a file that departs from 1/sqrt(head_dim) carries. */
+#include "model/arch.h"
+
+#include "format/gguf_write.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+
+static int put_u32(gguf_writer *w, const char *arch, const char *suffix, int v) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    return gguf_writer_set_u32(w, key, (uint32_t)v);
+}
+
+static int put_f32(gguf_writer *w, const char *arch, const char *suffix, float v) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    return gguf_writer_set_f32(w, key, v);
+}
+
+int hparams_to_gguf(const model_hparams *hp, gguf_writer *w) {
+    const char *a = hp->traits->name;
+    if (gguf_writer_set_str(w, "general.architecture", a) || put_u32(w, a, "context_length", hp->n_ctx_train) ||
+        put_u32(w, a, "embedding_length", hp->n_embd) || put_u32(w, a, "block_count", hp->n_layer) ||
+        put_u32(w, a, "feed_forward_length", hp->n_ff) || put_u32(w, a, "attention.head_count", hp->n_head) ||
+        put_u32(w, a, "attention.head_count_kv", hp->n_head_kv) ||
+        put_u32(w, a, "attention.key_length", hp->head_dim_k) ||
+        put_u32(w, a, "attention.value_length", hp->head_dim_v) ||
+        put_u32(w, a, "rope.dimension_count", hp->rope_dim) ||
+        put_f32(w, a, "attention.layer_norm_rms_epsilon", hp->norm_eps) ||
+        put_f32(w, a, "rope.freq_base", hp->rope_base))
+        return -1;
+    if (hp->rope_pos_scale != 1.0f) {
+        char key[128];
+        snprintf(key, sizeof key, "%s.rope.scaling.type", a);
+        if (gguf_writer_set_str(w, key, "linear") || put_f32(w, a, "rope.scaling.factor", 1.0f / hp->rope_pos_scale))
+            return -1;
+    }
+    if (hp->attn_scale != 1.0f / sqrtf((float)hp->head_dim_k) && put_f32(w, a, "attention.scale", hp->attn_scale))
+        return -1;
+    if (hp->traits->swa_pattern > 0) {
+        uint8_t pattern[CLLM_MAX_LAYERS]; /* GGUF bools are one byte */
+        for (int il = 0; il < hp->n_layer; il++) pattern[il] = hp->is_swa[il];
+        char key[128];
+        snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", a);
+        if (put_u32(w, a, "attention.sliding_window", hp->n_swa) ||
+            put_f32(w, a, "rope.freq_base_swa", hp->rope_base_swa) ||
+            gguf_writer_set_arr(w, key, GGUF_TYPE_BOOL, pattern, (uint64_t)hp->n_layer))
+            return -1;
+    }
+    return 0;
+}
