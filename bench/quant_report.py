@@ -161,7 +161,7 @@ def main():
     print(f"- perplexity: `cllm perplexity FILE --file tests/data/eval.txt --ctx {a.ctx}`")
     print(f"- speed: `cllm generate -m FILE -p PROMPT -n {a.gen} --temperature 0 --ignore-eos` "
           f"(PROMPT: the first 200 words of tests/data/eval.txt), best of {a.rounds} rounds")
-    meta = {"model": a.model, "ctx": a.ctx, "gen_tokens": a.gen, "rounds": a.rounds, "threads": a.threads,
+    meta = {"model": str(a.model), "ctx": a.ctx, "gen_tokens": a.gen, "rounds": a.rounds, "threads": a.threads,
             "cpus": os.cpu_count(), "load_avg_at_end": os.getloadavg()}
     (out / "results.json").write_text(json.dumps({"meta": meta, "results": results, "commands": commands}, indent=2))
     print(f"\n{json.dumps(meta)}")

@@ -94,10 +94,18 @@ def main() -> int:
         lines.append(f"| {threads} | {c[0]:.1f} | {l[0]:.1f} | {c[0] / l[0]:.2f} | {c[1]:.1f} | {l[1]:.1f} | "
                      f"{c[1] / l[1]:.2f} |")
     table = "\n".join(lines)
-    header = (f"Single stream, {os.path.basename(model)}, {args.prompt_tokens}-token prompt, "
-              f"{args.gen_tokens} generated tokens, median of {args.reps}; "
-              f"{datetime.date.today()}, {platform.processor() or platform.machine()}, "
-              f"llama-cpp-python {llama_cpp.__version__}")
+    cpu = platform.processor() or platform.machine()
+    try:
+        cpu = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    header = (f"## Single stream vs llama.cpp (llama-cpp-python), {now} (bench/single_stream.py)\n\n"
+              f"Machine: {cpu}, {os.cpu_count()} cores; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
+              f"at the end. Model: {os.path.basename(model)}. {args.prompt_tokens}-token prompt, "
+              f"{args.gen_tokens} generated tokens (greedy, EOS ignored), median of {args.reps} alternating runs; "
+              f"llama-cpp-python {llama_cpp.__version__} (its bundled llama.cpp, as pip builds it). "
+              f"Command: `python3 bench/single_stream.py --reps {args.reps} --threads {args.threads}`.")
     print(header)
     print(table)
     if args.append:
