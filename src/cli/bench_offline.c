@@ -63,6 +63,9 @@ static int parse(int argc, char **argv, bench_opts *o) {
         if (!strcmp(a, "--sequential")) { o->sequential = true; continue; }
         if (!strcmp(a, "--no-enable-prefix-caching")) { o->ec.prefix_caching = false; continue; }
         if (!(v = arg_value(C, argc, argv, &i))) return -1;
+        const int took = parse_engine_option(C, a, v, &o->ec);
+        if (took < 0) return -1;
+        if (took) continue;
         if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->model_path = v;
         else if (!strcmp(a, "--num-prompts")) { if (arg_int(C, a, v, 1, 1 << 20, &o->num_prompts)) return -1; }
         else if (!strcmp(a, "--input-len")) { if (arg_int(C, a, v, 1, 1 << 20, &o->input_len)) return -1; }
@@ -71,11 +74,7 @@ static int parse(int argc, char **argv, bench_opts *o) {
         else if (!strcmp(a, "--seed")) { if (arg_int(C, a, v, 0, 1L << 40, &o->seed)) return -1; }
         else if (!strcmp(a, "--range-ratio")) { if (arg_float(C, a, v, 0, 0.99, &o->range_ratio)) return -1; }
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) { if (arg_int(C, a, v, 1, 1024, &o->threads)) return -1; }
-        else if (!strcmp(a, "--max-num-seqs")) { if (arg_int(C, a, v, 1, 4096, &l)) return -1; o->ec.max_num_seqs = (int)l; }
-        else if (!strcmp(a, "--max-num-batched-tokens")) { if (arg_int(C, a, v, 1, 1 << 20, &l)) return -1; o->ec.max_num_batched_tokens = (int)l; }
         else if (!strcmp(a, "--max-model-len")) { if (arg_int(C, a, v, 1, 1 << 24, &l)) return -1; o->ec.max_model_len = (int)l; }
-        else if (!strcmp(a, "--block-size")) { if (arg_int(C, a, v, 8, 32, &l)) return -1; o->ec.block_size = (int)l; }
-        else if (!strcmp(a, "--kv-cache-memory")) { if (arg_memory(C, a, v, &o->ec.kv_cache_bytes)) return -1; }
         else if (!strcmp(a, "--save-result")) o->json_out = v;
         else {
             fprintf(stderr, "cllm %s: unknown option '%s'\n", C, a);

@@ -70,6 +70,25 @@ bad:
     return -1;
 }
 
+int parse_engine_option(const char *cmd, const char *a, const char *v, engine_config *ec) {
+    long l;
+    if (!strcmp(a, "--max-num-seqs")) {
+        if (arg_int(cmd, a, v, 1, 4096, &l)) return -1;
+        ec->max_num_seqs = (int)l;
+    } else if (!strcmp(a, "--max-num-batched-tokens")) {
+        if (arg_int(cmd, a, v, 1, 1 << 20, &l)) return -1;
+        ec->max_num_batched_tokens = (int)l;
+    } else if (!strcmp(a, "--block-size")) {
+        if (arg_int(cmd, a, v, 8, 32, &l)) return -1;
+        ec->block_size = (int)l;
+    } else if (!strcmp(a, "--kv-cache-memory")) {
+        if (arg_memory(cmd, a, v, &ec->kv_cache_bytes)) return -1;
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
 const char *arg_value(const char *cmd, int argc, char **argv, int *i) {
     if (*i + 1 >= argc) {
         fprintf(stderr, "cllm %s: option %s needs a value\n", cmd, argv[*i]);

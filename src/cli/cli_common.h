@@ -4,6 +4,7 @@
 #ifndef CLLM_CLI_COMMON_H
 #define CLLM_CLI_COMMON_H
 
+#include "engine/engine.h"
 #include "engine/sampler.h"
 #include "kv/kv_cache.h"
 #include "model/forward.h"
@@ -50,6 +51,10 @@ double now_seconds(void);
  * --frequency-penalty, --seed/-s (sets *seed_given). Returns 1 when argv[*i]
  * was one of them (its value consumed), 0 when it is not, -1 on a bad value. */
 int parse_sampling_option(const char *cmd, int argc, char **argv, int *i, sampling_params *sp, bool *seed_given);
+/* Engine options shared by generate and bench offline, given a's value v:
+ * --max-num-seqs, --max-num-batched-tokens, --block-size, --kv-cache-memory.
+ * Returns 1 when a was one of them, 0 when it is not, -1 on a bad value. */
+int parse_engine_option(const char *cmd, const char *a, const char *v, engine_config *ec);
 /* llama.cpp's command-line defaults: temperature 0.8, top-k 40, top-p 0.95, min-p 0.05. */
 sampling_params cli_sampling_defaults(void);
 /* A whole file as a NUL-terminated malloc'd string; NULL with err_get(). */

@@ -63,7 +63,6 @@ static int parse_options(int argc, char **argv, gen_options *o) {
     const char *C = "generate";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
-        long l;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             exit(0);
@@ -80,6 +79,12 @@ static int parse_options(int argc, char **argv, gen_options *o) {
         if (took < 0) return -1;
         if (took) continue;
         if (!(v = arg_value(C, argc, argv, &i))) return -1;
+        const int engine_took = parse_engine_option(C, a, v, &o->ec);
+        if (engine_took < 0) return -1;
+        if (engine_took) {
+            o->kv_given |= !strcmp(a, "--kv-cache-memory");
+            continue;
+        }
         if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->model_path = v;
         else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) o->prompt = v;
         else if (!strcmp(a, "--prompts-file")) o->prompts_file = v;
@@ -94,18 +99,6 @@ static int parse_options(int argc, char **argv, gen_options *o) {
                 fprintf(stderr, "cllm generate: %s\n", err_get());
                 return -1;
             }
-        } else if (!strcmp(a, "--max-num-seqs")) {
-            if (arg_int(C, a, v, 1, 4096, &l)) return -1;
-            o->ec.max_num_seqs = (int)l;
-        } else if (!strcmp(a, "--max-num-batched-tokens")) {
-            if (arg_int(C, a, v, 1, 1 << 20, &l)) return -1;
-            o->ec.max_num_batched_tokens = (int)l;
-        } else if (!strcmp(a, "--block-size")) {
-            if (arg_int(C, a, v, 8, 32, &l)) return -1;
-            o->ec.block_size = (int)l;
-        } else if (!strcmp(a, "--kv-cache-memory")) {
-            if (arg_memory(C, a, v, &o->ec.kv_cache_bytes)) return -1;
-            o->kv_given = true;
         } else {
             fprintf(stderr, "cllm generate: unknown option '%s'\n", a);
             return -1;
