@@ -129,7 +129,8 @@ int hparams_from_gguf(const gguf_ctx *g, model_hparams *hp) {
             return err_set("%s has %llu entries, the model has %d layers", key,
                            (unsigned long long)pat->arr.n, hp->n_layer);
         for (int il = 0; il < hp->n_layer; il++)
-            hp->is_swa[il] = hp->n_swa > 0 && (pat ? gguf_arr_num(pat, (uint64_t)il) != 0 : period > 0 && il % period < period - 1);
+            hp->is_swa[il] = hp->n_swa > 0 && (pat ? gguf_arr_num(pat, (uint64_t)il) != 0
+                                                   : period > 0 && il % period < period - 1);
     }
     return 0;
 }

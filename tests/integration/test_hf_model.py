@@ -165,6 +165,13 @@ def test_same_tokens_as_gguf_vocabulary(cllm_bin, hf_factory):
 REAL_TOKENS = [2, 818, 5279, 563, 506, 6722, 529, 6657, 236881, 108, 3689, 563, 7706, 236881, 107, 818, 3364]
 
 
+def real_logits(run_cllm, model, out) -> np.ndarray:
+    r = run_cllm("logits", "-m", model, "--tokens", ",".join(map(str, REAL_TOKENS)), "--out", out,
+                 "--kv-type", "f32", timeout=300)
+    assert r.returncode == 0, r.stderr
+    return np.fromfile(out, dtype="<f4").reshape(len(REAL_TOKENS), -1).astype(np.float64)
+
+
 @pytest.fixture(scope="module")
 def real(real_model_path, tmp_path_factory):
     """The real GGUF's weights dequantized to F32 under HF names, in two shards,
@@ -180,10 +187,7 @@ def test_real_model_folder_matches_exact_reference(run_cllm, real, tmp_path):
     local/global layer pattern from layer_types) the folder's logits equal the
     float64 pass over the same dequantized weights to f32 rounding."""
     real_folder, real_ref = real
-    r = run_cllm("logits", "-m", real_folder, "--tokens", ",".join(map(str, REAL_TOKENS)), "--out",
-                 tmp_path / "l.bin", "--kv-type", "f32", timeout=300)
-    assert r.returncode == 0, r.stderr
-    got = np.fromfile(tmp_path / "l.bin", dtype="<f4").reshape(len(REAL_TOKENS), -1).astype(np.float64)
+    got = real_logits(run_cllm, real_folder, tmp_path / "l.bin")
     ref = ref_forward.forward(real_ref, REAL_TOKENS)
     check(got, ref, TOL, "real gemma-3-270m folder")
 
@@ -227,10 +231,7 @@ def test_real_folder_to_gguf_keeps_its_tokenizer_and_outputs(run_cllm, cllm_bin,
     theirs = [llm.tokenize(s.encode(), add_bos=True, special=True) for s in strings]
     bad = [s for s, a, b in zip(strings, theirs, want) if a != b]
     assert not bad, f"llama.cpp: {len(bad)} strings differ from tokenizers, e.g. {bad[:3]}"
-    r = run_cllm("logits", "-m", out, "--tokens", ",".join(map(str, REAL_TOKENS)), "--out", tmp_path / "f16.bin",
-                 "--kv-type", "f32", timeout=300)
-    assert r.returncode == 0, r.stderr
-    got = np.fromfile(tmp_path / "f16.bin", dtype="<f4").reshape(len(REAL_TOKENS), -1).astype(np.float64)
+    got = real_logits(run_cllm, out, tmp_path / "f16.bin")
     ref = ref_forward.forward(real[1], REAL_TOKENS)
     assert (got.argmax(axis=1) == ref.argmax(axis=1)).all()
     err = np.abs(got - ref).max(axis=1) / np.abs(ref).max(axis=1)

@@ -26,10 +26,9 @@ import make_hf
 import make_model
 import test_hf_tokenizer as hft
 from quant_util import GGUF, cllm_logits, mean_kl
+from test_hf_model import TOKENS
 from tokenizer_util import cllm_decode, cllm_encode
 
-TOKENS = [2, 55, 254, 52, 187, 101, 135, 30, 303, 7, 49, 297, 150, 61, 193, 155, 174, 178, 253, 239, 235,
-          209, 118, 219, 50, 111, 240, 146, 311, 209, 305, 14, 254, 163, 19, 248, 63, 224, 192, 208]
 CALIB = "tests/data/calib.txt"
 
 # (test id, family, make_model options, make_hf options)
