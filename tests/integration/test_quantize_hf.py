@@ -221,3 +221,14 @@ def test_a_quantized_checkpoint_is_dequantized_first(run_cllm, tmp_path, quant):
         want = make_hf.to_gguf(spec, name, np.asarray(w, dtype=np.float64))
         got = as_f32(g.tensors[name]).reshape(want.shape)
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6 * np.abs(want).max(), err_msg=name)
+
+
+def test_a_broken_folder_is_a_clear_error_and_no_output(run_cllm, tmp_path):
+    folder = tmp_path / "model"
+    make_hf.write_hf_model(folder, make_hf.default_hf_spec("llama", {}))
+    (folder / "config.json").unlink()
+    out = tmp_path / "out.gguf"
+    p = run_cllm("quantize", folder, out, "--bits", "8", timeout=60)
+    assert p.returncode == 1
+    assert "config.json" in p.stderr and "missing" in p.stderr
+    assert not out.exists() and not (tmp_path / "out.gguf.tmp").exists()
