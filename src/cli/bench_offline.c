@@ -160,9 +160,9 @@ int bench_offline(int argc, char **argv) {
     }
     const int bs = o.ec.block_size;
     kv_cache layout;
-    kv_cache_layout(&m->hp, o.ec.kv_type, bs, &layout);
+    kv_cache_layout(&m->kv, o.ec.kv_type, bs, &layout);
     const double block_bytes = (double)kv_block_bytes(&layout);
-    const double token_bytes = (double)kv_bytes_per_token(&m->hp, o.ec.kv_type);
+    const double token_bytes = (double)kv_bytes_per_token(&m->kv, o.ec.kv_type);
     double util_sum = 0, alloc_sum = 0, contig_sum = 0, util_peak_blocks = 0, contig_peak = 0; /* bytes */
     long util_steps = 0;
     int next = 0, done = 0;

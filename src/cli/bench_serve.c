@@ -1,10 +1,10 @@
 /* `cllm bench serve`: load on an OpenAI-compatible server (cllm's, vLLM's,
  * llama.cpp's) the way vLLM's benchmark_serving applies it, and the same
  * report. The steps: ask the server for its model and tokenizer, build the
- * dataset, draw the arrival times, run (bench_serve_http.c), summarize
- * (bench_serve_stats.c), save and plot. Also `cllm bench plot DIR FILE...`,
+ * dataset, draw the arrival times, run (bench/serve_http.c), summarize
+ * (bench/serve_stats.c), save and plot. Also `cllm bench plot DIR FILE...`,
  * which charts saved results side by side. See bench_serve.h for the files. */
-#include "cli/bench_serve.h"
+#include "bench/serve.h"
 #include "cli/cli_common.h"
 
 #include <curl/curl.h>

@@ -1,7 +1,7 @@
 /* See cli_common.h. */
 #include "cli/cli_common.h"
 
-#include "tokenizer/template.h"
+#include "chat/template.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
@@ -97,20 +97,14 @@ const char *arg_value(const char *cmd, int argc, char **argv, int *i) {
     return argv[++*i];
 }
 
-double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 int seq_runner_init(seq_runner *r, model *m, int n_ctx, int max_batch, kv_dtype dtype, int n_threads) {
     *r = (seq_runner){.m = m, .n_ctx = n_ctx, .max_batch = max_batch};
     const int bs = 16;
     const int n_blocks = (n_ctx + bs - 1) / bs;
     kv_cache layout;
-    kv_cache_layout(&m->hp, dtype, bs, &layout);
+    kv_cache_layout(&m->kv, dtype, bs, &layout);
     /* Each group gets its own contiguous run of blocks. */
-    r->kv = kv_cache_create(&m->hp, dtype, bs, n_blocks * layout.n_groups);
+    r->kv = kv_cache_create(&m->kv, dtype, bs, n_blocks * layout.n_groups);
     r->tp = tp_create(n_threads);
     if (!r->kv || !r->tp) goto fail;
     for (int g = 0; g < layout.n_groups; g++) {

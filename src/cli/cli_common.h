@@ -10,6 +10,7 @@
 #include "model/forward.h"
 #include "model/model.h"
 #include "util/threadpool.h"
+#include "util/time.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -43,8 +44,6 @@ void seq_runner_free(seq_runner *r);
 /* Feeds tokens at positions start.. and writes the logits of the last one
  * (when logits is not NULL) or of every one (all_logits: [n][n_vocab]). */
 int seq_runner_feed(seq_runner *r, const int32_t *tokens, int n, int start, float *logits, bool all_logits);
-
-double now_seconds(void);
 
 /* Sampling options shared by generate and chat: --temperature/--temp,
  * --top-k, --top-p, --min-p, --repeat-penalty, --presence-penalty,

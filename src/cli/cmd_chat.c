@@ -3,11 +3,11 @@
  * the reply is streamed to stdout. The engine's prefix cache keeps earlier
  * turns' KV, so each turn computes only what is new. "/reset" starts over,
  * an empty line or end of input ends the chat. */
+#include "chat/prompt.h"
+#include "chat/template.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "engine/engine.h"
-#include "server/prompt.h"
-#include "tokenizer/template.h"
 #include "util/error.h"
 
 #include <jansson.h>
@@ -129,11 +129,10 @@ int cmd_chat(int argc, char **argv) {
             continue;
         }
         add_message(messages, "user", line);
-        api_error aerr = {0};
         int32_t *toks = NULL;
-        const int n = prompt_encode_chat(m->tok, tmpl, messages, true, &toks, &aerr);
+        const int n = prompt_encode_chat(m->tok, tmpl, messages, true, &toks);
         if (n < 0) {
-            fprintf(stderr, "cllm chat: %s\n", aerr.message);
+            fprintf(stderr, "cllm chat: %s\n", err_get());
             json_array_remove(messages, json_array_size(messages) - 1);
             continue;
         }

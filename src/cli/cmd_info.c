@@ -116,7 +116,7 @@ int cmd_info(int argc, char **argv) {
         }
     printf("\n");
     print_bytes("weight memory", (double)m->weight_bytes);
-    printf("%-16s %zu bytes per token over all layers (%s)\n", "KV cache", kv_bytes_per_token(hp, dt),
+    printf("%-16s %zu bytes per token over all layers (%s)\n", "KV cache", kv_bytes_per_token(&m->kv, dt),
            kv_dtype_name(dt));
     char label[64];
     snprintf(label, sizeof label, "KV @ %ld tokens", n_ctx);

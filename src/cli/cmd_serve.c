@@ -5,13 +5,13 @@
  * print how to call it, then wait for SIGTERM/SIGINT. On a signal: stop
  * accepting, give running requests --shutdown-timeout seconds, abort the rest,
  * free everything and exit 0. A second signal skips the grace period. */
+#include "chat/template.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "engine/engine.h"
 #include "model/model.h"
 #include "server/mem_size.h"
 #include "server/server.h"
-#include "tokenizer/template.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 

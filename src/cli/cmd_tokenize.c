@@ -10,6 +10,7 @@
 #include "tokenizer/detok.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
+#include "util/time.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -41,12 +42,6 @@ static void usage(FILE *f) {
             "  --decode           read token ids, print the text (with --jsonl: one JSON\n"
             "                     array of ids per line in, one JSON string per line out)\n"
             "  --timing           report load and encode times on stderr\n");
-}
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
 static char *read_all(FILE *f, size_t *len) {
@@ -242,9 +237,9 @@ static int run_jsonl(const tokenizer *t, const tok_opts *o) {
                 break;
             }
             int32_t *ids;
-            double t0 = now_ms();
+            double t0 = (1e3 * now_seconds());
             int m = tokenizer_encode(t, text, len, o->add_special, o->parse_special, &ids);
-            t_enc += now_ms() - t0;
+            t_enc += (1e3 * now_seconds()) - t0;
             free(text);
             if (m < 0) {
                 rc = err_prefix("stdin line %zu: ", lineno);
@@ -293,11 +288,11 @@ static int run_plain(const tokenizer *t, const tok_opts *o) {
         free(ids);
     } else {
         int32_t *ids;
-        double t0 = now_ms();
+        double t0 = (1e3 * now_seconds());
         int m = tokenizer_encode(t, text, len, o->add_special, o->parse_special, &ids);
         if (o->timing)
             fprintf(stderr, "tokenize: encoded %zu bytes into %d tokens in %.2f ms\n", len, m,
-                    now_ms() - t0);
+                    (1e3 * now_seconds()) - t0);
         if (m < 0) {
             rc = -1;
         } else {
@@ -333,7 +328,7 @@ int cmd_tokenize(int argc, char **argv) {
         fprintf(stderr, "cllm tokenize: no model given (-m MODEL.gguf)\n");
         return 1;
     }
-    double t0 = now_ms();
+    double t0 = (1e3 * now_seconds());
     struct stat st;
     const bool hf_dir = stat(o.model, &st) == 0 && S_ISDIR(st.st_mode); /* a Hugging Face folder */
     gguf_ctx *g = hf_dir ? NULL : gguf_open(o.model);
@@ -341,9 +336,9 @@ int cmd_tokenize(int argc, char **argv) {
         fprintf(stderr, "cllm tokenize: %s\n", err_get());
         return 1;
     }
-    double t1 = now_ms();
+    double t1 = (1e3 * now_seconds());
     tokenizer *t = hf_dir ? tokenizer_from_hf(o.model) : tokenizer_from_gguf(g);
-    double t2 = now_ms();
+    double t2 = (1e3 * now_seconds());
     if (!t) {
         fprintf(stderr, "cllm tokenize: %s: %s\n", o.model, err_get());
         gguf_close(g);

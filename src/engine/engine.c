@@ -8,18 +8,13 @@
 #include "engine/stop_strings.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
+#include "util/time.h"
 
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-double engine_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 engine_config engine_config_defaults(void) {
     return (engine_config){.max_num_seqs = 64, .max_num_batched_tokens = 512, .max_model_len = 4096,
@@ -103,7 +98,7 @@ engine *engine_create(model *m, const engine_config *cfg) {
     hist_init_seconds(&e->stats.queue);
 
     kv_cache layout;
-    kv_cache_layout(&m->hp, cfg->kv_type, cfg->block_size, &layout);
+    kv_cache_layout(&m->kv, cfg->kv_type, cfg->block_size, &layout);
     const size_t block_bytes = kv_block_bytes(&layout);
     kv_manager probe = {.cache = &layout, .n_groups = layout.n_groups, .block_size = cfg->block_size};
     const int need = kvm_blocks_needed(&probe, e->cfg.max_model_len, cfg->max_num_batched_tokens);
@@ -118,7 +113,7 @@ engine *engine_create(model *m, const engine_config *cfg) {
                 need * (double)block_bytes / 1048576.0);
         goto fail;
     }
-    e->kv = kv_cache_create(&m->hp, cfg->kv_type, cfg->block_size, (int)n_blocks);
+    e->kv = kv_cache_create(&m->kv, cfg->kv_type, cfg->block_size, (int)n_blocks);
     if (!e->kv || kvm_init(&e->kvm, e->kv, cfg->prefix_caching)) goto fail;
     if (sched_init(&e->sched, &e->kvm, cfg->max_num_seqs, cfg->max_num_batched_tokens)) goto fail;
     e->tp = tp_create(cfg->n_threads);
@@ -231,7 +226,7 @@ int engine_submit(engine *e, const int32_t *prompt, int n_prompt, const request_
     if (!r) return -1;
     r->on_output = on_output;
     r->user = user;
-    r->t_arrival = engine_now();
+    r->t_arrival = now_seconds();
     pthread_mutex_lock(&e->mu);
     if (grow((void **)&e->inbox, &e->cap_inbox, e->n_inbox + 1, sizeof *e->inbox)) {
         pthread_mutex_unlock(&e->mu);
@@ -322,7 +317,7 @@ static void reap(engine *e) {
     for (int i = e->n_live - 1; i >= 0; i--) {
         request *r = e->live[i];
         if (r->n_finished < r->n_seqs) continue;
-        r->t_finished = engine_now();
+        r->t_finished = now_seconds();
         observe_finished(e, r);
         remove_live(e, r);
         request_free(r);
@@ -429,7 +424,7 @@ static void sample_and_report(engine *e, sequence *s, float *logits) {
         finish_seq(e, s, FINISH_ERROR, NULL, NULL, "", 0);
         return;
     }
-    if (r->t_first_token == 0) r->t_first_token = engine_now();
+    if (r->t_first_token == 0) r->t_first_token = now_seconds();
     pthread_mutex_lock(&e->stats_mu);
     e->stats.generation_tokens++;
     pthread_mutex_unlock(&e->stats_mu);
@@ -531,7 +526,7 @@ static int layout_batch(engine *e, fwd_batch *fb) {
             e->b_row_seq[n_rows++] = s;
         }
         if (s->req->t_scheduled == 0) {
-            s->req->t_scheduled = engine_now();
+            s->req->t_scheduled = now_seconds();
             pthread_mutex_lock(&e->stats_mu);
             e->stats.prompt_tokens += (uint64_t)s->n_prompt;
             pthread_mutex_unlock(&e->stats_mu);

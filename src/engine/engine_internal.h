@@ -61,7 +61,6 @@ struct engine {
     engine_stats stats;
 };
 
-double engine_now(void);
 /* Marks a sequence finished, releases its blocks, and (if report) tells the
  * request's callback. */
 void engine_finish_seq(engine *e, sequence *s, finish_reason why, const int32_t *toks, int n_toks,

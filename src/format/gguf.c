@@ -5,7 +5,7 @@
  * is allocated for them. */
 #include "format/gguf.h"
 
-#include "kernels/wtype.h"
+#include "format/wtype_geom.h"
 #include "util/error.h"
 
 #include <errno.h>

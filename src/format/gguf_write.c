@@ -4,7 +4,7 @@
  * concatenation. Tensor offsets are laid out when the output begins. */
 #include "format/gguf_write.h"
 
-#include "kernels/wtype.h"
+#include "format/wtype_geom.h"
 #include "util/error.h"
 
 #include <errno.h>

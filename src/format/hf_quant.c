@@ -1,11 +1,11 @@
 /* GPTQ / AWQ -> GQ repacking; see hf_quant.h for both source layouts and
- * kernels/qgroup.h for the target. The integers are first unpacked into a
+ * format/qgroup.h for the target. The integers are first unpacked into a
  * transposed byte matrix q[n_out][n_in] (one pass over the checkpoint in its
  * own order), then each output row is cut into GQ blocks (gq_pack_block),
  * taking the scale and zero of the group its columns belong to. */
 #include "format/hf_quant.h"
 
-#include "kernels/gq.h"
+#include "format/gq_layout.h"
 #include "util/error.h"
 #include "util/fp16.h"
 

@@ -1,5 +1,5 @@
 /* GPTQ and AWQ checkpoint tensors repacked into cllm's group-quantized
- * format (GQ, kernels/qgroup.h) at load time, exactly: the same integers, the
+ * format (GQ, format/qgroup.h) at load time, exactly: the same integers, the
  * same zero points and the same f16 scales, so every weight dequantizes to
  * the value the checkpoint's own kernels compute, scale * (q - zero).
  *
@@ -38,7 +38,7 @@ typedef struct {
 
 /* Input columns per GQ block (group_size, or n_in for -1). */
 int64_t gq_layer_group(const gq_layer *l);
-/* The GQ type id for the layer (kernels/qgroup.h), -1 if unsupported. */
+/* The GQ type id for the layer (format/qgroup.h), -1 if unsupported. */
 int gq_layer_type(const gq_layer *l);
 /* Bytes of one output row of GQ blocks; 0 if the geometry is invalid. */
 size_t gq_layer_row_bytes(const gq_layer *l);

@@ -1,5 +1,5 @@
-/* Scalar reference of the GQ formats (qgroup.h): chunk packing, the
- * dequantizer, the round-to-nearest quantizer, and the dot product against
+/* Scalar reference of the GQ formats (format/qgroup.h; names, row sizes and
+ * chunk packing are in format/gq_layout.c): the dequantizer, the round-to-nearest quantizer, and the dot product against
  * Q8_1 activations that defines the value the AVX2 kernels must compute. The
  * registry's per-type entry points are stamped out by macros at the end: the
  * function types carry no type id, so each (bits, group) pair gets its own. */
@@ -11,96 +11,6 @@
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
-
-/* ---- names and geometry ---- */
-
-static const char *const k_names[WT_GQ_COUNT] = {
-    "GQ2_G32", "GQ2_G64", "GQ2_G128", "GQ2_ROW", "GQ3_G32", "GQ3_G64", "GQ3_G128", "GQ3_ROW",
-    "GQ4_G32", "GQ4_G64", "GQ4_G128", "GQ4_ROW", "GQ8_G32", "GQ8_G64", "GQ8_G128", "GQ8_ROW",
-};
-
-const char *gq_type_name(uint32_t t) {
-    return gq_is_type(t) ? k_names[t - WT_GQ_BASE] : NULL;
-}
-
-int gq_type_from_name(const char *name) {
-    for (int i = 0; i < WT_GQ_COUNT; i++) {
-        const char *a = k_names[i], *b = name;
-        while (*a && *b && toupper((unsigned char)*b) == *a) a++, b++;
-        if (!*a && !*b) return WT_GQ_BASE + i;
-    }
-    return -1;
-}
-
-size_t gq_row_size(uint32_t t, int64_t n) {
-    if (!gq_is_type(t) || n <= 0 || n % GQ_CHUNK) return 0;
-    const int64_t g = gq_type_group(t, n);
-    if (n % g) return 0;
-    return (size_t)(n / g) * (size_t)gq_block_bytes(gq_type_bits(t), g);
-}
-
-/* ---- chunk packing (32 elements, bits * 4 bytes) ---- */
-
-static void pack_chunk(int bits, const uint8_t *q, uint8_t *p) {
-    switch (bits) {
-    case 8:
-        memcpy(p, q, 32);
-        break;
-    case 4:
-        for (int i = 0; i < 16; i++) p[i] = (uint8_t)((q[i] & 15) | (q[i + 16] & 15) << 4);
-        break;
-    case 2:
-    case 3:
-        for (int i = 0; i < 8; i++)
-            p[i] = (uint8_t)((q[i] & 3) | (q[i + 8] & 3) << 2 | (q[i + 16] & 3) << 4 | (q[i + 24] & 3) << 6);
-        if (bits == 3) {
-            uint32_t h = 0;
-            for (int j = 0; j < 32; j++) h |= (uint32_t)((q[j] >> 2) & 1) << j;
-            memcpy(p + 8, &h, 4);
-        }
-        break;
-    }
-}
-
-static void unpack_chunk(int bits, const uint8_t *p, uint8_t *q) {
-    switch (bits) {
-    case 8:
-        memcpy(q, p, 32);
-        break;
-    case 4:
-        for (int i = 0; i < 16; i++) q[i] = p[i] & 15, q[i + 16] = p[i] >> 4;
-        break;
-    case 2:
-    case 3:
-        for (int i = 0; i < 8; i++)
-            for (int k = 0; k < 4; k++) q[i + 8 * k] = (p[i] >> (2 * k)) & 3;
-        if (bits == 3) {
-            const uint32_t h = load_u32_le(p + 8);
-            for (int j = 0; j < 32; j++) q[j] |= (uint8_t)(((h >> j) & 1) << 2);
-        }
-        break;
-    }
-}
-
-void gq_pack_block(int bits, int64_t group, float d, int z, const uint8_t *q, void *block) {
-    uint8_t *b = block;
-    const f16_t d16 = f32_to_f16(d);
-    memcpy(b, &d16, 2);
-    b[2] = (uint8_t)z;
-    b[3] = 0;
-    for (int64_t c = 0; c < group / GQ_CHUNK; c++)
-        pack_chunk(bits, q + c * GQ_CHUNK, b + GQ_BLOCK_HEADER + c * bits * 4);
-}
-
-void gq_unpack_block(int bits, int64_t group, const void *block, float *d, int *z, uint8_t *q) {
-    const uint8_t *b = block;
-    f16_t d16;
-    memcpy(&d16, b, 2);
-    *d = f16_to_f32(d16);
-    *z = b[2];
-    for (int64_t c = 0; c < group / GQ_CHUNK; c++)
-        unpack_chunk(bits, b + GQ_BLOCK_HEADER + c * bits * 4, q + c * GQ_CHUNK);
-}
 
 /* ---- round to nearest ---- */
 
@@ -145,7 +55,7 @@ void gq_quantize_row(uint32_t t, const float *x, void *dst, int64_t n, bool sym)
         blk[3] = 0;
         for (int64_t c = 0; c < g / GQ_CHUNK; c++) {
             for (int j = 0; j < GQ_CHUNK; j++) q[j] = (uint8_t)gq_level(xg[c * GQ_CHUNK + j], d, z, bits);
-            pack_chunk(bits, q, blk + GQ_BLOCK_HEADER + c * bits * 4);
+            gq_pack_chunk(bits, q, blk + GQ_BLOCK_HEADER + c * bits * 4);
         }
     }
 }
@@ -162,7 +72,7 @@ static void to_float(int bits, int64_t g, const void *vx, float *y, int64_t n) {
         const float d = f16_to_f32(d16);
         const int z = x[2];
         for (int64_t c = 0; c < g / GQ_CHUNK; c++, y += GQ_CHUNK) {
-            unpack_chunk(bits, x + GQ_BLOCK_HEADER + c * bits * 4, q);
+            gq_unpack_chunk(bits, x + GQ_BLOCK_HEADER + c * bits * 4, q);
             for (int j = 0; j < GQ_CHUNK; j++) y[j] = d * (float)(q[j] - z);
         }
     }
@@ -180,7 +90,7 @@ static void dot(int bits, int64_t g, int n, float *s, const void *vx, const void
         memcpy(&d16, x, 2);
         double qy = 0, ys = 0;
         for (int64_t c = 0; c < g / GQ_CHUNK; c++, y++) {
-            unpack_chunk(bits, x + GQ_BLOCK_HEADER + c * bits * 4, q);
+            gq_unpack_chunk(bits, x + GQ_BLOCK_HEADER + c * bits * 4, q);
             int isum = 0;
             for (int j = 0; j < GQ_CHUNK; j++) isum += (q[j] - o) * y->qs[j];
             qy += (double)f16_to_f32(y->d) * isum;
@@ -225,7 +135,7 @@ void gq_register(wtype_traits *ref, wtype_traits *fast, bool use_avx2) {
         const int bits = gq_type_bits(t), gc = gq_type_group_code(t);
         const int g = gc == GQ_GROUP_ROW ? 0 : 32 << gc;
         const wtype_traits tr = {
-            .name = k_names[i],
+            .name = gq_type_name((uint32_t)(WT_GQ_BASE + i)),
             .block_size = g,
             .type_size = g ? (size_t)gq_block_bytes(bits, g) : GQ_BLOCK_HEADER,
             .vec_dot_type = WT_Q8_1,

@@ -25,7 +25,7 @@ typedef struct {
     int64_t n_out;
     size_t row_bytes;
     /* NULL, or act-order: stored column k multiplies input element perm[k]
-     * (GQ tensors with a "<name>.perm", kernels/qgroup.h). matmul gathers the
+     * (GQ tensors with a "<name>.perm", format/qgroup.h). matmul gathers the
      * activations through it; weight_row_to_float does not (row k of a
      * permuted weight comes back in stored order). */
     const int32_t *perm;

@@ -1,4 +1,5 @@
-/* Weight type registry. Each storage format (GGUF's, and later our own GPTQ/AWQ
+/* Weight type registry (the kernels; each type's id, name and block geometry
+ * are in format/wtype_geom.h). Each storage format (GGUF's, and later our own GPTQ/AWQ
  * group formats) is described by its block geometry, a dequantizer, a
  * quantizer where one exists, and a dot product against the activation format
  * it pairs with (`vec_dot_type`; e.g. Q4_0 weights meet Q8_0 activations, the
@@ -8,28 +9,10 @@
 #ifndef CLLM_KERNELS_WTYPE_H
 #define CLLM_KERNELS_WTYPE_H
 
+#include "format/wtype_geom.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
-typedef enum {
-    WT_F32 = 0,
-    WT_F16 = 1,
-    WT_Q4_0 = 2,
-    WT_Q4_1 = 3,
-    WT_Q5_0 = 6,
-    WT_Q5_1 = 7,
-    WT_Q8_0 = 8,
-    WT_Q8_1 = 9,
-    WT_Q2_K = 10,
-    WT_Q3_K = 11,
-    WT_Q4_K = 12,
-    WT_Q5_K = 13,
-    WT_Q6_K = 14,
-    WT_Q8_K = 15,
-    WT_BF16 = 30,
-    WT_COUNT = 128 /* GQ types (qgroup.h) use ids 100..115 */
-} wtype;
 
 /* Converts n elements (n a multiple of block_size). */
 typedef void (*wtype_to_float_fn)(const void *restrict x, float *restrict y, int64_t n);
@@ -90,17 +73,5 @@ bool wtype_using_avx2(void);
 /* NULL when the type is unknown or has no kernels. */
 const wtype_traits *wtype_get(wtype t);
 const wtype_traits *wtype_get_ref(wtype t);
-
-/* A printable name for any id, known or not ("Q4_K", "type 17"). */
-const char *wtype_name(uint32_t t);
-/* Bytes for a row of n elements; 0 if the type is unknown or n is not a
- * multiple of its block size. */
-size_t wtype_row_size(uint32_t t, int64_t n);
-/* Elements per block; 0 if the type is unknown or has one block per row. */
-int wtype_block_size(uint32_t t);
-/* True for types with one block per row whatever its length (the per-row GQ
- * types, qgroup.h): their kernels take exactly one row per call, and their
- * traits' block_size is 0. */
-bool wtype_row_block(uint32_t t);
 
 #endif

@@ -17,36 +17,51 @@ int kv_dtype_parse(const char *s, kv_dtype *out) {
     return 0;
 }
 
-size_t kv_bytes_per_token(const model_hparams *hp, kv_dtype dtype) {
-    return (size_t)hp->n_layer * hp->n_head_kv * (hp->head_dim_k + hp->head_dim_v) * kv_dtype_size(dtype);
+size_t kv_bytes_per_token(const kv_spec *spec, kv_dtype dtype) {
+    return (size_t)spec->n_layers * spec->n_kv_heads * (spec->head_dim_k + spec->head_dim_v) * kv_dtype_size(dtype);
 }
 
-void kv_cache_layout(const model_hparams *hp, kv_dtype dtype, int block_size, kv_cache *kv) {
-    int n_full = 0, n_swa = 0;
-    for (int il = 0; il < hp->n_layer; il++) {
-        if (hp->is_swa[il]) n_swa++;
-        else n_full++;
+void kv_cache_layout(const kv_spec *spec, kv_dtype dtype, int block_size, kv_cache *kv) {
+    /* The distinct windows (full attention, 0, first), and how many layers
+     * have each: layers of one window share groups. */
+    int windows[KV_MAX_GROUPS], counts[KV_MAX_GROUPS], n_kinds = 0;
+    windows[n_kinds] = 0, counts[n_kinds++] = 0;
+    for (int il = 0; il < spec->n_layers; il++) {
+        int k = 0;
+        while (k < n_kinds && windows[k] != spec->window[il]) k++;
+        if (k == n_kinds) {
+            if (n_kinds == KV_MAX_GROUPS) k = n_kinds - 1; /* cannot happen for real models */
+            else windows[n_kinds] = spec->window[il], counts[n_kinds++] = 0;
+        }
+        counts[k]++;
     }
-    /* Groups as large as the smaller kind (so that kind fills one group exactly),
-     * but never so many groups that they exceed KV_MAX_GROUPS. */
-    int size = n_full && n_swa ? (n_full < n_swa ? n_full : n_swa) : hp->n_layer;
-    while ((n_full + size - 1) / size + (n_swa + size - 1) / size > KV_MAX_GROUPS) size++;
+    /* Groups as large as the smallest kind (so that kind fills one group
+     * exactly), but never so many groups that they exceed KV_MAX_GROUPS. */
+    int size = spec->n_layers;
+    for (int k = 0; k < n_kinds; k++)
+        if (counts[k] && counts[k] < size) size = counts[k];
+    for (;;) {
+        int n_groups = 0;
+        for (int k = 0; k < n_kinds; k++) n_groups += (counts[k] + size - 1) / size;
+        if (n_groups <= KV_MAX_GROUPS) break;
+        size++;
+    }
     kv->dtype = dtype;
     kv->block_size = block_size;
-    kv->n_kv_heads = hp->n_head_kv;
-    kv->head_dim_k = hp->head_dim_k;
-    kv->head_dim_v = hp->head_dim_v;
+    kv->n_kv_heads = spec->n_kv_heads;
+    kv->head_dim_k = spec->head_dim_k;
+    kv->head_dim_v = spec->head_dim_v;
     kv->layers_per_group = size;
-    kv->k_layer_bytes = (size_t)block_size * hp->n_head_kv * hp->head_dim_k * kv_dtype_size(dtype);
-    kv->v_layer_bytes = (size_t)block_size * hp->n_head_kv * hp->head_dim_v * kv_dtype_size(dtype);
+    kv->k_layer_bytes = (size_t)block_size * spec->n_kv_heads * spec->head_dim_k * kv_dtype_size(dtype);
+    kv->v_layer_bytes = (size_t)block_size * spec->n_kv_heads * spec->head_dim_v * kv_dtype_size(dtype);
     kv->n_groups = 0;
-    /* Full layers first, then sliding, each kind filling groups in layer order. */
-    for (int kind = 0; kind < 2; kind++) {
+    /* Full layers first, then each window, each kind filling groups in layer order. */
+    for (int k = 0; k < n_kinds; k++) {
         int filled = size;
-        for (int il = 0; il < hp->n_layer; il++) {
-            if (hp->is_swa[il] != (kind == 1)) continue;
+        for (int il = 0; il < spec->n_layers; il++) {
+            if (spec->window[il] != windows[k]) continue;
             if (filled == size) {
-                kv->group_window[kv->n_groups++] = kind ? hp->n_swa : 0;
+                kv->group_window[kv->n_groups++] = windows[k];
                 filled = 0;
             }
             kv->layer_group[il] = kv->n_groups - 1;
@@ -59,13 +74,13 @@ size_t kv_block_bytes(const kv_cache *layout) {
     return (size_t)layout->layers_per_group * (layout->k_layer_bytes + layout->v_layer_bytes);
 }
 
-kv_cache *kv_cache_create(const model_hparams *hp, kv_dtype dtype, int block_size, int n_blocks) {
+kv_cache *kv_cache_create(const kv_spec *spec, kv_dtype dtype, int block_size, int n_blocks) {
     kv_cache *kv = calloc(1, sizeof *kv);
     if (!kv) {
         err_set("out of memory");
         return NULL;
     }
-    kv_cache_layout(hp, dtype, block_size, kv);
+    kv_cache_layout(spec, dtype, block_size, kv);
     kv->n_blocks = n_blocks;
     const size_t k_bytes = (size_t)n_blocks * kv->layers_per_group * kv->k_layer_bytes;
     const size_t v_bytes = (size_t)n_blocks * kv->layers_per_group * kv->v_layer_bytes;

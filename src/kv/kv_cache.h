@@ -13,14 +13,23 @@
 #ifndef CLLM_KV_KV_CACHE_H
 #define CLLM_KV_KV_CACHE_H
 
-#include "model/arch.h"
-
 #include <stddef.h>
 #include <stdint.h>
 
 typedef enum { KV_F32 = 0, KV_F16 = 1 } kv_dtype;
 
 #define KV_MAX_GROUPS 32
+#define KV_MAX_LAYERS 256
+
+/* What the cache needs to know of a model, handed down by the model layer
+ * (model_kv_spec): kv/ knows no architecture. */
+typedef struct {
+    int n_layers;
+    int n_kv_heads;
+    int head_dim_k;
+    int head_dim_v;
+    int window[KV_MAX_LAYERS]; /* each layer's sliding window in tokens; 0 = full attention */
+} kv_spec;
 
 typedef struct {
     kv_dtype dtype;
@@ -32,8 +41,8 @@ typedef struct {
     int layers_per_group;
     int n_groups;
     int group_window[KV_MAX_GROUPS];   /* sliding window in tokens; 0 = full attention */
-    int layer_group[CLLM_MAX_LAYERS];  /* group of each model layer */
-    int layer_slot[CLLM_MAX_LAYERS];   /* its index within the group */
+    int layer_group[KV_MAX_LAYERS];    /* group of each model layer */
+    int layer_slot[KV_MAX_LAYERS];     /* its index within the group */
     size_t k_layer_bytes;  /* one layer's K for one block */
     size_t v_layer_bytes;
     uint8_t *k;
@@ -44,14 +53,14 @@ size_t kv_dtype_size(kv_dtype dtype);
 const char *kv_dtype_name(kv_dtype dtype);
 int kv_dtype_parse(const char *s, kv_dtype *out);
 /* Bytes of KV per token over all layers (what `cllm info` reports). */
-size_t kv_bytes_per_token(const model_hparams *hp, kv_dtype dtype);
+size_t kv_bytes_per_token(const kv_spec *spec, kv_dtype dtype);
 
 /* Fills the grouping fields for a model without allocating. */
-void kv_cache_layout(const model_hparams *hp, kv_dtype dtype, int block_size, kv_cache *kv);
+void kv_cache_layout(const kv_spec *spec, kv_dtype dtype, int block_size, kv_cache *kv);
 /* Bytes one block takes (K and V of one group's layers). */
 size_t kv_block_bytes(const kv_cache *layout);
 /* Allocates n_blocks blocks. NULL with err_get() on failure. */
-kv_cache *kv_cache_create(const model_hparams *hp, kv_dtype dtype, int block_size, int n_blocks);
+kv_cache *kv_cache_create(const kv_spec *spec, kv_dtype dtype, int block_size, int n_blocks);
 void kv_cache_free(kv_cache *kv);
 /* Copies block src to block dst (all slots). */
 void kv_cache_copy_block(kv_cache *kv, int src, int dst);

@@ -134,3 +134,9 @@ int hparams_from_gguf(const gguf_ctx *g, model_hparams *hp) {
     }
     return 0;
 }
+
+void model_kv_spec(const model_hparams *hp, kv_spec *spec) {
+    *spec = (kv_spec){.n_layers = hp->n_layer, .n_kv_heads = hp->n_head_kv,
+                      .head_dim_k = hp->head_dim_k, .head_dim_v = hp->head_dim_v};
+    for (int il = 0; il < hp->n_layer; il++) spec->window[il] = hp->is_swa[il] ? hp->n_swa : 0;
+}

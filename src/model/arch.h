@@ -5,6 +5,8 @@
 #ifndef CLLM_MODEL_ARCH_H
 #define CLLM_MODEL_ARCH_H
 
+#include "kv/kv_cache.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -27,6 +29,7 @@ typedef struct {
 } arch_traits;
 
 #define CLLM_MAX_LAYERS 256
+_Static_assert(CLLM_MAX_LAYERS <= KV_MAX_LAYERS, "the KV cache must hold every layer");
 
 typedef struct {
     const arch_traits *traits;
@@ -58,5 +61,8 @@ int hparams_from_gguf(const gguf_ctx *g, model_hparams *hp);
  * hparams_from_gguf) as hp; the rope style is the family's, so rows laid out
  * for another style must be permuted by the caller (arch_write.c). */
 int hparams_to_gguf(const model_hparams *hp, gguf_writer *w);
+/* What the KV cache needs of the model: layers, heads, dims and each layer's
+ * window. */
+void model_kv_spec(const model_hparams *hp, kv_spec *spec);
 
 #endif

@@ -152,7 +152,7 @@ static void count_params(model *m) {
 /* --- sources ----------------------------------------------------------------- */
 
 /* An I32 tensor "<name>.perm" holds the input column order of an act-order
- * GQ tensor <name> (kernels/qgroup.h): attach it as that tensor's perm, after
+ * GQ tensor <name> (format/qgroup.h): attach it as that tensor's perm, after
  * checking it is a permutation of its row. */
 static int attach_perms(model *m) {
     for (int64_t i = 0; i < m->tensors.n; i++) {
@@ -243,6 +243,7 @@ model *model_load(const char *path) {
         goto fail;
     }
     count_params(m);
+    model_kv_spec(&m->hp, &m->kv);
     return m;
 fail:
     /* gguf_open's and the source's messages name the file already. */

@@ -42,6 +42,7 @@ typedef struct model {
     hf_source *hf;         /* a Hugging Face folder */
     tensor_table tensors;  /* every tensor, under llama.cpp's names */
     model_hparams hp;
+    kv_spec kv;            /* what the KV cache needs of hp (model_kv_spec) */
     model_weights w;
     tokenizer *tok;
     char *chat_template;  /* NULL when the file has none */

@@ -17,11 +17,11 @@ typedef struct {
     char *name;
     int n_dims;
     int64_t ne[MODEL_MAX_DIMS]; /* unused dimensions are 1 */
-    uint32_t type;              /* wtype id (kernels/wtype.h, kernels/qgroup.h) */
+    uint32_t type;              /* wtype id (kernels/wtype.h, format/qgroup.h) */
     const void *data;
     size_t nbytes;
     /* Act-order GQ weights: stored column k is original input column perm[k]
-     * (kernels/qgroup.h); NULL otherwise. */
+     * (format/qgroup.h); NULL otherwise. */
     const int32_t *perm;
 } model_tensor;
 

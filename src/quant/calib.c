@@ -132,8 +132,8 @@ calib_runner *calib_runner_new(model *m, const calib_set *c, threadpool *tp) {
         if (c->len[s] > r->max_len) r->max_len = c->len[s];
     const int n_blocks = (r->max_len + CALIB_KV_BLOCK - 1) / CALIB_KV_BLOCK;
     kv_cache layout;
-    kv_cache_layout(&m->hp, KV_F32, CALIB_KV_BLOCK, &layout);
-    r->kv = kv_cache_create(&m->hp, KV_F32, CALIB_KV_BLOCK, n_blocks * layout.n_groups);
+    kv_cache_layout(&m->kv, KV_F32, CALIB_KV_BLOCK, &layout);
+    r->kv = kv_cache_create(&m->kv, KV_F32, CALIB_KV_BLOCK, n_blocks * layout.n_groups);
     r->pos = malloc((size_t)r->max_len * sizeof *r->pos);
     r->seq = calloc((size_t)r->max_len, sizeof *r->seq);
     r->stream = calloc((size_t)c->n_samples, sizeof *r->stream);

@@ -10,7 +10,7 @@
  * llama.cpp can read the file: 8 bits, groups of 32, symmetric -> Q8_0;
  * 4 bits, groups of 32, symmetric -> Q4_0, asymmetric -> Q4_1 (whose min is
  * an f16 offset rather than an integer zero point). Everything else is a GQ
- * type (kernels/qgroup.h). Per-tensor quantization (one scale for the whole
+ * type (format/qgroup.h). Per-tensor quantization (one scale for the whole
  * matrix) is stored in the per-row GQ type with every row's scale equal. */
 #ifndef CLLM_QUANT_QFORMAT_H
 #define CLLM_QUANT_QFORMAT_H

@@ -37,6 +37,7 @@
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/threadpool.h"
+#include "util/time.h"
 
 #include <inttypes.h>
 #include <stddef.h>
@@ -135,12 +136,6 @@ typedef struct {
     bool permute_qk; /* HF Llama q/k rows -> GGUF's order */
     double t0;
 } job;
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static int add_entry(job *j, const model_tensor *src, const char *name, entry_kind kind, uint32_t type, int layer,
                      int lin) {
@@ -584,7 +579,7 @@ static void progress(const job *j, int done, int total, const char *what) {
     for (int i = 0; i < width; i++) bar[i] = i < fill ? '=' : i == fill ? '>' : ' ';
     bar[width] = 0;
     const bool tty = isatty(2);
-    fprintf(stderr, "%s[%s] %d/%d layers %6.1f s  %s%s", tty ? "\r" : "", bar, done, total, now() - j->t0, what,
+    fprintf(stderr, "%s[%s] %d/%d layers %6.1f s  %s%s", tty ? "\r" : "", bar, done, total, now_seconds() - j->t0, what,
             tty && done < total ? "\033[K" : "\n");
     fflush(stderr);
 }
@@ -600,12 +595,12 @@ static int run_layer(job *j, int il) {
     }
     calib_inputs in = {0};
     int rc = 0;
-    const double t0 = now();
+    const double t0 = now_seconds();
     if (j->calibrated) {
         bind_layer(j, il, false);
         rc = calib_run_layer(j->runner, il, &in, false);
     }
-    const double t1 = now();
+    const double t1 = now_seconds();
     if (!rc) {
         switch (j->c->method) {
         case QUANT_RTN: rc = quantize_rtn_layer(j, il); break;
@@ -621,14 +616,14 @@ static int run_layer(job *j, int il) {
     if (rc) return err_prefix("layer %d: ", il);
     for (int i = 0; i < j->n_e; i++)
         if (j->e[i].layer == il && write_entry(j, i)) return -1;
-    const double t2 = now();
+    const double t2 = now_seconds();
     if (j->calibrated && il + 1 < m->hp.n_layer) {
         bind_layer(j, il, true);
         if (calib_run_layer(j->runner, il, NULL, true)) return -1;
     }
     if (j->c->verbose)
         fprintf(stderr, "layer %d: calibration pass %.1f s, quantize and write %.1f s, advance pass %.1f s\n", il,
-                t1 - t0, t2 - t1, now() - t2);
+                t1 - t0, t2 - t1, now_seconds() - t2);
     return 0;
 }
 
@@ -707,7 +702,7 @@ static int check_config(const quant_config *c) {
 
 int quantize_model(const char *in_path, const char *out_path, const quant_config *c) {
     if (check_config(c)) return -1;
-    job j = {.c = c, .quantizing = c->bits <= 8, .calibrated = c->method != QUANT_RTN, .t0 = now()};
+    job j = {.c = c, .quantizing = c->bits <= 8, .calibrated = c->method != QUANT_RTN, .t0 = now_seconds()};
     int rc = -1;
     j.m = model_load(in_path);
     if (!j.m) return -1;

@@ -1,6 +1,8 @@
 /* See errors.h. */
 #include "server/errors.h"
 
+#include "chat/prompt.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -45,4 +47,9 @@ json_t *api_error_json(const api_error *e) {
     json_t *o = json_object();
     json_object_set_new(o, "error", inner);
     return o;
+}
+
+int api_fail_prompt(api_error *e, int prompt_rc, const char *code, const char *param) {
+    if (prompt_rc == PROMPT_NO_MEMORY) return api_fail(e, 500, "out_of_memory", NULL, "out of memory");
+    return api_fail(e, 400, code, param, "%s", err_get());
 }

@@ -11,8 +11,8 @@
 #define CLLM_SERVER_GEN_H
 
 #include "engine/engine.h"
-#include "server/buf.h"
 #include "server/params.h"
+#include "util/buf.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

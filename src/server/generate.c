@@ -6,7 +6,7 @@
  * away has its engine requests aborted at once. */
 #include "server/generate.h"
 
-#include "server/prompt.h"
+#include "chat/prompt.h"
 #include "server/responses.h"
 #include "server/sse.h"
 
@@ -68,9 +68,11 @@ static int prepare(server *s, http_req *r, api_kind kind, prepared *p, api_error
     for (int i = 0; i < p->n_prompts && !rc; i++) {
         int n;
         if (kind == API_CHAT) {
-            n = prompt_encode_chat(tok, s->tmpl, p->req.messages, true, &p->tokens[i], e);
+            n = prompt_encode_chat(tok, s->tmpl, p->req.messages, true, &p->tokens[i]);
+            if (n < 0) api_fail_prompt(e, n, "invalid_messages", "messages");
         } else if (p->req.prompts[i].text) {
-            n = prompt_encode_text(tok, p->req.prompts[i].text, p->req.prompts[i].len, true, &p->tokens[i], e);
+            n = prompt_encode_text(tok, p->req.prompts[i].text, p->req.prompts[i].len, true, &p->tokens[i]);
+            if (n < 0) api_fail_prompt(e, n, "invalid_prompt", "prompt");
             if (p->req.echo) buf_append(&p->echo[i], p->req.prompts[i].text, p->req.prompts[i].len);
         } else {
             n = p->req.prompts[i].n_ids;

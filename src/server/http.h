@@ -5,9 +5,9 @@
 #ifndef CLLM_SERVER_HTTP_H
 #define CLLM_SERVER_HTTP_H
 
-#include "server/buf.h"
 #include "server/errors.h"
 #include "server/server.h"
+#include "util/buf.h"
 
 #include <jansson.h>
 #include <microhttpd.h>

@@ -17,7 +17,7 @@
 #define CLLM_SERVER_METRICS_H
 
 #include "engine/engine.h"
-#include "server/buf.h"
+#include "util/buf.h"
 
 #include <stdbool.h>
 #include <stdint.h>

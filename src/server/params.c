@@ -4,7 +4,7 @@
  * OpenAI's and vLLM's schemas. */
 #include "server/params.h"
 
-#include "server/buf.h"
+#include "util/buf.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -1,7 +1,7 @@
 /* See responses.h. */
 #include "server/responses.h"
 
-#include "server/prompt.h"
+#include "chat/prompt.h"
 
 #include <math.h>
 #include <string.h>

@@ -11,10 +11,10 @@
 #ifndef CLLM_SERVER_SERVER_H
 #define CLLM_SERVER_SERVER_H
 
+#include "chat/template.h"
 #include "engine/engine.h"
 #include "model/model.h"
 #include "server/gen.h"
-#include "tokenizer/template.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>

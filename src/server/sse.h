@@ -5,7 +5,7 @@
 #ifndef CLLM_SERVER_SSE_H
 #define CLLM_SERVER_SSE_H
 
-#include "server/buf.h"
+#include "util/buf.h"
 
 #include <jansson.h>
 

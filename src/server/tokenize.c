@@ -1,8 +1,8 @@
 /* See tokenize.h. */
 #include "server/tokenize.h"
 
+#include "chat/prompt.h"
 #include "server/params.h"
-#include "server/prompt.h"
 #include "server/responses.h"
 
 #include <stdlib.h>
@@ -57,13 +57,14 @@ static int tokenize_body(server *s, const json_t *body, int32_t **ids, api_error
         if (!json_is_string(prompt))
             return api_fail(e, 400, "invalid_type", "prompt", "'prompt' must be a string, got %s",
                             api_json_type_name(prompt));
-        return prompt_encode_text(tok, json_string_value(prompt), json_string_length(prompt), add_special, ids, e);
+        const int n = prompt_encode_text(tok, json_string_value(prompt), json_string_length(prompt), add_special, ids);
+        return n < 0 ? api_fail_prompt(e, n, "invalid_prompt", "prompt") : n;
     }
     json_t *msgs;
     if (api_parse_messages(messages, &msgs, e)) return -1;
-    int n = prompt_encode_chat(tok, s->tmpl, msgs, add_gen, ids, e);
+    const int n = prompt_encode_chat(tok, s->tmpl, msgs, add_gen, ids);
     json_decref(msgs);
-    return n;
+    return n < 0 ? api_fail_prompt(e, n, "invalid_messages", "messages") : n;
 }
 
 enum MHD_Result handle_tokenize(http_req *r) {

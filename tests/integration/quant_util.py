@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# kernels/qgroup.h: id = 100 + 4 * bits_index + group code; bits 2, 3, 4, 8; groups 32, 64, 128, row.
+# format/qgroup.h: id = 100 + 4 * bits_index + group code; bits 2, 3, 4, 8; groups 32, 64, 128, row.
 GQ_BITS = (2, 3, 4, 8)
 GQ_GROUPS = (32, 64, 128, -1)
 

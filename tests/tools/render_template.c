@@ -6,7 +6,7 @@
  *       and writes the result to stdout, byte for byte. On a parse or render
  *       error (raise_exception included) prints the message to stderr and
  *       exits 1. */
-#include "tokenizer/template.h"
+#include "chat/template.h"
 #include "util/error.h"
 
 #include <stdio.h>

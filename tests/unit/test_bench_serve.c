@@ -4,17 +4,17 @@
  * deltas, usage, [DONE], errors), percentiles as numpy computes them, the
  * summary's arithmetic, Poisson arrivals, length jitter, and the datasets'
  * prompt fitting and jsonl reading against a toy tokenizer defined here in
- * place of the HTTP one. The .c files are compiled into this test directly
- * (the CLI is not part of the core library). */
+ * place of the HTTP one. The .c files are compiled into this test directly,
+ * so the toy tokenizer stands in for bench/serve_http.c's. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "cli/bench_serve_data.c"
-#include "cli/bench_serve_sse.c"
-#include "cli/bench_serve_stats.c"
+#include "bench/serve_data.c"
+#include "bench/serve_sse.c"
+#include "bench/serve_stats.c"
 
 #include <math.h>
 #include <stdio.h>

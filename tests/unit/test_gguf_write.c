@@ -12,7 +12,7 @@
 
 #include "format/gguf.h"
 #include "format/gguf_write.h"
-#include "kernels/qgroup.h"
+#include "format/qgroup.h"
 #include "kernels/wtype.h"
 #include "util/error.h"
 

@@ -1,4 +1,4 @@
-/* The GQ group-quantized formats (kernels/qgroup.h), all 16 types (2/3/4/8
+/* The GQ group-quantized formats (format/qgroup.h), all 16 types (2/3/4/8
  * bits x group 32/64/128/row), over several row lengths with a fixed seed:
  *  - the registry's geometry: names, block sizes (0 for per-row types), row
  *    sizes, and the lengths it refuses;

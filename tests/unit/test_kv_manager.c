@@ -35,14 +35,10 @@ static uint32_t rnd(uint32_t n) {
     return (uint32_t)(g_rng >> 33) % n;
 }
 
-static model_hparams make_hparams(bool sliding) {
-    model_hparams hp = {0};
-    hp.n_layer = 6;
-    hp.n_head_kv = 1;
-    hp.head_dim_k = hp.head_dim_v = 8;
-    hp.n_swa = sliding ? 40 : 0;
-    for (int il = 0; il < hp.n_layer; il++) hp.is_swa[il] = sliding && il % 3 != 2;
-    return hp;
+static kv_spec make_spec(bool sliding) {
+    kv_spec spec = {.n_layers = 6, .n_kv_heads = 1, .head_dim_k = 8, .head_dim_v = 8};
+    for (int il = 0; il < spec.n_layers; il++) spec.window[il] = sliding && il % 3 != 2 ? 40 : 0;
+    return spec;
 }
 
 static void check_all(kv_manager *m, fake_seq *seqs) {
@@ -85,8 +81,8 @@ static void fill_prompt(fake_seq *s) {
 }
 
 static void run_walk(bool sliding, int n_blocks, int iters) {
-    model_hparams hp = make_hparams(sliding);
-    kv_cache *kv = kv_cache_create(&hp, KV_F32, 8, n_blocks);
+    const kv_spec spec = make_spec(sliding);
+    kv_cache *kv = kv_cache_create(&spec, KV_F32, 8, n_blocks);
     assert_non_null(kv);
     kv_manager m;
     assert_int_equal(kvm_init(&m, kv, true), 0);

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "tokenizer/template.h"
+#include "chat/template.h"
 #include "util/error.h"
 
 #include <stdio.h>
@@ -287,7 +287,7 @@ static void test_builtin_matches_fixtures(void **state) {
         assert_non_null(got);
         if (strcmp(got, want) != 0)
             fail_msg("built-in template for %s differs from tests/data/templates/%s.jinja "
-                     "(regenerate with tests/data/templates/gen_builtin.py)",
+                     "(regenerate with scripts/gen_chat_builtin.py)",
                      cases[i].arch ? cases[i].arch : "(null)", cases[i].fixture);
         free(want);
     }

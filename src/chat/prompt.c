@@ -1,0 +1,109 @@
+/* See prompt.h. */
+#include "chat/prompt.h"
+
+#include "tokenizer/detok.h"
+#include "util/error.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int prompt_encode_text(const tokenizer *t, const char *text, size_t len, bool add_special, int32_t **out) {
+    int n = tokenizer_encode(t, text, len, add_special, true, out);
+    if (n < 0) {
+        err_prefix("cannot tokenize the prompt: ");
+        return PROMPT_BAD_INPUT;
+    }
+    const int32_t bos = tokenizer_bos(t);
+    /* "<bos>hello" with BOS added by the model's flag would start with two. */
+    if (add_special && tokenizer_add_bos(t) && bos >= 0 && n >= 2 && (*out)[0] == bos && (*out)[1] == bos) {
+        memmove(*out, *out + 1, (size_t)(n - 1) * sizeof **out);
+        n--;
+    }
+    return n;
+}
+
+static json_t *token_string(const tokenizer *t, int32_t id) {
+    const char *s = id >= 0 ? tokenizer_token_text(t, id) : NULL;
+    json_t *j = s ? json_string(s) : NULL;
+    return j ? j : json_string("");
+}
+
+char *prompt_render_chat(const tokenizer *t, const chat_template *tmpl, json_t *messages,
+                         bool add_generation_prompt) {
+    json_t *ctx = json_object();
+    json_object_set(ctx, "messages", messages);
+    json_object_set_new(ctx, "add_generation_prompt", json_boolean(add_generation_prompt));
+    json_object_set_new(ctx, "bos_token", token_string(t, tokenizer_bos(t)));
+    json_object_set_new(ctx, "eos_token", token_string(t, tokenizer_eos(t)));
+    char *text = chat_template_render(tmpl, ctx);
+    json_decref(ctx);
+    if (!text) err_prefix("cannot apply the chat template: ");
+    return text;
+}
+
+int prompt_encode_chat(const tokenizer *t, const chat_template *tmpl, json_t *messages,
+                       bool add_generation_prompt, int32_t **out) {
+    *out = NULL;
+    char *text = prompt_render_chat(t, tmpl, messages, add_generation_prompt);
+    if (!text) return PROMPT_BAD_INPUT;
+    int32_t *ids = NULL;
+    int n = tokenizer_encode(t, text, strlen(text), false, true, &ids);
+    free(text);
+    if (n < 0) {
+        err_prefix("cannot tokenize the chat: ");
+        return PROMPT_BAD_INPUT;
+    }
+    const int32_t bos = tokenizer_bos(t);
+    if (tokenizer_add_bos(t) && bos >= 0 && (n == 0 || ids[0] != bos)) {
+        int32_t *p = realloc(ids, (size_t)(n + 1) * sizeof *p);
+        if (!p) {
+            free(ids);
+            err_set("out of memory");
+            return PROMPT_NO_MEMORY;
+        }
+        memmove(p + 1, p, (size_t)n * sizeof *p);
+        p[0] = bos;
+        ids = p;
+        n++;
+    }
+    *out = ids;
+    return n;
+}
+
+void prompt_decode(const tokenizer *t, const int32_t *ids, int n, bool special, buf *out) {
+    detok_state st = {0};
+    char small[256];
+    for (int i = 0; i < n; i++) {
+        const int len = tokenizer_token_to_piece(t, ids[i], special, NULL, 0);
+        if (len < 0) continue;
+        const size_t cap = DETOK_MAX_OUT(len);
+        char *tmp = cap <= sizeof small ? small : malloc(cap);
+        if (!tmp) {
+            out->oom = true;
+            return;
+        }
+        const size_t w = detok_push(t, &st, ids[i], special, tmp, cap);
+        buf_append(out, tmp, w);
+        if (tmp != small) free(tmp);
+    }
+    const size_t w = detok_flush(&st, small, sizeof small);
+    buf_append(out, small, w);
+}
+
+void token_bytes(const tokenizer *t, int32_t id, buf *out) {
+    char small[256];
+    const int len = tokenizer_token_to_piece(t, id, true, small, (int)sizeof small);
+    if (len <= 0) return;
+    if ((size_t)len <= sizeof small) {
+        buf_append(out, small, (size_t)len);
+        return;
+    }
+    char *big = malloc((size_t)len);
+    if (!big) {
+        out->oom = true;
+        return;
+    }
+    tokenizer_token_to_piece(t, id, true, big, len);
+    buf_append(out, big, (size_t)len);
+    free(big);
+}

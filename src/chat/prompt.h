@@ -1,0 +1,42 @@
+/* From request to prompt tokens, the same way for generation and /tokenize
+ * (so `usage.prompt_tokens` always equals what /tokenize counts):
+ *   completions: the text with special tokens parsed (as llama.cpp's server
+ *     does) and BOS added when the model wants one, never doubled;
+ *   chat: the messages rendered with the chat template (context: messages,
+ *     add_generation_prompt, bos_token, eos_token), tokenized with special
+ *     tokens parsed and no BOS added, since templates spell it themselves;
+ *     a BOS is only prepended when the model wants one and the rendering
+ *     lacks it.
+ * The server (for HTTP requests and /tokenize) and `cllm chat` both use it.
+ * Failures return PROMPT_BAD_INPUT (the caller's input cannot be rendered or
+ * tokenized; a 400 over HTTP) or PROMPT_NO_MEMORY, with err_get() saying
+ * what was wrong. */
+#ifndef CLLM_CHAT_PROMPT_H
+#define CLLM_CHAT_PROMPT_H
+
+#include "chat/template.h"
+#include "tokenizer/tokenizer.h"
+#include "util/buf.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+enum { PROMPT_BAD_INPUT = -1, PROMPT_NO_MEMORY = -2 };
+
+/* Returns the token count (tokens in *out, malloc'd) or a PROMPT_* failure. */
+int prompt_encode_text(const tokenizer *t, const char *text, size_t len, bool add_special, int32_t **out);
+/* Renders messages (an array of {role, content, ...} objects); a malloc'd
+ * string, or NULL with err_get() (a template error such as raise_exception). */
+char *prompt_render_chat(const tokenizer *t, const chat_template *tmpl, json_t *messages,
+                         bool add_generation_prompt);
+int prompt_encode_chat(const tokenizer *t, const chat_template *tmpl, json_t *messages,
+                       bool add_generation_prompt, int32_t **out);
+/* The text of tokens as one stream (UTF-8 safe); control tokens rendered when
+ * `special`. */
+void prompt_decode(const tokenizer *t, const int32_t *ids, int n, bool special, buf *out);
+/* The text of one token for logprobs: its bytes (control tokens spelled), and
+ * those bytes made valid UTF-8 for a JSON string. */
+void token_bytes(const tokenizer *t, int32_t id, buf *out);
+
+#endif

@@ -1,0 +1,55 @@
+/* Chat templates: the public entry points (template.h). A parsed template is
+ * immutable - its tree lives in its own arena - so one template can be
+ * rendered from many threads at once; each render has a private arena. */
+#include "chat/template.h"
+
+#include "chat/template_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct chat_template {
+    tpl_arena *ar;
+    nodelist body;
+};
+
+char *tpl_render(const nodelist *body, json_t *context);
+
+chat_template *chat_template_parse(const char *source) {
+    if (!source) {
+        err_set("chat template: no source");
+        return NULL;
+    }
+    chat_template *t = calloc(1, sizeof *t);
+    if (!t) {
+        err_set("chat template: out of memory");
+        return NULL;
+    }
+    t->ar = tpl_ar_new(TPL_PARSE_BUDGET);
+    token *toks;
+    size_t ntoks;
+    if (!t->ar || tpl_lex(t->ar, source, strlen(source), &toks, &ntoks) ||
+        tpl_parse(t->ar, toks, ntoks, &t->body)) {
+        chat_template_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+void chat_template_free(chat_template *t) {
+    if (!t) return;
+    tpl_ar_free(t->ar);
+    free(t);
+}
+
+char *chat_template_render(const chat_template *t, json_t *context) {
+    if (!t) {
+        err_set("chat template: no template");
+        return NULL;
+    }
+    if (!json_is_object(context)) {
+        err_set("chat template: the context must be a JSON object");
+        return NULL;
+    }
+    return tpl_render(&t->body, context);
+}

@@ -1,0 +1,40 @@
+/* Chat templates: our own interpreter of the Jinja subset that real model
+ * templates use (for/if/elif/else, set, namespace, macros where used, loop
+ * variables, filters such as trim/length/tojson/upper/lower, string methods,
+ * raise_exception). Rendering takes the whole context as JSON (messages with
+ * string or list-of-parts content, add_generation_prompt, bos_token, ...), so
+ * the output is byte-identical to Python jinja2 given the same input - jinja2
+ * as Hugging Face transformers sets it up for apply_chat_template (sandboxed,
+ * trim_blocks, lstrip_blocks, loopcontrols, {% generation %}, tojson as
+ * json.dumps, raise_exception, strftime_now).
+ *
+ * A parsed template is immutable: it may be rendered from several threads at
+ * once. Runaway templates (deep nesting, endless loops, huge output) fail with
+ * an error instead of exhausting the stack, the CPU or memory. */
+#ifndef CLLM_CHAT_TEMPLATE_H
+#define CLLM_CHAT_TEMPLATE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+typedef struct chat_template chat_template;
+
+/* Parses template source (UTF-8). NULL with err_get() naming the line and
+ * problem ("chat template line 3: ..."). */
+chat_template *chat_template_parse(const char *source);
+void chat_template_free(chat_template *t);
+
+/* Renders with `context` (a JSON object: "messages", "add_generation_prompt",
+ * "bos_token", "eos_token", "tools", ...; its strings are used in place, so it
+ * must live until the call returns). Returns a malloc'd string, or NULL with
+ * err_get(): a raise_exception(msg) in the template gives exactly msg, other
+ * failures "chat template line N: what". */
+char *chat_template_render(const chat_template *t, json_t *context);
+
+/* A built-in template for models whose file has none, chosen by architecture:
+ * Gemma 3's for "gemma3"; for "llama", Llama 3's with a Llama 3 vocabulary
+ * and Mistral's [INST] format otherwise; ChatML (as Qwen2 writes it) for the
+ * rest. The texts are the upstream ones (tests/data/templates). Never NULL. */
+const char *chat_template_builtin(const char *arch, bool llama3_vocab);
+
+#endif
