@@ -9,7 +9,6 @@
 
 #include <ctype.h>
 #include <limits.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
