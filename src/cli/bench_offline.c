@@ -60,7 +60,10 @@ static const cli_option k_offline_options[] = {
 
 static const cli_section k_offline_sections[] = {
     {.group = &(const cli_group){"bench offline options", k_offline_options}},
-    {.group = &cli_model_group, .offset = offsetof(bench_opts, model), .only = "--model"},
+    {.group = &cli_model_group,
+     .offset = offsetof(bench_opts, model),
+     .only = "--model",
+     .overrides = (const cli_override[]){{.name = "--model", .required = true}, {0}}},
     {.group = &cli_engine_group,
      .offset = offsetof(bench_opts, engine),
      .overrides = (const cli_override[]){{.name = "--max-model-len", .default_text = "the longest request"}, {0}}},
@@ -79,7 +82,6 @@ static int parse(int argc, char **argv, bench_opts *o) {
     o->engine.max_model_len = 0;
     const int rc = cli_parse(&k_offline, argc, argv, o);
     if (rc) return rc;
-    if (!o->model.path) return cli_usage_error(&k_offline, "missing --model");
     o->ec = cli_engine_config(&o->engine);
     return 0;
 }

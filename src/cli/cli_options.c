@@ -20,6 +20,7 @@ typedef struct {
     const char *help;
     const char *default_text;
     double min, max;
+    bool required;
     void *setting;
 } option_view;
 
@@ -43,12 +44,13 @@ static bool section_takes(const cli_section *s, const cli_option *o) {
 
 static option_view view_of(const cli_section *s, const cli_option *o, void *settings) {
     option_view v = {.row = o, .help = o->help, .default_text = o->default_text, .min = o->min, .max = o->max,
-                     .setting = (char *)settings + s->offset + o->offset};
+                     .required = o->required, .setting = (char *)settings + s->offset + o->offset};
     for (const cli_override *ov = s->overrides; ov && ov->name; ov++) {
         if (strcmp(ov->name, o->name)) continue;
         if (ov->help) v.help = ov->help;
         if (ov->default_text) v.default_text = ov->default_text;
         if (ov->min < ov->max) v.min = ov->min, v.max = ov->max;
+        v.required |= ov->required;
     }
     return v;
 }
@@ -435,7 +437,7 @@ static int check_required(const cli_command *cmd, const option_view *views, int 
         if (p->required && missing) return cli_usage_error(cmd, "missing %s", p->metavar);
     }
     for (int i = 0; i < n; i++)
-        if (views[i].row->required && !is_set(&views[i]))
+        if (views[i].required && !is_set(&views[i]))
             return cli_usage_error(cmd, "missing %s", views[i].row->name);
     return 0;
 }

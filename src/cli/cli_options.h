@@ -79,6 +79,7 @@ typedef struct {
     const char *help;
     const char *default_text;
     double min, max;  /* used when min < max */
+    bool required;
 } cli_override;
 
 /* A group as one command uses it. Arrays of sections end with group NULL. */

@@ -31,7 +31,9 @@ static const cli_option k_chat_options[] = {
 
 static const cli_section k_chat_sections[] = {
     {.group = &(const cli_group){"chat options", k_chat_options}},
-    {.group = &cli_model_group, .offset = offsetof(chat_options, model)},
+    {.group = &cli_model_group,
+     .offset = offsetof(chat_options, model),
+     .overrides = (const cli_override[]){{.name = "--model", .required = true}, {0}}},
     {.group = &cli_sampling_group,
      .offset = offsetof(chat_options, sampling),
      .overrides = (const cli_override[]){{.name = "--max-tokens", .help = "tokens per reply at most", .min = 1,
@@ -91,10 +93,6 @@ int cmd_chat(int argc, char **argv) {
     o.sampling.max_tokens = 512;
     const int parsed = cli_parse(&k_chat, argc, argv, &o);
     if (parsed) return parsed < 0 ? 1 : 0;
-    if (!o.model.path) {
-        cli_usage_error(&k_chat, "missing --model");
-        return 1;
-    }
     const char *const C = "chat", *system = o.system;
     const long n_ctx = o.engine.max_model_len, max_tokens = o.sampling.max_tokens;
     sampling_params sp = cli_sampling_params(&o.sampling);

@@ -42,7 +42,10 @@ static const cli_option k_generate_options[] = {
 
 static const cli_section k_generate_sections[] = {
     {.group = &(const cli_group){"generate options", k_generate_options}},
-    {.group = &cli_model_group, .offset = offsetof(gen_options, model), .only = "--model"},
+    {.group = &cli_model_group,
+     .offset = offsetof(gen_options, model),
+     .only = "--model",
+     .overrides = (const cli_override[]){{.name = "--model", .required = true}, {0}}},
     {.group = &cli_sampling_group, .offset = offsetof(gen_options, sampling)},
     {.group = &cli_engine_group,
      .offset = offsetof(gen_options, engine),
@@ -67,7 +70,6 @@ static int parse_options(int argc, char **argv, gen_options *o) {
     o->engine.kv_cache_memory = 0;
     const int rc = cli_parse(&k_generate, argc, argv, o);
     if (rc) return rc;
-    if (!o->model.path) return cli_usage_error(&k_generate, "missing --model");
     if (!o->prompt == !o->prompts_file) return cli_usage_error(&k_generate, "give one of --prompt and --prompts-file");
     o->sp = cli_sampling_params(&o->sampling);
     o->ec = cli_engine_config(&o->engine);

@@ -30,7 +30,10 @@ static const cli_option k_logits_options[] = {
 
 static const cli_section k_logits_sections[] = {
     {.group = &(const cli_group){"logits options", k_logits_options}},
-    {.group = &cli_model_group, .offset = offsetof(logits_options, model), .only = "--model"},
+    {.group = &cli_model_group,
+     .offset = offsetof(logits_options, model),
+     .only = "--model",
+     .overrides = (const cli_override[]){{.name = "--model", .required = true}, {0}}},
     {.group = &cli_engine_group, .offset = offsetof(logits_options, engine), .only = "--kv-cache-dtype --threads"},
     {0}};
 
@@ -76,10 +79,6 @@ int cmd_logits(int argc, char **argv) {
     logits_options o = {.engine = cli_engine_defaults(), .chunk = 512};
     const int parsed = cli_parse(&k_logits, argc, argv, &o);
     if (parsed) return parsed < 0 ? 1 : 0;
-    if (!o.model.path) {
-        cli_usage_error(&k_logits, "missing --model");
-        return 1;
-    }
     int32_t *tokens;
     int n;
     if (parse_tokens(o.tokens, &tokens, &n)) return 1;

@@ -48,7 +48,9 @@ static const cli_section k_tokenize_sections[] = {
      .offset = offsetof(tok_opts, model),
      .only = "--model",
      .overrides = (const cli_override[]){
-         {.name = "--model", .help = "a GGUF file or a Hugging Face folder; only its tokenizer is read"}, {0}}},
+         {.name = "--model", .help = "a GGUF file or a Hugging Face folder; only its tokenizer is read",
+          .required = true},
+         {0}}},
     {0}};
 
 static const cli_command k_tokenize = {
@@ -323,10 +325,6 @@ int cmd_tokenize(int argc, char **argv) {
     tok_opts o = {.add_special = true};
     const int parsed = cli_parse(&k_tokenize, argc, argv, &o);
     if (parsed) return parsed < 0 ? 1 : 0;
-    if (!o.model.path) {
-        cli_usage_error(&k_tokenize, "missing --model");
-        return 1;
-    }
     double t0 = (1e3 * now_seconds());
     struct stat st;
     const bool hf_dir = stat(o.model.path, &st) == 0 && S_ISDIR(st.st_mode); /* a Hugging Face folder */
