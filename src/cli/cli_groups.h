@@ -2,7 +2,8 @@
  * model, the engine, sampling and the server. Declared once here, so each
  * setting has the same spelling, aliases, bounds and help in every command
  * that takes it (a command picks the options it takes with its section's
- * `only`, and may change a default or a bound with an override). */
+ * `only`, and may change a default, a bound or the help, or make it
+ * required, with an override). */
 #ifndef CLLM_CLI_CLI_GROUPS_H
 #define CLLM_CLI_CLI_GROUPS_H
 
