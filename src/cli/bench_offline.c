@@ -8,6 +8,7 @@
  * --sequential submits each request when the previous one finishes (latency,
  * or prefix-cache time to first token with --prefix-len). */
 #include "cli/cli_common.h"
+#include "cli/cli_groups.h"
 #include "engine/engine.h"
 #include "kv/kv_cache.h"
 #include "tokenizer/tokenizer.h"
@@ -15,17 +16,19 @@
 
 #include <jansson.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 typedef struct {
-    const char *model_path;
-    long num_prompts, input_len, output_len, prefix_len, threads, seed;
+    cli_model_settings model;
+    cli_engine_settings engine;
+    long num_prompts, input_len, output_len, prefix_len, seed;
     double range_ratio;
     bool sequential;
-    engine_config ec;
     const char *json_out;
+    engine_config ec; /* from engine, once parsed */
 } bench_opts;
 
 typedef struct {
@@ -34,58 +37,52 @@ typedef struct {
     bool done;
 } req_timing;
 
-static void usage(FILE *f) {
-    fprintf(f,
-            "usage: cllm bench offline -m MODEL [options]\n"
-            "  --num-prompts N            requests (default 64)\n"
-            "  --input-len N              prompt tokens (default 128)\n"
-            "  --output-len N             generated tokens, EOS ignored (default 128)\n"
-            "  --range-ratio R            lengths uniform in [len*(1-R), len*(1+R)] (default 0)\n"
-            "  --prefix-len N             tokens every prompt shares at its start (default 0)\n"
-            "  --sequential               one request at a time (latency)\n"
-            "  --seed S                   (default 0)\n"
-            "  --max-num-seqs N, --max-num-batched-tokens N, --max-model-len N, --block-size N,\n"
-            "  --kv-cache-memory SIZE, --no-enable-prefix-caching, -t/--threads N\n"
-            "  --save-result FILE.json\n");
-}
+static const cli_option k_offline_options[] = {
+    {.name = "--num-prompts", .kind = CLI_INT, .offset = offsetof(bench_opts, num_prompts), .metavar = "N",
+     .min = 1, .max = 1 << 20, .help = "requests"},
+    {.name = "--input-len", .aliases = "--random-input-len", .kind = CLI_INT, .offset = offsetof(bench_opts, input_len),
+     .metavar = "N", .min = 1, .max = 1 << 20, .help = "prompt tokens"},
+    {.name = "--output-len", .aliases = "--random-output-len", .kind = CLI_INT,
+     .offset = offsetof(bench_opts, output_len), .metavar = "N", .min = 1, .max = 1 << 20,
+     .help = "generated tokens; end-of-generation is ignored"},
+    {.name = "--range-ratio", .aliases = "--random-range-ratio", .kind = CLI_FLOAT,
+     .offset = offsetof(bench_opts, range_ratio), .metavar = "R", .min = 0, .max = 0.99,
+     .help = "lengths uniform in [len*(1-R), len*(1+R)]"},
+    {.name = "--prefix-len", .kind = CLI_INT, .offset = offsetof(bench_opts, prefix_len), .metavar = "N", .min = 0,
+     .max = 1 << 20, .help = "tokens every prompt shares at its start"},
+    {.name = "--sequential", .kind = CLI_FLAG, .offset = offsetof(bench_opts, sequential),
+     .help = "one request at a time (latency; with --prefix-len, prefix-cached time to first token)"},
+    {.name = "--seed", .aliases = "-s", .kind = CLI_INT, .offset = offsetof(bench_opts, seed), .metavar = "S", .min = 0,
+     .max = 1L << 40, .help = "seeds the synthetic prompts"},
+    {.name = "--save-result", .kind = CLI_STRING, .offset = offsetof(bench_opts, json_out), .metavar = "FILE.json",
+     .help = "write the results as JSON"},
+    {0}};
+
+static const cli_section k_offline_sections[] = {
+    {.group = &(const cli_group){"bench offline options", k_offline_options}},
+    {.group = &cli_model_group,
+     .offset = offsetof(bench_opts, model),
+     .only = "--model",
+     .overrides = (const cli_override[]){{.name = "--model", .required = true}, {0}}},
+    {.group = &cli_engine_group,
+     .offset = offsetof(bench_opts, engine),
+     .overrides = (const cli_override[]){{.name = "--max-model-len", .default_text = "the longest request"}, {0}}},
+    {0}};
+
+static const cli_command k_offline = {
+    .name = "bench offline",
+    .synopsis = "-m MODEL [options]",
+    .about = "Many synthetic requests straight through the engine (no HTTP): throughput, time to first token, time "
+             "per output token, and how the paged KV cache uses memory compared with contiguous allocation.",
+    .sections = k_offline_sections,
+};
 
 static int parse(int argc, char **argv, bench_opts *o) {
-    *o = (bench_opts){.num_prompts = 64, .input_len = 128, .output_len = 128, .ec = engine_config_defaults()};
-    o->ec.max_model_len = 0;
-    const char *C = "bench offline";
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
-        long l;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            exit(0);
-        }
-        if (!strcmp(a, "--sequential")) { o->sequential = true; continue; }
-        if (!strcmp(a, "--no-enable-prefix-caching")) { o->ec.prefix_caching = false; continue; }
-        if (!(v = arg_value(C, argc, argv, &i))) return -1;
-        const int took = parse_engine_option(C, a, v, &o->ec);
-        if (took < 0) return -1;
-        if (took) continue;
-        if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->model_path = v;
-        else if (!strcmp(a, "--num-prompts")) { if (arg_int(C, a, v, 1, 1 << 20, &o->num_prompts)) return -1; }
-        else if (!strcmp(a, "--input-len")) { if (arg_int(C, a, v, 1, 1 << 20, &o->input_len)) return -1; }
-        else if (!strcmp(a, "--output-len")) { if (arg_int(C, a, v, 1, 1 << 20, &o->output_len)) return -1; }
-        else if (!strcmp(a, "--prefix-len")) { if (arg_int(C, a, v, 0, 1 << 20, &o->prefix_len)) return -1; }
-        else if (!strcmp(a, "--seed")) { if (arg_int(C, a, v, 0, 1L << 40, &o->seed)) return -1; }
-        else if (!strcmp(a, "--range-ratio")) { if (arg_float(C, a, v, 0, 0.99, &o->range_ratio)) return -1; }
-        else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) { if (arg_int(C, a, v, 1, 1024, &o->threads)) return -1; }
-        else if (!strcmp(a, "--max-model-len")) { if (arg_int(C, a, v, 1, 1 << 24, &l)) return -1; o->ec.max_model_len = (int)l; }
-        else if (!strcmp(a, "--save-result")) o->json_out = v;
-        else {
-            fprintf(stderr, "cllm %s: unknown option '%s'\n", C, a);
-            return -1;
-        }
-    }
-    if (!o->model_path) {
-        usage(stderr);
-        return -1;
-    }
-    o->ec.n_threads = (int)o->threads;
+    *o = (bench_opts){.num_prompts = 64, .input_len = 128, .output_len = 128, .engine = cli_engine_defaults()};
+    o->engine.max_model_len = 0;
+    const int rc = cli_parse(&k_offline, argc, argv, o);
+    if (rc) return rc;
+    o->ec = cli_engine_config(&o->engine);
     return 0;
 }
 
@@ -126,8 +123,9 @@ static double percentile(double *v, int n, double p) {
 
 int bench_offline(int argc, char **argv) {
     bench_opts o;
-    if (parse(argc, argv, &o)) return 1;
-    model *m = model_load(o.model_path);
+    const int parsed = parse(argc, argv, &o);
+    if (parsed) return parsed < 0 ? 1 : 0;
+    model *m = model_load(o.model.path);
     if (!m) {
         fprintf(stderr, "cllm: %s\n", err_get());
         return 1;

@@ -6,154 +6,186 @@
  * which charts saved results side by side. See bench_serve.h for the files. */
 #include "bench/serve.h"
 #include "cli/cli_common.h"
+#include "cli/cli_groups.h"
+#include "util/error.h"
 
 #include <curl/curl.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 typedef struct {
-    const char *base_url, *endpoint, *model, *api_key, *label;
+    cli_server_settings server;     /* --host, --port, --api-key: the server to load */
+    cli_sampling_settings sampling; /* --temperature */
+    const char *base_url, *endpoint, *model, *label;
     const char *save_result, *save_dataset, *plot_dir;
     long seed, max_concurrency, vocab_size, timeout_s, num_warmups;
-    double request_rate, temperature;
+    double request_rate;
     bool progress, dry_run;
     json_t *extra_body;
     bench_dataset_opts ds;
     char base_buf[1024];
 } serve_opts;
 
-static void usage(FILE *f) {
-    fprintf(f,
-            "usage: cllm bench serve [options]         load an OpenAI-compatible server, report like vLLM\n"
-            "       cllm bench plot DIR RESULT.json... charts of saved results (needs gnuplot)\n"
-            "server:\n"
-            "  --base-url URL             (default http://127.0.0.1:8000; or --host H --port P)\n"
-            "  --endpoint PATH            /v1/completions (default) or /v1/chat/completions\n"
-            "  --model NAME               (default: the first of GET /v1/models)\n"
-            "  --api-key KEY              sent as a bearer token (default $OPENAI_API_KEY)\n"
-            "load:\n"
-            "  --num-prompts N            requests (default 100; jsonl: every line)\n"
-            "  --request-rate R|inf       Poisson arrivals of R requests/s (default inf: all at once)\n"
-            "  --max-concurrency N        at most N requests in flight (default: no limit)\n"
-            "  --seed S                   seeds the dataset and the arrivals (default 0)\n"
-            "  --temperature T            (default 0); every request streams, with ignore_eos\n"
-            "  --extra-body JSON          fields merged into every request body\n"
-            "  --timeout S                per-request limit in seconds (default none)\n"
-            "  --num-warmups N            first send the first N prompts, unmeasured (default 0)\n"
-            "dataset (--dataset-name random | prefix-repetition | jsonl; default random):\n"
-            "  --random-input-len N       prompt tokens (default 1024)\n"
-            "  --random-output-len N      max_tokens (default 128; also --output-len)\n"
-            "  --random-range-ratio R     lengths uniform in len*(1-R)..len*(1+R) (default 0)\n"
-            "  --prefix-len N --suffix-len N --num-prefixes N   prefix-repetition (256, 256, 10)\n"
-            "  --dataset-path FILE        jsonl: {\"prompt\": ...} or {\"messages\": [...]} per line,\n"
-            "                             optional \"max_tokens\"\n"
-            "  --vocab-size N             for random token ids when the server does not say\n"
-            "output:\n"
-            "  --save-result FILE.json    summary (vLLM's field names) and per-request arrays\n"
-            "  --save-dataset FILE.jsonl  the prompts sent, as a jsonl dataset\n"
-            "  --dry-run                  build (and save) the dataset, send nothing\n"
-            "  --plot DIR                 latency charts (PNG, gnuplot)\n"
-            "  --label NAME               names the run in results and charts\n"
-            "  --no-progress              no progress bar on stderr\n");
+/* A positive number of requests per second, or "inf" (all at once). */
+static int parse_request_rate(const char *flag, const char *value, void *setting) {
+    char *end;
+    const double v = strtod(value, &end);
+    if (!strcmp(value, "inf")) *(double *)setting = INFINITY;
+    else if (end != value && !*end && v >= 1e-6 && v <= 1e9) *(double *)setting = v;
+    else return err_set("%s expects requests per second in [1e-06, 1e+09] or 'inf', got '%s'", flag, value);
+    return 0;
 }
 
-static int parse(int argc, char **argv, serve_opts *o) {
-    *o = (serve_opts){.base_url = "http://127.0.0.1:8000", .endpoint = "/v1/completions", .request_rate = INFINITY,
-                      .progress = true,
-                      .ds = {.name = "random", .num_prompts = 100, .input_len = 1024, .output_len = 128,
-                             .prefix_len = 256, .suffix_len = 256, .num_prefixes = 10}};
-    o->api_key = getenv("OPENAI_API_KEY");
-    const char *C = "bench serve", *host = NULL, *port = NULL;
-    bool num_given = false;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            exit(0);
-        }
-        if (!strcmp(a, "--no-progress") || !strcmp(a, "--disable-tqdm")) {
-            o->progress = false;
-            continue;
-        }
-        if (!strcmp(a, "--dry-run")) {
-            o->dry_run = true;
-            continue;
-        }
-        if (!(v = arg_value(C, argc, argv, &i))) return -1;
-        if (!strcmp(a, "--base-url")) o->base_url = v;
-        else if (!strcmp(a, "--host")) host = v;
-        else if (!strcmp(a, "--port")) port = v;
-        else if (!strcmp(a, "--endpoint")) o->endpoint = v;
-        else if (!strcmp(a, "--model")) o->model = v;
-        else if (!strcmp(a, "--api-key")) o->api_key = v;
-        else if (!strcmp(a, "--label")) o->label = v;
-        else if (!strcmp(a, "--save-result")) o->save_result = v;
-        else if (!strcmp(a, "--save-dataset")) o->save_dataset = v;
-        else if (!strcmp(a, "--plot")) o->plot_dir = v;
-        else if (!strcmp(a, "--dataset-name") || !strcmp(a, "--dataset")) o->ds.name = v;
-        else if (!strcmp(a, "--dataset-path")) o->ds.path = v;
-        else if (!strcmp(a, "--num-prompts")) {
-            if (arg_int(C, a, v, 1, 1 << 24, &o->ds.num_prompts)) return -1;
-            num_given = true;
-        } else if (!strcmp(a, "--request-rate")) {
-            if (!strcmp(v, "inf")) o->request_rate = INFINITY;
-            else if (arg_float(C, a, v, 1e-6, 1e9, &o->request_rate)) return -1;
-        } else if (!strcmp(a, "--max-concurrency")) {
-            if (arg_int(C, a, v, 1, 1 << 20, &o->max_concurrency)) return -1;
-        } else if (!strcmp(a, "--seed")) {
-            if (arg_int(C, a, v, 0, 1L << 62, &o->seed)) return -1;
-        } else if (!strcmp(a, "--temperature")) {
-            if (arg_float(C, a, v, 0, 2, &o->temperature)) return -1;
-        } else if (!strcmp(a, "--num-warmups")) {
-            if (arg_int(C, a, v, 0, 1 << 20, &o->num_warmups)) return -1;
-        } else if (!strcmp(a, "--timeout")) {
-            if (arg_int(C, a, v, 0, 1 << 24, &o->timeout_s)) return -1;
-        } else if (!strcmp(a, "--vocab-size")) {
-            if (arg_int(C, a, v, 2, 1 << 30, &o->vocab_size)) return -1;
-        } else if (!strcmp(a, "--random-input-len") || !strcmp(a, "--input-len")) {
-            if (arg_int(C, a, v, 1, 1 << 24, &o->ds.input_len)) return -1;
-        } else if (!strcmp(a, "--random-output-len") || !strcmp(a, "--output-len")) {
-            if (arg_int(C, a, v, 1, 1 << 24, &o->ds.output_len)) return -1;
-        } else if (!strcmp(a, "--random-range-ratio")) {
-            if (arg_float(C, a, v, 0, 0.999, &o->ds.range_ratio)) return -1;
-        } else if (!strcmp(a, "--prefix-len")) {
-            if (arg_int(C, a, v, 1, 1 << 24, &o->ds.prefix_len)) return -1;
-        } else if (!strcmp(a, "--suffix-len")) {
-            if (arg_int(C, a, v, 1, 1 << 24, &o->ds.suffix_len)) return -1;
-        } else if (!strcmp(a, "--num-prefixes")) {
-            if (arg_int(C, a, v, 1, 1 << 20, &o->ds.num_prefixes)) return -1;
-        } else if (!strcmp(a, "--extra-body")) {
-            json_error_t je;
-            json_decref(o->extra_body);
-            o->extra_body = json_loads(v, 0, &je);
-            if (!json_is_object(o->extra_body)) {
-                fprintf(stderr, "cllm %s: --extra-body expects a JSON object, got '%s'\n", C, v);
-                return -1;
-            }
-        } else {
-            fprintf(stderr, "cllm %s: unknown option '%s'\n", C, a);
-            return -1;
-        }
+static json_t *request_rate_json(const void *setting) {
+    const double v = *(const double *)setting;
+    return isinf(v) ? json_string("inf") : json_real(v);
+}
+
+static int parse_extra_body(const char *flag, const char *value, void *setting) {
+    json_error_t je;
+    json_t *body = json_loads(value, 0, &je);
+    if (!json_is_object(body)) {
+        json_decref(body);
+        return err_set("%s expects a JSON object, got '%s'", flag, value);
     }
-    if (host || port) {
-        snprintf(o->base_buf, sizeof o->base_buf, "http://%s:%s", host ? host : "127.0.0.1", port ? port : "8000");
-        o->base_url = o->base_buf;
+    json_decref(*(json_t **)setting);
+    *(json_t **)setting = body;
+    return 0;
+}
+
+static json_t *extra_body_json(const void *setting) { return json_incref(*(json_t *const *)setting); }
+
+static const cli_option k_server_options[] = {
+    {.name = "--base-url", .kind = CLI_STRING, .offset = offsetof(serve_opts, base_url), .metavar = "URL",
+     .help = "the server (or give --host and --port)"},
+    {.name = "--endpoint", .kind = CLI_STRING, .offset = offsetof(serve_opts, endpoint), .metavar = "PATH",
+     .help = "/v1/completions or /v1/chat/completions"},
+    {.name = "--model", .aliases = "-m", .kind = CLI_STRING, .offset = offsetof(serve_opts, model), .metavar = "NAME",
+     .help = "the model name sent in requests", .default_text = "the first of GET /v1/models"},
+    {0}};
+
+static const cli_option k_load_options[] = {
+    {.name = "--num-prompts", .kind = CLI_INT, .offset = offsetof(serve_opts, ds.num_prompts), .metavar = "N",
+     .min = 1, .max = 1 << 24, .help = "requests", .default_text = "100; jsonl: every line"},
+    {.name = "--request-rate", .kind = CLI_CUSTOM, .offset = offsetof(serve_opts, request_rate), .metavar = "R|inf",
+     .help = "Poisson arrivals of R requests/s; inf sends all at once", .parse = parse_request_rate,
+     .to_json = request_rate_json},
+    {.name = "--max-concurrency", .kind = CLI_INT, .offset = offsetof(serve_opts, max_concurrency), .metavar = "N",
+     .min = 1, .max = 1 << 20, .help = "at most N requests in flight", .default_text = "no limit"},
+    {.name = "--seed", .aliases = "-s", .kind = CLI_INT, .offset = offsetof(serve_opts, seed), .metavar = "S", .min = 0,
+     .max = (double)(1L << 62), .help = "seeds the dataset and the arrival times"},
+    {.name = "--extra-body", .kind = CLI_CUSTOM, .offset = offsetof(serve_opts, extra_body), .metavar = "JSON",
+     .help = "fields merged into every request body", .parse = parse_extra_body, .to_json = extra_body_json},
+    {.name = "--timeout", .kind = CLI_INT, .offset = offsetof(serve_opts, timeout_s), .metavar = "SECONDS",
+     .min = 0, .max = 1 << 24, .help = "per-request time limit; 0 = none"},
+    {.name = "--num-warmups", .kind = CLI_INT, .offset = offsetof(serve_opts, num_warmups), .metavar = "N",
+     .min = 0, .max = 1 << 20, .help = "first send the first N prompts one by one, unmeasured"},
+    {0}};
+
+static const cli_option k_dataset_options[] = {
+    {.name = "--dataset-name", .aliases = "--dataset", .kind = CLI_STRING, .offset = offsetof(serve_opts, ds.name),
+     .metavar = "NAME", .help = "random, prefix-repetition or jsonl"},
+    {.name = "--random-input-len", .aliases = "--input-len", .kind = CLI_INT,
+     .offset = offsetof(serve_opts, ds.input_len), .metavar = "N", .min = 1, .max = 1 << 24, .help = "prompt tokens"},
+    {.name = "--random-output-len", .aliases = "--output-len", .kind = CLI_INT,
+     .offset = offsetof(serve_opts, ds.output_len), .metavar = "N", .min = 1, .max = 1 << 24,
+     .help = "max_tokens of each request"},
+    {.name = "--random-range-ratio", .aliases = "--range-ratio", .kind = CLI_FLOAT,
+     .offset = offsetof(serve_opts, ds.range_ratio), .metavar = "R", .min = 0, .max = 0.999,
+     .help = "lengths uniform in len*(1-R)..len*(1+R)"},
+    {.name = "--prefix-len", .kind = CLI_INT, .offset = offsetof(serve_opts, ds.prefix_len), .metavar = "N",
+     .min = 1, .max = 1 << 24, .help = "prefix-repetition: tokens of each shared prefix"},
+    {.name = "--suffix-len", .kind = CLI_INT, .offset = offsetof(serve_opts, ds.suffix_len), .metavar = "N",
+     .min = 1, .max = 1 << 24, .help = "prefix-repetition: tokens after the prefix"},
+    {.name = "--num-prefixes", .kind = CLI_INT, .offset = offsetof(serve_opts, ds.num_prefixes), .metavar = "N",
+     .min = 1, .max = 1 << 20, .help = "prefix-repetition: distinct prefixes"},
+    {.name = "--dataset-path", .kind = CLI_STRING, .offset = offsetof(serve_opts, ds.path), .metavar = "FILE",
+     .help = "jsonl: one {\"prompt\": ...} or {\"messages\": [...]} per line, optionally with \"max_tokens\""},
+    {.name = "--vocab-size", .kind = CLI_INT, .offset = offsetof(serve_opts, vocab_size), .metavar = "N", .min = 2,
+     .max = 1 << 30, .help = "for random token ids when the server does not say"},
+    {0}};
+
+static const cli_option k_output_options[] = {
+    {.name = "--save-result", .kind = CLI_STRING, .offset = offsetof(serve_opts, save_result), .metavar = "FILE.json",
+     .help = "the summary (vLLM's field names) and per-request arrays"},
+    {.name = "--save-dataset", .kind = CLI_STRING, .offset = offsetof(serve_opts, save_dataset),
+     .metavar = "FILE.jsonl", .help = "the prompts sent, as a jsonl dataset"},
+    {.name = "--dry-run", .kind = CLI_FLAG, .offset = offsetof(serve_opts, dry_run),
+     .help = "build (and save) the dataset, send nothing"},
+    {.name = "--plot", .kind = CLI_STRING, .offset = offsetof(serve_opts, plot_dir), .metavar = "DIR",
+     .help = "latency charts (PNG, with gnuplot)"},
+    {.name = "--label", .kind = CLI_STRING, .offset = offsetof(serve_opts, label), .metavar = "NAME",
+     .help = "names the run in results and charts"},
+    {.name = "--no-progress", .aliases = "--disable-tqdm", .kind = CLI_FLAG_OFF,
+     .offset = offsetof(serve_opts, progress), .help = "no progress bar on stderr"},
+    {0}};
+
+static const cli_section k_serve_sections[] = {
+    {.group = &(const cli_group){"server to load", k_server_options}},
+    {.group = &cli_server_group,
+     .title = "server to load",
+     .offset = offsetof(serve_opts, server),
+     .only = "--host --port --api-key",
+     .overrides = (const cli_override[]){
+         {.name = "--host", .help = "the server's address (instead of --base-url)", .default_text = "127.0.0.1"},
+         {.name = "--port", .help = "the server's port (instead of --base-url)", .default_text = "8000"},
+         {.name = "--api-key", .help = "sent as a bearer token", .default_text = "$OPENAI_API_KEY"},
+         {0}}},
+    {.group = &(const cli_group){"load", k_load_options}},
+    {.group = &cli_sampling_group,
+     .title = "load",
+     .offset = offsetof(serve_opts, sampling),
+     .only = "--temperature",
+     .overrides = (const cli_override[]){
+         {.name = "--temperature", .help = "of every request; every request streams, with ignore_eos", .min = 0,
+          .max = 2},
+         {0}}},
+    {.group = &(const cli_group){"dataset", k_dataset_options}},
+    {.group = &(const cli_group){"output", k_output_options}},
+    {0}};
+
+static const cli_command k_bench_serve = {
+    .name = "bench serve",
+    .synopsis = "[options]",
+    .about = "Load an OpenAI-compatible server (cllm's, vLLM's, llama.cpp's) the way vLLM's benchmark_serving "
+             "does, and report the same figures: throughput, time to first token, time per output token, "
+             "inter-token latency, end-to-end latency.",
+    .sections = k_serve_sections,
+};
+
+/* The base URL without a trailing slash (paths are appended), from --host and
+ * --port when either is given. */
+static void set_base_url(serve_opts *o) {
+    if (o->server.host || o->server.port >= 0) {
+        snprintf(o->base_buf, sizeof o->base_buf, "http://%s:%ld", o->server.host ? o->server.host : "127.0.0.1",
+                 o->server.port >= 0 ? o->server.port : 8000);
     } else {
-        /* No trailing slash: paths are appended. */
         snprintf(o->base_buf, sizeof o->base_buf, "%s", o->base_url);
         size_t l = strlen(o->base_buf);
         while (l > 0 && o->base_buf[l - 1] == '/') o->base_buf[--l] = 0;
-        o->base_url = o->base_buf;
     }
+    o->base_url = o->base_buf;
+}
+
+static int parse(int argc, char **argv, serve_opts *o) {
+    *o = (serve_opts){.server = {.port = -1, .api_key = getenv("OPENAI_API_KEY")},
+                      .base_url = "http://127.0.0.1:8000", .endpoint = "/v1/completions", .request_rate = INFINITY,
+                      .progress = true,
+                      .ds = {.name = "random", .input_len = 1024, .output_len = 128, .prefix_len = 256,
+                             .suffix_len = 256, .num_prefixes = 10}};
+    const int rc = cli_parse(&k_bench_serve, argc, argv, o);
+    if (rc) return rc;
+    if (!o->ds.num_prompts && strcmp(o->ds.name, "jsonl")) o->ds.num_prompts = 100; /* jsonl: every line */
+    set_base_url(o);
     if (strcmp(o->endpoint, "/v1/completions") && strcmp(o->endpoint, "/v1/chat/completions")) {
-        fprintf(stderr, "cllm %s: --endpoint must be /v1/completions or /v1/chat/completions, got '%s'\n", C,
+        fprintf(stderr, "cllm bench serve: --endpoint must be /v1/completions or /v1/chat/completions, got '%s'\n",
                 o->endpoint);
         return -1;
     }
     o->ds.chat = !strcmp(o->endpoint, "/v1/chat/completions");
-    if (!strcmp(o->ds.name, "jsonl") && !num_given) o->ds.num_prompts = 0;
     return 0;
 }
 
@@ -178,26 +210,46 @@ static void set_config(json_t *j, const serve_opts *o, const char *model, const 
     json_object_set_new(j, "random_range_ratio", json_real(o->ds.range_ratio));
 }
 
+typedef struct {
+    const char *dir;
+    cli_list results;
+} plot_opts;
+
+static const cli_command k_bench_plot = {
+    .name = "bench plot",
+    .synopsis = "DIR RESULT.json [RESULT.json ...]",
+    .about = "Charts (PNG, with gnuplot) of results saved by `cllm bench serve --save-result`, side by side, "
+             "written to DIR.",
+    .sections = (const cli_section[]){{0}},
+    .positionals = (const cli_positional[]){{.metavar = "DIR", .offset = offsetof(plot_opts, dir), .required = true},
+                                            {.metavar = "RESULT.json", .offset = offsetof(plot_opts, results),
+                                             .required = true, .list = true},
+                                            {0}},
+};
+
 static int plot_files(int argc, char **argv) {
-    if (argc < 3) {
-        fprintf(stderr, "usage: cllm bench plot DIR RESULT.json [RESULT.json ...]\n");
-        return 1;
+    plot_opts o = {0};
+    const int parsed = cli_parse(&k_bench_plot, argc, argv, &o);
+    if (parsed) {
+        cli_free(&k_bench_plot, &o);
+        return parsed < 0 ? 1 : 0;
     }
-    const int n = argc - 2;
+    const int n = o.results.n;
     json_t **res = calloc((size_t)n, sizeof *res);
     int rc = res ? 0 : 1;
     for (int i = 0; !rc && i < n; i++) {
         json_error_t je;
-        res[i] = json_load_file(argv[i + 2], 0, &je);
+        res[i] = json_load_file(o.results.items[i], 0, &je);
         if (!json_is_object(res[i]) || !json_is_array(json_object_get(res[i], "ttfts"))) {
             fprintf(stderr, "cllm bench plot: %s is not a result of `cllm bench serve --save-result`%s%s\n",
-                    argv[i + 2], res[i] ? "" : ": ", res[i] ? "" : je.text);
+                    o.results.items[i], res[i] ? "" : ": ", res[i] ? "" : je.text);
             rc = 1;
         }
     }
-    if (!rc) rc = bench_plot(argv[1], res, n) ? 1 : 0;
+    if (!rc) rc = bench_plot(o.dir, res, n) ? 1 : 0;
     for (int i = 0; res && i < n; i++) json_decref(res[i]);
     free(res);
+    cli_free(&k_bench_plot, &o);
     return rc;
 }
 
@@ -205,7 +257,7 @@ static int run(serve_opts *o) {
     char *model_buf = NULL;
     const char *model = o->model;
     if (!model) {
-        model = model_buf = bench_first_model(o->base_url, o->api_key);
+        model = model_buf = bench_first_model(o->base_url, o->server.api_key);
         if (!model)
             fprintf(stderr, "cllm bench serve: %s/v1/models did not answer; requests go without a model name\n",
                     o->base_url);
@@ -213,7 +265,7 @@ static int run(serve_opts *o) {
     bench_tok tok = {0};
     const char *source = "jsonl file";
     if (strcmp(o->ds.name, "jsonl")) {
-        bench_tok_open(&tok, o->base_url, o->api_key, model, o->vocab_size);
+        bench_tok_open(&tok, o->base_url, o->server.api_key, model, o->vocab_size);
         if (tok.style == TOK_NONE) source = "word list (the server has no /tokenize and /detokenize)";
         else if (tok.n_vocab > 0) source = "random token ids through the server's /tokenize and /detokenize";
         else source = "word list, lengths fitted through the server's /tokenize and /detokenize";
@@ -248,8 +300,8 @@ static int run(serve_opts *o) {
 
     char url[2048];
     snprintf(url, sizeof url, "%s%s", o->base_url, o->endpoint);
-    const bench_run_opts ro = {.url = url, .api_key = o->api_key, .model = model, .chat = o->ds.chat,
-                               .max_concurrency = (int)o->max_concurrency, .temperature = o->temperature,
+    const bench_run_opts ro = {.url = url, .api_key = o->server.api_key, .model = model, .chat = o->ds.chat,
+                               .max_concurrency = (int)o->max_concurrency, .temperature = o->sampling.temperature,
                                .extra_body = o->extra_body, .timeout_s = o->timeout_s, .progress = o->progress};
     double duration = 0;
     if (!rc && o->num_warmups > 0) {
@@ -330,9 +382,10 @@ static int run(serve_opts *o) {
 int bench_serve(int argc, char **argv) {
     if (!strcmp(argv[0], "plot")) return plot_files(argc, argv);
     serve_opts o;
-    if (parse(argc, argv, &o)) {
+    const int parsed = parse(argc, argv, &o);
+    if (parsed) {
         json_decref(o.extra_body);
-        return 1;
+        return parsed < 0 ? 1 : 0;
     }
     if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
         fprintf(stderr, "cllm bench serve: libcurl failed to initialize\n");

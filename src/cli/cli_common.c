@@ -2,6 +2,7 @@
 #include "cli/cli_common.h"
 
 #include "chat/template.h"
+#include "server/mem_size.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
@@ -48,53 +49,9 @@ size_t available_memory(void) {
 }
 
 int arg_memory(const char *cmd, const char *opt, const char *val, size_t *out) {
-    char *end;
-    errno = 0;
-    double v = strtod(val, &end);
-    if (errno || end == val || !isfinite(v) || v <= 0) goto bad;
-    if (!*end && v <= 1.0 && strchr(val, '.')) { /* a fraction of available memory */
-        *out = (size_t)(v * (double)available_memory());
-        return 0;
-    }
-    static const struct { const char *unit; double mult; } units[] = {
-        {"", 1}, {"B", 1}, {"K", 1024.0}, {"KiB", 1024.0}, {"KB", 1e3}, {"M", 1048576.0},
-        {"MiB", 1048576.0}, {"MB", 1e6}, {"G", 1073741824.0}, {"GiB", 1073741824.0}, {"GB", 1e9}};
-    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
-        if (!strcmp(end, units[i].unit)) {
-            *out = (size_t)(v * units[i].mult);
-            return 0;
-        }
-bad:
-    fprintf(stderr, "cllm %s: %s expects bytes (e.g. 2GiB, 512MiB) or a fraction of free memory (e.g. 0.5), got '%s'\n",
-            cmd, opt, val);
+    if (mem_size_parse(val, mem_available_bytes(), out) == 0) return 0;
+    fprintf(stderr, "cllm %s: %s: %s\n", cmd, opt, err_get());
     return -1;
-}
-
-int parse_engine_option(const char *cmd, const char *a, const char *v, engine_config *ec) {
-    long l;
-    if (!strcmp(a, "--max-num-seqs")) {
-        if (arg_int(cmd, a, v, 1, 4096, &l)) return -1;
-        ec->max_num_seqs = (int)l;
-    } else if (!strcmp(a, "--max-num-batched-tokens")) {
-        if (arg_int(cmd, a, v, 1, 1 << 20, &l)) return -1;
-        ec->max_num_batched_tokens = (int)l;
-    } else if (!strcmp(a, "--block-size")) {
-        if (arg_int(cmd, a, v, 8, 32, &l)) return -1;
-        ec->block_size = (int)l;
-    } else if (!strcmp(a, "--kv-cache-memory")) {
-        if (arg_memory(cmd, a, v, &ec->kv_cache_bytes)) return -1;
-    } else {
-        return 0;
-    }
-    return 1;
-}
-
-const char *arg_value(const char *cmd, int argc, char **argv, int *i) {
-    if (*i + 1 >= argc) {
-        fprintf(stderr, "cllm %s: option %s needs a value\n", cmd, argv[*i]);
-        return NULL;
-    }
-    return argv[++*i];
 }
 
 int seq_runner_init(seq_runner *r, model *m, int n_ctx, int max_batch, kv_dtype dtype, int n_threads) {
@@ -217,54 +174,4 @@ chat_template *load_chat_template(const model *m, const char *file, const char *
     if (t) fprintf(stderr, "cllm %s: the model has no chat template; using the built-in one for '%s'\n", cmd, arch);
     else err_prefix("the built-in chat template: ");
     return t;
-}
-
-sampling_params cli_sampling_defaults(void) {
-    sampling_params sp = sampling_defaults();
-    sp.temperature = 0.8f;
-    sp.top_k = 40;
-    sp.top_p = 0.95f;
-    sp.min_p = 0.05f;
-    return sp;
-}
-
-int parse_sampling_option(const char *cmd, int argc, char **argv, int *i, sampling_params *sp, bool *seed_given) {
-    static const char *const names[] = {"--temperature", "--temp", "--top-k", "--top-p", "--min-p",
-                                        "--repeat-penalty", "--presence-penalty", "--frequency-penalty",
-                                        "--seed", "-s"};
-    const char *a = argv[*i];
-    size_t k = 0;
-    while (k < sizeof names / sizeof names[0] && strcmp(a, names[k])) k++;
-    if (k == sizeof names / sizeof names[0]) return 0;
-    const char *v = arg_value(cmd, argc, argv, i);
-    if (!v) return -1;
-    double d;
-    long l;
-    switch (k) {
-    case 0: case 1:
-        if (arg_float(cmd, a, v, 0, 100, &d)) return -1;
-        sp->temperature = (float)d;
-        break;
-    case 2:
-        if (arg_int(cmd, a, v, 0, 1 << 24, &l)) return -1;
-        sp->top_k = (int)l;
-        break;
-    case 3: case 4:
-        if (arg_float(cmd, a, v, 0, 1, &d)) return -1;
-        *(k == 3 ? &sp->top_p : &sp->min_p) = (float)d;
-        break;
-    case 5:
-        if (arg_float(cmd, a, v, 0.01, 100, &d)) return -1;
-        sp->repetition_penalty = (float)d;
-        break;
-    case 6: case 7:
-        if (arg_float(cmd, a, v, -2, 2, &d)) return -1;
-        *(k == 6 ? &sp->presence_penalty : &sp->frequency_penalty) = (float)d;
-        break;
-    default:
-        if (arg_int(cmd, a, v, 0, 0x7fffffffffffffffL, &l)) return -1;
-        sp->seed = (uint64_t)l;
-        *seed_given = true;
-    }
-    return 1;
 }

@@ -1,6 +1,7 @@
-/* Helpers shared by the subcommands: option parsing with clear errors, and a
- * single-sequence runner (one model, a KV cache whose block table is the
- * identity, the forward pass) for commands that do not need the engine. */
+/* Helpers shared by the subcommands: number and size parsing with clear
+ * errors (the option tables of cli_options.h use them), and a single-sequence
+ * runner (one model, a KV cache whose block table is the identity, the
+ * forward pass) for commands that do not need the engine. */
 #ifndef CLLM_CLI_COMMON_H
 #define CLLM_CLI_COMMON_H
 
@@ -19,14 +20,12 @@
  * "cllm CMD: OPT expects ..." and return -1. */
 int arg_int(const char *cmd, const char *opt, const char *val, long lo, long hi, long *out);
 int arg_float(const char *cmd, const char *opt, const char *val, double lo, double hi, double *out);
-/* A memory amount: bytes with an optional unit (K, M, G, KiB, MiB, GiB, KB,
- * MB, GB), or a fraction in (0, 1] of the memory available now. */
+/* A memory amount: bytes with an optional unit in any case (K, M, G, T,
+ * KiB, MiB, GiB, TiB; KB, MB, GB, TB are powers of 1000), or a fraction in
+ * (0, 1] of the memory available now, as `serve --kv-cache-memory` takes. */
 int arg_memory(const char *cmd, const char *opt, const char *val, size_t *out);
 /* MemAvailable from /proc/meminfo, in bytes (0 if unknown). */
 size_t available_memory(void);
-/* Fetches the value of an option at argv[*i] (advancing *i); prints an error
- * when it is missing. */
-const char *arg_value(const char *cmd, int argc, char **argv, int *i);
 
 typedef struct {
     model *m;
@@ -45,17 +44,6 @@ void seq_runner_free(seq_runner *r);
  * (when logits is not NULL) or of every one (all_logits: [n][n_vocab]). */
 int seq_runner_feed(seq_runner *r, const int32_t *tokens, int n, int start, float *logits, bool all_logits);
 
-/* Sampling options shared by generate and chat: --temperature/--temp,
- * --top-k, --top-p, --min-p, --repeat-penalty, --presence-penalty,
- * --frequency-penalty, --seed/-s (sets *seed_given). Returns 1 when argv[*i]
- * was one of them (its value consumed), 0 when it is not, -1 on a bad value. */
-int parse_sampling_option(const char *cmd, int argc, char **argv, int *i, sampling_params *sp, bool *seed_given);
-/* Engine options shared by generate and bench offline, given a's value v:
- * --max-num-seqs, --max-num-batched-tokens, --block-size, --kv-cache-memory.
- * Returns 1 when a was one of them, 0 when it is not, -1 on a bad value. */
-int parse_engine_option(const char *cmd, const char *a, const char *v, engine_config *ec);
-/* llama.cpp's command-line defaults: temperature 0.8, top-k 40, top-p 0.95, min-p 0.05. */
-sampling_params cli_sampling_defaults(void);
 /* A whole file as a NUL-terminated malloc'd string; NULL with err_get(). */
 char *read_text_file(const char *path);
 

@@ -6,29 +6,55 @@
 #include "chat/prompt.h"
 #include "chat/template.h"
 #include "cli/cli_common.h"
+#include "cli/cli_groups.h"
 #include "cli/commands.h"
 #include "engine/engine.h"
 #include "util/error.h"
 
 #include <jansson.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-static void usage(FILE *f) {
-    fprintf(f,
-            "usage: cllm chat -m MODEL [options]\n"
-            "  --system TEXT            a system message\n"
-            "  --chat-template FILE     overrides the model's template\n"
-            "  -n, --max-tokens N       tokens per reply at most (default 512)\n"
-            "  -c, --ctx-size N         conversation length in tokens (default 4096)\n"
-            "  -t, --threads N          (default: all cores)\n"
-            "  sampling: --temperature --top-k --top-p --min-p --repeat-penalty\n"
-            "            --presence-penalty --frequency-penalty --seed (defaults as in generate)\n"
-            "Type a message and press enter; '/reset' forgets the conversation; an empty line\n"
-            "or end of input quits.\n");
-}
+typedef struct {
+    cli_model_settings model;
+    cli_engine_settings engine;
+    cli_sampling_settings sampling;
+    const char *system;
+} chat_options;
+
+static const cli_option k_chat_options[] = {
+    {.name = "--system", .kind = CLI_STRING, .offset = offsetof(chat_options, system), .metavar = "TEXT",
+     .help = "a system message that starts the conversation"},
+    {0}};
+
+static const cli_section k_chat_sections[] = {
+    {.group = &(const cli_group){"chat options", k_chat_options}},
+    {.group = &cli_model_group,
+     .offset = offsetof(chat_options, model),
+     .overrides = (const cli_override[]){{.name = "--model", .required = true}, {0}}},
+    {.group = &cli_sampling_group,
+     .offset = offsetof(chat_options, sampling),
+     .overrides = (const cli_override[]){{.name = "--max-tokens", .help = "tokens per reply at most", .min = 1,
+                                          .max = 1 << 20},
+                                         {0}}},
+    {.group = &cli_engine_group,
+     .offset = offsetof(chat_options, engine),
+     .only = "--max-model-len --threads",
+     .overrides = (const cli_override[]){{.name = "--max-model-len", .help = "conversation length in tokens",
+                                          .min = 16, .max = 1 << 24},
+                                         {0}}},
+    {0}};
+
+static const cli_command k_chat = {
+    .name = "chat",
+    .synopsis = "-m MODEL [options]",
+    .about = "A conversation in the terminal: each line typed is a user turn, and the reply streams to stdout. "
+             "'/reset' forgets the conversation; an empty line or end of input quits. The engine's prefix cache "
+             "keeps earlier turns, so each turn computes only what is new.",
+    .sections = k_chat_sections,
+};
 
 typedef struct {
     char *text;
@@ -62,40 +88,15 @@ static void add_message(json_t *messages, const char *role, const char *content)
 }
 
 int cmd_chat(int argc, char **argv) {
-    const char *model_path = NULL, *system = NULL, *template_file = NULL, *C = "chat";
-    long max_tokens = 512, n_ctx = 4096, threads = 0;
-    sampling_params sp = cli_sampling_defaults();
-    bool seed_given = false;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        }
-        const int took = parse_sampling_option(C, argc, argv, &i, &sp, &seed_given);
-        if (took < 0) return 1;
-        if (took) continue;
-        if (!(v = arg_value(C, argc, argv, &i))) return 1;
-        if (!strcmp(a, "-m") || !strcmp(a, "--model")) model_path = v;
-        else if (!strcmp(a, "--system")) system = v;
-        else if (!strcmp(a, "--chat-template")) template_file = v;
-        else if (!strcmp(a, "-n") || !strcmp(a, "--max-tokens")) {
-            if (arg_int(C, a, v, 1, 1 << 20, &max_tokens)) return 1;
-        } else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) {
-            if (arg_int(C, a, v, 16, 1 << 24, &n_ctx)) return 1;
-        } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
-            if (arg_int(C, a, v, 1, 1024, &threads)) return 1;
-        } else {
-            fprintf(stderr, "cllm chat: unknown option '%s'\n", a);
-            return 1;
-        }
-    }
-    if (!model_path) {
-        usage(stderr);
-        return 1;
-    }
-    if (!seed_given) sp.seed = (uint64_t)time(NULL);
-    model *m = model_load(model_path);
+    chat_options o = {.engine = cli_engine_defaults(), .sampling = cli_sampling_defaults()};
+    o.engine.max_model_len = 4096;
+    o.sampling.max_tokens = 512;
+    const int parsed = cli_parse(&k_chat, argc, argv, &o);
+    if (parsed) return parsed < 0 ? 1 : 0;
+    const char *const C = "chat", *system = o.system;
+    const long n_ctx = o.engine.max_model_len, max_tokens = o.sampling.max_tokens;
+    sampling_params sp = cli_sampling_params(&o.sampling);
+    model *m = model_load(o.model.path);
     if (!m) {
         fprintf(stderr, "cllm: %s\n", err_get());
         return 1;
@@ -103,12 +104,12 @@ int cmd_chat(int argc, char **argv) {
     int rc = 1;
     engine *e = NULL;
     json_t *messages = json_array();
-    chat_template *tmpl = load_chat_template(m, template_file, C);
+    chat_template *tmpl = load_chat_template(m, o.model.chat_template, C);
     engine_config ec = engine_config_defaults();
     ec.max_num_seqs = 1;
     ec.max_model_len = (int)n_ctx;
     ec.kv_cache_bytes = 0; /* exactly one conversation of n_ctx */
-    ec.n_threads = (int)threads;
+    ec.n_threads = (int)o.engine.threads;
     if (!tmpl || !(e = engine_create(m, &ec))) {
         fprintf(stderr, "cllm: %s\n", err_get());
         goto done;

@@ -1,4 +1,4 @@
-/* `cllm eval-compare BASE CANDIDATE --prompts FILE.jsonl`: a deployment gate
+/* `cllm eval-compare BASE CANDIDATE --prompts-file FILE.jsonl`: a deployment gate
  * for a quantized (or otherwise changed) model. Every prompt runs greedy on
  * both models, and the candidate is measured against the base:
  *
@@ -20,30 +20,74 @@
  *                    the opening in "json_prefix", which is put before the
  *                    output for this check.
  *
- * Prompts file: one JSON object per line, {"prompt": "...",
+ * Prompts file (--prompts-file, or --prompts): one JSON object per line, {"prompt": "...",
  * "expect_json": true, "json_prefix": "{", "max_tokens": N} (only "prompt"
  * required). The exit status is 1 when a metric falls below its --min-*
  * threshold, so a pipeline can gate on it. */
 #include "cli/cli_common.h"
+#include "cli/cli_groups.h"
 #include "cli/commands.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
 #include <jansson.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static void usage(FILE *f) {
-    fprintf(f, "usage: cllm eval-compare BASE CANDIDATE --prompts FILE.jsonl [--max-tokens N]\n"
-               "                          [--min-exact-match X] [--min-token-agreement Y] [--min-json-valid Z]\n"
-               "                          [--threads N] [--json-out FILE] [--verbose]\n"
-               "  --max-tokens N            tokens generated per prompt (default 64)\n"
-               "  --min-exact-match X       fail below this fraction of identical outputs (default 0)\n"
-               "  --min-token-agreement Y   fail below this teacher-forced top-1 agreement (default 0)\n"
-               "  --min-json-valid Z        fail below this fraction of valid JSON outputs of the candidate\n"
-               "                            among prompts with \"expect_json\": true (default 0)\n");
-}
+typedef struct {
+    cli_engine_settings engine;     /* --threads */
+    cli_sampling_settings sampling; /* --max-tokens */
+    const char *base, *candidate, *prompts, *json_out;
+    double min_exact, min_agree, min_json;
+    bool verbose;
+} eval_options;
+
+static const cli_option k_eval_options[] = {
+    {.name = "--prompts-file", .aliases = "--prompts", .kind = CLI_STRING, .offset = offsetof(eval_options, prompts),
+     .metavar = "FILE.jsonl", .required = true,
+     .help = "one JSON object per line: {\"prompt\": ..., \"expect_json\": true, \"json_prefix\": \"{\", "
+             "\"max_tokens\": N} (only \"prompt\" required)"},
+    {.name = "--min-exact-match", .kind = CLI_FLOAT, .offset = offsetof(eval_options, min_exact), .metavar = "X",
+     .min = 0, .max = 1, .help = "fail below this fraction of identical outputs"},
+    {.name = "--min-token-agreement", .kind = CLI_FLOAT, .offset = offsetof(eval_options, min_agree), .metavar = "Y",
+     .min = 0, .max = 1, .help = "fail below this teacher-forced top-1 agreement"},
+    {.name = "--min-json-valid", .kind = CLI_FLOAT, .offset = offsetof(eval_options, min_json), .metavar = "Z",
+     .min = 0, .max = 1,
+     .help = "fail below this fraction of valid JSON outputs of the candidate among prompts with "
+             "\"expect_json\": true"},
+    {.name = "--json-out", .kind = CLI_STRING, .offset = offsetof(eval_options, json_out), .metavar = "FILE",
+     .help = "write the report, per prompt included, as JSON"},
+    {.name = "--verbose", .aliases = "-v", .kind = CLI_FLAG, .offset = offsetof(eval_options, verbose),
+     .help = "print each prompt's outputs and scores on stderr"},
+    {0}};
+
+static const cli_section k_eval_sections[] = {
+    {.group = &(const cli_group){"eval-compare options", k_eval_options}},
+    {.group = &cli_sampling_group,
+     .offset = offsetof(eval_options, sampling),
+     .only = "--max-tokens",
+     .overrides = (const cli_override[]){
+         {.name = "--max-tokens", .help = "tokens generated per prompt (greedy) unless the prompt says", .min = 1,
+          .max = 1 << 16},
+         {0}}},
+    {.group = &cli_engine_group, .offset = offsetof(eval_options, engine), .only = "--threads"},
+    {0}};
+
+static const cli_command k_eval_compare = {
+    .name = "eval-compare",
+    .synopsis = "BASE CANDIDATE --prompts-file FILE.jsonl [options]",
+    .about = "A deployment gate for a quantized or otherwise changed model: every prompt runs greedy on both "
+             "models, and the candidate is measured against the base: exact-match rate, teacher-forced top-1 token "
+             "agreement, agreement before the first divergence, and JSON validity. The exit status is 1 when a "
+             "metric falls below its --min-* threshold.",
+    .sections = k_eval_sections,
+    .positionals = (const cli_positional[]){
+        {.metavar = "BASE", .offset = offsetof(eval_options, base), .required = true},
+        {.metavar = "CANDIDATE", .offset = offsetof(eval_options, candidate), .required = true},
+        {0}},
+};
 
 typedef struct {
     char *prompt;
@@ -207,215 +251,230 @@ typedef struct {
     long base_tokens, agree, prefix;
 } totals;
 
-int cmd_eval_compare(int argc, char **argv) {
-    const char *paths[2] = {NULL, NULL}, *prompts_path = NULL, *json_out = NULL;
-    long max_tokens = 64, threads = 0;
-    double min_exact = 0, min_agree = 0, min_json = 0;
-    bool verbose = false;
-    int n_paths = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--prompts")) {
-            if (!(prompts_path = arg_value("eval-compare", argc, argv, &i))) return 1;
-        } else if (!strcmp(a, "--max-tokens") || !strcmp(a, "-n")) {
-            if (!(v = arg_value("eval-compare", argc, argv, &i)) ||
-                arg_int("eval-compare", a, v, 1, 1 << 16, &max_tokens))
-                return 1;
-        } else if (!strcmp(a, "--min-exact-match")) {
-            if (!(v = arg_value("eval-compare", argc, argv, &i)) || arg_float("eval-compare", a, v, 0, 1, &min_exact))
-                return 1;
-        } else if (!strcmp(a, "--min-token-agreement")) {
-            if (!(v = arg_value("eval-compare", argc, argv, &i)) || arg_float("eval-compare", a, v, 0, 1, &min_agree))
-                return 1;
-        } else if (!strcmp(a, "--min-json-valid")) {
-            if (!(v = arg_value("eval-compare", argc, argv, &i)) || arg_float("eval-compare", a, v, 0, 1, &min_json))
-                return 1;
-        } else if (!strcmp(a, "--threads") || !strcmp(a, "-t")) {
-            if (!(v = arg_value("eval-compare", argc, argv, &i)) || arg_int("eval-compare", a, v, 1, 1024, &threads))
-                return 1;
-        } else if (!strcmp(a, "--json-out")) {
-            if (!(json_out = arg_value("eval-compare", argc, argv, &i))) return 1;
-        } else if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) {
-            verbose = true;
-        } else if (a[0] == '-') {
-            fprintf(stderr, "cllm eval-compare: unknown option '%s'\n", a);
-            return 1;
-        } else if (n_paths < 2) {
-            paths[n_paths++] = a;
-        } else {
-            fprintf(stderr, "cllm eval-compare: unexpected argument '%s'\n", a);
-            return 1;
-        }
-    }
-    if (n_paths != 2 || !prompts_path) {
-        usage(stderr);
-        return 1;
-    }
-    prompt_item *items = NULL;
-    int n_items = 0;
-    if (load_prompts(prompts_path, (int)max_tokens, &items, &n_items)) {
-        fprintf(stderr, "cllm eval-compare: %s\n", err_get());
-        return 1;
-    }
-    int rc = 1;
-    model *m[2] = {NULL, NULL};
+/* Everything one comparison holds; [0] is the base, [1] the candidate. */
+typedef struct {
+    prompt_item *items;
+    int n_items;
+    model *m[2];
     seq_runner r[2];
-    bool runner_ok[2] = {false, false};
-    int32_t **ptok = calloc((size_t)n_items, sizeof *ptok);
-    int *np = calloc((size_t)n_items, sizeof *np);
-    float *logits = NULL;
-    int32_t *out[2] = {NULL, NULL};
-    json_t *report = json_array();
-    totals tot = {0};
-    if (!ptok || !np) goto oom;
+    bool runner_ok[2];
+    int32_t **ptok; /* [n_items] the prompts' tokens, by the base's tokenizer */
+    int *np;
+    int max_ctx, max_gen;
+    float *logits;  /* [max_gen][n_vocab] */
+    int32_t *out[2];
+    json_t *report; /* per prompt */
+    totals tot;
+} comparison;
+
+/* One prompt's outcome. */
+typedef struct {
+    int n[2]; /* tokens out of each model */
+    int agree, prefix;
+    bool exact;
+    char *text[2];
+    bool json_valid[2];
+} prompt_result;
+
+static int load_models(comparison *c, const eval_options *o) {
+    const char *paths[2] = {o->base, o->candidate};
+    for (int k = 0; k < 2; k++)
+        if (!(c->m[k] = model_load(paths[k]))) return -1;
+    if (c->m[0]->hp.n_vocab != c->m[1]->hp.n_vocab)
+        return err_set("the models have different vocabularies (%d and %d tokens)", c->m[0]->hp.n_vocab,
+                       c->m[1]->hp.n_vocab);
+    return 0;
+}
+
+/* Tokenizes every prompt and sizes the runs: the longest prompt + output,
+ * the longest output. */
+static int tokenize_prompts(comparison *c) {
+    c->ptok = calloc((size_t)c->n_items, sizeof *c->ptok);
+    c->np = calloc((size_t)c->n_items, sizeof *c->np);
+    if (!c->ptok || !c->np) return err_set("out of memory");
+    for (int i = 0; i < c->n_items; i++) {
+        const prompt_item *it = &c->items[i];
+        c->np[i] = tokenizer_encode(c->m[0]->tok, it->prompt, strlen(it->prompt), true, false, &c->ptok[i]);
+        if (c->np[i] < 1) return c->np[i] < 0 ? err_prefix("prompt %d: ", i + 1) : err_set("prompt %d: empty", i + 1);
+        if (c->np[i] + it->max_tokens > c->max_ctx) c->max_ctx = c->np[i] + it->max_tokens;
+        if (it->max_tokens > c->max_gen) c->max_gen = it->max_tokens;
+    }
+    return 0;
+}
+
+/* One single-sequence runner per model (f32 KV: the comparison should see
+ * the weights' differences, not the cache's), and the output buffers. */
+static int start_runners(comparison *c, int threads) {
     for (int k = 0; k < 2; k++) {
-        if (!(m[k] = model_load(paths[k]))) {
-            fprintf(stderr, "cllm: %s\n", err_get());
-            goto done;
-        }
+        if (seq_runner_init(&c->r[k], c->m[k], c->max_ctx, c->max_ctx < 512 ? c->max_ctx : 512, KV_F32, threads))
+            return -1;
+        c->runner_ok[k] = true;
     }
-    if (m[0]->hp.n_vocab != m[1]->hp.n_vocab) {
-        fprintf(stderr, "cllm eval-compare: the models have different vocabularies (%d and %d tokens)\n",
-                m[0]->hp.n_vocab, m[1]->hp.n_vocab);
-        goto done;
-    }
-    int max_ctx = 0, max_gen = 0;
-    for (int i = 0; i < n_items; i++) {
-        np[i] = tokenizer_encode(m[0]->tok, items[i].prompt, strlen(items[i].prompt), true, false, &ptok[i]);
-        if (np[i] < 1) {
-            fprintf(stderr, "cllm eval-compare: prompt %d: %s\n", i + 1, np[i] < 0 ? err_get() : "empty");
-            goto done;
-        }
-        if (np[i] + items[i].max_tokens > max_ctx) max_ctx = np[i] + items[i].max_tokens;
-        if (items[i].max_tokens > max_gen) max_gen = items[i].max_tokens;
-    }
+    c->logits = malloc((size_t)c->max_gen * c->m[0]->hp.n_vocab * sizeof *c->logits);
+    c->out[0] = malloc((size_t)c->max_gen * sizeof(int32_t));
+    c->out[1] = malloc((size_t)c->max_gen * sizeof(int32_t));
+    c->report = json_array();
+    if (!c->logits || !c->out[0] || !c->out[1] || !c->report) return err_set("out of memory");
+    return 0;
+}
+
+/* Whether each model's text holds JSON, after the prompt's json_prefix. */
+static int check_json(const prompt_item *it, prompt_result *pr) {
     for (int k = 0; k < 2; k++) {
-        if (seq_runner_init(&r[k], m[k], max_ctx, max_ctx < 512 ? max_ctx : 512, KV_F32, (int)threads)) {
-            fprintf(stderr, "cllm: %s\n", err_get());
-            goto done;
-        }
-        runner_ok[k] = true;
+        char *full = malloc(strlen(it->json_prefix) + strlen(pr->text[k]) + 1);
+        if (!full) return err_set("out of memory");
+        strcat(strcpy(full, it->json_prefix), pr->text[k]);
+        pr->json_valid[k] = holds_json(full);
+        free(full);
     }
-    logits = malloc((size_t)max_gen * m[0]->hp.n_vocab * sizeof *logits);
-    out[0] = malloc((size_t)max_gen * sizeof(int32_t));
-    out[1] = malloc((size_t)max_gen * sizeof(int32_t));
-    if (!logits || !out[0] || !out[1] || !report) goto oom;
-    for (int i = 0; i < n_items; i++) {
-        int n[2];
-        for (int k = 0; k < 2; k++)
-            if ((n[k] = greedy(&r[k], ptok[i], np[i], items[i].max_tokens, out[k], logits)) < 0) goto fail;
-        int agree = 0;
-        if (forced_agreement(&r[1], ptok[i], np[i], out[0], n[0], logits, &agree)) goto fail;
-        int prefix = 0;
-        while (prefix < n[0] && prefix < n[1] && out[0][prefix] == out[1][prefix]) prefix++;
-        const bool exact = n[0] == n[1] && prefix == n[0];
-        char *text[2] = {detokenize(m[0]->tok, out[0], n[0]), detokenize(m[1]->tok, out[1], n[1])};
-        if (!text[0] || !text[1]) {
-            free(text[0]);
-            free(text[1]);
-            goto oom;
-        }
-        bool jv[2] = {false, false};
-        if (items[i].expect_json) {
-            for (int k = 0; k < 2; k++) {
-                char *full = malloc(strlen(items[i].json_prefix) + strlen(text[k]) + 1);
-                if (!full) {
-                    free(text[0]);
-                    free(text[1]);
-                    goto oom;
-                }
-                strcat(strcpy(full, items[i].json_prefix), text[k]);
-                jv[k] = holds_json(full);
-                free(full);
-            }
-            tot.json_prompts++;
-            tot.json_base += jv[0];
-            tot.json_cand += jv[1];
-        }
-        tot.prompts++;
-        tot.exact += exact;
-        tot.base_tokens += n[0];
-        tot.agree += agree;
-        tot.prefix += prefix;
-        if (verbose)
-            fprintf(stderr, "prompt %d: %s, agreement %d/%d, prefix %d%s%s%s\n  base:      %s\n  candidate: %s\n",
-                    i + 1, exact ? "exact" : "differs", agree, n[0], prefix,
-                    items[i].expect_json ? ", json " : "", items[i].expect_json ? (jv[0] ? "base ok" : "base bad") : "",
-                    items[i].expect_json ? (jv[1] ? " / candidate ok" : " / candidate bad") : "", text[0], text[1]);
-        json_array_append_new(report, json_pack("{s:i, s:b, s:i, s:i, s:i, s:i, s:s, s:s}", "prompt", i + 1, "exact",
-                                                exact, "base_tokens", n[0], "candidate_tokens", n[1], "agree", agree,
-                                                "prefix", prefix, "base", text[0], "candidate", text[1]));
-        if (items[i].expect_json) {
-            json_t *last = json_array_get(report, json_array_size(report) - 1);
-            json_object_set_new(last, "json_base", json_boolean(jv[0]));
-            json_object_set_new(last, "json_candidate", json_boolean(jv[1]));
-        }
-        free(text[0]);
-        free(text[1]);
+    return 0;
+}
+
+/* Runs prompt i on both models and measures the candidate against the base. */
+static int compare_prompt(comparison *c, int i, prompt_result *pr) {
+    const prompt_item *it = &c->items[i];
+    for (int k = 0; k < 2; k++)
+        if ((pr->n[k] = greedy(&c->r[k], c->ptok[i], c->np[i], it->max_tokens, c->out[k], c->logits)) < 0) return -1;
+    if (forced_agreement(&c->r[1], c->ptok[i], c->np[i], c->out[0], pr->n[0], c->logits, &pr->agree)) return -1;
+    while (pr->prefix < pr->n[0] && pr->prefix < pr->n[1] && c->out[0][pr->prefix] == c->out[1][pr->prefix])
+        pr->prefix++;
+    pr->exact = pr->n[0] == pr->n[1] && pr->prefix == pr->n[0];
+    for (int k = 0; k < 2; k++)
+        if (!(pr->text[k] = detokenize(c->m[k]->tok, c->out[k], pr->n[k]))) return err_set("out of memory");
+    return it->expect_json ? check_json(it, pr) : 0;
+}
+
+/* Adds a prompt's outcome to the totals, the per-prompt report and (with
+ * --verbose) stderr. */
+static void record_prompt(comparison *c, int i, const prompt_result *pr, bool verbose) {
+    const bool expect_json = c->items[i].expect_json;
+    totals *t = &c->tot;
+    if (expect_json) {
+        t->json_prompts++;
+        t->json_base += pr->json_valid[0];
+        t->json_cand += pr->json_valid[1];
     }
-    const double exact_rate = (double)tot.exact / tot.prompts;
-    const double agree_rate = tot.base_tokens ? (double)tot.agree / tot.base_tokens : 1;
-    const double prefix_rate = tot.base_tokens ? (double)tot.prefix / tot.base_tokens : 1;
-    const double json_rate = tot.json_prompts ? (double)tot.json_cand / tot.json_prompts : 1;
-    printf("prompts            %d\n", tot.prompts);
-    printf("exact match        %.4f (%d/%d)\n", exact_rate, tot.exact, tot.prompts);
-    printf("token agreement    %.4f (teacher-forced top-1, %ld/%ld base tokens)\n", agree_rate, tot.agree,
-           tot.base_tokens);
-    printf("prefix agreement   %.4f (tokens before the first divergence)\n", prefix_rate);
-    if (tot.json_prompts)
-        printf("json valid         base %d/%d, candidate %d/%d\n", tot.json_base, tot.json_prompts, tot.json_cand,
-               tot.json_prompts);
-    rc = 0;
-    if (exact_rate < min_exact) {
-        printf("FAIL: exact match %.4f < %.4f\n", exact_rate, min_exact);
-        rc = 1;
+    t->prompts++;
+    t->exact += pr->exact;
+    t->base_tokens += pr->n[0];
+    t->agree += pr->agree;
+    t->prefix += pr->prefix;
+    if (verbose)
+        fprintf(stderr, "prompt %d: %s, agreement %d/%d, prefix %d%s%s%s\n  base:      %s\n  candidate: %s\n", i + 1,
+                pr->exact ? "exact" : "differs", pr->agree, pr->n[0], pr->prefix, expect_json ? ", json " : "",
+                expect_json ? (pr->json_valid[0] ? "base ok" : "base bad") : "",
+                expect_json ? (pr->json_valid[1] ? " / candidate ok" : " / candidate bad") : "", pr->text[0],
+                pr->text[1]);
+    json_t *entry = json_pack("{s:i, s:b, s:i, s:i, s:i, s:i, s:s, s:s}", "prompt", i + 1, "exact", pr->exact,
+                              "base_tokens", pr->n[0], "candidate_tokens", pr->n[1], "agree", pr->agree, "prefix",
+                              pr->prefix, "base", pr->text[0], "candidate", pr->text[1]);
+    if (expect_json) {
+        json_object_set_new(entry, "json_base", json_boolean(pr->json_valid[0]));
+        json_object_set_new(entry, "json_candidate", json_boolean(pr->json_valid[1]));
     }
-    if (agree_rate < min_agree) {
-        printf("FAIL: token agreement %.4f < %.4f\n", agree_rate, min_agree);
-        rc = 1;
+    json_array_append_new(c->report, entry);
+}
+
+typedef struct {
+    double exact, agree, prefix, json;
+} rates;
+
+static rates rates_of(const totals *t) {
+    return (rates){.exact = (double)t->exact / t->prompts,
+                   .agree = t->base_tokens ? (double)t->agree / t->base_tokens : 1,
+                   .prefix = t->base_tokens ? (double)t->prefix / t->base_tokens : 1,
+                   .json = t->json_prompts ? (double)t->json_cand / t->json_prompts : 1};
+}
+
+static void print_summary(const totals *t, const rates *r) {
+    printf("prompts            %d\n", t->prompts);
+    printf("exact match        %.4f (%d/%d)\n", r->exact, t->exact, t->prompts);
+    printf("token agreement    %.4f (teacher-forced top-1, %ld/%ld base tokens)\n", r->agree, t->agree,
+           t->base_tokens);
+    printf("prefix agreement   %.4f (tokens before the first divergence)\n", r->prefix);
+    if (t->json_prompts)
+        printf("json valid         base %d/%d, candidate %d/%d\n", t->json_base, t->json_prompts, t->json_cand,
+               t->json_prompts);
+}
+
+/* Prints FAIL for each metric under its threshold, else PASS. Returns whether it passed. */
+static bool gate(const eval_options *o, const totals *t, const rates *r) {
+    bool pass = true;
+    if (r->exact < o->min_exact) {
+        printf("FAIL: exact match %.4f < %.4f\n", r->exact, o->min_exact);
+        pass = false;
     }
-    if (tot.json_prompts && json_rate < min_json) {
-        printf("FAIL: candidate JSON validity %.4f < %.4f\n", json_rate, min_json);
-        rc = 1;
+    if (r->agree < o->min_agree) {
+        printf("FAIL: token agreement %.4f < %.4f\n", r->agree, o->min_agree);
+        pass = false;
     }
-    if (!rc) printf("PASS\n");
-    if (json_out) {
-        json_t *doc = json_pack("{s:s, s:s, s:i, s:f, s:f, s:f, s:i, s:i, s:i, s:b, s:O}", "base", paths[0],
-                                "candidate", paths[1], "prompts", tot.prompts, "exact_match", exact_rate,
-                                "token_agreement", agree_rate, "prefix_agreement", prefix_rate, "json_prompts",
-                                tot.json_prompts, "json_valid_base", tot.json_base, "json_valid_candidate",
-                                tot.json_cand, "pass", !rc, "per_prompt", report);
-        if (!doc || json_dump_file(doc, json_out, JSON_INDENT(2))) {
-            fprintf(stderr, "cllm eval-compare: cannot write %s\n", json_out);
-            rc = 1;
-        }
-        json_decref(doc);
+    if (t->json_prompts && r->json < o->min_json) {
+        printf("FAIL: candidate JSON validity %.4f < %.4f\n", r->json, o->min_json);
+        pass = false;
     }
-    goto done;
-oom:
-    fprintf(stderr, "cllm: out of memory\n");
-    goto done;
-fail:
-    fprintf(stderr, "cllm: %s\n", err_get());
-    rc = 1;
-done:
-    json_decref(report);
-    for (int k = 0; k < 2; k++) {
-        if (runner_ok[k]) seq_runner_free(&r[k]);
-        model_free(m[k]);
-        free(out[k]);
-    }
-    free(logits);
-    for (int i = 0; i < n_items; i++) {
-        free(ptok ? ptok[i] : NULL);
-        free(items[i].prompt);
-        free(items[i].json_prefix);
-    }
-    free(ptok);
-    free(np);
-    free(items);
+    if (pass) printf("PASS\n");
+    return pass;
+}
+
+static int write_report(const eval_options *o, const comparison *c, const rates *r, bool pass) {
+    const totals *t = &c->tot;
+    json_t *doc = json_pack("{s:s, s:s, s:i, s:f, s:f, s:f, s:i, s:i, s:i, s:b, s:O}", "base", o->base, "candidate",
+                            o->candidate, "prompts", t->prompts, "exact_match", r->exact, "token_agreement", r->agree,
+                            "prefix_agreement", r->prefix, "json_prompts", t->json_prompts, "json_valid_base",
+                            t->json_base, "json_valid_candidate", t->json_cand, "pass", pass, "per_prompt",
+                            c->report);
+    const int rc = !doc || json_dump_file(doc, o->json_out, JSON_INDENT(2)) ? err_set("cannot write %s", o->json_out)
+                                                                             : 0;
+    json_decref(doc);
     return rc;
+}
+
+static void comparison_free(comparison *c) {
+    json_decref(c->report);
+    for (int k = 0; k < 2; k++) {
+        if (c->runner_ok[k]) seq_runner_free(&c->r[k]);
+        model_free(c->m[k]);
+        free(c->out[k]);
+    }
+    free(c->logits);
+    for (int i = 0; i < c->n_items; i++) {
+        free(c->ptok ? c->ptok[i] : NULL);
+        free(c->items[i].prompt);
+        free(c->items[i].json_prefix);
+    }
+    free(c->ptok);
+    free(c->np);
+    free(c->items);
+}
+
+/* Every prompt on both models. Returns 0 (pass), 1 (a threshold failed) or -1. */
+static int run_comparison(comparison *c, const eval_options *o) {
+    if (load_prompts(o->prompts, (int)o->sampling.max_tokens, &c->items, &c->n_items) || load_models(c, o) ||
+        tokenize_prompts(c) || start_runners(c, (int)o->engine.threads))
+        return -1;
+    for (int i = 0; i < c->n_items; i++) {
+        prompt_result pr = {0};
+        const int rc = compare_prompt(c, i, &pr);
+        if (!rc) record_prompt(c, i, &pr, o->verbose);
+        free(pr.text[0]);
+        free(pr.text[1]);
+        if (rc) return -1;
+    }
+    const rates r = rates_of(&c->tot);
+    print_summary(&c->tot, &r);
+    const bool pass = gate(o, &c->tot, &r);
+    if (o->json_out && write_report(o, c, &r, pass)) return -1;
+    return pass ? 0 : 1;
+}
+
+int cmd_eval_compare(int argc, char **argv) {
+    eval_options o = {.engine = cli_engine_defaults(), .sampling = cli_sampling_defaults()};
+    o.sampling.max_tokens = 64;
+    const int parsed = cli_parse(&k_eval_compare, argc, argv, &o);
+    if (parsed) return parsed < 0 ? 1 : 0;
+    comparison c = {0};
+    const int rc = run_comparison(&c, &o);
+    if (rc < 0) fprintf(stderr, "cllm eval-compare: %s\n", err_get());
+    comparison_free(&c);
+    return rc ? 1 : 0;
 }

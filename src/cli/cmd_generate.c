@@ -4,121 +4,83 @@
  * or JSON lines with per-prompt parameters) and print one JSON line per prompt
  * in input order, with the total throughput on stderr. */
 #include "cli/cli_common.h"
+#include "cli/cli_groups.h"
 #include "cli/commands.h"
 #include "engine/engine.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
 #include <jansson.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 typedef struct {
-    const char *model_path;
+    cli_model_settings model;
+    cli_engine_settings engine;
+    cli_sampling_settings sampling;
     const char *prompt;
     const char *prompts_file;
-    long n_predict;
-    long threads;
-    long n_ctx;
-    long n_samples;
     bool ignore_eos;
-    bool seed_given;
+    /* derived from the settings above once they are parsed */
     sampling_params sp;
     engine_config ec;
-    bool kv_given;
 } gen_options;
 
-static void usage(FILE *f) {
-    fprintf(f,
-            "usage: cllm generate -m MODEL (-p PROMPT | --prompts-file FILE) [-n N] [options]\n"
-            "  -n, --n-predict N         tokens to generate (default 128)\n"
-            "  --temperature T           0 = greedy (default 0.8)\n"
-            "  --top-k K                 (default 40; 0 = off)\n"
-            "  --top-p P                 (default 0.95; 1 = off)\n"
-            "  --min-p P                 (default 0.05; 0 = off)\n"
-            "  --repeat-penalty R        (default 1 = off)\n"
-            "  --presence-penalty P      (default 0)\n"
-            "  --frequency-penalty P     (default 0)\n"
-            "  --seed S                  (default: random)\n"
-            "  --ignore-eos              keep going past end-of-generation tokens\n"
-            "  -t, --threads N           (default: all cores)\n"
-            "  -c, --ctx-size N          context length per request (default: prompt + N)\n"
-            "  --kv-type f16|f32         KV cache precision (default f16)\n"
-            "offline batch mode:\n"
-            "  --prompts-file FILE       one prompt per line, or JSONL objects {\"prompt\": ...,\n"
-            "                            \"max_tokens\", \"temperature\", \"top_p\", \"top_k\", \"min_p\",\n"
-            "                            \"seed\", \"stop\", \"n\"}\n"
-            "  --max-num-seqs N          sequences per step (default 64)\n"
-            "  --max-num-batched-tokens N  tokens per step (default 512)\n"
-            "  --block-size 8|16|32      KV block size (default 16)\n"
-            "  --kv-cache-memory SIZE    KV budget, e.g. 1GiB or 0.5 (default: room for all at once)\n"
-            "  --no-enable-prefix-caching\n");
-}
+static const cli_option k_generate_options[] = {
+    {.name = "--prompt", .aliases = "-p", .kind = CLI_STRING, .offset = offsetof(gen_options, prompt),
+     .metavar = "TEXT", .help = "the prompt to continue; the text streams to stdout"},
+    {.name = "--prompts-file", .aliases = "--prompts", .kind = CLI_STRING,
+     .offset = offsetof(gen_options, prompts_file), .metavar = "FILE",
+     .help = "offline batch mode: one prompt per line, or JSON lines {\"prompt\": ..., \"max_tokens\", "
+             "\"temperature\", \"top_p\", \"top_k\", \"min_p\", \"seed\", \"stop\", \"n\", \"ignore_eos\"}, run "
+             "together through the engine; prints one JSON line per prompt, in input order"},
+    {.name = "--ignore-eos", .kind = CLI_FLAG, .offset = offsetof(gen_options, ignore_eos),
+     .help = "keep going past end-of-generation tokens"},
+    {0}};
+
+static const cli_section k_generate_sections[] = {
+    {.group = &(const cli_group){"generate options", k_generate_options}},
+    {.group = &cli_model_group,
+     .offset = offsetof(gen_options, model),
+     .only = "--model",
+     .overrides = (const cli_override[]){{.name = "--model", .required = true}, {0}}},
+    {.group = &cli_sampling_group, .offset = offsetof(gen_options, sampling)},
+    {.group = &cli_engine_group,
+     .offset = offsetof(gen_options, engine),
+     .overrides = (const cli_override[]){
+         {.name = "--max-model-len", .default_text = "the longest prompt + --max-tokens, at most the trained context"},
+         {.name = "--kv-cache-memory", .default_text = "room for --max-num-seqs sequences of --max-model-len"},
+         {0}}},
+    {0}};
+
+static const cli_command k_generate = {
+    .name = "generate",
+    .synopsis = "-m MODEL (-p PROMPT | --prompts-file FILE) [options]",
+    .about = "Continue a prompt, streaming only the generated text to stdout (prompt and generation speed go to "
+             "stderr); or run a file of prompts through the engine together and print one JSON line per prompt, "
+             "with the throughput on stderr.",
+    .sections = k_generate_sections,
+};
 
 static int parse_options(int argc, char **argv, gen_options *o) {
-    *o = (gen_options){.n_predict = 128, .n_samples = 1, .sp = cli_sampling_defaults(), .ec = engine_config_defaults()};
-    o->ec.kv_cache_bytes = 0;
-    const char *C = "generate";
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            exit(0);
-        }
-        if (!strcmp(a, "--ignore-eos")) {
-            o->ignore_eos = true;
-            continue;
-        }
-        if (!strcmp(a, "--no-enable-prefix-caching") || !strcmp(a, "--enable-prefix-caching")) {
-            o->ec.prefix_caching = !strncmp(a, "--enable", 8);
-            continue;
-        }
-        const int took = parse_sampling_option(C, argc, argv, &i, &o->sp, &o->seed_given);
-        if (took < 0) return -1;
-        if (took) continue;
-        if (!(v = arg_value(C, argc, argv, &i))) return -1;
-        const int engine_took = parse_engine_option(C, a, v, &o->ec);
-        if (engine_took < 0) return -1;
-        if (engine_took) {
-            o->kv_given |= !strcmp(a, "--kv-cache-memory");
-            continue;
-        }
-        if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->model_path = v;
-        else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) o->prompt = v;
-        else if (!strcmp(a, "--prompts-file")) o->prompts_file = v;
-        else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) {
-            if (arg_int(C, a, v, 0, 1 << 24, &o->n_predict)) return -1;
-        } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
-            if (arg_int(C, a, v, 1, 1024, &o->threads)) return -1;
-        } else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) {
-            if (arg_int(C, a, v, 1, 1 << 24, &o->n_ctx)) return -1;
-        } else if (!strcmp(a, "--kv-type")) {
-            if (kv_dtype_parse(v, &o->ec.kv_type)) {
-                fprintf(stderr, "cllm generate: %s\n", err_get());
-                return -1;
-            }
-        } else {
-            fprintf(stderr, "cllm generate: unknown option '%s'\n", a);
-            return -1;
-        }
-    }
-    if (!o->model_path || (!o->prompt == !o->prompts_file)) {
-        usage(stderr);
-        return -1;
-    }
-    if (!o->seed_given) o->sp.seed = (uint64_t)time(NULL) ^ ((uint64_t)clock() << 32);
-    o->ec.n_threads = (int)o->threads;
+    *o = (gen_options){.engine = cli_engine_defaults(), .sampling = cli_sampling_defaults()};
+    o->engine.max_model_len = 0;
+    o->engine.kv_cache_memory = 0;
+    const int rc = cli_parse(&k_generate, argc, argv, o);
+    if (rc) return rc;
+    if (!o->prompt == !o->prompts_file) return cli_usage_error(&k_generate, "give one of --prompt and --prompts-file");
+    o->sp = cli_sampling_params(&o->sampling);
+    o->ec = cli_engine_config(&o->engine);
     return 0;
 }
 
 static request_params params_from_options(const gen_options *o) {
     request_params p = request_params_defaults();
     p.sampling = o->sp;
-    p.max_tokens = (int)o->n_predict;
+    p.max_tokens = (int)o->sampling.max_tokens;
     p.ignore_eos = o->ignore_eos;
-    p.n = (int)o->n_samples;
     return p;
 }
 
@@ -147,13 +109,13 @@ static int run_single(gen_options *o, model *m) {
         free(prompt);
         return err_set("the prompt is empty and the model adds no BOS token");
     }
-    long n_ctx = o->n_ctx > 0 ? o->n_ctx : n_prompt + o->n_predict;
+    long n_ctx = o->engine.max_model_len > 0 ? o->engine.max_model_len : n_prompt + o->sampling.max_tokens;
     if (n_ctx > m->hp.n_ctx_train) n_ctx = m->hp.n_ctx_train;
     if (n_prompt >= n_ctx) {
         free(prompt);
         return err_set("the prompt has %d tokens but the context is %ld", n_prompt, n_ctx);
     }
-    if (o->n_predict > n_ctx - n_prompt) o->n_predict = n_ctx - n_prompt;
+    if (o->sampling.max_tokens > n_ctx - n_prompt) o->sampling.max_tokens = n_ctx - n_prompt;
     o->ec.max_model_len = (int)n_ctx;
     o->ec.max_num_seqs = 1;
     engine *e = engine_create(m, &o->ec);
@@ -310,7 +272,7 @@ static int run_batch(gen_options *o, model *m) {
     int max_len = 1;
     for (int i = 0; i < n; i++)
         if (items[i].n_tokens + items[i].p.max_tokens > max_len) max_len = items[i].n_tokens + items[i].p.max_tokens;
-    o->ec.max_model_len = o->n_ctx > 0 ? (int)o->n_ctx : max_len;
+    o->ec.max_model_len = o->engine.max_model_len > 0 ? (int)o->engine.max_model_len : max_len;
     if (!(e = engine_create(m, &o->ec))) {
         rc = -1;
         goto done;
@@ -364,8 +326,9 @@ done:
 
 int cmd_generate(int argc, char **argv) {
     gen_options o;
-    if (parse_options(argc, argv, &o)) return 1;
-    model *m = model_load(o.model_path);
+    const int parsed = parse_options(argc, argv, &o);
+    if (parsed) return parsed < 0 ? 1 : 0;
+    model *m = model_load(o.model.path);
     if (!m) {
         fprintf(stderr, "cllm: %s\n", err_get());
         return 1;

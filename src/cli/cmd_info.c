@@ -2,19 +2,53 @@
  * shapes, parameter count, tensor types, weight memory, and KV cache bytes
  * per token and for a given context length. */
 #include "cli/cli_common.h"
+#include "cli/cli_groups.h"
 #include "cli/commands.h"
 #include "format/gguf.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
-static void usage(FILE *f) {
-    fprintf(f, "usage: cllm info MODEL [--ctx N] [--kv-type f16|f32] [--plan [--concurrency N]]\n"
-               "  --plan            weight memory at each precision plus the KV cache of --concurrency\n"
-               "                    sequences (default 1) of --ctx tokens\n");
-}
+typedef struct {
+    cli_model_settings model;
+    cli_engine_settings engine; /* --max-model-len, --kv-cache-dtype */
+    bool plan;
+    long concurrency;
+} info_options;
+
+static const cli_option k_info_options[] = {
+    {.name = "--plan", .kind = CLI_FLAG, .offset = offsetof(info_options, plan),
+     .help = "weight memory at each precision `cllm quantize` offers, next to the KV cache of --concurrency "
+             "sequences of --max-model-len tokens"},
+    {.name = "--concurrency", .kind = CLI_INT, .offset = offsetof(info_options, concurrency), .metavar = "N",
+     .min = 1, .max = 1 << 20, .help = "sequences the --plan KV cache holds"},
+    {0}};
+
+static const cli_section k_info_sections[] = {
+    {.group = &(const cli_group){"info options", k_info_options}},
+    {.group = &cli_model_group, .offset = offsetof(info_options, model), .only = "--model"},
+    {.group = &cli_engine_group,
+     .offset = offsetof(info_options, engine),
+     .only = "--max-model-len --kv-cache-dtype",
+     .overrides = (const cli_override[]){
+         {.name = "--max-model-len", .help = "the context length KV cache sizes are given for",
+          .default_text = "the model's trained context"},
+         {0}}},
+    {0}};
+
+static const cli_command k_info = {
+    .name = "info",
+    .synopsis = "MODEL [options]",
+    .about = "What a model is and what it costs to run: architecture, shapes, parameter count, tensor types, "
+             "weight memory, and KV cache bytes per token and for a context length. MODEL is a GGUF file or a "
+             "Hugging Face folder.",
+    .sections = k_info_sections,
+    .positionals = (const cli_positional[]){
+        {.metavar = "MODEL", .offset = offsetof(info_options, model.path), .required = true}, {0}},
+};
 
 /* info_plan.c */
 void info_print_plan(const model *m, long n_ctx, long concurrency, kv_dtype dt, double kv_per_seq);
@@ -36,47 +70,19 @@ static double kv_bytes_for_context(const model *m, kv_dtype dt, long n_ctx) {
 }
 
 int cmd_info(int argc, char **argv) {
-    const char *path = NULL;
-    long n_ctx = -1, concurrency = 1;
-    bool plan = false;
-    kv_dtype dt = KV_F16;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--ctx")) {
-            if (!(v = arg_value("info", argc, argv, &i)) || arg_int("info", a, v, 1, 1 << 24, &n_ctx)) return 1;
-        } else if (!strcmp(a, "--plan")) {
-            plan = true;
-        } else if (!strcmp(a, "--concurrency")) {
-            if (!(v = arg_value("info", argc, argv, &i)) || arg_int("info", a, v, 1, 1 << 20, &concurrency)) return 1;
-        } else if (!strcmp(a, "--kv-type")) {
-            if (!(v = arg_value("info", argc, argv, &i))) return 1;
-            if (kv_dtype_parse(v, &dt)) {
-                fprintf(stderr, "cllm info: %s\n", err_get());
-                return 1;
-            }
-        } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
-            if (!(path = arg_value("info", argc, argv, &i))) return 1;
-        } else if (a[0] == '-') {
-            fprintf(stderr, "cllm info: unknown option '%s'\n", a);
-            return 1;
-        } else {
-            path = a;
-        }
-    }
-    if (!path) {
-        usage(stderr);
-        return 1;
-    }
-    model *m = model_load(path);
+    info_options o = {.engine = cli_engine_defaults(), .concurrency = 1};
+    o.engine.max_model_len = 0;
+    const int parsed = cli_parse(&k_info, argc, argv, &o);
+    if (parsed) return parsed < 0 ? 1 : 0;
+    const kv_dtype dt = o.engine.kv_cache_dtype;
+    long n_ctx = o.engine.max_model_len;
+    model *m = model_load(o.model.path);
     if (!m) {
         fprintf(stderr, "cllm: %s\n", err_get());
         return 1;
     }
     const model_hparams *hp = &m->hp;
-    if (n_ctx < 0) n_ctx = hp->n_ctx_train;
+    if (n_ctx <= 0) n_ctx = hp->n_ctx_train;
     printf("%-16s %s\n", "model", m->path);
     printf("%-16s %s\n", "name", m->name);
     printf("%-16s %s\n", "architecture", hp->traits->name);
@@ -121,7 +127,7 @@ int cmd_info(int argc, char **argv) {
     char label[64];
     snprintf(label, sizeof label, "KV @ %ld tokens", n_ctx);
     print_bytes(label, kv_bytes_for_context(m, dt, n_ctx));
-    if (plan) info_print_plan(m, n_ctx, concurrency, dt, kv_bytes_for_context(m, dt, n_ctx));
+    if (o.plan) info_print_plan(m, n_ctx, o.concurrency, dt, kv_bytes_for_context(m, dt, n_ctx));
     model_free(m);
     return 0;
 }

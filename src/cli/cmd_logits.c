@@ -2,17 +2,48 @@
  * of every position as raw little-endian float32 [n_tokens][n_vocab]. The
  * reference tests compare this against an independent numpy forward pass. */
 #include "cli/cli_common.h"
+#include "cli/cli_groups.h"
 #include "cli/commands.h"
 #include "util/error.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static void usage(FILE *f) {
-    fprintf(f, "usage: cllm logits -m MODEL --tokens ID,ID,... --out FILE [--kv-type f32|f16]\n"
-               "                   [--threads N] [--chunk N]\n");
-}
+typedef struct {
+    cli_model_settings model;
+    cli_engine_settings engine; /* --kv-cache-dtype, --threads */
+    const char *tokens;
+    const char *out;
+    long chunk;
+} logits_options;
+
+static const cli_option k_logits_options[] = {
+    {.name = "--tokens", .kind = CLI_STRING, .offset = offsetof(logits_options, tokens), .metavar = "ID,ID,...",
+     .required = true, .help = "the token sequence, comma-separated ids"},
+    {.name = "--out", .kind = CLI_STRING, .offset = offsetof(logits_options, out), .metavar = "FILE",
+     .required = true, .help = "where the logits go: float32 [n_tokens][n_vocab], little-endian"},
+    {.name = "--chunk", .kind = CLI_INT, .offset = offsetof(logits_options, chunk), .metavar = "N", .min = 1,
+     .max = 1 << 16, .help = "tokens per forward call"},
+    {0}};
+
+static const cli_section k_logits_sections[] = {
+    {.group = &(const cli_group){"logits options", k_logits_options}},
+    {.group = &cli_model_group,
+     .offset = offsetof(logits_options, model),
+     .only = "--model",
+     .overrides = (const cli_override[]){{.name = "--model", .required = true}, {0}}},
+    {.group = &cli_engine_group, .offset = offsetof(logits_options, engine), .only = "--kv-cache-dtype --threads"},
+    {0}};
+
+static const cli_command k_logits = {
+    .name = "logits",
+    .synopsis = "-m MODEL --tokens ID,ID,... --out FILE [options]",
+    .about = "Run a token sequence through the model and write the logits of every position. The reference tests "
+             "compare them with an independent numpy forward pass.",
+    .sections = k_logits_sections,
+};
 
 static int parse_tokens(const char *s, int32_t **out, int *n) {
     int cap = 16, cnt = 0;
@@ -45,41 +76,13 @@ static int parse_tokens(const char *s, int32_t **out, int *n) {
 }
 
 int cmd_logits(int argc, char **argv) {
-    const char *model_path = NULL, *tokens_arg = NULL, *out_path = NULL;
-    kv_dtype dtype = KV_F16;
-    long threads = 0, chunk = 512;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        }
-        if (!(v = arg_value("logits", argc, argv, &i))) return 1;
-        if (!strcmp(a, "-m") || !strcmp(a, "--model")) model_path = v;
-        else if (!strcmp(a, "--tokens")) tokens_arg = v;
-        else if (!strcmp(a, "--out")) out_path = v;
-        else if (!strcmp(a, "--kv-type")) {
-            if (kv_dtype_parse(v, &dtype)) {
-                fprintf(stderr, "cllm logits: %s\n", err_get());
-                return 1;
-            }
-        } else if (!strcmp(a, "--threads") || !strcmp(a, "-t")) {
-            if (arg_int("logits", a, v, 1, 1024, &threads)) return 1;
-        } else if (!strcmp(a, "--chunk")) {
-            if (arg_int("logits", a, v, 1, 1 << 16, &chunk)) return 1;
-        } else {
-            fprintf(stderr, "cllm logits: unknown option '%s'\n", a);
-            return 1;
-        }
-    }
-    if (!model_path || !tokens_arg || !out_path) {
-        usage(stderr);
-        return 1;
-    }
+    logits_options o = {.engine = cli_engine_defaults(), .chunk = 512};
+    const int parsed = cli_parse(&k_logits, argc, argv, &o);
+    if (parsed) return parsed < 0 ? 1 : 0;
     int32_t *tokens;
     int n;
-    if (parse_tokens(tokens_arg, &tokens, &n)) return 1;
-    model *m = model_load(model_path);
+    if (parse_tokens(o.tokens, &tokens, &n)) return 1;
+    model *m = model_load(o.model.path);
     if (!m) {
         fprintf(stderr, "cllm: %s\n", err_get());
         free(tokens);
@@ -88,7 +91,7 @@ int cmd_logits(int argc, char **argv) {
     int rc = 1;
     seq_runner r;
     float *logits = NULL;
-    if (seq_runner_init(&r, m, n, (int)chunk, dtype, (int)threads)) {
+    if (seq_runner_init(&r, m, n, (int)o.chunk, o.engine.kv_cache_dtype, (int)o.engine.threads)) {
         fprintf(stderr, "cllm: %s\n", err_get());
         goto done;
     }
@@ -97,9 +100,9 @@ int cmd_logits(int argc, char **argv) {
         fprintf(stderr, "cllm: %s\n", logits ? err_get() : "out of memory");
         goto done_runner;
     }
-    FILE *f = fopen(out_path, "wb");
+    FILE *f = fopen(o.out, "wb");
     if (!f || fwrite(logits, sizeof *logits, (size_t)n * m->hp.n_vocab, f) != (size_t)n * m->hp.n_vocab) {
-        fprintf(stderr, "cllm: cannot write %s\n", out_path);
+        fprintf(stderr, "cllm: cannot write %s\n", o.out);
         if (f) fclose(f);
         goto done_runner;
     }

@@ -8,25 +8,58 @@
  * after each chunk ("[1]12.3456,[2]...") and the final estimate with the
  * standard error of the mean NLL carried through exp (llama.cpp's "+/-"). */
 #include "cli/cli_common.h"
+#include "cli/cli_groups.h"
 #include "cli/commands.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define PPL_LOGIT_BATCH 64 /* scored rows per forward call: 64 x n_vocab floats */
 
-static void usage(FILE *f) {
-    fprintf(f, "usage: cllm perplexity MODEL --file TEXT [--ctx N] [--chunks N] [--threads N]\n"
-               "                        [--kv-type f16|f32] [--json]\n"
-               "  --ctx N      tokens per chunk (default 512); the second half of each is scored\n"
-               "  --chunks N   at most N chunks (default: all the text holds)\n"
-               "  --json       also print a JSON summary line\n");
-}
+typedef struct {
+    cli_model_settings model;
+    cli_engine_settings engine; /* --max-model-len (the chunk), --threads, --kv-cache-dtype */
+    const char *file;
+    long max_chunks;
+    bool json;
+} ppl_options;
+
+static const cli_option k_ppl_options[] = {
+    {.name = "--file", .aliases = "-f", .kind = CLI_STRING, .offset = offsetof(ppl_options, file), .metavar = "TEXT",
+     .required = true, .help = "the text to score"},
+    {.name = "--chunks", .kind = CLI_INT, .offset = offsetof(ppl_options, max_chunks), .metavar = "N", .min = 1,
+     .max = 1 << 30, .help = "score at most N chunks", .default_text = "all the text holds"},
+    {.name = "--json", .kind = CLI_FLAG, .offset = offsetof(ppl_options, json),
+     .help = "also print a JSON summary line"},
+    {0}};
+
+static const cli_section k_ppl_sections[] = {
+    {.group = &(const cli_group){"perplexity options", k_ppl_options}},
+    {.group = &cli_model_group, .offset = offsetof(ppl_options, model), .only = "--model"},
+    {.group = &cli_engine_group,
+     .offset = offsetof(ppl_options, engine),
+     .only = "--max-model-len --kv-cache-dtype --threads",
+     .overrides = (const cli_override[]){
+         {.name = "--max-model-len", .help = "tokens per chunk; the second half of each is scored", .min = 4,
+          .max = 1 << 20},
+         {0}}},
+    {0}};
+
+static const cli_command k_perplexity = {
+    .name = "perplexity",
+    .synopsis = "MODEL --file TEXT [options]",
+    .about = "Perplexity of a model on a text, as llama.cpp's llama-perplexity computes it (chunks of "
+             "--max-model-len tokens, each starting with BOS, the second half scored), so the numbers compare.",
+    .sections = k_ppl_sections,
+    .positionals = (const cli_positional[]){
+        {.metavar = "MODEL", .offset = offsetof(ppl_options, model.path), .required = true}, {0}},
+};
 
 static char *read_text(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
@@ -60,51 +93,16 @@ static double nll_of(const float *logits, int n_vocab, int target) {
 }
 
 int cmd_perplexity(int argc, char **argv) {
-    const char *model_path = NULL, *file = NULL;
-    long n_ctx = 512, max_chunks = -1, threads = 0;
-    bool json = false;
-    kv_dtype dtype = KV_F16;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--file") || !strcmp(a, "-f")) {
-            if (!(file = arg_value("perplexity", argc, argv, &i))) return 1;
-        } else if (!strcmp(a, "--ctx") || !strcmp(a, "-c")) {
-            if (!(v = arg_value("perplexity", argc, argv, &i)) || arg_int("perplexity", a, v, 4, 1 << 20, &n_ctx))
-                return 1;
-        } else if (!strcmp(a, "--chunks")) {
-            if (!(v = arg_value("perplexity", argc, argv, &i)) || arg_int("perplexity", a, v, 1, 1 << 30, &max_chunks))
-                return 1;
-        } else if (!strcmp(a, "--threads") || !strcmp(a, "-t")) {
-            if (!(v = arg_value("perplexity", argc, argv, &i)) || arg_int("perplexity", a, v, 1, 1024, &threads))
-                return 1;
-        } else if (!strcmp(a, "--kv-type")) {
-            if (!(v = arg_value("perplexity", argc, argv, &i))) return 1;
-            if (kv_dtype_parse(v, &dtype)) {
-                fprintf(stderr, "cllm perplexity: %s\n", err_get());
-                return 1;
-            }
-        } else if (!strcmp(a, "--json")) {
-            json = true;
-        } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
-            if (!(model_path = arg_value("perplexity", argc, argv, &i))) return 1;
-        } else if (a[0] == '-') {
-            fprintf(stderr, "cllm perplexity: unknown option '%s'\n", a);
-            return 1;
-        } else {
-            model_path = a;
-        }
-    }
-    if (!model_path || !file) {
-        usage(stderr);
-        return 1;
-    }
+    ppl_options o = {.engine = cli_engine_defaults()};
+    o.engine.max_model_len = 512;
+    const int parsed = cli_parse(&k_perplexity, argc, argv, &o);
+    if (parsed) return parsed < 0 ? 1 : 0;
+    const char *const file = o.file;
+    const long n_ctx = o.engine.max_model_len, max_chunks = o.max_chunks;
     size_t len;
     char *text = read_text(file, &len);
     if (!text) return 1;
-    model *m = model_load(model_path);
+    model *m = model_load(o.model.path);
     if (!m) {
         fprintf(stderr, "cllm: %s\n", err_get());
         free(text);
@@ -121,12 +119,13 @@ int cmd_perplexity(int argc, char **argv) {
         return 1;
     }
     if (n_ctx > m->hp.n_ctx_train)
-        fprintf(stderr, "cllm perplexity: warning: --ctx %ld exceeds the model's trained context %d\n", n_ctx,
+        fprintf(stderr, "cllm perplexity: warning: --max-model-len %ld exceeds the model's trained context %d\n", n_ctx,
                 m->hp.n_ctx_train);
     long n_chunks = n_tok / n_ctx;
     if (max_chunks > 0 && max_chunks < n_chunks) n_chunks = max_chunks;
     if (n_chunks < 1) {
-        fprintf(stderr, "cllm perplexity: %s has %d tokens; a chunk needs %ld (lower --ctx)\n", file, n_tok, n_ctx);
+        fprintf(stderr, "cllm perplexity: %s has %d tokens; a chunk needs %ld (lower --max-model-len)\n", file, n_tok,
+                n_ctx);
         free(tokens);
         model_free(m);
         return 1;
@@ -135,7 +134,8 @@ int cmd_perplexity(int argc, char **argv) {
     const int32_t bos = tokenizer_add_bos(m->tok) ? tokenizer_bos(m->tok) : -1;
     const int first = (int)n_ctx / 2;
     seq_runner r;
-    if (seq_runner_init(&r, m, (int)n_ctx, first > PPL_LOGIT_BATCH ? first : PPL_LOGIT_BATCH, dtype, (int)threads)) {
+    if (seq_runner_init(&r, m, (int)n_ctx, first > PPL_LOGIT_BATCH ? first : PPL_LOGIT_BATCH, o.engine.kv_cache_dtype,
+                        (int)o.engine.threads)) {
         fprintf(stderr, "cllm: %s\n", err_get());
         free(tokens);
         model_free(m);
@@ -177,7 +177,7 @@ int cmd_perplexity(int argc, char **argv) {
     printf("Final estimate: PPL = %.4f +/- %.5f\n", ppl, err);
     const double tok_s = (double)(n_chunks * (n_ctx - 1)) / t_eval;
     fprintf(stderr, "cllm perplexity: %ld chunks in %.1f s (%.1f tokens/s)\n", n_chunks, t_eval, tok_s);
-    if (json)
+    if (o.json)
         printf("{\"ppl\": %.6f, \"ppl_err\": %.6f, \"mean_nll\": %.8f, \"chunks\": %ld, \"ctx\": %ld, "
                "\"scored_tokens\": %ld, \"tokens\": %d, \"seconds\": %.3f, \"tokens_per_second\": %.2f}\n",
                ppl, err, mean, n_chunks, n_ctx, count, n_tok, t_eval, tok_s);

@@ -4,6 +4,7 @@
  * {"hex": "..."} for bytes that are not UTF-8; with --decode, an array of
  * ids) and prints one JSON result per line, so tests can run many cases in
  * one process. */
+#include "cli/cli_groups.h"
 #include "cli/commands.h"
 
 #include "format/gguf.h"
@@ -14,6 +15,7 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,28 +23,43 @@
 #include <time.h>
 
 typedef struct {
-    const char *model;
+    cli_model_settings model;
     bool add_special, parse_special, json, jsonl, decode, timing;
 } tok_opts;
 
-static void usage(FILE *f) {
-    fprintf(f,
-            "usage: cllm tokenize -m MODEL.gguf [options] < text\n"
-            "\n"
-            "Prints the token ids of the text read from stdin, space separated.\n"
-            "\n"
-            "options:\n"
-            "  -m, --model PATH   GGUF file (only its tokenizer is read)\n"
-            "  --no-special       do not add BOS/EOS\n"
-            "  --parse-special    let control tokens spelled in the text become tokens\n"
-            "                     (with --decode: print control tokens' text)\n"
-            "  --json             print a JSON array\n"
-            "  --jsonl            one JSON string (or {\"hex\": ...}) per input line,\n"
-            "                     one JSON array per output line\n"
-            "  --decode           read token ids, print the text (with --jsonl: one JSON\n"
-            "                     array of ids per line in, one JSON string per line out)\n"
-            "  --timing           report load and encode times on stderr\n");
-}
+static const cli_option k_tokenize_options[] = {
+    {.name = "--no-special", .kind = CLI_FLAG_OFF, .offset = offsetof(tok_opts, add_special),
+     .help = "do not add BOS/EOS"},
+    {.name = "--parse-special", .kind = CLI_FLAG, .offset = offsetof(tok_opts, parse_special),
+     .help = "let control tokens spelled in the text become tokens (with --decode: print control tokens' text)"},
+    {.name = "--json", .kind = CLI_FLAG, .offset = offsetof(tok_opts, json), .help = "print a JSON array"},
+    {.name = "--jsonl", .kind = CLI_FLAG, .offset = offsetof(tok_opts, jsonl),
+     .help = "one JSON string (or {\"hex\": ...}) per input line, one JSON array per output line"},
+    {.name = "--decode", .kind = CLI_FLAG, .offset = offsetof(tok_opts, decode),
+     .help = "read token ids, print the text (with --jsonl: one JSON array of ids per line in, one JSON string per "
+             "line out)"},
+    {.name = "--timing", .kind = CLI_FLAG, .offset = offsetof(tok_opts, timing),
+     .help = "report load and encode times on stderr"},
+    {0}};
+
+static const cli_section k_tokenize_sections[] = {
+    {.group = &(const cli_group){"tokenize options", k_tokenize_options}},
+    {.group = &cli_model_group,
+     .offset = offsetof(tok_opts, model),
+     .only = "--model",
+     .overrides = (const cli_override[]){
+         {.name = "--model", .help = "a GGUF file or a Hugging Face folder; only its tokenizer is read",
+          .required = true},
+         {0}}},
+    {0}};
+
+static const cli_command k_tokenize = {
+    .name = "tokenize",
+    .synopsis = "-m MODEL [options] < text",
+    .about = "Print the token ids of the text read from stdin, space separated (or, with --decode, the text of "
+             "the ids). A vocabulary-only GGUF is enough.",
+    .sections = k_tokenize_sections,
+};
 
 static char *read_all(FILE *f, size_t *len) {
     size_t cap = 1 << 16, n = 0;
@@ -306,41 +323,21 @@ static int run_plain(const tokenizer *t, const tok_opts *o) {
 
 int cmd_tokenize(int argc, char **argv) {
     tok_opts o = {.add_special = true};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if ((!strcmp(a, "-m") || !strcmp(a, "--model")) && i + 1 < argc) o.model = argv[++i];
-        else if (!strcmp(a, "--no-special")) o.add_special = false;
-        else if (!strcmp(a, "--parse-special")) o.parse_special = true;
-        else if (!strcmp(a, "--json")) o.json = true;
-        else if (!strcmp(a, "--jsonl")) o.jsonl = true;
-        else if (!strcmp(a, "--decode")) o.decode = true;
-        else if (!strcmp(a, "--timing")) o.timing = true;
-        else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else {
-            fprintf(stderr, "cllm tokenize: unknown or incomplete option '%s'\n", a);
-            usage(stderr);
-            return 1;
-        }
-    }
-    if (!o.model) {
-        fprintf(stderr, "cllm tokenize: no model given (-m MODEL.gguf)\n");
-        return 1;
-    }
+    const int parsed = cli_parse(&k_tokenize, argc, argv, &o);
+    if (parsed) return parsed < 0 ? 1 : 0;
     double t0 = (1e3 * now_seconds());
     struct stat st;
-    const bool hf_dir = stat(o.model, &st) == 0 && S_ISDIR(st.st_mode); /* a Hugging Face folder */
-    gguf_ctx *g = hf_dir ? NULL : gguf_open(o.model);
+    const bool hf_dir = stat(o.model.path, &st) == 0 && S_ISDIR(st.st_mode); /* a Hugging Face folder */
+    gguf_ctx *g = hf_dir ? NULL : gguf_open(o.model.path);
     if (!hf_dir && !g) {
         fprintf(stderr, "cllm tokenize: %s\n", err_get());
         return 1;
     }
     double t1 = (1e3 * now_seconds());
-    tokenizer *t = hf_dir ? tokenizer_from_hf(o.model) : tokenizer_from_gguf(g);
+    tokenizer *t = hf_dir ? tokenizer_from_hf(o.model.path) : tokenizer_from_gguf(g);
     double t2 = (1e3 * now_seconds());
     if (!t) {
-        fprintf(stderr, "cllm tokenize: %s: %s\n", o.model, err_get());
+        fprintf(stderr, "cllm tokenize: %s: %s\n", o.model.path, err_get());
         gguf_close(g);
         return 1;
     }

@@ -27,7 +27,8 @@ static void usage(FILE *f) {
     fprintf(f, "usage: cllm <command> [options]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof k_commands / sizeof k_commands[0]; i++)
         fprintf(f, "  %-10s %s\n", k_commands[i].name, k_commands[i].help);
-    fprintf(f, "\n'cllm <command> --help' shows a command's options.\n");
+    fprintf(f, "\n'cllm <command> --help' shows a command's options, and 'cllm <command> ... --print-config'\n"
+               "the settings a command line gives (as JSON, without running).\n");
 }
 
 int main(int argc, char **argv) {

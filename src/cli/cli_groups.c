@@ -1,0 +1,169 @@
+/* The shared option groups of cli_groups.h. Canonical names are vLLM's where
+ * vLLM has the setting; the aliases are the spellings cllm's commands used
+ * before (llama.cpp's, mostly), kept so old command lines keep working. */
+#include "cli/cli_groups.h"
+
+#include "util/error.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+
+/* ---- values the plain kinds cannot check ---- */
+
+static int parse_kv_dtype(const char *flag, const char *value, void *setting) {
+    if (kv_dtype_parse(value, setting)) return err_prefix("%s: ", flag);
+    return 0;
+}
+
+static json_t *kv_dtype_json(const void *setting) { return json_string(kv_dtype_name(*(const kv_dtype *)setting)); }
+
+/* The block tables and the paged attention kernels take these three sizes. */
+static int parse_block_size(const char *flag, const char *value, void *setting) {
+    char *end;
+    errno = 0;
+    const long v = strtol(value, &end, 10);
+    if (errno || end == value || *end || (v != 8 && v != 16 && v != 32))
+        return err_set("%s must be 8, 16 or 32, got '%s'", flag, value);
+    *(long *)setting = v;
+    return 0;
+}
+
+static json_t *long_json(const void *setting) { return json_integer(*(const long *)setting); }
+
+/* ---- the groups ---- */
+
+const cli_group cli_model_group = {
+    "model options",
+    (const cli_option[]){
+        {.name = "--model", .aliases = "-m", .kind = CLI_STRING, .offset = offsetof(cli_model_settings, path),
+         .metavar = "PATH", .help = "a GGUF file, or a Hugging Face model folder (safetensors: plain, GPTQ or AWQ)"},
+        {.name = "--chat-template", .kind = CLI_STRING, .offset = offsetof(cli_model_settings, chat_template),
+         .metavar = "FILE", .help = "a Jinja chat template used instead of the model's own",
+         .default_text = "the model's, else a built-in one for its family"},
+        {0}},
+};
+
+const cli_group cli_engine_group = {
+    "engine options",
+    (const cli_option[]){
+        {.name = "--max-model-len", .aliases = "-c --ctx-size --ctx", .kind = CLI_INT,
+         .offset = offsetof(cli_engine_settings, max_model_len), .metavar = "N", .min = 1, .max = 1 << 24,
+         .help = "tokens per sequence, prompt and output together"},
+        {.name = "--max-num-seqs", .kind = CLI_INT, .offset = offsetof(cli_engine_settings, max_num_seqs),
+         .metavar = "N", .min = 1, .max = 4096, .help = "sequences running at once"},
+        {.name = "--max-num-batched-tokens", .kind = CLI_INT,
+         .offset = offsetof(cli_engine_settings, max_num_batched_tokens), .metavar = "N", .min = 1, .max = 1 << 20,
+         .help = "tokens per engine step, the budget prompt chunks share"},
+        {.name = "--block-size", .kind = CLI_CUSTOM, .offset = offsetof(cli_engine_settings, block_size),
+         .metavar = "8|16|32", .help = "tokens per KV cache block", .parse = parse_block_size, .to_json = long_json},
+        {.name = "--kv-cache-memory", .kind = CLI_MEMORY, .offset = offsetof(cli_engine_settings, kv_cache_memory),
+         .metavar = "SIZE",
+         .help = "KV cache budget: bytes with a unit (2GiB, 512MiB; any case) or a fraction of the memory free now "
+                 "(0.5)"},
+        {.name = "--kv-cache-dtype", .aliases = "--kv-type", .kind = CLI_CUSTOM,
+         .offset = offsetof(cli_engine_settings, kv_cache_dtype), .metavar = "f16|f32",
+         .help = "KV cache precision", .parse = parse_kv_dtype, .to_json = kv_dtype_json},
+        {.name = "--enable-prefix-caching", .kind = CLI_BOOL, .offset = offsetof(cli_engine_settings, prefix_caching),
+         .help = "reuse the KV blocks of prompt prefixes already computed"},
+        {.name = "--threads", .aliases = "-t", .kind = CLI_INT, .offset = offsetof(cli_engine_settings, threads),
+         .metavar = "N", .min = 1, .max = 1024, .help = "compute threads", .default_text = "all cores"},
+        {0}},
+};
+
+const cli_group cli_sampling_group = {
+    "sampling options",
+    (const cli_option[]){
+        {.name = "--max-tokens", .aliases = "-n --n-predict", .kind = CLI_INT,
+         .offset = offsetof(cli_sampling_settings, max_tokens), .metavar = "N", .min = 0, .max = 1 << 24,
+         .help = "tokens to generate at most"},
+        {.name = "--temperature", .aliases = "--temp", .kind = CLI_FLOAT,
+         .offset = offsetof(cli_sampling_settings, temperature), .metavar = "T", .min = 0, .max = 100,
+         .help = "0 = greedy"},
+        {.name = "--top-k", .kind = CLI_INT, .offset = offsetof(cli_sampling_settings, top_k), .metavar = "K",
+         .min = 0, .max = 1 << 24, .help = "sample from the K most likely tokens; 0 = off"},
+        {.name = "--top-p", .kind = CLI_FLOAT, .offset = offsetof(cli_sampling_settings, top_p), .metavar = "P",
+         .min = 0, .max = 1, .help = "sample from the most likely tokens holding probability P; 1 = off"},
+        {.name = "--min-p", .kind = CLI_FLOAT, .offset = offsetof(cli_sampling_settings, min_p), .metavar = "P",
+         .min = 0, .max = 1, .help = "drop tokens less likely than P times the most likely one; 0 = off"},
+        {.name = "--repetition-penalty", .aliases = "--repeat-penalty", .kind = CLI_FLOAT,
+         .offset = offsetof(cli_sampling_settings, repetition_penalty), .metavar = "R", .min = 0.01, .max = 100,
+         .help = "penalize tokens already in the prompt or output, as HF and vLLM do; 1 = off"},
+        {.name = "--presence-penalty", .kind = CLI_FLOAT, .offset = offsetof(cli_sampling_settings, presence_penalty),
+         .metavar = "P", .min = -2, .max = 2, .help = "subtract P from the logits of tokens in the output; 0 = off"},
+        {.name = "--frequency-penalty", .kind = CLI_FLOAT,
+         .offset = offsetof(cli_sampling_settings, frequency_penalty), .metavar = "P", .min = -2, .max = 2,
+         .help = "subtract P times the count of each token in the output; 0 = off"},
+        {.name = "--seed", .aliases = "-s", .kind = CLI_INT, .offset = offsetof(cli_sampling_settings, seed),
+         .metavar = "S", .min = 0, .max = (double)INT64_MAX, .help = "seeds sampling, for repeatable output",
+         .default_text = "random"},
+        {0}},
+};
+
+const cli_group cli_server_group = {
+    "server options",
+    (const cli_option[]){
+        {.name = "--host", .kind = CLI_STRING, .offset = offsetof(cli_server_settings, host), .metavar = "ADDR",
+         .help = "address to listen on"},
+        {.name = "--port", .kind = CLI_INT, .offset = offsetof(cli_server_settings, port), .metavar = "N",
+         .min = 0, .max = 65535, .help = "port; 0 = any free port"},
+        {.name = "--api-key", .kind = CLI_STRING, .offset = offsetof(cli_server_settings, api_key),
+         .metavar = "KEY", .secret = true, .default_text = "$CLLM_API_KEY, else none",
+         .help = "require 'Authorization: Bearer KEY' on /v1/*, /tokenize and /detokenize"},
+        {.name = "--served-model-name", .kind = CLI_STRING, .offset = offsetof(cli_server_settings, served_model_name),
+         .metavar = "NAME", .help = "the model id clients use", .default_text = "the model's file name without .gguf"},
+        {.name = "--shutdown-timeout", .kind = CLI_FLOAT, .offset = offsetof(cli_server_settings, shutdown_timeout),
+         .metavar = "SECONDS", .min = 0, .max = 86400,
+         .help = "on SIGTERM or SIGINT, how long running requests may take to finish"},
+        {.name = "--max-waiting", .kind = CLI_INT, .offset = offsetof(cli_server_settings, max_waiting),
+         .metavar = "N", .min = 0, .max = 1 << 24, .help = "waiting requests before new ones get 503; 0 = no limit"},
+        {.name = "--max-body-size", .kind = CLI_MEMORY, .offset = offsetof(cli_server_settings, max_body_size),
+         .metavar = "SIZE", .max = 4294967296.0, .help = "largest request body", .default_text = "16MiB"},
+        {0}},
+};
+
+/* ---- defaults and conversions ---- */
+
+cli_engine_settings cli_engine_defaults(void) {
+    const engine_config c = engine_config_defaults();
+    return (cli_engine_settings){.max_model_len = c.max_model_len, .max_num_seqs = c.max_num_seqs,
+                                 .max_num_batched_tokens = c.max_num_batched_tokens, .block_size = c.block_size,
+                                 .kv_cache_memory = c.kv_cache_bytes, .kv_cache_dtype = c.kv_type,
+                                 .prefix_caching = c.prefix_caching, .threads = c.n_threads};
+}
+
+engine_config cli_engine_config(const cli_engine_settings *s) {
+    engine_config c = engine_config_defaults();
+    c.max_model_len = (int)s->max_model_len;
+    c.max_num_seqs = (int)s->max_num_seqs;
+    c.max_num_batched_tokens = (int)s->max_num_batched_tokens;
+    c.block_size = (int)s->block_size;
+    c.kv_cache_bytes = s->kv_cache_memory;
+    c.kv_type = s->kv_cache_dtype;
+    c.prefix_caching = s->prefix_caching;
+    c.n_threads = (int)s->threads;
+    return c;
+}
+
+cli_sampling_settings cli_sampling_defaults(void) {
+    return (cli_sampling_settings){.max_tokens = 128, .temperature = 0.8, .top_k = 40, .top_p = 0.95,
+                                   .min_p = 0.05, .repetition_penalty = 1, .seed = -1};
+}
+
+sampling_params cli_sampling_params(const cli_sampling_settings *s) {
+    sampling_params p = sampling_defaults();
+    p.temperature = (float)s->temperature;
+    p.top_k = (int)s->top_k;
+    p.top_p = (float)s->top_p;
+    p.min_p = (float)s->min_p;
+    p.repetition_penalty = (float)s->repetition_penalty;
+    p.presence_penalty = (float)s->presence_penalty;
+    p.frequency_penalty = (float)s->frequency_penalty;
+    p.seed = s->seed >= 0 ? (uint64_t)s->seed : (uint64_t)time(NULL) ^ ((uint64_t)clock() << 32);
+    return p;
+}
+
+cli_server_settings cli_server_defaults(void) {
+    return (cli_server_settings){.host = "127.0.0.1", .port = 8000, .shutdown_timeout = 10, .max_waiting = 1024};
+}
