@@ -9,6 +9,7 @@
 #include "chat/prompt.h"
 #include "server/responses.h"
 #include "server/sse.h"
+#include "util/utf8.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -158,7 +159,7 @@ static void stream_start(stream_state *st) {
         } else if (echo->len) {
             json_t *ch = resp_chunk_choice(&st->ctx, i, echo->data, echo->len, false, NULL, NULL);
             stream_event(st, resp_chunk(&st->ctx, json_pack("[o]", ch), st->include_usage));
-            st->text_offset[i] = (long)buf_utf8_count(echo->data, echo->len);
+            st->text_offset[i] = (long)utf8_count(echo->data, echo->len);
         }
     }
 }
@@ -255,7 +256,7 @@ static enum MHD_Result reply_complete(http_req *r, gen *g, const prepared *p, re
         for (int i = 0; i < g->n_prompts * g->n; i++) {
             const buf *echo = &p->echo[i / g->n];
             json_array_append_new(choices, resp_choice(ctx, &g->choices[i], i, echo->data, echo->len,
-                                                       (long)buf_utf8_count(echo->data, echo->len)));
+                                                       (long)utf8_count(echo->data, echo->len)));
         }
         body = resp_body(ctx, choices, resp_usage(g));
     }

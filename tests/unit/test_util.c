@@ -1,0 +1,123 @@
+/* The bottom layer's basics that every other layer relies on: strict UTF-8
+ * (what is a character, how long, which code point, where a bad run ends). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "util/utf8.h"
+
+#include <string.h>
+
+/* ---- utf8 ---- */
+
+static void test_utf8_accepts_well_formed_text(void **state) {
+    (void)state;
+    assert_true(utf8_valid("", 0));
+    assert_true(utf8_valid("h\xc3\xa9 \xe4\xb8\x96 \xf0\x9f\x99\x82", 12));
+    assert_true(utf8_valid("\xc2\x80", 2));         /* U+0080, the first 2-byte */
+    assert_true(utf8_valid("\xed\x9f\xbf", 3));     /* U+D7FF, just below the surrogates */
+    assert_true(utf8_valid("\xee\x80\x80", 3));     /* U+E000, just above them */
+    assert_true(utf8_valid("\xf4\x8f\xbf\xbf", 4)); /* U+10FFFF, the last code point */
+    assert_true(utf8_valid("a\0b", 3));             /* NUL is a character */
+}
+
+static void test_utf8_rejects_overlongs_surrogates_and_beyond_10ffff(void **state) {
+    (void)state;
+    assert_false(utf8_valid("\xc3", 1));                 /* truncated */
+    assert_false(utf8_valid("\xe4\xb8", 2));             /* truncated */
+    assert_false(utf8_valid("\xc0\xaf", 2));             /* overlong '/' */
+    assert_false(utf8_valid("\xc1\xbf", 2));             /* overlong */
+    assert_false(utf8_valid("\xe0\x9f\xbf", 3));         /* overlong U+07FF */
+    assert_false(utf8_valid("\xf0\x8f\xbf\xbf", 4));     /* overlong U+FFFF */
+    assert_false(utf8_valid("\xed\xa0\x80", 3));         /* U+D800 */
+    assert_false(utf8_valid("\xed\xbf\xbf", 3));         /* U+DFFF */
+    assert_false(utf8_valid("\xf4\x90\x80\x80", 4));     /* U+110000 */
+    assert_false(utf8_valid("\xf5\x80\x80\x80", 4));     /* lead byte past F4 */
+    assert_false(utf8_valid("\xff", 1));
+    assert_false(utf8_valid("\x80", 1));                 /* a lone continuation */
+    assert_false(utf8_valid("\xe4\x41\x96", 3));         /* continuation missing */
+    assert_false(utf8_valid("ok\xf0\x9f\x99", 5));       /* cut at the end */
+}
+
+static void test_utf8_seq_len_is_the_character_or_zero(void **state) {
+    (void)state;
+    assert_int_equal(utf8_seq_len("a", 1), 1);
+    assert_int_equal(utf8_seq_len("\xc3\xa9x", 3), 2);
+    assert_int_equal(utf8_seq_len("\xe4\xb8\x96", 3), 3);
+    assert_int_equal(utf8_seq_len("\xf0\x9f\x99\x82", 4), 4);
+    assert_int_equal(utf8_seq_len("\xf0\x9f\x99\x82", 3), 0); /* cut short */
+    assert_int_equal(utf8_seq_len("\xed\xa0\x80", 3), 0);
+    assert_int_equal(utf8_seq_len("", 0), 0);
+}
+
+/* The detokenizer's needs: complete (> 0), wait for more (0), or how many
+ * bytes one U+FFFD replaces (-k), as Python's decode(errors="replace"). */
+static void test_utf8_scan_tells_complete_unfinished_and_maximal_invalid_subpart(void **state) {
+    (void)state;
+    assert_int_equal(utf8_scan("\xe4\xb8\x96", 3), 3);
+    assert_int_equal(utf8_scan("\xe4\xb8", 2), 0);         /* a valid prefix */
+    assert_int_equal(utf8_scan("\xf0\x9f", 2), 0);
+    assert_int_equal(utf8_scan("", 0), 0);
+    assert_int_equal(utf8_scan("\xff", 1), -1);
+    assert_int_equal(utf8_scan("\x80\x80", 2), -1);
+    assert_int_equal(utf8_scan("\xe4\x41", 2), -1);        /* lead alone, then 'A' */
+    assert_int_equal(utf8_scan("\xe4\xb8\x41", 3), -2);    /* two bytes, then 'A' */
+    assert_int_equal(utf8_scan("\xf0\x9f\x99\x41", 4), -3);
+    assert_int_equal(utf8_scan("\xed\xa0\x80", 3), -1);    /* surrogate: A0 is not allowed after ED */
+    assert_int_equal(utf8_scan("\xe0\x80\x80", 3), -1);    /* overlong: 80 is not allowed after E0 */
+    assert_int_equal(utf8_scan("\xf4\x90\x80\x80", 4), -1);
+}
+
+static void test_utf8_decode_gives_the_code_point(void **state) {
+    (void)state;
+    uint32_t cp = 7;
+    assert_int_equal(utf8_decode("A", 1, &cp), 1);
+    assert_int_equal(cp, 0x41);
+    assert_int_equal(utf8_decode("\xc3\xa9", 2, &cp), 2);
+    assert_int_equal(cp, 0xE9);
+    assert_int_equal(utf8_decode("\xe4\xb8\x96", 3, &cp), 3);
+    assert_int_equal(cp, 0x4E16);
+    assert_int_equal(utf8_decode("\xf4\x8f\xbf\xbf", 4, &cp), 4);
+    assert_int_equal(cp, 0x10FFFF);
+    cp = 7;
+    assert_int_equal(utf8_decode("\xc0\xaf", 2, &cp), 0);
+    assert_int_equal(cp, 7); /* untouched */
+}
+
+static void test_utf8_encode_round_trips_every_length(void **state) {
+    (void)state;
+    static const uint32_t cps[] = {0, 0x41, 0x7F, 0x80, 0x7FF, 0x800, 0xFFFD, 0xFFFF, 0x10000, 0x1F642, 0x10FFFF};
+    static const int lens[] = {1, 1, 1, 2, 2, 3, 3, 3, 4, 4, 4};
+    for (size_t i = 0; i < sizeof cps / sizeof *cps; i++) {
+        char out[4];
+        uint32_t back = 0;
+        assert_int_equal(utf8_encode(out, cps[i]), lens[i]);
+        assert_int_equal(utf8_decode(out, (size_t)lens[i], &back), lens[i]);
+        assert_int_equal(back, cps[i]);
+    }
+    char out[4];
+    assert_int_equal(utf8_encode(out, 0x143), 2);
+    assert_memory_equal(out, "\xc5\x83", 2);
+}
+
+static void test_utf8_count_counts_code_points(void **state) {
+    (void)state;
+    assert_int_equal(utf8_count("", 0), 0);
+    assert_int_equal(utf8_count("abc", 3), 3);
+    assert_int_equal(utf8_count("h\xc3\xa9 \xe4\xb8\x96 \xf0\x9f\x99\x82", 12), 6);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_utf8_accepts_well_formed_text),
+        cmocka_unit_test(test_utf8_rejects_overlongs_surrogates_and_beyond_10ffff),
+        cmocka_unit_test(test_utf8_seq_len_is_the_character_or_zero),
+        cmocka_unit_test(test_utf8_scan_tells_complete_unfinished_and_maximal_invalid_subpart),
+        cmocka_unit_test(test_utf8_decode_gives_the_code_point),
+        cmocka_unit_test(test_utf8_encode_round_trips_every_length),
+        cmocka_unit_test(test_utf8_count_counts_code_points),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
