@@ -4,6 +4,7 @@
 #include "chat/template.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
+#include "util/mem_size.h"
 
 #include <errno.h>
 #include <math.h>
@@ -48,25 +49,8 @@ size_t available_memory(void) {
 }
 
 int arg_memory(const char *cmd, const char *opt, const char *val, size_t *out) {
-    char *end;
-    errno = 0;
-    double v = strtod(val, &end);
-    if (errno || end == val || !isfinite(v) || v <= 0) goto bad;
-    if (!*end && v <= 1.0 && strchr(val, '.')) { /* a fraction of available memory */
-        *out = (size_t)(v * (double)available_memory());
-        return 0;
-    }
-    static const struct { const char *unit; double mult; } units[] = {
-        {"", 1}, {"B", 1}, {"K", 1024.0}, {"KiB", 1024.0}, {"KB", 1e3}, {"M", 1048576.0},
-        {"MiB", 1048576.0}, {"MB", 1e6}, {"G", 1073741824.0}, {"GiB", 1073741824.0}, {"GB", 1e9}};
-    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
-        if (!strcmp(end, units[i].unit)) {
-            *out = (size_t)(v * units[i].mult);
-            return 0;
-        }
-bad:
-    fprintf(stderr, "cllm %s: %s expects bytes (e.g. 2GiB, 512MiB) or a fraction of free memory (e.g. 0.5), got '%s'\n",
-            cmd, opt, val);
+    if (mem_size_parse(val, mem_available_bytes(), out) == 0) return 0;
+    fprintf(stderr, "cllm %s: %s: %s\n", cmd, opt, err_get());
     return -1;
 }
 

@@ -1,7 +1,7 @@
 /* The server's pure pieces: SSE framing, OpenAI's error object and the
  * status -> type mapping, the Prometheus text of /metrics, the API-key check,
- * UTF-8 repair for JSON strings, memory sizes on the command line, and the
- * shapes of response bodies and stream chunks. */
+ * UTF-8 repair for JSON strings, and the shapes of response bodies and
+ * stream chunks. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,7 +10,6 @@
 
 #include "server/auth.h"
 #include "server/errors.h"
-#include "server/mem_size.h"
 #include "server/metrics.h"
 #include "server/responses.h"
 #include "server/sse.h"
@@ -142,32 +141,6 @@ static void test_utf8(void **state) {
     json_decref(s);
 }
 
-static void test_mem_size(void **state) {
-    (void)state;
-    size_t n;
-    assert_int_equal(mem_size_parse("2GiB", 0, &n), 0);
-    assert_true(n == (size_t)2 << 30);
-    assert_int_equal(mem_size_parse("512MiB", 0, &n), 0);
-    assert_true(n == (size_t)512 << 20);
-    assert_int_equal(mem_size_parse("1.5G", 0, &n), 0);
-    assert_true(n == (size_t)3 << 29);
-    assert_int_equal(mem_size_parse("100MB", 0, &n), 0);
-    assert_true(n == 100000000);
-    assert_int_equal(mem_size_parse("4096", 0, &n), 0);
-    assert_true(n == 4096);
-    assert_int_equal(mem_size_parse("0.5", 1000, &n), 0);
-    assert_true(n == 500);
-    assert_int_equal(mem_size_parse("1.0", 1000, &n), 0);
-    assert_true(n == 1000);
-    assert_int_equal(mem_size_parse("0.5", 0, &n), -1);   /* unknown free memory */
-    assert_int_equal(mem_size_parse("1.5", 1000, &n), -1); /* fraction over 1 */
-    assert_int_equal(mem_size_parse("-1GiB", 0, &n), -1);
-    assert_int_equal(mem_size_parse("12 parsecs", 0, &n), -1);
-    assert_int_equal(mem_size_parse("", 0, &n), -1);
-    assert_int_equal(mem_size_parse("1.5", 0, &n), -1);
-    assert_int_equal(mem_size_parse("10.5B", 0, &n), -1);
-}
-
 static void test_response_shapes(void **state) {
     (void)state;
     resp_ctx c = {.kind = API_CHAT, .id = "chatcmpl-1", .model = "m", .created = 123};
@@ -204,7 +177,7 @@ static void test_response_shapes(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sse_framing),  cmocka_unit_test(test_error_object), cmocka_unit_test(test_metrics_text),
-        cmocka_unit_test(test_auth),         cmocka_unit_test(test_utf8),         cmocka_unit_test(test_mem_size),
+        cmocka_unit_test(test_auth),         cmocka_unit_test(test_utf8),
         cmocka_unit_test(test_response_shapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

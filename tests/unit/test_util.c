@@ -1,13 +1,17 @@
 /* The bottom layer's basics that every other layer relies on: strict UTF-8
- * (what is a character, how long, which code point, where a bad run ends). */
+ * (what is a character, how long, which code point, where a bad run ends) and
+ * memory sizes as every command reads them. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "util/error.h"
+#include "util/mem_size.h"
 #include "util/utf8.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* ---- utf8 ---- */
@@ -109,6 +113,71 @@ static void test_utf8_count_counts_code_points(void **state) {
     assert_int_equal(utf8_count("h\xc3\xa9 \xe4\xb8\x96 \xf0\x9f\x99\x82", 12), 6);
 }
 
+/* ---- mem_size ---- */
+
+static size_t size_of(const char *s, size_t avail) {
+    size_t n = 0;
+    assert_int_equal(mem_size_parse(s, avail, &n), 0);
+    return n;
+}
+
+static void test_mem_size_k_is_1024_except_in_kb_mb_gb_tb(void **state) {
+    (void)state;
+    assert_true(size_of("2GiB", 0) == (size_t)2 << 30);
+    assert_true(size_of("512MiB", 0) == (size_t)512 << 20);
+    assert_true(size_of("1.5G", 0) == (size_t)3 << 29);
+    assert_true(size_of("100MB", 0) == 100000000);
+    assert_true(size_of("4096", 0) == 4096);
+    assert_true(size_of("4096B", 0) == 4096);
+    assert_true(size_of("1k", 0) == 1024);
+    assert_true(size_of("1Ki", 0) == 1024);
+    assert_true(size_of("1KB", 0) == 1000);
+    assert_true(size_of("2T", 0) == (size_t)2 << 40);
+    assert_true(size_of("1tb", 0) == (size_t)1000000000000);
+}
+
+/* What `serve` took and `generate` refused before they shared one parser. */
+static void test_mem_size_units_are_case_insensitive_with_optional_i_and_b(void **state) {
+    (void)state;
+    assert_true(size_of("512m", 0) == (size_t)512 << 20);
+    assert_true(size_of("1g", 0) == (size_t)1 << 30);
+    assert_true(size_of("1gib", 0) == (size_t)1 << 30);
+    assert_true(size_of("1GiB", 0) == (size_t)1 << 30);
+    assert_true(size_of("1gi", 0) == (size_t)1 << 30);
+    assert_true(size_of("1GIB", 0) == (size_t)1 << 30);
+    assert_true(size_of("1.5GB", 0) == (size_t)1500000000);
+    assert_true(size_of("1.5gb", 0) == (size_t)1500000000);
+}
+
+static void test_mem_size_fraction_is_a_share_of_what_is_available(void **state) {
+    (void)state;
+    assert_true(size_of("0.5", 1000) == 500);
+    assert_true(size_of("1.0", 1000) == 1000);
+    assert_true(size_of(".25", 1000) == 250);
+    size_t n;
+    assert_int_equal(mem_size_parse("0.5", 0, &n), -1); /* unknown free memory */
+    assert_non_null(strstr(err_get(), "unknown"));
+    assert_int_equal(mem_size_parse("1.5", 1000, &n), -1); /* fraction over 1 */
+    assert_non_null(strstr(err_get(), "(0, 1]"));
+    assert_int_equal(mem_size_parse("1.5", 0, &n), -1);
+}
+
+static void test_mem_size_errors_name_the_value(void **state) {
+    (void)state;
+    size_t n;
+    static const char *const bad[] = {"-1GiB", "12 parsecs", "", " 1G", "+1G", "0", "inf", "lots", "10.5B",
+                                      "1.5", "1gg", "1e30T", "0.0001K", "G"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        err_clear();
+        assert_int_equal(mem_size_parse(bad[i], 0, &n), -1);
+        char quoted[64];
+        snprintf(quoted, sizeof quoted, "'%s'", bad[i]);
+        if (!strstr(err_get(), quoted)) fail_msg("the error for %s does not name it: %s", quoted, err_get());
+    }
+    mem_size_parse("12 parsecs", 0, &n);
+    assert_non_null(strstr(err_get(), "unknown unit ' parsecs'"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_utf8_accepts_well_formed_text),
@@ -118,6 +187,10 @@ int main(void) {
         cmocka_unit_test(test_utf8_decode_gives_the_code_point),
         cmocka_unit_test(test_utf8_encode_round_trips_every_length),
         cmocka_unit_test(test_utf8_count_counts_code_points),
+        cmocka_unit_test(test_mem_size_k_is_1024_except_in_kb_mb_gb_tb),
+        cmocka_unit_test(test_mem_size_units_are_case_insensitive_with_optional_i_and_b),
+        cmocka_unit_test(test_mem_size_fraction_is_a_share_of_what_is_available),
+        cmocka_unit_test(test_mem_size_errors_name_the_value),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
