@@ -9,6 +9,7 @@
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/time.h"
+#include "util/vec.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -180,17 +181,6 @@ int engine_kv_capacity_tokens(const engine *e) {
 
 /* ---- submission (any thread) ---- */
 
-static int grow(void **arr, int *cap, int need, size_t elem) {
-    if (need <= *cap) return 0;
-    int c = *cap ? *cap * 2 : 16;
-    while (c < need) c *= 2;
-    void *p = realloc(*arr, (size_t)c * elem);
-    if (!p) return err_set("out of memory");
-    *arr = p;
-    *cap = c;
-    return 0;
-}
-
 static int check_request(const engine *e, const int32_t *prompt, int n_prompt, const request_params *p) {
     if (n_prompt < 1) return err_set("the prompt is empty");
     if (p->n < 1 || p->n > MAX_SAMPLES) return err_set("n must be in [1, %d]", MAX_SAMPLES);
@@ -228,7 +218,7 @@ int engine_submit(engine *e, const int32_t *prompt, int n_prompt, const request_
     r->user = user;
     r->t_arrival = now_seconds();
     pthread_mutex_lock(&e->mu);
-    if (grow((void **)&e->inbox, &e->cap_inbox, e->n_inbox + 1, sizeof *e->inbox)) {
+    if (vec_reserve((void **)&e->inbox, &e->cap_inbox, (size_t)e->n_inbox + 1, sizeof *e->inbox)) {
         pthread_mutex_unlock(&e->mu);
         request_free(r);
         return -1;
@@ -243,7 +233,7 @@ int engine_submit(engine *e, const int32_t *prompt, int n_prompt, const request_
 
 void engine_abort(engine *e, uint64_t id) {
     pthread_mutex_lock(&e->mu);
-    if (!grow((void **)&e->aborts, &e->cap_aborts, e->n_aborts + 1, sizeof *e->aborts))
+    if (!vec_reserve((void **)&e->aborts, &e->cap_aborts, (size_t)e->n_aborts + 1, sizeof *e->aborts))
         e->aborts[e->n_aborts++] = id;
     pthread_cond_signal(&e->cv);
     pthread_mutex_unlock(&e->mu);
@@ -346,7 +336,7 @@ static void take_inbox(engine *e) {
 
     for (int i = 0; i < n_in; i++) {
         request *r = in[i];
-        if (grow((void **)&e->live, &e->cap_live, e->n_live + 1, sizeof *e->live) ||
+        if (vec_reserve((void **)&e->live, &e->cap_live, (size_t)e->n_live + 1, sizeof *e->live) ||
             sched_add_waiting(&e->sched, &r->seqs[0])) {
             for (int k = 0; k < r->n_seqs; k++)
                 engine_finish_seq(e, &r->seqs[k], FINISH_ERROR, NULL, 0, NULL, "", 0, k < r->params.n);

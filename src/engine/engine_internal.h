@@ -40,15 +40,18 @@ struct engine {
 
     /* Requests not yet finished, owned by the engine thread. */
     request **live;
-    int n_live, cap_live;
+    int n_live;
+    size_t cap_live;
 
     /* Inbox, under mu. */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     request **inbox;
-    int n_inbox, cap_inbox;
+    int n_inbox;
+    size_t cap_inbox;
     uint64_t *aborts;
-    int n_aborts, cap_aborts;
+    int n_aborts;
+    size_t cap_aborts;
     bool abort_all;
     int n_unfinished; /* inbox + live, under mu */
     uint64_t next_id;

@@ -2,6 +2,7 @@
 #include "server/gen.h"
 
 #include "util/error.h"
+#include "util/vec.h"
 
 #include <poll.h>
 #include <stdlib.h>
@@ -71,15 +72,9 @@ static void wake(gen *g) {
 }
 
 static void push_logprobs(gen_choice *c, const token_logprobs *lp, bool *oom) {
-    if (c->n_lps == c->cap_lps) {
-        const int cap = c->cap_lps ? c->cap_lps * 2 : 16;
-        gen_logprob *p = realloc(c->lps, (size_t)cap * sizeof *p);
-        if (!p) {
-            *oom = true;
-            return;
-        }
-        c->lps = p;
-        c->cap_lps = cap;
+    if (vec_reserve((void **)&c->lps, &c->cap_lps, (size_t)c->n_lps + 1, sizeof *c->lps)) {
+        *oom = true;
+        return;
     }
     gen_logprob *d = &c->lps[c->n_lps++];
     d->token = lp->token;

@@ -37,9 +37,6 @@ void strtab_prefetch(const strtab *t, uint64_t h);
 int32_t strtab_insert_hashed(strtab *t, int32_t v, uint64_t h);
 void strtab_free(strtab *t);
 
-/* Grows *v (of *cap items of elem bytes) to hold at least need items. */
-int tok_reserve(void **v, size_t *cap, size_t need, size_t elem);
-
 /* A growable array of token ids. */
 typedef struct {
     int32_t *v;

@@ -2,30 +2,20 @@
 #include "util/buf.h"
 
 #include "util/utf8.h"
+#include "util/vec.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static bool reserve(buf *b, size_t extra) {
     if (b->oom) return false;
-    if (b->len + extra + 1 <= b->cap) return true;
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap < b->len + extra + 1) {
-        if (cap > ((size_t)-1) / 2) {
-            b->oom = true;
-            return false;
-        }
-        cap *= 2;
-    }
-    char *p = realloc(b->data, cap);
-    if (!p) {
+    if (extra > SIZE_MAX - b->len - 1 || vec_reserve((void **)&b->data, &b->cap, b->len + extra + 1, 1)) {
         b->oom = true;
         return false;
     }
-    b->data = p;
-    b->cap = cap;
     return true;
 }
 

@@ -1,6 +1,6 @@
 /* The bottom layer's basics that every other layer relies on: strict UTF-8
  * (what is a character, how long, which code point, where a bad run ends) and
- * memory sizes as every command reads them. */
+ * memory sizes as every command reads them, and growable arrays. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,8 +10,11 @@
 #include "util/error.h"
 #include "util/mem_size.h"
 #include "util/utf8.h"
+#include "util/vec.h"
 
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- utf8 ---- */
@@ -178,6 +181,45 @@ static void test_mem_size_errors_name_the_value(void **state) {
     assert_non_null(strstr(err_get(), "unknown unit ' parsecs'"));
 }
 
+/* ---- vec ---- */
+
+static void test_vec_reserve_doubles_and_keeps_the_items(void **state) {
+    (void)state;
+    int *v = NULL;
+    size_t cap = 0;
+    assert_int_equal(vec_reserve((void **)&v, &cap, 0, sizeof *v), 0);
+    assert_null(v); /* nothing needed, nothing allocated */
+    for (int i = 0; i < 1000; i++) {
+        assert_int_equal(vec_reserve((void **)&v, &cap, (size_t)i + 1, sizeof *v), 0);
+        assert_true(cap >= (size_t)i + 1);
+        v[i] = i * 3;
+    }
+    assert_int_equal(cap, 1024); /* 16, 32, ... : a power of two from 16 */
+    for (int i = 0; i < 1000; i++) assert_int_equal(v[i], i * 3);
+    const int *before = v;
+    assert_int_equal(vec_reserve((void **)&v, &cap, 1000, sizeof *v), 0);
+    assert_ptr_equal(v, before); /* enough room: untouched */
+    assert_int_equal(vec_reserve((void **)&v, &cap, 5000, sizeof *v), 0);
+    assert_int_equal(cap, 8192);
+    free(v);
+}
+
+static void test_vec_reserve_refuses_an_overflowing_size_and_keeps_the_array(void **state) {
+    (void)state;
+    double *v = NULL;
+    size_t cap = 0;
+    assert_int_equal(vec_reserve((void **)&v, &cap, 4, sizeof *v), 0);
+    v[3] = 1.5;
+    const size_t huge = SIZE_MAX / sizeof *v + 1;
+    assert_int_equal(vec_reserve((void **)&v, &cap, huge, sizeof *v), -1);
+    char want[64];
+    snprintf(want, sizeof want, "%zu items of 8 bytes", huge);
+    if (!strstr(err_get(), want)) fail_msg("'%s' does not say '%s'", err_get(), want);
+    assert_int_equal(cap, 16);
+    assert_true(v[3] == 1.5);
+    free(v);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_utf8_accepts_well_formed_text),
@@ -191,6 +233,8 @@ int main(void) {
         cmocka_unit_test(test_mem_size_units_are_case_insensitive_with_optional_i_and_b),
         cmocka_unit_test(test_mem_size_fraction_is_a_share_of_what_is_available),
         cmocka_unit_test(test_mem_size_errors_name_the_value),
+        cmocka_unit_test(test_vec_reserve_doubles_and_keeps_the_items),
+        cmocka_unit_test(test_vec_reserve_refuses_an_overflowing_size_and_keeps_the_array),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
