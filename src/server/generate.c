@@ -272,8 +272,7 @@ static enum MHD_Result reply_complete(http_req *r, gen *g, const prepared *p, re
     return http_reply_json(r, 200, body);
 }
 
-enum MHD_Result handle_generation(http_req *r, api_kind kind) {
-    server *s = r->srv;
+enum MHD_Result handle_generation(server *s, http_req *r, api_kind kind) {
     api_error e;
     prepared p;
     if (prepare(s, r, kind, &p, &e)) {
