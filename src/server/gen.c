@@ -10,24 +10,35 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+/* Also takes apart a gen that gen_create could not finish (n_prompts and n
+ * still 0, the eventfd maybe -1). */
+static void gen_destroy(gen *g) {
+    for (int i = 0; i < g->n_prompts * g->n; i++) {
+        buf_free(&g->choices[i].text);
+        free(g->choices[i].lps);
+    }
+    if (g->efd >= 0) close(g->efd);
+    pthread_mutex_destroy(&g->mu);
+    free(g->subs);
+    free(g->prompt_tokens);
+    free(g->cached_tokens);
+    free(g->choices);
+    free(g);
+}
+
 gen *gen_create(engine *e, gen_counters *counters, int n_prompts, int n) {
     gen *g = calloc(1, sizeof *g);
     if (!g) return NULL;
+    pthread_mutex_init(&g->mu, NULL);
     g->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     g->subs = calloc((size_t)n_prompts, sizeof *g->subs);
     g->prompt_tokens = calloc((size_t)n_prompts, sizeof *g->prompt_tokens);
     g->cached_tokens = calloc((size_t)n_prompts, sizeof *g->cached_tokens);
     g->choices = calloc((size_t)n_prompts * (size_t)n, sizeof *g->choices);
     if (g->efd < 0 || !g->subs || !g->prompt_tokens || !g->cached_tokens || !g->choices) {
-        if (g->efd >= 0) close(g->efd);
-        free(g->subs);
-        free(g->prompt_tokens);
-        free(g->cached_tokens);
-        free(g->choices);
-        free(g);
+        gen_destroy(g);
         return NULL;
     }
-    pthread_mutex_init(&g->mu, NULL);
     g->refs = 1;
     g->e = e;
     g->counters = counters;
@@ -36,20 +47,6 @@ gen *gen_create(engine *e, gen_counters *counters, int n_prompts, int n) {
     g->n_unfinished = n_prompts * n;
     for (int i = 0; i < n_prompts; i++) g->subs[i] = (gen_sub){.g = g, .prompt = i};
     return g;
-}
-
-static void gen_destroy(gen *g) {
-    for (int i = 0; i < g->n_prompts * g->n; i++) {
-        buf_free(&g->choices[i].text);
-        free(g->choices[i].lps);
-    }
-    close(g->efd);
-    pthread_mutex_destroy(&g->mu);
-    free(g->subs);
-    free(g->prompt_tokens);
-    free(g->cached_tokens);
-    free(g->choices);
-    free(g);
 }
 
 static void unref(gen *g) {

@@ -7,15 +7,7 @@
 #include <math.h>
 #include <string.h>
 
-const char *resp_finish_name(finish_reason r) {
-    switch (r) {
-    case FINISH_STOP: return "stop";
-    case FINISH_LENGTH: return "length";
-    case FINISH_ABORT: return "abort";
-    case FINISH_ERROR: return "error";
-    default: return NULL;
-    }
-}
+const char *resp_finish_name(finish_reason r) { return r == FINISH_NONE ? NULL : finish_reason_name(r); }
 
 json_t *resp_string(const char *p, size_t n) {
     if (utf8_valid(p, n)) return json_stringn(p, n);
