@@ -1,6 +1,7 @@
 /* The bottom layer's basics that every other layer relies on: strict UTF-8
  * (what is a character, how long, which code point, where a bad run ends) and
- * memory sizes as every command reads them, and growable arrays. */
+ * memory sizes as every command reads them, growable arrays, and reading a
+ * whole file. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,6 +9,7 @@
 #include <cmocka.h>
 
 #include "util/error.h"
+#include "util/file.h"
 #include "util/mem_size.h"
 #include "util/utf8.h"
 #include "util/vec.h"
@@ -220,6 +222,39 @@ static void test_vec_reserve_refuses_an_overflowing_size_and_keeps_the_array(voi
     free(v);
 }
 
+/* ---- file ---- */
+
+static void test_file_read_all_gives_the_bytes_nul_terminated(void **state) {
+    (void)state;
+    char path[] = "/tmp/cllm_test_util_XXXXXX";
+    const int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "wb");
+    for (int i = 0; i < 5000; i++) fputs("0123456789", f); /* past one read's chunk */
+    fputc(0, f);                                         /* a NUL inside is kept */
+    fclose(f);
+    size_t len = 0;
+    char *text = file_read_all(path, &len);
+    assert_non_null(text);
+    assert_int_equal(len, 50001);
+    assert_memory_equal(text + 49990, "0123456789", 10);
+    assert_int_equal(text[50000], 0);
+    assert_int_equal(text[len], 0);
+    free(text);
+    f = fopen(path, "wb"); /* empty: an empty string */
+    fclose(f);
+    text = file_read_all(path, &len);
+    assert_non_null(text);
+    assert_int_equal(len, 0);
+    assert_string_equal(text, "");
+    free(text);
+    remove(path);
+    assert_null(file_read_all(path, NULL));
+    char want[128];
+    snprintf(want, sizeof want, "%s: cannot open: No such file or directory", path);
+    assert_string_equal(err_get(), want);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_utf8_accepts_well_formed_text),
@@ -235,6 +270,7 @@ int main(void) {
         cmocka_unit_test(test_mem_size_errors_name_the_value),
         cmocka_unit_test(test_vec_reserve_doubles_and_keeps_the_items),
         cmocka_unit_test(test_vec_reserve_refuses_an_overflowing_size_and_keeps_the_array),
+        cmocka_unit_test(test_file_read_all_gives_the_bytes_nul_terminated),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
