@@ -54,7 +54,8 @@ typedef struct {
     double t_start;        /* seconds since the benchmark began */
     double t_first, t_last; /* first and latest chunk with generated text (0: none) */
     double *itl;           /* gaps between chunks with text, seconds */
-    int n_itl, itl_cap;
+    int n_itl;
+    size_t itl_cap;
     int n_text_chunks;
     long prompt_tokens, completion_tokens; /* from usage; -1 when not reported */
     bool done;             /* `data: [DONE]` arrived */

@@ -25,6 +25,7 @@
  * (BOS), as vLLM does; the report uses the server's own usage numbers. */
 #include "bench/serve.h"
 #include "util/buf.h"
+#include "util/vec.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -233,7 +234,8 @@ static int jsonl_dataset(const bench_dataset_opts *o, bench_item **items) {
         fprintf(stderr, "cllm bench serve: cannot open dataset '%s'\n", o->path);
         return -1;
     }
-    int n = 0, cap = 0, lineno = 0;
+    int n = 0, lineno = 0;
+    size_t cap = 0;
     bench_item *it = NULL;
     char *line = NULL;
     size_t lcap = 0;
@@ -261,15 +263,10 @@ static int jsonl_dataset(const bench_dataset_opts *o, bench_item **items) {
             rc = -1;
             break;
         }
-        if (n == cap) {
-            cap = cap ? 2 * cap : 64;
-            bench_item *ni = realloc(it, (size_t)cap * sizeof *ni);
-            if (!ni) {
-                json_decref(j);
-                rc = -1;
-                break;
-            }
-            it = ni;
+        if (vec_reserve((void **)&it, &cap, (size_t)n + 1, sizeof *it)) {
+            json_decref(j);
+            rc = -1;
+            break;
         }
         bench_item *x = &it[n++];
         *x = (bench_item){.input_len = -1, .output_len = o->output_len};

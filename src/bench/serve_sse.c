@@ -7,6 +7,7 @@
  * stream_options.include_usage asks for, `[DONE]`, or an error object. */
 #include "bench/serve.h"
 #include "util/buf.h"
+#include "util/vec.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -110,15 +111,9 @@ static void text_chunk(bench_stream *s, double t) {
         s->t_first = s->t_last = t;
         return;
     }
-    if (s->n_itl == s->itl_cap) {
-        const int cap = s->itl_cap ? 2 * s->itl_cap : 64;
-        double *n = realloc(s->itl, (size_t)cap * sizeof *n);
-        if (!n) {
-            bench_stream_fail(s, "out of memory");
-            return;
-        }
-        s->itl = n;
-        s->itl_cap = cap;
+    if (vec_reserve((void **)&s->itl, &s->itl_cap, (size_t)s->n_itl + 1, sizeof *s->itl)) {
+        bench_stream_fail(s, "out of memory");
+        return;
     }
     s->itl[s->n_itl++] = t - s->t_last;
     s->t_last = t;

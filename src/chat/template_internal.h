@@ -79,7 +79,6 @@ static inline tstr tpl_sb_str(const sbuf *b) {
 /* Decodes one code point at s[*i] (advancing *i); input is valid UTF-8. */
 uint32_t tpl_utf8_next(const char *s, size_t n, size_t *i);
 size_t tpl_utf8_len(tstr s); /* code points */
-bool tpl_utf8_valid(const char *s, size_t n);
 bool tpl_py_isspace(uint32_t cp);     /* str.isspace() */
 bool tpl_py_isprintable(uint32_t cp); /* str.isprintable(), approximately */
 bool tpl_py_isalpha(uint32_t cp);

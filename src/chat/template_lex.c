@@ -11,6 +11,8 @@
  * end delimiter only counts when brackets are balanced, as in jinja2. */
 #include "chat/template_internal.h"
 
+#include "util/utf8.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -510,7 +512,7 @@ int tpl_lex(tpl_arena *a, const char *src, size_t n, token **out, size_t *nout) 
     L.ar = a;
     L.line = 1;
     L.line_starting = true;
-    if (!tpl_utf8_valid(src, n)) return err_set("chat template: not valid UTF-8");
+    if (!utf8_valid(src, n)) return err_set("chat template: not valid UTF-8");
     L.s = normalize(a, src, n, &L.n);
     if (!L.s) return -1;
     while (L.pos < L.n) {

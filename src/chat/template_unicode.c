@@ -3,6 +3,8 @@
 #include "chat/template_internal.h"
 #include "chat/template_unicode.h"
 
+#include "util/utf8.h"
+
 uint32_t tpl_utf8_next(const char *s, size_t n, size_t *i) {
     const unsigned char *u = (const unsigned char *)s;
     size_t k = *i;
@@ -28,42 +30,7 @@ uint32_t tpl_utf8_next(const char *s, size_t n, size_t *i) {
            (u[k + 3] & 0x3F);
 }
 
-size_t tpl_utf8_len(tstr s) {
-    size_t n = 0;
-    for (size_t i = 0; i < s.n; i++)
-        if (((unsigned char)s.p[i] & 0xC0) != 0x80) n++;
-    return n;
-}
-
-bool tpl_utf8_valid(const char *s, size_t n) {
-    const unsigned char *u = (const unsigned char *)s;
-    size_t i = 0;
-    while (i < n) {
-        unsigned c = u[i];
-        size_t len;
-        uint32_t cp, min;
-        if (c < 0x80) {
-            i++;
-            continue;
-        } else if ((c & 0xE0) == 0xC0) {
-            len = 2, cp = c & 0x1F, min = 0x80;
-        } else if ((c & 0xF0) == 0xE0) {
-            len = 3, cp = c & 0x0F, min = 0x800;
-        } else if ((c & 0xF8) == 0xF0) {
-            len = 4, cp = c & 0x07, min = 0x10000;
-        } else {
-            return false;
-        }
-        if (i + len > n) return false;
-        for (size_t k = 1; k < len; k++) {
-            if ((u[i + k] & 0xC0) != 0x80) return false;
-            cp = (cp << 6) | (u[i + k] & 0x3F);
-        }
-        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-        i += len;
-    }
-    return true;
-}
+size_t tpl_utf8_len(tstr s) { return utf8_count(s.p, s.n); }
 
 static const tpl_range *find_range(const tpl_range *r, int n, uint32_t cp) {
     int lo = 0, hi = n - 1;

@@ -2,9 +2,9 @@
 #include "cli/cli_common.h"
 
 #include "chat/template.h"
-#include "server/mem_size.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
+#include "util/mem_size.h"
 
 #include <errno.h>
 #include <math.h>
@@ -35,17 +35,6 @@ int arg_float(const char *cmd, const char *opt, const char *val, double lo, doub
     }
     *out = v;
     return 0;
-}
-
-size_t available_memory(void) {
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (!f) return 0;
-    char line[256];
-    unsigned long long kb = 0;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
-    fclose(f);
-    return (size_t)kb * 1024;
 }
 
 int arg_memory(const char *cmd, const char *opt, const char *val, size_t *out) {

@@ -20,12 +20,9 @@
  * "cllm CMD: OPT expects ..." and return -1. */
 int arg_int(const char *cmd, const char *opt, const char *val, long lo, long hi, long *out);
 int arg_float(const char *cmd, const char *opt, const char *val, double lo, double hi, double *out);
-/* A memory amount: bytes with an optional unit in any case (K, M, G, T,
- * KiB, MiB, GiB, TiB; KB, MB, GB, TB are powers of 1000), or a fraction in
- * (0, 1] of the memory available now, as `serve --kv-cache-memory` takes. */
+/* A memory amount as util/mem_size.h reads it: bytes with an optional unit
+ * (512M, 1GiB, 1.5GB), or a fraction in (0, 1] of the memory available now. */
 int arg_memory(const char *cmd, const char *opt, const char *val, size_t *out);
-/* MemAvailable from /proc/meminfo, in bytes (0 if unknown). */
-size_t available_memory(void);
 
 typedef struct {
     model *m;

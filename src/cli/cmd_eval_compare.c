@@ -29,6 +29,7 @@
 #include "cli/commands.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
+#include "util/utf8.h"
 
 #include <jansson.h>
 #include <stddef.h>
@@ -182,18 +183,7 @@ static int forced_agreement(seq_runner *r, const int32_t *prompt, int n_prompt, 
 /* Length of the valid UTF-8 sequence at p (RFC 3629: no overlongs, no
  * surrogates, nothing past U+10FFFF), or 0. */
 static int utf8_seq(const unsigned char *p) {
-    const unsigned c = p[0];
-    if (c < 0x80) return 1;
-    int len;
-    unsigned lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF) len = 2;
-    else if (c >= 0xE0 && c <= 0xEF) len = 3, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
-    else if (c >= 0xF0 && c <= 0xF4) len = 4, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
-    else return 0;
-    if (p[1] < lo || p[1] > hi) return 0;
-    for (int i = 2; i < len; i++)
-        if ((p[i] & 0xC0) != 0x80) return 0;
-    return len;
+    return utf8_seq_len((const char *)p, strnlen((const char *)p, 4));
 }
 
 /* Replaces invalid UTF-8 (a model may stop inside a character, or emit raw

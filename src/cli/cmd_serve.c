@@ -11,10 +11,10 @@
 #include "cli/commands.h"
 #include "engine/engine.h"
 #include "model/model.h"
-#include "server/mem_size.h"
 #include "server/server.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
+#include "util/mem_size.h"
 
 #include <errno.h>
 #include <signal.h>

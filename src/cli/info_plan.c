@@ -8,6 +8,7 @@
 #include "cli/cli_common.h"
 #include "kernels/gq.h"
 #include "kernels/wtype.h"
+#include "util/mem_size.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -58,7 +59,7 @@ static double tensor_bytes(const model_tensor *t, const plan_row *r) {
 void info_print_plan(const model *m, long n_ctx, long concurrency, kv_dtype dt, double kv_per_seq) {
     const double mib = 1024.0 * 1024.0;
     const double kv = kv_per_seq * (double)concurrency;
-    const double avail = (double)available_memory();
+    const double avail = (double)mem_available_bytes();
     printf("\nmemory plan: %ld sequence%s of %ld tokens, KV cache %s: %.1f MiB\n", concurrency,
            concurrency == 1 ? "" : "s", n_ctx, kv_dtype_name(dt), kv / mib);
     printf("  %-18s %12s %12s %12s  %s\n", "precision", "weights", "KV cache", "total", avail > 0 ? "fits now" : "");

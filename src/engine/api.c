@@ -7,6 +7,7 @@
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
+#include "util/vec.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -26,7 +27,8 @@ struct cllm_engine {
     engine *e;
     pthread_mutex_t mu;
     queued_output *q;
-    int n_q, cap_q;
+    int n_q;
+    size_t cap_q;
     char **polled; /* texts handed out by the last poll, freed by the next */
     int n_polled;
 };
@@ -132,16 +134,10 @@ static void on_output(void *user, const engine_output *o) {
     memcpy(text, o->text, o->text_len);
     text[o->text_len] = 0;
     pthread_mutex_lock(&ce->mu);
-    if (ce->n_q == ce->cap_q) {
-        int cap = ce->cap_q ? ce->cap_q * 2 : 64;
-        queued_output *g = realloc(ce->q, (size_t)cap * sizeof *g);
-        if (!g) {
-            pthread_mutex_unlock(&ce->mu);
-            free(text);
-            return;
-        }
-        ce->q = g;
-        ce->cap_q = cap;
+    if (vec_reserve((void **)&ce->q, &ce->cap_q, (size_t)ce->n_q + 1, sizeof *ce->q)) {
+        pthread_mutex_unlock(&ce->mu);
+        free(text);
+        return;
     }
     ce->q[ce->n_q++] = (queued_output){
         .out = {.request_id = o->request_id, .index = o->index, .token = o->n_new_tokens ? o->new_tokens[0] : -1,

@@ -8,10 +8,11 @@
  * end-of-generation token become finished hypotheses. The search ends at
  * max_tokens, or when no live beam can beat the worst of beam_width finished
  * hypotheses; the n best hypotheses are reported, each as one output. */
-#include "engine/engine_internal.h"
+#include "engine/beam.h"
 
+#include "engine/finish.h"
+#include "engine/logprobs.h"
 #include "tokenizer/detok.h"
-#include "tokenizer/tokenizer.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -23,27 +24,14 @@ typedef struct {
     int32_t token;
 } beam_cand;
 
-void beam_collect(engine *e, sequence *s, const float *logits) {
+static bool is_eog(const void *tok, int32_t token) { return tokenizer_is_eog(tok, token); }
+
+void beam_collect(const beam_env *env, sequence *s, const float *logits) {
     const request_params *p = &s->req->params;
-    const int nv = e->m->hp.n_vocab, k = 2 * p->beam_width;
-    float mx = logits[0];
-    for (int i = 1; i < nv; i++)
-        if (logits[i] > mx) mx = logits[i];
-    double sum = 0;
-    for (int i = 0; i < nv; i++) sum += exp((double)logits[i] - mx);
-    const float lse = mx + (float)log(sum);
-    const bool mask_eog = seq_n_output(s) < p->min_tokens;
-    int n = 0;
-    for (int i = 0; i < nv; i++) {
-        if (mask_eog && tokenizer_is_eog(e->m->tok, i)) continue;
-        if (n == k && logits[i] <= logits[s->cand_tok[n - 1]]) continue;
-        int j = n < k ? n++ : n - 1;
-        while (j > 0 && logits[s->cand_tok[j - 1]] < logits[i]) {
-            s->cand_tok[j] = s->cand_tok[j - 1];
-            j--;
-        }
-        s->cand_tok[j] = i;
-    }
+    const float lse = logprobs_logsumexp(logits, env->n_vocab);
+    /* Before min_tokens no continuation may end the text. */
+    const logprobs_skip_fn skip = seq_n_output(s) < p->min_tokens ? is_eog : NULL;
+    const int n = logprobs_top_k(logits, env->n_vocab, 2 * p->beam_width, skip, env->tok, s->cand_tok);
     for (int i = 0; i < n; i++) s->cand_lp[i] = logits[s->cand_tok[i]] - lse;
     s->n_cand = n;
     s->beam_pending = true;
@@ -90,13 +78,13 @@ static int cmp_hyp(const void *a, const void *b) {
 }
 
 /* Reports the n best hypotheses and ends the request. */
-static void finish_beams(engine *e, request *r) {
+static void finish_beams(const beam_env *env, request *r) {
     qsort(r->hyps, (size_t)r->n_hyps, sizeof *r->hyps, cmp_hyp);
     for (int i = 0; i < r->n_seqs; i++) {
         sequence *s = &r->seqs[i];
         const bool report = i < r->params.n;
         if (!report || i >= r->n_hyps) {
-            engine_finish_seq(e, s, FINISH_LENGTH, NULL, 0, NULL, "", 0, report);
+            finish_sequence(env->sched, s, FINISH_LENGTH, NULL, 0, NULL, "", 0, report);
             continue;
         }
         const beam_hyp *h = &r->hyps[i];
@@ -106,17 +94,17 @@ static void finish_beams(engine *e, request *r) {
         size_t len = 0;
         detok_state ds = {0};
         for (int k = 0; k < h->n; k++) {
-            len += detok_push(e->m->tok, &ds, h->tokens[k], r->params.include_special_text, e->text + len,
-                              e->text_cap - len);
-            if (e->text_cap - len < 256) break; /* keep room for the next piece */
+            len += detok_push(env->tok, &ds, h->tokens[k], r->params.include_special_text, env->text + len,
+                              env->text_cap - len);
+            if (env->text_cap - len < 256) break; /* keep room for the next piece */
         }
-        len += detok_flush(&ds, e->text + len, e->text_cap - len);
-        engine_finish_seq(e, s, h->why, h->tokens, h->n, NULL, e->text, len, true);
+        len += detok_flush(&ds, env->text + len, env->text_cap - len);
+        finish_sequence(env->sched, s, h->why, h->tokens, h->n, NULL, env->text, len, true);
     }
 }
 
 /* Makes the chosen continuations the new live beams. */
-static int rebuild_beams(engine *e, request *r, const beam_cand *next, int n_next) {
+static int rebuild_beams(const beam_env *env, request *r, const beam_cand *next, int n_next) {
     seq_kv *kv = calloc((size_t)n_next, sizeof *kv);
     int32_t **toks = calloc((size_t)n_next, sizeof *toks);
     int *n_toks = calloc((size_t)n_next, sizeof *n_toks), *computed = calloc((size_t)n_next, sizeof *computed);
@@ -124,7 +112,7 @@ static int rebuild_beams(engine *e, request *r, const beam_cand *next, int n_nex
     for (int j = 0; !rc && j < n_next; j++) {
         const sequence *par = &r->seqs[next[j].parent];
         toks[j] = malloc((size_t)(par->n_tokens + 1) * sizeof **toks);
-        if (!toks[j] || kvm_fork(&e->kvm, &par->kv, &kv[j])) {
+        if (!toks[j] || kvm_fork(env->kvm, &par->kv, &kv[j])) {
             rc = -1;
             break;
         }
@@ -135,7 +123,7 @@ static int rebuild_beams(engine *e, request *r, const beam_cand *next, int n_nex
     }
     if (!rc) {
         /* Old beams go; their blocks stay alive through the forks. */
-        for (int i = 0; i < r->n_live_beams; i++) sched_remove(&e->sched, &r->seqs[i]);
+        for (int i = 0; i < r->n_live_beams; i++) sched_remove(env->sched, &r->seqs[i]);
         for (int j = 0; j < n_next; j++) {
             sequence *s = &r->seqs[j];
             free(s->tokens);
@@ -147,33 +135,33 @@ static int rebuild_beams(engine *e, request *r, const beam_cand *next, int n_nex
             s->n_computed = computed[j];
             s->cum_logprob = next[j].score;
             s->beam_pending = false;
-            sched_add_running(&e->sched, s);
+            sched_add_running(env->sched, s);
         }
         r->n_live_beams = n_next;
         r->forked = true;
     }
     for (int j = 0; j < n_next; j++) {
         free(toks[j]);
-        if (kv) kvm_release(&e->kvm, &kv[j]);
+        if (kv) kvm_release(env->kvm, &kv[j]);
     }
     free(kv), free(toks), free(n_toks), free(computed);
     return rc;
 }
 
-static bool is_stop(const engine *e, const request_params *p, int32_t tok) {
+static bool is_stop(const beam_env *env, const request_params *p, int32_t tok) {
     for (int i = 0; i < p->n_stop_token_ids; i++)
         if (p->stop_token_ids[i] == tok) return true;
-    return !p->ignore_eos && tokenizer_is_eog(e->m->tok, tok);
+    return !p->ignore_eos && tokenizer_is_eog(env->tok, tok);
 }
 
-static void advance_request(engine *e, request *r) {
+static void advance_request(const beam_env *env, request *r) {
     const request_params *p = &r->params;
     const int width = p->beam_width;
     int n_cand = 0;
     for (int i = 0; i < r->n_live_beams; i++) n_cand += r->seqs[i].n_cand;
     beam_cand *c = malloc((size_t)(n_cand ? n_cand : 1) * sizeof *c);
     if (!c) {
-        finish_beams(e, r);
+        finish_beams(env, r);
         return;
     }
     n_cand = 0;
@@ -186,13 +174,13 @@ static void advance_request(engine *e, request *r) {
     int n_next = 0;
     for (int k = 0; k < n_cand && n_next < width; k++) {
         const sequence *par = &r->seqs[c[k].parent];
-        if (is_stop(e, p, c[k].token)) /* the stop token is not part of the text; its logprob counts */
+        if (is_stop(env, p, c[k].token)) /* the stop token is not part of the text; its logprob counts */
             add_hyp(r, par->tokens + par->n_prompt, out_len, penalized(p, c[k].score, out_len + 1), FINISH_STOP);
         else
             next[n_next++] = c[k];
     }
     free(c);
-    const bool at_limit = out_len + 1 >= p->max_tokens || r->seqs[0].n_tokens + 1 >= e->cfg.max_model_len;
+    const bool at_limit = out_len + 1 >= p->max_tokens || r->seqs[0].n_tokens + 1 >= env->max_model_len;
     bool done = n_next == 0;
     if (!done && r->n_hyps >= width && penalized(p, next[0].score, out_len + 1) <= worst_hyp(r)) done = true;
     if (!done && at_limit) {
@@ -208,16 +196,16 @@ static void advance_request(engine *e, request *r) {
         }
         done = true;
     }
-    if (done || rebuild_beams(e, r, next, n_next)) finish_beams(e, r);
+    if (done || rebuild_beams(env, r, next, n_next)) finish_beams(env, r);
 }
 
-void beam_advance(engine *e) {
-    for (int i = 0; i < e->n_live; i++) {
-        request *r = e->live[i];
+void beam_advance(const beam_env *env, request *const *live, int n_live) {
+    for (int i = 0; i < n_live; i++) {
+        request *r = live[i];
         if (r->params.beam_width <= 1 || r->n_finished == r->n_seqs) continue;
         bool ready = r->n_live_beams > 0;
         for (int k = 0; k < r->n_live_beams && ready; k++)
             ready = r->seqs[k].status == SEQ_RUNNING && r->seqs[k].beam_pending;
-        if (ready) advance_request(e, r);
+        if (ready) advance_request(env, r);
     }
 }

@@ -2,19 +2,84 @@
  * the inbox, schedule a batch, lay it out flat for the forward pass (tokens,
  * positions, sequence of each token, block tables, rows that need logits), run
  * the forward, then for each sequence that reached the end of its known
- * tokens: sample, detokenize, apply stop conditions, report. */
-#include "engine/engine_internal.h"
+ * tokens: sample, detokenize, apply stop conditions, report. Beam requests go
+ * to beam.c instead of the sampler. The calls run one way, from here down:
+ * beam.c gets what it needs as a beam_env, and both end sequences through
+ * finish.c. */
+#include "engine/engine.h"
 
+#include "engine/beam.h"
+#include "engine/finish.h"
+#include "engine/logprobs.h"
+#include "engine/request.h"
+#include "engine/scheduler.h"
 #include "engine/stop_strings.h"
+#include "kv/kv_manager.h"
+#include "model/forward.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
+#include "util/threadpool.h"
 #include "util/time.h"
+#include "util/vec.h"
 
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#define MAX_LOGPROBS 20
+#define MAX_SAMPLES 64
+
+struct engine {
+    model *m;
+    engine_config cfg;
+    kv_cache *kv;
+    kv_manager kvm;
+    scheduler sched;
+    threadpool *tp;
+    forward_ctx *fwd;
+    sampler *smp;
+    int32_t *eog_ids;
+    int n_eog_ids;
+
+    /* Batch layout, sized for max_num_batched_tokens / max_num_seqs. */
+    sched_batch batch;
+    int32_t *b_tokens, *b_pos, *b_seq, *b_rows;
+    fwd_seq *b_seqs;
+    sequence **b_row_seq;
+    float *logits;   /* [max_num_seqs][n_vocab] */
+    float *scratch;  /* [n_vocab]: a copy of a logits row for a forked sample */
+    float *raw;      /* [n_vocab]: unmodified logits, for logprobs */
+    char *text;      /* detokenized piece */
+    size_t text_cap;
+    beam_env beam;   /* what beam search sees of all this */
+
+    /* Requests not yet finished, owned by the engine thread. */
+    request **live;
+    int n_live;
+    size_t cap_live;
+
+    /* Inbox, under mu. */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    request **inbox;
+    int n_inbox;
+    size_t cap_inbox;
+    uint64_t *aborts;
+    int n_aborts;
+    size_t cap_aborts;
+    bool abort_all;
+    int n_unfinished; /* inbox + live, under mu */
+    uint64_t next_id;
+
+    pthread_t loop;
+    bool loop_running;
+    bool loop_stop;
+
+    pthread_mutex_t stats_mu;
+    engine_stats stats;
+};
 
 engine_config engine_config_defaults(void) {
     return (engine_config){.max_num_seqs = 64, .max_num_batched_tokens = 512, .max_model_len = 4096,
@@ -127,6 +192,8 @@ engine *engine_create(model *m, const engine_config *cfg) {
         if (!e->smp) err_set("out of memory");
         goto fail;
     }
+    e->beam = (beam_env){.tok = m->tok, .n_vocab = m->hp.n_vocab, .max_model_len = e->cfg.max_model_len,
+                         .kvm = &e->kvm, .sched = &e->sched, .text = e->text, .text_cap = e->text_cap};
     e->stats.kv_blocks_total = (int)n_blocks;
     return e;
 fail:
@@ -180,17 +247,6 @@ int engine_kv_capacity_tokens(const engine *e) {
 
 /* ---- submission (any thread) ---- */
 
-static int grow(void **arr, int *cap, int need, size_t elem) {
-    if (need <= *cap) return 0;
-    int c = *cap ? *cap * 2 : 16;
-    while (c < need) c *= 2;
-    void *p = realloc(*arr, (size_t)c * elem);
-    if (!p) return err_set("out of memory");
-    *arr = p;
-    *cap = c;
-    return 0;
-}
-
 static int check_request(const engine *e, const int32_t *prompt, int n_prompt, const request_params *p) {
     if (n_prompt < 1) return err_set("the prompt is empty");
     if (p->n < 1 || p->n > MAX_SAMPLES) return err_set("n must be in [1, %d]", MAX_SAMPLES);
@@ -228,7 +284,7 @@ int engine_submit(engine *e, const int32_t *prompt, int n_prompt, const request_
     r->user = user;
     r->t_arrival = now_seconds();
     pthread_mutex_lock(&e->mu);
-    if (grow((void **)&e->inbox, &e->cap_inbox, e->n_inbox + 1, sizeof *e->inbox)) {
+    if (vec_reserve((void **)&e->inbox, &e->cap_inbox, (size_t)e->n_inbox + 1, sizeof *e->inbox)) {
         pthread_mutex_unlock(&e->mu);
         request_free(r);
         return -1;
@@ -243,7 +299,7 @@ int engine_submit(engine *e, const int32_t *prompt, int n_prompt, const request_
 
 void engine_abort(engine *e, uint64_t id) {
     pthread_mutex_lock(&e->mu);
-    if (!grow((void **)&e->aborts, &e->cap_aborts, e->n_aborts + 1, sizeof *e->aborts))
+    if (!vec_reserve((void **)&e->aborts, &e->cap_aborts, (size_t)e->n_aborts + 1, sizeof *e->aborts))
         e->aborts[e->n_aborts++] = id;
     pthread_cond_signal(&e->cv);
     pthread_mutex_unlock(&e->mu);
@@ -280,25 +336,9 @@ static void observe_finished(engine *e, request *r) {
     pthread_mutex_unlock(&e->stats_mu);
 }
 
-void engine_finish_seq(engine *e, sequence *s, finish_reason why, const int32_t *toks, int n_toks,
-                       const token_logprobs *lp, const char *text, size_t text_len, bool report) {
-    request *r = s->req;
-    if (s->status != SEQ_FINISHED) {
-        sched_remove(&e->sched, s);
-        s->status = SEQ_FINISHED;
-        s->finish = why;
-        r->n_finished++;
-    }
-    engine_output out = {.request_id = r->id, .index = s->index, .n_new_tokens = toks ? n_toks : 0,
-                         .new_tokens = toks, .logprobs = lp, .text = text, .text_len = text_len,
-                         .finished = true, .reason = why, .n_prompt_tokens = s->n_prompt,
-                         .n_cached_tokens = r->n_cached_tokens, .n_output_tokens = seq_n_output(s)};
-    if (report && r->on_output) r->on_output(r->user, &out);
-}
-
 static void finish_seq(engine *e, sequence *s, finish_reason why, const int32_t *tok,
                        const token_logprobs *lp, const char *text, size_t text_len) {
-    engine_finish_seq(e, s, why, tok, tok ? 1 : 0, lp, text, text_len, true);
+    finish_sequence(&e->sched, s, why, tok, tok ? 1 : 0, lp, text, text_len, true);
 }
 
 static void remove_live(engine *e, request *r) {
@@ -327,7 +367,7 @@ static void reap(engine *e) {
 static void abort_request(engine *e, request *r) {
     for (int i = 0; i < r->n_seqs; i++)
         if (r->seqs[i].status != SEQ_FINISHED)
-            engine_finish_seq(e, &r->seqs[i], FINISH_ABORT, NULL, 0, NULL, "", 0, i < r->params.n);
+            finish_sequence(&e->sched, &r->seqs[i], FINISH_ABORT, NULL, 0, NULL, "", 0, i < r->params.n);
 }
 
 /* ---- inbox ---- */
@@ -346,10 +386,10 @@ static void take_inbox(engine *e) {
 
     for (int i = 0; i < n_in; i++) {
         request *r = in[i];
-        if (grow((void **)&e->live, &e->cap_live, e->n_live + 1, sizeof *e->live) ||
+        if (vec_reserve((void **)&e->live, &e->cap_live, (size_t)e->n_live + 1, sizeof *e->live) ||
             sched_add_waiting(&e->sched, &r->seqs[0])) {
             for (int k = 0; k < r->n_seqs; k++)
-                engine_finish_seq(e, &r->seqs[k], FINISH_ERROR, NULL, 0, NULL, "", 0, k < r->params.n);
+                finish_sequence(&e->sched, &r->seqs[k], FINISH_ERROR, NULL, 0, NULL, "", 0, k < r->params.n);
             pthread_mutex_lock(&e->mu);
             e->n_unfinished--;
             pthread_mutex_unlock(&e->mu);
@@ -359,7 +399,7 @@ static void take_inbox(engine *e) {
         e->live[e->n_live++] = r;
         if (r->params.max_tokens == 0) /* nothing to generate */
             for (int k = 0; k < r->n_seqs; k++)
-                engine_finish_seq(e, &r->seqs[k], FINISH_LENGTH, NULL, 0, NULL, "", 0, k < r->params.n);
+                finish_sequence(&e->sched, &r->seqs[k], FINISH_LENGTH, NULL, 0, NULL, "", 0, k < r->params.n);
     }
     for (int i = 0; i < e->n_live; i++) {
         bool hit = all;
@@ -374,23 +414,8 @@ static void take_inbox(engine *e) {
 
 static void compute_logprobs(const float *raw, int nv, int32_t tok, int n_top, token_logprobs *lp,
                              int32_t *top_tok, float *top_lp) {
-    float mx = raw[0];
-    for (int i = 1; i < nv; i++)
-        if (raw[i] > mx) mx = raw[i];
-    double sum = 0;
-    for (int i = 0; i < nv; i++) sum += exp((double)raw[i] - mx);
-    const float lse = mx + (float)log(sum);
-    int k = 0;
-    for (int i = 0; i < nv; i++) {
-        /* Insertion into a short sorted list (n_top <= 20). */
-        if (k == n_top && (n_top == 0 || raw[i] <= raw[top_tok[k - 1]])) continue;
-        int j = k < n_top ? k++ : k - 1;
-        while (j > 0 && raw[top_tok[j - 1]] < raw[i]) {
-            top_tok[j] = top_tok[j - 1];
-            j--;
-        }
-        top_tok[j] = i;
-    }
+    const float lse = logprobs_logsumexp(raw, nv);
+    const int k = logprobs_top_k(raw, nv, n_top, NULL, NULL, top_tok);
     for (int i = 0; i < k; i++) top_lp[i] = raw[top_tok[i]] - lse;
     *lp = (token_logprobs){.token = tok, .logprob = raw[tok] - lse, .n_top = k, .top_tokens = top_tok,
                            .top_logprobs = top_lp};
@@ -559,13 +584,13 @@ int engine_step(engine *e) {
                 float *row = e->logits + (size_t)i * nv;
                 if (s->status == SEQ_FINISHED) continue; /* aborted while running */
                 if (s->req->params.beam_width > 1) {
-                    beam_collect(e, s, row);
+                    beam_collect(&e->beam, s, row);
                     continue;
                 }
                 if (s->index == 0 && s->req->n_seqs > 1 && !s->req->forked) fork_samples(e, s, row);
                 sample_and_report(e, s, row);
             }
-            beam_advance(e);
+            beam_advance(&e->beam, e->live, e->n_live);
         }
     }
     reap(e);

@@ -2,6 +2,7 @@
 #include "engine/request.h"
 
 #include "util/error.h"
+#include "util/vec.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -103,25 +104,13 @@ void request_free(request *r) {
 }
 
 int seq_append_token(sequence *s, int32_t tok) {
-    if (s->n_tokens == s->cap_tokens) {
-        int cap = s->cap_tokens * 2;
-        int32_t *t = realloc(s->tokens, (size_t)cap * sizeof *t);
-        if (!t) return err_set("out of memory");
-        s->tokens = t;
-        s->cap_tokens = cap;
-    }
+    if (vec_reserve((void **)&s->tokens, &s->cap_tokens, (size_t)s->n_tokens + 1, sizeof *s->tokens)) return -1;
     s->tokens[s->n_tokens++] = tok;
     return 0;
 }
 
 int seq_hold_text(sequence *s, const char *text, size_t n) {
-    if (s->n_held + n + 1 > s->cap_held) {
-        size_t cap = (s->n_held + n + 1) * 2;
-        char *h = realloc(s->held, cap);
-        if (!h) return err_set("out of memory");
-        s->held = h;
-        s->cap_held = cap;
-    }
+    if (vec_reserve((void **)&s->held, &s->cap_held, s->n_held + n + 1, 1)) return -1;
     memcpy(s->held + s->n_held, text, n);
     s->n_held += n;
     s->held[s->n_held] = 0;

@@ -24,7 +24,7 @@ typedef struct {
     seq_status status;
     int32_t *tokens;     /* prompt then output */
     int n_tokens;
-    int cap_tokens;
+    size_t cap_tokens;
     int n_prompt;
     int n_computed;      /* tokens whose K/V are in the cache */
     seq_kv kv;

@@ -2,20 +2,13 @@
  * the hundreds at most, so linear scans are cheaper than anything clever. */
 #include "engine/scheduler.h"
 
-#include "util/error.h"
+#include "util/vec.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 static int q_reserve(seq_queue *q, int n) {
-    if (n <= q->cap) return 0;
-    int cap = q->cap ? q->cap * 2 : 16;
-    while (cap < n) cap *= 2;
-    sequence **items = realloc(q->items, (size_t)cap * sizeof *items);
-    if (!items) return err_set("out of memory");
-    q->items = items;
-    q->cap = cap;
-    return 0;
+    return vec_reserve((void **)&q->items, &q->cap, (size_t)n, sizeof *q->items);
 }
 
 static int q_push_back(seq_queue *q, sequence *s) {

@@ -15,7 +15,7 @@
 typedef struct {
     sequence **items;
     int n;
-    int cap;
+    size_t cap;
 } seq_queue;
 
 typedef struct {

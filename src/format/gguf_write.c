@@ -5,7 +5,9 @@
 #include "format/gguf_write.h"
 
 #include "format/wtype_geom.h"
+#include "util/buf.h"
 #include "util/error.h"
+#include "util/vec.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -18,14 +20,8 @@
 #define DEFAULT_ALIGNMENT 32
 
 typedef struct {
-    uint8_t *p;
-    size_t n, cap;
-    bool oom;
-} bytes;
-
-typedef struct {
     char *key;
-    bytes val; /* u32 type tag, then the payload */
+    buf val; /* u32 type tag, then the payload */
 } kv_entry;
 
 typedef struct {
@@ -40,9 +36,11 @@ typedef struct {
 
 struct gguf_writer {
     kv_entry *kv;
-    int64_t n_kv, cap_kv;
+    int64_t n_kv;
+    size_t cap_kv;
     tensor_entry *t;
-    int64_t n_t, cap_t;
+    int64_t n_t;
+    size_t cap_t;
     uint32_t alignment;
     /* Streaming state. */
     FILE *f;
@@ -51,31 +49,14 @@ struct gguf_writer {
     uint64_t pos;
 };
 
-/* ---- byte buffers ---- */
+/* ---- serialized values ---- */
 
-static void put(bytes *b, const void *src, size_t n) {
-    if (b->oom) return;
-    if (b->n + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 64;
-        while (cap < b->n + n) cap *= 2;
-        uint8_t *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = true;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, src, n);
-    b->n += n;
-}
+static void put_u32(buf *b, uint32_t v) { buf_append(b, &v, 4); }
+static void put_u64(buf *b, uint64_t v) { buf_append(b, &v, 8); }
 
-static void put_u32(bytes *b, uint32_t v) { put(b, &v, 4); }
-static void put_u64(bytes *b, uint64_t v) { put(b, &v, 8); }
-
-static void put_str(bytes *b, const char *s, uint64_t len) {
+static void put_str(buf *b, const char *s, uint64_t len) {
     put_u64(b, len);
-    put(b, s, (size_t)len);
+    buf_append(b, s, (size_t)len);
 }
 
 /* ---- metadata ---- */
@@ -93,7 +74,7 @@ gguf_writer *gguf_writer_new(void) {
 void gguf_writer_free(gguf_writer *w) {
     if (!w) return;
     gguf_writer_abort(w);
-    for (int64_t i = 0; i < w->n_kv; i++) free(w->kv[i].key), free(w->kv[i].val.p);
+    for (int64_t i = 0; i < w->n_kv; i++) free(w->kv[i].key), buf_free(&w->kv[i].val);
     for (int64_t i = 0; i < w->n_t; i++) free(w->t[i].name);
     free(w->kv);
     free(w->t);
@@ -107,34 +88,28 @@ static int64_t find_key(const gguf_writer *w, const char *key) {
 }
 
 /* Takes ownership of val (freed on failure). */
-static int set_kv(gguf_writer *w, const char *key, bytes val) {
+static int set_kv(gguf_writer *w, const char *key, buf val) {
     if (val.oom) {
-        free(val.p);
+        buf_free(&val);
         return err_set("out of memory setting '%s'", key);
     }
     if (!key[0]) {
-        free(val.p);
+        buf_free(&val);
         return err_set("gguf: empty metadata key");
     }
     int64_t i = find_key(w, key);
     if (i >= 0) {
-        free(w->kv[i].val.p);
+        buf_free(&w->kv[i].val);
         w->kv[i].val = val;
         return 0;
     }
-    if (w->n_kv == w->cap_kv) {
-        int64_t cap = w->cap_kv ? 2 * w->cap_kv : 32;
-        kv_entry *g = realloc(w->kv, (size_t)cap * sizeof *g);
-        if (!g) {
-            free(val.p);
-            return err_set("out of memory");
-        }
-        w->kv = g;
-        w->cap_kv = cap;
+    if (vec_reserve((void **)&w->kv, &w->cap_kv, (size_t)w->n_kv + 1, sizeof *w->kv)) {
+        buf_free(&val);
+        return -1;
     }
     char *k = strdup(key);
     if (!k) {
-        free(val.p);
+        buf_free(&val);
         return err_set("out of memory");
     }
     w->kv[w->n_kv++] = (kv_entry){.key = k, .val = val};
@@ -142,9 +117,9 @@ static int set_kv(gguf_writer *w, const char *key, bytes val) {
 }
 
 static int set_scalar(gguf_writer *w, const char *key, gguf_type t, const void *v) {
-    bytes b = {0};
+    buf b = {0};
     put_u32(&b, (uint32_t)t);
-    put(&b, v, gguf_type_size(t));
+    buf_append(&b, v, gguf_type_size(t));
     return set_kv(w, key, b);
 }
 
@@ -165,7 +140,7 @@ int gguf_writer_set_bool(gguf_writer *w, const char *key, bool v) {
 }
 
 int gguf_writer_set_str(gguf_writer *w, const char *key, const char *v) {
-    bytes b = {0};
+    buf b = {0};
     put_u32(&b, GGUF_TYPE_STRING);
     put_str(&b, v, strlen(v));
     return set_kv(w, key, b);
@@ -174,16 +149,16 @@ int gguf_writer_set_str(gguf_writer *w, const char *key, const char *v) {
 int gguf_writer_set_arr(gguf_writer *w, const char *key, gguf_type elem_type, const void *data, uint64_t n) {
     const size_t es = gguf_type_size(elem_type);
     if (!es) return err_set("gguf: '%s': arrays of %s need their own setter", key, gguf_type_name(elem_type));
-    bytes b = {0};
+    buf b = {0};
     put_u32(&b, GGUF_TYPE_ARRAY);
     put_u32(&b, (uint32_t)elem_type);
     put_u64(&b, n);
-    put(&b, data, (size_t)n * es);
+    buf_append(&b, data, (size_t)n * es);
     return set_kv(w, key, b);
 }
 
 int gguf_writer_set_arr_str(gguf_writer *w, const char *key, const char *const *strs, uint64_t n) {
-    bytes b = {0};
+    buf b = {0};
     put_u32(&b, GGUF_TYPE_ARRAY);
     put_u32(&b, GGUF_TYPE_STRING);
     put_u64(&b, n);
@@ -192,7 +167,7 @@ int gguf_writer_set_arr_str(gguf_writer *w, const char *key, const char *const *
 }
 
 /* The payload of a value (no type tag); nested array elements carry none either. */
-static void put_value(bytes *b, const gguf_value *v) {
+static void put_value(buf *b, const gguf_value *v) {
     switch (v->type) {
     case GGUF_TYPE_STRING:
         put_str(b, v->s.ptr, v->s.len);
@@ -202,7 +177,7 @@ static void put_value(bytes *b, const gguf_value *v) {
         put_u64(b, v->arr.n);
         const size_t es = gguf_type_size(v->arr.type);
         if (es) {
-            put(b, v->arr.raw, (size_t)v->arr.n * es);
+            buf_append(b, v->arr.raw, (size_t)v->arr.n * es);
         } else if (v->arr.type == GGUF_TYPE_STRING) {
             for (uint64_t i = 0; i < v->arr.n; i++) put_str(b, v->arr.strs[i].ptr, v->arr.strs[i].len);
         } else {
@@ -212,22 +187,22 @@ static void put_value(bytes *b, const gguf_value *v) {
     }
     case GGUF_TYPE_BOOL: {
         const uint8_t x = v->b;
-        put(b, &x, 1);
+        buf_append(b, &x, 1);
         return;
     }
     case GGUF_TYPE_FLOAT32: {
         const float x = (float)v->f;
-        put(b, &x, 4);
+        buf_append(b, &x, 4);
         return;
     }
     case GGUF_TYPE_FLOAT64:
-        put(b, &v->f, 8);
+        buf_append(b, &v->f, 8);
         return;
     case GGUF_TYPE_INT8: case GGUF_TYPE_INT16: case GGUF_TYPE_INT32: case GGUF_TYPE_INT64:
-        put(b, &v->i, gguf_type_size(v->type)); /* little-endian: the low bytes come first */
+        buf_append(b, &v->i, gguf_type_size(v->type)); /* little-endian: the low buf come first */
         return;
     default:
-        put(b, &v->u, gguf_type_size(v->type));
+        buf_append(b, &v->u, gguf_type_size(v->type));
         return;
     }
 }
@@ -238,7 +213,7 @@ int gguf_writer_set_value(gguf_writer *w, const char *key, const gguf_value *v) 
         if (v->type != GGUF_TYPE_UINT32) return err_set("gguf: general.alignment must be a uint32");
         return gguf_writer_set_alignment(w, (uint32_t)v->u);
     }
-    bytes b = {0};
+    buf b = {0};
     put_u32(&b, (uint32_t)v->type);
     put_value(&b, v);
     return set_kv(w, key, b);
@@ -248,7 +223,7 @@ void gguf_writer_remove(gguf_writer *w, const char *key) {
     int64_t i = find_key(w, key);
     if (i < 0) return;
     free(w->kv[i].key);
-    free(w->kv[i].val.p);
+    buf_free(&w->kv[i].val);
     memmove(&w->kv[i], &w->kv[i + 1], (size_t)(w->n_kv - i - 1) * sizeof *w->kv);
     w->n_kv--;
 }
@@ -265,7 +240,7 @@ int gguf_writer_set_alignment(gguf_writer *w, uint32_t alignment) {
 int gguf_writer_add_tensor(gguf_writer *w, const char *name, uint32_t type, int n_dims, const int64_t *ne,
                            const void *data) {
     if (w->f) return err_set("gguf: tensor '%s' added after the output began", name);
-    if (!name[0] || strlen(name) > 256) return err_set("gguf: tensor name '%s' must be 1..256 bytes", name);
+    if (!name[0] || strlen(name) > 256) return err_set("gguf: tensor name '%s' must be 1..256 buf", name);
     if (n_dims < 1 || n_dims > GGUF_MAX_DIMS) return err_set("gguf: tensor '%s' has %d dimensions", name, n_dims);
     for (int64_t i = 0; i < w->n_t; i++)
         if (!strcmp(w->t[i].name, name)) return err_set("gguf: duplicate tensor '%s'", name);
@@ -281,13 +256,7 @@ int gguf_writer_add_tensor(gguf_writer *w, const char *name, uint32_t type, int 
         return err_set("gguf: tensor '%s': type %s cannot hold rows of %" PRId64 " elements", name, wtype_name(type),
                        e.ne[0]);
     e.nbytes = row * rows;
-    if (w->n_t == w->cap_t) {
-        int64_t cap = w->cap_t ? 2 * w->cap_t : 64;
-        tensor_entry *g = realloc(w->t, (size_t)cap * sizeof *g);
-        if (!g) return err_set("out of memory");
-        w->t = g;
-        w->cap_t = cap;
-    }
+    if (vec_reserve((void **)&w->t, &w->cap_t, (size_t)w->n_t + 1, sizeof *w->t)) return -1;
     if (!(e.name = strdup(name))) return err_set("out of memory");
     w->t[w->n_t++] = e;
     return 0;
@@ -351,14 +320,14 @@ int gguf_writer_begin(gguf_writer *w, const char *path) {
         w->t[i].offset = off;
         off = (off + w->t[i].nbytes + w->alignment - 1) / w->alignment * w->alignment;
     }
-    bytes h = {0};
-    put(&h, "GGUF", 4);
+    buf h = {0};
+    buf_append(&h, "GGUF", 4);
     put_u32(&h, GGUF_VERSION);
     put_u64(&h, (uint64_t)w->n_t);
     put_u64(&h, (uint64_t)w->n_kv);
     for (int64_t i = 0; i < w->n_kv; i++) {
         put_str(&h, w->kv[i].key, strlen(w->kv[i].key));
-        put(&h, w->kv[i].val.p, w->kv[i].val.n);
+        buf_append(&h, w->kv[i].val.data, w->kv[i].val.len);
     }
     for (int64_t i = 0; i < w->n_t; i++) {
         const tensor_entry *t = &w->t[i];
@@ -368,8 +337,8 @@ int gguf_writer_begin(gguf_writer *w, const char *path) {
         put_u32(&h, t->type);
         put_u64(&h, t->offset);
     }
-    int rc = h.oom ? err_set("out of memory") : write_bytes(w, h.p, h.n);
-    free(h.p);
+    int rc = h.oom ? err_set("out of memory") : write_bytes(w, h.data, h.len);
+    buf_free(&h);
     if (rc || pad_to(w, w->alignment)) {
         gguf_writer_abort(w);
         return -1;

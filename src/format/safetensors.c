@@ -7,6 +7,7 @@
 #include "format/safetensors.h"
 
 #include "util/error.h"
+#include "util/vec.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -35,7 +36,8 @@ struct st_set {
     st_shard *shards;
     int n_shards;
     st_tensor *t;
-    int64_t n, cap;
+    int64_t n;
+    size_t cap;
     uint64_t data_bytes;
 };
 
@@ -94,16 +96,7 @@ static int add_shard(st_set *s, const char *path, const void *base, size_t size,
 }
 
 static st_tensor *add_tensor(st_set *s) {
-    if (s->n == s->cap) {
-        int64_t cap = s->cap ? 2 * s->cap : 64;
-        st_tensor *t = realloc(s->t, (size_t)cap * sizeof *t);
-        if (!t) {
-            err_set("out of memory");
-            return NULL;
-        }
-        s->t = t;
-        s->cap = cap;
-    }
+    if (vec_reserve((void **)&s->t, &s->cap, (size_t)s->n + 1, sizeof *s->t)) return NULL;
     st_tensor *t = &s->t[s->n++];
     memset(t, 0, sizeof *t);
     return t;

@@ -4,6 +4,7 @@
 #include "kv/kv_manager.h"
 
 #include "util/error.h"
+#include "util/vec.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -51,14 +52,7 @@ int kvm_blocks_needed(const kv_manager *m, int n_tokens, int max_chunk) {
 }
 
 static int list_reserve(block_list *l, int n) {
-    if (n <= l->cap) return 0;
-    int cap = l->cap ? l->cap : 8;
-    while (cap < n) cap *= 2;
-    int32_t *ids = realloc(l->ids, (size_t)cap * sizeof *ids);
-    if (!ids) return err_set("out of memory");
-    l->ids = ids;
-    l->cap = cap;
-    return 0;
+    return vec_reserve((void **)&l->ids, &l->cap, (size_t)n, sizeof *l->ids);
 }
 
 int kvm_blocks_to_allocate(const kv_manager *m, const seq_kv *s, int start, int n) {

@@ -16,7 +16,7 @@
 typedef struct {
     int32_t *ids;  /* logical block -> physical block, -1 when released */
     int n;
-    int cap;
+    size_t cap;
 } block_list;
 
 typedef struct {

@@ -2,6 +2,7 @@
 #include "model/tensors.h"
 
 #include "util/error.h"
+#include "util/vec.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -12,16 +13,7 @@ model_tensor *tensors_add(tensor_table *tt, const char *name, uint32_t type, int
         err_set("tensor '%s' has %d dimensions", name, n_dims);
         return NULL;
     }
-    if (tt->n == tt->cap) {
-        int64_t cap = tt->cap ? 2 * tt->cap : 256;
-        model_tensor *v = realloc(tt->v, (size_t)cap * sizeof *v);
-        if (!v) {
-            err_set("out of memory");
-            return NULL;
-        }
-        tt->v = v;
-        tt->cap = cap;
-    }
+    if (vec_reserve((void **)&tt->v, &tt->cap, (size_t)tt->n + 1, sizeof *tt->v)) return NULL;
     model_tensor *t = &tt->v[tt->n];
     memset(t, 0, sizeof *t);
     t->name = strdup(name);
@@ -40,16 +32,8 @@ model_tensor *tensors_add(tensor_table *tt, const char *name, uint32_t type, int
 }
 
 void *tensors_alloc(tensor_table *tt, size_t bytes) {
-    if (tt->n_owned == tt->cap_owned) {
-        int64_t cap = tt->cap_owned ? 2 * tt->cap_owned : 64;
-        void **o = realloc(tt->owned, (size_t)cap * sizeof *o);
-        if (!o) {
-            err_set("out of memory");
-            return NULL;
-        }
-        tt->owned = o;
-        tt->cap_owned = cap;
-    }
+    if (vec_reserve((void **)&tt->owned, &tt->cap_owned, (size_t)tt->n_owned + 1, sizeof *tt->owned))
+        return NULL;
     size_t rounded = (bytes + 63) / 64 * 64;
     void *p = aligned_alloc(64, rounded ? rounded : 64);
     if (!p) {

@@ -27,9 +27,11 @@ typedef struct {
 
 typedef struct {
     model_tensor *v;
-    int64_t n, cap;
+    int64_t n;
+    size_t cap;
     void **owned; /* buffers converted at load time */
-    int64_t n_owned, cap_owned;
+    int64_t n_owned;
+    size_t cap_owned;
     int sorted;
 } tensor_table;
 

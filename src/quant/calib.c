@@ -4,50 +4,19 @@
 #include "kv/kv_cache.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
+#include "util/file.h"
 
-#include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define CALIB_MIN_TOKENS 16
 #define CALIB_KV_BLOCK 16
 
-static char *read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        err_set("calibration file %s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        n += fread(buf + n, 1, cap - n, f);
-        if (n < cap) break;
-        char *g = realloc(buf, cap *= 2);
-        if (!g) {
-            free(buf);
-            buf = NULL;
-        }
-        buf = g;
-    }
-    const bool bad = ferror(f);
-    fclose(f);
-    if (!buf) err_set("out of memory reading %s", path);
-    else if (bad) {
-        free(buf);
-        buf = NULL;
-        err_set("calibration file %s: read error", path);
-    }
-    *len = n;
-    return buf;
-}
-
 int calib_load(calib_set *c, const model *m, const char *path, int n_samples, int ctx) {
     memset(c, 0, sizeof *c);
     size_t len = 0;
-    char *text = read_file(path, &len);
-    if (!text) return -1;
+    char *text = file_read_all(path, &len);
+    if (!text) return err_prefix("calibration file ");
     size_t nonspace = 0;
     for (size_t i = 0; i < len; i++) nonspace += text[i] != ' ' && text[i] != '\n' && text[i] != '\t' && text[i] != '\r';
     if (!nonspace) {

@@ -38,6 +38,7 @@
 #include "util/error.h"
 #include "util/threadpool.h"
 #include "util/time.h"
+#include "util/vec.h"
 
 #include <inttypes.h>
 #include <stddef.h>
@@ -125,7 +126,8 @@ typedef struct {
     bool quantizing; /* bits <= 8 */
     bool calibrated; /* GPTQ or AWQ */
     entry *e;
-    int n_e, cap_e;
+    int n_e;
+    size_t cap_e;
     int (*lin_entry)[N_LIN]; /* [n_layer] entry index of each map */
     gguf_writer *wr;
     threadpool *tp;
@@ -139,13 +141,7 @@ typedef struct {
 
 static int add_entry(job *j, const model_tensor *src, const char *name, entry_kind kind, uint32_t type, int layer,
                      int lin) {
-    if (j->n_e == j->cap_e) {
-        int cap = j->cap_e ? 2 * j->cap_e : 256;
-        entry *g = realloc(j->e, (size_t)cap * sizeof *g);
-        if (!g) return err_set("out of memory");
-        j->e = g;
-        j->cap_e = cap;
-    }
+    if (vec_reserve((void **)&j->e, &j->cap_e, (size_t)j->n_e + 1, sizeof *j->e)) return -1;
     entry *e = &j->e[j->n_e];
     *e = (entry){.name = strdup(name), .kind = kind, .src = src, .type = type, .n_dims = src->n_dims,
                  .layer = layer, .lin = lin};

@@ -2,6 +2,7 @@
 #include "server/gen.h"
 
 #include "util/error.h"
+#include "util/vec.h"
 
 #include <poll.h>
 #include <stdlib.h>
@@ -9,24 +10,35 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+/* Also takes apart a gen that gen_create could not finish (n_prompts and n
+ * still 0, the eventfd maybe -1). */
+static void gen_destroy(gen *g) {
+    for (int i = 0; i < g->n_prompts * g->n; i++) {
+        buf_free(&g->choices[i].text);
+        free(g->choices[i].lps);
+    }
+    if (g->efd >= 0) close(g->efd);
+    pthread_mutex_destroy(&g->mu);
+    free(g->subs);
+    free(g->prompt_tokens);
+    free(g->cached_tokens);
+    free(g->choices);
+    free(g);
+}
+
 gen *gen_create(engine *e, gen_counters *counters, int n_prompts, int n) {
     gen *g = calloc(1, sizeof *g);
     if (!g) return NULL;
+    pthread_mutex_init(&g->mu, NULL);
     g->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     g->subs = calloc((size_t)n_prompts, sizeof *g->subs);
     g->prompt_tokens = calloc((size_t)n_prompts, sizeof *g->prompt_tokens);
     g->cached_tokens = calloc((size_t)n_prompts, sizeof *g->cached_tokens);
     g->choices = calloc((size_t)n_prompts * (size_t)n, sizeof *g->choices);
     if (g->efd < 0 || !g->subs || !g->prompt_tokens || !g->cached_tokens || !g->choices) {
-        if (g->efd >= 0) close(g->efd);
-        free(g->subs);
-        free(g->prompt_tokens);
-        free(g->cached_tokens);
-        free(g->choices);
-        free(g);
+        gen_destroy(g);
         return NULL;
     }
-    pthread_mutex_init(&g->mu, NULL);
     g->refs = 1;
     g->e = e;
     g->counters = counters;
@@ -35,20 +47,6 @@ gen *gen_create(engine *e, gen_counters *counters, int n_prompts, int n) {
     g->n_unfinished = n_prompts * n;
     for (int i = 0; i < n_prompts; i++) g->subs[i] = (gen_sub){.g = g, .prompt = i};
     return g;
-}
-
-static void gen_destroy(gen *g) {
-    for (int i = 0; i < g->n_prompts * g->n; i++) {
-        buf_free(&g->choices[i].text);
-        free(g->choices[i].lps);
-    }
-    close(g->efd);
-    pthread_mutex_destroy(&g->mu);
-    free(g->subs);
-    free(g->prompt_tokens);
-    free(g->cached_tokens);
-    free(g->choices);
-    free(g);
 }
 
 static void unref(gen *g) {
@@ -71,15 +69,9 @@ static void wake(gen *g) {
 }
 
 static void push_logprobs(gen_choice *c, const token_logprobs *lp, bool *oom) {
-    if (c->n_lps == c->cap_lps) {
-        const int cap = c->cap_lps ? c->cap_lps * 2 : 16;
-        gen_logprob *p = realloc(c->lps, (size_t)cap * sizeof *p);
-        if (!p) {
-            *oom = true;
-            return;
-        }
-        c->lps = p;
-        c->cap_lps = cap;
+    if (vec_reserve((void **)&c->lps, &c->cap_lps, (size_t)c->n_lps + 1, sizeof *c->lps)) {
+        *oom = true;
+        return;
     }
     gen_logprob *d = &c->lps[c->n_lps++];
     d->token = lp->token;

@@ -31,7 +31,8 @@ typedef struct {
     buf text;              /* released text so far (stop strings never in it) */
     int n_tokens;          /* output tokens so far */
     gen_logprob *lps;      /* [n_lps] when logprobs were asked for */
-    int n_lps, cap_lps;
+    int n_lps;
+    size_t cap_lps;
     bool finished;
     finish_reason reason;
 } gen_choice;

@@ -9,6 +9,7 @@
 #include "chat/prompt.h"
 #include "server/responses.h"
 #include "server/sse.h"
+#include "util/utf8.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -117,6 +118,53 @@ typedef struct {
     bool started, ended, include_usage;
 } stream_state;
 
+/* Lets go of what a request's generation holds: g's reference, the server's
+ * count of active requests, the prepared prompts. */
+static void release_generation(server *s, gen *g, prepared *p) {
+    gen_release(g);
+    atomic_fetch_sub(&s->n_active, 1);
+    prepared_free(p);
+}
+
+/* The same, for a generation no one will read: its requests stop now. */
+static void abandon_generation(server *s, gen *g, prepared *p) {
+    gen_abort(g);
+    release_generation(s, g, p);
+}
+
+/* Frees st itself, not the generation it streams. */
+static void stream_state_free(stream_state *st) {
+    free(st->sent_text);
+    free(st->sent_lps);
+    free(st->text_offset);
+    free(st->finish_sent);
+    buf_free(&st->out);
+    free(st);
+}
+
+/* The state of a streamed response over g (taking over p); NULL when out of
+ * memory, and then g and p are still the caller's. */
+static stream_state *stream_state_create(server *s, gen *g, const prepared *p, const resp_ctx *ctx, int conn_fd) {
+    stream_state *st = calloc(1, sizeof *st);
+    if (!st) return NULL;
+    const size_t nc = (size_t)p->n_prompts * (size_t)p->req.rp.n;
+    st->sent_text = calloc(nc, sizeof *st->sent_text);
+    st->sent_lps = calloc(nc, sizeof *st->sent_lps);
+    st->text_offset = calloc(nc, sizeof *st->text_offset);
+    st->finish_sent = calloc(nc, sizeof *st->finish_sent);
+    if (!st->sent_text || !st->sent_lps || !st->text_offset || !st->finish_sent) {
+        stream_state_free(st);
+        return NULL;
+    }
+    st->srv = s;
+    st->g = g;
+    st->ctx = *ctx;
+    st->p = *p;
+    st->conn_fd = conn_fd;
+    st->include_usage = p->req.include_usage;
+    return st;
+}
+
 static void stream_free(void *cls) {
     stream_state *st = cls;
     if (!st) return;
@@ -124,15 +172,8 @@ static void stream_free(void *cls) {
     const bool unfinished = st->g->n_unfinished > 0;
     gen_unlock(st->g);
     if (unfinished) gen_abort(st->g); /* the client went away or the connection broke */
-    gen_release(st->g);
-    atomic_fetch_sub(&st->srv->n_active, 1);
-    prepared_free(&st->p);
-    free(st->sent_text);
-    free(st->sent_lps);
-    free(st->text_offset);
-    free(st->finish_sent);
-    buf_free(&st->out);
-    free(st);
+    release_generation(st->srv, st->g, &st->p);
+    stream_state_free(st);
 }
 
 static void stream_event(stream_state *st, json_t *j) {
@@ -158,7 +199,7 @@ static void stream_start(stream_state *st) {
         } else if (echo->len) {
             json_t *ch = resp_chunk_choice(&st->ctx, i, echo->data, echo->len, false, NULL, NULL);
             stream_event(st, resp_chunk(&st->ctx, json_pack("[o]", ch), st->include_usage));
-            st->text_offset[i] = (long)buf_utf8_count(echo->data, echo->len);
+            st->text_offset[i] = (long)utf8_count(echo->data, echo->len);
         }
     }
 }
@@ -255,7 +296,7 @@ static enum MHD_Result reply_complete(http_req *r, gen *g, const prepared *p, re
         for (int i = 0; i < g->n_prompts * g->n; i++) {
             const buf *echo = &p->echo[i / g->n];
             json_array_append_new(choices, resp_choice(ctx, &g->choices[i], i, echo->data, echo->len,
-                                                       (long)buf_utf8_count(echo->data, echo->len)));
+                                                       (long)utf8_count(echo->data, echo->len)));
         }
         body = resp_body(ctx, choices, resp_usage(g));
     }
@@ -271,8 +312,7 @@ static enum MHD_Result reply_complete(http_req *r, gen *g, const prepared *p, re
     return http_reply_json(r, 200, body);
 }
 
-enum MHD_Result handle_generation(http_req *r, api_kind kind) {
-    server *s = r->srv;
+enum MHD_Result handle_generation(server *s, http_req *r, api_kind kind) {
     api_error e;
     prepared p;
     if (prepare(s, r, kind, &p, &e)) {
@@ -301,10 +341,7 @@ enum MHD_Result handle_generation(http_req *r, api_kind kind) {
                 api_fail(&e, 503, "queue_full", NULL, "The server is overloaded (%s); retry later", why);
             else
                 api_fail(&e, 400, "invalid_request", kind == API_CHAT ? "messages" : "prompt", "%s", why);
-            gen_abort(g);
-            gen_release(g);
-            atomic_fetch_sub(&s->n_active, 1);
-            prepared_free(&p);
+            abandon_generation(s, g, &p);
             return http_reply_error(r, &e);
         }
     }
@@ -313,35 +350,12 @@ enum MHD_Result handle_generation(http_req *r, api_kind kind) {
     const int conn_fd = http_conn_fd(r);
 
     if (p.req.stream) {
-        stream_state *st = calloc(1, sizeof *st);
-        const int nc = p.n_prompts * n;
-        if (st) {
-            st->sent_text = calloc((size_t)nc, sizeof *st->sent_text);
-            st->sent_lps = calloc((size_t)nc, sizeof *st->sent_lps);
-            st->text_offset = calloc((size_t)nc, sizeof *st->text_offset);
-            st->finish_sent = calloc((size_t)nc, sizeof *st->finish_sent);
-        }
-        if (!st || !st->sent_text || !st->sent_lps || !st->text_offset || !st->finish_sent) {
-            if (st) {
-                free(st->sent_text);
-                free(st->sent_lps);
-                free(st->text_offset);
-                free(st->finish_sent);
-                free(st);
-            }
-            gen_abort(g);
-            gen_release(g);
-            atomic_fetch_sub(&s->n_active, 1);
-            prepared_free(&p);
+        stream_state *st = stream_state_create(s, g, &p, &ctx, conn_fd);
+        if (!st) {
+            abandon_generation(s, g, &p);
             api_fail(&e, 500, "out_of_memory", NULL, "out of memory");
             return http_reply_error(r, &e);
         }
-        st->srv = s;
-        st->g = g;
-        st->ctx = ctx;
-        st->p = p;
-        st->conn_fd = conn_fd;
-        st->include_usage = p.req.include_usage;
         return http_reply_stream(r, "text/event-stream; charset=utf-8", stream_read, st, stream_free);
     }
 
@@ -351,16 +365,11 @@ enum MHD_Result handle_generation(http_req *r, api_kind kind) {
         gen_unlock(g);
         if (done) break;
         if (gen_wait(g, conn_fd, 1000) == GEN_DISCONNECTED) {
-            gen_abort(g);
-            gen_release(g);
-            atomic_fetch_sub(&s->n_active, 1);
-            prepared_free(&p);
+            abandon_generation(s, g, &p);
             return MHD_NO; /* nobody to answer; MHD closes the connection */
         }
     }
     enum MHD_Result rc = reply_complete(r, g, &p, &ctx);
-    gen_release(g);
-    atomic_fetch_sub(&s->n_active, 1);
-    prepared_free(&p);
+    release_generation(s, g, &p);
     return rc;
 }

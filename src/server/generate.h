@@ -4,7 +4,8 @@
 
 #include "server/http.h"
 #include "server/params.h"
+#include "server/server.h"
 
-enum MHD_Result handle_generation(http_req *r, api_kind kind);
+enum MHD_Result handle_generation(server *s, http_req *r, api_kind kind);
 
 #endif

@@ -1,8 +1,8 @@
-/* See http.h and server.h. The access handler is called once with the
- * headers, then with each piece of the body, then once more with nothing:
- * that last call routes the request. A body over the limit is read and
- * dropped (answering before the client has sent it all makes many clients see
- * a reset instead of the 413). */
+/* See http.h. The access handler is called once with the headers, then with
+ * each piece of the body, then once more with nothing: that last call hands
+ * the request to the handler. A body over the limit is read and dropped
+ * (answering before the client has sent it all makes many clients see a
+ * reset instead of the handler's 413). */
 #include "server/http.h"
 
 #include "server/sse.h"
@@ -13,30 +13,33 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-void http_count(server *s, int status) {
+static void count_response(http_server *h, int status) {
     const int cls = status / 100;
-    if (cls >= 1 && cls <= 5) atomic_fetch_add(&s->http_responses[cls], 1);
+    if (cls >= 1 && cls <= 5) atomic_fetch_add(&h->responses[cls], 1);
+}
+
+void http_add_header(http_req *r, const char *name, const char *value) {
+    if (r->n_extra_headers == HTTP_MAX_EXTRA_HEADERS) return; /* a handler's bug; the reply still goes out */
+    r->extra_headers[r->n_extra_headers].name = name;
+    r->extra_headers[r->n_extra_headers++].value = value;
+}
+
+static void add_extra_headers(http_req *r, struct MHD_Response *resp) {
+    for (int i = 0; i < r->n_extra_headers; i++)
+        MHD_add_response_header(resp, r->extra_headers[i].name, r->extra_headers[i].value);
 }
 
 enum MHD_Result http_reply(http_req *r, int status, const char *content_type, const char *body, size_t len) {
     struct MHD_Response *resp = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
     if (!resp) return MHD_NO;
     if (content_type) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
-    if (status == 401) MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
-    if (status == 405) {
-        const char *allow = strcmp(r->path, "/health") && strcmp(r->path, "/metrics") &&
-                                    strncmp(r->path, "/v1/models", 10)
-                                ? "POST"
-                                : "GET, HEAD";
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
-    }
+    add_extra_headers(r, resp);
     enum MHD_Result rc = MHD_queue_response(r->conn, (unsigned)status, resp);
     MHD_destroy_response(resp);
-    http_count(r->srv, status);
+    count_response(r->http, status);
     return rc;
 }
 
@@ -66,9 +69,10 @@ enum MHD_Result http_reply_stream(http_req *r, const char *content_type, MHD_Con
     }
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    add_extra_headers(r, resp);
     enum MHD_Result rc = MHD_queue_response(r->conn, MHD_HTTP_OK, resp);
     MHD_destroy_response(resp);
-    http_count(r->srv, 200);
+    count_response(r->http, 200);
     return rc;
 }
 
@@ -99,12 +103,12 @@ json_t *http_body_json(http_req *r, api_error *e) {
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
                                  const char *version, const char *upload_data, size_t *upload_data_size,
                                  void **con_cls) {
-    server *s = cls;
+    http_server *h = cls;
     http_req *r = *con_cls;
     if (!r) {
         r = calloc(1, sizeof *r);
         if (!r) return MHD_NO;
-        r->srv = s;
+        r->http = h;
         r->conn = conn;
         r->method = method;
         r->path = url;
@@ -112,7 +116,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         return MHD_YES;
     }
     if (*upload_data_size) {
-        if (!r->too_large && r->body.len + *upload_data_size > s->cfg.max_body_bytes) {
+        if (!r->too_large && r->body.len + *upload_data_size > h->max_body_bytes) {
             r->too_large = true;
             buf_free(&r->body);
         }
@@ -125,7 +129,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         api_fail(&e, 500, "out_of_memory", NULL, "out of memory reading the request body");
         return http_reply_error(r, &e);
     }
-    return route_request(r);
+    return h->handler(h->user, r);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
@@ -137,74 +141,38 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     *con_cls = NULL;
 }
 
-int server_start(server *s, const server_config *cfg) {
-    memset(s, 0, sizeof *s);
-    s->cfg = *cfg;
-    if (!s->cfg.max_body_bytes) s->cfg.max_body_bytes = SERVER_DEFAULT_MAX_BODY;
-    if (s->cfg.max_connections <= 0) s->cfg.max_connections = 1024;
-    s->created = time(NULL);
-    atomic_store(&s->state, SERVER_LOADING);
-
+int http_server_start(http_server *h, const char *host, int port, size_t max_body_bytes, int max_connections,
+                      http_handler handler, void *user) {
+    memset(h, 0, sizeof *h);
+    h->max_body_bytes = max_body_bytes;
+    h->handler = handler;
+    h->user = user;
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE},
                     *ai = NULL;
-    char port[16];
-    snprintf(port, sizeof port, "%d", cfg->port);
-    int gai = getaddrinfo(cfg->host, port, &hints, &ai);
-    if (gai) return err_set("cannot resolve host '%s': %s", cfg->host, gai_strerror(gai));
+    char port_text[16];
+    snprintf(port_text, sizeof port_text, "%d", port);
+    int gai = getaddrinfo(host, port_text, &hints, &ai);
+    if (gai) return err_set("cannot resolve host '%s': %s", host, gai_strerror(gai));
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC;
     if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
-    s->daemon = MHD_start_daemon(
-        flags, 0, NULL, NULL, on_access, s, MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_NOTIFY_COMPLETED,
-        on_completed, s, MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->cfg.max_connections,
-        MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)256 * 1024,
-        MHD_OPTION_END);
+    h->daemon = MHD_start_daemon(
+        flags, 0, NULL, NULL, on_access, h, MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_NOTIFY_COMPLETED,
+        on_completed, h, MHD_OPTION_CONNECTION_LIMIT, (unsigned)max_connections, MHD_OPTION_LISTEN_BACKLOG_SIZE,
+        1024u, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)256 * 1024, MHD_OPTION_END);
     freeaddrinfo(ai);
-    if (!s->daemon) return err_set("cannot listen on %s:%d (address in use or not available?)", cfg->host, cfg->port);
-    const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
-    s->port = di ? di->port : cfg->port;
+    if (!h->daemon) return err_set("cannot listen on %s:%d (address in use or not available?)", host, port);
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    h->port = di ? di->port : port;
     return 0;
 }
 
-int server_port(const server *s) { return s->port; }
-
-void server_set_ready(server *s, model *m, engine *e, const chat_template *tmpl) {
-    s->m = m;
-    s->e = e;
-    s->tmpl = tmpl;
-    s->max_model_len = engine_get_config(e)->max_model_len;
-    atomic_store(&s->state, SERVER_READY);
+void http_server_quiesce(http_server *h) {
+    if (!h->daemon) return;
+    MHD_socket fd = MHD_quiesce_daemon(h->daemon);
+    if (fd != MHD_INVALID_SOCKET) close(fd);
 }
 
-void server_drain(server *s) {
-    atomic_store(&s->state, SERVER_DRAINING);
-    if (s->daemon) {
-        MHD_socket fd = MHD_quiesce_daemon(s->daemon);
-        if (fd != MHD_INVALID_SOCKET) close(fd);
-    }
-}
-
-void server_stop(server *s) {
-    if (s->daemon) MHD_stop_daemon(s->daemon);
-    s->daemon = NULL;
-}
-
-static const char *base_name(const char *p) {
-    const char *b = strrchr(p, '/');
-    return b ? b + 1 : p;
-}
-
-bool server_model_matches(const server *s, const char *name) {
-    if (!strcmp(name, s->cfg.served_name)) return true;
-    if (s->cfg.model_path && (!strcmp(name, s->cfg.model_path) || !strcmp(name, base_name(s->cfg.model_path))))
-        return true;
-    return s->m && s->m->name && !strcmp(name, s->m->name);
-}
-
-void server_new_id(server *s, const char *prefix, char *out, size_t cap) {
-    uint64_t r[2] = {0, 0};
-    if (getrandom(r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r) {
-        r[0] = (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ull;
-        r[1] = atomic_fetch_add(&s->next_id, 1) * 0xbf58476d1ce4e5b9ull;
-    }
-    snprintf(out, cap, "%s%016llx%016llx", prefix, (unsigned long long)r[0], (unsigned long long)r[1]);
+void http_server_stop(http_server *h) {
+    if (h->daemon) MHD_stop_daemon(h->daemon);
+    h->daemon = NULL;
 }

@@ -2,22 +2,15 @@
 #include "server/responses.h"
 
 #include "chat/prompt.h"
+#include "util/utf8.h"
 
 #include <math.h>
 #include <string.h>
 
-const char *resp_finish_name(finish_reason r) {
-    switch (r) {
-    case FINISH_STOP: return "stop";
-    case FINISH_LENGTH: return "length";
-    case FINISH_ABORT: return "abort";
-    case FINISH_ERROR: return "error";
-    default: return NULL;
-    }
-}
+const char *resp_finish_name(finish_reason r) { return r == FINISH_NONE ? NULL : finish_reason_name(r); }
 
 json_t *resp_string(const char *p, size_t n) {
-    if (buf_utf8_valid(p, n)) return json_stringn(p, n);
+    if (utf8_valid(p, n)) return json_stringn(p, n);
     buf b = {0};
     buf_append_utf8(&b, p, n);
     json_t *j = json_stringn(b.data ? b.data : "", b.len);
@@ -78,7 +71,7 @@ json_t *resp_logprobs(const resp_ctx *c, const gen_logprob *lps, int from, int t
             token_bytes(c->tok, l->token, &tmp);
             json_t *ts = resp_string(tmp.data ? tmp.data : "", tmp.len);
             json_array_append_new(offsets, json_integer(*text_offset));
-            *text_offset += (long)buf_utf8_count(json_string_value(ts), json_string_length(ts));
+            *text_offset += (long)utf8_count(json_string_value(ts), json_string_length(ts));
             json_array_append(tokens, ts);
             json_array_append_new(token_lps, lp_real(l->logprob));
             json_t *top = json_object();

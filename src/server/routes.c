@@ -1,10 +1,12 @@
 /* The router: path and method to handler, with the checks every request
  * passes first (API key on protected paths, the model being loaded, the body
  * size), plus the small endpoints: /health, /metrics, /v1/models. */
+#include "server/routes.h"
+
 #include "server/auth.h"
 #include "server/generate.h"
-#include "server/http.h"
 #include "server/metrics.h"
+#include "server/server.h"
 #include "server/tokenize.h"
 
 #include <string.h>
@@ -31,8 +33,7 @@ static json_t *model_card(server *s) {
                      "max_model_len", s->max_model_len);
 }
 
-static enum MHD_Result metrics(http_req *r) {
-    server *s = r->srv;
+static enum MHD_Result metrics(server *s, http_req *r) {
     metrics_input in = {.model_name = s->cfg.served_name};
     in.ready = atomic_load(&s->state) == SERVER_READY;
     if (atomic_load(&s->state) != SERVER_LOADING) {
@@ -44,7 +45,7 @@ static enum MHD_Result metrics(http_req *r) {
         hist_init_seconds(&in.stats.queue);
     }
     for (int i = 0; i <= FINISH_ERROR; i++) in.finished[i] = atomic_load(&s->counters.finished[i]);
-    for (int i = 0; i < 6; i++) in.http[i] = atomic_load(&s->http_responses[i]);
+    for (int i = 0; i < 6; i++) in.http[i] = atomic_load(&s->http.responses[i]);
     buf b = {0};
     metrics_render(&b, &in);
     enum MHD_Result rc;
@@ -59,8 +60,8 @@ static enum MHD_Result metrics(http_req *r) {
     return rc;
 }
 
-enum MHD_Result route_request(http_req *r) {
-    server *s = r->srv;
+enum MHD_Result route_request(void *user, http_req *r) {
+    server *s = user;
     api_error e;
     const bool is_head = !strcmp(r->method, "HEAD");
     const char *method = is_head ? "GET" : r->method;
@@ -68,22 +69,24 @@ enum MHD_Result route_request(http_req *r) {
     if (s->cfg.api_key && *s->cfg.api_key && auth_path_protected(r->path) &&
         !auth_check(http_header(r, MHD_HTTP_HEADER_AUTHORIZATION), s->cfg.api_key)) {
         api_fail(&e, 401, "invalid_api_key", NULL, "Incorrect or missing API key; send 'Authorization: Bearer KEY'");
+        http_add_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
         return http_reply_error(r, &e);
     }
     int found = -1;
-    bool path_known = false;
+    const char *allowed = NULL; /* the path's method, when the path is known */
     for (size_t i = 0; i < sizeof ROUTES / sizeof *ROUTES; i++) {
         if (strcmp(ROUTES[i].path, r->path)) continue;
-        path_known = true;
+        allowed = ROUTES[i].method;
         if (!strcmp(ROUTES[i].method, method)) found = (int)ROUTES[i].id;
     }
     if (found < 0 && !strncmp(r->path, "/v1/models/", 11) && r->path[11]) {
-        path_known = true;
+        allowed = "GET";
         if (!strcmp(method, "GET")) found = R_MODEL;
     }
     if (found < 0) {
-        if (path_known) {
+        if (allowed) {
             api_fail(&e, 405, "method_not_allowed", NULL, "Method %.16s is not allowed on %.200s", r->method, r->path);
+            http_add_header(r, MHD_HTTP_HEADER_ALLOW, strcmp(allowed, "GET") ? allowed : "GET, HEAD");
         } else {
             api_fail(&e, 404, "not_found", NULL, "No route for %.16s %.200s", r->method, r->path);
         }
@@ -101,7 +104,7 @@ enum MHD_Result route_request(http_req *r) {
                  state == SERVER_LOADING ? "The model is loading" : "The server is shutting down");
         return http_reply_error(r, &e);
     }
-    if (found == R_METRICS) return metrics(r);
+    if (found == R_METRICS) return metrics(s, r);
     if (state == SERVER_LOADING) {
         api_fail(&e, 503, "loading", NULL, "The model is still loading; retry when /health answers 200");
         return http_reply_error(r, &e);
@@ -119,10 +122,10 @@ enum MHD_Result route_request(http_req *r) {
         return http_reply_error(r, &e);
     }
     switch ((route_id)found) {
-    case R_COMPLETIONS: return handle_generation(r, API_COMPLETIONS);
-    case R_CHAT: return handle_generation(r, API_CHAT);
-    case R_TOKENIZE: return handle_tokenize(r);
-    case R_DETOKENIZE: return handle_detokenize(r);
+    case R_COMPLETIONS: return handle_generation(s, r, API_COMPLETIONS);
+    case R_CHAT: return handle_generation(s, r, API_CHAT);
+    case R_TOKENIZE: return handle_tokenize(s, r);
+    case R_DETOKENIZE: return handle_detokenize(s, r);
     default: break;
     }
     api_fail(&e, 404, "not_found", NULL, "No route for %.200s", r->path);

@@ -15,6 +15,7 @@
 #include "engine/engine.h"
 #include "model/model.h"
 #include "server/gen.h"
+#include "server/http.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -37,8 +38,7 @@ typedef enum { SERVER_LOADING, SERVER_READY, SERVER_DRAINING } server_state;
 
 typedef struct server {
     server_config cfg;
-    struct MHD_Daemon *daemon;
-    int port;
+    http_server http;
     _Atomic int state;
     /* Set once before state becomes READY, read-only after. */
     model *m;
@@ -50,7 +50,6 @@ typedef struct server {
     _Atomic int n_active;
     _Atomic uint64_t next_id;
     gen_counters counters;
-    _Atomic uint64_t http_responses[6]; /* by status class: [2] = 2xx ... [5] = 5xx */
 } server;
 
 /* Starts listening (state LOADING). Returns -1 with err_get() when the address

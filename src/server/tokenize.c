@@ -67,12 +67,12 @@ static int tokenize_body(server *s, const json_t *body, int32_t **ids, api_error
     return n < 0 ? api_fail_prompt(e, n, "invalid_messages", "messages") : n;
 }
 
-enum MHD_Result handle_tokenize(http_req *r) {
+enum MHD_Result handle_tokenize(server *s, http_req *r) {
     api_error e;
     json_t *body = http_body_json(r, &e);
     if (!body) return http_reply_error(r, &e);
     int32_t *ids = NULL;
-    const int n = tokenize_body(r->srv, body, &ids, &e);
+    const int n = tokenize_body(s, body, &ids, &e);
     json_decref(body);
     if (n < 0) {
         free(ids);
@@ -83,20 +83,20 @@ enum MHD_Result handle_tokenize(http_req *r) {
     free(ids);
     return http_reply_json(r, 200,
                            json_pack("{s:o,s:i,s:i}", "tokens", tokens, "count", n, "max_model_len",
-                                     r->srv->max_model_len));
+                                     s->max_model_len));
 }
 
-enum MHD_Result handle_detokenize(http_req *r) {
+enum MHD_Result handle_detokenize(server *s, http_req *r) {
     api_error e;
     json_t *body = http_body_json(r, &e);
     if (!body) return http_reply_error(r, &e);
     static const char *const allowed[] = {"model", "tokens", NULL};
     int32_t *ids = NULL;
     int n = 0;
-    int rc = check_fields(r->srv, body, allowed, &e);
+    int rc = check_fields(s, body, allowed, &e);
     if (!rc) {
         const json_t *t = json_object_get(body, "tokens");
-        rc = t ? api_parse_token_ids(t, "tokens", tokenizer_n_vocab(r->srv->m->tok), &ids, &n, &e)
+        rc = t ? api_parse_token_ids(t, "tokens", tokenizer_n_vocab(s->m->tok), &ids, &n, &e)
                : api_fail(&e, 400, "missing_field", "tokens", "'tokens' is required");
     }
     json_decref(body);
@@ -105,7 +105,7 @@ enum MHD_Result handle_detokenize(http_req *r) {
         return http_reply_error(r, &e);
     }
     buf text = {0};
-    prompt_decode(r->srv->m->tok, ids, n, true, &text);
+    prompt_decode(s->m->tok, ids, n, true, &text);
     free(ids);
     json_t *out = json_pack("{s:o}", "prompt", resp_string(text.data ? text.data : "", text.len));
     buf_free(&text);

@@ -9,8 +9,9 @@
 #define CLLM_SERVER_TOKENIZE_H
 
 #include "server/http.h"
+#include "server/server.h"
 
-enum MHD_Result handle_tokenize(http_req *r);
-enum MHD_Result handle_detokenize(http_req *r);
+enum MHD_Result handle_tokenize(server *s, http_req *r);
+enum MHD_Result handle_detokenize(server *s, http_req *r);
 
 #endif

@@ -13,6 +13,8 @@
 
 #include "format/gguf.h"
 #include "util/error.h"
+#include "util/utf8.h"
+#include "util/vec.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
@@ -72,7 +74,7 @@ static void init_byte_map(tokenizer *t) {
     for (int b = 0; b < 256; b++) {
         bool printable = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE);
         int cp = printable ? b : next++;
-        t->byte_enc_len[b] = (uint8_t)utf8_put(t->byte_enc[b], (uint32_t)cp);
+        t->byte_enc_len[b] = (uint8_t)utf8_encode(t->byte_enc[b], (uint32_t)cp);
         t->byte_dec[cp] = (int16_t)b;
     }
 }
@@ -175,23 +177,6 @@ static int decode_lax(const unsigned char *s, size_t n, uint32_t *cp) {
     return len;
 }
 
-/* True when the text is strict UTF-8 (what PCRE2 accepts) and so already in
- * the form step 1 would give. */
-static bool utf8_strict(const unsigned char *s, size_t n) {
-    for (size_t i = 0; i < n;) {
-        if (s[i] < 0x80) {
-            i++;
-            continue;
-        }
-        uint32_t cp;
-        int l = decode_lax(s + i, n - i, &cp);
-        if (l == 0 || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-        if ((l == 2 && cp < 0x80) || (l == 3 && cp < 0x800) || (l == 4 && cp < 0x10000)) return false;
-        i += (size_t)l;
-    }
-    return true;
-}
-
 /* Re-encodes the text the way llama.cpp sees it: `norm` gets each decoded code
  * point (U+FFFD for an invalid byte) and `subj`, the regex subject, the same
  * bytes with surrogates replaced by U+FFFD (same length, so offsets agree). */
@@ -209,9 +194,9 @@ static int normalize_text(const char *text, size_t len, char **norm, char **subj
         int l = decode_lax(s + i, len - i, &cp);
         if (l == 0) cp = 0xFFFD, l = 1;
         if (cp > 0x10FFFF) cp = 0xFFFD;
-        int w = utf8_put(a + n, cp);
+        int w = utf8_encode(a + n, cp);
         if (cp >= 0xD800 && cp <= 0xDFFF)
-            utf8_put(b + n, 0xFFFD);
+            utf8_encode(b + n, 0xFFFD);
         else
             memcpy(b + n, a + n, (size_t)w);
         n += (size_t)w;
@@ -236,7 +221,7 @@ typedef struct {
 
 static int span_push(spanvec *s, size_t off, size_t len) {
     if (len == 0) return 0;
-    if (tok_reserve((void **)&s->v, &s->cap, s->n + 1, sizeof *s->v)) return -1;
+    if (vec_reserve((void **)&s->v, &s->cap, s->n + 1, sizeof *s->v)) return -1;
     s->v[s->n++] = (span){off, len};
     return 0;
 }
@@ -308,7 +293,7 @@ static int bpe_word(bpe_session *s, const char *word, size_t len, tokvec *out) {
         int32_t id = strtab_find(&t->vocab, word, len);
         if (id >= 0) return tokvec_push(out, id);
     }
-    if (tok_reserve((void **)&s->sym, &s->sym_cap, len + 1, sizeof *s->sym)) return -1;
+    if (vec_reserve((void **)&s->sym, &s->sym_cap, len + 1, sizeof *s->sym)) return -1;
     s->word = word;
     int32_t n_sym = tok_split_chars(word, len, s->sym);
     if (tok_merge(&s->merge, s->sym, n_sym)) return -1;
@@ -321,7 +306,8 @@ int bpe_encode(const tokenizer *t, const char *text, size_t len, tokvec *out) {
     char *norm = NULL, *subj = NULL;
     const char *nt = text, *st = text;
     size_t n = len;
-    if (!utf8_strict((const unsigned char *)text, len)) {
+    /* Strict UTF-8 is what PCRE2 accepts, and already the form step 1 would give. */
+    if (!utf8_valid(text, len)) {
         if (normalize_text(text, len, &norm, &subj, &n)) return -1;
         nt = norm;
         st = subj;
@@ -342,7 +328,7 @@ int bpe_encode(const tokenizer *t, const char *text, size_t len, tokvec *out) {
         b = tmp;
     }
     for (size_t k = 0; k < a.n && rc == 0; k++) {
-        rc = tok_reserve((void **)&wbuf, &wcap, 2 * a.v[k].len, 1); /* each byte: 1-2 bytes */
+        rc = vec_reserve((void **)&wbuf, &wcap, 2 * a.v[k].len, 1); /* each byte: 1-2 bytes */
         if (rc) break;
         size_t wl = 0;
         for (size_t j = 0; j < a.v[k].len; j++) {

@@ -6,36 +6,10 @@
  * Python's bytes.decode(errors="replace") does). */
 #include "tokenizer/detok.h"
 
+#include "util/utf8.h"
+
 #include <stdlib.h>
 #include <string.h>
-
-/* How the bytes at s stand: the length of a complete, well-formed character
- * (> 0); 0 when they are a valid prefix that ends with the buffer; or -k when
- * the first k bytes are a maximal invalid subpart. */
-static int utf8_check(const unsigned char *s, size_t n) {
-    unsigned c = s[0], lo = 0x80, hi = 0xBF;
-    int need;
-    if (c < 0x80) return 1;
-    if (c >= 0xC2 && c <= 0xDF) {
-        need = 1;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        need = 2;
-        if (c == 0xE0) lo = 0xA0;
-        if (c == 0xED) hi = 0x9F; /* no surrogates */
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        need = 3;
-        if (c == 0xF0) lo = 0x90;
-        if (c == 0xF4) hi = 0x8F; /* nothing past U+10FFFF */
-    } else {
-        return -1;
-    }
-    for (int i = 1; i <= need; i++) {
-        if ((size_t)i >= n) return 0;
-        if (s[i] < lo || s[i] > hi) return -i;
-        lo = 0x80, hi = 0xBF;
-    }
-    return need + 1;
-}
 
 static const char k_replacement[3] = {'\xEF', '\xBF', '\xBD'};
 
@@ -47,9 +21,9 @@ static size_t emit(const unsigned char *buf, size_t n, bool final, char *out, si
                    size_t *used) {
     size_t i = 0, w = 0;
     while (i < n) {
-        int r = utf8_check(buf + i, n - i);
-        if (r == 0 && !final) break;
         const char *src = (const char *)buf + i;
+        const int r = utf8_scan(src, n - i);
+        if (r == 0 && !final) break;
         size_t len = (size_t)r, adv = (size_t)r;
         if (r <= 0) {
             src = k_replacement;

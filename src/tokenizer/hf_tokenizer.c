@@ -21,6 +21,7 @@
 #include "tokenizer/tok_internal.h"
 
 #include "util/error.h"
+#include "util/file.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -424,25 +425,8 @@ int tokenizer_hf_chat_template(const char *dir, char **out) {
     /* Newer transformers save the template beside the config. */
     snprintf(path, sizeof path, "%s/chat_template.jinja", dir);
     FILE *fp = fopen(path, "rb");
-    if (!fp) return 0;
-    size_t cap = 4096, n = 0, got;
-    char *buf = malloc(cap);
-    while (buf && (got = fread(buf + n, 1, cap - n - 1, fp)) > 0) {
-        n += got;
-        if (n + 1 == cap) {
-            char *g = realloc(buf, cap * 2);
-            if (!g) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = g;
-            cap *= 2;
-        }
-    }
+    if (!fp) return 0; /* none: not an error */
     fclose(fp);
-    if (!buf) return err_set("out of memory reading %s", path);
-    buf[n] = 0;
-    *out = buf;
-    return 0;
+    *out = file_read_all(path, NULL);
+    return *out ? 0 : -1;
 }

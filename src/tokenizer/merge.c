@@ -1,4 +1,4 @@
-/* What both encoders build on: growable arrays, cutting text into characters
+/* What both encoders build on: token arrays, cutting text into characters
  * the way llama.cpp does, and the merge loop. SentencePiece merges the pair
  * whose joined text is the best-scoring token (or, for a vocabulary that came
  * with merges, the lowest-ranked merge), BPE the pair with the lowest merge
@@ -7,28 +7,18 @@
 #include "tokenizer/tok_internal.h"
 
 #include "util/error.h"
+#include "util/vec.h"
 
 #include <string.h>
 
-int tok_reserve(void **v, size_t *cap, size_t need, size_t elem) {
-    if (need <= *cap) return 0;
-    size_t c = *cap ? *cap : 16;
-    while (c < need) c *= 2;
-    void *p = realloc(*v, c * elem);
-    if (!p) return err_set("tokenizer: out of memory (%zu items of %zu bytes)", need, elem);
-    *v = p;
-    *cap = c;
-    return 0;
-}
-
 int tokvec_grow(tokvec *a, size_t need) {
-    return tok_reserve((void **)&a->v, &a->cap, need, sizeof *a->v);
+    return vec_reserve((void **)&a->v, &a->cap, need, sizeof *a->v);
 }
 
 int tok_merge_rank(const tokenizer *t, const char *text, const tok_sym *l, const tok_sym *r, char **buf,
                    size_t *cap, double *rank) {
     size_t need = (size_t)l->n + 1 + r->n;
-    if (tok_reserve((void **)buf, cap, need, 1)) return -1;
+    if (vec_reserve((void **)buf, cap, need, 1)) return -1;
     memcpy(*buf, text + l->off, l->n);
     (*buf)[l->n] = ' ';
     memcpy(*buf + l->n + 1, text + r->off, r->n);
@@ -62,7 +52,7 @@ static bool pair_first(const tok_pair *a, const tok_pair *b) {
 }
 
 static int pair_push(tok_merge_state *m, tok_pair x) {
-    if (tok_reserve((void **)&m->heap, &m->heap_cap, m->heap_n + 1, sizeof x)) return -1;
+    if (vec_reserve((void **)&m->heap, &m->heap_cap, m->heap_n + 1, sizeof x)) return -1;
     tok_pair *h = m->heap;
     size_t i = m->heap_n++;
     while (i > 0) {

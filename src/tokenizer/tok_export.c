@@ -14,6 +14,7 @@
 
 #include "format/gguf_write.h"
 #include "util/error.h"
+#include "util/vec.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -23,27 +24,19 @@
 /* Minus the rank of the first merge that makes each piece. */
 static float *scores_from_merges(const tokenizer *t) {
     float *score = malloc((size_t)t->n_vocab * sizeof *score);
-    char *buf = malloc(1);
-    size_t cap = 1;
-    if (!score || !buf) {
-        free(score);
-        free(buf);
-        return NULL;
-    }
+    char *buf = NULL;
+    size_t cap = 0;
+    if (!score) return NULL;
     for (int32_t id = 0; id < t->n_vocab; id++) score[id] = -(float)t->n_merges - 1.0f;
     for (int32_t r = t->n_merges - 1; r >= 0; r--) { /* backwards: the first merge wins */
         const char *m = t->merge[r];
         const uint32_t len = t->merge_len[r];
         const char *sp = len >= 3 ? memchr(m + 1, ' ', len - 1) : NULL;
         if (!sp) continue;
-        if (cap < len) {
-            char *g = realloc(buf, len);
-            if (!g) {
-                free(score);
-                free(buf);
-                return NULL;
-            }
-            buf = g, cap = len;
+        if (vec_reserve((void **)&buf, &cap, len, 1)) {
+            free(score);
+            free(buf);
+            return NULL;
         }
         const size_t left = (size_t)(sp - m);
         memcpy(buf, m, left);

@@ -37,9 +37,6 @@ void strtab_prefetch(const strtab *t, uint64_t h);
 int32_t strtab_insert_hashed(strtab *t, int32_t v, uint64_t h);
 void strtab_free(strtab *t);
 
-/* Grows *v (of *cap items of elem bytes) to hold at least need items. */
-int tok_reserve(void **v, size_t *cap, size_t need, size_t elem);
-
 /* A growable array of token ids. */
 typedef struct {
     int32_t *v;
@@ -165,30 +162,6 @@ int bpe_decode_text(const tokenizer *t, const char *text, size_t len, char *buf,
 static inline size_t utf8_len_lax(unsigned char c) {
     static const uint8_t k_len[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
     return k_len[c >> 4];
-}
-
-/* Encodes cp (at most 0x1FFFFF) and returns the byte count (1..4). */
-static inline int utf8_put(char *out, uint32_t cp) {
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        out[0] = (char)(0xC0 | (cp >> 6));
-        out[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (char)(0xE0 | (cp >> 12));
-        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        out[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | (cp >> 18));
-    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    out[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
 }
 
 #endif

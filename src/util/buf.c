@@ -1,29 +1,21 @@
 /* See buf.h. */
 #include "util/buf.h"
 
+#include "util/utf8.h"
+#include "util/vec.h"
+
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static bool reserve(buf *b, size_t extra) {
     if (b->oom) return false;
-    if (b->len + extra + 1 <= b->cap) return true;
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap < b->len + extra + 1) {
-        if (cap > ((size_t)-1) / 2) {
-            b->oom = true;
-            return false;
-        }
-        cap *= 2;
-    }
-    char *p = realloc(b->data, cap);
-    if (!p) {
+    if (extra > SIZE_MAX - b->len - 1 || vec_reserve((void **)&b->data, &b->cap, b->len + extra + 1, 1)) {
         b->oom = true;
         return false;
     }
-    b->data = p;
-    b->cap = cap;
     return true;
 }
 
@@ -74,43 +66,10 @@ void buf_free(buf *b) {
     *b = (buf){0};
 }
 
-int buf_utf8_seq_len(const unsigned char *p, size_t n) {
-    if (n == 0) return 0;
-    const unsigned c = p[0];
-    if (c < 0x80) return 1;
-    int len;
-    unsigned lo = 0x80, hi = 0xBF; /* range of the second byte */
-    if (c >= 0xC2 && c <= 0xDF) len = 2;
-    else if (c == 0xE0) len = 3, lo = 0xA0;
-    else if (c >= 0xE1 && c <= 0xEC) len = 3;
-    else if (c == 0xED) len = 3, hi = 0x9F; /* no surrogates */
-    else if (c >= 0xEE && c <= 0xEF) len = 3;
-    else if (c == 0xF0) len = 4, lo = 0x90;
-    else if (c >= 0xF1 && c <= 0xF3) len = 4;
-    else if (c == 0xF4) len = 4, hi = 0x8F;
-    else return 0;
-    if ((size_t)len > n) return 0;
-    if (p[1] < lo || p[1] > hi) return 0;
-    for (int i = 2; i < len; i++)
-        if ((p[i] & 0xC0) != 0x80) return 0;
-    return len;
-}
-
-bool buf_utf8_valid(const char *p, size_t n) {
-    const unsigned char *u = (const unsigned char *)p;
-    for (size_t i = 0; i < n;) {
-        int l = buf_utf8_seq_len(u + i, n - i);
-        if (!l) return false;
-        i += (size_t)l;
-    }
-    return true;
-}
-
 void buf_append_utf8(buf *b, const char *p, size_t n) {
-    const unsigned char *u = (const unsigned char *)p;
     size_t run = 0; /* start of the current valid run */
     for (size_t i = 0; i < n;) {
-        int l = buf_utf8_seq_len(u + i, n - i);
+        const int l = utf8_seq_len(p + i, n - i);
         if (l) {
             i += (size_t)l;
             continue;
@@ -121,10 +80,4 @@ void buf_append_utf8(buf *b, const char *p, size_t n) {
         run = i;
     }
     buf_append(b, p + run, n - run);
-}
-
-size_t buf_utf8_count(const char *p, size_t n) {
-    size_t c = 0;
-    for (size_t i = 0; i < n; i++) c += ((unsigned char)p[i] & 0xC0) != 0x80;
-    return c;
 }

@@ -24,14 +24,9 @@ void buf_consume(buf *b, size_t n);
 void buf_reset(buf *b);
 void buf_free(buf *b);
 
-/* UTF-8 helpers for text that must become a JSON string. */
-/* Whether p[0..n) is well-formed UTF-8 (no overlongs, surrogates or > U+10FFFF). */
-bool buf_utf8_valid(const char *p, size_t n);
-/* Appends p[0..n) with each ill-formed sequence replaced by U+FFFD. */
+/* Appends p[0..n) with each byte that does not start a well-formed UTF-8
+ * character (util/utf8.h) replaced by U+FFFD, for text that must become a
+ * JSON string. */
 void buf_append_utf8(buf *b, const char *p, size_t n);
-/* Length of the well-formed UTF-8 sequence at p (1..4), 0 if ill-formed. */
-int buf_utf8_seq_len(const unsigned char *p, size_t n);
-/* Code points in well-formed UTF-8 text. */
-size_t buf_utf8_count(const char *p, size_t n);
 
 #endif

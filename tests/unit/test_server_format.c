@@ -1,7 +1,7 @@
 /* The server's pure pieces: SSE framing, OpenAI's error object and the
  * status -> type mapping, the Prometheus text of /metrics, the API-key check,
- * UTF-8 repair for JSON strings, memory sizes on the command line, and the
- * shapes of response bodies and stream chunks. */
+ * UTF-8 repair for JSON strings, and the shapes of response bodies and
+ * stream chunks. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,10 +10,10 @@
 
 #include "server/auth.h"
 #include "server/errors.h"
-#include "server/mem_size.h"
 #include "server/metrics.h"
 #include "server/responses.h"
 #include "server/sse.h"
+#include "util/utf8.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -131,45 +131,14 @@ static void test_auth(void **state) {
 
 static void test_utf8(void **state) {
     (void)state;
-    assert_true(buf_utf8_valid("h\xc3\xa9 \xe4\xb8\x96 \xf0\x9f\x99\x82", 12));
-    assert_false(buf_utf8_valid("\xc3", 1));          /* truncated */
-    assert_false(buf_utf8_valid("\xc0\xaf", 2));      /* overlong */
-    assert_false(buf_utf8_valid("\xed\xa0\x80", 3));  /* surrogate */
-    assert_false(buf_utf8_valid("\xf4\x90\x80\x80", 4)); /* > U+10FFFF */
     buf b = {0};
     buf_append_utf8(&b, "a\xffz\xe4\xb8", 5);
     assert_string_equal(b.data, "a\xef\xbf\xbdz\xef\xbf\xbd\xef\xbf\xbd");
-    assert_int_equal(buf_utf8_count(b.data, b.len), 5);
+    assert_int_equal(utf8_count(b.data, b.len), 5);
     buf_free(&b);
     json_t *s = resp_string("x\x80y", 3);
     assert_string_equal(json_string_value(s), "x\xef\xbf\xbdy");
     json_decref(s);
-}
-
-static void test_mem_size(void **state) {
-    (void)state;
-    size_t n;
-    assert_int_equal(mem_size_parse("2GiB", 0, &n), 0);
-    assert_true(n == (size_t)2 << 30);
-    assert_int_equal(mem_size_parse("512MiB", 0, &n), 0);
-    assert_true(n == (size_t)512 << 20);
-    assert_int_equal(mem_size_parse("1.5G", 0, &n), 0);
-    assert_true(n == (size_t)3 << 29);
-    assert_int_equal(mem_size_parse("100MB", 0, &n), 0);
-    assert_true(n == 100000000);
-    assert_int_equal(mem_size_parse("4096", 0, &n), 0);
-    assert_true(n == 4096);
-    assert_int_equal(mem_size_parse("0.5", 1000, &n), 0);
-    assert_true(n == 500);
-    assert_int_equal(mem_size_parse("1.0", 1000, &n), 0);
-    assert_true(n == 1000);
-    assert_int_equal(mem_size_parse("0.5", 0, &n), -1);   /* unknown free memory */
-    assert_int_equal(mem_size_parse("1.5", 1000, &n), -1); /* fraction over 1 */
-    assert_int_equal(mem_size_parse("-1GiB", 0, &n), -1);
-    assert_int_equal(mem_size_parse("12 parsecs", 0, &n), -1);
-    assert_int_equal(mem_size_parse("", 0, &n), -1);
-    assert_int_equal(mem_size_parse("1.5", 0, &n), -1);
-    assert_int_equal(mem_size_parse("10.5B", 0, &n), -1);
 }
 
 static void test_response_shapes(void **state) {
@@ -208,7 +177,7 @@ static void test_response_shapes(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sse_framing),  cmocka_unit_test(test_error_object), cmocka_unit_test(test_metrics_text),
-        cmocka_unit_test(test_auth),         cmocka_unit_test(test_utf8),         cmocka_unit_test(test_mem_size),
+        cmocka_unit_test(test_auth),         cmocka_unit_test(test_utf8),
         cmocka_unit_test(test_response_shapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

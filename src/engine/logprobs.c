@@ -1,0 +1,29 @@
+/* See logprobs.h. */
+#include "engine/logprobs.h"
+
+#include <math.h>
+
+float logprobs_logsumexp(const float *logits, int n) {
+    float mx = logits[0];
+    for (int i = 1; i < n; i++)
+        if (logits[i] > mx) mx = logits[i];
+    double sum = 0;
+    for (int i = 0; i < n; i++) sum += exp((double)logits[i] - mx);
+    return mx + (float)log(sum);
+}
+
+int logprobs_top_k(const float *logits, int n, int k, logprobs_skip_fn skip, const void *ctx, int32_t *top) {
+    if (k <= 0) return 0;
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        if (m == k && logits[i] <= logits[top[m - 1]]) continue;
+        if (skip && skip(ctx, i)) continue;
+        int j = m < k ? m++ : m - 1;
+        while (j > 0 && logits[top[j - 1]] < logits[i]) {
+            top[j] = top[j - 1];
+            j--;
+        }
+        top[j] = i;
+    }
+    return m;
+}

@@ -1,0 +1,60 @@
+/* See server.h. The server owns the HTTP layer (http.c) and hands it the
+ * router (routes.c) as its handler; what a request may see of the server
+ * (state, model, engine, counters) lives in the server struct. */
+#include "server/server.h"
+
+#include "server/routes.h"
+#include "util/error.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+
+int server_start(server *s, const server_config *cfg) {
+    memset(s, 0, sizeof *s);
+    s->cfg = *cfg;
+    if (!s->cfg.max_body_bytes) s->cfg.max_body_bytes = SERVER_DEFAULT_MAX_BODY;
+    if (s->cfg.max_connections <= 0) s->cfg.max_connections = 1024;
+    s->created = time(NULL);
+    atomic_store(&s->state, SERVER_LOADING);
+    return http_server_start(&s->http, s->cfg.host, s->cfg.port, s->cfg.max_body_bytes, s->cfg.max_connections,
+                             route_request, s);
+}
+
+int server_port(const server *s) { return s->http.port; }
+
+void server_set_ready(server *s, model *m, engine *e, const chat_template *tmpl) {
+    s->m = m;
+    s->e = e;
+    s->tmpl = tmpl;
+    s->max_model_len = engine_get_config(e)->max_model_len;
+    atomic_store(&s->state, SERVER_READY);
+}
+
+void server_drain(server *s) {
+    atomic_store(&s->state, SERVER_DRAINING);
+    http_server_quiesce(&s->http);
+}
+
+void server_stop(server *s) { http_server_stop(&s->http); }
+
+static const char *base_name(const char *p) {
+    const char *b = strrchr(p, '/');
+    return b ? b + 1 : p;
+}
+
+bool server_model_matches(const server *s, const char *name) {
+    if (!strcmp(name, s->cfg.served_name)) return true;
+    if (s->cfg.model_path && (!strcmp(name, s->cfg.model_path) || !strcmp(name, base_name(s->cfg.model_path))))
+        return true;
+    return s->m && s->m->name && !strcmp(name, s->m->name);
+}
+
+void server_new_id(server *s, const char *prefix, char *out, size_t cap) {
+    uint64_t r[2] = {0, 0};
+    if (getrandom(r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r) {
+        r[0] = (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ull;
+        r[1] = atomic_fetch_add(&s->next_id, 1) * 0xbf58476d1ce4e5b9ull;
+    }
+    snprintf(out, cap, "%s%016llx%016llx", prefix, (unsigned long long)r[0], (unsigned long long)r[1]);
+}

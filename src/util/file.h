@@ -1,0 +1,13 @@
+/* Reading a whole file into memory, for the small text inputs every layer
+ * takes from disk (chat templates, calibration text, prompts). */
+#ifndef CLLM_UTIL_FILE_H
+#define CLLM_UTIL_FILE_H
+
+#include <stddef.h>
+
+/* The contents of path, NUL-terminated (the NUL not counted in *len; len may
+ * be NULL), to be freed by the caller. NULL with err_get() naming the path and
+ * what went wrong ("PATH: cannot open: No such file or directory"). */
+char *file_read_all(const char *path, size_t *len);
+
+#endif

@@ -1,0 +1,63 @@
+/* Log-probabilities from logits, as a request's logprobs and beam search's
+ * candidates see them: the log-sum-exp normalizes, top-k ranks by logit with
+ * the lower id first on ties, and a skipped token is never ranked. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "engine/logprobs.h"
+
+#include <math.h>
+
+static void test_logsumexp_normalizes_and_does_not_overflow(void **state) {
+    (void)state;
+    const float uniform[4] = {0, 0, 0, 0};
+    assert_float_equal(logprobs_logsumexp(uniform, 4), logf(4), 1e-6);
+    const float big[3] = {1000, 1000, -INFINITY}; /* exp(1000) overflows a double */
+    assert_float_equal(logprobs_logsumexp(big, 3), 1000 + logf(2), 1e-3);
+    const float x[3] = {1, 2, 3};
+    double p = 0;
+    const float lse = logprobs_logsumexp(x, 3);
+    for (int i = 0; i < 3; i++) p += exp(x[i] - lse);
+    assert_float_equal(p, 1.0, 1e-6);
+}
+
+static void test_top_k_is_largest_first_lower_id_on_ties(void **state) {
+    (void)state;
+    const float x[8] = {0.5f, 3, 1, 3, -2, 7, 1, 0};
+    int32_t top[8];
+    assert_int_equal(logprobs_top_k(x, 8, 4, NULL, NULL, top), 4);
+    const int32_t want[4] = {5, 1, 3, 2};
+    for (int i = 0; i < 4; i++) assert_int_equal(top[i], want[i]);
+    assert_int_equal(logprobs_top_k(x, 8, 0, NULL, NULL, top), 0);
+    assert_int_equal(logprobs_top_k(x, 3, 8, NULL, NULL, top), 3); /* fewer tokens than k */
+    assert_int_equal(top[0], 1);
+    assert_int_equal(top[1], 2);
+    assert_int_equal(top[2], 0);
+}
+
+static bool skip_odd(const void *ctx, int32_t token) {
+    (void)ctx;
+    return token % 2 == 1;
+}
+
+static void test_top_k_never_ranks_a_skipped_token(void **state) {
+    (void)state;
+    const float x[6] = {0, 9, 1, 8, 2, 7};
+    int32_t top[6];
+    assert_int_equal(logprobs_top_k(x, 6, 2, skip_odd, NULL, top), 2);
+    assert_int_equal(top[0], 4);
+    assert_int_equal(top[1], 2);
+    assert_int_equal(logprobs_top_k(x, 6, 5, skip_odd, NULL, top), 3); /* only 3 even ids */
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_logsumexp_normalizes_and_does_not_overflow),
+        cmocka_unit_test(test_top_k_is_largest_first_lower_id_on_ties),
+        cmocka_unit_test(test_top_k_never_ranks_a_skipped_token),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
