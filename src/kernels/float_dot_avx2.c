@@ -1,6 +1,6 @@
 /* AVX2/FMA/F16C kernels for the float weight formats. Four independent
  * accumulators hide the FMA latency; tails fall back to scalar code. */
-#include "kernels/float_dot.h"
+#include "kernels/float_kernels.h"
 
 #include "util/fp16.h"
 
@@ -31,7 +31,7 @@ void f16_from_float_avx2(const float *restrict x, void *restrict y, int64_t n) {
     for (; i < n; i++) h[i] = f32_to_f16(x[i]);
 }
 
-void vec_dot_f32_avx2(int n, float *restrict s, const void *restrict x, const void *restrict y) {
+void vec_dot_f32_f32_avx2(int n, float *restrict s, const void *restrict x, const void *restrict y) {
     const float *a = x, *b = y;
     __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
     int i = 0;

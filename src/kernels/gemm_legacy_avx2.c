@@ -111,7 +111,6 @@ GEMM_INLINE __m128 bcast_f16(const uint8_t *p) {
 _Static_assert(LR % 4 == 0 && LR <= 8, "the legacy tiles hold 4 or 8 rows");
 _Static_assert(LC >= 1 && LC <= 8, "GEMM_DISPATCH instantiates 1 to 8 columns");
 
-/* One instance per type and column count. */
 /* The tile: LR rows (nr of them real) by NC activation rows. */
 GEMM_INLINE void legacy_tile(const int T, const int NC, int nb, int nr, float *restrict s,
                              size_t ldc, const uint8_t *x, size_t bx, const uint8_t *y, size_t by) {
@@ -182,22 +181,36 @@ GEMM_INLINE void legacy_tile(const int T, const int NC, int nb, int nr, float *r
     }
 }
 
-#define GEMM_LEGACY(W, A)                                                                          \
-    void gemm_##W##_##A##_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,               \
-                               const void *restrict x, size_t bx, const void *restrict y,          \
-                               size_t by) {                                                        \
-        const int nb = n / 32;                                                                     \
-        GEMM_DISPATCH(nc, LC, W##_CALL)                                                            \
-    }
+/* legacy_tile with NC = nc, a constant in each instance. */
+GEMM_INLINE void legacy_tile_any(const int T, int n, int nr, int nc, float *restrict s, size_t ldc,
+                                 const uint8_t *x, size_t bx, const uint8_t *y, size_t by) {
+    const int nb = n / 32;
+#define LEGACY_TILE(NCV) legacy_tile(T, NCV, nb, nr, s, ldc, x, bx, y, by)
+    GEMM_DISPATCH(nc, LC, LEGACY_TILE)
+#undef LEGACY_TILE
+}
 
-#define q4_0_CALL(NCV) legacy_tile(L_Q4_0, NCV, nb, nr, s, ldc, x, bx, y, by)
-#define q4_1_CALL(NCV) legacy_tile(L_Q4_1, NCV, nb, nr, s, ldc, x, bx, y, by)
-#define q5_0_CALL(NCV) legacy_tile(L_Q5_0, NCV, nb, nr, s, ldc, x, bx, y, by)
-#define q5_1_CALL(NCV) legacy_tile(L_Q5_1, NCV, nb, nr, s, ldc, x, bx, y, by)
-#define q8_0_CALL(NCV) legacy_tile(L_Q8_0, NCV, nb, nr, s, ldc, x, bx, y, by)
+void gemm_q4_0_q8_0_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                         const void *restrict x, size_t bx, const void *restrict y, size_t by) {
+    legacy_tile_any(L_Q4_0, n, nr, nc, s, ldc, x, bx, y, by);
+}
 
-GEMM_LEGACY(q4_0, q8_0)
-GEMM_LEGACY(q4_1, q8_1)
-GEMM_LEGACY(q5_0, q8_0)
-GEMM_LEGACY(q5_1, q8_1)
-GEMM_LEGACY(q8_0, q8_0)
+void gemm_q4_1_q8_1_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                         const void *restrict x, size_t bx, const void *restrict y, size_t by) {
+    legacy_tile_any(L_Q4_1, n, nr, nc, s, ldc, x, bx, y, by);
+}
+
+void gemm_q5_0_q8_0_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                         const void *restrict x, size_t bx, const void *restrict y, size_t by) {
+    legacy_tile_any(L_Q5_0, n, nr, nc, s, ldc, x, bx, y, by);
+}
+
+void gemm_q5_1_q8_1_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                         const void *restrict x, size_t bx, const void *restrict y, size_t by) {
+    legacy_tile_any(L_Q5_1, n, nr, nc, s, ldc, x, bx, y, by);
+}
+
+void gemm_q8_0_q8_0_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                         const void *restrict x, size_t bx, const void *restrict y, size_t by) {
+    legacy_tile_any(L_Q8_0, n, nr, nc, s, ldc, x, bx, y, by);
+}

@@ -40,8 +40,8 @@ void gq_register(wtype_traits *ref, wtype_traits *fast, bool use_avx2);
 /* The AVX2 dot products and gemm tiles (gq_gemm_rows x gq_gemm_cols), one
  * per type, indexed by t - WT_GQ_BASE (gq_avx2.c; only call when the CPU has
  * AVX2). */
-extern const wtype_vec_dot_fn gq_vec_dot_avx2[WT_GQ_COUNT];
-extern const wtype_gemm_fn gq_gemm_avx2[WT_GQ_COUNT];
+extern const wtype_vec_dot_fn gq_vec_dot_avx2_tmp[WT_GQ_COUNT];
+extern const wtype_gemm_fn gq_gemm_avx2_tmp[WT_GQ_COUNT];
 extern const int gq_gemm_rows, gq_gemm_cols;
 
 #endif

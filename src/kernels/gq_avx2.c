@@ -9,6 +9,8 @@
  * lane 0 of [d, d z] * [dy, s] is the chunk's scale, lane 1 its zero term. */
 #include "kernels/gq.h"
 
+#include "kernels/gq_kernels.h"
+
 #include "kernels/quants_avx2.h"
 #include "kernels/quants_blocks.h"
 
@@ -34,12 +36,16 @@ static inline __attribute__((always_inline)) __m256 chunk_dot(int bits, const ui
     return _mm256_cvtepi32_ps(sum);
 }
 
-#define GQ_STEP(acc, k)                                                                             \
-    do {                                                                                            \
-        const __m128 dd = _mm_mul_ps(dz, qa_f16x4(&y[k]));                                          \
-        zs = _mm_add_ps(zs, dd);                                                                    \
-        acc = _mm256_fmadd_ps(_mm256_broadcastss_ps(dd), chunk_dot(bits, q + (k) * bits * 4, &y[k]), acc); \
-    } while (0)
+/* Chunk k of a group of levels q (scale and zero term dz = [d, d z]) against
+ * its activation block: acc += (d * dy) * chunk's integer sums, and the
+ * zero term d z * s added to lane 1 of zs. */
+static inline __attribute__((always_inline)) __m256 gq_step(int bits, const uint8_t *q,
+                                                            const block_q8_1 *y, int64_t k,
+                                                            __m128 dz, __m128 *zs, __m256 acc) {
+    const __m128 dd = _mm_mul_ps(dz, qa_f16x4(&y[k]));
+    *zs = _mm_add_ps(*zs, dd);
+    return _mm256_fmadd_ps(_mm256_broadcastss_ps(dd), chunk_dot(bits, q + k * bits * 4, &y[k]), acc);
+}
 
 static inline __attribute__((always_inline)) float dot(int bits, int64_t g, int n, const uint8_t *x,
                                                       const block_q8_1 *y) {
@@ -56,28 +62,13 @@ static inline __attribute__((always_inline)) float dot(int bits, int64_t g, int 
         const uint8_t *q = x + GQ_BLOCK_HEADER;
         int64_t c = 0;
         for (; c + 2 <= cpg; c += 2) {
-            GQ_STEP(acc0, c);
-            GQ_STEP(acc1, c + 1);
+            acc0 = gq_step(bits, q, y, c, dz, &zs, acc0);
+            acc1 = gq_step(bits, q, y, c + 1, dz, &zs, acc1);
         }
-        if (c < cpg) GQ_STEP(acc0, c);
+        if (c < cpg) acc0 = gq_step(bits, q, y, c, dz, &zs, acc0);
     }
     return qa_hsum_ps(_mm256_add_ps(acc0, acc1)) - _mm_cvtss_f32(_mm_shuffle_ps(zs, zs, 1));
 }
-
-#define GQ_DOT(bits, gc)                                                                            \
-    static void vec_dot_##bits##_##gc(int n, float *restrict s, const void *restrict x,             \
-                                      const void *restrict y) {                                     \
-        *s = dot(bits, (gc) == GQ_GROUP_ROW ? (int64_t)n : (int64_t)32 << (gc), n, x, y);           \
-    }
-#define GQ_DOTS(bits) GQ_DOT(bits, 0) GQ_DOT(bits, 1) GQ_DOT(bits, 2) GQ_DOT(bits, 3)
-GQ_DOTS(2)
-GQ_DOTS(3)
-GQ_DOTS(4)
-GQ_DOTS(8)
-
-#define GQ_ENTRIES(bits) vec_dot_##bits##_0, vec_dot_##bits##_1, vec_dot_##bits##_2, vec_dot_##bits##_3
-const wtype_vec_dot_fn gq_vec_dot_avx2[WT_GQ_COUNT] = {GQ_ENTRIES(2), GQ_ENTRIES(3), GQ_ENTRIES(4),
-                                                       GQ_ENTRIES(8)};
 
 /* ---- gemm tiles (wtype_gemm_fn): 4 weight rows by up to 4 activation rows ----
  *
@@ -91,9 +82,6 @@ const wtype_vec_dot_fn gq_vec_dot_avx2[WT_GQ_COUNT] = {GQ_ENTRIES(2), GQ_ENTRIES
  * vector [r0 r1 r2 r3] (as gemm_legacy_avx2.c does for Q4_0), so scaling
  * costs two instructions per 4 outputs. Rows beyond nr repeat row 0 and are
  * computed but not stored. */
-
-#define GQ_TILE_ROWS 4
-#define GQ_TILE_COLS 4
 
 /* Four vectors of 16-bit pair sums (one per row) -> [r0 r1 r2 r3] per
  * 128-bit half, as int32; a lane sums 4 pair sums of at most 2 * 15 * 127. */
@@ -173,25 +161,209 @@ static inline __attribute__((always_inline)) void gq_tile(const int bits, const 
     }
 }
 
-#define GQ_GEMM(bits, gc)                                                                           \
-    static void gemm_##bits##_##gc(int n, int nr, int nc, float *restrict s, size_t ldc,            \
-                                   const void *restrict x, size_t bx, const void *restrict y,       \
-                                   size_t by) {                                                     \
-        const int64_t g = (gc) == GQ_GROUP_ROW ? (int64_t)n : (int64_t)32 << (gc);                  \
-        switch (nc) {                                                                               \
-        case 1: gq_tile(bits, 1, g, n, nr, s, ldc, x, bx, y, by); break;                            \
-        case 2: gq_tile(bits, 2, g, n, nr, s, ldc, x, bx, y, by); break;                            \
-        case 3: gq_tile(bits, 3, g, n, nr, s, ldc, x, bx, y, by); break;                            \
-        default: gq_tile(bits, 4, g, n, nr, s, ldc, x, bx, y, by); break;                           \
-        }                                                                                           \
+/* gq_tile with NC = nc, a constant in each instance. */
+static inline __attribute__((always_inline)) void
+gq_tile_any(const int bits, int64_t g, int n, int nr, int nc, float *restrict s, size_t ldc,
+            const void *restrict x, size_t bx, const void *restrict y, size_t by) {
+    switch (nc) {
+    case 1:
+        gq_tile(bits, 1, g, n, nr, s, ldc, x, bx, y, by);
+        break;
+    case 2:
+        gq_tile(bits, 2, g, n, nr, s, ldc, x, bx, y, by);
+        break;
+    case 3:
+        gq_tile(bits, 3, g, n, nr, s, ldc, x, bx, y, by);
+        break;
+    default:
+        gq_tile(bits, 4, g, n, nr, s, ldc, x, bx, y, by);
+        break;
     }
-#define GQ_GEMMS(bits) GQ_GEMM(bits, 0) GQ_GEMM(bits, 1) GQ_GEMM(bits, 2) GQ_GEMM(bits, 3)
-GQ_GEMMS(2)
-GQ_GEMMS(3)
-GQ_GEMMS(4)
-GQ_GEMMS(8)
+}
+_Static_assert(GQ_TILE_COLS == 4, "gq_tile_any instantiates 1 to 4 columns");
 
-#define GQ_GEMM_ENTRIES(bits) gemm_##bits##_0, gemm_##bits##_1, gemm_##bits##_2, gemm_##bits##_3
-const wtype_gemm_fn gq_gemm_avx2[WT_GQ_COUNT] = {GQ_GEMM_ENTRIES(2), GQ_GEMM_ENTRIES(3), GQ_GEMM_ENTRIES(4),
-                                                 GQ_GEMM_ENTRIES(8)};
+/* ---- per-type entry points ---- */
+
+/* 2 bits */
+
+void vec_dot_gq2_g32_q8_1_avx2(int n, float *restrict s, const void *restrict x,
+                               const void *restrict y) {
+    *s = dot(2, 32, n, x, y);
+}
+
+void gemm_gq2_g32_q8_1_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                            const void *restrict x, size_t bx, const void *restrict y, size_t by) {
+    gq_tile_any(2, 32, n, nr, nc, s, ldc, x, bx, y, by);
+}
+
+void vec_dot_gq2_g64_q8_1_avx2(int n, float *restrict s, const void *restrict x,
+                               const void *restrict y) {
+    *s = dot(2, 64, n, x, y);
+}
+
+void gemm_gq2_g64_q8_1_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                            const void *restrict x, size_t bx, const void *restrict y, size_t by) {
+    gq_tile_any(2, 64, n, nr, nc, s, ldc, x, bx, y, by);
+}
+
+void vec_dot_gq2_g128_q8_1_avx2(int n, float *restrict s, const void *restrict x,
+                                const void *restrict y) {
+    *s = dot(2, 128, n, x, y);
+}
+
+void gemm_gq2_g128_q8_1_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                             const void *restrict x, size_t bx, const void *restrict y, size_t by) {
+    gq_tile_any(2, 128, n, nr, nc, s, ldc, x, bx, y, by);
+}
+
+void vec_dot_gq2_row_q8_1_avx2(int n, float *restrict s, const void *restrict x,
+                               const void *restrict y) {
+    *s = dot(2, n, n, x, y);
+}
+
+void gemm_gq2_row_q8_1_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                            const void *restrict x, size_t bx, const void *restrict y, size_t by) {
+    gq_tile_any(2, n, n, nr, nc, s, ldc, x, bx, y, by);
+}
+
+/* 3 bits */
+
+void vec_dot_gq3_g32_q8_1_avx2(int n, float *restrict s, const void *restrict x,
+                               const void *restrict y) {
+    *s = dot(3, 32, n, x, y);
+}
+
+void gemm_gq3_g32_q8_1_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                            const void *restrict x, size_t bx, const void *restrict y, size_t by) {
+    gq_tile_any(3, 32, n, nr, nc, s, ldc, x, bx, y, by);
+}
+
+void vec_dot_gq3_g64_q8_1_avx2(int n, float *restrict s, const void *restrict x,
+                               const void *restrict y) {
+    *s = dot(3, 64, n, x, y);
+}
+
+void gemm_gq3_g64_q8_1_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                            const void *restrict x, size_t bx, const void *restrict y, size_t by) {
+    gq_tile_any(3, 64, n, nr, nc, s, ldc, x, bx, y, by);
+}
+
+void vec_dot_gq3_g128_q8_1_avx2(int n, float *restrict s, const void *restrict x,
+                                const void *restrict y) {
+    *s = dot(3, 128, n, x, y);
+}
+
+void gemm_gq3_g128_q8_1_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                             const void *restrict x, size_t bx, const void *restrict y, size_t by) {
+    gq_tile_any(3, 128, n, nr, nc, s, ldc, x, bx, y, by);
+}
+
+void vec_dot_gq3_row_q8_1_avx2(int n, float *restrict s, const void *restrict x,
+                               const void *restrict y) {
+    *s = dot(3, n, n, x, y);
+}
+
+void gemm_gq3_row_q8_1_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                            const void *restrict x, size_t bx, const void *restrict y, size_t by) {
+    gq_tile_any(3, n, n, nr, nc, s, ldc, x, bx, y, by);
+}
+
+/* 4 bits */
+
+void vec_dot_gq4_g32_q8_1_avx2(int n, float *restrict s, const void *restrict x,
+                               const void *restrict y) {
+    *s = dot(4, 32, n, x, y);
+}
+
+void gemm_gq4_g32_q8_1_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                            const void *restrict x, size_t bx, const void *restrict y, size_t by) {
+    gq_tile_any(4, 32, n, nr, nc, s, ldc, x, bx, y, by);
+}
+
+void vec_dot_gq4_g64_q8_1_avx2(int n, float *restrict s, const void *restrict x,
+                               const void *restrict y) {
+    *s = dot(4, 64, n, x, y);
+}
+
+void gemm_gq4_g64_q8_1_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                            const void *restrict x, size_t bx, const void *restrict y, size_t by) {
+    gq_tile_any(4, 64, n, nr, nc, s, ldc, x, bx, y, by);
+}
+
+void vec_dot_gq4_g128_q8_1_avx2(int n, float *restrict s, const void *restrict x,
+                                const void *restrict y) {
+    *s = dot(4, 128, n, x, y);
+}
+
+void gemm_gq4_g128_q8_1_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                             const void *restrict x, size_t bx, const void *restrict y, size_t by) {
+    gq_tile_any(4, 128, n, nr, nc, s, ldc, x, bx, y, by);
+}
+
+void vec_dot_gq4_row_q8_1_avx2(int n, float *restrict s, const void *restrict x,
+                               const void *restrict y) {
+    *s = dot(4, n, n, x, y);
+}
+
+void gemm_gq4_row_q8_1_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                            const void *restrict x, size_t bx, const void *restrict y, size_t by) {
+    gq_tile_any(4, n, n, nr, nc, s, ldc, x, bx, y, by);
+}
+
+/* 8 bits */
+
+void vec_dot_gq8_g32_q8_1_avx2(int n, float *restrict s, const void *restrict x,
+                               const void *restrict y) {
+    *s = dot(8, 32, n, x, y);
+}
+
+void gemm_gq8_g32_q8_1_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                            const void *restrict x, size_t bx, const void *restrict y, size_t by) {
+    gq_tile_any(8, 32, n, nr, nc, s, ldc, x, bx, y, by);
+}
+
+void vec_dot_gq8_g64_q8_1_avx2(int n, float *restrict s, const void *restrict x,
+                               const void *restrict y) {
+    *s = dot(8, 64, n, x, y);
+}
+
+void gemm_gq8_g64_q8_1_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                            const void *restrict x, size_t bx, const void *restrict y, size_t by) {
+    gq_tile_any(8, 64, n, nr, nc, s, ldc, x, bx, y, by);
+}
+
+void vec_dot_gq8_g128_q8_1_avx2(int n, float *restrict s, const void *restrict x,
+                                const void *restrict y) {
+    *s = dot(8, 128, n, x, y);
+}
+
+void gemm_gq8_g128_q8_1_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                             const void *restrict x, size_t bx, const void *restrict y, size_t by) {
+    gq_tile_any(8, 128, n, nr, nc, s, ldc, x, bx, y, by);
+}
+
+void vec_dot_gq8_row_q8_1_avx2(int n, float *restrict s, const void *restrict x,
+                               const void *restrict y) {
+    *s = dot(8, n, n, x, y);
+}
+
+void gemm_gq8_row_q8_1_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                            const void *restrict x, size_t bx, const void *restrict y, size_t by) {
+    gq_tile_any(8, n, n, nr, nc, s, ldc, x, bx, y, by);
+}
+
+const wtype_vec_dot_fn gq_vec_dot_avx2_tmp[WT_GQ_COUNT] = {
+    vec_dot_gq2_g32_q8_1_avx2,  vec_dot_gq2_g64_q8_1_avx2,  vec_dot_gq2_g128_q8_1_avx2,
+    vec_dot_gq2_row_q8_1_avx2,  vec_dot_gq3_g32_q8_1_avx2,  vec_dot_gq3_g64_q8_1_avx2,
+    vec_dot_gq3_g128_q8_1_avx2, vec_dot_gq3_row_q8_1_avx2,  vec_dot_gq4_g32_q8_1_avx2,
+    vec_dot_gq4_g64_q8_1_avx2,  vec_dot_gq4_g128_q8_1_avx2, vec_dot_gq4_row_q8_1_avx2,
+    vec_dot_gq8_g32_q8_1_avx2,  vec_dot_gq8_g64_q8_1_avx2,  vec_dot_gq8_g128_q8_1_avx2,
+    vec_dot_gq8_row_q8_1_avx2,
+};
+const wtype_gemm_fn gq_gemm_avx2_tmp[WT_GQ_COUNT] = {
+    gemm_gq2_g32_q8_1_avx2, gemm_gq2_g64_q8_1_avx2, gemm_gq2_g128_q8_1_avx2, gemm_gq2_row_q8_1_avx2,
+    gemm_gq3_g32_q8_1_avx2, gemm_gq3_g64_q8_1_avx2, gemm_gq3_g128_q8_1_avx2, gemm_gq3_row_q8_1_avx2,
+    gemm_gq4_g32_q8_1_avx2, gemm_gq4_g64_q8_1_avx2, gemm_gq4_g128_q8_1_avx2, gemm_gq4_row_q8_1_avx2,
+    gemm_gq8_g32_q8_1_avx2, gemm_gq8_g64_q8_1_avx2, gemm_gq8_g128_q8_1_avx2, gemm_gq8_row_q8_1_avx2,
+};
 const int gq_gemm_rows = GQ_TILE_ROWS, gq_gemm_cols = GQ_TILE_COLS;

@@ -2,7 +2,7 @@
  * geometry of every type id is format/wtype_geom.c's). */
 #include "kernels/wtype.h"
 
-#include "kernels/float_dot.h"
+#include "kernels/float_kernels.h"
 #include "kernels/gemm.h"
 #include "kernels/gq.h"
 #include "kernels/quants.h"
@@ -41,12 +41,12 @@ static void init_tables(void) {
                                   .block_size = wtype_block_size((uint32_t)i),
                                   .type_size = wtype_type_size((uint32_t)i)};
     }
-    set_float(&g_ref[WT_F32], f32_to_float_ref, f32_from_float_ref, vec_dot_f32_ref);
+    set_float(&g_ref[WT_F32], f32_to_float_ref, f32_from_float_ref, vec_dot_f32_f32_ref);
     set_float(&g_ref[WT_F16], f16_to_float_ref, f16_from_float_ref, vec_dot_f16_f32_ref);
     set_float(&g_ref[WT_BF16], bf16_to_float_ref, bf16_from_float_ref, vec_dot_bf16_f32_ref);
     memcpy(g_fast, g_ref, sizeof g_fast);
     if (g_avx2) {
-        set_float(&g_fast[WT_F32], f32_to_float_ref, f32_from_float_ref, vec_dot_f32_avx2);
+        set_float(&g_fast[WT_F32], f32_to_float_ref, f32_from_float_ref, vec_dot_f32_f32_avx2);
         set_float(&g_fast[WT_F16], f16_to_float_avx2, f16_from_float_avx2, vec_dot_f16_f32_avx2);
         set_float(&g_fast[WT_BF16], bf16_to_float_ref, bf16_from_float_ref, vec_dot_bf16_f32_avx2);
     }
