@@ -351,19 +351,3 @@ void gemm_gq8_row_q8_1_avx2(int n, int nr, int nc, float *restrict s, size_t ldc
                             const void *restrict x, size_t bx, const void *restrict y, size_t by) {
     gq_tile_any(8, n, n, nr, nc, s, ldc, x, bx, y, by);
 }
-
-const wtype_vec_dot_fn gq_vec_dot_avx2_tmp[WT_GQ_COUNT] = {
-    vec_dot_gq2_g32_q8_1_avx2,  vec_dot_gq2_g64_q8_1_avx2,  vec_dot_gq2_g128_q8_1_avx2,
-    vec_dot_gq2_row_q8_1_avx2,  vec_dot_gq3_g32_q8_1_avx2,  vec_dot_gq3_g64_q8_1_avx2,
-    vec_dot_gq3_g128_q8_1_avx2, vec_dot_gq3_row_q8_1_avx2,  vec_dot_gq4_g32_q8_1_avx2,
-    vec_dot_gq4_g64_q8_1_avx2,  vec_dot_gq4_g128_q8_1_avx2, vec_dot_gq4_row_q8_1_avx2,
-    vec_dot_gq8_g32_q8_1_avx2,  vec_dot_gq8_g64_q8_1_avx2,  vec_dot_gq8_g128_q8_1_avx2,
-    vec_dot_gq8_row_q8_1_avx2,
-};
-const wtype_gemm_fn gq_gemm_avx2_tmp[WT_GQ_COUNT] = {
-    gemm_gq2_g32_q8_1_avx2, gemm_gq2_g64_q8_1_avx2, gemm_gq2_g128_q8_1_avx2, gemm_gq2_row_q8_1_avx2,
-    gemm_gq3_g32_q8_1_avx2, gemm_gq3_g64_q8_1_avx2, gemm_gq3_g128_q8_1_avx2, gemm_gq3_row_q8_1_avx2,
-    gemm_gq4_g32_q8_1_avx2, gemm_gq4_g64_q8_1_avx2, gemm_gq4_g128_q8_1_avx2, gemm_gq4_row_q8_1_avx2,
-    gemm_gq8_g32_q8_1_avx2, gemm_gq8_g64_q8_1_avx2, gemm_gq8_g128_q8_1_avx2, gemm_gq8_row_q8_1_avx2,
-};
-const int gq_gemm_rows = GQ_TILE_ROWS, gq_gemm_cols = GQ_TILE_COLS;

@@ -6,8 +6,34 @@
 #ifndef CLLM_KERNELS_GQ_KERNELS_H
 #define CLLM_KERNELS_GQ_KERNELS_H
 
+#include "format/qgroup.h"
+
 #include <stddef.h>
 #include <stdint.h>
+
+/* The GQ type ids by name, for the registry tables: gq_type(bits, group
+ * code) of qgroup.h, i.e. WT_GQ_BASE + 4 * (index of bits) + group code. */
+enum {
+    WT_GQ2_G32 = WT_GQ_BASE,
+    WT_GQ2_G64,
+    WT_GQ2_G128,
+    WT_GQ2_ROW,
+    WT_GQ3_G32,
+    WT_GQ3_G64,
+    WT_GQ3_G128,
+    WT_GQ3_ROW,
+    WT_GQ4_G32,
+    WT_GQ4_G64,
+    WT_GQ4_G128,
+    WT_GQ4_ROW,
+    WT_GQ8_G32,
+    WT_GQ8_G64,
+    WT_GQ8_G128,
+    WT_GQ8_ROW,
+};
+_Static_assert(WT_GQ8_ROW == WT_GQ_BASE + WT_GQ_COUNT - 1 &&
+                   WT_GQ4_G128 - WT_GQ_BASE == 4 * 2 + GQ_GROUP_128,
+               "the GQ ids of qgroup.h's gq_type()");
 
 /* Tile shape of the AVX2 GQ tiles (gq_avx2.c). */
 #define GQ_TILE_ROWS 4
