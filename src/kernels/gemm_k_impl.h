@@ -106,12 +106,7 @@ GEMM_INLINE __m256i q6k_levels(const block_q6_K *b, int hk) {
 
 /* Four vectors of int32 sums (one per row) -> the 4 rows' totals. */
 GEMM_INLINE __m128i total4_i32(const __m256i v[4]) {
-    const __m256i t01 =
-        _mm256_add_epi32(_mm256_unpacklo_epi32(v[0], v[1]), _mm256_unpackhi_epi32(v[0], v[1]));
-    const __m256i t23 =
-        _mm256_add_epi32(_mm256_unpacklo_epi32(v[2], v[3]), _mm256_unpackhi_epi32(v[2], v[3]));
-    const __m256i u =
-        _mm256_add_epi32(_mm256_unpacklo_epi64(t01, t23), _mm256_unpackhi_epi64(t01, t23));
+    const __m256i u = transpose_sum4_i32(v);
     return _mm_add_epi32(_mm256_castsi256_si128(u), _mm256_extracti128_si256(u, 1));
 }
 
@@ -122,15 +117,6 @@ GEMM_INLINE __m128i total4_i32x4(const __m128i v[4]) {
     const __m128i t23 =
         _mm_add_epi32(_mm_unpacklo_epi32(v[2], v[3]), _mm_unpackhi_epi32(v[2], v[3]));
     return _mm_add_epi32(_mm_unpacklo_epi64(t01, t23), _mm_unpackhi_epi64(t01, t23));
-}
-
-/* The f16 at byte offset `off` of four blocks, as floats. */
-GEMM_INLINE __m128 rows4_f16(const uint8_t *const blk[4], size_t off) {
-    f16_t h[4];
-    for (int r = 0; r < 4; r++)
-        memcpy(&h[r], blk[r] + off, sizeof h[r]);
-    return _mm_cvtph_ps(
-        _mm_setr_epi16((short)h[0], (short)h[1], (short)h[2], (short)h[3], 0, 0, 0, 0));
 }
 
 GEMM_INLINE void k_tile(const int T, const int NC, int nb, int nr, float *restrict s, size_t ldc,

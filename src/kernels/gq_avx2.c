@@ -11,6 +11,8 @@
 
 #include "kernels/gq_kernels.h"
 
+#include "kernels/gemm_avx2.h"
+
 #include "kernels/quants_avx2.h"
 #include "kernels/quants_blocks.h"
 
@@ -79,31 +81,9 @@ static inline __attribute__((always_inline)) float dot(int bits, int64_t g, int 
  * shape or its place in it (they may differ from vec_dot's in the last bits).
  * Per chunk each weight row is unpacked once for all activation rows, and the
  * integer sums of the 4 rows with one activation row are transposed into one
- * vector [r0 r1 r2 r3] (as gemm_legacy_avx2.c does for Q4_0), so scaling
- * costs two instructions per 4 outputs. Rows beyond nr repeat row 0 and are
+ * vector [r0 r1 r2 r3] (transpose_sum4_*, as gemm_legacy_avx2.c does for
+ * Q4_0), so scaling costs two instructions per 4 outputs. Rows beyond nr repeat row 0 and are
  * computed but not stored. */
-
-/* Four vectors of 16-bit pair sums (one per row) -> [r0 r1 r2 r3] per
- * 128-bit half, as int32; a lane sums 4 pair sums of at most 2 * 15 * 127. */
-static inline __attribute__((always_inline)) __m256i transpose_sum_i16(const __m256i p[4]) {
-    const __m256i t01 = _mm256_add_epi16(_mm256_unpacklo_epi32(p[0], p[1]), _mm256_unpackhi_epi32(p[0], p[1]));
-    const __m256i t23 = _mm256_add_epi16(_mm256_unpacklo_epi32(p[2], p[3]), _mm256_unpackhi_epi32(p[2], p[3]));
-    const __m256i u = _mm256_add_epi16(_mm256_unpacklo_epi64(t01, t23), _mm256_unpackhi_epi64(t01, t23));
-    return _mm256_madd_epi16(u, _mm256_set1_epi16(1));
-}
-
-/* The same for int32 sums. */
-static inline __attribute__((always_inline)) __m256i transpose_sum_i32(const __m256i p[4]) {
-    const __m256i t01 = _mm256_add_epi32(_mm256_unpacklo_epi32(p[0], p[1]), _mm256_unpackhi_epi32(p[0], p[1]));
-    const __m256i t23 = _mm256_add_epi32(_mm256_unpacklo_epi32(p[2], p[3]), _mm256_unpackhi_epi32(p[2], p[3]));
-    return _mm256_add_epi32(_mm256_unpacklo_epi64(t01, t23), _mm256_unpackhi_epi64(t01, t23));
-}
-
-static inline __attribute__((always_inline)) __m128 bcast_f16_at(const void *p) {
-    f16_t h;
-    memcpy(&h, p, sizeof h);
-    return _mm_set1_ps(qa_f16(h));
-}
 
 static inline __attribute__((always_inline)) void gq_tile(const int bits, const int NC, int64_t g, int n, int nr,
                                                          float *restrict s, size_t ldc, const uint8_t *x,
@@ -117,14 +97,12 @@ static inline __attribute__((always_inline)) void gq_tile(const int bits, const 
     for (int c = 0; c < NC; c++) acc[c] = _mm_setzero_ps();
     for (int64_t b = 0; b < n_groups; b++) {
         const uint8_t *blk[GQ_TILE_ROWS];
-        f16_t h[GQ_TILE_ROWS];
         int z[GQ_TILE_ROWS];
         for (int r = 0; r < GQ_TILE_ROWS; r++) {
             blk[r] = row[r] + (size_t)b * bb;
-            memcpy(&h[r], blk[r], sizeof h[r]);
             z[r] = (int)blk[r][2] - o;
         }
-        const __m128 d = _mm_cvtph_ps(_mm_setr_epi16((short)h[0], (short)h[1], (short)h[2], (short)h[3], 0, 0, 0, 0));
+        const __m128 d = rows4_f16(blk, 0);
         const __m128 dz = _mm_mul_ps(d, _mm_cvtepi32_ps(_mm_setr_epi32(z[0], z[1], z[2], z[3])));
         for (int64_t k = 0; k < cpg; k++) {
             __m256i q[GQ_TILE_ROWS], mag[GQ_TILE_ROWS];
@@ -143,14 +121,14 @@ static inline __attribute__((always_inline)) void gq_tile(const int bits, const 
                     for (int r = 0; r < GQ_TILE_ROWS; r++)
                         p[r] = _mm256_madd_epi16(_mm256_maddubs_epi16(mag[r], _mm256_sign_epi8(yv, q[r])),
                                                  _mm256_set1_epi16(1));
-                    v = transpose_sum_i32(p);
+                    v = transpose_sum4_i32(p);
                 } else {
                     for (int r = 0; r < GQ_TILE_ROWS; r++) p[r] = _mm256_maddubs_epi16(q[r], yv);
-                    v = transpose_sum_i16(p);
+                    v = transpose_sum4_i16(p);
                 }
                 const __m128i full = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-                acc[c] = _mm_fmadd_ps(_mm_cvtepi32_ps(full), _mm_mul_ps(d, bcast_f16_at(&yb->d)), acc[c]);
-                acc[c] = _mm_fnmadd_ps(dz, bcast_f16_at(&yb->s), acc[c]);
+                acc[c] = _mm_fmadd_ps(_mm_cvtepi32_ps(full), _mm_mul_ps(d, bcast_f16(&yb->d)), acc[c]);
+                acc[c] = _mm_fnmadd_ps(dz, bcast_f16(&yb->s), acc[c]);
             }
         }
     }
@@ -180,7 +158,8 @@ gq_tile_any(const int bits, int64_t g, int n, int nr, int nc, float *restrict s,
         break;
     }
 }
-_Static_assert(GQ_TILE_COLS == 4, "gq_tile_any instantiates 1 to 4 columns");
+_Static_assert(GQ_TILE_ROWS == 4 && GQ_TILE_COLS == 4,
+               "4 rows per vector of results; gq_tile_any instantiates 1 to 4 columns");
 
 /* ---- per-type entry points ---- */
 

@@ -329,6 +329,20 @@ void q2_K_from_float_ref(const float *restrict x, void *restrict vy, int64_t n) 
     }
 }
 
+/* Q3_K and Q6_K: the levels of 16 sub-blocks of 16 re-rounded against their
+ * quantized scales d * sc[j], nearest(x / (d sc[j])) in -nmax..nmax-1, stored
+ * + nmax. A sub-block whose scale is 0 keeps the levels of its search. */
+static void requantize_sym16(const float *x, f16_t d, const int8_t sc[16], int nmax,
+                             int8_t L[QK_K]) {
+    for (int j = 0; j < 16; j++) {
+        const float dj = f16_to_f32(d) * (float)sc[j];
+        if (!dj) continue;
+        for (int l = 0; l < 16; l++)
+            L[16 * j + l] =
+                (int8_t)(clamp_int(quant_nearest_int(x[16 * j + l] / dj), -nmax, nmax - 1) + nmax);
+    }
+}
+
 void q3_K_from_float_ref(const float *restrict x, void *restrict vy, int64_t n) {
     block_q3_K *y = vy;
     for (int64_t i = 0; i < n / QK_K; i++, x += QK_K) {
@@ -352,13 +366,7 @@ void q3_K_from_float_ref(const float *restrict x, void *restrict vy, int64_t n) 
         }
         int8_t sc[16];
         q3k_unpack_scales(y[i].scales, sc);
-        for (int j = 0; j < 16; j++) {
-            const float d = f16_to_f32(y[i].d) * (float)sc[j];
-            if (!d) continue;
-            for (int l = 0; l < 16; l++)
-                L[16 * j + l] =
-                    (int8_t)(clamp_int(quant_nearest_int(x[16 * j + l] / d), -4, 3) + 4);
-        }
+        requantize_sym16(x, y[i].d, sc, 4, L);
         /* L is 0..7 here: bit 2 goes to hmask, bits 0-1 to qs. */
         uint8_t low[QK_K];
         memset(y[i].hmask, 0, sizeof y[i].hmask);
@@ -435,13 +443,7 @@ void q6_K_from_float_ref(const float *restrict x, void *restrict vy, int64_t n) 
         y[i].d = f32_to_f16(1 / iscale);
         for (int j = 0; j < 16; j++)
             y[i].scales[j] = (int8_t)clamp_int(quant_nearest_int(iscale * scales[j]), -128, 127);
-        for (int j = 0; j < 16; j++) {
-            const float d = f16_to_f32(y[i].d) * (float)y[i].scales[j];
-            if (!d) continue;
-            for (int l = 0; l < 16; l++)
-                L[16 * j + l] =
-                    (int8_t)(clamp_int(quant_nearest_int(x[16 * j + l] / d), -32, 31) + 32);
-        }
+        requantize_sym16(x, y[i].d, y[i].scales, 32, L);
         for (int h = 0; h < 2; h++)
             for (int l = 0; l < 32; l++) {
                 const int8_t *p = L + 128 * h + l;
