@@ -188,14 +188,15 @@ static void test_tables_list_the_same_types(void **state) {
         assert_int_equal(tr->block_size, wtype_block_size((uint32_t)t));
         if (tr->block_size)
             assert_int_equal(tr->type_size, wtype_row_size((uint32_t)t, tr->block_size));
-        const wtype_traits *want = strcmp(wtype_isa(), "ref") == 0    ? r
-                                   : strcmp(wtype_isa(), "vnni") == 0 && v->to_float ? v
-                                                                                     : a;
+        const wtype_traits *want = a;
+        if (!strcmp(wtype_isa(), "ref")) want = r;
+        if (!strcmp(wtype_isa(), "vnni") && v->to_float) want = v;
         assert_ptr_equal(tr->vec_dot, want->vec_dot);
         assert_ptr_equal(tr->gemm, want->gemm);
         assert_ptr_equal(tr->gemm_panel, want->gemm_panel);
     }
-    print_message("  %d types, %d with VNNI entries; active table: %s\n", n_ref, n_vnni, wtype_isa());
+    print_message("  %d types, %d with VNNI entries; active table: %s\n", n_ref, n_vnni,
+                  wtype_isa());
     assert_true(n_ref >= 30 && n_vnni >= 6);
 }
 
@@ -253,37 +254,38 @@ typedef struct {
     wtype_gemm_prep_fn prep;  /* the panel's activation preparation, if any */
 } kernel_build;
 
-#define LEGACY_TILES(W, PREP) gemm_##W##_q8_0_avx2, GEMM_LEGACY_ROWS, GEMM_LEGACY_COLS, PREP
-#define K_TILES(W) gemm_##W##_q8_K_avx2, GEMM_K_ROWS, GEMM_K_COLS, NULL
-
 static const kernel_build k_builds[] = {
     {WT_Q4_0, "avx2 panel", false, gemm_pack_q4_0_avx2, gemm_panel_q4_0_q8_0_avx2, GEMM_PANEL_BLOCK,
-     LEGACY_TILES(q4_0, gemm_prep_q8_0_avx2)},
+     gemm_q4_0_q8_0_avx2, GEMM_LEGACY_ROWS, GEMM_LEGACY_COLS, gemm_prep_q8_0_avx2},
     {WT_Q5_0, "avx2 panel", false, gemm_pack_q5_0_avx2, gemm_panel_q5_0_q8_0_avx2, GEMM_PANEL_BLOCK,
-     LEGACY_TILES(q5_0, gemm_prep_q8_0_avx2)},
+     gemm_q5_0_q8_0_avx2, GEMM_LEGACY_ROWS, GEMM_LEGACY_COLS, gemm_prep_q8_0_avx2},
     {WT_Q8_0, "avx2 panel", false, gemm_pack_q8_0_avx2, gemm_panel_q8_0_q8_0_avx2,
-     GEMM_PANEL_BLOCK_SIGNED_Q8, LEGACY_TILES(q8_0, gemm_prep_q8_0_signed_avx2)},
+     GEMM_PANEL_BLOCK_SIGNED_Q8, gemm_q8_0_q8_0_avx2, GEMM_LEGACY_ROWS, GEMM_LEGACY_COLS,
+     gemm_prep_q8_0_signed_avx2},
     {WT_Q4_0, "vnni panel", true, gemm_pack_q4_0_vnni, gemm_panel_q4_0_q8_0_vnni, GEMM_PANEL_BLOCK,
-     LEGACY_TILES(q4_0, gemm_prep_q8_0_vnni)},
+     gemm_q4_0_q8_0_avx2, GEMM_LEGACY_ROWS, GEMM_LEGACY_COLS, gemm_prep_q8_0_vnni},
     {WT_Q5_0, "vnni panel", true, gemm_pack_q5_0_vnni, gemm_panel_q5_0_q8_0_vnni, GEMM_PANEL_BLOCK,
-     LEGACY_TILES(q5_0, gemm_prep_q8_0_vnni)},
+     gemm_q5_0_q8_0_avx2, GEMM_LEGACY_ROWS, GEMM_LEGACY_COLS, gemm_prep_q8_0_vnni},
     {WT_Q8_0, "vnni panel", true, gemm_pack_q8_0_vnni, gemm_panel_q8_0_q8_0_vnni, GEMM_PANEL_BLOCK,
-     LEGACY_TILES(q8_0, gemm_prep_q8_0_vnni)},
-    {WT_Q4_K, "vnni tile", true, NULL, gemm_q4_K_q8_K_vnni, 0, K_TILES(q4_K)},
-    {WT_Q5_K, "vnni tile", true, NULL, gemm_q5_K_q8_K_vnni, 0, K_TILES(q5_K)},
-    {WT_Q6_K, "vnni tile", true, NULL, gemm_q6_K_q8_K_vnni, 0, K_TILES(q6_K)},
+     gemm_q8_0_q8_0_avx2, GEMM_LEGACY_ROWS, GEMM_LEGACY_COLS, gemm_prep_q8_0_vnni},
+    {WT_Q4_K, "vnni tile", true, NULL, gemm_q4_K_q8_K_vnni, 0, gemm_q4_K_q8_K_avx2, GEMM_K_ROWS,
+     GEMM_K_COLS, NULL},
+    {WT_Q5_K, "vnni tile", true, NULL, gemm_q5_K_q8_K_vnni, 0, gemm_q5_K_q8_K_avx2, GEMM_K_ROWS,
+     GEMM_K_COLS, NULL},
+    {WT_Q6_K, "vnni tile", true, NULL, gemm_q6_K_q8_K_vnni, 0, gemm_q6_K_q8_K_avx2, GEMM_K_ROWS,
+     GEMM_K_COLS, NULL},
     {WT_Q4_K, "avx2 panel", false, gemm_pack_q4_K_avx2, gemm_panel_q4_K_q8_K_avx2,
-     GEMM_KPANEL_BLOCK, K_TILES(q4_K)},
+     GEMM_KPANEL_BLOCK, gemm_q4_K_q8_K_avx2, GEMM_K_ROWS, GEMM_K_COLS, NULL},
     {WT_Q5_K, "avx2 panel", false, gemm_pack_q5_K_avx2, gemm_panel_q5_K_q8_K_avx2,
-     GEMM_KPANEL_BLOCK, K_TILES(q5_K)},
+     GEMM_KPANEL_BLOCK, gemm_q5_K_q8_K_avx2, GEMM_K_ROWS, GEMM_K_COLS, NULL},
     {WT_Q6_K, "avx2 panel", false, gemm_pack_q6_K_avx2, gemm_panel_q6_K_q8_K_avx2,
-     GEMM_KPANEL_BLOCK_Q6, K_TILES(q6_K)},
+     GEMM_KPANEL_BLOCK_Q6, gemm_q6_K_q8_K_avx2, GEMM_K_ROWS, GEMM_K_COLS, NULL},
     {WT_Q4_K, "vnni panel", true, gemm_pack_q4_K_vnni, gemm_panel_q4_K_q8_K_vnni, GEMM_KPANEL_BLOCK,
-     K_TILES(q4_K)},
+     gemm_q4_K_q8_K_avx2, GEMM_K_ROWS, GEMM_K_COLS, NULL},
     {WT_Q5_K, "vnni panel", true, gemm_pack_q5_K_vnni, gemm_panel_q5_K_q8_K_vnni, GEMM_KPANEL_BLOCK,
-     K_TILES(q5_K)},
+     gemm_q5_K_q8_K_avx2, GEMM_K_ROWS, GEMM_K_COLS, NULL},
     {WT_Q6_K, "vnni panel", true, gemm_pack_q6_K_vnni, gemm_panel_q6_K_q8_K_vnni,
-     GEMM_KPANEL_BLOCK_Q6, K_TILES(q6_K)},
+     GEMM_KPANEL_BLOCK_Q6, gemm_q6_K_q8_K_avx2, GEMM_K_ROWS, GEMM_K_COLS, NULL},
 };
 
 static bool cpu_runs(const kernel_build *k) {
