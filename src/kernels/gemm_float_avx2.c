@@ -78,8 +78,7 @@ GEMM_INLINE void float_tile(const int T, const int NC, int n, int nr, float *res
 
 /* float_tile with NC = nc, a constant in each instance. */
 GEMM_INLINE void float_tile_any(const int T, int n, int nr, int nc, float *restrict s, size_t ldc,
-                                const void *restrict x, size_t bx, const void *restrict y,
-                                size_t by) {
+                                const uint8_t *x, size_t bx, const uint8_t *y, size_t by) {
 #define FLOAT_TILE(NCV) float_tile(T, NCV, n, nr, s, ldc, x, bx, y, by)
     GEMM_DISPATCH(nc, FC, FLOAT_TILE)
 #undef FLOAT_TILE
