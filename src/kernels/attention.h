@@ -2,7 +2,7 @@
  * through the sequence's block table, block by block, with an online softmax
  * (running max and sum), so neither decode nor a long prefill ever holds a
  * score row longer than one block: memory is linear in the sequence length.
- * Scalar reference in attention.c, AVX2 in attention_avx2.c. */
+ * Scalar reference in attention_ref.c, AVX2 in attention_avx2.c. */
 #ifndef CLLM_KERNELS_ATTENTION_H
 #define CLLM_KERNELS_ATTENTION_H
 

@@ -2,17 +2,11 @@
  * rescale of the accumulator per block rather than per key. */
 #include "kernels/attention.h"
 
+#include "kernels/quants_avx2.h"
+
 #include <immintrin.h>
 #include <math.h>
 #include <stddef.h>
-
-static inline float hsum(__m256 v) {
-    __m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
-    lo = _mm_add_ps(lo, hi);
-    lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
-    lo = _mm_add_ss(lo, _mm_movehdup_ps(lo));
-    return _mm_cvtss_f32(lo);
-}
 
 static inline __m256 load8(const uint8_t *base, bool f16, int i) {
     if (f16) return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(base + 2 * (size_t)i)));
@@ -35,7 +29,7 @@ static float dot(const float *q, const uint8_t *k, bool f16, int n) {
         a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + d + 8), load8(k, f16, d + 8), a1);
     }
     for (; d + 8 <= n; d += 8) a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), load8(k, f16, d), a0);
-    float s = hsum(_mm256_add_ps(a0, a1));
+    float s = qa_hsum_ps(_mm256_add_ps(a0, a1));
     for (; d < n; d++) s += q[d] * load1(k, f16, d);
     return s;
 }

@@ -1,18 +1,12 @@
 /* AVX2/FMA/F16C kernels for the float weight formats. Four independent
  * accumulators hide the FMA latency; tails fall back to scalar code. */
-#include "kernels/float_dot.h"
+#include "kernels/float_kernels.h"
+
+#include "kernels/quants_avx2.h"
 
 #include "util/fp16.h"
 
 #include <immintrin.h>
-
-static inline float hsum256(__m256 v) {
-    __m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
-    lo = _mm_add_ps(lo, hi);
-    lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
-    lo = _mm_add_ss(lo, _mm_movehdup_ps(lo));
-    return _mm_cvtss_f32(lo);
-}
 
 void f16_to_float_avx2(const void *restrict x, float *restrict y, int64_t n) {
     const f16_t *h = x;
@@ -31,7 +25,7 @@ void f16_from_float_avx2(const float *restrict x, void *restrict y, int64_t n) {
     for (; i < n; i++) h[i] = f32_to_f16(x[i]);
 }
 
-void vec_dot_f32_avx2(int n, float *restrict s, const void *restrict x, const void *restrict y) {
+void vec_dot_f32_f32_avx2(int n, float *restrict s, const void *restrict x, const void *restrict y) {
     const float *a = x, *b = y;
     __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
     int i = 0;
@@ -39,7 +33,7 @@ void vec_dot_f32_avx2(int n, float *restrict s, const void *restrict x, const vo
         for (int k = 0; k < 4; k++)
             acc[k] = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8 * k), _mm256_loadu_ps(b + i + 8 * k), acc[k]);
     for (; i + 8 <= n; i += 8) acc[0] = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc[0]);
-    float sum = hsum256(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+    float sum = qa_hsum_ps(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
     for (; i < n; i++) sum += a[i] * b[i];
     *s = sum;
 }
@@ -57,7 +51,7 @@ void vec_dot_f16_f32_avx2(int n, float *restrict s, const void *restrict x, cons
     for (; i + 8 <= n; i += 8)
         acc[0] = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(a + i))),
                                  _mm256_loadu_ps(b + i), acc[0]);
-    float sum = hsum256(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+    float sum = qa_hsum_ps(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
     for (; i < n; i++) sum += f16_to_f32(a[i]) * b[i];
     *s = sum;
 }
@@ -73,7 +67,7 @@ void vec_dot_bf16_f32_avx2(int n, float *restrict s, const void *restrict x, con
             __m256 av = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
             acc[k] = _mm256_fmadd_ps(av, _mm256_loadu_ps(b + i + 8 * k), acc[k]);
         }
-    float sum = hsum256(_mm256_add_ps(acc[0], acc[1]));
+    float sum = qa_hsum_ps(_mm256_add_ps(acc[0], acc[1]));
     for (; i < n; i++) sum += bf16_to_f32(a[i]) * b[i];
     *s = sum;
 }

@@ -1,9 +1,12 @@
-/* What the AVX2 gemm tile files (gemm_legacy_avx2.c, gemm_k_avx2.c) share:
- * the tile body is an always-inlined function of constant shape, and each
- * entry point instantiates it once per column count. Include only from
- * *_avx2.c files. */
+/* What the AVX2 gemm tile files (gemm_legacy_avx2.c, gemm_k_*avx2.c,
+ * gemm_panel_*avx2.c, gemm_float_avx2.c, gq_avx2.c) share: the tile body is an
+ * always-inlined function of constant shape, instantiated once per column
+ * count (GEMM_DISPATCH), and the steps the direct tiles and the panels have
+ * in common. Include only from *_avx2.c files. */
 #ifndef CLLM_KERNELS_GEMM_AVX2_H
 #define CLLM_KERNELS_GEMM_AVX2_H
+
+#include "kernels/quants_avx2.h"
 
 #include <immintrin.h>
 #include <stdint.h>
@@ -34,6 +37,47 @@
     default:                                                                                       \
         CALL(MAXC);                                                                                \
     }
+
+/* ---- for the direct tiles (4 weight rows per vector of results) ---- */
+
+/* Four vectors of 16-bit pair sums (one per weight row) -> [r0 r1 r2 r3] per
+ * 128-bit half, as int32: the rows transposed into the lanes and summed. A
+ * lane sums 4 pair sums of one row, which the callers keep in 16 bits. */
+GEMM_INLINE __m256i transpose_sum4_i16(const __m256i p[4]) {
+    const __m256i t01 =
+        _mm256_add_epi16(_mm256_unpacklo_epi32(p[0], p[1]), _mm256_unpackhi_epi32(p[0], p[1]));
+    const __m256i t23 =
+        _mm256_add_epi16(_mm256_unpacklo_epi32(p[2], p[3]), _mm256_unpackhi_epi32(p[2], p[3]));
+    /* t01 = [r0 r0 r1 r1 r0 r0 r1 r1], t23 likewise for rows 2 and 3 */
+    const __m256i u =
+        _mm256_add_epi16(_mm256_unpacklo_epi64(t01, t23), _mm256_unpackhi_epi64(t01, t23));
+    return _mm256_madd_epi16(u, _mm256_set1_epi16(1));
+}
+
+/* The same for four vectors of int32 sums. */
+GEMM_INLINE __m256i transpose_sum4_i32(const __m256i q[4]) {
+    const __m256i t01 =
+        _mm256_add_epi32(_mm256_unpacklo_epi32(q[0], q[1]), _mm256_unpackhi_epi32(q[0], q[1]));
+    const __m256i t23 =
+        _mm256_add_epi32(_mm256_unpacklo_epi32(q[2], q[3]), _mm256_unpackhi_epi32(q[2], q[3]));
+    return _mm256_add_epi32(_mm256_unpacklo_epi64(t01, t23), _mm256_unpackhi_epi64(t01, t23));
+}
+
+/* The f16 at byte offset `off` of four blocks, as floats. */
+GEMM_INLINE __m128 rows4_f16(const uint8_t *const blk[4], size_t off) {
+    f16_t h[4];
+    for (int r = 0; r < 4; r++)
+        memcpy(&h[r], blk[r] + off, sizeof h[r]);
+    return _mm_cvtph_ps(
+        _mm_setr_epi16((short)h[0], (short)h[1], (short)h[2], (short)h[3], 0, 0, 0, 0));
+}
+
+/* The f16 at p in all four lanes, as floats. */
+GEMM_INLINE __m128 bcast_f16(const void *p) {
+    f16_t h;
+    memcpy(&h, p, sizeof h);
+    return _mm_set1_ps(qa_f16(h));
+}
 
 /* ---- for the packed panels ---- */
 

@@ -8,7 +8,7 @@
  * i = 0, 8, ..., the horizontal sum of acc (qa_hsum_ps), then the elements
  * past the last multiple of 8 added one by one; the same whatever the tile's
  * shape. Rows beyond nr repeat row 0 and are computed but not stored. */
-#include "kernels/gemm.h"
+#include "kernels/float_kernels.h"
 
 #include "kernels/gemm_avx2.h"
 #include "kernels/quants_avx2.h"
@@ -76,16 +76,25 @@ GEMM_INLINE void float_tile(const int T, const int NC, int n, int nr, float *res
         }
 }
 
-#define GEMM_FLOAT(NAME, T)                                                                        \
-    void NAME(int n, int nr, int nc, float *restrict s, size_t ldc, const void *restrict x,        \
-              size_t bx, const void *restrict y, size_t by) {                                      \
-        GEMM_DISPATCH(nc, FC, NAME##_CALL)                                                         \
-    }
+/* float_tile with NC = nc, a constant in each instance. */
+GEMM_INLINE void float_tile_any(const int T, int n, int nr, int nc, float *restrict s, size_t ldc,
+                                const uint8_t *x, size_t bx, const uint8_t *y, size_t by) {
+#define FLOAT_TILE(NCV) float_tile(T, NCV, n, nr, s, ldc, x, bx, y, by)
+    GEMM_DISPATCH(nc, FC, FLOAT_TILE)
+#undef FLOAT_TILE
+}
 
-#define gemm_f32_avx2_CALL(NCV) float_tile(F_F32, NCV, n, nr, s, ldc, x, bx, y, by)
-#define gemm_f16_avx2_CALL(NCV) float_tile(F_F16, NCV, n, nr, s, ldc, x, bx, y, by)
-#define gemm_bf16_avx2_CALL(NCV) float_tile(F_BF16, NCV, n, nr, s, ldc, x, bx, y, by)
+void gemm_f32_f32_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                       const void *restrict x, size_t bx, const void *restrict y, size_t by) {
+    float_tile_any(F_F32, n, nr, nc, s, ldc, x, bx, y, by);
+}
 
-GEMM_FLOAT(gemm_f32_avx2, F_F32)
-GEMM_FLOAT(gemm_f16_avx2, F_F16)
-GEMM_FLOAT(gemm_bf16_avx2, F_BF16)
+void gemm_f16_f32_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                       const void *restrict x, size_t bx, const void *restrict y, size_t by) {
+    float_tile_any(F_F16, n, nr, nc, s, ldc, x, bx, y, by);
+}
+
+void gemm_bf16_f32_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                        const void *restrict x, size_t bx, const void *restrict y, size_t by) {
+    float_tile_any(F_BF16, n, nr, nc, s, ldc, x, bx, y, by);
+}

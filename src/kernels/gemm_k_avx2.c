@@ -1,3 +1,51 @@
-/* K-quant gemm tiles (see gemm_k_impl.h), AVX2 build. */
+/* K-quant gemm tiles and panels (see gemm_k_impl.h), AVX2 build. */
 #define GEMM_VNNI 0
 #include "kernels/gemm_k_impl.h"
+
+void gemm_q4_K_q8_K_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                         const void *restrict x, size_t bx, const void *restrict y, size_t by) {
+    k_tile_any(K_Q4, n, nr, nc, s, ldc, x, bx, y, by);
+}
+
+void gemm_q5_K_q8_K_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                         const void *restrict x, size_t bx, const void *restrict y, size_t by) {
+    k_tile_any(K_Q5, n, nr, nc, s, ldc, x, bx, y, by);
+}
+
+void gemm_q6_K_q8_K_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                         const void *restrict x, size_t bx, const void *restrict y, size_t by) {
+    k_tile_any(K_Q6, n, nr, nc, s, ldc, x, bx, y, by);
+}
+
+void gemm_pack_q4_K_avx2(int n, int nr, const void *restrict x, size_t bx, void *restrict panel) {
+    kpanel_pack(K_Q4, n, nr, x, bx, panel);
+}
+
+void gemm_panel_q4_K_q8_K_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                               const void *restrict panel, size_t bx, const void *restrict y,
+                               size_t by) {
+    (void)bx;
+    kpanel_tile_any(K_Q4, n, nr, nc, s, ldc, panel, y, by);
+}
+
+void gemm_pack_q5_K_avx2(int n, int nr, const void *restrict x, size_t bx, void *restrict panel) {
+    kpanel_pack(K_Q5, n, nr, x, bx, panel);
+}
+
+void gemm_panel_q5_K_q8_K_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                               const void *restrict panel, size_t bx, const void *restrict y,
+                               size_t by) {
+    (void)bx;
+    kpanel_tile_any(K_Q5, n, nr, nc, s, ldc, panel, y, by);
+}
+
+void gemm_pack_q6_K_avx2(int n, int nr, const void *restrict x, size_t bx, void *restrict panel) {
+    kpanel_pack(K_Q6, n, nr, x, bx, panel);
+}
+
+void gemm_panel_q6_K_q8_K_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                               const void *restrict panel, size_t bx, const void *restrict y,
+                               size_t by) {
+    (void)bx;
+    kpanel_tile_any(K_Q6, n, nr, nc, s, ldc, panel, y, by);
+}

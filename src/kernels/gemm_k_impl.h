@@ -30,7 +30,10 @@
  * sums of a sub-block then meet the 8 rows' scales in one madd, leaving I per
  * row in the lanes; the mins meet the broadcast bsums likewise.
  *
- * Rows beyond nr repeat row 0 and are computed but not stored. */
+ * Rows beyond nr repeat row 0 and are computed but not stored.
+ *
+ * This header holds the bodies, as always-inlined functions of the type;
+ * the two files that include it spell out each entry point by name. */
 #include "kernels/quants_kernels.h"
 
 #include "kernels/gemm_avx2.h"
@@ -103,12 +106,7 @@ GEMM_INLINE __m256i q6k_levels(const block_q6_K *b, int hk) {
 
 /* Four vectors of int32 sums (one per row) -> the 4 rows' totals. */
 GEMM_INLINE __m128i total4_i32(const __m256i v[4]) {
-    const __m256i t01 =
-        _mm256_add_epi32(_mm256_unpacklo_epi32(v[0], v[1]), _mm256_unpackhi_epi32(v[0], v[1]));
-    const __m256i t23 =
-        _mm256_add_epi32(_mm256_unpacklo_epi32(v[2], v[3]), _mm256_unpackhi_epi32(v[2], v[3]));
-    const __m256i u =
-        _mm256_add_epi32(_mm256_unpacklo_epi64(t01, t23), _mm256_unpackhi_epi64(t01, t23));
+    const __m256i u = transpose_sum4_i32(v);
     return _mm_add_epi32(_mm256_castsi256_si128(u), _mm256_extracti128_si256(u, 1));
 }
 
@@ -119,15 +117,6 @@ GEMM_INLINE __m128i total4_i32x4(const __m128i v[4]) {
     const __m128i t23 =
         _mm_add_epi32(_mm_unpacklo_epi32(v[2], v[3]), _mm_unpackhi_epi32(v[2], v[3]));
     return _mm_add_epi32(_mm_unpacklo_epi64(t01, t23), _mm_unpackhi_epi64(t01, t23));
-}
-
-/* The f16 at byte offset `off` of four blocks, as floats. */
-GEMM_INLINE __m128 rows4_f16(const uint8_t *const blk[4], size_t off) {
-    f16_t h[4];
-    for (int r = 0; r < 4; r++)
-        memcpy(&h[r], blk[r] + off, sizeof h[r]);
-    return _mm_cvtph_ps(
-        _mm_setr_epi16((short)h[0], (short)h[1], (short)h[2], (short)h[3], 0, 0, 0, 0));
 }
 
 GEMM_INLINE void k_tile(const int T, const int NC, int nb, int nr, float *restrict s, size_t ldc,
@@ -338,38 +327,19 @@ GEMM_INLINE void kpanel_tile(const int T, const int NC, int nb, int nr, float *r
     }
 }
 
-/* ---- entry points ---- */
+/* ---- for the entry points (gemm_k_avx2.c, gemm_k_vnni_avx2.c) ---- */
 
-#if GEMM_VNNI
-#define K_FN(name) name##_vnni
-#else
-#define K_FN(name) name##_avx2
-#endif
+/* k_tile and kpanel_tile with NC = nc, a constant in each instance. */
+GEMM_INLINE void k_tile_any(const int T, int n, int nr, int nc, float *restrict s, size_t ldc,
+                            const uint8_t *x, size_t bx, const uint8_t *y, size_t by) {
+#define K_TILE(NCV) k_tile(T, NCV, n / QK_K, nr, s, ldc, x, bx, y, by)
+    GEMM_DISPATCH(nc, KC, K_TILE)
+#undef K_TILE
+}
 
-#define GEMM_K(W, T)                                                                               \
-    void K_FN(gemm_##W##_q8_K)(int n, int nr, int nc, float *restrict s, size_t ldc,               \
-                               const void *restrict x, size_t bx, const void *restrict y,          \
-                               size_t by) {                                                        \
-        GEMM_DISPATCH(nc, KC, W##_TILE_CALL)                                                       \
-    }                                                                                              \
-    void K_FN(gemm_pack_##W)(int n, int nr, const void *restrict x, size_t bx,                     \
-                             void *restrict panel) {                                               \
-        kpanel_pack(T, n, nr, x, bx, panel);                                                       \
-    }                                                                                              \
-    void K_FN(gemm_panel_##W##_q8_K)(int n, int nr, int nc, float *restrict s, size_t ldc,         \
-                                     const void *restrict panel, size_t bx,                        \
-                                     const void *restrict y, size_t by) {                          \
-        (void)bx;                                                                                  \
-        GEMM_DISPATCH(nc, KPC, W##_PANEL_CALL)                                                     \
-    }
-
-#define q4_K_TILE_CALL(NCV) k_tile(K_Q4, NCV, n / QK_K, nr, s, ldc, x, bx, y, by)
-#define q5_K_TILE_CALL(NCV) k_tile(K_Q5, NCV, n / QK_K, nr, s, ldc, x, bx, y, by)
-#define q6_K_TILE_CALL(NCV) k_tile(K_Q6, NCV, n / QK_K, nr, s, ldc, x, bx, y, by)
-#define q4_K_PANEL_CALL(NCV) kpanel_tile(K_Q4, NCV, n / QK_K, nr, s, ldc, panel, y, by)
-#define q5_K_PANEL_CALL(NCV) kpanel_tile(K_Q5, NCV, n / QK_K, nr, s, ldc, panel, y, by)
-#define q6_K_PANEL_CALL(NCV) kpanel_tile(K_Q6, NCV, n / QK_K, nr, s, ldc, panel, y, by)
-
-GEMM_K(q4_K, K_Q4)
-GEMM_K(q5_K, K_Q5)
-GEMM_K(q6_K, K_Q6)
+GEMM_INLINE void kpanel_tile_any(const int T, int n, int nr, int nc, float *restrict s, size_t ldc,
+                                 const uint8_t *panel, const uint8_t *y, size_t by) {
+#define KPANEL_TILE(NCV) kpanel_tile(T, NCV, n / QK_K, nr, s, ldc, panel, y, by)
+    GEMM_DISPATCH(nc, KPC, KPANEL_TILE)
+#undef KPANEL_TILE
+}

@@ -34,28 +34,6 @@
 
 enum { L_Q4_0, L_Q4_1, L_Q5_0, L_Q5_1, L_Q8_0 };
 
-/* Four vectors of 16-bit pair sums (one per row) -> [r0 r1 r2 r3] per
- * 128-bit half, as int32. */
-GEMM_INLINE __m256i reduce4_i16(const __m256i p[4]) {
-    const __m256i t01 =
-        _mm256_add_epi16(_mm256_unpacklo_epi32(p[0], p[1]), _mm256_unpackhi_epi32(p[0], p[1]));
-    const __m256i t23 =
-        _mm256_add_epi16(_mm256_unpacklo_epi32(p[2], p[3]), _mm256_unpackhi_epi32(p[2], p[3]));
-    /* t01 = [r0 r0 r1 r1 r0 r0 r1 r1], t23 likewise for rows 2 and 3 */
-    const __m256i u =
-        _mm256_add_epi16(_mm256_unpacklo_epi64(t01, t23), _mm256_unpackhi_epi64(t01, t23));
-    return _mm256_madd_epi16(u, _mm256_set1_epi16(1));
-}
-
-/* Four vectors of int32 sums -> [r0 r1 r2 r3] per 128-bit half. */
-GEMM_INLINE __m256i reduce4_i32(const __m256i q[4]) {
-    const __m256i t01 =
-        _mm256_add_epi32(_mm256_unpacklo_epi32(q[0], q[1]), _mm256_unpackhi_epi32(q[0], q[1]));
-    const __m256i t23 =
-        _mm256_add_epi32(_mm256_unpacklo_epi32(q[2], q[3]), _mm256_unpackhi_epi32(q[2], q[3]));
-    return _mm256_add_epi32(_mm256_unpacklo_epi64(t01, t23), _mm256_unpackhi_epi64(t01, t23));
-}
-
 GEMM_INLINE size_t legacy_block_bytes(int T) {
     return T == L_Q4_0   ? sizeof(block_q4_0)
            : T == L_Q4_1 ? sizeof(block_q4_1)
@@ -90,28 +68,12 @@ GEMM_INLINE __m256i legacy_levels(int T, const uint8_t *blk) {
     }
 }
 
-/* The f16 at byte offset `off` of four blocks, as floats. */
-GEMM_INLINE __m128 rows_f16(const uint8_t *const blk[4], size_t off) {
-    f16_t h[4];
-    for (int r = 0; r < 4; r++)
-        memcpy(&h[r], blk[r] + off, sizeof h[r]);
-    return _mm_cvtph_ps(
-        _mm_setr_epi16((short)h[0], (short)h[1], (short)h[2], (short)h[3], 0, 0, 0, 0));
-}
-
-GEMM_INLINE __m128 bcast_f16(const uint8_t *p) {
-    f16_t h;
-    memcpy(&h, p, sizeof h);
-    return _mm_set1_ps(qa_f16(h));
-}
-
 #define LR GEMM_LEGACY_ROWS
 #define LC GEMM_LEGACY_COLS
 #define LG (LR / 4) /* groups of 4 rows */
 _Static_assert(LR % 4 == 0 && LR <= 8, "the legacy tiles hold 4 or 8 rows");
 _Static_assert(LC >= 1 && LC <= 8, "GEMM_DISPATCH instantiates 1 to 8 columns");
 
-/* One instance per type and column count. */
 /* The tile: LR rows (nr of them real) by NC activation rows. */
 GEMM_INLINE void legacy_tile(const int T, const int NC, int nb, int nr, float *restrict s,
                              size_t ldc, const uint8_t *x, size_t bx, const uint8_t *y, size_t by) {
@@ -138,8 +100,8 @@ GEMM_INLINE void legacy_tile(const int T, const int NC, int nb, int nr, float *r
                 sgn[r] = _mm256_loadu_si256((const __m256i *)((const block_q8_0 *)blk[r])->qs);
         }
         for (int g = 0; g < LG; g++) {
-            dx[g] = rows_f16(blk + 4 * g, 0);
-            mx[g] = has_min ? rows_f16(blk + 4 * g, sizeof(f16_t)) : _mm_setzero_ps();
+            dx[g] = rows4_f16(blk + 4 * g, 0);
+            mx[g] = has_min ? rows4_f16(blk + 4 * g, sizeof(f16_t)) : _mm_setzero_ps();
         }
         for (int c = 0; c < NC; c++) {
             const uint8_t *ab = y + (size_t)c * by + (size_t)b * asz;
@@ -155,13 +117,13 @@ GEMM_INLINE void legacy_tile(const int T, const int NC, int nb, int nr, float *r
                             _mm256_maddubs_epi16(q[4 * g + k],
                                                  _mm256_sign_epi8(yv, sgn[4 * g + k])),
                             _mm256_set1_epi16(1));
-                    v = reduce4_i32(p);
+                    v = transpose_sum4_i32(p);
                 } else {
                     for (int k = 0; k < 4; k++) {
                         p[k] = _mm256_maddubs_epi16(q[4 * g + k], yv);
                         if (off) p[k] = _mm256_sub_epi16(p[k], o);
                     }
-                    v = reduce4_i16(p);
+                    v = transpose_sum4_i16(p);
                 }
                 /* the block's sum per row: the halves' sums added */
                 const __m128i full =
@@ -182,22 +144,36 @@ GEMM_INLINE void legacy_tile(const int T, const int NC, int nb, int nr, float *r
     }
 }
 
-#define GEMM_LEGACY(W, A)                                                                          \
-    void gemm_##W##_##A##_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,               \
-                               const void *restrict x, size_t bx, const void *restrict y,          \
-                               size_t by) {                                                        \
-        const int nb = n / 32;                                                                     \
-        GEMM_DISPATCH(nc, LC, W##_CALL)                                                            \
-    }
+/* legacy_tile with NC = nc, a constant in each instance. */
+GEMM_INLINE void legacy_tile_any(const int T, int n, int nr, int nc, float *restrict s, size_t ldc,
+                                 const uint8_t *x, size_t bx, const uint8_t *y, size_t by) {
+    const int nb = n / 32;
+#define LEGACY_TILE(NCV) legacy_tile(T, NCV, nb, nr, s, ldc, x, bx, y, by)
+    GEMM_DISPATCH(nc, LC, LEGACY_TILE)
+#undef LEGACY_TILE
+}
 
-#define q4_0_CALL(NCV) legacy_tile(L_Q4_0, NCV, nb, nr, s, ldc, x, bx, y, by)
-#define q4_1_CALL(NCV) legacy_tile(L_Q4_1, NCV, nb, nr, s, ldc, x, bx, y, by)
-#define q5_0_CALL(NCV) legacy_tile(L_Q5_0, NCV, nb, nr, s, ldc, x, bx, y, by)
-#define q5_1_CALL(NCV) legacy_tile(L_Q5_1, NCV, nb, nr, s, ldc, x, bx, y, by)
-#define q8_0_CALL(NCV) legacy_tile(L_Q8_0, NCV, nb, nr, s, ldc, x, bx, y, by)
+void gemm_q4_0_q8_0_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                         const void *restrict x, size_t bx, const void *restrict y, size_t by) {
+    legacy_tile_any(L_Q4_0, n, nr, nc, s, ldc, x, bx, y, by);
+}
 
-GEMM_LEGACY(q4_0, q8_0)
-GEMM_LEGACY(q4_1, q8_1)
-GEMM_LEGACY(q5_0, q8_0)
-GEMM_LEGACY(q5_1, q8_1)
-GEMM_LEGACY(q8_0, q8_0)
+void gemm_q4_1_q8_1_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                         const void *restrict x, size_t bx, const void *restrict y, size_t by) {
+    legacy_tile_any(L_Q4_1, n, nr, nc, s, ldc, x, bx, y, by);
+}
+
+void gemm_q5_0_q8_0_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                         const void *restrict x, size_t bx, const void *restrict y, size_t by) {
+    legacy_tile_any(L_Q5_0, n, nr, nc, s, ldc, x, bx, y, by);
+}
+
+void gemm_q5_1_q8_1_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                         const void *restrict x, size_t bx, const void *restrict y, size_t by) {
+    legacy_tile_any(L_Q5_1, n, nr, nc, s, ldc, x, bx, y, by);
+}
+
+void gemm_q8_0_q8_0_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                         const void *restrict x, size_t bx, const void *restrict y, size_t by) {
+    legacy_tile_any(L_Q8_0, n, nr, nc, s, ldc, x, bx, y, by);
+}

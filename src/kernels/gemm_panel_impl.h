@@ -24,7 +24,10 @@
  * The arithmetic per output is the one the direct tiles of
  * gemm_legacy_avx2.c use (the exact integer sum of each block, then
  * acc = fma(float(sum), d_w * d_a, acc) block by block), so both give the same
- * bits and matmul may take either. */
+ * bits and matmul may take either.
+ *
+ * This header holds the bodies, as always-inlined functions of the type;
+ * the two files that include it spell out each entry point by name. */
 #include "kernels/quants_kernels.h"
 
 #include "kernels/gemm_avx2.h"
@@ -194,41 +197,12 @@ GEMM_INLINE void panel_tile(const int T, const int NC, int nb, int nr, float *re
     }
 }
 
-/* ---- entry points ---- */
+/* ---- for the entry points (gemm_panel_avx2.c, gemm_panel_vnni_avx2.c) ---- */
 
-#if GEMM_VNNI
-#define PANEL_FN(name) name##_vnni
-#else
-#define PANEL_FN(name) name##_avx2
-#endif
-
-#define GEMM_PANEL(W, T)                                                                           \
-    void PANEL_FN(gemm_pack_##W)(int n, int nr, const void *restrict x, size_t bx,                 \
-                                 void *restrict panel) {                                           \
-        panel_pack(T, n, nr, x, bx, panel);                                                        \
-    }                                                                                              \
-    void PANEL_FN(gemm_panel_##W##_q8_0)(int n, int nr, int nc, float *restrict s, size_t ldc,     \
-                                         const void *restrict panel, size_t bx,                    \
-                                         const void *restrict y, size_t by) {                      \
-        (void)bx;                                                                                  \
-        GEMM_DISPATCH(nc, PC, W##_PANEL_CALL)                                                      \
-    }
-
-#define q4_0_PANEL_CALL(NCV) panel_tile(P_Q4_0, NCV, n / 32, nr, s, ldc, panel, y, by)
-#define q5_0_PANEL_CALL(NCV) panel_tile(P_Q5_0, NCV, n / 32, nr, s, ldc, panel, y, by)
-#define q8_0_PANEL_CALL(NCV) panel_tile(P_Q8_0, NCV, n / 32, nr, s, ldc, panel, y, by)
-
-GEMM_PANEL(q4_0, P_Q4_0)
-GEMM_PANEL(q5_0, P_Q5_0)
-GEMM_PANEL(q8_0, P_Q8_0)
-
-/* The preparations: quants + 128 for all panels but Q8_0 on plain AVX2. */
-void PANEL_FN(gemm_prep_q8_0)(int n, const void *restrict act, void *restrict out) {
-    panel_prep(true, n, act, out);
+/* panel_tile with NC = nc, a constant in each instance. */
+GEMM_INLINE void panel_tile_any(const int T, int n, int nr, int nc, float *restrict s, size_t ldc,
+                                const uint8_t *panel, const uint8_t *y, size_t by) {
+#define PANEL_TILE(NCV) panel_tile(T, NCV, n / 32, nr, s, ldc, panel, y, by)
+    GEMM_DISPATCH(nc, PC, PANEL_TILE)
+#undef PANEL_TILE
 }
-
-#if !GEMM_VNNI
-void gemm_prep_q8_0_signed_avx2(int n, const void *restrict act, void *restrict out) {
-    panel_prep(false, n, act, out);
-}
-#endif

@@ -3,8 +3,8 @@
  * Writers of GQ tensors (`cllm quantize`, GPTQ/AWQ checkpoint loaders) build
  * blocks from integer levels with gq_pack_block, or quantize float rows with
  * gq_quantize_row; everything else reaches these types through the wtype
- * registry, which gq_register fills (scalar kernels in gq_ref.c, AVX2 dot
- * products in gq_avx2.c). */
+ * registry (the kernels, listed in gq_kernels.h: scalar in gq_ref.c, AVX2 dot
+ * products and tiles in gq_avx2.c). */
 #ifndef CLLM_KERNELS_GQ_H
 #define CLLM_KERNELS_GQ_H
 
@@ -34,14 +34,5 @@ static inline int gq_level(float x, float d, int z, int bits) {
 /* Quantizes a row of n elements to GQ type t (round to nearest, per group). */
 void gq_quantize_row(uint32_t t, const float *x, void *dst, int64_t n, bool sym);
 
-/* Registry hook (wtype.c): fills the GQ entries of both tables. */
-void gq_register(wtype_traits *ref, wtype_traits *fast, bool use_avx2);
-
-/* The AVX2 dot products and gemm tiles (gq_gemm_rows x gq_gemm_cols), one
- * per type, indexed by t - WT_GQ_BASE (gq_avx2.c; only call when the CPU has
- * AVX2). */
-extern const wtype_vec_dot_fn gq_vec_dot_avx2[WT_GQ_COUNT];
-extern const wtype_gemm_fn gq_gemm_avx2[WT_GQ_COUNT];
-extern const int gq_gemm_rows, gq_gemm_cols;
-
 #endif
+

@@ -9,6 +9,10 @@
  * lane 0 of [d, d z] * [dy, s] is the chunk's scale, lane 1 its zero term. */
 #include "kernels/gq.h"
 
+#include "kernels/gq_kernels.h"
+
+#include "kernels/gemm_avx2.h"
+
 #include "kernels/quants_avx2.h"
 #include "kernels/quants_blocks.h"
 
@@ -34,12 +38,16 @@ static inline __attribute__((always_inline)) __m256 chunk_dot(int bits, const ui
     return _mm256_cvtepi32_ps(sum);
 }
 
-#define GQ_STEP(acc, k)                                                                             \
-    do {                                                                                            \
-        const __m128 dd = _mm_mul_ps(dz, qa_f16x4(&y[k]));                                          \
-        zs = _mm_add_ps(zs, dd);                                                                    \
-        acc = _mm256_fmadd_ps(_mm256_broadcastss_ps(dd), chunk_dot(bits, q + (k) * bits * 4, &y[k]), acc); \
-    } while (0)
+/* Chunk k of a group of levels q (scale and zero term dz = [d, d z]) against
+ * its activation block: acc += (d * dy) * chunk's integer sums, and the
+ * zero term d z * s added to lane 1 of zs. */
+static inline __attribute__((always_inline)) __m256 gq_step(int bits, const uint8_t *q,
+                                                            const block_q8_1 *y, int64_t k,
+                                                            __m128 dz, __m128 *zs, __m256 acc) {
+    const __m128 dd = _mm_mul_ps(dz, qa_f16x4(&y[k]));
+    *zs = _mm_add_ps(*zs, dd);
+    return _mm256_fmadd_ps(_mm256_broadcastss_ps(dd), chunk_dot(bits, q + k * bits * 4, &y[k]), acc);
+}
 
 static inline __attribute__((always_inline)) float dot(int bits, int64_t g, int n, const uint8_t *x,
                                                       const block_q8_1 *y) {
@@ -56,28 +64,13 @@ static inline __attribute__((always_inline)) float dot(int bits, int64_t g, int 
         const uint8_t *q = x + GQ_BLOCK_HEADER;
         int64_t c = 0;
         for (; c + 2 <= cpg; c += 2) {
-            GQ_STEP(acc0, c);
-            GQ_STEP(acc1, c + 1);
+            acc0 = gq_step(bits, q, y, c, dz, &zs, acc0);
+            acc1 = gq_step(bits, q, y, c + 1, dz, &zs, acc1);
         }
-        if (c < cpg) GQ_STEP(acc0, c);
+        if (c < cpg) acc0 = gq_step(bits, q, y, c, dz, &zs, acc0);
     }
     return qa_hsum_ps(_mm256_add_ps(acc0, acc1)) - _mm_cvtss_f32(_mm_shuffle_ps(zs, zs, 1));
 }
-
-#define GQ_DOT(bits, gc)                                                                            \
-    static void vec_dot_##bits##_##gc(int n, float *restrict s, const void *restrict x,             \
-                                      const void *restrict y) {                                     \
-        *s = dot(bits, (gc) == GQ_GROUP_ROW ? (int64_t)n : (int64_t)32 << (gc), n, x, y);           \
-    }
-#define GQ_DOTS(bits) GQ_DOT(bits, 0) GQ_DOT(bits, 1) GQ_DOT(bits, 2) GQ_DOT(bits, 3)
-GQ_DOTS(2)
-GQ_DOTS(3)
-GQ_DOTS(4)
-GQ_DOTS(8)
-
-#define GQ_ENTRIES(bits) vec_dot_##bits##_0, vec_dot_##bits##_1, vec_dot_##bits##_2, vec_dot_##bits##_3
-const wtype_vec_dot_fn gq_vec_dot_avx2[WT_GQ_COUNT] = {GQ_ENTRIES(2), GQ_ENTRIES(3), GQ_ENTRIES(4),
-                                                       GQ_ENTRIES(8)};
 
 /* ---- gemm tiles (wtype_gemm_fn): 4 weight rows by up to 4 activation rows ----
  *
@@ -88,34 +81,9 @@ const wtype_vec_dot_fn gq_vec_dot_avx2[WT_GQ_COUNT] = {GQ_ENTRIES(2), GQ_ENTRIES
  * shape or its place in it (they may differ from vec_dot's in the last bits).
  * Per chunk each weight row is unpacked once for all activation rows, and the
  * integer sums of the 4 rows with one activation row are transposed into one
- * vector [r0 r1 r2 r3] (as gemm_legacy_avx2.c does for Q4_0), so scaling
- * costs two instructions per 4 outputs. Rows beyond nr repeat row 0 and are
+ * vector [r0 r1 r2 r3] (transpose_sum4_*, as gemm_legacy_avx2.c does for
+ * Q4_0), so scaling costs two instructions per 4 outputs. Rows beyond nr repeat row 0 and are
  * computed but not stored. */
-
-#define GQ_TILE_ROWS 4
-#define GQ_TILE_COLS 4
-
-/* Four vectors of 16-bit pair sums (one per row) -> [r0 r1 r2 r3] per
- * 128-bit half, as int32; a lane sums 4 pair sums of at most 2 * 15 * 127. */
-static inline __attribute__((always_inline)) __m256i transpose_sum_i16(const __m256i p[4]) {
-    const __m256i t01 = _mm256_add_epi16(_mm256_unpacklo_epi32(p[0], p[1]), _mm256_unpackhi_epi32(p[0], p[1]));
-    const __m256i t23 = _mm256_add_epi16(_mm256_unpacklo_epi32(p[2], p[3]), _mm256_unpackhi_epi32(p[2], p[3]));
-    const __m256i u = _mm256_add_epi16(_mm256_unpacklo_epi64(t01, t23), _mm256_unpackhi_epi64(t01, t23));
-    return _mm256_madd_epi16(u, _mm256_set1_epi16(1));
-}
-
-/* The same for int32 sums. */
-static inline __attribute__((always_inline)) __m256i transpose_sum_i32(const __m256i p[4]) {
-    const __m256i t01 = _mm256_add_epi32(_mm256_unpacklo_epi32(p[0], p[1]), _mm256_unpackhi_epi32(p[0], p[1]));
-    const __m256i t23 = _mm256_add_epi32(_mm256_unpacklo_epi32(p[2], p[3]), _mm256_unpackhi_epi32(p[2], p[3]));
-    return _mm256_add_epi32(_mm256_unpacklo_epi64(t01, t23), _mm256_unpackhi_epi64(t01, t23));
-}
-
-static inline __attribute__((always_inline)) __m128 bcast_f16_at(const void *p) {
-    f16_t h;
-    memcpy(&h, p, sizeof h);
-    return _mm_set1_ps(qa_f16(h));
-}
 
 static inline __attribute__((always_inline)) void gq_tile(const int bits, const int NC, int64_t g, int n, int nr,
                                                          float *restrict s, size_t ldc, const uint8_t *x,
@@ -129,14 +97,12 @@ static inline __attribute__((always_inline)) void gq_tile(const int bits, const 
     for (int c = 0; c < NC; c++) acc[c] = _mm_setzero_ps();
     for (int64_t b = 0; b < n_groups; b++) {
         const uint8_t *blk[GQ_TILE_ROWS];
-        f16_t h[GQ_TILE_ROWS];
         int z[GQ_TILE_ROWS];
         for (int r = 0; r < GQ_TILE_ROWS; r++) {
             blk[r] = row[r] + (size_t)b * bb;
-            memcpy(&h[r], blk[r], sizeof h[r]);
             z[r] = (int)blk[r][2] - o;
         }
-        const __m128 d = _mm_cvtph_ps(_mm_setr_epi16((short)h[0], (short)h[1], (short)h[2], (short)h[3], 0, 0, 0, 0));
+        const __m128 d = rows4_f16(blk, 0);
         const __m128 dz = _mm_mul_ps(d, _mm_cvtepi32_ps(_mm_setr_epi32(z[0], z[1], z[2], z[3])));
         for (int64_t k = 0; k < cpg; k++) {
             __m256i q[GQ_TILE_ROWS], mag[GQ_TILE_ROWS];
@@ -155,14 +121,14 @@ static inline __attribute__((always_inline)) void gq_tile(const int bits, const 
                     for (int r = 0; r < GQ_TILE_ROWS; r++)
                         p[r] = _mm256_madd_epi16(_mm256_maddubs_epi16(mag[r], _mm256_sign_epi8(yv, q[r])),
                                                  _mm256_set1_epi16(1));
-                    v = transpose_sum_i32(p);
+                    v = transpose_sum4_i32(p);
                 } else {
                     for (int r = 0; r < GQ_TILE_ROWS; r++) p[r] = _mm256_maddubs_epi16(q[r], yv);
-                    v = transpose_sum_i16(p);
+                    v = transpose_sum4_i16(p);
                 }
                 const __m128i full = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-                acc[c] = _mm_fmadd_ps(_mm_cvtepi32_ps(full), _mm_mul_ps(d, bcast_f16_at(&yb->d)), acc[c]);
-                acc[c] = _mm_fnmadd_ps(dz, bcast_f16_at(&yb->s), acc[c]);
+                acc[c] = _mm_fmadd_ps(_mm_cvtepi32_ps(full), _mm_mul_ps(d, bcast_f16(&yb->d)), acc[c]);
+                acc[c] = _mm_fnmadd_ps(dz, bcast_f16(&yb->s), acc[c]);
             }
         }
     }
@@ -173,25 +139,194 @@ static inline __attribute__((always_inline)) void gq_tile(const int bits, const 
     }
 }
 
-#define GQ_GEMM(bits, gc)                                                                           \
-    static void gemm_##bits##_##gc(int n, int nr, int nc, float *restrict s, size_t ldc,            \
-                                   const void *restrict x, size_t bx, const void *restrict y,       \
-                                   size_t by) {                                                     \
-        const int64_t g = (gc) == GQ_GROUP_ROW ? (int64_t)n : (int64_t)32 << (gc);                  \
-        switch (nc) {                                                                               \
-        case 1: gq_tile(bits, 1, g, n, nr, s, ldc, x, bx, y, by); break;                            \
-        case 2: gq_tile(bits, 2, g, n, nr, s, ldc, x, bx, y, by); break;                            \
-        case 3: gq_tile(bits, 3, g, n, nr, s, ldc, x, bx, y, by); break;                            \
-        default: gq_tile(bits, 4, g, n, nr, s, ldc, x, bx, y, by); break;                           \
-        }                                                                                           \
+/* gq_tile with NC = nc, a constant in each instance. */
+static inline __attribute__((always_inline)) void
+gq_tile_any(const int bits, int64_t g, int n, int nr, int nc, float *restrict s, size_t ldc,
+            const void *restrict x, size_t bx, const void *restrict y, size_t by) {
+    switch (nc) {
+    case 1:
+        gq_tile(bits, 1, g, n, nr, s, ldc, x, bx, y, by);
+        break;
+    case 2:
+        gq_tile(bits, 2, g, n, nr, s, ldc, x, bx, y, by);
+        break;
+    case 3:
+        gq_tile(bits, 3, g, n, nr, s, ldc, x, bx, y, by);
+        break;
+    default:
+        gq_tile(bits, 4, g, n, nr, s, ldc, x, bx, y, by);
+        break;
     }
-#define GQ_GEMMS(bits) GQ_GEMM(bits, 0) GQ_GEMM(bits, 1) GQ_GEMM(bits, 2) GQ_GEMM(bits, 3)
-GQ_GEMMS(2)
-GQ_GEMMS(3)
-GQ_GEMMS(4)
-GQ_GEMMS(8)
+}
+_Static_assert(GQ_TILE_ROWS == 4 && GQ_TILE_COLS == 4,
+               "4 rows per vector of results; gq_tile_any instantiates 1 to 4 columns");
 
-#define GQ_GEMM_ENTRIES(bits) gemm_##bits##_0, gemm_##bits##_1, gemm_##bits##_2, gemm_##bits##_3
-const wtype_gemm_fn gq_gemm_avx2[WT_GQ_COUNT] = {GQ_GEMM_ENTRIES(2), GQ_GEMM_ENTRIES(3), GQ_GEMM_ENTRIES(4),
-                                                 GQ_GEMM_ENTRIES(8)};
-const int gq_gemm_rows = GQ_TILE_ROWS, gq_gemm_cols = GQ_TILE_COLS;
+/* ---- per-type entry points ---- */
+
+/* 2 bits */
+
+void vec_dot_gq2_g32_q8_1_avx2(int n, float *restrict s, const void *restrict x,
+                               const void *restrict y) {
+    *s = dot(2, 32, n, x, y);
+}
+
+void gemm_gq2_g32_q8_1_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                            const void *restrict x, size_t bx, const void *restrict y, size_t by) {
+    gq_tile_any(2, 32, n, nr, nc, s, ldc, x, bx, y, by);
+}
+
+void vec_dot_gq2_g64_q8_1_avx2(int n, float *restrict s, const void *restrict x,
+                               const void *restrict y) {
+    *s = dot(2, 64, n, x, y);
+}
+
+void gemm_gq2_g64_q8_1_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                            const void *restrict x, size_t bx, const void *restrict y, size_t by) {
+    gq_tile_any(2, 64, n, nr, nc, s, ldc, x, bx, y, by);
+}
+
+void vec_dot_gq2_g128_q8_1_avx2(int n, float *restrict s, const void *restrict x,
+                                const void *restrict y) {
+    *s = dot(2, 128, n, x, y);
+}
+
+void gemm_gq2_g128_q8_1_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                             const void *restrict x, size_t bx, const void *restrict y, size_t by) {
+    gq_tile_any(2, 128, n, nr, nc, s, ldc, x, bx, y, by);
+}
+
+void vec_dot_gq2_row_q8_1_avx2(int n, float *restrict s, const void *restrict x,
+                               const void *restrict y) {
+    *s = dot(2, n, n, x, y);
+}
+
+void gemm_gq2_row_q8_1_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                            const void *restrict x, size_t bx, const void *restrict y, size_t by) {
+    gq_tile_any(2, n, n, nr, nc, s, ldc, x, bx, y, by);
+}
+
+/* 3 bits */
+
+void vec_dot_gq3_g32_q8_1_avx2(int n, float *restrict s, const void *restrict x,
+                               const void *restrict y) {
+    *s = dot(3, 32, n, x, y);
+}
+
+void gemm_gq3_g32_q8_1_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                            const void *restrict x, size_t bx, const void *restrict y, size_t by) {
+    gq_tile_any(3, 32, n, nr, nc, s, ldc, x, bx, y, by);
+}
+
+void vec_dot_gq3_g64_q8_1_avx2(int n, float *restrict s, const void *restrict x,
+                               const void *restrict y) {
+    *s = dot(3, 64, n, x, y);
+}
+
+void gemm_gq3_g64_q8_1_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                            const void *restrict x, size_t bx, const void *restrict y, size_t by) {
+    gq_tile_any(3, 64, n, nr, nc, s, ldc, x, bx, y, by);
+}
+
+void vec_dot_gq3_g128_q8_1_avx2(int n, float *restrict s, const void *restrict x,
+                                const void *restrict y) {
+    *s = dot(3, 128, n, x, y);
+}
+
+void gemm_gq3_g128_q8_1_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                             const void *restrict x, size_t bx, const void *restrict y, size_t by) {
+    gq_tile_any(3, 128, n, nr, nc, s, ldc, x, bx, y, by);
+}
+
+void vec_dot_gq3_row_q8_1_avx2(int n, float *restrict s, const void *restrict x,
+                               const void *restrict y) {
+    *s = dot(3, n, n, x, y);
+}
+
+void gemm_gq3_row_q8_1_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                            const void *restrict x, size_t bx, const void *restrict y, size_t by) {
+    gq_tile_any(3, n, n, nr, nc, s, ldc, x, bx, y, by);
+}
+
+/* 4 bits */
+
+void vec_dot_gq4_g32_q8_1_avx2(int n, float *restrict s, const void *restrict x,
+                               const void *restrict y) {
+    *s = dot(4, 32, n, x, y);
+}
+
+void gemm_gq4_g32_q8_1_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                            const void *restrict x, size_t bx, const void *restrict y, size_t by) {
+    gq_tile_any(4, 32, n, nr, nc, s, ldc, x, bx, y, by);
+}
+
+void vec_dot_gq4_g64_q8_1_avx2(int n, float *restrict s, const void *restrict x,
+                               const void *restrict y) {
+    *s = dot(4, 64, n, x, y);
+}
+
+void gemm_gq4_g64_q8_1_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                            const void *restrict x, size_t bx, const void *restrict y, size_t by) {
+    gq_tile_any(4, 64, n, nr, nc, s, ldc, x, bx, y, by);
+}
+
+void vec_dot_gq4_g128_q8_1_avx2(int n, float *restrict s, const void *restrict x,
+                                const void *restrict y) {
+    *s = dot(4, 128, n, x, y);
+}
+
+void gemm_gq4_g128_q8_1_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                             const void *restrict x, size_t bx, const void *restrict y, size_t by) {
+    gq_tile_any(4, 128, n, nr, nc, s, ldc, x, bx, y, by);
+}
+
+void vec_dot_gq4_row_q8_1_avx2(int n, float *restrict s, const void *restrict x,
+                               const void *restrict y) {
+    *s = dot(4, n, n, x, y);
+}
+
+void gemm_gq4_row_q8_1_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                            const void *restrict x, size_t bx, const void *restrict y, size_t by) {
+    gq_tile_any(4, n, n, nr, nc, s, ldc, x, bx, y, by);
+}
+
+/* 8 bits */
+
+void vec_dot_gq8_g32_q8_1_avx2(int n, float *restrict s, const void *restrict x,
+                               const void *restrict y) {
+    *s = dot(8, 32, n, x, y);
+}
+
+void gemm_gq8_g32_q8_1_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                            const void *restrict x, size_t bx, const void *restrict y, size_t by) {
+    gq_tile_any(8, 32, n, nr, nc, s, ldc, x, bx, y, by);
+}
+
+void vec_dot_gq8_g64_q8_1_avx2(int n, float *restrict s, const void *restrict x,
+                               const void *restrict y) {
+    *s = dot(8, 64, n, x, y);
+}
+
+void gemm_gq8_g64_q8_1_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                            const void *restrict x, size_t bx, const void *restrict y, size_t by) {
+    gq_tile_any(8, 64, n, nr, nc, s, ldc, x, bx, y, by);
+}
+
+void vec_dot_gq8_g128_q8_1_avx2(int n, float *restrict s, const void *restrict x,
+                                const void *restrict y) {
+    *s = dot(8, 128, n, x, y);
+}
+
+void gemm_gq8_g128_q8_1_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                             const void *restrict x, size_t bx, const void *restrict y, size_t by) {
+    gq_tile_any(8, 128, n, nr, nc, s, ldc, x, bx, y, by);
+}
+
+void vec_dot_gq8_row_q8_1_avx2(int n, float *restrict s, const void *restrict x,
+                               const void *restrict y) {
+    *s = dot(8, n, n, x, y);
+}
+
+void gemm_gq8_row_q8_1_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                            const void *restrict x, size_t bx, const void *restrict y, size_t by) {
+    gq_tile_any(8, n, n, nr, nc, s, ldc, x, bx, y, by);
+}

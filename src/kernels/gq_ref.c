@@ -1,9 +1,12 @@
 /* Scalar reference of the GQ formats (format/qgroup.h; names, row sizes and
- * chunk packing are in format/gq_layout.c): the dequantizer, the round-to-nearest quantizer, and the dot product against
- * Q8_1 activations that defines the value the AVX2 kernels must compute. The
- * registry's per-type entry points are stamped out by macros at the end: the
- * function types carry no type id, so each (bits, group) pair gets its own. */
+ * chunk packing are in format/gq_layout.c): the dequantizer, the
+ * round-to-nearest quantizer, and the dot product against Q8_1 activations
+ * that defines the value the AVX2 kernels must compute. The registry's
+ * per-type entry points are at the end: the function types carry no type id,
+ * so each (bits, group) pair has its own, a call of the shared body. */
 #include "kernels/gq.h"
+
+#include "kernels/gq_kernels.h"
 
 #include "kernels/quants_blocks.h"
 #include "util/fp16.h"
@@ -54,7 +57,8 @@ void gq_quantize_row(uint32_t t, const float *x, void *dst, int64_t n, bool sym)
         blk[2] = (uint8_t)z;
         blk[3] = 0;
         for (int64_t c = 0; c < g / GQ_CHUNK; c++) {
-            for (int j = 0; j < GQ_CHUNK; j++) q[j] = (uint8_t)gq_level(xg[c * GQ_CHUNK + j], d, z, bits);
+            for (int j = 0; j < GQ_CHUNK; j++)
+                q[j] = (uint8_t)gq_level(xg[c * GQ_CHUNK + j], d, z, bits);
             gq_pack_chunk(bits, q, blk + GQ_BLOCK_HEADER + c * bits * 4);
         }
     }
@@ -73,7 +77,8 @@ static void to_float(int bits, int64_t g, const void *vx, float *y, int64_t n) {
         const int z = x[2];
         for (int64_t c = 0; c < g / GQ_CHUNK; c++, y += GQ_CHUNK) {
             gq_unpack_chunk(bits, x + GQ_BLOCK_HEADER + c * bits * 4, q);
-            for (int j = 0; j < GQ_CHUNK; j++) y[j] = d * (float)(q[j] - z);
+            for (int j = 0; j < GQ_CHUNK; j++)
+                y[j] = d * (float)(q[j] - z);
         }
     }
 }
@@ -92,7 +97,8 @@ static void dot(int bits, int64_t g, int n, float *s, const void *vx, const void
         for (int64_t c = 0; c < g / GQ_CHUNK; c++, y++) {
             gq_unpack_chunk(bits, x + GQ_BLOCK_HEADER + c * bits * 4, q);
             int isum = 0;
-            for (int j = 0; j < GQ_CHUNK; j++) isum += (q[j] - o) * y->qs[j];
+            for (int j = 0; j < GQ_CHUNK; j++)
+                isum += (q[j] - o) * y->qs[j];
             qy += (double)f16_to_f32(y->d) * isum;
             ys += f16_to_f32(y->s);
         }
@@ -103,53 +109,218 @@ static void dot(int bits, int64_t g, int n, float *s, const void *vx, const void
 
 /* ---- per-type entry points ---- */
 
-#define GQ_GROUP_OF(gc, n) ((gc) == GQ_GROUP_ROW ? (int64_t)(n) : (int64_t)32 << (gc))
-#define GQ_STAMP(bits, gc)                                                                          \
-    static void to_float_##bits##_##gc(const void *restrict x, float *restrict y, int64_t n) {      \
-        to_float(bits, GQ_GROUP_OF(gc, n), x, y, n);                                                \
-    }                                                                                               \
-    static void from_float_##bits##_##gc(const float *restrict x, void *restrict y, int64_t n) {    \
-        gq_quantize_row((uint32_t)gq_type(bits, gc), x, y, n, false);                               \
-    }                                                                                               \
-    static void vec_dot_##bits##_##gc(int n, float *restrict s, const void *restrict x,             \
-                                      const void *restrict y) {                                     \
-        dot(bits, GQ_GROUP_OF(gc, n), n, s, x, y);                                                  \
-    }
-#define GQ_STAMP_BITS(bits) GQ_STAMP(bits, 0) GQ_STAMP(bits, 1) GQ_STAMP(bits, 2) GQ_STAMP(bits, 3)
-GQ_STAMP_BITS(2)
-GQ_STAMP_BITS(3)
-GQ_STAMP_BITS(4)
-GQ_STAMP_BITS(8)
+/* 2 bits */
 
-#define GQ_ENTRY(bits, gc) {to_float_##bits##_##gc, from_float_##bits##_##gc, vec_dot_##bits##_##gc}
-#define GQ_ENTRIES(bits) GQ_ENTRY(bits, 0), GQ_ENTRY(bits, 1), GQ_ENTRY(bits, 2), GQ_ENTRY(bits, 3)
-static const struct {
-    wtype_to_float_fn to_float;
-    wtype_from_float_fn from_float;
-    wtype_vec_dot_fn vec_dot;
-} k_ref[WT_GQ_COUNT] = {GQ_ENTRIES(2), GQ_ENTRIES(3), GQ_ENTRIES(4), GQ_ENTRIES(8)};
+void gq2_g32_to_float_ref(const void *restrict x, float *restrict y, int64_t n) {
+    to_float(2, 32, x, y, n);
+}
 
-void gq_register(wtype_traits *ref, wtype_traits *fast, bool use_avx2) {
-    for (int i = 0; i < WT_GQ_COUNT; i++) {
-        const uint32_t t = WT_GQ_BASE + (uint32_t)i;
-        const int bits = gq_type_bits(t), gc = gq_type_group_code(t);
-        const int g = gc == GQ_GROUP_ROW ? 0 : 32 << gc;
-        const wtype_traits tr = {
-            .name = gq_type_name((uint32_t)(WT_GQ_BASE + i)),
-            .block_size = g,
-            .type_size = g ? (size_t)gq_block_bytes(bits, g) : GQ_BLOCK_HEADER,
-            .vec_dot_type = WT_Q8_1,
-            .to_float = k_ref[i].to_float,
-            .from_float = k_ref[i].from_float,
-            .vec_dot = k_ref[i].vec_dot,
-        };
-        ref[t] = tr;
-        fast[t] = tr;
-        if (use_avx2) {
-            fast[t].vec_dot = gq_vec_dot_avx2[i];
-            fast[t].gemm = gq_gemm_avx2[i];
-            fast[t].gemm_rows = gq_gemm_rows;
-            fast[t].gemm_cols = gq_gemm_cols;
-        }
-    }
+void gq2_g32_from_float_ref(const float *restrict x, void *restrict y, int64_t n) {
+    gq_quantize_row((uint32_t)gq_type(2, GQ_GROUP_32), x, y, n, false);
+}
+
+void vec_dot_gq2_g32_q8_1_ref(int n, float *restrict s, const void *restrict x,
+                              const void *restrict y) {
+    dot(2, 32, n, s, x, y);
+}
+
+void gq2_g64_to_float_ref(const void *restrict x, float *restrict y, int64_t n) {
+    to_float(2, 64, x, y, n);
+}
+
+void gq2_g64_from_float_ref(const float *restrict x, void *restrict y, int64_t n) {
+    gq_quantize_row((uint32_t)gq_type(2, GQ_GROUP_64), x, y, n, false);
+}
+
+void vec_dot_gq2_g64_q8_1_ref(int n, float *restrict s, const void *restrict x,
+                              const void *restrict y) {
+    dot(2, 64, n, s, x, y);
+}
+
+void gq2_g128_to_float_ref(const void *restrict x, float *restrict y, int64_t n) {
+    to_float(2, 128, x, y, n);
+}
+
+void gq2_g128_from_float_ref(const float *restrict x, void *restrict y, int64_t n) {
+    gq_quantize_row((uint32_t)gq_type(2, GQ_GROUP_128), x, y, n, false);
+}
+
+void vec_dot_gq2_g128_q8_1_ref(int n, float *restrict s, const void *restrict x,
+                               const void *restrict y) {
+    dot(2, 128, n, s, x, y);
+}
+
+void gq2_row_to_float_ref(const void *restrict x, float *restrict y, int64_t n) {
+    to_float(2, n, x, y, n);
+}
+
+void gq2_row_from_float_ref(const float *restrict x, void *restrict y, int64_t n) {
+    gq_quantize_row((uint32_t)gq_type(2, GQ_GROUP_ROW), x, y, n, false);
+}
+
+void vec_dot_gq2_row_q8_1_ref(int n, float *restrict s, const void *restrict x,
+                              const void *restrict y) {
+    dot(2, n, n, s, x, y);
+}
+
+/* 3 bits */
+
+void gq3_g32_to_float_ref(const void *restrict x, float *restrict y, int64_t n) {
+    to_float(3, 32, x, y, n);
+}
+
+void gq3_g32_from_float_ref(const float *restrict x, void *restrict y, int64_t n) {
+    gq_quantize_row((uint32_t)gq_type(3, GQ_GROUP_32), x, y, n, false);
+}
+
+void vec_dot_gq3_g32_q8_1_ref(int n, float *restrict s, const void *restrict x,
+                              const void *restrict y) {
+    dot(3, 32, n, s, x, y);
+}
+
+void gq3_g64_to_float_ref(const void *restrict x, float *restrict y, int64_t n) {
+    to_float(3, 64, x, y, n);
+}
+
+void gq3_g64_from_float_ref(const float *restrict x, void *restrict y, int64_t n) {
+    gq_quantize_row((uint32_t)gq_type(3, GQ_GROUP_64), x, y, n, false);
+}
+
+void vec_dot_gq3_g64_q8_1_ref(int n, float *restrict s, const void *restrict x,
+                              const void *restrict y) {
+    dot(3, 64, n, s, x, y);
+}
+
+void gq3_g128_to_float_ref(const void *restrict x, float *restrict y, int64_t n) {
+    to_float(3, 128, x, y, n);
+}
+
+void gq3_g128_from_float_ref(const float *restrict x, void *restrict y, int64_t n) {
+    gq_quantize_row((uint32_t)gq_type(3, GQ_GROUP_128), x, y, n, false);
+}
+
+void vec_dot_gq3_g128_q8_1_ref(int n, float *restrict s, const void *restrict x,
+                               const void *restrict y) {
+    dot(3, 128, n, s, x, y);
+}
+
+void gq3_row_to_float_ref(const void *restrict x, float *restrict y, int64_t n) {
+    to_float(3, n, x, y, n);
+}
+
+void gq3_row_from_float_ref(const float *restrict x, void *restrict y, int64_t n) {
+    gq_quantize_row((uint32_t)gq_type(3, GQ_GROUP_ROW), x, y, n, false);
+}
+
+void vec_dot_gq3_row_q8_1_ref(int n, float *restrict s, const void *restrict x,
+                              const void *restrict y) {
+    dot(3, n, n, s, x, y);
+}
+
+/* 4 bits */
+
+void gq4_g32_to_float_ref(const void *restrict x, float *restrict y, int64_t n) {
+    to_float(4, 32, x, y, n);
+}
+
+void gq4_g32_from_float_ref(const float *restrict x, void *restrict y, int64_t n) {
+    gq_quantize_row((uint32_t)gq_type(4, GQ_GROUP_32), x, y, n, false);
+}
+
+void vec_dot_gq4_g32_q8_1_ref(int n, float *restrict s, const void *restrict x,
+                              const void *restrict y) {
+    dot(4, 32, n, s, x, y);
+}
+
+void gq4_g64_to_float_ref(const void *restrict x, float *restrict y, int64_t n) {
+    to_float(4, 64, x, y, n);
+}
+
+void gq4_g64_from_float_ref(const float *restrict x, void *restrict y, int64_t n) {
+    gq_quantize_row((uint32_t)gq_type(4, GQ_GROUP_64), x, y, n, false);
+}
+
+void vec_dot_gq4_g64_q8_1_ref(int n, float *restrict s, const void *restrict x,
+                              const void *restrict y) {
+    dot(4, 64, n, s, x, y);
+}
+
+void gq4_g128_to_float_ref(const void *restrict x, float *restrict y, int64_t n) {
+    to_float(4, 128, x, y, n);
+}
+
+void gq4_g128_from_float_ref(const float *restrict x, void *restrict y, int64_t n) {
+    gq_quantize_row((uint32_t)gq_type(4, GQ_GROUP_128), x, y, n, false);
+}
+
+void vec_dot_gq4_g128_q8_1_ref(int n, float *restrict s, const void *restrict x,
+                               const void *restrict y) {
+    dot(4, 128, n, s, x, y);
+}
+
+void gq4_row_to_float_ref(const void *restrict x, float *restrict y, int64_t n) {
+    to_float(4, n, x, y, n);
+}
+
+void gq4_row_from_float_ref(const float *restrict x, void *restrict y, int64_t n) {
+    gq_quantize_row((uint32_t)gq_type(4, GQ_GROUP_ROW), x, y, n, false);
+}
+
+void vec_dot_gq4_row_q8_1_ref(int n, float *restrict s, const void *restrict x,
+                              const void *restrict y) {
+    dot(4, n, n, s, x, y);
+}
+
+/* 8 bits */
+
+void gq8_g32_to_float_ref(const void *restrict x, float *restrict y, int64_t n) {
+    to_float(8, 32, x, y, n);
+}
+
+void gq8_g32_from_float_ref(const float *restrict x, void *restrict y, int64_t n) {
+    gq_quantize_row((uint32_t)gq_type(8, GQ_GROUP_32), x, y, n, false);
+}
+
+void vec_dot_gq8_g32_q8_1_ref(int n, float *restrict s, const void *restrict x,
+                              const void *restrict y) {
+    dot(8, 32, n, s, x, y);
+}
+
+void gq8_g64_to_float_ref(const void *restrict x, float *restrict y, int64_t n) {
+    to_float(8, 64, x, y, n);
+}
+
+void gq8_g64_from_float_ref(const float *restrict x, void *restrict y, int64_t n) {
+    gq_quantize_row((uint32_t)gq_type(8, GQ_GROUP_64), x, y, n, false);
+}
+
+void vec_dot_gq8_g64_q8_1_ref(int n, float *restrict s, const void *restrict x,
+                              const void *restrict y) {
+    dot(8, 64, n, s, x, y);
+}
+
+void gq8_g128_to_float_ref(const void *restrict x, float *restrict y, int64_t n) {
+    to_float(8, 128, x, y, n);
+}
+
+void gq8_g128_from_float_ref(const float *restrict x, void *restrict y, int64_t n) {
+    gq_quantize_row((uint32_t)gq_type(8, GQ_GROUP_128), x, y, n, false);
+}
+
+void vec_dot_gq8_g128_q8_1_ref(int n, float *restrict s, const void *restrict x,
+                               const void *restrict y) {
+    dot(8, 128, n, s, x, y);
+}
+
+void gq8_row_to_float_ref(const void *restrict x, float *restrict y, int64_t n) {
+    to_float(8, n, x, y, n);
+}
+
+void gq8_row_from_float_ref(const float *restrict x, void *restrict y, int64_t n) {
+    gq_quantize_row((uint32_t)gq_type(8, GQ_GROUP_ROW), x, y, n, false);
+}
+
+void vec_dot_gq8_row_q8_1_ref(int n, float *restrict s, const void *restrict x,
+                              const void *restrict y) {
+    dot(8, n, n, s, x, y);
 }

@@ -1,7 +1,7 @@
 /* Row-wise operations of the forward pass: RMSNorm, rotary embeddings,
  * gated activations, residual adds. Each works on one row; the forward pass
  * spreads rows over threads. The hot elementwise ones have a scalar reference
- * (_ref, in ops.c) and an AVX2 version (_avx2, in ops_avx2.c); the plain names
+ * (_ref, in ops_ref.c) and an AVX2 version (_avx2, in ops_avx2.c); the plain names
  * call the AVX2 one when the CPU has it. */
 #ifndef CLLM_KERNELS_OPS_H
 #define CLLM_KERNELS_OPS_H

@@ -1,6 +1,6 @@
-/* Small AVX2 building blocks shared by quants_legacy_avx2.c and
- * quants_k_avx2.c. Include only from files compiled with -mavx2 -mfma -mf16c
- * (the *_avx2.c files). */
+/* Small AVX2 building blocks shared by the AVX2 kernel files (the dot
+ * products, the gemm tiles, attention). Include only from files compiled
+ * with -mavx2 -mfma -mf16c (the *_avx2.c files). */
 #ifndef CLLM_KERNELS_QUANTS_AVX2_H
 #define CLLM_KERNELS_QUANTS_AVX2_H
 

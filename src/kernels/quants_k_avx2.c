@@ -68,13 +68,33 @@ void q8_K_from_float_avx2(const float *restrict x, void *restrict vy, int64_t n)
     }
 }
 
-/* ---- Q2_K ---- */
+/* ---- Q2_K and Q3_K ---- */
+
+/* The scaled level sums of a Q2_K (hmask NULL) or Q3_K super-block as 8
+ * int32 lanes: levels are the 2-bit fields of qs, 0..3, with bit 2 from
+ * hmask for Q3_K, 0..7. Inlined into both callers, where hmask is a constant
+ * NULL or not. */
+static inline __attribute__((always_inline)) __m256i
+k2_level_sums(const uint8_t *qs, const uint8_t *hmask, const int8_t *q8, const scales16 *sc) {
+    const __m256i m3 = _mm256_set1_epi8(3);
+    const __m256i hbits = hmask ? load256(hmask) : _mm256_setzero_si256();
+    __m256i sumi = _mm256_setzero_si256();
+    for (int h = 0; h < 2; h++) {
+        const __m256i bits = load256(qs + 32 * h);
+        for (int k = 0; k < 4; k++, q8 += 32) {
+            __m256i q = _mm256_and_si256(_mm256_srli_epi16(bits, 2 * k), m3);
+            if (hmask) q = _mm256_or_si256(q, take_bit(hbits, 4 * h + k, 2));
+            const __m256i p = _mm256_maddubs_epi16(q, load256(q8));
+            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(scale_pair(sc, h, k), p));
+        }
+    }
+    return sumi;
+}
 
 void vec_dot_q2_K_q8_K_avx2(int n, float *restrict s, const void *restrict vx,
                             const void *restrict vy) {
     const block_q2_K *x = vx;
     const block_q8_K *y = vy;
-    const __m256i m3 = _mm256_set1_epi8(3);
     __m256 acc = _mm256_setzero_ps();
     for (int i = 0; i < n / QK_K; i++) {
         const float d = y[i].d * qa_f16(x[i].d);
@@ -87,22 +107,11 @@ void vec_dot_q2_K_q8_K_avx2(int n, float *restrict s, const void *restrict vx,
 
         const scales16 sc =
             scales16_make(_mm256_cvtepu8_epi16(_mm_and_si128(packed, _mm_set1_epi8(0xF))));
-        const int8_t *q8 = y[i].qs;
-        __m256i sumi = _mm256_setzero_si256();
-        for (int h = 0; h < 2; h++) {
-            const __m256i bits = load256(x[i].qs + 32 * h);
-            for (int k = 0; k < 4; k++, q8 += 32) {
-                const __m256i q = _mm256_and_si256(_mm256_srli_epi16(bits, 2 * k), m3);
-                const __m256i p = _mm256_maddubs_epi16(q, load256(q8));
-                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(scale_pair(&sc, h, k), p));
-            }
-        }
+        const __m256i sumi = k2_level_sums(x[i].qs, NULL, y[i].qs, &sc);
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
     }
     *s = qa_hsum_ps(acc);
 }
-
-/* ---- Q3_K ---- */
 
 /* The 16 signed 6-bit scales as int16 lanes: q3k_unpack_scales done on whole
  * 32-bit words (4 scales at a time). */
@@ -121,7 +130,6 @@ void vec_dot_q3_K_q8_K_avx2(int n, float *restrict s, const void *restrict vx,
                             const void *restrict vy) {
     const block_q3_K *x = vx;
     const block_q8_K *y = vy;
-    const __m256i m3 = _mm256_set1_epi8(3);
     __m256 acc = _mm256_setzero_ps();
     for (int i = 0; i < n / QK_K; i++) {
         const float d = y[i].d * qa_f16(x[i].d);
@@ -130,19 +138,8 @@ void vec_dot_q3_K_q8_K_avx2(int n, float *restrict s, const void *restrict vx,
         /* Levels are stored as q + 4 * hbit in 0..7 with value q + 4 * hbit - 4;
          * the -4 comes off once per sub-block through bsums. */
         const __m256i offset = _mm256_slli_epi32(_mm256_madd_epi16(sc16, load256(y[i].bsums)), 2);
-        const __m256i hbits = load256(x[i].hmask);
-        const int8_t *q8 = y[i].qs;
-        __m256i sumi = _mm256_setzero_si256();
-        for (int h = 0; h < 2; h++) {
-            const __m256i bits = load256(x[i].qs + 32 * h);
-            for (int k = 0; k < 4; k++, q8 += 32) {
-                const __m256i lo = _mm256_and_si256(_mm256_srli_epi16(bits, 2 * k), m3);
-                const __m256i q = _mm256_or_si256(lo, take_bit(hbits, 4 * h + k, 2));
-                const __m256i p = _mm256_maddubs_epi16(q, load256(q8));
-                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(scale_pair(&sc, h, k), p));
-            }
-        }
-        sumi = _mm256_sub_epi32(sumi, offset);
+        const __m256i sumi =
+            _mm256_sub_epi32(k2_level_sums(x[i].qs, x[i].hmask, y[i].qs, &sc), offset);
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
     }
     *s = qa_hsum_ps(acc);

@@ -203,33 +203,95 @@ static double kblock_dot(const kblock *k, const block_q8_K *y) {
     return (double)y->d * ((double)k->d * (double)sum_q - (double)k->dmin * (double)sum_m);
 }
 
-#define K_WRAPPERS(T)                                                                              \
-    void T##_to_float_ref(const void *restrict vx, float *restrict y, int64_t n) {                 \
-        const block_##T *x = vx;                                                                   \
-        for (int64_t i = 0; i < n / QK_K; i++) {                                                   \
-            kblock k;                                                                              \
-            unpack_##T(&x[i], &k);                                                                 \
-            kblock_to_float(&k, y + i * QK_K);                                                     \
-        }                                                                                          \
-    }                                                                                              \
-    void vec_dot_##T##_q8_K_ref(int n, float *restrict s, const void *restrict vx,                 \
-                                const void *restrict vy) {                                         \
-        const block_##T *x = vx;                                                                   \
-        const block_q8_K *y = vy;                                                                  \
-        double acc = 0;                                                                            \
-        for (int i = 0; i < n / QK_K; i++) {                                                       \
-            kblock k;                                                                              \
-            unpack_##T(&x[i], &k);                                                                 \
-            acc += kblock_dot(&k, &y[i]);                                                          \
-        }                                                                                          \
-        *s = (float)acc;                                                                           \
-    }
+/* ---- per type: the unpacking above, then kblock_to_float or kblock_dot ---- */
 
-K_WRAPPERS(q2_K)
-K_WRAPPERS(q3_K)
-K_WRAPPERS(q4_K)
-K_WRAPPERS(q5_K)
-K_WRAPPERS(q6_K)
+enum { K_Q2, K_Q3, K_Q4, K_Q5, K_Q6 };
+
+/* Super-block i of a row of type T (constant in each caller). */
+static inline __attribute__((always_inline)) void unpack_block(int T, const void *x, int64_t i,
+                                                               kblock *k) {
+    switch (T) {
+    case K_Q2:
+        unpack_q2_K((const block_q2_K *)x + i, k);
+        break;
+    case K_Q3:
+        unpack_q3_K((const block_q3_K *)x + i, k);
+        break;
+    case K_Q4:
+        unpack_q4_K((const block_q4_K *)x + i, k);
+        break;
+    case K_Q5:
+        unpack_q5_K((const block_q5_K *)x + i, k);
+        break;
+    default:
+        unpack_q6_K((const block_q6_K *)x + i, k);
+    }
+}
+
+static inline __attribute__((always_inline)) void k_to_float(int T, const void *x, float *y,
+                                                             int64_t n) {
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        kblock k;
+        unpack_block(T, x, i, &k);
+        kblock_to_float(&k, y + i * QK_K);
+    }
+}
+
+static inline __attribute__((always_inline)) float k_dot(int T, int n, const void *x,
+                                                         const block_q8_K *y) {
+    double acc = 0;
+    for (int i = 0; i < n / QK_K; i++) {
+        kblock k;
+        unpack_block(T, x, i, &k);
+        acc += kblock_dot(&k, &y[i]);
+    }
+    return (float)acc;
+}
+
+void q2_K_to_float_ref(const void *restrict x, float *restrict y, int64_t n) {
+    k_to_float(K_Q2, x, y, n);
+}
+
+void q3_K_to_float_ref(const void *restrict x, float *restrict y, int64_t n) {
+    k_to_float(K_Q3, x, y, n);
+}
+
+void q4_K_to_float_ref(const void *restrict x, float *restrict y, int64_t n) {
+    k_to_float(K_Q4, x, y, n);
+}
+
+void q5_K_to_float_ref(const void *restrict x, float *restrict y, int64_t n) {
+    k_to_float(K_Q5, x, y, n);
+}
+
+void q6_K_to_float_ref(const void *restrict x, float *restrict y, int64_t n) {
+    k_to_float(K_Q6, x, y, n);
+}
+
+void vec_dot_q2_K_q8_K_ref(int n, float *restrict s, const void *restrict x,
+                           const void *restrict y) {
+    *s = k_dot(K_Q2, n, x, y);
+}
+
+void vec_dot_q3_K_q8_K_ref(int n, float *restrict s, const void *restrict x,
+                           const void *restrict y) {
+    *s = k_dot(K_Q3, n, x, y);
+}
+
+void vec_dot_q4_K_q8_K_ref(int n, float *restrict s, const void *restrict x,
+                           const void *restrict y) {
+    *s = k_dot(K_Q4, n, x, y);
+}
+
+void vec_dot_q5_K_q8_K_ref(int n, float *restrict s, const void *restrict x,
+                           const void *restrict y) {
+    *s = k_dot(K_Q5, n, x, y);
+}
+
+void vec_dot_q6_K_q8_K_ref(int n, float *restrict s, const void *restrict x,
+                           const void *restrict y) {
+    *s = k_dot(K_Q6, n, x, y);
+}
 
 /* ---- quantizers ---- */
 
@@ -267,6 +329,20 @@ void q2_K_from_float_ref(const float *restrict x, void *restrict vy, int64_t n) 
     }
 }
 
+/* Q3_K and Q6_K: the levels of 16 sub-blocks of 16 re-rounded against their
+ * quantized scales d * sc[j], nearest(x / (d sc[j])) in -nmax..nmax-1, stored
+ * + nmax. A sub-block whose scale is 0 keeps the levels of its search. */
+static void requantize_sym16(const float *x, f16_t d, const int8_t sc[16], int nmax,
+                             int8_t L[QK_K]) {
+    for (int j = 0; j < 16; j++) {
+        const float dj = f16_to_f32(d) * (float)sc[j];
+        if (!dj) continue;
+        for (int l = 0; l < 16; l++)
+            L[16 * j + l] =
+                (int8_t)(clamp_int(quant_nearest_int(x[16 * j + l] / dj), -nmax, nmax - 1) + nmax);
+    }
+}
+
 void q3_K_from_float_ref(const float *restrict x, void *restrict vy, int64_t n) {
     block_q3_K *y = vy;
     for (int64_t i = 0; i < n / QK_K; i++, x += QK_K) {
@@ -290,13 +366,7 @@ void q3_K_from_float_ref(const float *restrict x, void *restrict vy, int64_t n) 
         }
         int8_t sc[16];
         q3k_unpack_scales(y[i].scales, sc);
-        for (int j = 0; j < 16; j++) {
-            const float d = f16_to_f32(y[i].d) * (float)sc[j];
-            if (!d) continue;
-            for (int l = 0; l < 16; l++)
-                L[16 * j + l] =
-                    (int8_t)(clamp_int(quant_nearest_int(x[16 * j + l] / d), -4, 3) + 4);
-        }
+        requantize_sym16(x, y[i].d, sc, 4, L);
         /* L is 0..7 here: bit 2 goes to hmask, bits 0-1 to qs. */
         uint8_t low[QK_K];
         memset(y[i].hmask, 0, sizeof y[i].hmask);
@@ -373,13 +443,7 @@ void q6_K_from_float_ref(const float *restrict x, void *restrict vy, int64_t n) 
         y[i].d = f32_to_f16(1 / iscale);
         for (int j = 0; j < 16; j++)
             y[i].scales[j] = (int8_t)clamp_int(quant_nearest_int(iscale * scales[j]), -128, 127);
-        for (int j = 0; j < 16; j++) {
-            const float d = f16_to_f32(y[i].d) * (float)y[i].scales[j];
-            if (!d) continue;
-            for (int l = 0; l < 16; l++)
-                L[16 * j + l] =
-                    (int8_t)(clamp_int(quant_nearest_int(x[16 * j + l] / d), -32, 31) + 32);
-        }
+        requantize_sym16(x, y[i].d, y[i].scales, 32, L);
         for (int h = 0; h < 2; h++)
             for (int l = 0; l < 32; l++) {
                 const int8_t *p = L + 128 * h + l;

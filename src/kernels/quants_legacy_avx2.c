@@ -15,6 +15,8 @@
 #include "kernels/quants_avx2.h"
 #include "kernels/quants_blocks.h"
 
+#include <stdbool.h>
+
 /* roundf (half away from zero) of 8 floats with |v| <= 128, as int32:
  * truncate v + copysign(0.5, v). That sum is exact for |v| >= 0.5 (0.5 is a
  * multiple of v's ulp, and a carry into the next binade lands on an integer
@@ -140,62 +142,98 @@ static inline __m256 q5_1_block(const block_q5_1 *x, const block_q8_1 *y) {
     return _mm256_cvtepi32_ps(qa_dot_u8i8(qx, _mm256_loadu_si256((const __m256i *)y->qs)));
 }
 
-/* The block loop, four blocks in flight with an accumulator each. The first
- * 8 bytes of both blocks are read as f16: [d_w, m_w] and [d_a, s_a] for the
- * types with a min, so one multiply gives the block scale d_w * d_a in lane 0
- * and the min term m_w * s_a in lane 1 (summed in `mins`; garbage lanes 2-3
- * are never read). */
-#define DOT_STEP(acc, k, BLOCK)                                                                    \
-    const __m128 dd##k = _mm_mul_ps(qa_f16x4(&x[i + k]), qa_f16x4(&y[i + k]));                     \
-    acc = _mm256_fmadd_ps(_mm256_broadcastss_ps(dd##k), BLOCK(&x[i + k], &y[i + k]), acc)
+enum { D_Q4_0, D_Q4_1, D_Q5_0, D_Q5_1, D_Q8_0 };
 
-#define DOT_LOOP(W, A, BLOCK, HAS_MIN)                                                             \
-    do {                                                                                           \
-        const W *x = vx;                                                                           \
-        const A *y = vy;                                                                           \
-        const int nb = n / 32;                                                                     \
-        __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;                  \
-        __m128 mins = _mm_setzero_ps();                                                            \
-        int i = 0;                                                                                 \
-        for (; i + 4 <= nb; i += 4) {                                                              \
-            DOT_STEP(acc0, 0, BLOCK);                                                              \
-            DOT_STEP(acc1, 1, BLOCK);                                                              \
-            DOT_STEP(acc2, 2, BLOCK);                                                              \
-            DOT_STEP(acc3, 3, BLOCK);                                                              \
-            if (HAS_MIN)                                                                           \
-                mins = _mm_add_ps(mins, _mm_add_ps(_mm_add_ps(dd0, dd1), _mm_add_ps(dd2, dd3)));   \
-        }                                                                                          \
-        for (; i < nb; i++) {                                                                      \
-            DOT_STEP(acc0, 0, BLOCK);                                                              \
-            if (HAS_MIN) mins = _mm_add_ps(mins, dd0);                                             \
-        }                                                                                          \
-        float sum =                                                                                \
-            qa_hsum_ps(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));       \
-        if (HAS_MIN) sum += _mm_cvtss_f32(_mm_shuffle_ps(mins, mins, 1));                          \
-        *s = sum;                                                                                  \
-    } while (0)
-
-void vec_dot_q4_0_q8_0_avx2(int n, float *restrict s, const void *restrict vx,
-                            const void *restrict vy) {
-    DOT_LOOP(block_q4_0, block_q8_0, q4_0_block, 0);
+/* Bytes of a block of type T (constant in each caller) and of the
+ * activation block it meets. */
+static inline __attribute__((always_inline)) size_t dot_block_bytes(const int T) {
+    return T == D_Q4_0   ? sizeof(block_q4_0)
+           : T == D_Q4_1 ? sizeof(block_q4_1)
+           : T == D_Q5_0 ? sizeof(block_q5_0)
+           : T == D_Q5_1 ? sizeof(block_q5_1)
+                         : sizeof(block_q8_0);
 }
 
-void vec_dot_q5_0_q8_0_avx2(int n, float *restrict s, const void *restrict vx,
-                            const void *restrict vy) {
-    DOT_LOOP(block_q5_0, block_q8_0, q5_0_block, 0);
+static inline __attribute__((always_inline)) size_t dot_act_bytes(const int T) {
+    return T == D_Q4_1 || T == D_Q5_1 ? sizeof(block_q8_1) : sizeof(block_q8_0);
 }
 
-void vec_dot_q8_0_q8_0_avx2(int n, float *restrict s, const void *restrict vx,
-                            const void *restrict vy) {
-    DOT_LOOP(block_q8_0, block_q8_0, q8_0_block, 0);
+static inline __attribute__((always_inline)) __m256 dot_block(const int T, const void *x,
+                                                              const void *y) {
+    switch (T) {
+    case D_Q4_0:
+        return q4_0_block(x, y);
+    case D_Q4_1:
+        return q4_1_block(x, y);
+    case D_Q5_0:
+        return q5_0_block(x, y);
+    case D_Q5_1:
+        return q5_1_block(x, y);
+    default:
+        return q8_0_block(x, y);
+    }
 }
 
-void vec_dot_q4_1_q8_1_avx2(int n, float *restrict s, const void *restrict vx,
-                            const void *restrict vy) {
-    DOT_LOOP(block_q4_1, block_q8_1, q4_1_block, 1);
+/* Block i of a row pair: its d_w * d_a-scaled integer sums added to acc.
+ * The first 8 bytes of both blocks are read as f16: [d_w, m_w] and
+ * [d_a, s_a] for the types with a min, so one multiply gives the block scale
+ * d_w * d_a in lane 0 and the min term m_w * s_a in lane 1, which it returns
+ * (garbage lanes 2-3 are never read). */
+static inline __attribute__((always_inline)) __m128 dot_step(const int T, const void *vx,
+                                                             const void *vy, int i, __m256 *acc) {
+    const uint8_t *x = (const uint8_t *)vx + (size_t)i * dot_block_bytes(T);
+    const uint8_t *y = (const uint8_t *)vy + (size_t)i * dot_act_bytes(T);
+    const __m128 dd = _mm_mul_ps(qa_f16x4(x), qa_f16x4(y));
+    *acc = _mm256_fmadd_ps(_mm256_broadcastss_ps(dd), dot_block(T, x, y), *acc);
+    return dd;
 }
 
-void vec_dot_q5_1_q8_1_avx2(int n, float *restrict s, const void *restrict vx,
-                            const void *restrict vy) {
-    DOT_LOOP(block_q5_1, block_q8_1, q5_1_block, 1);
+/* The block loop, four blocks in flight with an accumulator each; the min
+ * terms (lane 1 of each step's result) summed in `mins`. */
+static inline __attribute__((always_inline)) float legacy_dot(const int T, int n, const void *x,
+                                                              const void *y) {
+    const bool has_min = T == D_Q4_1 || T == D_Q5_1;
+    const int nb = n / 32;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
+    __m128 mins = _mm_setzero_ps();
+    int i = 0;
+    for (; i + 4 <= nb; i += 4) {
+        const __m128 dd0 = dot_step(T, x, y, i, &acc0);
+        const __m128 dd1 = dot_step(T, x, y, i + 1, &acc1);
+        const __m128 dd2 = dot_step(T, x, y, i + 2, &acc2);
+        const __m128 dd3 = dot_step(T, x, y, i + 3, &acc3);
+        if (has_min) mins = _mm_add_ps(mins, _mm_add_ps(_mm_add_ps(dd0, dd1), _mm_add_ps(dd2, dd3)));
+    }
+    for (; i < nb; i++) {
+        const __m128 dd0 = dot_step(T, x, y, i, &acc0);
+        if (has_min) mins = _mm_add_ps(mins, dd0);
+    }
+    float sum = qa_hsum_ps(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
+    if (has_min) sum += _mm_cvtss_f32(_mm_shuffle_ps(mins, mins, 1));
+    return sum;
+}
+
+void vec_dot_q4_0_q8_0_avx2(int n, float *restrict s, const void *restrict x,
+                            const void *restrict y) {
+    *s = legacy_dot(D_Q4_0, n, x, y);
+}
+
+void vec_dot_q5_0_q8_0_avx2(int n, float *restrict s, const void *restrict x,
+                            const void *restrict y) {
+    *s = legacy_dot(D_Q5_0, n, x, y);
+}
+
+void vec_dot_q8_0_q8_0_avx2(int n, float *restrict s, const void *restrict x,
+                            const void *restrict y) {
+    *s = legacy_dot(D_Q8_0, n, x, y);
+}
+
+void vec_dot_q4_1_q8_1_avx2(int n, float *restrict s, const void *restrict x,
+                            const void *restrict y) {
+    *s = legacy_dot(D_Q4_1, n, x, y);
+}
+
+void vec_dot_q5_1_q8_1_avx2(int n, float *restrict s, const void *restrict x,
+                            const void *restrict y) {
+    *s = legacy_dot(D_Q5_1, n, x, y);
 }

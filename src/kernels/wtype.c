@@ -1,58 +1,65 @@
-/* The weight type registry: the reference and active kernel tables (the
- * geometry of every type id is format/wtype_geom.c's). */
+/* The weight type registry: the active and reference tables, copied once
+ * from the per-ISA kernel tables (wtype_tables.h) with each type's geometry
+ * from format/wtype_geom.h. */
 #include "kernels/wtype.h"
 
-#include "kernels/float_dot.h"
-#include "kernels/gemm.h"
-#include "kernels/gq.h"
-#include "kernels/quants.h"
+#include "format/qgroup.h"
+#include "kernels/wtype_tables.h"
 
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static wtype_traits g_ref[WT_COUNT];
-static wtype_traits g_fast[WT_COUNT];
+static wtype_traits g_active[WT_COUNT];
 static bool g_avx2;
+static const char *g_isa = "ref";
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
+/* True unless the environment variable is set to something other than "0". */
+static bool allowed(const char *off_var) {
+    const char *off = getenv(off_var);
+    return !(off && *off && strcmp(off, "0"));
+}
+
 static bool cpu_has_avx2(void) {
-    const char *off = getenv("CLLM_NO_AVX2");
-    if (off && *off && strcmp(off, "0")) return false;
+    if (!allowed("CLLM_NO_AVX2")) return false;
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
            __builtin_cpu_supports("f16c");
 }
 
-static void set_float(wtype_traits *t, wtype_to_float_fn to, wtype_from_float_fn from,
-                      wtype_vec_dot_fn dot) {
-    t->vec_dot_type = WT_F32;
-    t->to_float = to;
-    t->from_float = from;
-    t->vec_dot = dot;
+/* AVX-VNNI (cpuid 7.1 EAX bit 4), the VEX-encoded 256-bit form. */
+static bool cpu_has_avxvnni(void) {
+    if (!allowed("CLLM_NO_VNNI")) return false;
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avxvnni");
+}
+
+/* A table's entry for type t with the type's geometry filled in; all zero
+ * where the table has no kernels for t. The per-row GQ types have no fixed
+ * block (block_size 0): their type_size is the block header's. */
+static wtype_traits with_geometry(wtype t, const wtype_traits *kernels) {
+    if (!kernels->to_float) return (wtype_traits){0};
+    wtype_traits tr = *kernels;
+    tr.name = wtype_name((uint32_t)t);
+    tr.block_size = wtype_block_size((uint32_t)t);
+    tr.type_size = wtype_row_block((uint32_t)t) ? GQ_BLOCK_HEADER
+                                                 : wtype_row_size((uint32_t)t, tr.block_size);
+    return tr;
 }
 
 static void init_tables(void) {
-    g_avx2 = cpu_has_avx2();
-    for (int i = 0; i < WT_COUNT; i++) {
-        if (i >= WT_GQ_BASE && i < WT_GQ_BASE + WT_GQ_COUNT) continue; /* gq_register's */
-        g_ref[i] = (wtype_traits){.name = wtype_type_size((uint32_t)i) ? wtype_name((uint32_t)i) : NULL,
-                                  .block_size = wtype_block_size((uint32_t)i),
-                                  .type_size = wtype_type_size((uint32_t)i)};
+    const bool avx2 = cpu_has_avx2(), vnni = avx2 && cpu_has_avxvnni();
+    g_avx2 = avx2;
+    g_isa = vnni ? "vnni" : avx2 ? "avx2" : "ref";
+    for (int t = 0; t < WT_COUNT; t++) {
+        const wtype_traits *active = &wtype_traits_ref[t];
+        if (avx2) active = &wtype_traits_avx2[t];
+        if (vnni && wtype_traits_vnni[t].to_float) active = &wtype_traits_vnni[t];
+        g_ref[t] = with_geometry((wtype)t, &wtype_traits_ref[t]);
+        g_active[t] = with_geometry((wtype)t, active);
     }
-    set_float(&g_ref[WT_F32], f32_to_float_ref, f32_from_float_ref, vec_dot_f32_ref);
-    set_float(&g_ref[WT_F16], f16_to_float_ref, f16_from_float_ref, vec_dot_f16_f32_ref);
-    set_float(&g_ref[WT_BF16], bf16_to_float_ref, bf16_from_float_ref, vec_dot_bf16_f32_ref);
-    memcpy(g_fast, g_ref, sizeof g_fast);
-    if (g_avx2) {
-        set_float(&g_fast[WT_F32], f32_to_float_ref, f32_from_float_ref, vec_dot_f32_avx2);
-        set_float(&g_fast[WT_F16], f16_to_float_avx2, f16_from_float_avx2, vec_dot_f16_f32_avx2);
-        set_float(&g_fast[WT_BF16], bf16_to_float_ref, bf16_from_float_ref, vec_dot_bf16_f32_avx2);
-    }
-    gemm_float_register(g_ref, g_fast, g_avx2);
-    quants_register(g_ref, g_fast, g_avx2);
-    gq_register(g_ref, g_fast, g_avx2);
 }
 
 void wtype_init(void) { pthread_once(&g_once, init_tables); }
@@ -62,11 +69,16 @@ bool wtype_using_avx2(void) {
     return g_avx2;
 }
 
+const char *wtype_isa(void) {
+    wtype_init();
+    return g_isa;
+}
+
 static const wtype_traits *lookup(const wtype_traits *table, wtype t) {
     wtype_init();
-    if ((unsigned)t >= WT_COUNT || !table[t].name || !table[t].to_float) return NULL;
+    if ((unsigned)t >= WT_COUNT || !table[t].to_float) return NULL;
     return &table[t];
 }
 
-const wtype_traits *wtype_get(wtype t) { return lookup(g_fast, t); }
+const wtype_traits *wtype_get(wtype t) { return lookup(g_active, t); }
 const wtype_traits *wtype_get_ref(wtype t) { return lookup(g_ref, t); }

@@ -1,11 +1,15 @@
 /* Weight type registry (the kernels; each type's id, name and block geometry
- * are in format/wtype_geom.h). Each storage format (GGUF's, and later our own GPTQ/AWQ
+ * are in format/wtype_geom.h). Each storage format (GGUF's, and our own GQ
  * group formats) is described by its block geometry, a dequantizer, a
  * quantizer where one exists, and a dot product against the activation format
  * it pairs with (`vec_dot_type`; e.g. Q4_0 weights meet Q8_0 activations, the
- * K-quants meet Q8_K). Two tables exist: the scalar reference, and the active
- * one, whose entries use AVX2/FMA/F16C when the CPU has them. Tests compare the
- * two. Type ids are ggml's, so GGUF tensor types index the table directly. */
+ * K-quants meet Q8_K), and for batched matmul tiles and packed panels.
+ *
+ * The kernels are listed in one table per instruction set (wtype_tables.h:
+ * kernels_ref.c, kernels_avx2.c, kernels_vnni.c; README.md has the matrix).
+ * wtype_init picks the active one by cpuid; the reference stays reachable
+ * through wtype_get_ref, and tests compare the two. Type ids are ggml's, so
+ * GGUF tensor types index the tables directly. */
 #ifndef CLLM_KERNELS_WTYPE_H
 #define CLLM_KERNELS_WTYPE_H
 
@@ -63,12 +67,15 @@ typedef struct {
     size_t panel_act_block_bytes;
 } wtype_traits;
 
-/* Chooses the fast table when the CPU supports AVX2+FMA+F16C, unless the
- * environment sets CLLM_NO_AVX2=1; in it, the gemm kernels built for
- * AVX-VNNI where the CPU has that too, unless CLLM_NO_VNNI=1 (they give the
- * same bits). Idempotent and thread-safe. */
+/* Chooses the active table: the AVX2 one when the CPU supports
+ * AVX2+FMA+F16C, unless the environment sets CLLM_NO_AVX2=1; on top of it the
+ * AVX-VNNI entries where the CPU has AVX-VNNI too, unless CLLM_NO_VNNI=1
+ * (they give the same bits); else the reference. Idempotent and
+ * thread-safe. */
 void wtype_init(void);
 bool wtype_using_avx2(void);
+/* The active table's instruction set: "ref", "avx2" or "vnni". */
+const char *wtype_isa(void);
 
 /* NULL when the type is unknown or has no kernels. */
 const wtype_traits *wtype_get(wtype t);

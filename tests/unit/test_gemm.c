@@ -10,7 +10,8 @@
  *    bits, for every panel height and column count; so do the AVX-VNNI
  *    builds of the tiles;
  *  - matmul over ragged row and token counts, with 1 and 3 threads, equals
- *    the reference, and a token's outputs do not depend on the batch. */
+ *    the reference, and a token's outputs do not depend on the batch;
+ *  - the per-ISA kernel tables list the same types, each entry whole. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,6 +21,7 @@
 #include "kernels/matmul.h"
 #include "kernels/quants_kernels.h"
 #include "kernels/wtype.h"
+#include "kernels/wtype_tables.h"
 #include "quants_testdata.h"
 
 #include <math.h>
@@ -137,6 +139,67 @@ static void test_registry_has_tiles(void **state) {
     assert_null(wtype_get(WT_Q3_K)->gemm);
 }
 
+/* An entry's tile and panel fields go together. */
+static void check_entry(const char *table, int t, const wtype_traits *e) {
+    if (e->gemm && !(e->gemm_rows >= 1 && e->gemm_cols >= 1))
+        fail_msg("%s %s: a tile without its shape", table, wtype_name((uint32_t)t));
+    if (!e->gemm_panel != !e->gemm_pack || (e->gemm_panel && !e->gemm))
+        fail_msg("%s %s: panels need both halves and the tiles", table, wtype_name((uint32_t)t));
+    if (e->gemm_panel && !(e->panel_rows >= 1 && e->panel_cols >= 1 && e->panel_block_bytes))
+        fail_msg("%s %s: a panel without its shape", table, wtype_name((uint32_t)t));
+    if (!e->panel_prep != !e->panel_act_block_bytes)
+        fail_msg("%s %s: panel_prep and panel_act_block_bytes go together", table,
+                 wtype_name((uint32_t)t));
+}
+
+/* The AVX2 table has an entry for every type of the reference one and no
+ * other; the VNNI table only for some of them, each a whole entry with the
+ * same activation format. The active table is the one wtype_isa names. */
+static void test_tables_list_the_same_types(void **state) {
+    (void)state;
+    int n_ref = 0, n_vnni = 0;
+    for (int t = 0; t < WT_COUNT; t++) {
+        const wtype_traits *r = &wtype_traits_ref[t], *a = &wtype_traits_avx2[t],
+                           *v = &wtype_traits_vnni[t];
+        if (!r->to_float != !a->to_float)
+            fail_msg("%s: in one of the reference and AVX2 tables only", wtype_name((uint32_t)t));
+        if (v->to_float && !a->to_float)
+            fail_msg("%s: in the VNNI table only", wtype_name((uint32_t)t));
+        if (!r->to_float) {
+            assert_null(wtype_get_ref((wtype)t));
+            assert_null(wtype_get((wtype)t));
+            continue;
+        }
+        n_ref++;
+        assert_int_equal(r->vec_dot_type, a->vec_dot_type);
+        assert_true(!r->vec_dot == !a->vec_dot && !r->from_float == !a->from_float);
+        assert_true(!r->gemm || a->gemm); /* (GQ: AVX2 tiles, none in the reference) */
+        check_entry("ref", t, r);
+        check_entry("avx2", t, a);
+        if (v->to_float) {
+            n_vnni++;
+            assert_int_equal(v->vec_dot_type, a->vec_dot_type);
+            assert_true(v->vec_dot && v->from_float && v->gemm);
+            check_entry("vnni", t, v);
+        }
+        /* the geometry comes from the format layer */
+        const wtype_traits *tr = wtype_get((wtype)t);
+        assert_string_equal(tr->name, wtype_name((uint32_t)t));
+        assert_int_equal(tr->block_size, wtype_block_size((uint32_t)t));
+        if (tr->block_size)
+            assert_int_equal(tr->type_size, wtype_row_size((uint32_t)t, tr->block_size));
+        const wtype_traits *want = a;
+        if (!strcmp(wtype_isa(), "ref")) want = r;
+        if (!strcmp(wtype_isa(), "vnni") && v->to_float) want = v;
+        assert_ptr_equal(tr->vec_dot, want->vec_dot);
+        assert_ptr_equal(tr->gemm, want->gemm);
+        assert_ptr_equal(tr->gemm_panel, want->gemm_panel);
+    }
+    print_message("  %d types, %d with VNNI entries; active table: %s\n", n_ref, n_vnni,
+                  wtype_isa());
+    assert_true(n_ref >= 30 && n_vnni >= 6);
+}
+
 /* Every tile shape against the reference dots, and all shapes bit for bit
  * against the largest. */
 static void test_every_tile_shape_matches_reference(void **state) {
@@ -191,37 +254,38 @@ typedef struct {
     wtype_gemm_prep_fn prep;  /* the panel's activation preparation, if any */
 } kernel_build;
 
-#define LEGACY_TILES(W, PREP) gemm_##W##_q8_0_avx2, GEMM_LEGACY_ROWS, GEMM_LEGACY_COLS, PREP
-#define K_TILES(W) gemm_##W##_q8_K_avx2, GEMM_K_ROWS, GEMM_K_COLS, NULL
-
 static const kernel_build k_builds[] = {
     {WT_Q4_0, "avx2 panel", false, gemm_pack_q4_0_avx2, gemm_panel_q4_0_q8_0_avx2, GEMM_PANEL_BLOCK,
-     LEGACY_TILES(q4_0, gemm_prep_q8_0_avx2)},
+     gemm_q4_0_q8_0_avx2, GEMM_LEGACY_ROWS, GEMM_LEGACY_COLS, gemm_prep_q8_0_avx2},
     {WT_Q5_0, "avx2 panel", false, gemm_pack_q5_0_avx2, gemm_panel_q5_0_q8_0_avx2, GEMM_PANEL_BLOCK,
-     LEGACY_TILES(q5_0, gemm_prep_q8_0_avx2)},
+     gemm_q5_0_q8_0_avx2, GEMM_LEGACY_ROWS, GEMM_LEGACY_COLS, gemm_prep_q8_0_avx2},
     {WT_Q8_0, "avx2 panel", false, gemm_pack_q8_0_avx2, gemm_panel_q8_0_q8_0_avx2,
-     GEMM_PANEL_BLOCK_SIGNED_Q8, LEGACY_TILES(q8_0, gemm_prep_q8_0_signed_avx2)},
+     GEMM_PANEL_BLOCK_SIGNED_Q8, gemm_q8_0_q8_0_avx2, GEMM_LEGACY_ROWS, GEMM_LEGACY_COLS,
+     gemm_prep_q8_0_signed_avx2},
     {WT_Q4_0, "vnni panel", true, gemm_pack_q4_0_vnni, gemm_panel_q4_0_q8_0_vnni, GEMM_PANEL_BLOCK,
-     LEGACY_TILES(q4_0, gemm_prep_q8_0_vnni)},
+     gemm_q4_0_q8_0_avx2, GEMM_LEGACY_ROWS, GEMM_LEGACY_COLS, gemm_prep_q8_0_vnni},
     {WT_Q5_0, "vnni panel", true, gemm_pack_q5_0_vnni, gemm_panel_q5_0_q8_0_vnni, GEMM_PANEL_BLOCK,
-     LEGACY_TILES(q5_0, gemm_prep_q8_0_vnni)},
+     gemm_q5_0_q8_0_avx2, GEMM_LEGACY_ROWS, GEMM_LEGACY_COLS, gemm_prep_q8_0_vnni},
     {WT_Q8_0, "vnni panel", true, gemm_pack_q8_0_vnni, gemm_panel_q8_0_q8_0_vnni, GEMM_PANEL_BLOCK,
-     LEGACY_TILES(q8_0, gemm_prep_q8_0_vnni)},
-    {WT_Q4_K, "vnni tile", true, NULL, gemm_q4_K_q8_K_vnni, 0, K_TILES(q4_K)},
-    {WT_Q5_K, "vnni tile", true, NULL, gemm_q5_K_q8_K_vnni, 0, K_TILES(q5_K)},
-    {WT_Q6_K, "vnni tile", true, NULL, gemm_q6_K_q8_K_vnni, 0, K_TILES(q6_K)},
+     gemm_q8_0_q8_0_avx2, GEMM_LEGACY_ROWS, GEMM_LEGACY_COLS, gemm_prep_q8_0_vnni},
+    {WT_Q4_K, "vnni tile", true, NULL, gemm_q4_K_q8_K_vnni, 0, gemm_q4_K_q8_K_avx2, GEMM_K_ROWS,
+     GEMM_K_COLS, NULL},
+    {WT_Q5_K, "vnni tile", true, NULL, gemm_q5_K_q8_K_vnni, 0, gemm_q5_K_q8_K_avx2, GEMM_K_ROWS,
+     GEMM_K_COLS, NULL},
+    {WT_Q6_K, "vnni tile", true, NULL, gemm_q6_K_q8_K_vnni, 0, gemm_q6_K_q8_K_avx2, GEMM_K_ROWS,
+     GEMM_K_COLS, NULL},
     {WT_Q4_K, "avx2 panel", false, gemm_pack_q4_K_avx2, gemm_panel_q4_K_q8_K_avx2,
-     GEMM_KPANEL_BLOCK, K_TILES(q4_K)},
+     GEMM_KPANEL_BLOCK, gemm_q4_K_q8_K_avx2, GEMM_K_ROWS, GEMM_K_COLS, NULL},
     {WT_Q5_K, "avx2 panel", false, gemm_pack_q5_K_avx2, gemm_panel_q5_K_q8_K_avx2,
-     GEMM_KPANEL_BLOCK, K_TILES(q5_K)},
+     GEMM_KPANEL_BLOCK, gemm_q5_K_q8_K_avx2, GEMM_K_ROWS, GEMM_K_COLS, NULL},
     {WT_Q6_K, "avx2 panel", false, gemm_pack_q6_K_avx2, gemm_panel_q6_K_q8_K_avx2,
-     GEMM_KPANEL_BLOCK_Q6, K_TILES(q6_K)},
+     GEMM_KPANEL_BLOCK_Q6, gemm_q6_K_q8_K_avx2, GEMM_K_ROWS, GEMM_K_COLS, NULL},
     {WT_Q4_K, "vnni panel", true, gemm_pack_q4_K_vnni, gemm_panel_q4_K_q8_K_vnni, GEMM_KPANEL_BLOCK,
-     K_TILES(q4_K)},
+     gemm_q4_K_q8_K_avx2, GEMM_K_ROWS, GEMM_K_COLS, NULL},
     {WT_Q5_K, "vnni panel", true, gemm_pack_q5_K_vnni, gemm_panel_q5_K_q8_K_vnni, GEMM_KPANEL_BLOCK,
-     K_TILES(q5_K)},
+     gemm_q5_K_q8_K_avx2, GEMM_K_ROWS, GEMM_K_COLS, NULL},
     {WT_Q6_K, "vnni panel", true, gemm_pack_q6_K_vnni, gemm_panel_q6_K_q8_K_vnni,
-     GEMM_KPANEL_BLOCK_Q6, K_TILES(q6_K)},
+     GEMM_KPANEL_BLOCK_Q6, gemm_q6_K_q8_K_avx2, GEMM_K_ROWS, GEMM_K_COLS, NULL},
 };
 
 static bool cpu_runs(const kernel_build *k) {
@@ -340,6 +404,7 @@ int main(void) {
     wtype_init();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_registry_has_tiles),
+        cmocka_unit_test(test_tables_list_the_same_types),
         cmocka_unit_test(test_every_tile_shape_matches_reference),
         cmocka_unit_test(test_kernel_builds_give_the_tiles_bits),
         cmocka_unit_test(test_matmul_ragged_sizes_match_reference),

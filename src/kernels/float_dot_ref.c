@@ -1,6 +1,6 @@
 /* Scalar reference kernels for the float weight formats. Sums accumulate in
  * double so the reference is more accurate than any fast path it checks. */
-#include "kernels/float_dot.h"
+#include "kernels/float_kernels.h"
 
 #include "util/fp16.h"
 
@@ -29,7 +29,7 @@ void bf16_from_float_ref(const float *restrict x, void *restrict y, int64_t n) {
     for (int64_t i = 0; i < n; i++) h[i] = f32_to_bf16(x[i]);
 }
 
-void vec_dot_f32_ref(int n, float *restrict s, const void *restrict x, const void *restrict y) {
+void vec_dot_f32_f32_ref(int n, float *restrict s, const void *restrict x, const void *restrict y) {
     const float *a = x, *b = y;
     double acc = 0;
     for (int i = 0; i < n; i++) acc += (double)a[i] * b[i];

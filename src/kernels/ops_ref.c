@@ -1,5 +1,8 @@
-/* Row-wise operations; see ops.h. Sums of squares accumulate in double: they
- * are short and the extra precision keeps the reference checks tight. */
+/* Row-wise operations (see ops.h): the scalar reference of those with an AVX2
+ * version in ops_avx2.c, the ones that have only this version (rope, vec_add,
+ * vec_scale), and the plain names that pick one. Sums of squares accumulate in
+ * double: they are short and the extra precision keeps the reference checks
+ * tight. */
 #include "kernels/ops.h"
 
 #include "kernels/wtype.h"
