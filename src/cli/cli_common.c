@@ -108,39 +108,9 @@ int seq_runner_feed(seq_runner *r, const int32_t *tokens, int n, int start, floa
     return rc;
 }
 
-char *read_text_file(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        err_set("cannot open '%s': %s", path, strerror(errno));
-        return NULL;
-    }
-    char *data = NULL;
-    size_t len = 0, cap = 0, n;
-    char chunk[4096];
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
-        if (len + n + 1 > cap) {
-            cap = (len + n + 1) * 2;
-            char *p = realloc(data, cap);
-            if (!p) {
-                free(data);
-                fclose(f);
-                err_set("out of memory reading '%s'", path);
-                return NULL;
-            }
-            data = p;
-        }
-        memcpy(data + len, chunk, n);
-        len += n;
-    }
-    fclose(f);
-    if (!data) return calloc(1, 1);
-    data[len] = 0;
-    return data;
-}
-
 chat_template *load_chat_template(const model *m, const char *file, const char *cmd) {
     if (file) {
-        char *src = read_text_file(file);
+        char *src = file_read_all(file, NULL);
         if (!src) return NULL;
         chat_template *t = chat_template_parse(src);
         free(src);

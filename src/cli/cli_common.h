@@ -11,6 +11,7 @@
 #include "model/forward.h"
 #include "model/model.h"
 #include "util/threadpool.h"
+#include "util/file.h"
 #include "util/time.h"
 
 #include <stdbool.h>
@@ -41,8 +42,6 @@ void seq_runner_free(seq_runner *r);
  * (when logits is not NULL) or of every one (all_logits: [n][n_vocab]). */
 int seq_runner_feed(seq_runner *r, const int32_t *tokens, int n, int start, float *logits, bool all_logits);
 
-/* A whole file as a NUL-terminated malloc'd string; NULL with err_get(). */
-char *read_text_file(const char *path);
 
 typedef struct chat_template chat_template;
 /* The chat template to use: `file` when given, else the model's own, else the

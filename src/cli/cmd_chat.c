@@ -9,6 +9,7 @@
 #include "cli/cli_groups.h"
 #include "cli/commands.h"
 #include "engine/engine.h"
+#include "util/buf.h"
 #include "util/error.h"
 
 #include <jansson.h>
@@ -57,8 +58,7 @@ static const cli_command k_chat = {
 };
 
 typedef struct {
-    char *text;
-    size_t len, cap;
+    buf text; /* the reply so far, for the conversation's history */
     bool done;
     finish_reason why;
 } reply;
@@ -67,16 +67,7 @@ static void on_reply(void *user, const engine_output *o) {
     reply *r = user;
     fwrite(o->text, 1, o->text_len, stdout);
     fflush(stdout);
-    if (r->len + o->text_len + 1 > r->cap) {
-        size_t cap = (r->len + o->text_len + 1) * 2;
-        char *t = realloc(r->text, cap);
-        if (!t) return;
-        r->text = t;
-        r->cap = cap;
-    }
-    memcpy(r->text + r->len, o->text, o->text_len);
-    r->len += o->text_len;
-    r->text[r->len] = 0;
+    buf_append(&r->text, o->text, o->text_len);
     if (o->finished) {
         r->done = true;
         r->why = o->reason;
@@ -152,9 +143,9 @@ int cmd_chat(int argc, char **argv) {
         while (!r.done) engine_step(e);
         printf("\n");
         fflush(stdout);
-        add_message(messages, "assistant", r.text ? r.text : "");
+        add_message(messages, "assistant", r.text.data && !r.text.oom ? r.text.data : "");
         if (r.why == FINISH_LENGTH) fprintf(stderr, "(reply cut at %d tokens)\n", p.max_tokens);
-        free(r.text);
+        buf_free(&r.text);
         free(toks);
     }
     free(line);

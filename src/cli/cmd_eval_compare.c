@@ -28,6 +28,7 @@
 #include "cli/cli_groups.h"
 #include "cli/commands.h"
 #include "tokenizer/tokenizer.h"
+#include "util/buf.h"
 #include "util/error.h"
 #include "util/utf8.h"
 
@@ -198,28 +199,17 @@ static void sanitize_utf8(char *s) {
 }
 
 static char *detokenize(const tokenizer *tok, const int32_t *t, int n) {
-    size_t cap = 64, len = 0;
-    char *s = malloc(cap);
-    for (int i = 0; s && i < n; i++) {
+    buf text = {0};
+    for (int i = 0; i < n; i++) {
         char piece[256];
         int k = tokenizer_token_to_piece(tok, t[i], false, piece, sizeof piece);
         if (k <= 0) continue;
         if (k > (int)sizeof piece) k = sizeof piece;
-        if (len + (size_t)k + 1 > cap) {
-            char *g = realloc(s, cap = 2 * (len + (size_t)k + 1));
-            if (!g) {
-                free(s);
-                return NULL;
-            }
-            s = g;
-        }
-        memcpy(s + len, piece, (size_t)k);
-        len += (size_t)k;
+        buf_append(&text, piece, (size_t)k);
     }
-    if (s) {
-        s[len] = 0;
-        sanitize_utf8(s);
-    }
+    char *s = text.oom ? NULL : text.data ? text.data : calloc(1, 1);
+    if (!s) buf_free(&text);
+    else sanitize_utf8(s);
     return s;
 }
 

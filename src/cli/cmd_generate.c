@@ -9,6 +9,7 @@
 #include "engine/engine.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
+#include "util/vec.h"
 
 #include <jansson.h>
 #include <stddef.h>
@@ -225,7 +226,8 @@ static int read_items(const gen_options *o, const model *m, batch_item **items_o
     FILE *f = fopen(o->prompts_file, "r");
     if (!f) return err_set("cannot open %s", o->prompts_file);
     batch_item *items = NULL;
-    int n = 0, cap = 0, lineno = 0, rc = 0;
+    int n = 0, lineno = 0, rc = 0;
+    size_t cap = 0;
     char *line = NULL;
     size_t lcap = 0;
     ssize_t len;
@@ -233,15 +235,7 @@ static int read_items(const gen_options *o, const model *m, batch_item **items_o
         lineno++;
         while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = 0;
         if (len == 0) continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 64;
-            batch_item *g = realloc(items, (size_t)cap * sizeof *g);
-            if (!g) {
-                rc = err_set("out of memory");
-                break;
-            }
-            items = g;
-        }
+        if ((rc = vec_reserve((void **)&items, &cap, (size_t)n + 1, sizeof *items))) break;
         memset(&items[n], 0, sizeof items[n]);
         rc = parse_item(o, m, line, lineno, &items[n]);
         n++;

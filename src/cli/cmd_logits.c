@@ -5,6 +5,7 @@
 #include "cli/cli_groups.h"
 #include "cli/commands.h"
 #include "util/error.h"
+#include "util/vec.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -46,10 +47,11 @@ static const cli_command k_logits = {
 };
 
 static int parse_tokens(const char *s, int32_t **out, int *n) {
-    int cap = 16, cnt = 0;
-    int32_t *v = malloc((size_t)cap * sizeof *v);
+    size_t cap = 0;
+    int cnt = 0;
+    int32_t *v = NULL;
     const char *p = s;
-    while (v && *p) {
+    while (*p) {
         char *end;
         long x = strtol(p, &end, 10);
         if (end == p || x < 0 || x > INT32_MAX || (*end && *end != ',')) {
@@ -57,10 +59,10 @@ static int parse_tokens(const char *s, int32_t **out, int *n) {
             fprintf(stderr, "cllm logits: --tokens expects comma-separated token ids, got '%s'\n", s);
             return -1;
         }
-        if (cnt == cap) {
-            int32_t *g = realloc(v, (size_t)(cap *= 2) * sizeof *v);
-            if (!g) break;
-            v = g;
+        if (vec_reserve((void **)&v, &cap, (size_t)cnt + 1, sizeof *v)) {
+            free(v);
+            fprintf(stderr, "cllm logits: --tokens: %s\n", err_get());
+            return -1;
         }
         v[cnt++] = (int32_t)x;
         p = *end ? end + 1 : end;

@@ -61,28 +61,6 @@ static const cli_command k_perplexity = {
         {.metavar = "MODEL", .offset = offsetof(ppl_options, model.path), .required = true}, {0}},
 };
 
-static char *read_text(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "cllm perplexity: cannot open %s: %s\n", path, strerror(errno));
-        return NULL;
-    }
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        fprintf(stderr, "cllm perplexity: cannot read %s\n", path);
-        free(buf);
-        fclose(f);
-        return NULL;
-    }
-    fclose(f);
-    buf[n] = 0;
-    *len = (size_t)n;
-    return buf;
-}
-
 /* -log softmax(logits)[target], as llama.cpp's log_softmax: float max, double sum. */
 static double nll_of(const float *logits, int n_vocab, int target) {
     float max = logits[0];
@@ -100,8 +78,11 @@ int cmd_perplexity(int argc, char **argv) {
     const char *const file = o.file;
     const long n_ctx = o.engine.max_model_len, max_chunks = o.max_chunks;
     size_t len;
-    char *text = read_text(file, &len);
-    if (!text) return 1;
+    char *text = file_read_all(file, &len);
+    if (!text) {
+        fprintf(stderr, "cllm perplexity: %s\n", err_get());
+        return 1;
+    }
     model *m = model_load(o.model.path);
     if (!m) {
         fprintf(stderr, "cllm: %s\n", err_get());

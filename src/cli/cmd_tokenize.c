@@ -10,8 +10,10 @@
 #include "format/gguf.h"
 #include "tokenizer/detok.h"
 #include "tokenizer/tokenizer.h"
+#include "util/buf.h"
 #include "util/error.h"
 #include "util/time.h"
+#include "util/vec.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -61,29 +63,18 @@ static const cli_command k_tokenize = {
     .sections = k_tokenize_sections,
 };
 
+/* All of a stream (stdin), NUL-terminated; NULL on a read error or out of memory. */
 static char *read_all(FILE *f, size_t *len) {
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    if (!buf) return NULL;
-    for (;;) {
-        if (n == cap) {
-            char *b = realloc(buf, cap *= 2);
-            if (!b) {
-                free(buf);
-                return NULL;
-            }
-            buf = b;
-        }
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (got == 0) break;
-    }
-    if (ferror(f)) {
-        free(buf);
+    buf b = {0};
+    char chunk[1 << 16];
+    size_t got;
+    while ((got = fread(chunk, 1, sizeof chunk, f)) > 0) buf_append(&b, chunk, got);
+    if (ferror(f) || b.oom) {
+        buf_free(&b);
         return NULL;
     }
-    *len = n;
-    return buf;
+    *len = b.len;
+    return b.data ? b.data : calloc(1, 1);
 }
 
 static void print_ids(FILE *f, const int32_t *ids, int n, bool json) {
@@ -97,18 +88,13 @@ static void print_ids(FILE *f, const int32_t *ids, int n, bool json) {
  * llama.cpp's detokenize. Returns a malloc'd buffer. */
 static char *decode_ids(const tokenizer *t, const int32_t *ids, size_t n, bool special,
                         size_t *len) {
-    size_t cap = 256, w = 0;
-    char *out = malloc(cap);
+    size_t cap = 0, w = 0;
+    char *out = NULL;
     detok_state st = {0};
-    for (size_t i = 0; out && i <= n; i++) {
+    for (size_t i = 0; i <= n; i++) {
         int piece = i < n ? tokenizer_token_to_piece(t, ids[i], special, NULL, 0) : 0;
         size_t need = DETOK_MAX_OUT(piece > 0 ? piece : 0);
-        if (w + need > cap) {
-            while (w + need > cap) cap *= 2;
-            char *o = realloc(out, cap);
-            if (!o) break;
-            out = o;
-        }
+        if (vec_reserve((void **)&out, &cap, w + need, 1)) break;
         if (i == n) {
             w += detok_flush(&st, out + w, cap - w);
             *len = w;
@@ -277,10 +263,10 @@ static int run_plain(const tokenizer *t, const tok_opts *o) {
     if (!text) return err_set("cannot read stdin: %s", strerror(errno));
     int rc = 0;
     if (o->decode) {
-        size_t n = 0, cap = 64;
-        int32_t *ids = malloc(cap * sizeof *ids);
+        size_t n = 0, cap = 0;
+        int32_t *ids = NULL;
         char *p = text, *end = text + len;
-        while (ids && rc == 0 && p < end) {
+        while (rc == 0 && p < end) {
             if (*p < '0' || *p > '9') {
                 if (!strchr(" \t\r\n,[]", *p)) rc = err_set("stdin: '%c' is not part of a token id", *p);
                 p++;
@@ -288,14 +274,9 @@ static int run_plain(const tokenizer *t, const tok_opts *o) {
             }
             long v = 0;
             while (p < end && *p >= '0' && *p <= '9' && v <= INT32_MAX) v = v * 10 + (*p++ - '0');
-            if (n == cap) {
-                int32_t *x = realloc(ids, (cap *= 2) * sizeof *ids);
-                if (!x) break;
-                ids = x;
-            }
+            if ((rc = vec_reserve((void **)&ids, &cap, n + 1, sizeof *ids))) break;
             ids[n++] = v > INT32_MAX ? -1 : (int32_t)v;
         }
-        if (!ids) rc = err_set("out of memory");
         if (rc == 0) rc = check_ids(t, ids, (int)n);
         size_t out_len = 0;
         char *out = rc == 0 ? decode_ids(t, ids, n, o->parse_special, &out_len) : NULL;
