@@ -15,9 +15,12 @@ exercising each Jinja feature on their own.
 
 from __future__ import annotations
 
+import importlib.metadata
+import importlib.util
 import itertools
 import json
 import os
+import re
 import subprocess
 from datetime import datetime
 from pathlib import Path
@@ -76,10 +79,13 @@ def hf_environment() -> ImmutableSandboxedEnvironment:
 ENV = hf_environment()
 
 
-def render_jinja(template: str, context: dict):
-    """("ok", text), ("raise", message) or ("error", description)."""
+def render_jinja(template, context: dict):
+    """("ok", text), ("raise", message) or ("error", description); template is
+    source or an already compiled jinja2 Template."""
     try:
-        return "ok", ENV.from_string(template).render(**context)
+        if isinstance(template, str):
+            template = ENV.from_string(template)
+        return "ok", template.render(**context)
     except RaisedByTemplate as e:
         return "raise", e.message
     except Exception as e:  # any other jinja2/Python error: ours must fail too
@@ -231,6 +237,202 @@ def test_fixture_raise_messages(render_bin, tmp_path):
         kind, _ = render_jinja(template, context)
         assert kind == "raise", (name, conv)
         check_same(render_bin, tmp_path, template, context)
+
+
+# --- the real templates llama.cpp vendors -------------------------------------------------------
+#
+# llama-cpp-python's source distribution carries llama.cpp's models/templates:
+# 70 chat templates of real model families. scripts/setup.sh fetches them into
+# a cache folder (scripts/fetch_chat_templates.py); each must render as jinja2
+# does over every conversation below, except those tests/data/templates/README.md
+# lists as unsupported, with the reason (xfail, strict: a fix is noticed).
+
+
+def _load_fetcher():
+    spec = importlib.util.spec_from_file_location("fetch_chat_templates",
+                                                  REPO / "scripts" / "fetch_chat_templates.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _corpus():
+    """(folder, template names, why the folder is unusable or None)."""
+    fetcher = _load_fetcher()
+    try:
+        folder = fetcher.templates_dir()
+    except importlib.metadata.PackageNotFoundError:
+        return None, [], ("llama-cpp-python is not installed, so the corpus version is unknown: "
+                          "run scripts/setup.sh")
+    if not fetcher.is_complete(folder):
+        return folder, [], (f"{folder} is missing or incomplete: run scripts/setup.sh (or "
+                            f"python3 scripts/fetch_chat_templates.py) to fetch the templates")
+    return folder, sorted(p.name for p in folder.glob("*.jinja")), None
+
+
+def _unsupported() -> dict:
+    """The README's table of unsupported corpus templates: {file: reason}."""
+    out, inside = {}, False
+    for line in (TEMPLATES / "README.md").read_text(encoding="utf-8").splitlines():
+        if line.startswith("## "):
+            inside = line.strip() == "## Unsupported templates"
+        elif inside and line.startswith("| `"):
+            cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
+            out[cells[0].strip("`")] = cells[1].replace("\\|", "|")
+    return out
+
+
+CORPUS_DIR, CORPUS, CORPUS_MISSING = _corpus()
+UNSUPPORTED = _unsupported()
+
+
+def call(call_id, name, arguments):
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+CORPUS_TOOLS = [
+    {"type": "function", "function": {
+        "name": "get_weather", "description": "Weather for a city",
+        "parameters": {"type": "object", "properties": {
+            "city": {"type": "string", "description": "the city"}}, "required": ["city"]}}},
+    {"type": "function", "function": {
+        "name": "search", "description": "Search the web",
+        "parameters": {"type": "object", "properties": {
+            "query": {"type": "string", "description": "what to look for"},
+            "limit": {"type": "integer", "description": "how many results"},
+            "lang": {"type": "string", "enum": ["en", "fr"], "description": "language"},
+            "filters": {"type": "object", "description": "site and date filters"}},
+            "required": ["query"]}}},
+]
+
+CORPUS_CONVERSATIONS = {
+    **{name: CONVERSATIONS[name] for name in (
+        "user", "system_user", "multi_turn", "assistant_last", "parts", "unicode", "whitespace",
+        "empty", "tool_calls")},
+    # OpenAI's shape: arguments as a JSON string, two calls, named tool results, null content
+    "tool_calls_json_args": [
+        msg("system", "Use tools when needed."), msg("user", "Weather in Paris and news?"),
+        {"role": "assistant", "content": None, "tool_calls": [
+            call("call_1abcdef", "get_weather", '{"city": "Paris"}'),
+            call("call_2abcdef", "search", '{"query": "news", "limit": 5}')]},
+        {"role": "tool", "name": "get_weather", "tool_call_id": "call_1abcdef",
+         "content": '{"temp": 22}'},
+        {"role": "tool", "name": "search", "tool_call_id": "call_2abcdef", "content": "nothing new"},
+        msg("assistant", "22C, and nothing new.")],
+    # the last message a tool result: the model's turn comes next
+    "tool_pending": [
+        msg("user", "Weather in Oslo?"),
+        {"role": "assistant", "content": "Let me check.", "tool_calls": [
+            call("call_3abcdef", "get_weather", {"city": "Oslo"})]},
+        {"role": "tool", "tool_call_id": "call_3abcdef", "content": "-3C"}],
+    # argument values that are objects, lists, numbers, booleans, and text to escape
+    "tool_nested_args": [
+        msg("user", "Find <b>\"quoted\" & escaped</b> news"),
+        {"role": "assistant", "content": "", "tool_calls": [
+            call("call_5abcdef", "search", {
+                "query": "<b>\"quoted\" & escaped</b>", "limit": 3, "lang": "fr",
+                "filters": {"sites": ["a.com", "b.org"], "recent": True, "score": 0.5}})]},
+        {"role": "tool", "tool_call_id": "call_5abcdef", "content": "[\"one\", \"two\"]"},
+        msg("assistant", "Two results.")],
+    "reasoning": [
+        msg("system", "Think first."), msg("user", "2+2?"),
+        msg("assistant", "4", reasoning_content="Adding two and two gives four."),
+        msg("user", "and 3+3?"), msg("assistant", "<think>\nsix\n</think>\n\n6"),
+        msg("user", "thanks")],
+    "reasoning_tools": [
+        msg("user", "Weather in Rome?"),
+        {"role": "assistant", "content": "", "reasoning_content": "I should call the tool.",
+         "tool_calls": [call("call_4abcdef", "get_weather", {"city": "Rome"})]},
+        {"role": "tool", "tool_call_id": "call_4abcdef", "content": "30C"},
+        msg("assistant", "It is 30C.", reasoning_content="The tool said 30C.")],
+}
+
+# What else templates read: tools, thinking switches, RAG documents, and
+# firefunction-v2's `functions` and `datetime`.
+CORPUS_CONTEXTS = [
+    {"add_generation_prompt": True, "bos_token": "<s>", "eos_token": "</s>"},
+    {"add_generation_prompt": False, "bos_token": "<s>", "eos_token": "</s>",
+     "tools": CORPUS_TOOLS},
+    {"add_generation_prompt": True, "bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>",
+     "tools": CORPUS_TOOLS, "enable_thinking": False, "reasoning_effort": "high",
+     "documents": [{"title": "Paris", "text": "Paris is the capital of France."},
+                   {"title": "Oslo", "text": "Oslo is cold in winter."}],
+     "functions": json.dumps([t["function"] for t in CORPUS_TOOLS]), "datetime": "2024-07-26"},
+    {"add_generation_prompt": False, "enable_thinking": True, "reasoning_effort": "low"},
+]
+
+
+def _corpus_params():
+    if CORPUS_MISSING:
+        return [pytest.param(None, id="corpus-missing")]
+    return [pytest.param(name, id=name[:-len(".jinja")], marks=(
+        [pytest.mark.xfail(reason=UNSUPPORTED[name], strict=True)] if name in UNSUPPORTED else []))
+        for name in CORPUS]
+
+
+def differs(kind, want, got_kind, got) -> str | None:
+    """What is wrong with cllm's result, or None when it agrees with jinja2."""
+    if kind == "ok":
+        if got_kind != "ok":
+            return f"jinja2 rendered, cllm failed: {got}"
+        if got != want:
+            at = next((i for i, (a, b) in enumerate(zip(want, got)) if a != b), min(len(want), len(got)))
+            return (f"output differs at character {at}: jinja2 {want[max(0, at - 40):at + 40]!r}, "
+                    f"cllm {got[max(0, at - 40):at + 40]!r}")
+    elif kind == "raise":
+        if got_kind != "error":
+            return f"jinja2 raised {want!r}, cllm rendered"
+        if got != want:
+            return f"jinja2 raised {want!r}, cllm failed with {got!r}"
+    elif got_kind != "error":
+        return f"jinja2 failed ({want}), cllm rendered"
+    return None
+
+
+@pytest.mark.parametrize("name", _corpus_params())
+def test_corpus_template(render_bin, tmp_path, name):
+    """One real template over every conversation and context (one parse, many renders)."""
+    if CORPUS_MISSING:
+        pytest.fail(CORPUS_MISSING, pytrace=False)
+    template = (CORPUS_DIR / name).read_text(encoding="utf-8")
+    cases = [(conv, i, {"messages": messages, **extra})
+             for conv, messages in CORPUS_CONVERSATIONS.items()
+             for i, extra in enumerate(CORPUS_CONTEXTS)]
+    contexts = json.loads(json.dumps([c for _, _, c in cases]))
+    tfile = tmp_path / name
+    tfile.write_bytes(template.encode("utf-8"))
+    proc = subprocess.run([str(render_bin), "--each", str(tfile)],
+                          input=json.dumps(contexts).encode("utf-8"), capture_output=True,
+                          timeout=120)
+    jinja_template = None
+    try:
+        jinja_template = ENV.from_string(template)
+    except Exception as e:  # noqa: BLE001 - then ours must not parse it either
+        assert proc.returncode == 1, f"jinja2 cannot parse {name} ({e}), cllm can"
+        return
+    assert proc.returncode == 0, f"cllm cannot parse {name}: {proc.stderr.decode()}"
+    results = json.loads(proc.stdout)
+    problems, rendered = [], 0
+    for (conv, i, _), context, result in zip(cases, contexts, results):
+        kind, want = render_jinja(jinja_template, context)
+        rendered += kind == "ok"
+        got_kind, got = ("ok", result["output"]) if "output" in result else ("error", result["error"])
+        problem = differs(kind, want, got_kind, got)
+        if problem:
+            problems.append(f"{conv} with context {i}: {problem}")
+    assert not problems, f"{name}: {len(problems)} of {len(cases)} renderings differ:\n" + \
+        "\n".join(problems[:10])
+    assert rendered >= 10, f"{name}: jinja2 rendered only {rendered} of {len(cases)} cases"
+
+
+def test_corpus_size():
+    """At least 40 real templates render as jinja2 does; the README lists only corpus files."""
+    if CORPUS_MISSING:
+        pytest.fail(CORPUS_MISSING, pytrace=False)
+    assert len(CORPUS) >= 70, f"{CORPUS_DIR} holds only {len(CORPUS)} templates"
+    stale = sorted(set(UNSUPPORTED) - set(CORPUS))
+    assert not stale, f"tests/data/templates/README.md lists templates not in the corpus: {stale}"
+    assert len(CORPUS) - len(UNSUPPORTED) >= 40
 
 
 # --- feature templates ---------------------------------------------------------------------------
