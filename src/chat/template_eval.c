@@ -250,7 +250,7 @@ int tpl_rt_getitem(tpl_rt *r, const node *at, tv obj, tv key, tv *out) {
                 tpl_utf8_next(obj.u.s.p, obj.u.s.n, &i);
             size_t start = i;
             tpl_utf8_next(obj.u.s.p, obj.u.s.n, &i);
-            *out = tv_str((tstr){obj.u.s.p + start, i - start});
+            *out = tv_str_as(obj, (tstr){obj.u.s.p + start, i - start});
             return 0;
         }
         *out = missing_item(r, obj, key);
@@ -330,6 +330,7 @@ int tpl_rt_call(tpl_rt *r, const node *at, tv fn, targs *a, tv *out) {
     case TV_MACRO:
         return call_macro(r, at, fn.u.m, a, out);
     case TV_FUNC:
+        if (fn.u.fn->markup != MK_NONE) return tpl_markup_call(r, at, fn.u.fn, a, out);
         return fn.u.fn->fn(r, at, fn.u.fn->self, a, out);
     case TV_UNDEF:
         return tpl_rt_undefined_error(r, at, fn);

@@ -133,21 +133,21 @@ static int f_string(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
     if (no_args(r, at, "string", a)) return -1;
     tstr s;
     if (str_arg(r, v, &s)) return -1;
-    *out = tv_str(s);
+    *out = tv_str_as(v, s); /* soft_str: a Markup stays one */
     return 0;
 }
 
 static int f_upper(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
     tstr s, u;
     if (no_args(r, at, "upper", a) || str_arg(r, v, &s) || tpl_str_upper(r, s, &u)) return -1;
-    *out = tv_str(u);
+    *out = tv_str_as(v, u);
     return 0;
 }
 
 static int f_lower(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
     tstr s, u;
     if (no_args(r, at, "lower", a) || str_arg(r, v, &s) || tpl_str_lower(r, s, &u)) return -1;
-    *out = tv_str(u);
+    *out = tv_str_as(v, u);
     return 0;
 }
 
@@ -155,7 +155,7 @@ static int f_capitalize(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
     tstr s, u;
     if (no_args(r, at, "capitalize", a) || str_arg(r, v, &s) || tpl_str_capitalize(r, s, &u))
         return -1;
-    *out = tv_str(u);
+    *out = tv_str_as(v, u);
     return 0;
 }
 
@@ -196,7 +196,7 @@ static int f_trim(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
     BIND("trim", "chars");
     tstr s, t;
     if (str_arg(r, v, &s) || tpl_str_strip(r, s, g[0] ? p[0] : tv_none(), 3, &t)) return -1;
-    *out = tv_str(t);
+    *out = tv_str_as(v, t);
     return 0;
 }
 
@@ -218,42 +218,24 @@ static int f_replace(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
     return 0;
 }
 
-/* escape and safe return Markup strings in jinja2; here plain strings (see
- * the file comment: autoescaping is off in chat templates). */
+/* escape, forceescape and safe make Markup strings, which print as they are
+ * (autoescaping is off in chat templates) but escape what is added to them. */
 static int f_escape(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
-    tstr s;
-    if (no_args(r, at, "escape", a) || str_arg(r, v, &s)) return -1;
-    sbuf b;
-    tpl_sb_init(&b, tpl_rt_arena(r), TPL_MAX_OUTPUT);
-    for (size_t i = 0; i < s.n; i++) {
-        const char *e = NULL;
-        switch (s.p[i]) {
-        case '&':
-            e = "&amp;";
-            break;
-        case '<':
-            e = "&lt;";
-            break;
-        case '>':
-            e = "&gt;";
-            break;
-        case '"':
-            e = "&#34;";
-            break;
-        case '\'':
-            e = "&#39;";
-            break;
-        }
-        if (e ? tpl_sb_puts(&b, e) : tpl_sb_putc(&b, s.p[i])) return -1;
-    }
-    *out = tv_str(tpl_sb_str(&b));
-    return 0;
+    if (no_args(r, at, "escape", a)) return -1;
+    return tpl_escape(r, v, out);
+}
+
+/* escapes a Markup's text too */
+static int f_forceescape(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
+    if (no_args(r, at, "forceescape", a)) return -1;
+    if (tv_is_markup(v)) v.sub = STR_PLAIN;
+    return tpl_escape(r, v, out);
 }
 
 static int f_safe(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
     tstr s;
     if (no_args(r, at, "safe", a) || str_arg(r, v, &s)) return -1;
-    *out = tv_str(s);
+    *out = tv_markup(s);
     return 0;
 }
 
@@ -300,7 +282,7 @@ static int f_indent(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
         }
         if (tpl_sb_put(&b, line.p, line.n)) return -1;
     }
-    *out = tv_str(tpl_sb_str(&b));
+    *out = tv_str_as(v, tpl_sb_str(&b));
     return 0;
 }
 
@@ -314,7 +296,7 @@ static int f_center(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
         width = p[0].u.i;
     }
     if (tpl_str_pad(r, at, s, width, (tstr){" ", 1}, 0, &t)) return -1;
-    *out = tv_str(t);
+    *out = tv_str_as(v, t);
     return 0;
 }
 
@@ -354,7 +336,7 @@ static int f_format(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
             l->v[i] = a->pos[i];
         args = tv_list(l, LIST_TUPLE);
     }
-    return tpl_format_percent(r, at, s, args, out);
+    return tpl_format_percent(r, at, tv_str_as(v, s), args, out);
 }
 
 /* --- sequence filters ---------------------------------------------------------------------- */
@@ -946,7 +928,7 @@ static const struct {
     {"escape", f_escape},
     {"first", f_first},
     {"float", f_float},
-    {"forceescape", f_escape},
+    {"forceescape", f_forceescape},
     {"format", f_format},
     {"indent", f_indent},
     {"int", f_int},

@@ -117,6 +117,10 @@ typedef enum {
 } tv_kind;
 
 enum { LIST_PLAIN, LIST_TUPLE, LIST_ITEMS, LIST_KEYS, LIST_VALUES, LIST_RANGE };
+/* TV_STR's sub: a plain str, or markupsafe's Markup (what `safe` and `escape`
+ * make). Autoescaping is off in chat templates, so Markup prints as itself,
+ * but it escapes what is added to it: ('<a>'|safe) + '<' is '<a>&lt;'. */
+enum { STR_PLAIN, STR_MARKUP };
 
 typedef struct tlist tlist;
 typedef struct tdict tdict;
@@ -197,6 +201,17 @@ static inline tv tv_float(double f) {
 static inline tv tv_str(tstr s) {
     tv v = {TV_STR, 0, {.s = s}};
     return v;
+}
+static inline tv tv_markup(tstr s) {
+    tv v = {TV_STR, STR_MARKUP, {.s = s}};
+    return v;
+}
+static inline bool tv_is_markup(tv v) {
+    return v.kind == TV_STR && v.sub == STR_MARKUP;
+}
+/* s as a str of the same type as `like` (Markup in, Markup out). */
+static inline tv tv_str_as(tv like, tstr s) {
+    return tv_is_markup(like) ? tv_markup(s) : tv_str(s);
 }
 static inline tv tv_list(tlist *l, int sub) {
     tv v = {TV_LIST, (uint8_t)sub, {.l = l}};
@@ -378,10 +393,17 @@ struct tmacro {
     tv caller; /* the caller() a call block passes, or undefined */
 };
 
+/* How a str method treats a Markup self (markupsafe's wrappers): MK_NONE
+ * returns what str's does (startswith, find, ...); the others return Markup
+ * (a list or tuple of Markup), after escaping the second argument
+ * (replace's new, center's fill) or each item of the first (join). */
+enum { MK_NONE, MK_RESULT, MK_ESCAPE_ARG1, MK_ESCAPE_ITEMS };
+
 struct tfunc {
     tpl_func_fn fn;
     const char *name;
     tv self;
+    uint8_t markup; /* MK_*: a str method bound to a Markup */
 };
 
 struct tloop {
@@ -448,8 +470,14 @@ int tpl_tv_slice(tpl_rt *r, const node *at, tv obj, tv start, tv stop, tv step, 
 /* Python's binary arithmetic (+ - * / // % **). */
 int tpl_tv_binop(tpl_rt *r, const node *at, int op, tv a, tv b, tv *out);
 tv tpl_tv_macro_value(tmacro *m);
-/* printf-style `fmt % args` (the % operator on strings, the format filter). */
-int tpl_format_percent(tpl_rt *r, const node *at, tstr fmt, tv args, tv *out);
+/* printf-style `fmt % args` (the % operator on strings, the format filter);
+ * a Markup fmt escapes what %s and %r insert and gives Markup. */
+int tpl_format_percent(tpl_rt *r, const node *at, tv fmt, tv args, tv *out);
+/* markupsafe.escape(v): Markup unchanged, anything else str(v) with & < > ' "
+ * replaced, as Markup. */
+int tpl_escape(tpl_rt *r, tv v, tv *out);
+/* Calls a str method bound to a Markup (f->markup != MK_NONE). */
+int tpl_markup_call(tpl_rt *r, const node *at, const tfunc *f, targs *a, tv *out);
 
 /* json.dumps(v, ensure_ascii, indent, separators, sort_keys) (template_json.c). */
 typedef struct {
@@ -510,6 +538,7 @@ static inline int no_args(tpl_rt *r, const node *at, const char *fname, targs *a
 typedef struct {
     const char *name;
     tpl_func_fn fn;
+    uint8_t markup; /* MK_*: what the method does on a Markup */
 } tpl_method;
 extern const tpl_method tpl_str_methods[];
 extern const size_t tpl_str_methods_count;

@@ -341,7 +341,9 @@ int tpl_py_parse_float(tstr s, double *out) {
 
 /* --- printf-style formatting ------------------------------------------------------------ */
 
-int tpl_format_percent(tpl_rt *r, const node *at, tstr fmt, tv args, tv *out) {
+int tpl_format_percent(tpl_rt *r, const node *at, tv fmtv, tv args, tv *out) {
+    tstr fmt = fmtv.u.s;
+    bool markup = tv_is_markup(fmtv);
     sbuf b;
     tpl_sb_init(&b, tpl_rt_arena(r), TPL_MAX_OUTPUT);
     const tlist *tuple = NULL;
@@ -421,6 +423,11 @@ int tpl_format_percent(tpl_rt *r, const node *at, tstr fmt, tv args, tv *out) {
             tpl_sb_init(&sb, tpl_rt_arena(r), TPL_MAX_OUTPUT);
             if (type == 's' ? tpl_tv_to_str(r, arg, &sb) : tpl_tv_repr(r, arg, &sb)) return -1;
             tstr s = tpl_sb_str(&sb);
+            if (markup && !(type == 's' && tv_is_markup(arg))) {
+                tv e;
+                if (tpl_escape(r, tv_str(s), &e)) return -1;
+                s = e.u.s;
+            }
             if (prec >= 0) {
                 size_t bi = 0;
                 for (int c = 0; c < prec && bi < s.n; c++)
@@ -485,7 +492,78 @@ int tpl_format_percent(tpl_rt *r, const node *at, tstr fmt, tv args, tv *out) {
     }
     if (!subscriptable && argi < tuple->n && !used_mapping)
         return tpl_rt_error(r, at, "not all arguments converted during string formatting");
-    *out = tv_str(tpl_sb_str(&b));
+    *out = tv_str_as(fmtv, tpl_sb_str(&b));
+    return 0;
+}
+
+/* --- Markup ------------------------------------------------------------------------------ */
+
+int tpl_escape(tpl_rt *r, tv v, tv *out) {
+    if (tv_is_markup(v)) {
+        *out = v;
+        return 0;
+    }
+    tstr s;
+    if (tpl_tv_stringify(r, v, &s)) return -1;
+    sbuf b;
+    tpl_sb_init(&b, tpl_rt_arena(r), TPL_MAX_OUTPUT);
+    for (size_t i = 0; i < s.n; i++) {
+        const char *e = NULL;
+        switch (s.p[i]) {
+        case '&':
+            e = "&amp;";
+            break;
+        case '<':
+            e = "&lt;";
+            break;
+        case '>':
+            e = "&gt;";
+            break;
+        case '"':
+            e = "&#34;";
+            break;
+        case '\'':
+            e = "&#39;";
+            break;
+        }
+        if (e ? tpl_sb_puts(&b, e) : tpl_sb_putc(&b, s.p[i])) return -1;
+    }
+    *out = tv_markup(tpl_sb_str(&b));
+    return 0;
+}
+
+int tpl_markup_call(tpl_rt *r, const node *at, const tfunc *f, targs *a, tv *out) {
+    targs esc = *a;
+    if (f->markup == MK_ESCAPE_ARG1 && a->n > 1) {
+        esc.pos = tpl_ar_alloc(tpl_rt_arena(r), (size_t)a->n * sizeof *esc.pos);
+        if (!esc.pos) return -1;
+        for (int i = 0; i < a->n; i++)
+            esc.pos[i] = a->pos[i];
+        if (tpl_escape(r, a->pos[1], &esc.pos[1])) return -1;
+    } else if (f->markup == MK_ESCAPE_ITEMS && a->n == 1 && !a->nk) {
+        /* Markup.join(map(escape, iterable)): the items need not be strings */
+        tlist *items;
+        if (tpl_tv_iterate(r, at, a->pos[0], &items)) return -1;
+        tlist *l = tpl_tl_new(tpl_rt_arena(r), items->n);
+        if (!l) return -1;
+        for (size_t i = 0; i < items->n; i++)
+            if (tpl_escape(r, items->v[i], &l->v[i])) return -1;
+        esc.pos = tpl_ar_alloc(tpl_rt_arena(r), sizeof *esc.pos);
+        if (!esc.pos) return -1;
+        esc.pos[0] = tv_list(l, LIST_PLAIN);
+    }
+    if (f->fn(r, at, f->self, &esc, out)) return -1;
+    if (out->kind == TV_STR) {
+        out->sub = STR_MARKUP;
+    } else if (out->kind == TV_LIST) { /* split(), partition(): new lists of Markup */
+        tlist *l = tpl_tl_new(tpl_rt_arena(r), out->u.l->n);
+        if (!l) return -1;
+        for (size_t i = 0; i < l->n; i++) {
+            l->v[i] = out->u.l->v[i];
+            if (l->v[i].kind == TV_STR) l->v[i].sub = STR_MARKUP;
+        }
+        out->u.l = l;
+    }
     return 0;
 }
 
@@ -1055,6 +1133,7 @@ static int m_format(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
         tstr field = {f.p + i + 1, (size_t)(close - f.p) - i - 1};
         i = (size_t)(close - f.p) + 1;
         char conv = 's';
+        bool explicit_conv = false;
         const char *bang = memchr(field.p, '!', field.n);
         if (memchr(field.p, ':', field.n))
             return tpl_rt_error(r, at, "format specs in str.format are not supported");
@@ -1062,6 +1141,7 @@ static int m_format(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
             if ((size_t)(bang - field.p) + 2 != field.n)
                 return tpl_rt_error(r, at, "invalid conversion in format string");
             conv = bang[1];
+            explicit_conv = true;
             field.n = (size_t)(bang - field.p);
         }
         size_t name_end = 0;
@@ -1102,46 +1182,61 @@ static int m_format(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
             }
         }
         if (v.kind == TV_UNDEF) return tpl_rt_undefined_error(r, at, v);
-        if (conv == 'r' ? tpl_tv_repr(r, v, &b) : tpl_tv_to_str(r, v, &b)) return -1;
+        if (!tv_is_markup(self)) {
+            if (conv == 'r' ? tpl_tv_repr(r, v, &b) : tpl_tv_to_str(r, v, &b)) return -1;
+            continue;
+        }
+        /* markupsafe's EscapeFormatter: a Markup field as itself, the rest escaped
+         * (after !s or !r, a Markup too) */
+        if (!explicit_conv && tv_is_markup(v)) {
+            if (tpl_sb_put(&b, v.u.s.p, v.u.s.n)) return -1;
+            continue;
+        }
+        sbuf fb;
+        tpl_sb_init(&fb, tpl_rt_arena(r), TPL_MAX_OUTPUT);
+        tv e;
+        if ((conv == 'r' ? tpl_tv_repr(r, v, &fb) : tpl_tv_to_str(r, v, &fb)) ||
+            tpl_escape(r, tv_str(tpl_sb_str(&fb)), &e) || tpl_sb_put(&b, e.u.s.p, e.u.s.n))
+            return -1;
     }
     *out = tv_str(tpl_sb_str(&b));
     return 0;
 }
 
 const tpl_method tpl_str_methods[] = {
-    {"strip", m_strip},
-    {"lstrip", m_lstrip},
-    {"rstrip", m_rstrip},
-    {"upper", m_upper},
-    {"lower", m_lower},
-    {"title", m_title},
-    {"capitalize", m_capitalize},
-    {"split", m_split},
-    {"rsplit", m_rsplit},
-    {"splitlines", m_splitlines},
-    {"startswith", m_startswith},
-    {"endswith", m_endswith},
-    {"find", m_find},
-    {"rfind", m_rfind},
-    {"index", m_sindex},
-    {"rindex", m_rindex},
-    {"count", m_scount},
-    {"replace", m_replace},
-    {"join", m_join},
-    {"isdigit", m_isdigit},
-    {"isalpha", m_isalpha},
-    {"isalnum", m_isalnum},
-    {"isspace", m_isspace},
-    {"islower", m_islower},
-    {"isupper", m_isupper},
-    {"center", m_center},
-    {"ljust", m_ljust},
-    {"rjust", m_rjust},
-    {"removeprefix", m_removeprefix},
-    {"removesuffix", m_removesuffix},
-    {"partition", m_partition},
-    {"rpartition", m_rpartition},
-    {"zfill", m_zfill},
-    {"format", m_format},
+    {"strip", m_strip, MK_RESULT},
+    {"lstrip", m_lstrip, MK_RESULT},
+    {"rstrip", m_rstrip, MK_RESULT},
+    {"upper", m_upper, MK_RESULT},
+    {"lower", m_lower, MK_RESULT},
+    {"title", m_title, MK_RESULT},
+    {"capitalize", m_capitalize, MK_RESULT},
+    {"split", m_split, MK_RESULT},
+    {"rsplit", m_rsplit, MK_RESULT},
+    {"splitlines", m_splitlines, MK_RESULT},
+    {"startswith", m_startswith, MK_NONE},
+    {"endswith", m_endswith, MK_NONE},
+    {"find", m_find, MK_NONE},
+    {"rfind", m_rfind, MK_NONE},
+    {"index", m_sindex, MK_NONE},
+    {"rindex", m_rindex, MK_NONE},
+    {"count", m_scount, MK_NONE},
+    {"replace", m_replace, MK_ESCAPE_ARG1},
+    {"join", m_join, MK_ESCAPE_ITEMS},
+    {"isdigit", m_isdigit, MK_NONE},
+    {"isalpha", m_isalpha, MK_NONE},
+    {"isalnum", m_isalnum, MK_NONE},
+    {"isspace", m_isspace, MK_NONE},
+    {"islower", m_islower, MK_NONE},
+    {"isupper", m_isupper, MK_NONE},
+    {"center", m_center, MK_ESCAPE_ARG1},
+    {"ljust", m_ljust, MK_ESCAPE_ARG1},
+    {"rjust", m_rjust, MK_ESCAPE_ARG1},
+    {"removeprefix", m_removeprefix, MK_RESULT},
+    {"removesuffix", m_removesuffix, MK_RESULT},
+    {"partition", m_partition, MK_RESULT},
+    {"rpartition", m_rpartition, MK_RESULT},
+    {"zfill", m_zfill, MK_RESULT},
+    {"format", m_format, MK_RESULT},
 };
 const size_t tpl_str_methods_count = sizeof tpl_str_methods / sizeof *tpl_str_methods;

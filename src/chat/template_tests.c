@@ -39,7 +39,7 @@ SIMPLE_TEST(t_sequence, "sequence",
                  v.sub != LIST_VALUES))
 SIMPLE_TEST(t_callable, "callable",
             v.kind == TV_MACRO || v.kind == TV_FUNC || v.kind == TV_UNDEF || v.kind == TV_LOOP)
-SIMPLE_TEST(t_escaped, "escaped", false)
+SIMPLE_TEST(t_escaped, "escaped", tv_is_markup(v))
 SIMPLE_TEST(t_filter, "filter", v.kind == TV_STR && tpl_filter_find(v.u.s) != NULL)
 SIMPLE_TEST(t_test, "test", v.kind == TV_STR && tpl_test_find(v.u.s) != NULL)
 
