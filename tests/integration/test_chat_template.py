@@ -8,9 +8,10 @@ requires the same bytes. Where jinja2 raises through raise_exception, ours must
 fail with the same message; where jinja2 fails otherwise, ours must fail too.
 
 The cases: the four fixture templates (tests/data/templates: Gemma 3, ChatML
-as Qwen2 writes it, Llama 3, Mistral v0.3) and more real ones
-(tests/data/templates/extra) over many conversations, and small templates
-exercising each Jinja feature on their own.
+as Qwen2 writes it, Llama 3, Mistral v0.3, also cllm's built-ins) and
+Mistral Small 3.1 (tests/data/templates/extra) over many conversations; the 70
+real templates llama.cpp vendors, fetched at setup (the corpus, below); small
+templates exercising each Jinja feature on their own; and random templates.
 """
 
 from __future__ import annotations
@@ -221,7 +222,7 @@ EXTRA_CASES = [
 
 @pytest.mark.parametrize("template_name,conv,add_generation_prompt,extra", EXTRA_CASES)
 def test_extra_template(render_bin, tmp_path, template_name, conv, add_generation_prompt, extra):
-    """More real templates (tools, namespaces, {% generation %}, strftime_now)."""
+    """Real templates kept here because the corpus lacks them (see the README)."""
     template = (TEMPLATES / "extra" / template_name).read_text(encoding="utf-8")
     context = {"messages": CONVERSATIONS[conv], "add_generation_prompt": add_generation_prompt,
                **EXTRA_CONTEXTS[extra]}
@@ -511,6 +512,7 @@ FEATURES = {
                 "{{ 1_000 }} {{ 0x1F }} {{ true }} {{ False }} {{ none }} {{ None }}",
     "string_escapes": "{{ 'a\\tb\\nc\\\\d\\'e' }}|{{ \"q\\\"q\" }}|{{ '\\x41\\u00e9\\101' }}|"
                       "{{ 'x\\dy' }}|{{ 'con' 'cat' }}",
+    "string_line_continuation": "{{ \"a\\\nb\" }}|{{ 'c\\\r\nd' }}",
     "print_containers": "{{ [1, 'a', none, true, 1.5] }} {{ {'k': 'v', 'n': [1]} }} {{ (1,) }} "
                         "{{ (1, 'b') }} {{ () }} {{ [\"it's\", 'say \"hi\"'] }}",
     "print_context_values": "{{ xs }} {{ d }} {{ nothing }} {{ t }} {{ f }} {{ people[0] }}",
@@ -811,5 +813,5 @@ def test_random_templates(render_bin, tmp_path, seed):
 
 
 def test_feature_list_is_large():
-    assert len(EXTRA_TEMPLATES) >= 4
+    assert len(EXTRA_TEMPLATES) >= 1
     assert len(FIXTURE_CASES) + len(EXTRA_CASES) + len(FEATURES) >= 60
