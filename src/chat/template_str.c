@@ -2,8 +2,10 @@
  * (final sigma, 'ß'.upper()), strip/split/splitlines/replace with Python's
  * whitespace and line-break sets, int() and float() of strings, printf-style
  * `%` formatting, and the str methods templates call (content.strip(),
- * s.split('\n'), s.startswith(...), '{}'.format(...)). Indices count code
- * points, as Python's do. */
+ * s.split('\n'), s.startswith(...), '{}'.format(...)), and markupsafe's
+ * Markup on top of them. Indices count code points, as Python's do. Methods
+ * for text layout and character classes (center, zfill, isdigit, ...) are left
+ * out: tests/data/templates/README.md lists what is here and why. */
 #include "chat/template_internal.h"
 
 #include <inttypes.h>
@@ -915,110 +917,6 @@ static int m_join(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
     return 0;
 }
 
-static int char_class(tpl_rt *r, const node *at, tv self, targs *a, tv *out, int cls,
-                      const char *name) {
-    if (no_args(r, at, name, a)) return -1;
-    tstr s = self.u.s;
-    bool ok = s.n > 0;
-    size_t i = 0;
-    while (i < s.n && ok) {
-        uint32_t cp = tpl_utf8_next(s.p, s.n, &i);
-        switch (cls) {
-        case 0:
-            ok = tpl_py_isdigit(cp);
-            break;
-        case 1:
-            ok = tpl_py_isalpha(cp);
-            break;
-        case 2:
-            ok = tpl_py_isalpha(cp) || tpl_py_isnumeric(cp);
-            break;
-        default:
-            ok = tpl_py_isspace(cp);
-            break;
-        }
-    }
-    *out = tv_bool(ok);
-    return 0;
-}
-static int m_isdigit(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
-    return char_class(r, at, self, a, out, 0, "isdigit");
-}
-static int m_isalpha(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
-    return char_class(r, at, self, a, out, 1, "isalpha");
-}
-static int m_isalnum(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
-    return char_class(r, at, self, a, out, 2, "isalnum");
-}
-static int m_isspace(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
-    return char_class(r, at, self, a, out, 3, "isspace");
-}
-
-static int m_islower_upper(tpl_rt *r, const node *at, tv self, targs *a, tv *out, bool lower) {
-    bool res;
-    tpl_test_fn t = tpl_test_find(tstr_c(lower ? "lower" : "upper"));
-    if (t(r, at, self, a, &res)) return -1;
-    *out = tv_bool(res);
-    return 0;
-}
-static int m_islower(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
-    return m_islower_upper(r, at, self, a, out, true);
-}
-static int m_isupper(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
-    return m_islower_upper(r, at, self, a, out, false);
-}
-
-int tpl_str_pad(tpl_rt *r, const node *at, tstr s, int64_t width, tstr fill, int mode, tstr *out) {
-    int64_t len = (int64_t)tpl_utf8_len(s);
-    if (width > TPL_MAX_OUTPUT) return tpl_rt_error(r, at, "padding width too large");
-    if (width <= len) {
-        *out = s;
-        return 0;
-    }
-    int64_t marg = width - len, left;
-    if (mode == 0)
-        left = marg / 2 + (marg & width & 1); /* center, as CPython rounds */
-    else if (mode == 1)
-        left = 0; /* ljust */
-    else
-        left = marg; /* rjust */
-    sbuf b;
-    tpl_sb_init(&b, tpl_rt_arena(r), TPL_MAX_OUTPUT);
-    for (int64_t i = 0; i < left; i++)
-        if (tpl_sb_put(&b, fill.p, fill.n)) return -1;
-    if (tpl_sb_put(&b, s.p, s.n)) return -1;
-    for (int64_t i = left; i < marg; i++)
-        if (tpl_sb_put(&b, fill.p, fill.n)) return -1;
-    *out = tpl_sb_str(&b);
-    return 0;
-}
-
-static int pad_common(tpl_rt *r, const node *at, tv self, targs *a, tv *out, int mode,
-                      const char *name) {
-    BIND(name, "width", "fillchar");
-    if (!g[0] || (p[0].kind != TV_INT && p[0].kind != TV_BOOL))
-        return tpl_rt_error(r, at, "%s() needs an integer width", name);
-    int64_t width = p[0].kind == TV_BOOL ? p[0].u.b : p[0].u.i;
-    tstr fill = {" ", 1}, t;
-    if (g[1]) {
-        if (p[1].kind != TV_STR || tpl_utf8_len(p[1].u.s) != 1)
-            return tpl_rt_error(r, at, "The fill character must be exactly one character long");
-        fill = p[1].u.s;
-    }
-    if (tpl_str_pad(r, at, self.u.s, width, fill, mode, &t)) return -1;
-    *out = tv_str(t);
-    return 0;
-}
-static int m_center(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
-    return pad_common(r, at, self, a, out, 0, "center");
-}
-static int m_ljust(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
-    return pad_common(r, at, self, a, out, 1, "ljust");
-}
-static int m_rjust(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
-    return pad_common(r, at, self, a, out, 2, "rjust");
-}
-
 static int affix_remove(tpl_rt *r, const node *at, tv self, targs *a, tv *out, bool suffix) {
     BIND(suffix ? "removesuffix" : "removeprefix", "affix");
     if (!g[0] || p[0].kind != TV_STR) return tpl_rt_error(r, at, "argument must be str");
@@ -1075,30 +973,6 @@ static int m_partition(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
 }
 static int m_rpartition(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
     return partition_common(r, at, self, a, out, true);
-}
-
-static int m_zfill(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
-    BIND("zfill", "width");
-    if (!g[0] || p[0].kind != TV_INT) return tpl_rt_error(r, at, "zfill() needs an integer width");
-    tstr s = self.u.s;
-    int64_t len = (int64_t)tpl_utf8_len(s), width = p[0].u.i;
-    if (width > TPL_MAX_OUTPUT) return tpl_rt_error(r, at, "zfill() width too large");
-    if (width <= len) {
-        *out = self;
-        return 0;
-    }
-    sbuf b;
-    tpl_sb_init(&b, tpl_rt_arena(r), TPL_MAX_OUTPUT);
-    size_t i = 0;
-    if (s.n && (s.p[0] == '+' || s.p[0] == '-')) {
-        if (tpl_sb_putc(&b, s.p[0])) return -1;
-        i = 1;
-    }
-    for (int64_t k = 0; k < width - len; k++)
-        if (tpl_sb_putc(&b, '0')) return -1;
-    if (tpl_sb_put(&b, s.p + i, s.n - i)) return -1;
-    *out = tv_str(tpl_sb_str(&b));
-    return 0;
 }
 
 /* str.format with {} {0} {name} {name.attr} {name[key]} fields, !s/!r, no format specs. */
@@ -1223,20 +1097,10 @@ const tpl_method tpl_str_methods[] = {
     {"count", m_scount, MK_NONE},
     {"replace", m_replace, MK_ESCAPE_ARG1},
     {"join", m_join, MK_ESCAPE_ITEMS},
-    {"isdigit", m_isdigit, MK_NONE},
-    {"isalpha", m_isalpha, MK_NONE},
-    {"isalnum", m_isalnum, MK_NONE},
-    {"isspace", m_isspace, MK_NONE},
-    {"islower", m_islower, MK_NONE},
-    {"isupper", m_isupper, MK_NONE},
-    {"center", m_center, MK_ESCAPE_ARG1},
-    {"ljust", m_ljust, MK_ESCAPE_ARG1},
-    {"rjust", m_rjust, MK_ESCAPE_ARG1},
     {"removeprefix", m_removeprefix, MK_RESULT},
     {"removesuffix", m_removesuffix, MK_RESULT},
     {"partition", m_partition, MK_RESULT},
     {"rpartition", m_rpartition, MK_RESULT},
-    {"zfill", m_zfill, MK_RESULT},
     {"format", m_format, MK_RESULT},
 };
 const size_t tpl_str_methods_count = sizeof tpl_str_methods / sizeof *tpl_str_methods;
