@@ -2,8 +2,8 @@
  * rendering, with jinja2's semantics where templates can see them:
  *
  * - Scopes: the context and top-level `set`s live in the root scope; `if`
- *   shares its scope; each loop iteration, macro call, `with` and call block
- *   gets a fresh child scope, so a `set` inside a loop is gone after it (and
+ *   shares its scope; each loop iteration, macro call, filter block and
+ *   {% generation %} gets a fresh child scope, so a `set` inside a loop is gone after it (and
  *   at the next iteration) - state crosses iterations only via namespace().
  * - Lookups: `a.b` tries the Python attribute (dict methods, str methods)
  *   before the item; `a['b']` the item before the attribute. Missing ones are
@@ -93,7 +93,7 @@ static scope *scope_new(tpl_rt *r, scope *parent) {
     return s;
 }
 
-/* A macro or call block keeps its scope chain alive. */
+/* A macro keeps its scope chain alive. */
 static void scope_capture(scope *s) {
     for (; s && !s->captured; s = s->parent)
         s->captured = true;
@@ -133,39 +133,6 @@ static tv missing_item(tpl_rt *r, tv obj, tv key) {
                         b.p ? b.p : "");
 }
 
-static int loop_cycle(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
-    if (a->nk) return tpl_rt_error(r, at, "loop.cycle() takes no keyword arguments");
-    if (a->n == 0) return tpl_rt_error(r, at, "no items for cycling given");
-    *out = a->pos[self.u.loop->index % (size_t)a->n];
-    return 0;
-}
-
-static int loop_changed(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
-    (void)at;
-    tloop *l = self.u.loop;
-    tlist *vals = tpl_tl_new(r->ar, (size_t)a->n);
-    if (!vals) return -1;
-    for (int i = 0; i < a->n; i++)
-        vals->v[i] = a->pos[i];
-    tv now = tv_list(vals, LIST_TUPLE);
-    bool same = false;
-    if (l->has_changed && tpl_tv_equal(r, l->last_changed, now, &same)) return -1;
-    l->last_changed = now;
-    l->has_changed = true;
-    *out = tv_bool(!same);
-    return 0;
-}
-
-static tv make_func(tpl_rt *r, tpl_func_fn fn, const char *name, tv self) {
-    tfunc *f = tpl_ar_alloc(r->ar, sizeof *f);
-    if (!f) return tv_undef("out of memory");
-    f->fn = fn;
-    f->name = name;
-    f->self = self;
-    tv v = {TV_FUNC, 0, {.fn = f}};
-    return v;
-}
-
 static bool loop_attr(tpl_rt *r, tv obj, tstr name, tv *out) {
     tloop *l = obj.u.loop;
     size_t i = l->index, n = l->items->n;
@@ -191,10 +158,6 @@ static bool loop_attr(tpl_rt *r, tv obj, tstr name, tv *out) {
         *out = i > 0 ? l->items->v[i - 1] : tpl_rt_undef(r, "there is no previous item");
     else if (tpl_tstr_eqc(name, "nextitem"))
         *out = i + 1 < n ? l->items->v[i + 1] : tpl_rt_undef(r, "there is no next item");
-    else if (tpl_tstr_eqc(name, "cycle"))
-        *out = make_func(r, loop_cycle, "cycle", obj);
-    else if (tpl_tstr_eqc(name, "changed"))
-        *out = make_func(r, loop_changed, "changed", obj);
     else
         return false;
     return true;
@@ -250,7 +213,7 @@ int tpl_rt_getitem(tpl_rt *r, const node *at, tv obj, tv key, tv *out) {
                 tpl_utf8_next(obj.u.s.p, obj.u.s.n, &i);
             size_t start = i;
             tpl_utf8_next(obj.u.s.p, obj.u.s.n, &i);
-            *out = tv_str((tstr){obj.u.s.p + start, i - start});
+            *out = tv_str_as(obj, (tstr){obj.u.s.p + start, i - start});
             return 0;
         }
         *out = missing_item(r, obj, key);
@@ -330,6 +293,7 @@ int tpl_rt_call(tpl_rt *r, const node *at, tv fn, targs *a, tv *out) {
     case TV_MACRO:
         return call_macro(r, at, fn.u.m, a, out);
     case TV_FUNC:
+        if (fn.u.fn->markup != MK_NONE) return tpl_markup_call(r, at, fn.u.fn, a, out);
         return fn.u.fn->fn(r, at, fn.u.fn->self, a, out);
     case TV_UNDEF:
         return tpl_rt_undefined_error(r, at, fn);
@@ -603,11 +567,9 @@ static int apply_filters(tpl_rt *r, scope *s, const node *chain, tstr body, tv *
 
 static int call_macro(tpl_rt *r, const node *at, tmacro *m, targs *a, tv *out) {
     const node *def = m->def;
-    const char *mname = def->kind == N_MACRO ? "" : "caller";
-    char namebuf[80];
-    snprintf(namebuf, sizeof namebuf, "%.*s", (int)(def->name.n > 60 ? 60 : def->name.n),
+    char mname[80];
+    snprintf(mname, sizeof mname, "%.*s", (int)(def->name.n > 60 ? 60 : def->name.n),
              def->name.p ? def->name.p : "");
-    if (def->kind == N_MACRO) mname = namebuf;
     if (enter(r, at)) return -1;
     int rc = -1;
     scope *s = scope_new(r, m->closure);
@@ -615,7 +577,6 @@ static int call_macro(tpl_rt *r, const node *at, tmacro *m, targs *a, tv *out) {
     int np = def->nparams, nd = def->items2.n, npos = a->n;
     bool *kw_used = a->nk ? tpl_ar_alloc(r->ar, (size_t)a->nk) : NULL;
     if (a->nk && !kw_used) goto done;
-    bool found_caller = false;
     for (int i = 0; i < np; i++) {
         tv v;
         bool have = false;
@@ -630,7 +591,6 @@ static int call_macro(tpl_rt *r, const node *at, tmacro *m, targs *a, tv *out) {
                     have = true;
                     break;
                 }
-            if (tpl_tstr_eqc(def->params[i], "caller")) found_caller = true;
         }
         if (!have) {
             int d = i - (np - nd);
@@ -643,34 +603,13 @@ static int call_macro(tpl_rt *r, const node *at, tmacro *m, targs *a, tv *out) {
         }
         if (scope_set(r, s, def->params[i], v)) goto done;
     }
-    if (npos >= np) { /* all parameters positional: only an explicit `caller` parameter counts */
-        found_caller = false;
-        for (int i = 0; i < np; i++)
-            if (tpl_tstr_eqc(def->params[i], "caller")) found_caller = true;
-    }
-    if ((def->flags & MACRO_CALLER) && !found_caller) {
-        tv caller = tpl_rt_undef(r, "No caller defined");
-        for (int k = 0; k < a->nk; k++)
-            if (!kw_used[k] && tpl_tstr_eqc(a->kname[k], "caller")) {
-                caller = a->kval[k];
-                kw_used[k] = true;
-            }
-        if (scope_set(r, s, tstr_c("caller"), caller)) goto done;
-    }
     tdict *kwargs = tpl_td_new(r->ar, 0);
     if (!kwargs) goto done;
     for (int k = 0; k < a->nk; k++) {
         if (kw_used[k]) continue;
         if (!(def->flags & MACRO_KWARGS)) {
-            if (tpl_tstr_eqc(a->kname[k], "caller")) {
-                tpl_rt_error(r, at,
-                             "macro '%s' was invoked with two values for the special caller "
-                             "argument. This is most likely a bug.",
-                             mname);
-            } else {
-                tpl_rt_error(r, at, "macro '%s' takes no keyword argument '%.*s'", mname,
-                             (int)a->kname[k].n, a->kname[k].p);
-            }
+            tpl_rt_error(r, at, "macro '%s' takes no keyword argument '%.*s'", mname,
+                         (int)a->kname[k].n, a->kname[k].p);
             goto done;
         }
         if (tpl_td_set(r, kwargs, tv_str(a->kname[k]), a->kval[k])) goto done;
@@ -750,22 +689,6 @@ static int exec_for(tpl_rt *r, scope *s, const node *n) {
     return 0;
 }
 
-static int exec_callblock(tpl_rt *r, scope *s, const node *n) {
-    const node *call = n->a;
-    tmacro *caller = tpl_ar_alloc(r->ar, sizeof *caller);
-    if (!caller) return -1;
-    caller->def = n;
-    caller->closure = s;
-    scope_capture(s);
-    tv fn, res;
-    targs args;
-    if (eval(r, s, call->a, &fn) || eval_args(r, s, call->args, &args)) return -1;
-    size_t cap = (size_t)args.nk;
-    if (targs_push_kw(r, &args, &cap, tstr_c("caller"), tpl_tv_macro_value(caller))) return -1;
-    if (tpl_rt_call(r, call, fn, &args, &res)) return -1;
-    return tpl_tv_to_str(r, res, r->out);
-}
-
 static int exec_stmt(tpl_rt *r, scope *s, const node *n) {
     r->line = n->line;
     tv v;
@@ -799,22 +722,12 @@ static int exec_stmt(tpl_rt *r, scope *s, const node *n) {
         scope_capture(s);
         return scope_set(r, s, n->name, tpl_tv_macro_value(m));
     }
-    case N_CALLBLOCK:
-        return exec_callblock(r, s, n);
     case N_FILTERBLOCK: {
         tstr text;
         scope *bs = scope_new(r, s);
         if (!bs || capture(r, bs, &n->items, &text) || apply_filters(r, s, n->b, text, &v))
             return -1;
         return tpl_tv_to_str(r, v, r->out);
-    }
-    case N_WITH: {
-        scope *ws = scope_new(r, s);
-        if (!ws) return -1;
-        for (int i = 0; i + 1 < n->items2.n; i += 2) {
-            if (eval(r, s, n->items2.v[i + 1], &v) || assign(r, ws, n->items2.v[i], v)) return -1;
-        }
-        return exec_body(r, ws, &n->items);
     }
     case N_SCOPE: {
         scope *bs = scope_new(r, s);

@@ -2,11 +2,13 @@
  * chat templates use, with their argument names, defaults and quirks -
  * map/select/reject/selectattr/rejectattr/unique/items return one-shot
  * generators, `title` splits words at "-", spaces and brackets, `int` reads
- * "4.7" as 4, `round` rounds half to even, `default` only replaces
- * Undefined unless asked. `tojson` is Hugging Face's override (json.dumps with
+ * "4.7" as 4, `default` only replaces Undefined unless asked, `safe` and
+ * `escape` make Markup. `tojson` is Hugging Face's override (json.dumps with
  * ensure_ascii=False, indent, separators, sort_keys). Filters jinja2 has but
- * templates do not use (groupby, truncate, wordwrap, urlize, ...) are absent:
- * using one is a parse error. */
+ * chat templates do not use (groupby, truncate, wordcount, round, batch,
+ * center, ...) are absent: using one is a parse error. Which filters are here,
+ * and why those no template of the test corpus uses are kept, is the table in
+ * tests/data/templates/README.md. */
 #include "chat/template_internal.h"
 
 #include <math.h>
@@ -133,21 +135,21 @@ static int f_string(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
     if (no_args(r, at, "string", a)) return -1;
     tstr s;
     if (str_arg(r, v, &s)) return -1;
-    *out = tv_str(s);
+    *out = tv_str_as(v, s); /* soft_str: a Markup stays one */
     return 0;
 }
 
 static int f_upper(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
     tstr s, u;
     if (no_args(r, at, "upper", a) || str_arg(r, v, &s) || tpl_str_upper(r, s, &u)) return -1;
-    *out = tv_str(u);
+    *out = tv_str_as(v, u);
     return 0;
 }
 
 static int f_lower(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
     tstr s, u;
     if (no_args(r, at, "lower", a) || str_arg(r, v, &s) || tpl_str_lower(r, s, &u)) return -1;
-    *out = tv_str(u);
+    *out = tv_str_as(v, u);
     return 0;
 }
 
@@ -155,7 +157,7 @@ static int f_capitalize(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
     tstr s, u;
     if (no_args(r, at, "capitalize", a) || str_arg(r, v, &s) || tpl_str_capitalize(r, s, &u))
         return -1;
-    *out = tv_str(u);
+    *out = tv_str_as(v, u);
     return 0;
 }
 
@@ -196,7 +198,7 @@ static int f_trim(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
     BIND("trim", "chars");
     tstr s, t;
     if (str_arg(r, v, &s) || tpl_str_strip(r, s, g[0] ? p[0] : tv_none(), 3, &t)) return -1;
-    *out = tv_str(t);
+    *out = tv_str_as(v, t);
     return 0;
 }
 
@@ -218,42 +220,17 @@ static int f_replace(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
     return 0;
 }
 
-/* escape and safe return Markup strings in jinja2; here plain strings (see
- * the file comment: autoescaping is off in chat templates). */
+/* escape, forceescape and safe make Markup strings, which print as they are
+ * (autoescaping is off in chat templates) but escape what is added to them. */
 static int f_escape(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
-    tstr s;
-    if (no_args(r, at, "escape", a) || str_arg(r, v, &s)) return -1;
-    sbuf b;
-    tpl_sb_init(&b, tpl_rt_arena(r), TPL_MAX_OUTPUT);
-    for (size_t i = 0; i < s.n; i++) {
-        const char *e = NULL;
-        switch (s.p[i]) {
-        case '&':
-            e = "&amp;";
-            break;
-        case '<':
-            e = "&lt;";
-            break;
-        case '>':
-            e = "&gt;";
-            break;
-        case '"':
-            e = "&#34;";
-            break;
-        case '\'':
-            e = "&#39;";
-            break;
-        }
-        if (e ? tpl_sb_puts(&b, e) : tpl_sb_putc(&b, s.p[i])) return -1;
-    }
-    *out = tv_str(tpl_sb_str(&b));
-    return 0;
+    if (no_args(r, at, "escape", a)) return -1;
+    return tpl_escape(r, v, out);
 }
 
 static int f_safe(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
     tstr s;
     if (no_args(r, at, "safe", a) || str_arg(r, v, &s)) return -1;
-    *out = tv_str(s);
+    *out = tv_markup(s);
     return 0;
 }
 
@@ -300,37 +277,7 @@ static int f_indent(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
         }
         if (tpl_sb_put(&b, line.p, line.n)) return -1;
     }
-    *out = tv_str(tpl_sb_str(&b));
-    return 0;
-}
-
-static int f_center(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
-    BIND("center", "width");
-    tstr s, t;
-    if (str_arg(r, v, &s)) return -1;
-    int64_t width = 80;
-    if (g[0]) {
-        if (p[0].kind != TV_INT) return tpl_rt_error(r, at, "center() width must be an integer");
-        width = p[0].u.i;
-    }
-    if (tpl_str_pad(r, at, s, width, (tstr){" ", 1}, 0, &t)) return -1;
-    *out = tv_str(t);
-    return 0;
-}
-
-static int f_wordcount(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
-    tstr s;
-    if (no_args(r, at, "wordcount", a) || str_arg(r, v, &s)) return -1;
-    int64_t n = 0;
-    bool in_word = false;
-    size_t i = 0;
-    while (i < s.n) {
-        uint32_t cp = tpl_utf8_next(s.p, s.n, &i);
-        bool w = cp == '_' || tpl_py_isalpha(cp) || tpl_py_isnumeric(cp); /* re's \w */
-        if (w && !in_word) n++;
-        in_word = w;
-    }
-    *out = tv_int(n);
+    *out = tv_str_as(v, tpl_sb_str(&b));
     return 0;
 }
 
@@ -354,7 +301,7 @@ static int f_format(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
             l->v[i] = a->pos[i];
         args = tv_list(l, LIST_TUPLE);
     }
-    return tpl_format_percent(r, at, s, args, out);
+    return tpl_format_percent(r, at, tv_str_as(v, s), args, out);
 }
 
 /* --- sequence filters ---------------------------------------------------------------------- */
@@ -670,22 +617,6 @@ static int f_min(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
     return min_max(r, at, v, a, false, out);
 }
 
-static int f_sum(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
-    BIND("sum", "attribute", "start");
-    getter gt;
-    if (getter_init(r, at, &gt, g[0] ? p[0] : tv_none(), false)) return -1;
-    tv acc = g[1] ? p[1] : tv_int(0);
-    tlist *items;
-    if (tpl_tv_iterate(r, at, v, &items)) return -1;
-    for (size_t i = 0; i < items->n; i++) {
-        tv x = items->v[i];
-        if (gt.nparts && getter_get(r, at, &gt, x, &x)) return -1;
-        if (tpl_tv_binop(r, at, OP_ADD, acc, x, &acc)) return -1;
-    }
-    *out = acc;
-    return 0;
-}
-
 static int f_items(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
     if (no_args(r, at, "items", a)) return -1;
     tpl_arena *ar = tpl_rt_arena(r);
@@ -705,48 +636,6 @@ static int f_items(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
     }
     *out = make_gen(r, l, "generator");
     return 0;
-}
-
-static int f_batch(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
-    BIND("batch", "linecount", "fill_with");
-    if (!g[0] || p[0].kind != TV_INT || p[0].u.i <= 0)
-        return tpl_rt_error(r, at, "batch() needs a positive line count");
-    size_t per = (size_t)p[0].u.i;
-    tlist *items;
-    if (tpl_tv_iterate(r, at, v, &items)) return -1;
-    tpl_arena *ar = tpl_rt_arena(r);
-    size_t nb = (items->n + per - 1) / per;
-    tlist *l = tpl_tl_new(ar, nb);
-    if (!l) return -1;
-    bool fill = g[1] && p[1].kind != TV_NONE;
-    for (size_t b = 0; b < nb; b++) {
-        size_t start = b * per, cnt = items->n - start < per ? items->n - start : per;
-        tlist *chunk = tpl_tl_new(ar, fill ? per : cnt);
-        if (!chunk) return -1;
-        for (size_t i = 0; i < chunk->n; i++)
-            chunk->v[i] = i < cnt ? items->v[start + i] : p[1];
-        l->v[b] = tv_list(chunk, LIST_PLAIN);
-    }
-    *out = make_gen(r, l, "generator");
-    return 0;
-}
-
-static int f_attr(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
-    BIND("attr", "name");
-    if (!g[0] || p[0].kind != TV_STR) return tpl_rt_error(r, at, "attr() needs an attribute name");
-    if (v.kind == TV_UNDEF) return tpl_rt_undefined_error(r, at, v);
-    /* getattr only: a dict's keys are not attributes */
-    if (v.kind == TV_DICT) {
-        tv m;
-        if (tpl_method_find(r, v, p[0].u.s, &m)) {
-            *out = m;
-            return 0;
-        }
-        *out =
-            tpl_rt_undef(r, "'dict object' has no attribute '%.*s'", (int)p[0].u.s.n, p[0].u.s.p);
-        return 0;
-    }
-    return tpl_rt_getattr(r, at, v, p[0].u.s, out);
 }
 
 /* --- numbers -------------------------------------------------------------------------------- */
@@ -825,68 +714,6 @@ static int f_float(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
     }
 }
 
-static int f_abs(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
-    if (no_args(r, at, "abs", a)) return -1;
-    if (v.kind == TV_INT || v.kind == TV_BOOL) {
-        int64_t i = v.kind == TV_BOOL ? v.u.b : v.u.i;
-        if (i == INT64_MIN) return tpl_rt_error(r, at, "integer overflow");
-        *out = tv_int(i < 0 ? -i : i);
-        return 0;
-    }
-    if (v.kind == TV_FLOAT) {
-        *out = tv_float(fabs(v.u.f));
-        return 0;
-    }
-    if (v.kind == TV_UNDEF) return tpl_rt_undefined_error(r, at, v);
-    return tpl_rt_error(r, at, "bad operand type for abs(): '%s'", tpl_tv_type_name(v));
-}
-
-static int f_round(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
-    BIND("round", "precision", "method");
-    int64_t prec = 0;
-    if (g[0]) {
-        if (p[0].kind != TV_INT) return tpl_rt_error(r, at, "round() precision must be an integer");
-        prec = p[0].u.i;
-    }
-    int method = 0; /* common, ceil, floor */
-    if (g[1]) {
-        if (p[1].kind == TV_STR && tpl_tstr_eqc(p[1].u.s, "ceil"))
-            method = 1;
-        else if (p[1].kind == TV_STR && tpl_tstr_eqc(p[1].u.s, "floor"))
-            method = 2;
-        else if (!(p[1].kind == TV_STR && tpl_tstr_eqc(p[1].u.s, "common")))
-            return tpl_rt_error(r, at, "method must be common, ceil or floor");
-    }
-    if (v.kind == TV_UNDEF) return tpl_rt_undefined_error(r, at, v);
-    if (v.kind != TV_INT && v.kind != TV_BOOL && v.kind != TV_FLOAT)
-        return tpl_rt_error(r, at, "type %s doesn't define __round__ method", tpl_tv_type_name(v));
-    if (prec > 300) prec = 300;
-    if (prec < -300) prec = -300;
-    double x = v.kind == TV_FLOAT ? v.u.f : (double)(v.kind == TV_BOOL ? v.u.b : v.u.i);
-    if (method == 0 && v.kind != TV_FLOAT && prec >= 0) {
-        *out = v.kind == TV_BOOL ? tv_int(v.u.b) : v;
-        return 0;
-    }
-    double scale = pow(10.0, (double)prec);
-    if (method == 1) {
-        *out = tv_float(ceil(x * scale) / scale);
-    } else if (method == 2) {
-        *out = tv_float(floor(x * scale) / scale);
-    } else if (isnan(x) || isinf(x)) {
-        *out = tv_float(x);
-    } else if (prec >= 0) {
-        char buf[512];
-        snprintf(buf, sizeof buf, "%.*f", (int)(prec > 100 ? 100 : prec), x);
-        *out = tv_float(strtod(buf, NULL));
-    } else {
-        double y = x / pow(10.0, (double)-prec);
-        double rounded = nearbyint(y); /* half to even in the default rounding mode */
-        *out = tv_float(rounded * pow(10.0, (double)-prec));
-    }
-    if (v.kind != TV_FLOAT && method == 0) *out = tv_int((int64_t)out->u.f);
-    return 0;
-}
-
 /* --- tojson ----------------------------------------------------------------------------------- */
 
 static int f_tojson(tpl_rt *r, const node *at, tv v, targs *a, tv *out) {
@@ -933,11 +760,7 @@ static const struct {
     const char *name;
     tpl_filter_fn fn;
 } filters[] = {
-    {"abs", f_abs},
-    {"attr", f_attr},
-    {"batch", f_batch},
     {"capitalize", f_capitalize},
-    {"center", f_center},
     {"count", f_length},
     {"d", f_default},
     {"default", f_default},
@@ -946,7 +769,6 @@ static const struct {
     {"escape", f_escape},
     {"first", f_first},
     {"float", f_float},
-    {"forceescape", f_escape},
     {"format", f_format},
     {"indent", f_indent},
     {"int", f_int},
@@ -963,24 +785,21 @@ static const struct {
     {"rejectattr", f_rejectattr},
     {"replace", f_replace},
     {"reverse", f_reverse},
-    {"round", f_round},
     {"safe", f_safe},
     {"select", f_select},
     {"selectattr", f_selectattr},
     {"sort", f_sort},
     {"string", f_string},
-    {"sum", f_sum},
     {"title", f_title},
     {"tojson", f_tojson},
     {"trim", f_trim},
     {"unique", f_unique},
     {"upper", f_upper},
-    {"wordcount", f_wordcount},
 };
 
 bool tpl_filter_is_lazy(tpl_filter_fn f) {
     return f == f_map || f == f_select || f == f_reject || f == f_selectattr || f == f_rejectattr ||
-           f == f_unique || f == f_items || f == f_batch;
+           f == f_unique || f == f_items;
 }
 
 tpl_filter_fn tpl_filter_find(tstr name) {

@@ -81,16 +81,9 @@ uint32_t tpl_utf8_next(const char *s, size_t n, size_t *i);
 size_t tpl_utf8_len(tstr s); /* code points */
 bool tpl_py_isspace(uint32_t cp);     /* str.isspace() */
 bool tpl_py_isprintable(uint32_t cp); /* str.isprintable(), approximately */
-bool tpl_py_isalpha(uint32_t cp);
-bool tpl_py_isdigit(uint32_t cp);
-bool tpl_py_isnumeric(uint32_t cp);
+/* A decimal digit's value (any script: what int() and float() read), or -1. */
 int tpl_py_decimal(uint32_t cp);
-/* a decimal digit's value (any script), or -1 */ /* a superset of isdigit: isalnum = alpha ||
-                                                     numeric */
-bool tpl_py_iscased(uint32_t cp);                 /* Lu, Ll, Lt: what str.title() looks at */
-bool tpl_py_iscased_lower(uint32_t cp);           /* Python's per-character islower() */
-bool tpl_py_iscased_upper(uint32_t cp);
-bool tpl_py_iscased_title(uint32_t cp);
+bool tpl_py_iscased(uint32_t cp);          /* Lu, Ll, Lt: what str.title() looks at */
 bool tpl_py_iscase_ignorable(uint32_t cp); /* Unicode Case_Ignorable (final sigma) */
 /* Appends the upper/title/lower case of cp (may be several code points: 'ß'). */
 int tpl_py_upper_cp(sbuf *b, uint32_t cp);
@@ -116,6 +109,10 @@ typedef enum {
 } tv_kind;
 
 enum { LIST_PLAIN, LIST_TUPLE, LIST_ITEMS, LIST_KEYS, LIST_VALUES, LIST_RANGE };
+/* TV_STR's sub: a plain str, or markupsafe's Markup (what `safe` and `escape`
+ * make). Autoescaping is off in chat templates, so Markup prints as itself,
+ * but it escapes what is added to it: ('<a>'|safe) + '<' is '<a>&lt;'. */
+enum { STR_PLAIN, STR_MARKUP };
 
 typedef struct tlist tlist;
 typedef struct tdict tdict;
@@ -196,6 +193,17 @@ static inline tv tv_float(double f) {
 static inline tv tv_str(tstr s) {
     tv v = {TV_STR, 0, {.s = s}};
     return v;
+}
+static inline tv tv_markup(tstr s) {
+    tv v = {TV_STR, STR_MARKUP, {.s = s}};
+    return v;
+}
+static inline bool tv_is_markup(tv v) {
+    return v.kind == TV_STR && v.sub == STR_MARKUP;
+}
+/* s as a str of the same type as `like` (Markup in, Markup out). */
+static inline tv tv_str_as(tv like, tstr s) {
+    return tv_is_markup(like) ? tv_markup(s) : tv_str(s);
 }
 static inline tv tv_list(tlist *l, int sub) {
     tv v = {TV_LIST, (uint8_t)sub, {.l = l}};
@@ -304,9 +312,7 @@ typedef enum {
     N_SET,         /* set a = b */
     N_SETBLOCK,    /* set a | b: items endset */
     N_MACRO,       /* macro name(params = defaults): items */
-    N_CALLBLOCK,   /* call(params = defaults) a: items */
     N_FILTERBLOCK, /* filter b: items */
-    N_WITH,        /* with params = items2: items */
     N_SCOPE,       /* generation: items */
     N_BREAK,
     N_CONTINUE,
@@ -335,19 +341,19 @@ typedef struct {
     node *star, *dstar; /* *args, **kwargs */
 } callargs;
 
-enum { MACRO_VARARGS = 1, MACRO_KWARGS = 2, MACRO_CALLER = 4 };
+enum { MACRO_VARARGS = 1, MACRO_KWARGS = 2 };
 /* N_BINOP `**` whose base jinja2 folds to a constant (see template_parse.c) */
 enum { POW_NEGATED_BASE = 1 };
 
 struct node {
     uint8_t kind;
     uint8_t op;
-    uint8_t flags; /* N_MACRO/N_CALLBLOCK: MACRO_*; N_BINOP: POW_NEGATED_BASE */
+    uint8_t flags; /* N_MACRO: MACRO_*; N_BINOP: POW_NEGATED_BASE */
     int line;
     node *a, *b, *c;
     nodelist items, items2;
     tstr name, name2;
-    tstr *params; /* N_MACRO, N_CALLBLOCK: parameter names (defaults in items2, last ones) */
+    tstr *params; /* N_MACRO: parameter names (defaults in items2, last ones) */
     int nparams;
     uint8_t *ops;   /* N_COMPARE */
     callargs *args; /* N_CALL, N_FILTER, N_TEST */
@@ -372,22 +378,26 @@ struct targs {
 };
 
 struct tmacro {
-    const node *def; /* N_MACRO or N_CALLBLOCK */
+    const node *def; /* N_MACRO */
     struct scope *closure;
-    tv caller; /* the caller() a call block passes, or undefined */
 };
+
+/* How a str method treats a Markup self (markupsafe's wrappers): MK_NONE
+ * returns what str's does (startswith, find, ...); the others return Markup
+ * (a list or tuple of Markup), after escaping the second argument
+ * (replace's new) or each item of the first (join). */
+enum { MK_NONE, MK_RESULT, MK_ESCAPE_ARG1, MK_ESCAPE_ITEMS };
 
 struct tfunc {
     tpl_func_fn fn;
     const char *name;
     tv self;
+    uint8_t markup; /* MK_*: a str method bound to a Markup */
 };
 
 struct tloop {
     tlist *items;
     size_t index; /* 0-based */
-    tv last_changed;
-    bool has_changed;
 };
 
 /* Raises a runtime error at a node: "chat template line N: ...". Returns -1. */
@@ -447,8 +457,14 @@ int tpl_tv_slice(tpl_rt *r, const node *at, tv obj, tv start, tv stop, tv step, 
 /* Python's binary arithmetic (+ - * / // % **). */
 int tpl_tv_binop(tpl_rt *r, const node *at, int op, tv a, tv b, tv *out);
 tv tpl_tv_macro_value(tmacro *m);
-/* printf-style `fmt % args` (the % operator on strings, the format filter). */
-int tpl_format_percent(tpl_rt *r, const node *at, tstr fmt, tv args, tv *out);
+/* printf-style `fmt % args` (the % operator on strings, the format filter);
+ * a Markup fmt escapes what %s and %r insert and gives Markup. */
+int tpl_format_percent(tpl_rt *r, const node *at, tv fmt, tv args, tv *out);
+/* markupsafe.escape(v): Markup unchanged, anything else str(v) with & < > ' "
+ * replaced, as Markup. */
+int tpl_escape(tpl_rt *r, tv v, tv *out);
+/* Calls a str method bound to a Markup (f->markup != MK_NONE). */
+int tpl_markup_call(tpl_rt *r, const node *at, const tfunc *f, targs *a, tv *out);
 
 /* json.dumps(v, ensure_ascii, indent, separators, sort_keys) (template_json.c). */
 typedef struct {
@@ -472,8 +488,6 @@ int tpl_str_strip(tpl_rt *r, tstr s, tv chars, int mode, tstr *out);
 int tpl_str_replace(tpl_rt *r, const node *at, tstr s, tstr old, tstr rep, int64_t count,
                     tstr *out);
 int tpl_str_splitlines(tpl_rt *r, tstr s, bool keepends, tlist **out);
-/* str.center (mode 0), ljust (1), rjust (2) with a one-character fill. */
-int tpl_str_pad(tpl_rt *r, const node *at, tstr s, int64_t width, tstr fill, int mode, tstr *out);
 /* Python's int(s, base) and float(s) on strings; -1 when Python raises ValueError. */
 int tpl_py_parse_int(tstr s, int base, int64_t *out);
 int tpl_py_parse_float(tstr s, double *out);
@@ -509,6 +523,7 @@ static inline int no_args(tpl_rt *r, const node *at, const char *fname, targs *a
 typedef struct {
     const char *name;
     tpl_func_fn fn;
+    uint8_t markup; /* MK_*: what the method does on a Markup */
 } tpl_method;
 extern const tpl_method tpl_str_methods[];
 extern const size_t tpl_str_methods_count;

@@ -140,14 +140,17 @@ static int m_lindex(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
 }
 
 static const tpl_method dict_methods[] = {
-    {"items", m_items}, {"keys", m_keys},  {"values", m_values}, {"get", m_get},   {"copy", m_copy},
-    {"pop", NULL},      {"popitem", NULL}, {"setdefault", NULL}, {"update", NULL}, {"clear", NULL},
+    {"items", m_items, MK_NONE}, {"keys", m_keys, MK_NONE},     {"values", m_values, MK_NONE},
+    {"get", m_get, MK_NONE},     {"copy", m_copy, MK_NONE},     {"pop", NULL, MK_NONE},
+    {"popitem", NULL, MK_NONE},  {"setdefault", NULL, MK_NONE}, {"update", NULL, MK_NONE},
+    {"clear", NULL, MK_NONE},
 };
 
 static const tpl_method list_methods[] = {
-    {"count", m_lcount}, {"index", m_lindex}, {"copy", m_copy}, {"append", NULL},
-    {"extend", NULL},    {"insert", NULL},    {"pop", NULL},    {"remove", NULL},
-    {"reverse", NULL},   {"sort", NULL},      {"clear", NULL},
+    {"count", m_lcount, MK_NONE}, {"index", m_lindex, MK_NONE}, {"copy", m_copy, MK_NONE},
+    {"append", NULL, MK_NONE},    {"extend", NULL, MK_NONE},    {"insert", NULL, MK_NONE},
+    {"pop", NULL, MK_NONE},       {"remove", NULL, MK_NONE},    {"reverse", NULL, MK_NONE},
+    {"sort", NULL, MK_NONE},      {"clear", NULL, MK_NONE},
 };
 
 static bool find_in(tpl_rt *r, const tpl_method *m, size_t n, tv self, tstr name, tv *out) {
@@ -166,6 +169,7 @@ static bool find_in(tpl_rt *r, const tpl_method *m, size_t n, tv self, tstr name
         f->fn = m[i].fn;
         f->name = m[i].name;
         f->self = self;
+        f->markup = tv_is_markup(self) ? m[i].markup : MK_NONE;
         out->kind = TV_FUNC;
         out->sub = 0;
         out->u.fn = f;

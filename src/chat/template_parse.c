@@ -1,8 +1,9 @@
 /* Chat-template parser: tokens -> syntax tree, following jinja2's parser
  * (jinja2/parser.py) rule for rule, so precedence and the odd corners agree:
  * filters bind tighter than arithmetic (`'a' + x|trim`), unary minus applies
- * before a filter (`-x|abs` is abs(-x)), `**` is left-associative, tests take
- * one bare argument (`x is divisibleby 3`), `for ... if` filters the loop.
+ * before a filter (`-x|length` is length(-x)), `**` is left-associative,
+ * tests take one bare argument (`x is divisibleby 3`), `for ... if` filters
+ * the loop.
  *
  * After parsing, a pass resolves filter and test names as jinja2's compiler
  * does: an unknown name is an error, except inside `if` statements and `x if
@@ -159,7 +160,6 @@ static node *parse_unary(parser *P, bool with_filter);
 static void note_name(parser *P, tstr name) {
     int flag = tpl_tstr_eqc(name, "varargs")  ? MACRO_VARARGS
                : tpl_tstr_eqc(name, "kwargs") ? MACRO_KWARGS
-               : tpl_tstr_eqc(name, "caller") ? MACRO_CALLER
                                               : 0;
     if (flag)
         for (int k = 0; k < P->nmacros; k++)
@@ -960,39 +960,10 @@ static node *parse_macro(parser *P, int line) {
     return parse_macro_like(P, n, "endmacro");
 }
 
-static node *parse_call_block(parser *P, int line) {
-    node *n = mk(P, N_CALLBLOCK, line);
-    if (!n) return NULL;
-    if (is_op(cur(P), OP_LPAREN) && parse_signature(P, n)) return NULL;
-    node *call = parse_expression(P, true);
-    if (!call) return NULL;
-    if (call->kind != N_CALL) {
-        perr(P, line, "expected call");
-        return NULL;
-    }
-    n->a = call;
-    return parse_macro_like(P, n, "endcall");
-}
-
 static node *parse_filter_block(parser *P, int line) {
     static const char *const end[] = {"endfilter", NULL};
     node *n = mk(P, N_FILTERBLOCK, line);
     if (!n || !(n->b = parse_filter(P, NULL, true))) return NULL;
-    return parse_statements(P, end, true, &n->items) ? NULL : n;
-}
-
-static node *parse_with(parser *P, int line) {
-    static const char *const end[] = {"endwith", NULL};
-    node *n = mk(P, N_WITH, line);
-    if (!n) return NULL;
-    while (cur(P)->kind != T_BLOCK_END) {
-        if (n->items2.n && expect_op(P, OP_COMMA)) return NULL;
-        node *target = parse_assign_target(P, false, false, NULL);
-        if (!target || expect_op(P, OP_ASSIGN)) return NULL;
-        node *v = parse_expression(P, true);
-        /* items2 holds pairs: target, value */
-        if (!v || push(P, &n->items2, target) || push(P, &n->items2, v)) return NULL;
-    }
     return parse_statements(P, end, true, &n->items) ? NULL : n;
 }
 
@@ -1014,12 +985,8 @@ static node *parse_statement(parser *P) {
         n = parse_set(P, line);
     } else if (is_name(t, "macro")) {
         n = parse_macro(P, line);
-    } else if (is_name(t, "call")) {
-        n = parse_call_block(P, line);
     } else if (is_name(t, "filter")) {
         n = parse_filter_block(P, line);
-    } else if (is_name(t, "with")) {
-        n = parse_with(P, line);
     } else if (is_name(t, "print")) {
         if ((n = mk(P, N_OUTPUT, line)) && !(n->a = parse_tuple(P, false, true, NULL, false)))
             n = NULL;
@@ -1033,7 +1000,7 @@ static node *parse_statement(parser *P) {
         if ((n = mk(P, N_SCOPE, line)) && parse_statements(P, end, true, &n->items)) n = NULL;
     } else if (is_name(t, "block") || is_name(t, "extends") || is_name(t, "include") ||
                is_name(t, "import") || is_name(t, "from") || is_name(t, "autoescape") ||
-               is_name(t, "do")) {
+               is_name(t, "do") || is_name(t, "call") || is_name(t, "with")) {
         perr(P, line, "the '%.*s' tag is not supported in chat templates", (int)t->s.n, t->s.p);
     } else {
         perr(P, line, "encountered unknown tag '%.*s'", (int)(t->s.n > 40 ? 40 : t->s.n), t->s.p);
@@ -1105,11 +1072,10 @@ static int resolve(node *n, bool soft) {
                            n->name.p);
     }
     /* jinja2 compiles `if` statements and `a if b else c` in a "soft" frame;
-     * loops, macros and with-blocks open a fresh one. */
+     * loops, macros and blocks open a fresh one. */
     bool inner = soft;
     if (n->kind == N_IF || n->kind == N_COND) inner = true;
-    if (n->kind == N_FOR || n->kind == N_MACRO || n->kind == N_CALLBLOCK || n->kind == N_WITH ||
-        n->kind == N_SCOPE || n->kind == N_FILTERBLOCK)
+    if (n->kind == N_FOR || n->kind == N_MACRO || n->kind == N_SCOPE || n->kind == N_FILTERBLOCK)
         inner = false;
     if (n->kind == N_FOR) {
         /* the iterable is evaluated in the enclosing frame */

@@ -2,8 +2,10 @@
  * (final sigma, 'ß'.upper()), strip/split/splitlines/replace with Python's
  * whitespace and line-break sets, int() and float() of strings, printf-style
  * `%` formatting, and the str methods templates call (content.strip(),
- * s.split('\n'), s.startswith(...), '{}'.format(...)). Indices count code
- * points, as Python's do. */
+ * s.split('\n'), s.startswith(...), '{}'.format(...)), and markupsafe's
+ * Markup on top of them. Indices count code points, as Python's do. Methods
+ * for text layout and character classes (center, zfill, isdigit, ...) are left
+ * out: tests/data/templates/README.md lists what is here and why. */
 #include "chat/template_internal.h"
 
 #include <inttypes.h>
@@ -341,7 +343,9 @@ int tpl_py_parse_float(tstr s, double *out) {
 
 /* --- printf-style formatting ------------------------------------------------------------ */
 
-int tpl_format_percent(tpl_rt *r, const node *at, tstr fmt, tv args, tv *out) {
+int tpl_format_percent(tpl_rt *r, const node *at, tv fmtv, tv args, tv *out) {
+    tstr fmt = fmtv.u.s;
+    bool markup = tv_is_markup(fmtv);
     sbuf b;
     tpl_sb_init(&b, tpl_rt_arena(r), TPL_MAX_OUTPUT);
     const tlist *tuple = NULL;
@@ -421,6 +425,11 @@ int tpl_format_percent(tpl_rt *r, const node *at, tstr fmt, tv args, tv *out) {
             tpl_sb_init(&sb, tpl_rt_arena(r), TPL_MAX_OUTPUT);
             if (type == 's' ? tpl_tv_to_str(r, arg, &sb) : tpl_tv_repr(r, arg, &sb)) return -1;
             tstr s = tpl_sb_str(&sb);
+            if (markup && !(type == 's' && tv_is_markup(arg))) {
+                tv e;
+                if (tpl_escape(r, tv_str(s), &e)) return -1;
+                s = e.u.s;
+            }
             if (prec >= 0) {
                 size_t bi = 0;
                 for (int c = 0; c < prec && bi < s.n; c++)
@@ -485,7 +494,78 @@ int tpl_format_percent(tpl_rt *r, const node *at, tstr fmt, tv args, tv *out) {
     }
     if (!subscriptable && argi < tuple->n && !used_mapping)
         return tpl_rt_error(r, at, "not all arguments converted during string formatting");
-    *out = tv_str(tpl_sb_str(&b));
+    *out = tv_str_as(fmtv, tpl_sb_str(&b));
+    return 0;
+}
+
+/* --- Markup ------------------------------------------------------------------------------ */
+
+int tpl_escape(tpl_rt *r, tv v, tv *out) {
+    if (tv_is_markup(v)) {
+        *out = v;
+        return 0;
+    }
+    tstr s;
+    if (tpl_tv_stringify(r, v, &s)) return -1;
+    sbuf b;
+    tpl_sb_init(&b, tpl_rt_arena(r), TPL_MAX_OUTPUT);
+    for (size_t i = 0; i < s.n; i++) {
+        const char *e = NULL;
+        switch (s.p[i]) {
+        case '&':
+            e = "&amp;";
+            break;
+        case '<':
+            e = "&lt;";
+            break;
+        case '>':
+            e = "&gt;";
+            break;
+        case '"':
+            e = "&#34;";
+            break;
+        case '\'':
+            e = "&#39;";
+            break;
+        }
+        if (e ? tpl_sb_puts(&b, e) : tpl_sb_putc(&b, s.p[i])) return -1;
+    }
+    *out = tv_markup(tpl_sb_str(&b));
+    return 0;
+}
+
+int tpl_markup_call(tpl_rt *r, const node *at, const tfunc *f, targs *a, tv *out) {
+    targs esc = *a;
+    if (f->markup == MK_ESCAPE_ARG1 && a->n > 1) {
+        esc.pos = tpl_ar_alloc(tpl_rt_arena(r), (size_t)a->n * sizeof *esc.pos);
+        if (!esc.pos) return -1;
+        for (int i = 0; i < a->n; i++)
+            esc.pos[i] = a->pos[i];
+        if (tpl_escape(r, a->pos[1], &esc.pos[1])) return -1;
+    } else if (f->markup == MK_ESCAPE_ITEMS && a->n == 1 && !a->nk) {
+        /* Markup.join(map(escape, iterable)): the items need not be strings */
+        tlist *items;
+        if (tpl_tv_iterate(r, at, a->pos[0], &items)) return -1;
+        tlist *l = tpl_tl_new(tpl_rt_arena(r), items->n);
+        if (!l) return -1;
+        for (size_t i = 0; i < items->n; i++)
+            if (tpl_escape(r, items->v[i], &l->v[i])) return -1;
+        esc.pos = tpl_ar_alloc(tpl_rt_arena(r), sizeof *esc.pos);
+        if (!esc.pos) return -1;
+        esc.pos[0] = tv_list(l, LIST_PLAIN);
+    }
+    if (f->fn(r, at, f->self, &esc, out)) return -1;
+    if (out->kind == TV_STR) {
+        out->sub = STR_MARKUP;
+    } else if (out->kind == TV_LIST) { /* split(), partition(): new lists of Markup */
+        tlist *l = tpl_tl_new(tpl_rt_arena(r), out->u.l->n);
+        if (!l) return -1;
+        for (size_t i = 0; i < l->n; i++) {
+            l->v[i] = out->u.l->v[i];
+            if (l->v[i].kind == TV_STR) l->v[i].sub = STR_MARKUP;
+        }
+        out->u.l = l;
+    }
     return 0;
 }
 
@@ -837,110 +917,6 @@ static int m_join(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
     return 0;
 }
 
-static int char_class(tpl_rt *r, const node *at, tv self, targs *a, tv *out, int cls,
-                      const char *name) {
-    if (no_args(r, at, name, a)) return -1;
-    tstr s = self.u.s;
-    bool ok = s.n > 0;
-    size_t i = 0;
-    while (i < s.n && ok) {
-        uint32_t cp = tpl_utf8_next(s.p, s.n, &i);
-        switch (cls) {
-        case 0:
-            ok = tpl_py_isdigit(cp);
-            break;
-        case 1:
-            ok = tpl_py_isalpha(cp);
-            break;
-        case 2:
-            ok = tpl_py_isalpha(cp) || tpl_py_isnumeric(cp);
-            break;
-        default:
-            ok = tpl_py_isspace(cp);
-            break;
-        }
-    }
-    *out = tv_bool(ok);
-    return 0;
-}
-static int m_isdigit(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
-    return char_class(r, at, self, a, out, 0, "isdigit");
-}
-static int m_isalpha(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
-    return char_class(r, at, self, a, out, 1, "isalpha");
-}
-static int m_isalnum(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
-    return char_class(r, at, self, a, out, 2, "isalnum");
-}
-static int m_isspace(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
-    return char_class(r, at, self, a, out, 3, "isspace");
-}
-
-static int m_islower_upper(tpl_rt *r, const node *at, tv self, targs *a, tv *out, bool lower) {
-    bool res;
-    tpl_test_fn t = tpl_test_find(tstr_c(lower ? "lower" : "upper"));
-    if (t(r, at, self, a, &res)) return -1;
-    *out = tv_bool(res);
-    return 0;
-}
-static int m_islower(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
-    return m_islower_upper(r, at, self, a, out, true);
-}
-static int m_isupper(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
-    return m_islower_upper(r, at, self, a, out, false);
-}
-
-int tpl_str_pad(tpl_rt *r, const node *at, tstr s, int64_t width, tstr fill, int mode, tstr *out) {
-    int64_t len = (int64_t)tpl_utf8_len(s);
-    if (width > TPL_MAX_OUTPUT) return tpl_rt_error(r, at, "padding width too large");
-    if (width <= len) {
-        *out = s;
-        return 0;
-    }
-    int64_t marg = width - len, left;
-    if (mode == 0)
-        left = marg / 2 + (marg & width & 1); /* center, as CPython rounds */
-    else if (mode == 1)
-        left = 0; /* ljust */
-    else
-        left = marg; /* rjust */
-    sbuf b;
-    tpl_sb_init(&b, tpl_rt_arena(r), TPL_MAX_OUTPUT);
-    for (int64_t i = 0; i < left; i++)
-        if (tpl_sb_put(&b, fill.p, fill.n)) return -1;
-    if (tpl_sb_put(&b, s.p, s.n)) return -1;
-    for (int64_t i = left; i < marg; i++)
-        if (tpl_sb_put(&b, fill.p, fill.n)) return -1;
-    *out = tpl_sb_str(&b);
-    return 0;
-}
-
-static int pad_common(tpl_rt *r, const node *at, tv self, targs *a, tv *out, int mode,
-                      const char *name) {
-    BIND(name, "width", "fillchar");
-    if (!g[0] || (p[0].kind != TV_INT && p[0].kind != TV_BOOL))
-        return tpl_rt_error(r, at, "%s() needs an integer width", name);
-    int64_t width = p[0].kind == TV_BOOL ? p[0].u.b : p[0].u.i;
-    tstr fill = {" ", 1}, t;
-    if (g[1]) {
-        if (p[1].kind != TV_STR || tpl_utf8_len(p[1].u.s) != 1)
-            return tpl_rt_error(r, at, "The fill character must be exactly one character long");
-        fill = p[1].u.s;
-    }
-    if (tpl_str_pad(r, at, self.u.s, width, fill, mode, &t)) return -1;
-    *out = tv_str(t);
-    return 0;
-}
-static int m_center(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
-    return pad_common(r, at, self, a, out, 0, "center");
-}
-static int m_ljust(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
-    return pad_common(r, at, self, a, out, 1, "ljust");
-}
-static int m_rjust(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
-    return pad_common(r, at, self, a, out, 2, "rjust");
-}
-
 static int affix_remove(tpl_rt *r, const node *at, tv self, targs *a, tv *out, bool suffix) {
     BIND(suffix ? "removesuffix" : "removeprefix", "affix");
     if (!g[0] || p[0].kind != TV_STR) return tpl_rt_error(r, at, "argument must be str");
@@ -999,30 +975,6 @@ static int m_rpartition(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
     return partition_common(r, at, self, a, out, true);
 }
 
-static int m_zfill(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
-    BIND("zfill", "width");
-    if (!g[0] || p[0].kind != TV_INT) return tpl_rt_error(r, at, "zfill() needs an integer width");
-    tstr s = self.u.s;
-    int64_t len = (int64_t)tpl_utf8_len(s), width = p[0].u.i;
-    if (width > TPL_MAX_OUTPUT) return tpl_rt_error(r, at, "zfill() width too large");
-    if (width <= len) {
-        *out = self;
-        return 0;
-    }
-    sbuf b;
-    tpl_sb_init(&b, tpl_rt_arena(r), TPL_MAX_OUTPUT);
-    size_t i = 0;
-    if (s.n && (s.p[0] == '+' || s.p[0] == '-')) {
-        if (tpl_sb_putc(&b, s.p[0])) return -1;
-        i = 1;
-    }
-    for (int64_t k = 0; k < width - len; k++)
-        if (tpl_sb_putc(&b, '0')) return -1;
-    if (tpl_sb_put(&b, s.p + i, s.n - i)) return -1;
-    *out = tv_str(tpl_sb_str(&b));
-    return 0;
-}
-
 /* str.format with {} {0} {name} {name.attr} {name[key]} fields, !s/!r, no format specs. */
 static int m_format(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
     tstr f = self.u.s;
@@ -1055,6 +1007,7 @@ static int m_format(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
         tstr field = {f.p + i + 1, (size_t)(close - f.p) - i - 1};
         i = (size_t)(close - f.p) + 1;
         char conv = 's';
+        bool explicit_conv = false;
         const char *bang = memchr(field.p, '!', field.n);
         if (memchr(field.p, ':', field.n))
             return tpl_rt_error(r, at, "format specs in str.format are not supported");
@@ -1062,6 +1015,7 @@ static int m_format(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
             if ((size_t)(bang - field.p) + 2 != field.n)
                 return tpl_rt_error(r, at, "invalid conversion in format string");
             conv = bang[1];
+            explicit_conv = true;
             field.n = (size_t)(bang - field.p);
         }
         size_t name_end = 0;
@@ -1102,46 +1056,51 @@ static int m_format(tpl_rt *r, const node *at, tv self, targs *a, tv *out) {
             }
         }
         if (v.kind == TV_UNDEF) return tpl_rt_undefined_error(r, at, v);
-        if (conv == 'r' ? tpl_tv_repr(r, v, &b) : tpl_tv_to_str(r, v, &b)) return -1;
+        if (!tv_is_markup(self)) {
+            if (conv == 'r' ? tpl_tv_repr(r, v, &b) : tpl_tv_to_str(r, v, &b)) return -1;
+            continue;
+        }
+        /* markupsafe's EscapeFormatter: a Markup field as itself, the rest escaped
+         * (after !s or !r, a Markup too) */
+        if (!explicit_conv && tv_is_markup(v)) {
+            if (tpl_sb_put(&b, v.u.s.p, v.u.s.n)) return -1;
+            continue;
+        }
+        sbuf fb;
+        tpl_sb_init(&fb, tpl_rt_arena(r), TPL_MAX_OUTPUT);
+        tv e;
+        if ((conv == 'r' ? tpl_tv_repr(r, v, &fb) : tpl_tv_to_str(r, v, &fb)) ||
+            tpl_escape(r, tv_str(tpl_sb_str(&fb)), &e) || tpl_sb_put(&b, e.u.s.p, e.u.s.n))
+            return -1;
     }
     *out = tv_str(tpl_sb_str(&b));
     return 0;
 }
 
 const tpl_method tpl_str_methods[] = {
-    {"strip", m_strip},
-    {"lstrip", m_lstrip},
-    {"rstrip", m_rstrip},
-    {"upper", m_upper},
-    {"lower", m_lower},
-    {"title", m_title},
-    {"capitalize", m_capitalize},
-    {"split", m_split},
-    {"rsplit", m_rsplit},
-    {"splitlines", m_splitlines},
-    {"startswith", m_startswith},
-    {"endswith", m_endswith},
-    {"find", m_find},
-    {"rfind", m_rfind},
-    {"index", m_sindex},
-    {"rindex", m_rindex},
-    {"count", m_scount},
-    {"replace", m_replace},
-    {"join", m_join},
-    {"isdigit", m_isdigit},
-    {"isalpha", m_isalpha},
-    {"isalnum", m_isalnum},
-    {"isspace", m_isspace},
-    {"islower", m_islower},
-    {"isupper", m_isupper},
-    {"center", m_center},
-    {"ljust", m_ljust},
-    {"rjust", m_rjust},
-    {"removeprefix", m_removeprefix},
-    {"removesuffix", m_removesuffix},
-    {"partition", m_partition},
-    {"rpartition", m_rpartition},
-    {"zfill", m_zfill},
-    {"format", m_format},
+    {"strip", m_strip, MK_RESULT},
+    {"lstrip", m_lstrip, MK_RESULT},
+    {"rstrip", m_rstrip, MK_RESULT},
+    {"upper", m_upper, MK_RESULT},
+    {"lower", m_lower, MK_RESULT},
+    {"title", m_title, MK_RESULT},
+    {"capitalize", m_capitalize, MK_RESULT},
+    {"split", m_split, MK_RESULT},
+    {"rsplit", m_rsplit, MK_RESULT},
+    {"splitlines", m_splitlines, MK_RESULT},
+    {"startswith", m_startswith, MK_NONE},
+    {"endswith", m_endswith, MK_NONE},
+    {"find", m_find, MK_NONE},
+    {"rfind", m_rfind, MK_NONE},
+    {"index", m_sindex, MK_NONE},
+    {"rindex", m_rindex, MK_NONE},
+    {"count", m_scount, MK_NONE},
+    {"replace", m_replace, MK_ESCAPE_ARG1},
+    {"join", m_join, MK_ESCAPE_ITEMS},
+    {"removeprefix", m_removeprefix, MK_RESULT},
+    {"removesuffix", m_removesuffix, MK_RESULT},
+    {"partition", m_partition, MK_RESULT},
+    {"rpartition", m_rpartition, MK_RESULT},
+    {"format", m_format, MK_RESULT},
 };
 const size_t tpl_str_methods_count = sizeof tpl_str_methods / sizeof *tpl_str_methods;

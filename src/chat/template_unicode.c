@@ -61,16 +61,6 @@ bool tpl_py_isprintable(uint32_t cp) {
     return !in_ranges(tpl_nonprintable, tpl_nonprintable_count, cp);
 }
 
-bool tpl_py_isalpha(uint32_t cp) {
-    if (cp < 0x80) return (cp | 0x20) >= 'a' && (cp | 0x20) <= 'z';
-    return in_ranges(tpl_alpha, tpl_alpha_count, cp);
-}
-
-bool tpl_py_isdigit(uint32_t cp) {
-    if (cp < 0x80) return cp >= '0' && cp <= '9';
-    return in_ranges(tpl_digit, tpl_digit_count, cp);
-}
-
 int tpl_py_decimal(uint32_t cp) {
     if (cp < 0x80) return cp >= '0' && cp <= '9' ? (int)(cp - '0') : -1;
     const tpl_range *run = find_range(tpl_decimal, tpl_decimal_count, cp);
@@ -79,11 +69,6 @@ int tpl_py_decimal(uint32_t cp) {
 
 bool tpl_py_iscase_ignorable(uint32_t cp) {
     return in_ranges(tpl_case_ignorable, tpl_case_ignorable_count, cp);
-}
-
-bool tpl_py_isnumeric(uint32_t cp) {
-    if (cp < 0x80) return cp >= '0' && cp <= '9';
-    return in_ranges(tpl_numeric, tpl_numeric_count, cp);
 }
 
 static bool is_cased(uint32_t cp) {
@@ -107,20 +92,6 @@ static const tpl_case_run *find_run(const tpl_case_run *r, int n, uint32_t cp) {
 static uint32_t map_single(const tpl_case_run *r, int n, uint32_t cp) {
     const tpl_case_run *run = find_run(r, n, cp);
     return run ? (uint32_t)((int32_t)cp + run->delta) : cp;
-}
-
-bool tpl_py_iscased_lower(uint32_t cp) {
-    if (cp < 0x80) return cp >= 'a' && cp <= 'z';
-    return in_ranges(tpl_lower_chars, tpl_lower_chars_count, cp);
-}
-
-bool tpl_py_iscased_title(uint32_t cp) {
-    return cp >= 0x80 && in_ranges(tpl_title_chars, tpl_title_chars_count, cp);
-}
-
-bool tpl_py_iscased_upper(uint32_t cp) {
-    if (cp < 0x80) return cp >= 'A' && cp <= 'Z';
-    return is_cased(cp) && !tpl_py_iscased_lower(cp) && !tpl_py_iscased_title(cp);
 }
 
 static int put_mapped(sbuf *b, uint32_t cp, const tpl_case_run *r, int nr, const tpl_case_multi *m,

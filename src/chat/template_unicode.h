@@ -25,11 +25,8 @@ extern const tpl_case_run tpl_upper_runs[], tpl_lower_runs[], tpl_title_runs[];
 extern const int tpl_upper_runs_count, tpl_lower_runs_count, tpl_title_runs_count;
 extern const tpl_case_multi tpl_upper_multi[], tpl_lower_multi[], tpl_title_multi[];
 extern const int tpl_upper_multi_count, tpl_lower_multi_count, tpl_title_multi_count;
-extern const tpl_range tpl_nonprintable[], tpl_cased[], tpl_alpha[], tpl_digit[];
-extern const int tpl_nonprintable_count, tpl_cased_count, tpl_alpha_count, tpl_digit_count;
-extern const tpl_range tpl_lower_chars[], tpl_title_chars[], tpl_numeric[], tpl_case_ignorable[],
-    tpl_decimal[];
-extern const int tpl_lower_chars_count, tpl_title_chars_count, tpl_numeric_count,
-    tpl_case_ignorable_count, tpl_decimal_count;
+extern const tpl_range tpl_nonprintable[], tpl_cased[], tpl_case_ignorable[], tpl_decimal[];
+extern const int tpl_nonprintable_count, tpl_cased_count, tpl_case_ignorable_count,
+    tpl_decimal_count;
 
 #endif

@@ -110,7 +110,7 @@ const char *tpl_tv_type_name(tv v) {
     case TV_FLOAT:
         return "float";
     case TV_STR:
-        return "str";
+        return v.sub == STR_MARKUP ? "Markup" : "str";
     case TV_LIST:
         switch (v.sub) {
         case LIST_TUPLE:
@@ -458,7 +458,10 @@ static int repr_depth(tpl_rt *r, tv v, sbuf *b, int depth, bool as_str) {
         tpl_fmt_float(v.u.f, num, sizeof num);
         return tpl_sb_puts(b, num);
     case TV_STR:
-        return as_str ? tpl_sb_put(b, v.u.s.p, v.u.s.n) : repr_str(b, v.u.s);
+        if (as_str) return tpl_sb_put(b, v.u.s.p, v.u.s.n);
+        if (v.sub == STR_MARKUP)
+            return tpl_sb_puts(b, "Markup(") || repr_str(b, v.u.s) || tpl_sb_putc(b, ')');
+        return repr_str(b, v.u.s);
     case TV_LIST: {
         const tlist *l = v.u.l;
         switch (v.sub) {
@@ -736,7 +739,7 @@ int tpl_tv_slice(tpl_rt *r, const node *at, tv obj, tv vstart, tv vstop, tv vste
     if (step == 1) {
         size_t b0 = ascii ? (size_t)start : off[start];
         size_t b1 = ascii ? (size_t)(start + (int64_t)n) : off[start + (int64_t)n];
-        *out = tv_str((tstr){obj.u.s.p + b0, b1 - b0});
+        *out = tv_str_as(obj, (tstr){obj.u.s.p + b0, b1 - b0});
         return 0;
     }
     sbuf b;
@@ -746,7 +749,7 @@ int tpl_tv_slice(tpl_rt *r, const node *at, tv obj, tv vstart, tv vstop, tv vste
         size_t b0 = ascii ? (size_t)k : off[k], b1 = ascii ? (size_t)k + 1 : off[k + 1];
         if (tpl_sb_put(&b, obj.u.s.p + b0, b1 - b0)) return -1;
     }
-    *out = tv_str(tpl_sb_str(&b));
+    *out = tv_str_as(obj, tpl_sb_str(&b));
     return 0;
 }
 
@@ -829,7 +832,7 @@ static int repeat(tpl_rt *r, const node *at, tv seq, int64_t times, tv *out) {
         tpl_sb_init(&b, a, TPL_MAX_OUTPUT);
         for (int64_t i = 0; i < times; i++)
             if (tpl_sb_put(&b, seq.u.s.p, seq.u.s.n)) return -1;
-        *out = tv_str(tpl_sb_str(&b));
+        *out = tv_str_as(seq, tpl_sb_str(&b));
         return 0;
     }
     size_t n = seq.u.l->n;
@@ -868,7 +871,7 @@ static void float_divmod(double vx, double wx, double *floordiv, double *mod) {
 
 int tpl_tv_binop(tpl_rt *r, const node *at, int op, tv a, tv b, tv *out) {
     /* str % x formats even an Undefined x (str's own % runs first) */
-    if (op == OP_MOD && a.kind == TV_STR) return tpl_format_percent(r, at, a.u.s, b, out);
+    if (op == OP_MOD && a.kind == TV_STR) return tpl_format_percent(r, at, a, b, out);
     if (a.kind == TV_UNDEF) return tpl_rt_undefined_error(r, at, a);
     if (b.kind == TV_UNDEF) return tpl_rt_undefined_error(r, at, b);
     tpl_arena *ar = tpl_rt_arena(r);
@@ -956,10 +959,13 @@ int tpl_tv_binop(tpl_rt *r, const node *at, int op, tv a, tv b, tv *out) {
     }
     if (op == OP_ADD) {
         if (a.kind == TV_STR && b.kind == TV_STR) {
+            /* Markup + str escapes the str, str + Markup too; the sum is Markup */
+            bool markup = tv_is_markup(a) || tv_is_markup(b);
+            if (markup && (tpl_escape(r, a, &a) || tpl_escape(r, b, &b))) return -1;
             sbuf s;
             tpl_sb_init(&s, ar, TPL_MAX_OUTPUT);
             if (tpl_sb_put(&s, a.u.s.p, a.u.s.n) || tpl_sb_put(&s, b.u.s.p, b.u.s.n)) return -1;
-            *out = tv_str(tpl_sb_str(&s));
+            *out = markup ? tv_markup(tpl_sb_str(&s)) : tv_str(tpl_sb_str(&s));
             return 0;
         }
         if (a.kind == TV_LIST && b.kind == TV_LIST &&

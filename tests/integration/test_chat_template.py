@@ -8,16 +8,21 @@ requires the same bytes. Where jinja2 raises through raise_exception, ours must
 fail with the same message; where jinja2 fails otherwise, ours must fail too.
 
 The cases: the four fixture templates (tests/data/templates: Gemma 3, ChatML
-as Qwen2 writes it, Llama 3, Mistral v0.3) and more real ones
-(tests/data/templates/extra) over many conversations, and small templates
-exercising each Jinja feature on their own.
+as Qwen2 writes it, Llama 3, Mistral v0.3, also cllm's built-ins) and
+Mistral Small 3.1 (tests/data/templates/extra) over many conversations; the 70
+real templates llama.cpp vendors, fetched at setup (the corpus, below); small
+templates exercising each Jinja feature on their own; random templates; and
+the jinja2 features deliberately left out, which must fail by name.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
+import importlib.util
 import itertools
 import json
 import os
+import re
 import subprocess
 from datetime import datetime
 from pathlib import Path
@@ -76,10 +81,13 @@ def hf_environment() -> ImmutableSandboxedEnvironment:
 ENV = hf_environment()
 
 
-def render_jinja(template: str, context: dict):
-    """("ok", text), ("raise", message) or ("error", description)."""
+def render_jinja(template, context: dict):
+    """("ok", text), ("raise", message) or ("error", description); template is
+    source or an already compiled jinja2 Template."""
     try:
-        return "ok", ENV.from_string(template).render(**context)
+        if isinstance(template, str):
+            template = ENV.from_string(template)
+        return "ok", template.render(**context)
     except RaisedByTemplate as e:
         return "raise", e.message
     except Exception as e:  # any other jinja2/Python error: ours must fail too
@@ -215,7 +223,7 @@ EXTRA_CASES = [
 
 @pytest.mark.parametrize("template_name,conv,add_generation_prompt,extra", EXTRA_CASES)
 def test_extra_template(render_bin, tmp_path, template_name, conv, add_generation_prompt, extra):
-    """More real templates (tools, namespaces, {% generation %}, strftime_now)."""
+    """Real templates kept here because the corpus lacks them (see the README)."""
     template = (TEMPLATES / "extra" / template_name).read_text(encoding="utf-8")
     context = {"messages": CONVERSATIONS[conv], "add_generation_prompt": add_generation_prompt,
                **EXTRA_CONTEXTS[extra]}
@@ -231,6 +239,202 @@ def test_fixture_raise_messages(render_bin, tmp_path):
         kind, _ = render_jinja(template, context)
         assert kind == "raise", (name, conv)
         check_same(render_bin, tmp_path, template, context)
+
+
+# --- the real templates llama.cpp vendors -------------------------------------------------------
+#
+# llama-cpp-python's source distribution carries llama.cpp's models/templates:
+# 70 chat templates of real model families. scripts/setup.sh fetches them into
+# a cache folder (scripts/fetch_chat_templates.py); each must render as jinja2
+# does over every conversation below, except those tests/data/templates/README.md
+# lists as unsupported, with the reason (xfail, strict: a fix is noticed).
+
+
+def _load_fetcher():
+    spec = importlib.util.spec_from_file_location("fetch_chat_templates",
+                                                  REPO / "scripts" / "fetch_chat_templates.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _corpus():
+    """(folder, template names, why the folder is unusable or None)."""
+    fetcher = _load_fetcher()
+    try:
+        folder = fetcher.templates_dir()
+    except importlib.metadata.PackageNotFoundError:
+        return None, [], ("llama-cpp-python is not installed, so the corpus version is unknown: "
+                          "run scripts/setup.sh")
+    if not fetcher.is_complete(folder):
+        return folder, [], (f"{folder} is missing or incomplete: run scripts/setup.sh (or "
+                            f"python3 scripts/fetch_chat_templates.py) to fetch the templates")
+    return folder, sorted(p.name for p in folder.glob("*.jinja")), None
+
+
+def _unsupported() -> dict:
+    """The README's table of unsupported corpus templates: {file: reason}."""
+    out, inside = {}, False
+    for line in (TEMPLATES / "README.md").read_text(encoding="utf-8").splitlines():
+        if line.startswith("## "):
+            inside = line.strip() == "## Unsupported templates"
+        elif inside and line.startswith("| `"):
+            cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
+            out[cells[0].strip("`")] = cells[1].replace("\\|", "|")
+    return out
+
+
+CORPUS_DIR, CORPUS, CORPUS_MISSING = _corpus()
+UNSUPPORTED = _unsupported()
+
+
+def call(call_id, name, arguments):
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+CORPUS_TOOLS = [
+    {"type": "function", "function": {
+        "name": "get_weather", "description": "Weather for a city",
+        "parameters": {"type": "object", "properties": {
+            "city": {"type": "string", "description": "the city"}}, "required": ["city"]}}},
+    {"type": "function", "function": {
+        "name": "search", "description": "Search the web",
+        "parameters": {"type": "object", "properties": {
+            "query": {"type": "string", "description": "what to look for"},
+            "limit": {"type": "integer", "description": "how many results"},
+            "lang": {"type": "string", "enum": ["en", "fr"], "description": "language"},
+            "filters": {"type": "object", "description": "site and date filters"}},
+            "required": ["query"]}}},
+]
+
+CORPUS_CONVERSATIONS = {
+    **{name: CONVERSATIONS[name] for name in (
+        "user", "system_user", "multi_turn", "assistant_last", "parts", "unicode", "whitespace",
+        "empty", "tool_calls")},
+    # OpenAI's shape: arguments as a JSON string, two calls, named tool results, null content
+    "tool_calls_json_args": [
+        msg("system", "Use tools when needed."), msg("user", "Weather in Paris and news?"),
+        {"role": "assistant", "content": None, "tool_calls": [
+            call("call_1abcdef", "get_weather", '{"city": "Paris"}'),
+            call("call_2abcdef", "search", '{"query": "news", "limit": 5}')]},
+        {"role": "tool", "name": "get_weather", "tool_call_id": "call_1abcdef",
+         "content": '{"temp": 22}'},
+        {"role": "tool", "name": "search", "tool_call_id": "call_2abcdef", "content": "nothing new"},
+        msg("assistant", "22C, and nothing new.")],
+    # the last message a tool result: the model's turn comes next
+    "tool_pending": [
+        msg("user", "Weather in Oslo?"),
+        {"role": "assistant", "content": "Let me check.", "tool_calls": [
+            call("call_3abcdef", "get_weather", {"city": "Oslo"})]},
+        {"role": "tool", "tool_call_id": "call_3abcdef", "content": "-3C"}],
+    # argument values that are objects, lists, numbers, booleans, and text to escape
+    "tool_nested_args": [
+        msg("user", "Find <b>\"quoted\" & escaped</b> news"),
+        {"role": "assistant", "content": "", "tool_calls": [
+            call("call_5abcdef", "search", {
+                "query": "<b>\"quoted\" & escaped</b>", "limit": 3, "lang": "fr",
+                "filters": {"sites": ["a.com", "b.org"], "recent": True, "score": 0.5}})]},
+        {"role": "tool", "tool_call_id": "call_5abcdef", "content": "[\"one\", \"two\"]"},
+        msg("assistant", "Two results.")],
+    "reasoning": [
+        msg("system", "Think first."), msg("user", "2+2?"),
+        msg("assistant", "4", reasoning_content="Adding two and two gives four."),
+        msg("user", "and 3+3?"), msg("assistant", "<think>\nsix\n</think>\n\n6"),
+        msg("user", "thanks")],
+    "reasoning_tools": [
+        msg("user", "Weather in Rome?"),
+        {"role": "assistant", "content": "", "reasoning_content": "I should call the tool.",
+         "tool_calls": [call("call_4abcdef", "get_weather", {"city": "Rome"})]},
+        {"role": "tool", "tool_call_id": "call_4abcdef", "content": "30C"},
+        msg("assistant", "It is 30C.", reasoning_content="The tool said 30C.")],
+}
+
+# What else templates read: tools, thinking switches, RAG documents, and
+# firefunction-v2's `functions` and `datetime`.
+CORPUS_CONTEXTS = [
+    {"add_generation_prompt": True, "bos_token": "<s>", "eos_token": "</s>"},
+    {"add_generation_prompt": False, "bos_token": "<s>", "eos_token": "</s>",
+     "tools": CORPUS_TOOLS},
+    {"add_generation_prompt": True, "bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>",
+     "tools": CORPUS_TOOLS, "enable_thinking": False, "reasoning_effort": "high",
+     "documents": [{"title": "Paris", "text": "Paris is the capital of France."},
+                   {"title": "Oslo", "text": "Oslo is cold in winter."}],
+     "functions": json.dumps([t["function"] for t in CORPUS_TOOLS]), "datetime": "2024-07-26"},
+    {"add_generation_prompt": False, "enable_thinking": True, "reasoning_effort": "low"},
+]
+
+
+def _corpus_params():
+    if CORPUS_MISSING:
+        return [pytest.param(None, id="corpus-missing")]
+    return [pytest.param(name, id=name[:-len(".jinja")], marks=(
+        [pytest.mark.xfail(reason=UNSUPPORTED[name], strict=True)] if name in UNSUPPORTED else []))
+        for name in CORPUS]
+
+
+def differs(kind, want, got_kind, got) -> str | None:
+    """What is wrong with cllm's result, or None when it agrees with jinja2."""
+    if kind == "ok":
+        if got_kind != "ok":
+            return f"jinja2 rendered, cllm failed: {got}"
+        if got != want:
+            at = next((i for i, (a, b) in enumerate(zip(want, got)) if a != b), min(len(want), len(got)))
+            return (f"output differs at character {at}: jinja2 {want[max(0, at - 40):at + 40]!r}, "
+                    f"cllm {got[max(0, at - 40):at + 40]!r}")
+    elif kind == "raise":
+        if got_kind != "error":
+            return f"jinja2 raised {want!r}, cllm rendered"
+        if got != want:
+            return f"jinja2 raised {want!r}, cllm failed with {got!r}"
+    elif got_kind != "error":
+        return f"jinja2 failed ({want}), cllm rendered"
+    return None
+
+
+@pytest.mark.parametrize("name", _corpus_params())
+def test_corpus_template(render_bin, tmp_path, name):
+    """One real template over every conversation and context (one parse, many renders)."""
+    if CORPUS_MISSING:
+        pytest.fail(CORPUS_MISSING, pytrace=False)
+    template = (CORPUS_DIR / name).read_text(encoding="utf-8")
+    cases = [(conv, i, {"messages": messages, **extra})
+             for conv, messages in CORPUS_CONVERSATIONS.items()
+             for i, extra in enumerate(CORPUS_CONTEXTS)]
+    contexts = json.loads(json.dumps([c for _, _, c in cases]))
+    tfile = tmp_path / name
+    tfile.write_bytes(template.encode("utf-8"))
+    proc = subprocess.run([str(render_bin), "--each", str(tfile)],
+                          input=json.dumps(contexts).encode("utf-8"), capture_output=True,
+                          timeout=120)
+    jinja_template = None
+    try:
+        jinja_template = ENV.from_string(template)
+    except Exception as e:  # noqa: BLE001 - then ours must not parse it either
+        assert proc.returncode == 1, f"jinja2 cannot parse {name} ({e}), cllm can"
+        return
+    assert proc.returncode == 0, f"cllm cannot parse {name}: {proc.stderr.decode()}"
+    results = json.loads(proc.stdout)
+    problems, rendered = [], 0
+    for (conv, i, _), context, result in zip(cases, contexts, results):
+        kind, want = render_jinja(jinja_template, context)
+        rendered += kind == "ok"
+        got_kind, got = ("ok", result["output"]) if "output" in result else ("error", result["error"])
+        problem = differs(kind, want, got_kind, got)
+        if problem:
+            problems.append(f"{conv} with context {i}: {problem}")
+    assert not problems, f"{name}: {len(problems)} of {len(cases)} renderings differ:\n" + \
+        "\n".join(problems[:10])
+    assert rendered >= 10, f"{name}: jinja2 rendered only {rendered} of {len(cases)} cases"
+
+
+def test_corpus_size():
+    """At least 40 real templates render as jinja2 does; the README lists only corpus files."""
+    if CORPUS_MISSING:
+        pytest.fail(CORPUS_MISSING, pytrace=False)
+    assert len(CORPUS) >= 70, f"{CORPUS_DIR} holds only {len(CORPUS)} templates"
+    stale = sorted(set(UNSUPPORTED) - set(CORPUS))
+    assert not stale, f"tests/data/templates/README.md lists templates not in the corpus: {stale}"
+    assert len(CORPUS) - len(UNSUPPORTED) >= 40
 
 
 # --- feature templates ---------------------------------------------------------------------------
@@ -267,7 +471,6 @@ FEATURES = {
     "loop_vars": "{% for x in xs %}{{ loop.index }}{{ loop.index0 }}{{ loop.revindex }}"
                  "{{ loop.revindex0 }}{{ loop.first }}{{ loop.last }}{{ loop.length }};{% endfor %}",
     "loop_prev_next": "{% for x in xs %}{{ loop.previtem }}<{{ x }}>{{ loop.nextitem }}|{% endfor %}",
-    "loop_cycle": "{% for x in xs %}{{ loop.cycle('odd', 'even') }} {% endfor %}",
     "loop_else": "{% for x in empty %}{{ x }}{% else %}nothing{% endfor %}",
     "loop_filter": "{% for m in messages if m.role != 'system' %}{{ loop.index }}:{{ m.role }}"
                    "{{ ',' if not loop.last }}{% endfor %}",
@@ -289,17 +492,12 @@ FEATURES = {
                  "{% if m.role == 'user' %}{% set ns.count = ns.count + 1 %}{% set ns.seen = true %}"
                  "{% endif %}{% endfor %}{{ ns.count }} {{ ns.seen }}",
     "namespace_attr_new": "{% set ns = namespace() %}{% set ns.x = 'new' %}{{ ns.x }}",
-    "with": "{% with a = 2, b = n %}{{ a * b }}{% endwith %}[{{ a }}]",
     "if_scope_leaks": "{% if t %}{% set inner = 'leaks' %}{% endif %}{{ inner }}",
     # macros
     "macro": "{% macro greet(name, punct='!') %}Hi {{ name }}{{ punct }}{% endmacro %}"
              "{{ greet('Ann') }} {{ greet('Bob', punct='?') }} {{ greet(name='Cy') }}",
     "macro_varargs_kwargs": "{% macro m(a) %}{{ a }}{{ varargs }}{{ kwargs }}{% endmacro %}"
                             "{{ m(1, 2, 3, k='v') }}",
-    "macro_call_block": "{% macro box(title) %}[{{ title }}: {{ caller() }}]{% endmacro %}"
-                        "{% call box('t') %}body {{ n }}{% endcall %}",
-    "macro_call_args": "{% macro each(items) %}{% for i in items %}{{ caller(i) }}{% endfor %}"
-                       "{% endmacro %}{% call(x) each(xs) %}<{{ x }}>{% endcall %}",
     "macro_sees_later_globals": "{% macro m() %}{{ late }}{% endmacro %}{% set late = 'L' %}{{ m() }}",
     "macro_recursive": "{% macro fact(k) %}{{ 1 if k <= 1 else k * fact(k - 1)|int }}{% endmacro %}"
                        "{{ fact(5) }}",
@@ -309,6 +507,7 @@ FEATURES = {
                 "{{ 1_000 }} {{ 0x1F }} {{ true }} {{ False }} {{ none }} {{ None }}",
     "string_escapes": "{{ 'a\\tb\\nc\\\\d\\'e' }}|{{ \"q\\\"q\" }}|{{ '\\x41\\u00e9\\101' }}|"
                       "{{ 'x\\dy' }}|{{ 'con' 'cat' }}",
+    "string_line_continuation": "{{ \"a\\\nb\" }}|{{ 'c\\\r\nd' }}",
     "print_containers": "{{ [1, 'a', none, true, 1.5] }} {{ {'k': 'v', 'n': [1]} }} {{ (1,) }} "
                         "{{ (1, 'b') }} {{ () }} {{ [\"it's\", 'say \"hi\"'] }}",
     "print_context_values": "{{ xs }} {{ d }} {{ nothing }} {{ t }} {{ f }} {{ people[0] }}",
@@ -353,8 +552,7 @@ FEATURES = {
                      "{{ 10 is divisibleby(4) }} {{ xs|length is odd }}",
     "tests_compare": "{{ 3 is eq 3 }} {{ 3 is equalto 4 }} {{ 3 is ne 4 }} {{ 3 is gt 2 }} "
                      "{{ 3 is lt 2 }} {{ 3 is ge 3 }} {{ 3 is le 2 }} {{ 2 is in xs }} "
-                     "{{ 'abc' is lower }} {{ 'ABC' is upper }} {{ 'Abc' is lower }} "
-                     "{{ none is sameas none }} {{ 'upper' is filter }} {{ 'odd' is test }}",
+                     "{{ 'b' is in 'abc' }} {{ xs|select('ge', 2)|list }}",
     "tests_not": "{{ n is not none }} {{ missing is not defined }} {{ s is not string }}",
     # filters
     "filter_trim": "[{{ '  x  '|trim }}][{{ '--x--'|trim('-') }}][{{ messages[1].content|trim }}]"
@@ -362,9 +560,9 @@ FEATURES = {
     "filter_case": "{{ s|upper }} {{ s|lower }} {{ 'hello wORLD-foo(bar'|title }} "
                    "{{ 'hELLO'|capitalize }} {{ 'straße ǆ'|upper }} {{ 'ÀÉ ΣΑΣ'|lower }}",
     "unicode_case": "{{ 'ΑΣ ΟΔΟΣ.'|lower }} {{ 'ǰ\\'Σ x'|capitalize }} {{ 'ﬁre ǆemal ΣΑΣ'.title() }} "
-                    "{{ 'ﬁre ǆemal ΣΑΣ'|title }} {{ 'ⅻ①'.isalnum() }} {{ 'σДⅻ中 ǅ'|wordcount }} "
+                    "{{ 'ﬁre ǆemal ΣΑΣ'|title }} "
                     "{{ ' a  b \\n'.split(None, 1) }} {{ ' a  b \\n'.rsplit(None, 1) }} "
-                    "{{ 'İı'|lower }} {{ 'ǅ'|upper }} {{ 'ǅ' is upper }} {{ 'ǆ' is lower }}",
+                    "{{ 'İı'|lower }} {{ 'ǅ'|upper }}",
     "filter_length": "{{ xs|length }} {{ s|length }} {{ d|count }} {{ u|length }} {{ missing|length }}",
     "filter_default": "{{ missing|default('dflt') }} {{ ''|default('e', true) }} "
                       "{{ nothing|default('n') }} {{ missing|d('short') }} {{ 0|default(5) }}",
@@ -375,12 +573,10 @@ FEATURES = {
                           "{{ (xs|string)|length }}",
     "filter_numbers": "{{ '42'|int }} {{ '4.7'|int }} {{ 'x'|int }} {{ 'x'|int(9) }} "
                       "{{ '0x1A'|int(base=16) }} {{ 3.9|int }} {{ '2.5'|float }} {{ 'x'|float }} "
-                      "{{ 3|float }} {{ -3|abs }} {{ -2.5|abs }} {{ ' 12 '|int }}",
+                      "{{ 3|float }} {{ ' 12 '|int }}",
     "filter_number_strings": "{{ '٣٤'|int }} {{ ' ١٢ '|float }} {{ 'inf'|int }} {{ 'nan'|int(7) }} "
                              "{{ 'inf'|float }} {{ '1_000'|int }} {{ '0b101'|int(base=0) }} "
                              "{{ '%d'|format(1e20) }} {{ '%5.1f|%-6s|%x|%r'|format(2.25, 'ab', 255, 'q') }}",
-    "filter_round": "{{ 2.5|round }} {{ 3.5|round }} {{ 2.567|round(2) }} {{ 2.1|round(0, 'ceil') }} "
-                    "{{ 2.9|round(1, 'floor') }} {{ 7|round }} {{ 1234|round(-2) }}",
     "filter_replace": "{{ s|replace('l', 'L') }} {{ s|replace('l', 'L', 1) }} {{ 'ab'|replace('', '-') }}",
     "filter_reverse_sort": "{{ xs|reverse|list }} {{ s|reverse }} {{ xs|sort }} "
                            "{{ xs|sort(reverse=true) }} {{ words|sort }} "
@@ -398,7 +594,7 @@ FEATURES = {
                          "{{ people|rejectattr('admin')|map(attribute='name')|list }} "
                          "{{ people|selectattr('admin', 'undefined')|list|length }} "
                          "{{ people|selectattr('age', 'gt', 26)|list|length }}",
-    "filter_min_max_sum": "{{ xs|min }} {{ xs|max }} {{ xs|sum }} {{ people|sum(attribute='age') }} "
+    "filter_min_max": "{{ xs|min }} {{ xs|max }} "
                           "{{ words|max }} {{ words|min(case_sensitive=true) }} "
                           "{{ (people|max(attribute='age')).name }}",
     "filter_items_dictsort": "{{ d|items|list }} {{ d|dictsort }} {{ d|dictsort(reverse=true) }}",
@@ -406,10 +602,33 @@ FEATURES = {
                      "{{ f|tojson }} {{ people[0]|tojson(indent=2) }} {{ {'b': 1, 'a': 2}|tojson(sort_keys=true) }} "
                      "{{ xs|tojson(separators=(',', ':')) }} {{ 'é'|tojson(ensure_ascii=true) }}",
     "filter_tojson_nested": "{{ {'a': [], 'b': {}, 'c': [{'d': [1, [2]]}]}|tojson(indent=4) }}",
-    "filter_indent_center": "{{ 'a\\nb\\n\\nc'|indent }}|{{ 'a\\nb'|indent(2, true) }}|"
-                            "{{ 'a\\n\\nb'|indent(2, blank=true) }}|{{ 'ab'|center(7) }}|",
-    "filter_misc": "{{ '<a & \"b\">'|e }} {{ s|safe }} {{ 'one two  three'|wordcount }} "
-                   "{{ '%s-%d'|format('a', 3) }} {{ xs|batch(2)|list }} {{ d|attr('a') }}",
+    "filter_indent": "{{ 'a\\nb\\n\\nc'|indent }}|{{ 'a\\nb'|indent(2, true) }}|"
+                     "{{ 'a\\n\\nb'|indent(2, blank=true) }}|{{ 'a\\nb'|indent('> ') }}|",
+    "filter_misc": "{{ '<a & \"b\">'|e }} {{ s|safe }} {{ '%s-%d'|format('a', 3) }}",
+    # Markup (safe, escape): prints as itself, escapes what is added to it
+    "markup_add": "{{ ('<a>'|safe) + '<b>' }} {{ '<b>' + ('<a>'|safe) }} {{ ('<a>'|safe) ~ '<b>' }} "
+                  "{{ ('<'|safe) * 2 + '<' }} {{ [('<a>'|safe), '<'|e] }} {{ ('<'|e) + '<' }} "
+                  "{{ 5|e }} {{ none|safe }} {{ [1]|safe + '<' }}",
+    "markup_format": "{{ ('%s<'|safe) % '<' }} {{ ('%s|%d'|safe)|format('<', 3) }} "
+                     "{{ ('%r'|safe) % '<' }} {{ ('%(a)s'|safe) % {'a': '<'} }} "
+                     "{{ ('%s'|safe) % ['<'] }} {{ ('{}<'|safe).format('<') }} "
+                     "{{ ('{0}'|safe).format(['<']) }} "
+                     "{{ ('{}{!r}{!s}'|safe).format('<'|safe, '<'|safe, '<'|safe) }}",
+    "markup_keeps_type": "{{ ('<a>'|safe)[0] + '<' }} {{ ('<a>'|safe)[1:] + '<' }} "
+                         "{{ ('<a>'|safe).upper() + '&' }} {{ ('<a>'|safe)|upper + '&' }} "
+                         "{{ ('<a>'|safe)|trim + '&' }} {{ ('<a>'|safe)|string + '&' }} "
+                         "{{ ('ab'|safe)|reverse + '<' }} "
+                         "{{ ('a\\nb'|safe)|indent(2) + '<' }} {{ ('a'|safe)|default('x') + '<' }} "
+                         "{{ ('a b'|safe).split() }} {{ ('a'|safe).partition('a') }}",
+    "markup_becomes_str": "{{ ('<a>'|safe)|title + '&' }} {{ ('<a>'|safe)|replace('a', 'b') + '&' }} "
+                          "{{ ('ab'|safe)|first + '<' }} {% for c in 'a'|safe %}{{ c + '<' }}{% endfor %} "
+                          "{{ ('a'|safe)|list }} {{ ('a'|safe)|tojson }} {{ ('<'|safe) == '<' }} "
+                          "{% macro m() %}<{% endmacro %}{{ m() + ('&'|safe) }}",
+    "markup_escaping_methods": "{{ ('|'|safe).join(['<', 1]) }} {{ ('x'|safe).replace('x', '<') }} "
+                               "{{ ('a<'|safe).replace('a', '<'|safe) }} {{ ('a'|safe).join('<>') }} "
+                               "{{ ('<'|safe).startswith('<') }}",
+    "markup_escape_filters": "{{ '<'|e|e }} {{ ('<'|safe)|e }} {{ ('<'|safe) is string }} "
+                             "{{ {('a'|safe): 1}['a'] }}",
     "filter_chain": "{{ messages|map(attribute='content')|map('trim')|map('upper')|join('|') }}",
     # methods
     "str_methods": "{{ s.upper() }} {{ s.lower() }} {{ '  x '.strip() }}|{{ 'xxaxx'.strip('x') }} "
@@ -419,8 +638,6 @@ FEATURES = {
     "str_split": "{{ 'a,b,,c'.split(',') }} {{ '  a  b '.split() }} {{ 'a b c'.split(' ', 1) }} "
                  "{{ 'a b c'.rsplit(' ', 1) }} {{ 'l1\\nl2\\r\\nl3'.splitlines() }} "
                  "{{ '-'.join(['x', 'y']) }} {{ 'k=v'.partition('=') }}",
-    "str_predicates": "{{ '123'.isdigit() }} {{ 'abc'.isalpha() }} {{ 'a1'.isalnum() }} "
-                      "{{ ' '.isspace() }} {{ 'abc'.islower() }} {{ 'ABC'.isupper() }}",
     "str_format": "{{ '{} and {}'.format('a', 'b') }} {{ '{0}{1}{0}'.format('x', 'y') }} "
                   "{{ '{name}!'.format(name='N') }}",
     "dict_methods": "{{ d.get('a') }} {{ d.get('zz') }} {{ d.get('zz', 'dflt') }} "
@@ -456,6 +673,52 @@ def test_feature(render_bin, tmp_path, name):
     check_same(render_bin, tmp_path, FEATURES[name], CTX)
 
 
+# jinja2 features no template of the corpus uses, deleted from the interpreter
+# (tests/data/templates/README.md says why): a template using one fails with a
+# message that names it, rather than rendering something else.
+REMOVED = {
+    "with": ("{% with a = 2 %}{{ a }}{% endwith %}", "'with' tag is not supported"),
+    "call_block": ("{% macro box() %}[{{ caller() }}]{% endmacro %}{% call box() %}x{% endcall %}",
+                   "'call' tag is not supported"),
+    "loop_cycle": ("{% for x in xs %}{{ loop.cycle('a', 'b') }}{% endfor %}", "cycle"),
+    "loop_changed": ("{% for x in xs %}{{ loop.changed(x) }}{% endfor %}", "changed"),
+    "filter_wordcount": ("{{ s|wordcount }}", "no filter named 'wordcount'"),
+    "filter_batch": ("{{ xs|batch(2)|list }}", "no filter named 'batch'"),
+    "filter_center": ("{{ s|center(20) }}", "no filter named 'center'"),
+    "filter_round": ("{{ f|round }}", "no filter named 'round'"),
+    "filter_abs": ("{{ n|abs }}", "no filter named 'abs'"),
+    "filter_sum": ("{{ xs|sum }}", "no filter named 'sum'"),
+    "filter_attr": ("{{ d|attr('a') }}", "no filter named 'attr'"),
+    "filter_forceescape": ("{{ s|forceescape }}", "no filter named 'forceescape'"),
+    "test_lower": ("{{ s is lower }}", "no test named 'lower'"),
+    "test_upper": ("{{ s is upper }}", "no test named 'upper'"),
+    "test_sameas": ("{{ none is sameas none }}", "no test named 'sameas'"),
+    "test_callable": ("{{ s is callable }}", "no test named 'callable'"),
+    "test_escaped": ("{{ s is escaped }}", "no test named 'escaped'"),
+    "test_filter": ("{{ 'upper' is filter }}", "no test named 'filter'"),
+    "test_test": ("{{ 'odd' is test }}", "no test named 'test'"),
+    "str_center": ("{{ s.center(20) }}", "center"),
+    "str_ljust": ("{{ s.ljust(20) }}", "ljust"),
+    "str_rjust": ("{{ s.rjust(20) }}", "rjust"),
+    "str_zfill": ("{{ '7'.zfill(3) }}", "zfill"),
+    "str_isdigit": ("{{ '1'.isdigit() }}", "isdigit"),
+    "str_isalpha": ("{{ 'a'.isalpha() }}", "isalpha"),
+    "str_isalnum": ("{{ 'a'.isalnum() }}", "isalnum"),
+    "str_isspace": ("{{ ' '.isspace() }}", "isspace"),
+    "str_islower": ("{{ 'a'.islower() }}", "islower"),
+    "str_isupper": ("{{ 'A'.isupper() }}", "isupper"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REMOVED))
+def test_removed_feature(render_bin, tmp_path, name):
+    template, message = REMOVED[name]
+    context = json.loads(json.dumps(CTX))
+    assert render_jinja(template, context)[0] == "ok", "jinja2 renders it"
+    kind, got = render_ours(render_bin, tmp_path, template, context)
+    assert kind == "error" and message in got, got
+
+
 # --- random templates -----------------------------------------------------------------------------
 
 
@@ -464,7 +727,7 @@ class RandomTemplates:
     over the context, filters, tests, methods, and statements with random
     whitespace control. Python-only corners are left out (integers beyond 64
     bits, complex powers); renderings that print an object's address
-    (generators) or a Markup repr cannot match and are skipped."""
+    (generators) cannot match and are skipped."""
 
     NAMES = ["xs", "words", "d", "s", "n", "f", "t", "nothing", "empty", "people", "u",
              "missing", "messages", "big"]
@@ -472,13 +735,13 @@ class RandomTemplates:
                 "' x '", "'é👍'", "'a,b'", "\"q'\"", "'\\n'", "'A b-C'", "'ß'", "'3.5'", "true",
                 "false", "none"]
     FILTERS = ["trim", "length", "upper", "lower", "title", "capitalize", "first", "last", "list",
-               "string", "int", "float", "abs", "round", "reverse|list", "sort", "unique|list",
-               "tojson", "items|list", "dictsort", "sum", "min", "max", "join('-')", "e",
-               "wordcount", "default('D')", "replace('a', 'o')", "map('upper')|list",
+               "string", "int", "float", "reverse|list", "sort", "unique|list",
+               "tojson", "items|list", "dictsort", "min", "max", "join('-')", "e", "safe",
+               "default('D')", "replace('a', 'o')", "map('upper')|list",
                "select('odd')|list", "selectattr('role', 'equalto', 'user')|list",
-               "map(attribute='name')|list", "batch(2)|list", "tojson(indent=2)", "center(9)"]
+               "map(attribute='name')|list", "tojson(indent=2)", "indent(2)"]
     TESTS = ["defined", "undefined", "none", "string", "number", "integer", "float", "iterable",
-             "mapping", "sequence", "boolean", "true", "false", "odd", "even", "lower", "upper",
+             "mapping", "sequence", "boolean", "true", "false", "odd", "even",
              "divisibleby 3", "in xs", "eq 1"]
     METHODS = ["s.upper()", "s.split(',')", "s.split()", "s.startswith('H')", "s.find('o')",
                "s.replace('l', 'L')", "s.title()", "s.count('l')", "s.rstrip('d')", "u.upper()",
@@ -575,7 +838,7 @@ def test_random_templates(render_bin, tmp_path, seed):
     for _ in range(40):
         template = gen.template()
         kind, want = render_jinja(template, context)
-        if kind == "ok" and (" at 0x" in want or "Markup(" in want):
+        if kind == "ok" and " at 0x" in want:
             continue
         check_same(render_bin, tmp_path, template, context)
         compared += 1
@@ -583,5 +846,5 @@ def test_random_templates(render_bin, tmp_path, seed):
 
 
 def test_feature_list_is_large():
-    assert len(EXTRA_TEMPLATES) >= 4
+    assert len(EXTRA_TEMPLATES) >= 1
     assert len(FIXTURE_CASES) + len(EXTRA_CASES) + len(FEATURES) >= 60

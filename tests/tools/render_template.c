@@ -5,7 +5,13 @@
  *       Renders the template with the JSON object on stdin as its context
  *       and writes the result to stdout, byte for byte. On a parse or render
  *       error (raise_exception included) prints the message to stderr and
- *       exits 1. */
+ *       exits 1.
+ *
+ *   render_template --each TEMPLATE_FILE < CONTEXTS.json
+ *       Parses the template once and renders it with each context of the
+ *       JSON array on stdin; writes a JSON array with, for each, {"output":
+ *       text} or {"error": message}, and exits 0 (1 when the template does
+ *       not parse, with the message on stderr). */
 #include "chat/template.h"
 #include "util/error.h"
 
@@ -34,14 +40,42 @@ static char *read_all(FILE *f, size_t *n) {
     return buf;
 }
 
-int main(int argc, char **argv) {
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s TEMPLATE_FILE < CONTEXT.json\n", argv[0]);
+/* One result of --each: {"output": text} or {"error": message}. */
+static json_t *render_one(const chat_template *t, json_t *ctx) {
+    char *out = chat_template_render(t, ctx);
+    if (!out) return json_pack("{ss}", "error", err_get());
+    json_t *text = json_string(out);
+    free(out);
+    if (!text) return json_pack("{ss}", "error", "rendered text is not valid UTF-8");
+    return json_pack("{so}", "output", text);
+}
+
+static int render_each(const chat_template *t, json_t *contexts) {
+    if (!json_is_array(contexts)) {
+        fprintf(stderr, "--each: stdin must be a JSON array of contexts\n");
         return 2;
     }
-    FILE *f = fopen(argv[1], "rb");
+    json_t *results = json_array();
+    size_t i;
+    json_t *ctx;
+    json_array_foreach(contexts, i, ctx) {
+        json_array_append_new(results, render_one(t, ctx));
+    }
+    int rc = json_dumpf(results, stdout, JSON_COMPACT) == 0 ? 0 : 2;
+    json_decref(results);
+    return rc;
+}
+
+int main(int argc, char **argv) {
+    bool each = argc == 3 && strcmp(argv[1], "--each") == 0;
+    if (argc != 2 && !each) {
+        fprintf(stderr, "usage: %s [--each] TEMPLATE_FILE < CONTEXT.json\n", argv[0]);
+        return 2;
+    }
+    const char *path = argv[argc - 1];
+    FILE *f = fopen(path, "rb");
     if (!f) {
-        fprintf(stderr, "cannot open '%s'\n", argv[1]);
+        fprintf(stderr, "cannot open '%s'\n", path);
         return 2;
     }
     size_t n;
@@ -65,7 +99,9 @@ int main(int argc, char **argv) {
     }
     int rc = 1;
     chat_template *t = chat_template_parse(source);
-    if (t) {
+    if (t && each) {
+        rc = render_each(t, ctx);
+    } else if (t) {
         char *out = chat_template_render(t, ctx);
         if (out) {
             fwrite(out, 1, strlen(out), stdout);
@@ -73,7 +109,7 @@ int main(int argc, char **argv) {
             rc = 0;
         }
     }
-    if (rc) fprintf(stderr, "%s\n", err_get());
+    if (rc == 1) fprintf(stderr, "%s\n", err_get());
     chat_template_free(t);
     json_decref(ctx);
     free(source);

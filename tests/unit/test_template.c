@@ -85,8 +85,7 @@ static void test_loops(void **state) {
     /* a set inside a loop does not survive the iteration, nor the loop */
     expect("{% set x = 'out' %}{% for i in xs %}{{ x }}{% set x = i %}{% endfor %}{{ x }}", MSGS,
            "outoutoutout");
-    expect("{% for x in xs %}{{ loop.cycle('a', 'b') }}{{ loop.previtem }}{% endfor %}", MSGS,
-           "ab3a1");
+    expect("{% for x in xs %}{{ loop.revindex }}{{ loop.previtem }}{% endfor %}", MSGS, "32311");
 }
 
 static void test_set_namespace_macros(void **state) {
@@ -99,10 +98,7 @@ static void test_set_namespace_macros(void **state) {
     expect("{% macro g(name, p='!') %}Hi {{ name }}{{ p }}{% endmacro %}{{ g('A') }}{{ g('B', "
            "p='?') }}",
            NULL, "Hi A!Hi B?");
-    expect("{% macro box() %}[{{ caller() }}]{% endmacro %}{% call box() %}in{% endcall %}", NULL,
-           "[in]");
     expect("{% macro m() %}{{ late }}{% endmacro %}{% set late = 'L' %}{{ m() }}", NULL, "L");
-    expect("{% with a = 2 %}{{ a }}{% endwith %}[{{ a }}]", NULL, "2[]");
     expect("{% filter upper %}up{% endfilter %}", NULL, "UP");
 }
 
@@ -136,11 +132,11 @@ static void test_filters(void **state) {
            "'hI'|capitalize }}]",
            MSGS, "[x][HELLO][hello][A B-C][Hi]");
     expect("{{ xs|length }} {{ xs|join(',') }} {{ xs|first }} {{ xs|last }} {{ xs|sort }} "
-           "{{ xs|reverse|list }} {{ [1, 1, 2]|unique|list }} {{ xs|sum }} {{ xs|max }}",
-           MSGS, "3 3,1,2 3 2 [1, 2, 3] [2, 1, 3] [1, 2] 6 3");
+           "{{ xs|reverse|list }} {{ [1, 1, 2]|unique|list }} {{ xs|min }} {{ xs|max }}",
+           MSGS, "3 3,1,2 3 2 [1, 2, 3] [2, 1, 3] [1, 2] 1 3");
     expect("{{ missing|default('d') }} {{ ''|default('e', true) }} {{ '4.7'|int }} {{ '2'|float }} "
-           "{{ 2.5|round }} {{ 2.567|round(2) }} {{ -3|abs }} {{ s|replace('l', 'L') }}",
-           MSGS, "d e 4 2.0 2.0 2.57 3 HeLLo");
+           "{{ s|replace('l', 'L') }}",
+           MSGS, "d e 4 2.0 HeLLo");
     expect("{{ messages|selectattr('role', 'equalto', 'user')|map(attribute='content')|list }}",
            MSGS, "['  hi  ']");
     expect("{{ xs|select('odd')|list }} {{ xs|reject('odd')|list }} {{ d|dictsort }}", MSGS,
@@ -187,6 +183,14 @@ static void test_errors(void **state) {
     expect_error("{% break %}", NULL, "outside loop");
     expect_error("{{ (1 }}", NULL, "line 1");
     expect_error("\xff\xfe", NULL, "UTF-8");
+    /* jinja2 features no real template uses were deleted (tests/data/templates/README.md):
+     * using one fails and names it */
+    expect_error("{% with a = 1 %}{% endwith %}", NULL, "'with' tag is not supported");
+    expect_error("{% call f() %}{% endcall %}", NULL, "'call' tag is not supported");
+    expect_error("{{ s|wordcount }}", MSGS, "no filter named 'wordcount'");
+    expect_error("{{ s is lower }}", MSGS, "no test named 'lower'");
+    expect_error("{{ s.center(9) }}", MSGS, "no attribute 'center'");
+    expect_error("{% for x in xs %}{{ loop.cycle(1, 2) }}{% endfor %}", MSGS, "'cycle'");
     /* runtime errors */
     expect_error("\n\n{{ missing.attr }}", NULL, "line 3: 'missing' is undefined");
     expect_error("{{ d.zz.yy }}", MSGS, "'dict object' has no attribute 'zz'");
@@ -392,7 +396,7 @@ static void test_fuzz_mutations(void **state) {
         "1e9",
         "{% raw %}",
         "{% endraw %}",
-        "caller()",
+        "kwargs",
         "varargs",
         "|map(attribute='x')",
         "[1:2]",
@@ -404,9 +408,9 @@ static void test_fuzz_mutations(void **state) {
         chat_template_builtin("qwen2", false),
         "{% set ns = namespace(a=[]) %}{% for m in messages if m.role %}{% set ns.a = ns.a + [m] %}"
         "{{ loop.index }}{{ m.content|trim|upper }}{% endfor %}{{ ns.a|length }}{{ xs[1:]|tojson }}"
-        "{% macro f(a, b=2) %}{{ a ~ b ~ varargs }}{{ caller() if caller is defined }}{% endmacro "
+        "{% macro f(a, b=2) %}{{ a ~ b ~ varargs }}{{ kwargs if kwargs is defined }}{% endmacro "
         "%}"
-        "{{ f(1, 2, 3) }}{% call f(1) %}x{% endcall %}{{ d|dictsort }}{{ s.split('l') }}",
+        "{{ f(1, 2, 3) }}{% filter upper %}x{% endfilter %}{{ d|dictsort }}{{ s.split('l') }}",
     };
     json_error_t jerr;
     json_t *ctx = json_loads(MSGS, 0, &jerr);
