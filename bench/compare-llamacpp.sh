@@ -1,29 +1,36 @@
 #!/usr/bin/env bash
 # Side-by-side race of cllm against llama.cpp on the same GGUF file and the
-# same number of threads (issue 6):
-#   1. single-stream prompt processing (512 tokens) and generation (128 tokens):
+# same number of threads, in two races:
+#   native   cllm as it runs on this CPU (AVX-VNNI kernels where the CPU has
+#            AVX-VNNI) against llama.cpp built as users build it
+#            (-DGGML_NATIVE=ON: AVX-512/VNNI where this CPU has them);
+#   novnni   cllm with CLLM_NO_VNNI=1 (plain AVX2; cllm has no AVX-512 kernels)
+#            against llama.cpp built with -DGGML_NATIVE=OFF, AVX2/FMA/F16C on
+#            and every AVX-512/VNNI/AMX option off: what most users' CPUs run.
+# Each race measures, rounds interleaved between the engines (median of
+# --reps rounds; a fresh process and prompt for each):
+#   1. single stream: prompt processing of 512 and 4,096 tokens, and decode
+#      (128 tokens) at 1 thread and at --threads (the thread-scaling row),
 #      `cllm bench offline --sequential` against llama-bench;
-#   2. serving: `cllm bench serve` against `cllm serve` and against llama-server
-#      (continuous batching, as many slots as the concurrency) at concurrency
-#      1, 4, 16 and 32, with the same seed and the same dataset.
-# It prints one Markdown table of both engines and their ratios and appends it,
-# with the date and the machine, to bench/RESULTS.md.
+#   2. serving: `cllm bench serve` against `cllm serve` and against
+#      llama-server (continuous batching, as many slots as the concurrency) at
+#      concurrency 1, 4, 16 and 32. Every race and concurrency level gets
+#      prompts of its own (random tokens, a new seed per race, disjoint slices
+#      per level) and the warm-up request uses a prompt of its own, so neither
+#      engine's prefix cache answers any measured prompt.
+# It prints the CPU model and flags and one Markdown table per race with the
+# ratios and the issue's targets met or missed, and appends them to
+# bench/RESULTS.md.
 #
 # llama.cpp is built from PyPI sources: llama-cpp-python's source distribution
-# carries llama.cpp under vendor/llama.cpp. The build is cached in
-# $LLAMACPP_DIR (default build-llamacpp/, ignored by git). Two flavours:
-#   avx2    -DGGML_NATIVE=OFF with AVX2/FMA/F16C and no AVX-512: what the
-#           project's target machines have, and what cllm's kernels use.
-#           The table uses this one.
-#   native  -DGGML_NATIVE=ON (AVX-512/VNNI where the build machine has them),
-#           llama-bench only; reported as an extra single-stream line when
-#           built (--native).
+# carries llama.cpp under vendor/llama.cpp. The builds are cached in
+# $LLAMACPP_DIR (default build-llamacpp/, ignored by git): avx2/ and native/.
 # Where the sources or a C++ compiler are missing it falls back to the
 # package's own OpenAI server (python3 -m llama_cpp.server) for the serving
 # rows and says so in the table.
 #
-# usage: bench/compare-llamacpp.sh [--model GGUF] [--threads N] [--quick]
-#            [--native] [--no-append] [--build-only] [--concurrency "1 4 16 32"]
+# usage: bench/compare-llamacpp.sh [--model GGUF] [--threads N] [--race "native novnni"]
+#            [--reps N] [--quick] [--no-append] [--build-only] [--concurrency "1 4 16 32"]
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -32,13 +39,13 @@ MODEL=""
 THREADS=$(nproc)
 CONCURRENCY="1 4 16 32"
 APPEND=1
-NATIVE=0
+RACES="native novnni"
 BUILD_ONLY=0
 QUICK=0
 SEED=0
 IN_LEN=256
 OUT_LEN=64
-PP_LEN=512
+PP_LENS="512 4096"
 TG_LEN=128
 REPS=3
 CLLM=${CLLM:-$ROOT/build/cllm}
@@ -56,16 +63,18 @@ while [ $# -gt 0 ]; do
     --seed) SEED=$2; shift 2 ;;
     --input-len) IN_LEN=$2; shift 2 ;;
     --output-len) OUT_LEN=$2; shift 2 ;;
-    --native) NATIVE=1; shift ;;
+    --race) RACES=$2; shift 2 ;;
+    --reps) REPS=$2; shift 2 ;;
+    --native) shift ;;  # both races run by default; kept for old command lines
     --no-append) APPEND=0; shift ;;
     --build-only) BUILD_ONLY=1; shift ;;
     --quick) QUICK=1; shift ;;
-    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "compare-llamacpp: unknown option '$1'" >&2; exit 2 ;;
     esac
 done
 if [ "$QUICK" = 1 ]; then
-    CONCURRENCY="1 4"; IN_LEN=64; OUT_LEN=16; PP_LEN=64; TG_LEN=16; REPS=1
+    CONCURRENCY="1 4"; IN_LEN=64; OUT_LEN=16; PP_LENS="64 256"; TG_LEN=16; REPS=1
 fi
 
 log() { echo "compare-llamacpp: $*" >&2; }
@@ -95,9 +104,7 @@ llama_src() {       # prints the vendor/llama.cpp folder, fetching the sdist whe
 build_llamacpp() { # $1 = avx2 | native
     local flavour=$1 src bdir
     bdir=$LLAMACPP_DIR/$flavour
-    # The native build is only a single-stream reference: llama-bench alone.
     local targets=(llama-server llama-bench)
-    [ "$flavour" = native ] && targets=(llama-bench)
     local have=1 t
     for t in "${targets[@]}"; do [ -x "$bdir/bin/$t" ] || have=0; done
     [ "$have" = 1 ] && return 0
@@ -122,7 +129,8 @@ build_llamacpp() { # $1 = avx2 | native
 mkdir -p "$LLAMACPP_DIR"
 LLAMA_OK=1
 build_llamacpp avx2 || { LLAMA_OK=0; log "$LLAMA_FALLBACK"; }
-if [ "$NATIVE" = 1 ] && [ "$LLAMA_OK" = 1 ]; then build_llamacpp native || log "native build: $LLAMA_FALLBACK"; fi
+NATIVE_OK=0
+if [ "$LLAMA_OK" = 1 ]; then build_llamacpp native && NATIVE_OK=1 || log "native build: $LLAMA_FALLBACK"; fi
 if [ "$BUILD_ONLY" = 1 ]; then exit $((1 - LLAMA_OK)); fi
 
 # ---- inputs ----
@@ -136,10 +144,17 @@ mkdir -p "$WORK"
 log "work folder $WORK (results, logs, charts)"
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 COMMIT=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')
-LLAMA_BIN=$LLAMACPP_DIR/avx2/bin
 PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; }
 trap cleanup EXIT
+
+CPU=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
+CPU_FLAGS=""
+for f in avx2 fma f16c avx_vnni avx512f avx512bw avx512_vnni; do
+    if grep -qw "$f" /proc/cpuinfo; then CPU_FLAGS+="$f yes, "; else CPU_FLAGS+="$f no, "; fi
+done
+CPU_FLAGS=${CPU_FLAGS%, }
+log "CPU: $CPU ($CPU_FLAGS)"
 
 # Serving rows: prompts per concurrency level (2-4x the concurrency keeps a run short on 2 cores).
 prompts_for() { case $1 in 1) echo 4 ;; *) echo $(( $1 * 2 > 8 ? $1 * 2 : 8 )) ;; esac; }
@@ -154,7 +169,9 @@ wait_health() { # url pid name
     log "$3 did not become ready"; return 1
 }
 
-# ---- 1. memory bandwidth and the single-stream bound ----
+median() { python3 -c 'import statistics,sys; v=[float(x) for x in sys.argv[1:] if x!="nan"]; print(f"{statistics.median(v):.1f}" if v else "nan")' "$@"; }
+
+# ---- memory bandwidth and the single-stream bound ----
 
 cc -O2 -pthread -o "$WORK/membw" bench/membw.c
 MODEL_BYTES=$(python3 - "$MODEL" <<'PY'
@@ -168,44 +185,34 @@ PY
 )
 MODEL_MIB=$(( MODEL_BYTES / 1048576 ))
 BW_DRAM=$("$WORK/membw" --threads "$THREADS" --reps 10 2>/dev/null | awk -v t="$THREADS" '$1=="threads" && $2==t":" {print $3}')
-BW_MODEL=$("$WORK/membw" --threads "$THREADS" --reps 10 --size "$MODEL_MIB" 2>/dev/null | awk -v t="$THREADS" '$1=="threads" && $2==t":" {print $3}')
-log "bandwidth ($THREADS threads): ${BW_DRAM} GB/s on 2 GiB, ${BW_MODEL} GB/s on ${MODEL_MIB} MiB (the weights)"
+log "bandwidth ($THREADS threads): ${BW_DRAM} GB/s on 2 GiB"
+BOUND=$(python3 -c "b=float('$BW_DRAM' or 0)*1e9; print(f'{b/$MODEL_BYTES:.1f}' if b>0 else 'nan')")
 
-# ---- 2. single stream: prompt 512, generation 128 ----
+# ---- one engine's single-stream measures (one round each) ----
 
-log "single stream: cllm bench offline --sequential"
-"$CLLM" bench offline -m "$MODEL" -t "$THREADS" --sequential --num-prompts "$REPS" --input-len "$PP_LEN" \
-    --output-len 1 --save-result "$WORK/cllm_pp.json" >"$WORK/cllm_pp.log" 2>&1
-"$CLLM" bench offline -m "$MODEL" -t "$THREADS" --sequential --num-prompts "$REPS" --input-len 8 \
-    --output-len "$TG_LEN" --save-result "$WORK/cllm_tg.json" >"$WORK/cllm_tg.log" 2>&1
-CLLM_PP=$(python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(f'{$PP_LEN/(r[\"median_ttft_ms\"]/1e3):.1f}')" "$WORK/cllm_pp.json")
-CLLM_TG=$(python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(f'{1e3/r[\"mean_tpot_ms\"]:.1f}')" "$WORK/cllm_tg.json")
-
-llama_bench() { # bin_dir -> "pp tg"
-    "$1/llama-bench" -m "$MODEL" -t "$THREADS" -p "$PP_LEN" -n "$TG_LEN" -r "$REPS" -o json 2>"$WORK/llama-bench.err" \
-        | python3 -c '
-import json, sys
-pp = tg = 0.0
-for r in json.load(sys.stdin):
-    if r["n_prompt"] > 0 and r["n_gen"] == 0: pp = r["avg_ts"]
-    if r["n_gen"] > 0 and r["n_prompt"] == 0: tg = r["avg_ts"]
-print(f"{pp:.1f} {tg:.1f}")'
+cllm_pp() { # env threads len seed -> tok/s
+    local out=$WORK/cllm_pp.json
+    env $1 "$CLLM" bench offline -m "$MODEL" -t "$2" --sequential --num-prompts 1 --input-len "$3" \
+        --output-len 1 --max-model-len $(( $3 + 8 )) --seed "$4" --save-result "$out" >"$WORK/cllm_pp.log" 2>&1 \
+        || { echo nan; return; }
+    python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(f'{$3/(r[\"median_ttft_ms\"]/1e3):.1f}')" "$out"
 }
-LLAMA_NOTE="llama.cpp: llama-bench and llama-server built from the llama-cpp-python sdist, AVX2 build (-DGGML_NATIVE=OFF, no AVX-512)"
-LLAMA_PP=nan LLAMA_TG=nan NATIVE_PP="" NATIVE_TG=""
-if [ "$LLAMA_OK" = 1 ]; then
-    log "single stream: llama-bench (avx2)"
-    read -r LLAMA_PP LLAMA_TG < <(llama_bench "$LLAMA_BIN")
-    if [ -x "$LLAMACPP_DIR/native/bin/llama-bench" ]; then
-        log "single stream: llama-bench (native)"
-        read -r NATIVE_PP NATIVE_TG < <(llama_bench "$LLAMACPP_DIR/native/bin")
-    fi
-else
-    LLAMA_NOTE="llama.cpp: $LLAMA_FALLBACK; single stream through llama-cpp-python, serving through its own OpenAI server (python3 -m llama_cpp.server, from pip install 'llama-cpp-python[server]': one request at a time, no continuous batching)"
-    read -r LLAMA_PP LLAMA_TG < <(python3 - "$MODEL" "$THREADS" "$PP_LEN" "$TG_LEN" <<'PY' 2>>"$WORK/llama-python.err" || echo "nan nan"
-import sys, time, llama_cpp
+cllm_tg() { # env threads seed -> tok/s
+    local out=$WORK/cllm_tg.json
+    env $1 "$CLLM" bench offline -m "$MODEL" -t "$2" --sequential --num-prompts 1 --input-len 8 \
+        --output-len "$TG_LEN" --seed "$3" --save-result "$out" >"$WORK/cllm_tg.log" 2>&1 || { echo nan; return; }
+    python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(f'{1e3/r[\"mean_tpot_ms\"]:.1f}')" "$out"
+}
+llama_one() { # bin_dir threads pp tg -> tok/s of the one test
+    "$1/llama-bench" -m "$MODEL" -t "$2" -p "$3" -n "$4" -r 1 -o json 2>>"$WORK/llama-bench.err" \
+        | python3 -c 'import json,sys; r=json.load(sys.stdin); print("%.1f" % r[0]["avg_ts"] if r else "nan")' \
+        || echo nan
+}
+llama_python() { # threads pp tg -> "pp tg" through llama-cpp-python (no llama.cpp build)
+    python3 - "$MODEL" "$1" "$2" "$3" <<'PY' 2>>"$WORK/llama-python.err" || echo "nan nan"
+import sys, llama_cpp
 model, threads, pp, tg = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-llm = llama_cpp.Llama(model_path=model, n_ctx=pp + tg + 8, n_batch=pp, n_threads=threads,
+llm = llama_cpp.Llama(model_path=model, n_ctx=pp + tg + 8, n_batch=min(pp, 2048), n_threads=threads,
                       n_threads_batch=threads, verbose=False)
 ids = [llm.token_bos()] + [1000 + (i * 7919) % 200000 for i in range(pp - 1)]
 llama_cpp.llama_perf_context_reset(llm.ctx)
@@ -216,94 +223,154 @@ for _ in range(tg - 1):
 p = llama_cpp.llama_perf_context(llm.ctx)
 print(f"{p.n_p_eval / (p.t_p_eval_ms / 1e3):.1f} {p.n_eval / (p.t_eval_ms / 1e3):.1f}")
 PY
-)
-fi
-log "single stream: cllm pp $CLLM_PP tg $CLLM_TG; llama.cpp pp $LLAMA_PP tg $LLAMA_TG"
+}
 
-# ---- 3. serving: cllm serve and llama-server at each concurrency ----
+# ---- one race ----
 
-MAXC=1
-TOTAL_PROMPTS=0
-for c in $CONCURRENCY; do
-    [ "$c" -gt "$MAXC" ] && MAXC=$c
-    TOTAL_PROMPTS=$(( TOTAL_PROMPTS + $(prompts_for "$c") ))
-done
-CTX=$(( IN_LEN + OUT_LEN + 64 ))
-BENCH_ARGS=(--no-progress --seed "$SEED" --num-warmups 1)
+THREAD_LIST="1 $THREADS"  # decode at 1 thread and at --threads: the scaling row
+[ "$THREADS" = 1 ] && THREAD_LIST=1
 
-log "starting cllm serve"
-"$CLLM" serve "$MODEL" --host 127.0.0.1 --port "$PORT_CLLM" --threads "$THREADS" --max-model-len "$CTX" \
-    --max-num-seqs "$(( MAXC > 64 ? MAXC : 64 ))" >"$WORK/cllm-serve.log" 2>&1 &
-CLLM_PID=$!
-PIDS+=("$CLLM_PID")
-wait_health "http://127.0.0.1:$PORT_CLLM" "$CLLM_PID" "cllm serve"
+REPORT=""
+race_index=0
+for RACE in $RACES; do
+    race_index=$(( race_index + 1 ))
+    case "$RACE" in
+    native)
+        CLLM_ENV=""
+        LLAMA_DIR=$LLAMACPP_DIR/native/bin
+        [ "$NATIVE_OK" = 1 ] || { log "race native: no native llama.cpp build; skipped"; continue; }
+        RACE_NOTE="native: cllm as it runs on this CPU ($(grep -qw avx_vnni /proc/cpuinfo && echo 'its AVX-VNNI kernels' || echo 'no AVX-VNNI here, so its plain AVX2 kernels')) against llama.cpp built with -DGGML_NATIVE=ON (AVX-512/VNNI where this CPU has them)" ;;
+    novnni)
+        CLLM_ENV="CLLM_NO_VNNI=1"
+        LLAMA_DIR=$LLAMACPP_DIR/avx2/bin
+        RACE_NOTE="no-VNNI: cllm with CLLM_NO_VNNI=1 (plain AVX2) against llama.cpp built with -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON and every AVX-512/VNNI/AMX option off" ;;
+    *) log "unknown race '$RACE' (native, novnni)"; exit 2 ;;
+    esac
+    [ "$LLAMA_OK" = 1 ] || RACE_NOTE+="; llama.cpp: $LLAMA_FALLBACK, so single stream through llama-cpp-python and serving through its own OpenAI server (one request at a time)"
+    log "race $RACE"
 
-# One dataset for every run, from the model's vocabulary through cllm serve's
-# tokenizer; each concurrency level gets its own slice (so no level finds its
-# prompts cached by an earlier one), the same slice for both engines.
-"$CLLM" bench serve --base-url "http://127.0.0.1:$PORT_CLLM" --num-prompts "$TOTAL_PROMPTS" \
-    --random-input-len "$IN_LEN" --random-output-len "$OUT_LEN" --seed "$SEED" \
-    --save-dataset "$WORK/dataset.jsonl" --dry-run >/dev/null 2>"$WORK/dataset.log" || true
-[ -s "$WORK/dataset.jsonl" ] || { log "could not build the dataset (see $WORK/dataset.log)"; exit 1; }
-first=1
-for c in $CONCURRENCY; do
-    n=$(prompts_for "$c")
-    sed -n "${first},$(( first + n - 1 ))p" "$WORK/dataset.jsonl" >"$WORK/dataset-c$c.jsonl"
-    first=$(( first + n ))
-done
+    # 1. single stream, rounds interleaved
+    declare -A C=() L=()
+    for round in $(seq 1 "$REPS"); do
+        seed=$(( SEED + race_index * 1000 + round ))
+        for len in $PP_LENS; do
+            log "round $round: prompt $len"
+            C[pp$len]+="$(cllm_pp "$CLLM_ENV" "$THREADS" "$len" "$seed") "
+            if [ "$LLAMA_OK" = 1 ]; then L[pp$len]+="$(llama_one "$LLAMA_DIR" "$THREADS" "$len" 0) "
+            else L[pp$len]+="$(llama_python "$THREADS" "$len" 1 | cut -d' ' -f1) "; fi
+        done
+        for t in $THREAD_LIST; do
+            log "round $round: decode, $t thread(s)"
+            C[tg$t]+="$(cllm_tg "$CLLM_ENV" "$t" "$seed") "
+            if [ "$LLAMA_OK" = 1 ]; then L[tg$t]+="$(llama_one "$LLAMA_DIR" "$t" 0 "$TG_LEN") "
+            else L[tg$t]+="$(llama_python "$t" 8 "$TG_LEN" | cut -d' ' -f2) "; fi
+        done
+    done
+    SS_ROWS=""
+    for len in $PP_LENS; do
+        SS_ROWS+="prompt $len tokens, $THREADS threads (tok/s)|$(median ${C[pp$len]})|$(median ${L[pp$len]})|up;"
+    done
+    for t in $THREAD_LIST; do
+        SS_ROWS+="decode $TG_LEN tokens, $t thread(s) (tok/s)|$(median ${C[tg$t]})|$(median ${L[tg$t]})|up;"
+    done
+    unset C L
 
-for c in $CONCURRENCY; do
-    log "cllm serve, concurrency $c, $(prompts_for "$c") prompts"
-    "$CLLM" bench serve --base-url "http://127.0.0.1:$PORT_CLLM" "${BENCH_ARGS[@]}" --dataset-name jsonl \
-        --dataset-path "$WORK/dataset-c$c.jsonl" --max-concurrency "$c" --label cllm \
-        --save-result "$WORK/cllm-c$c.json" >"$WORK/cllm-c$c.txt" 2>&1 || log "cllm run at concurrency $c had failures"
-done
-kill "$CLLM_PID" 2>/dev/null || true
-wait "$CLLM_PID" 2>/dev/null || true
+    # 2. serving
+    MAXC=1
+    TOTAL_PROMPTS=1
+    for c in $CONCURRENCY; do
+        [ "$c" -gt "$MAXC" ] && MAXC=$c
+        TOTAL_PROMPTS=$(( TOTAL_PROMPTS + $(prompts_for "$c") ))
+    done
+    CTX=$(( IN_LEN + OUT_LEN + 64 ))
+    BENCH_ARGS=(--no-progress --num-warmups 0)
+    log "starting cllm serve ($CLLM_ENV)"
+    env $CLLM_ENV "$CLLM" serve "$MODEL" --host 127.0.0.1 --port "$PORT_CLLM" --threads "$THREADS" \
+        --max-model-len "$CTX" --max-num-seqs "$(( MAXC > 64 ? MAXC : 64 ))" >"$WORK/cllm-serve-$RACE.log" 2>&1 &
+    CLLM_PID=$!
+    PIDS+=("$CLLM_PID")
+    wait_health "http://127.0.0.1:$PORT_CLLM" "$CLLM_PID" "cllm serve"
+    # This race's prompts: random tokens from a seed of its own; line 1 is the
+    # warm-up prompt, then one disjoint slice per concurrency level, the same
+    # slices for both engines.
+    DSEED=$(( SEED + race_index * 1000 ))
+    "$CLLM" bench serve --base-url "http://127.0.0.1:$PORT_CLLM" --num-prompts "$TOTAL_PROMPTS" \
+        --random-input-len "$IN_LEN" --random-output-len "$OUT_LEN" --seed "$DSEED" \
+        --save-dataset "$WORK/dataset-$RACE.jsonl" --dry-run >/dev/null 2>"$WORK/dataset-$RACE.log" || true
+    [ -s "$WORK/dataset-$RACE.jsonl" ] || { log "could not build the dataset (see $WORK/dataset-$RACE.log)"; exit 1; }
+    sed -n 1p "$WORK/dataset-$RACE.jsonl" >"$WORK/warmup-$RACE.jsonl"
+    first=2
+    for c in $CONCURRENCY; do
+        n=$(prompts_for "$c")
+        sed -n "${first},$(( first + n - 1 ))p" "$WORK/dataset-$RACE.jsonl" >"$WORK/dataset-$RACE-c$c.jsonl"
+        first=$(( first + n ))
+    done
+    run_bench() { # base_url label c out
+        "$CLLM" bench serve --base-url "$1" --no-progress --num-warmups 0 --dataset-name jsonl \
+            --dataset-path "$WORK/warmup-$RACE.jsonl" --max-concurrency 1 --label warmup >/dev/null 2>&1 || true
+        "$CLLM" bench serve --base-url "$1" "${BENCH_ARGS[@]}" --dataset-name jsonl --seed "$DSEED" \
+            --dataset-path "$WORK/dataset-$RACE-c$3.jsonl" --max-concurrency "$3" --label "$2" \
+            --save-result "$4" >"${4%.json}.txt" 2>&1 || log "$2 run at concurrency $3 had failures"
+    }
+    for c in $CONCURRENCY; do
+        log "cllm serve, concurrency $c, $(prompts_for "$c") prompts"
+        run_bench "http://127.0.0.1:$PORT_CLLM" cllm "$c" "$WORK/$RACE-cllm-c$c.json"
+    done
+    kill "$CLLM_PID" 2>/dev/null || true
+    wait "$CLLM_PID" 2>/dev/null || true
+    for c in $CONCURRENCY; do
+        log "llama.cpp server, concurrency $c, $(prompts_for "$c") prompts"
+        if [ "$LLAMA_OK" = 1 ]; then
+            "$LLAMA_DIR/llama-server" -m "$MODEL" --host 127.0.0.1 --port "$PORT_LLAMA" -t "$THREADS" -tb "$THREADS" \
+                -np "$c" -c "$(( c * CTX ))" --cont-batching >"$WORK/llama-server-$RACE-c$c.log" 2>&1 &
+        else
+            python3 -m llama_cpp.server --model "$MODEL" --host 127.0.0.1 --port "$PORT_LLAMA" --n_threads "$THREADS" \
+                --n_ctx "$CTX" >"$WORK/llama-server-$RACE-c$c.log" 2>&1 &
+        fi
+        LPID=$!
+        PIDS+=("$LPID")
+        if wait_health "http://127.0.0.1:$PORT_LLAMA" "$LPID" "llama server"; then
+            run_bench "http://127.0.0.1:$PORT_LLAMA" llama.cpp "$c" "$WORK/$RACE-llama-c$c.json"
+        fi
+        kill "$LPID" 2>/dev/null || true
+        wait "$LPID" 2>/dev/null || true
+    done
+    "$CLLM" bench plot "$WORK/plots-$RACE" "$WORK/$RACE"-cllm-c*.json "$WORK/$RACE"-llama-c*.json >/dev/null 2>&1 \
+        && log "charts in $WORK/plots-$RACE" || log "no charts (gnuplot missing?)"
 
-for c in $CONCURRENCY; do
-    log "llama.cpp server, concurrency $c, $(prompts_for "$c") prompts"
-    if [ "$LLAMA_OK" = 1 ]; then
-        "$LLAMA_BIN/llama-server" -m "$MODEL" --host 127.0.0.1 --port "$PORT_LLAMA" -t "$THREADS" -tb "$THREADS" \
-            -np "$c" -c "$(( c * CTX ))" --cont-batching >"$WORK/llama-server-c$c.log" 2>&1 &
-    else
-        python3 -m llama_cpp.server --model "$MODEL" --host 127.0.0.1 --port "$PORT_LLAMA" --n_threads "$THREADS" \
-            --n_ctx "$CTX" >"$WORK/llama-server-c$c.log" 2>&1 &
-    fi
-    LPID=$!
-    PIDS+=("$LPID")
-    if wait_health "http://127.0.0.1:$PORT_LLAMA" "$LPID" "llama server"; then
-        "$CLLM" bench serve --base-url "http://127.0.0.1:$PORT_LLAMA" "${BENCH_ARGS[@]}" --dataset-name jsonl \
-            --dataset-path "$WORK/dataset-c$c.jsonl" --max-concurrency "$c" --label llama.cpp \
-            --save-result "$WORK/llama-c$c.json" >"$WORK/llama-c$c.txt" 2>&1 || log "llama.cpp run at concurrency $c had failures"
-    fi
-    kill "$LPID" 2>/dev/null || true
-    wait "$LPID" 2>/dev/null || true
-done
-
-# ---- 4. the table ----
-
-"$CLLM" bench plot "$WORK/plots" "$WORK"/cllm-c*.json "$WORK"/llama-c*.json >/dev/null 2>&1 \
-    && log "charts in $WORK/plots" || log "no charts (gnuplot missing?)"
-
-CPU=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
-TABLE=$(python3 - "$WORK" "$CONCURRENCY" <<PY
+    # 3. the table
+    TABLE=$(python3 - "$WORK" "$RACE" "$CONCURRENCY" "$SS_ROWS" "$THREADS" "$BOUND" "$OUT_LEN" <<'PY'
 import json, os, sys
-work, levels = sys.argv[1], sys.argv[2].split()
-def ratio(a, b, lower_better=False):
+work, race, levels, ss, threads, bound, out_len = sys.argv[1:8]
+levels, threads, out_len = levels.split(), int(threads), int(out_len)
+def num(x):
     try:
-        a, b = float(a), float(b)
-        return f"{(b / a if lower_better else a / b):.2f}" if a > 0 and b > 0 else "-"
+        return float(x)
     except ValueError:
-        return "-"
-rows = [("single-stream prompt, $PP_LEN tokens (tok/s)", "$CLLM_PP", "$LLAMA_PP", False),
-        ("single-stream generation, $TG_LEN tokens (tok/s)", "$CLLM_TG", "$LLAMA_TG", False)]
-notes = []
+        return float("nan")
+def ratio(a, b, lower_better=False):
+    a, b = num(a), num(b)
+    return (b / a if lower_better else a / b) if a > 0 and b > 0 else float("nan")
+rows, notes, vals = [], [], {}
+for spec in filter(None, ss.split(";")):
+    name, mine, theirs, _ = spec.split("|")
+    rows.append((name, mine, theirs, False))
+    vals[name] = (num(mine), num(theirs))
+tg1 = vals.get(f"decode 128 tokens, 1 thread(s) (tok/s)") or next((v for k, v in vals.items() if k.startswith("decode") and ", 1 thread" in k), None)
+tgn = next((v for k, v in vals.items() if k.startswith("decode") and f", {threads} thread" in k), None)
+if tg1 and tgn and threads > 1:
+    rows.append((f"decode scaling, {threads} threads / 1 thread (x)", f"{tgn[0] / tg1[0]:.2f}", f"{tgn[1] / tg1[1]:.2f}", False))
+b = num(bound)
+if tgn and b > 0:
+    rows.append((f"decode at {threads} threads, % of the DRAM bound ({bound} tok/s)", f"{100 * tgn[0] / b:.0f}",
+                 f"{100 * tgn[1] / b:.0f}", False))
+serve = {}
 for c in levels:
     res = {}
     for eng in ("cllm", "llama"):
-        p = os.path.join(work, f"{eng}-c{c}.json")
+        p = os.path.join(work, f"{race}-{eng}-c{c}.json")
         res[eng] = json.load(open(p)) if os.path.exists(p) else None
+    serve[c] = res
     def get(eng, key, fmt="{:.1f}"):
         r = res[eng]
         return fmt.format(r[key]) if r else "nan"
@@ -314,8 +381,8 @@ for c in levels:
         elif r["failed"]:
             notes.append(f"{eng} at concurrency {c}: {r['failed']} of {r['failed'] + r['completed']} requests failed: "
                          + next(e for e in r["errors"] if e)[:120])
-        elif r["total_output_tokens"] != sum(r["output_lens"]) or any(o != $OUT_LEN for o in r["output_lens"]):
-            notes.append(f"{eng} at concurrency {c}: output lengths {sorted(set(r['output_lens']))}, not all $OUT_LEN")
+        elif any(o != out_len for o in r["output_lens"]):
+            notes.append(f"{eng} at concurrency {c}: output lengths {sorted(set(r['output_lens']))}, not all {out_len}")
     n = res["cllm"]["completed"] + res["cllm"]["failed"] if res["cllm"] else "?"
     rows.append((f"serve c={c} ({n} req): output throughput (tok/s)", get("cllm", "output_throughput"),
                  get("llama", "output_throughput"), False))
@@ -324,35 +391,60 @@ for c in levels:
                  get("llama", "median_tpot_ms", "{:.2f}"), True))
 print("| measure | cllm | llama.cpp | cllm advantage |")
 print("|---|---:|---:|---:|")
-for name, a, b, lower in rows:
-    print(f"| {name} | {a} | {b} | {ratio(a, b, lower)} |")
+for name, mine, theirs, lower in rows:
+    r = ratio(mine, theirs, lower)
+    print(f"| {name} | {mine} | {theirs} | {'-' if r != r else f'{r:.2f}'} |")
 print()
-print("cllm advantage: cllm/llama.cpp for speeds, llama.cpp/cllm for latencies (above 1 = cllm better).")
+print("cllm advantage: cllm/llama.cpp for speeds and scaling, llama.cpp/cllm for latencies (above 1 = cllm better).")
 for n in notes:
     print(f"- {n}")
+# The targets of the issue "Fast on every x86 CPU".
+def mark(ok):
+    return "met" if ok else "missed"
+t = []
+for k, (a, bb) in vals.items():
+    if k.startswith("decode"):
+        r = ratio(a, bb)
+        t.append(f"{k.split(' (')[0]}: {r:.2f}x llama.cpp (target 1.15x, {mark(r >= 1.15)})")
+    if k.startswith("prompt"):
+        r = ratio(a, bb)
+        t.append(f"{k.split(' (')[0]}: {r:.2f}x (target 1.5x, {mark(r >= 1.5)})")
+if tg1 and tgn and threads > 1:
+    s = tgn[0] / tg1[0]
+    t.append(f"decode {threads} threads / 1 thread: {s:.2f}x (target 1.6x, {mark(s >= 1.6)})")
+if tgn and b > 0:
+    p = tgn[0] / b
+    t.append(f"decode at {threads} threads: {100 * p:.0f}% of the DRAM bound (target 75%, {mark(p >= 0.75)})")
+for c in levels:
+    res = serve[c]
+    if res["cllm"] and res["llama"]:
+        r = ratio(res["cllm"]["output_throughput"], res["llama"]["output_throughput"])
+        lower = res["cllm"]["p99_ttft_ms"] < res["llama"]["p99_ttft_ms"]
+        if c == "1":
+            t.append(f"serving c=1: {r:.2f}x output throughput (target 1.0x, {mark(r >= 1.0)})")
+        elif c in ("16", "32"):
+            t.append(f"serving c={c}: {r:.2f}x output throughput, P99 TTFT {'lower' if lower else 'not lower'} "
+                     f"(target 2.0x with lower P99 TTFT, {mark(r >= 2.0 and lower)})")
+print()
+print("Targets: " + "; ".join(t) + ".")
 PY
 )
-BOUND=$(python3 -c "b=float('$BW_DRAM' or 0)*1e9; m=$MODEL_BYTES; print(f'{b/m:.1f}' if b>0 else 'nan')")
-BOUND_L=$(python3 -c "b=float('$BW_MODEL' or 0)*1e9; m=$MODEL_BYTES; print(f'{b/m:.1f}' if b>0 else 'nan')")
-PCT=$(python3 -c "b=float('$BOUND'); t=float('$CLLM_TG'); print(f'{100*t/b:.0f}%' if b==b and b>0 else '-')")
-NATIVE_LINE=""
-[ -n "$NATIVE_PP" ] && NATIVE_LINE="llama.cpp native build (AVX-512/VNNI where this CPU has them), for reference: prompt $NATIVE_PP tok/s, generation $NATIVE_TG tok/s."
+    REPORT+=$'\n'"### Race $RACE"$'\n\n'"$RACE_NOTE."$'\n\n'"$TABLE"$'\n'
+done
 
+LLAMA_VERSION=$(ls -d "$LLAMACPP_DIR"/llama_cpp_python-* 2>/dev/null | sed 's/.*-//' | tail -1)
 REPORT=$(cat <<MD
 
 ## cllm vs llama.cpp, $(date -u '+%Y-%m-%d %H:%M UTC') (bench/compare-llamacpp.sh)
 
-Machine: $CPU, $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB; load average $LOAD_START at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end (above the core count, other work shared the CPUs and every number is lower than on an idle machine).
-Model: $(basename "$MODEL") ($MODEL_MIB MiB of weights), $THREADS threads for both engines.
-cllm $COMMIT ($CLLM); $LLAMA_NOTE, llama-cpp-python $(ls -d "$LLAMACPP_DIR"/llama_cpp_python-* 2>/dev/null | sed 's/.*-//' | tail -1).
-Single stream: cllm bench offline --sequential (prompt: $PP_LEN-token prompt, time to first token; generation: $TG_LEN tokens after an 8-token prompt, time per output token) vs llama-bench -p $PP_LEN -n $TG_LEN, $REPS repetitions.
-Serving: cllm bench serve, random dataset ($IN_LEN tokens in, $OUT_LEN out, ignore_eos, seed $SEED, the same prompts for both), all requests at once, --max-concurrency c; llama-server with -np c (continuous batching), cllm serve with --max-num-seqs $(( MAXC > 64 ? MAXC : 64 )).
-
-$TABLE
-
-Bandwidth (bench/membw, $THREADS threads, best of 10): ${BW_DRAM} GB/s streaming from a 2 GiB buffer, ${BW_MODEL} GB/s over a buffer the size of the weights ($MODEL_MIB MiB; this CPU reports a large last-level cache, which may hold much of it).
-Single-stream bound: bandwidth / weight bytes per token ($MODEL_BYTES bytes, every tensor including the tied Q8_0 output matrix) = $BOUND tok/s from DRAM ($BOUND_L tok/s at the weights' size); cllm generates $CLLM_TG tok/s = $PCT of the DRAM bound.
-$NATIVE_LINE
+Machine: $CPU, $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB; CPU flags: $CPU_FLAGS. Load average $LOAD_START at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end (above the core count, other work shared the CPUs and every number is lower than on an idle machine).
+Model: $(basename "$MODEL") ($MODEL_MIB MiB of weights), $THREADS threads for both engines unless a row says otherwise.
+cllm $COMMIT ($CLLM); llama.cpp (llama-bench, llama-server) from the llama-cpp-python ${LLAMA_VERSION:-?} sdist.
+Command: bench/compare-llamacpp.sh --threads $THREADS --reps $REPS --race "$RACES".
+Single stream: cllm bench offline --sequential (prompt: time to first token of a prompt of that length; decode: $TG_LEN tokens after an 8-token prompt, time per output token) vs llama-bench -p N / -n $TG_LEN, median of $REPS rounds interleaved between the engines, a fresh process and prompt each round.
+Serving: cllm bench serve, random prompts ($IN_LEN tokens in, $OUT_LEN out, ignore_eos), new ones for every race and concurrency level and a separate warm-up prompt, so no prefix cache answers a measured prompt; --max-concurrency c; llama-server with -np c (continuous batching), cllm serve with --max-num-seqs $(( MAXC > 64 ? MAXC : 64 )).
+Bandwidth (bench/membw, $THREADS threads, best of 10): ${BW_DRAM} GB/s streaming from a 2 GiB buffer; the single-stream bound is that over the weight bytes per token ($MODEL_BYTES bytes, every tensor including the tied output matrix) = $BOUND tok/s.
+$REPORT
 MD
 )
 echo "$REPORT"
