@@ -76,7 +76,7 @@ int cmd_info(int argc, char **argv) {
     if (parsed) return parsed < 0 ? 1 : 0;
     const kv_dtype dt = o.engine.kv_cache_dtype;
     long n_ctx = o.engine.max_model_len;
-    model *m = model_load(o.model.path);
+    model *m = model_load_as_stored(o.model.path);
     if (!m) {
         fprintf(stderr, "cllm: %s\n", err_get());
         return 1;

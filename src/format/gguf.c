@@ -373,6 +373,16 @@ gguf_ctx *gguf_open(const char *path) {
     return ctx;
 }
 
+void gguf_release_pages(const gguf_ctx *ctx, const void *p, size_t n) {
+    const uintptr_t lo = (uintptr_t)p, hi = lo + n, base = (uintptr_t)ctx->base;
+    if (!ctx->mapped || lo < base || hi > base + ctx->size) return;
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    const uintptr_t a = (lo + page - 1) / page * page, b = hi / page * page;
+    /* a read-only shared file mapping: the pages come back from the file on
+     * the next touch */
+    if (a < b) madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
 uint32_t gguf_version(const gguf_ctx *ctx) { return ctx->version; }
 uint64_t gguf_alignment(const gguf_ctx *ctx) { return ctx->alignment; }
 uint64_t gguf_file_size(const gguf_ctx *ctx) { return ctx->size; }

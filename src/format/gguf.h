@@ -76,6 +76,11 @@ gguf_ctx *gguf_open(const char *path);
 gguf_ctx *gguf_open_memory(const void *data, size_t size, const char *name);
 void gguf_close(gguf_ctx *ctx);
 
+/* Lets the OS drop the mapped file pages inside [p, p + n) from this
+ * process's memory (a copy of them is in use instead); reading them later
+ * still works. Nothing for memory that is not the file's mapping. */
+void gguf_release_pages(const gguf_ctx *ctx, const void *p, size_t n);
+
 uint32_t gguf_version(const gguf_ctx *ctx);
 uint64_t gguf_alignment(const gguf_ctx *ctx);
 uint64_t gguf_file_size(const gguf_ctx *ctx);

@@ -59,6 +59,12 @@ const wtype_traits wtype_traits_avx2[WT_COUNT] = {
             .panel_block_bytes = GEMM_PANEL_BLOCK,
             .panel_prep = gemm_prep_q8_0_avx2,
             .panel_act_block_bytes = GEMM_PANEL_ACT_BLOCK,
+            .x8_pack = x8_pack_q4_0_ref,
+            .x8_unpack = x8_unpack_q4_0_ref,
+            .gemm_x8 = gemm_x8_q4_0_q8_0_avx2,
+            .x8_cols = X8_COLS,
+            .x8_prep = gemm_prep_x8_q8_0_avx2,
+            .x8_act_block_bytes = X8_ACT_BLOCK,
         },
     [WT_Q4_1] =
         {
@@ -86,6 +92,12 @@ const wtype_traits wtype_traits_avx2[WT_COUNT] = {
             .panel_block_bytes = GEMM_PANEL_BLOCK,
             .panel_prep = gemm_prep_q8_0_avx2,
             .panel_act_block_bytes = GEMM_PANEL_ACT_BLOCK,
+            .x8_pack = x8_pack_q5_0_ref,
+            .x8_unpack = x8_unpack_q5_0_ref,
+            .gemm_x8 = gemm_x8_q5_0_q8_0_avx2,
+            .x8_cols = X8_COLS,
+            .x8_prep = gemm_prep_x8_q8_0_avx2,
+            .x8_act_block_bytes = X8_ACT_BLOCK,
         },
     [WT_Q5_1] =
         {
@@ -113,6 +125,12 @@ const wtype_traits wtype_traits_avx2[WT_COUNT] = {
             .panel_block_bytes = GEMM_PANEL_BLOCK_SIGNED_Q8,
             .panel_prep = gemm_prep_q8_0_signed_avx2,
             .panel_act_block_bytes = GEMM_PANEL_ACT_BLOCK,
+            .x8_pack = x8_pack_q8_0_ref,
+            .x8_unpack = x8_unpack_q8_0_ref,
+            .gemm_x8 = gemm_x8_q8_0_q8_0_avx2,
+            .x8_cols = X8_COLS,
+            .x8_prep = gemm_prep_x8_q8_0_avx2,
+            .x8_act_block_bytes = X8_ACT_BLOCK,
         },
     [WT_Q8_1] =
         {

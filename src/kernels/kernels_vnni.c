@@ -28,6 +28,12 @@ const wtype_traits wtype_traits_vnni[WT_COUNT] = {
             .panel_block_bytes = GEMM_PANEL_BLOCK,
             .panel_prep = gemm_prep_q8_0_vnni,
             .panel_act_block_bytes = GEMM_PANEL_ACT_BLOCK,
+            .x8_pack = x8_pack_q4_0_ref,
+            .x8_unpack = x8_unpack_q4_0_ref,
+            .gemm_x8 = gemm_x8_q4_0_q8_0_avx2,
+            .x8_cols = X8_COLS,
+            .x8_prep = gemm_prep_x8_q8_0_avx2,
+            .x8_act_block_bytes = X8_ACT_BLOCK,
         },
     [WT_Q5_0] =
         {
@@ -45,6 +51,12 @@ const wtype_traits wtype_traits_vnni[WT_COUNT] = {
             .panel_block_bytes = GEMM_PANEL_BLOCK,
             .panel_prep = gemm_prep_q8_0_vnni,
             .panel_act_block_bytes = GEMM_PANEL_ACT_BLOCK,
+            .x8_pack = x8_pack_q5_0_ref,
+            .x8_unpack = x8_unpack_q5_0_ref,
+            .gemm_x8 = gemm_x8_q5_0_q8_0_avx2,
+            .x8_cols = X8_COLS,
+            .x8_prep = gemm_prep_x8_q8_0_avx2,
+            .x8_act_block_bytes = X8_ACT_BLOCK,
         },
     [WT_Q8_0] =
         {
@@ -62,6 +74,12 @@ const wtype_traits wtype_traits_vnni[WT_COUNT] = {
             .panel_block_bytes = GEMM_PANEL_BLOCK,
             .panel_prep = gemm_prep_q8_0_vnni,
             .panel_act_block_bytes = GEMM_PANEL_ACT_BLOCK,
+            .x8_pack = x8_pack_q8_0_ref,
+            .x8_unpack = x8_unpack_q8_0_ref,
+            .gemm_x8 = gemm_x8_q8_0_q8_0_avx2,
+            .x8_cols = X8_COLS,
+            .x8_prep = gemm_prep_x8_q8_0_avx2,
+            .x8_act_block_bytes = X8_ACT_BLOCK,
         },
     /* K-quants: the tiles and panels of gemm_k_vnni_avx2.c */
     [WT_Q4_K] =

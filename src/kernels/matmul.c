@@ -61,9 +61,12 @@ static void gather_rows(void *p, long lo, long hi) {
 
 /* ---- */
 
-/* Bytes of a prepared activation row for the type's panels (0: none). */
+/* Bytes of a prepared activation row for the type's panels or its x8 tiles,
+ * whichever is larger (0: neither prepares its activations). */
 static size_t prep_row_bytes(const wtype_traits *tr, int64_t n_in) {
-    return tr->panel_prep ? tr->panel_act_block_bytes * (size_t)(n_in / tr->block_size) : 0;
+    size_t block = tr->panel_prep ? tr->panel_act_block_bytes : 0;
+    if (tr->x8_prep && tr->x8_act_block_bytes > block) block = tr->x8_act_block_bytes;
+    return block ? block * (size_t)(n_in / tr->block_size) : 0;
 }
 
 static size_t quant_scratch_size(const wtype_traits *tr, const weight *w, int n_tok) {
@@ -86,7 +89,9 @@ typedef struct {
     size_t xq_row;      /* bytes per activation row */
     uint8_t *xq_out;
     bool panels;        /* through packed panels (try_panels may still decline) */
-    uint8_t *xp;        /* the activations as the panels read them (panel_prep) */
+    bool x8;            /* through gemm_x8 over w->x8 */
+    wtype_gemm_prep_fn prep; /* panel_prep or x8_prep, or NULL */
+    uint8_t *xp;        /* the activations as prep leaves them */
     size_t xp_row;
     int n_tok;
     float *y;
@@ -97,7 +102,7 @@ static void quantize_rows(void *p, long lo, long hi) {
     const int n = (int)j->w->n_in;
     for (long t = lo; t < hi; t++) {
         j->act_tr->from_float(j->x + t * n, j->xq_out + t * j->xq_row, n);
-        if (j->xp) j->tr->panel_prep(n, j->xq_out + t * j->xq_row, j->xp + t * j->xp_row);
+        if (j->prep) j->prep(n, j->xq_out + t * j->xq_row, j->xp + t * j->xp_row);
     }
 }
 
@@ -110,9 +115,11 @@ typedef struct {
 
 static prefetch_run rows_ahead(const weight *w, long r, long r_end) {
     prefetch_run p = {NULL, NULL};
+    /* x8 data keeps each row group where its rows were */
+    const uint8_t *base = w->x8 ? w->x8 : w->data;
     if (r < r_end && w->row_bytes <= MM_PREFETCH_MAX_ROW) {
-        p.a = (const uint8_t *)w->data + r * w->row_bytes;
-        p.end = (const uint8_t *)w->data + r_end * w->row_bytes;
+        p.a = base + r * w->row_bytes;
+        p.end = base + r_end * w->row_bytes;
     }
     return p;
 }
@@ -126,7 +133,7 @@ static void prefetch_some(prefetch_run *p, long lines) {
 /* Weight rows [r_lo, r_hi) through packed panels: each panel of rows is
  * packed once and meets every activation row, while the next panel's rows
  * are prefetched across those calls. */
-static void panel_rows(const mm_job *j, long r_lo, long r_hi, uint8_t *panel) {
+static void panel_rows(const mm_job *j, long r_lo, long r_hi, uint8_t *panel, uint8_t *rows) {
     const weight *w = j->w;
     const wtype_traits *tr = j->tr;
     const int n = (int)w->n_in;
@@ -139,7 +146,12 @@ static void panel_rows(const mm_job *j, long r_lo, long r_hi, uint8_t *panel) {
     for (long r = r_lo; r < r_hi; r += pr) {
         const int nr = (int)(r_hi - r < pr ? r_hi - r : pr);
         prefetch_run next = rows_ahead(w, r + pr, r + 2 * pr < r_hi ? r + 2 * pr : r_hi);
-        tr->gemm_pack(n, nr, (const uint8_t *)w->data + r * w->row_bytes, w->row_bytes, panel);
+        const uint8_t *src = (const uint8_t *)w->data + r * w->row_bytes;
+        if (w->x8) { /* a group of 8 rows back in row order (nr is 8: x8 rows come in 8s) */
+            tr->x8_unpack(n, (const uint8_t *)w->x8 + r * w->row_bytes, rows, w->row_bytes);
+            src = rows;
+        }
+        tr->gemm_pack(n, nr, src, w->row_bytes, panel);
         for (int t = 0; t < j->n_tok; t += tr->panel_cols) {
             const int nc = j->n_tok - t < tr->panel_cols ? j->n_tok - t : tr->panel_cols;
             prefetch_some(&next, slice);
@@ -150,21 +162,41 @@ static void panel_rows(const mm_job *j, long r_lo, long r_hi, uint8_t *panel) {
 }
 
 /* Runs panel_rows if the type has panels, the batch is large enough and the
- * panel's memory can be had; false otherwise. */
+ * panel's memory can be had; false otherwise. An x8 weight also needs room
+ * for 8 rows unpacked. */
 static bool try_panels(const mm_job *j, long r_lo, long r_hi) {
     const wtype_traits *tr = j->tr;
     if (!j->panels) return false;
-    const size_t bytes = tr->panel_block_bytes * (size_t)(j->w->n_in / tr->block_size);
+    const size_t panel_bytes = (tr->panel_block_bytes * (size_t)(j->w->n_in / tr->block_size) + 63) / 64 * 64;
+    const size_t bytes = panel_bytes + (j->w->x8 ? 8 * j->w->row_bytes : 0);
     if (bytes <= MM_PANEL_STACK) {
         _Alignas(64) uint8_t panel[MM_PANEL_STACK];
-        panel_rows(j, r_lo, r_hi, panel);
+        panel_rows(j, r_lo, r_hi, panel, panel + panel_bytes);
         return true;
     }
     uint8_t *panel = malloc(bytes);
     if (!panel) return false;
-    panel_rows(j, r_lo, r_hi, panel);
+    panel_rows(j, r_lo, r_hi, panel, panel + panel_bytes);
     free(panel);
     return true;
+}
+
+/* Weight rows [r_lo, r_hi) of an x8 weight (r_lo and r_hi multiples of 8),
+ * each group of 8 against every activation row, x8_cols at a time. The
+ * groups lie in order, so each thread reads one stream the hardware
+ * prefetchers follow. */
+static void x8_rows(const mm_job *j, long r_lo, long r_hi) {
+    const weight *w = j->w;
+    const wtype_traits *tr = j->tr;
+    const int n = (int)w->n_in;
+    const size_t ldy = (size_t)w->n_out;
+    for (long r = r_lo; r < r_hi; r += 8) {
+        const uint8_t *group = (const uint8_t *)w->x8 + r * w->row_bytes;
+        for (int t = 0; t < j->n_tok; t += tr->x8_cols) {
+            const int nc = j->n_tok - t < tr->x8_cols ? j->n_tok - t : tr->x8_cols;
+            tr->gemm_x8(n, 8, nc, &j->y[(size_t)t * ldy + r], ldy, group, 0, j->xp + t * j->xp_row, j->xp_row);
+        }
+    }
 }
 
 /* Weight rows [r_lo, r_hi) against every activation row: through panels
@@ -175,6 +207,10 @@ static bool try_panels(const mm_job *j, long r_lo, long r_hi) {
 static void dot_rows(void *p, long r_lo, long r_hi) {
     const mm_job *j = p;
     if (try_panels(j, r_lo, r_hi)) return;
+    if (j->x8) {
+        x8_rows(j, r_lo, r_hi);
+        return;
+    }
     const weight *w = j->w;
     const wtype_traits *tr = j->tr;
     const int n = (int)w->n_in;
@@ -234,7 +270,9 @@ void matmul(threadpool *tp, const weight *w, const float *x, int n_tok, float *y
         j.xq_out = scratch;
         j.xq = scratch;
         j.panels = j.tr->gemm_pack && n_tok >= MM_PANEL_MIN_TOK;
-        if (j.panels && j.tr->panel_prep) {
+        j.x8 = w->x8 && !j.panels;
+        j.prep = j.panels ? j.tr->panel_prep : j.x8 ? j.tr->x8_prep : NULL;
+        if (j.prep) {
             j.xp = (uint8_t *)scratch + quant_scratch_size(j.tr, w, n_tok);
             j.xp_row = prep_row_bytes(j.tr, w->n_in);
         }
@@ -242,6 +280,33 @@ void matmul(threadpool *tp, const weight *w, const float *x, int n_tok, float *y
     }
     tp_for(tp, w->n_out, n_tok < MM_STREAM_TOKENS ? stream_grain(tp, w->n_out) : MM_ROW_CHUNK,
            dot_rows, &j);
+}
+
+size_t weight_repack_size(const weight *w) {
+    const wtype_traits *tr = wtype_get(w->type);
+    if (!tr || !tr->gemm_x8 || w->perm || w->x8 || w->n_out % 8) return 0;
+    return (size_t)w->n_out * w->row_bytes;
+}
+
+typedef struct {
+    const weight *w;
+    const wtype_traits *tr;
+    uint8_t *out;
+} repack_job;
+
+static void repack_groups(void *p, long lo, long hi) {
+    const repack_job *j = p;
+    const size_t group = 8 * j->w->row_bytes;
+    for (long g = lo; g < hi; g++)
+        j->tr->x8_pack((int)j->w->n_in, (const uint8_t *)j->w->data + g * group, j->w->row_bytes,
+                       j->out + g * group);
+}
+
+void weight_repack(weight *w, void *buf, threadpool *tp) {
+    if (!weight_repack_size(w)) return;
+    repack_job j = {.w = w, .tr = wtype_get(w->type), .out = buf};
+    tp_for(tp, w->n_out / 8, 64, repack_groups, &j);
+    w->x8 = buf;
 }
 
 void weight_row_to_float(const weight *w, int64_t r, float *out) {

@@ -41,6 +41,17 @@
 #define GEMM_KPANEL_BLOCK 2624
 #define GEMM_KPANEL_BLOCK_Q6 2848
 
+/* The x8 layout (x8_layout.c): bytes per block of 8 interleaved rows (8
+ * times the type's block), activation rows per gemm_x8 tile, and bytes per
+ * prepared activation block (f32 d, int32 sum of the quants, 32 quants). */
+#define X8_BLOCK_Q4_0 144
+#define X8_BLOCK_Q5_0 176
+#define X8_BLOCK_Q8_0 272
+#ifndef X8_COLS
+#define X8_COLS 4
+#endif
+#define X8_ACT_BLOCK 40
+
 /* quants_legacy_ref.c */
 void q4_0_to_float_ref(const void *restrict x, float *restrict y, int64_t n);
 void q4_0_from_float_ref(const float *restrict x, void *restrict y, int64_t n);
@@ -218,5 +229,23 @@ void gemm_pack_q6_K_vnni(int n, int nr, const void *restrict x, size_t bx, void 
 void gemm_panel_q6_K_q8_K_vnni(int n, int nr, int nc, float *restrict s, size_t ldc,
                                const void *restrict panel, size_t bx, const void *restrict y,
                                size_t by);
+
+
+/* x8_layout.c: the x8 layout's definition (8 rows <-> n / 32 x8 blocks) */
+void x8_pack_q4_0_ref(int n, const void *restrict rows, size_t bx, void *restrict out);
+void x8_unpack_q4_0_ref(int n, const void *restrict x8, void *restrict rows, size_t bx);
+void x8_pack_q5_0_ref(int n, const void *restrict rows, size_t bx, void *restrict out);
+void x8_unpack_q5_0_ref(int n, const void *restrict x8, void *restrict rows, size_t bx);
+void x8_pack_q8_0_ref(int n, const void *restrict rows, size_t bx, void *restrict out);
+void x8_unpack_q8_0_ref(int n, const void *restrict x8, void *restrict rows, size_t bx);
+
+/* gemm_x8_avx2.c: 8 x8 rows by up to X8_COLS prepared activation rows */
+void gemm_x8_q4_0_q8_0_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                            const void *restrict x, size_t bx, const void *restrict y, size_t by);
+void gemm_x8_q5_0_q8_0_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                            const void *restrict x, size_t bx, const void *restrict y, size_t by);
+void gemm_x8_q8_0_q8_0_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                            const void *restrict x, size_t bx, const void *restrict y, size_t by);
+void gemm_prep_x8_q8_0_avx2(int n, const void *restrict act, void *restrict out);
 
 #endif

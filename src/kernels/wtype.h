@@ -39,6 +39,10 @@ typedef void (*wtype_gemm_pack_fn)(int n, int nr, const void *restrict x, size_t
 /* Rewrites an activation row of n elements (in vec_dot_type) into the form
  * gemm_panel reads: panel_act_block_bytes per block. */
 typedef void (*wtype_gemm_prep_fn)(int n, const void *restrict act, void *restrict out);
+/* The x8 layout: 8 weight rows (bx bytes apart) of n elements to and from
+ * n / block_size blocks of 8 interleaved rows (8 * type_size bytes each). */
+typedef void (*wtype_x8_pack_fn)(int n, const void *restrict rows, size_t bx, void *restrict out);
+typedef void (*wtype_x8_unpack_fn)(int n, const void *restrict x8, void *restrict rows, size_t bx);
 
 typedef struct {
     const char *name;
@@ -65,6 +69,19 @@ typedef struct {
      * panel). */
     wtype_gemm_prep_fn panel_prep;
     size_t panel_act_block_bytes;
+    /* Optional, for one-token and small-batch matmuls: the x8 layout
+     * (x8_layout.c), 8 rows interleaved so that a matmul streams them in
+     * order and meets 8 rows per vector. weight_repack lays a weight out this
+     * way once, where the active table has gemm_x8; gemm_x8 (a wtype_gemm_fn
+     * whose x is 8 rows of x8 data; nr is 8, bx unused) multiplies them with
+     * up to x8_cols activation rows prepared by x8_prep (x8_act_block_bytes
+     * per block), giving gemm's bits. */
+    wtype_x8_pack_fn x8_pack;
+    wtype_x8_unpack_fn x8_unpack;
+    wtype_gemm_fn gemm_x8;
+    int x8_cols;
+    wtype_gemm_prep_fn x8_prep;
+    size_t x8_act_block_bytes;
 } wtype_traits;
 
 /* Chooses the active table: the AVX2 one when the CPU supports

@@ -48,12 +48,19 @@ typedef struct model {
     char *chat_template;  /* NULL when the file has none */
     bool tied_output;
     size_t weight_bytes;  /* bytes of all tensors in the table */
+    size_t repacked_bytes; /* of those, bytes also held in the x8 layout (weight_repack) */
     int64_t n_params;
 } model;
 
 /* A GGUF file, or a directory holding a Hugging Face model (config.json,
- * *.safetensors, tokenizer.json). NULL with err_get() saying why. */
+ * *.safetensors, tokenizer.json), ready for inference: the matrices whose
+ * type has a faster layout for the active kernels are repacked into it
+ * (weight_repack; same results, unless CLLM_NO_REPACK is set to anything but
+ * 0). NULL with err_get() saying why. */
 model *model_load(const char *path);
+/* The same with every weight as the file stores it: for tools that read or
+ * replace the weights (cllm quantize, cllm info). */
+model *model_load_as_stored(const char *path);
 void model_free(model *m);
 
 #endif

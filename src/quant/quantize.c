@@ -700,7 +700,7 @@ int quantize_model(const char *in_path, const char *out_path, const quant_config
     if (check_config(c)) return -1;
     job j = {.c = c, .quantizing = c->bits <= 8, .calibrated = c->method != QUANT_RTN, .t0 = now_seconds()};
     int rc = -1;
-    j.m = model_load(in_path);
+    j.m = model_load_as_stored(in_path);
     if (!j.m) return -1;
     j.permute_qk = j.m->hp.rope != j.m->hp.traits->rope;
     if (j.permute_qk && (j.m->hp.rope_dim != j.m->hp.head_dim_k || j.m->hp.traits->rope != ROPE_NORM)) {

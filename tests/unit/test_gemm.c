@@ -9,8 +9,12 @@
  *  - the packed panels, in their AVX2 and AVX-VNNI builds, give the tiles'
  *    bits, for every panel height and column count; so do the AVX-VNNI
  *    builds of the tiles;
+ *  - the x8 layout restores the rows byte for byte, and its tiles give the
+ *    AVX2 tiles' bits for every column count;
  *  - matmul over ragged row and token counts, with 1 and 3 threads, equals
- *    the reference, and a token's outputs do not depend on the batch;
+ *    the reference, and a token's outputs do not depend on the batch; a
+ *    weight repacked into the x8 layout gives the same bits, through the x8
+ *    tiles (small batches) and through panels packed from it (larger ones);
  *  - the per-ISA kernel tables list the same types, each entry whole. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -359,6 +363,85 @@ static void test_kernel_builds_give_the_tiles_bits(void **state) {
     }
 }
 
+/* The x8 builds: layout functions and the AVX2 tiles whose bits they must give. */
+typedef struct {
+    wtype type;
+    wtype_x8_pack_fn pack;
+    wtype_x8_unpack_fn unpack;
+    wtype_gemm_fn gemm_x8;
+    wtype_gemm_fn tiles;
+} x8_build;
+
+static const x8_build k_x8_builds[] = {
+    {WT_Q4_0, x8_pack_q4_0_ref, x8_unpack_q4_0_ref, gemm_x8_q4_0_q8_0_avx2, gemm_q4_0_q8_0_avx2},
+    {WT_Q5_0, x8_pack_q5_0_ref, x8_unpack_q5_0_ref, gemm_x8_q5_0_q8_0_avx2, gemm_q5_0_q8_0_avx2},
+    {WT_Q8_0, x8_pack_q8_0_ref, x8_unpack_q8_0_ref, gemm_x8_q8_0_q8_0_avx2, gemm_q8_0_q8_0_avx2},
+};
+
+static bool cpu_has_avx2(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+}
+
+static void test_x8_layout_round_trips(void **state) {
+    (void)state;
+    for (size_t i = 0; i < sizeof k_x8_builds / sizeof k_x8_builds[0]; i++) {
+        const x8_build *k = &k_x8_builds[i];
+        const int n = 640;
+        const size_t row = wtype_row_size((uint32_t)k->type, n);
+        uint8_t *rows = malloc(8 * row), *x8 = malloc(8 * row), *back = malloc(8 * row);
+        for (int r = 0; r < 8; r++) fill_blocks(k->type, rows + r * row, n, 900 + (uint64_t)r, false);
+        memset(x8, 0xAA, 8 * row);
+        k->pack(n, rows, row, x8);
+        /* every byte of the rows lands somewhere: the layout is a permutation
+         * of bits (Q5_0's high bits) and bytes, not a copy of the rows */
+        if (!memcmp(x8, rows, 8 * row)) fail_msg("%s: x8 layout equals the row layout", wtype_name(k->type));
+        k->unpack(n, x8, back, row);
+        if (memcmp(back, rows, 8 * row)) fail_msg("%s: x8 unpack does not restore the rows", wtype_name(k->type));
+        free(rows), free(x8), free(back);
+    }
+}
+
+/* The x8 tiles against the AVX2 tiles, bit for bit, for 1..X8_COLS columns
+ * over 24 rows (3 groups) and 2 * X8_COLS + 1 activation rows. */
+static void test_x8_tiles_give_the_tiles_bits(void **state) {
+    (void)state;
+    if (!cpu_has_avx2()) {
+        print_message("[  SKIP    ] x8 tiles: this CPU has no AVX2\n");
+        return;
+    }
+    for (size_t i = 0; i < sizeof k_x8_builds / sizeof k_x8_builds[0]; i++) {
+        const x8_build *k = &k_x8_builds[i];
+        const wtype_traits tiles = {.gemm = k->tiles, .gemm_rows = GEMM_LEGACY_ROWS, .gemm_cols = GEMM_LEGACY_COLS};
+        const int n = 640, rows = 24, toks = 2 * X8_COLS + 1;
+        for (int mode = W_QUANTIZED; mode <= W_EXTREME; mode++) {
+            gemm_case g = make_case(k->type, n, rows, toks, mode, 700 + 11 * i + (uint64_t)mode);
+            float *want = malloc(sizeof(float) * rows * toks), *got = malloc(sizeof(float) * rows * toks);
+            run_tiles(&tiles, &g, GEMM_LEGACY_ROWS, GEMM_LEGACY_COLS, want);
+            uint8_t *x8 = malloc(g.wrow * rows);
+            for (int r = 0; r < rows; r += 8) k->pack(n, g.wq + r * g.wrow, g.wrow, x8 + r * g.wrow);
+            const size_t arow = X8_ACT_BLOCK * (size_t)(n / 32);
+            uint8_t *act = malloc(arow * toks);
+            for (int c = 0; c < toks; c++) gemm_prep_x8_q8_0_avx2(n, g.xq + c * g.xrow, act + c * arow);
+            for (int nc = 1; nc <= X8_COLS; nc++) {
+                for (int k2 = 0; k2 < rows * toks; k2++) got[k2] = NAN;
+                for (int r = 0; r < rows; r += 8)
+                    for (int c = 0; c < toks; c += nc) {
+                        const int m = toks - c < nc ? toks - c : nc;
+                        k->gemm_x8(n, 8, m, got + c * rows + r, (size_t)rows, x8 + r * g.wrow, 0, act + c * arow,
+                                   arow);
+                    }
+                if (memcmp(got, want, sizeof(float) * rows * toks))
+                    fail_msg("%s x8 n=%d (%s), %d columns: differs from the tiles", wtype_name(k->type), n,
+                             k_modes[mode], nc);
+            }
+            check_close(&g, got, "x8", "tiles");
+            free(x8), free(act), free(want), free(got);
+            free_case(&g);
+        }
+    }
+}
+
 /* matmul on ragged sizes (rows over several chunks and a partial tile,
  * tokens over several tiles) with 1 and 3 threads, against the reference
  * dots; then each token alone gives the same bits as in the batch. */
@@ -385,13 +468,33 @@ static void check_matmul(wtype t, int n, int rows, int toks) {
     }
     if (memcmp(y[0], y[1], sizeof(float) * rows * toks))
         fail_msg("%s n=%d: 1 and 3 threads differ", wtype_name(t), n);
+    /* the same weight repacked into the x8 layout, where the active table has one */
+    weight wx = w;
+    void *buf = weight_repack_size(&wx) ? aligned_alloc(64, (weight_repack_size(&wx) + 63) / 64 * 64) : NULL;
+    if (buf) {
+        threadpool *tp = tp_create(3);
+        weight_repack(&wx, buf, tp);
+        float *yx = malloc(sizeof(float) * rows * toks);
+        matmul(tp, &wx, g.x, toks, yx, scratch);
+        if (memcmp(yx, y[0], sizeof(float) * rows * toks))
+            fail_msg("%s n=%d, %d tokens: the x8 layout changes matmul's result", wtype_name(t), n, toks);
+        for (int c = 0; c < toks; c++) {
+            matmul(tp, &wx, g.x + (size_t)c * n, 1, solo, scratch);
+            if (memcmp(solo, y[0] + (size_t)c * rows, sizeof(float) * rows))
+                fail_msg("%s n=%d: x8, token %d alone differs from the batch of %d", wtype_name(t), n, c, toks);
+        }
+        free(yx);
+        tp_free(tp);
+    }
+    free(buf);
     free(y[0]), free(y[1]), free(solo), free(scratch);
     free_case(&g);
 }
 
 static void test_matmul_ragged_sizes_match_reference(void **state) {
     (void)state;
-    static const int shapes[][2] = {{37, 1}, {37, 5}, {53, 19}, {16, 33}};
+    /* rows multiples of 8 take the x8 layout where the type has one */
+    static const int shapes[][2] = {{37, 1}, {37, 5}, {53, 19}, {16, 33}, {48, 1}, {48, 2}, {48, 3}, {40, 4}, {64, 21}};
     for (size_t i = 0; i <= N_GEMM_TYPES; i++) {
         const wtype t = i < N_GEMM_TYPES ? k_gemm_types[i] : WT_Q3_K;
         const int n = wtype_block_size((uint32_t)t) == 256 ? 512 : 96;
@@ -407,6 +510,8 @@ int main(void) {
         cmocka_unit_test(test_tables_list_the_same_types),
         cmocka_unit_test(test_every_tile_shape_matches_reference),
         cmocka_unit_test(test_kernel_builds_give_the_tiles_bits),
+        cmocka_unit_test(test_x8_layout_round_trips),
+        cmocka_unit_test(test_x8_tiles_give_the_tiles_bits),
         cmocka_unit_test(test_matmul_ragged_sizes_match_reference),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

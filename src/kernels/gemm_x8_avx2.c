@@ -1,0 +1,149 @@
+/* AVX2 tiles over the x8 layout (x8_layout.c): 8 interleaved weight rows of
+ * Q4_0, Q5_0 or Q8_0 by up to X8_COLS activation rows, for one-token and
+ * small-batch matmuls. The weights stream from memory in the order they are
+ * stored, one sequential read per thread, and a group's vector holds 4
+ * elements of each of the 8 rows: the 4 activation bytes of the group,
+ * broadcast, meet all 8 rows in one maddubs, and after the block's 8 groups
+ * the lanes hold the 8 rows' sums with no horizontal reduction. In memory
+ * the layout costs what the rows cost, and in a decode step it moves the
+ * kernels from compute-bound to near the memory bound.
+ *
+ * The arithmetic is the direct tiles' (gemm_legacy_avx2.c): per block the
+ * exact integer sum I of levels times activation quants, then
+ * acc = fma(float(I), d_w * d_a, acc) block after block, so x8, tiles and
+ * panels give the same bits and matmul may take any of them.
+ *   Q8_0: |w| times y with w's sign moved onto y (the products of two signed
+ *         bytes would overflow maddubs' 16-bit pairs otherwise); a madd per
+ *         group widens the pair sums.
+ *   Q4_0, Q5_0: the unsigned level u = w + off (8 or 16) times signed y; four
+ *         groups' pair sums stay below 4 * 2 * 31 * 127 < 2^15, so one madd
+ *         per half block, and the offset comes off once per block as
+ *         off * sum(y), which the prepared activations carry.
+ *
+ * Activations come prepared once per matmul (gemm_prep_x8_q8_0_avx2): per
+ * block the scale as f32, the sum of the quants as int32, and the 32 quants. */
+#include "kernels/quants_kernels.h"
+
+#include "kernels/gemm_avx2.h"
+#include "kernels/quants_avx2.h"
+#include "kernels/quants_blocks.h"
+
+enum { X_Q4_0, X_Q5_0, X_Q8_0 };
+
+_Static_assert(X8_COLS >= 1 && X8_COLS <= 8, "GEMM_DISPATCH instantiates 1 to 8 columns");
+
+GEMM_INLINE size_t x8_block_bytes(int T) {
+    return T == X_Q4_0 ? X8_BLOCK_Q4_0 : T == X_Q5_0 ? X8_BLOCK_Q5_0 : X8_BLOCK_Q8_0;
+}
+
+/* Group g's bit 4 of each level, from the block's qh vector (x8_layout.c):
+ * bit g of every byte moved to bit 4. The 16-bit shifts carry bits across
+ * bytes, and the mask drops them. */
+GEMM_INLINE __m256i x8_high_bits(__m256i qh, int g) {
+    const __m256i at4 = g < 4 ? _mm256_slli_epi16(qh, 4 - g) : g > 4 ? _mm256_srli_epi16(qh, g - 4) : qh;
+    return _mm256_and_si256(at4, _mm256_set1_epi8(0x10));
+}
+
+GEMM_INLINE __m256i x8_bcast4(const uint8_t *p) {
+    int32_t v;
+    memcpy(&v, p, sizeof v);
+    return _mm256_set1_epi32(v);
+}
+
+GEMM_INLINE void x8_tile(const int T, const int NC, int nb, float *restrict s, size_t ldc,
+                         const uint8_t *x, const uint8_t *y, size_t by) {
+    const size_t xsz = x8_block_bytes(T);
+    const int off = T == X_Q4_0 ? 8 : 16;
+    __m256 acc[NC];
+    for (int c = 0; c < NC; c++) acc[c] = _mm256_setzero_ps();
+    for (int b = 0; b < nb; b++) {
+        const uint8_t *blk = x + (size_t)b * xsz;
+        const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)blk));
+        __m256i lv[8], wv[8];
+        if (T == X_Q8_0) {
+            for (int k = 0; k < 8; k++) {
+                wv[k] = _mm256_loadu_si256((const __m256i *)(blk + 16 + 32 * k));
+                lv[k] = _mm256_abs_epi8(wv[k]);
+            }
+        } else {
+            const uint8_t *qs = blk + (T == X_Q5_0 ? 48 : 16);
+            for (int k = 0; k < 4; k++) {
+                const __m256i v = _mm256_loadu_si256((const __m256i *)(qs + 32 * k));
+                lv[k] = _mm256_and_si256(v, _mm256_set1_epi8(0x0F));
+                lv[k + 4] = _mm256_and_si256(_mm256_srli_epi16(v, 4), _mm256_set1_epi8(0x0F));
+            }
+            if (T == X_Q5_0) {
+                const __m256i qh = _mm256_loadu_si256((const __m256i *)(blk + 16));
+                for (int g = 0; g < 8; g++) lv[g] = _mm256_or_si256(lv[g], x8_high_bits(qh, g));
+            }
+        }
+        for (int c = 0; c < NC; c++) {
+            const uint8_t *ab = y + (size_t)c * by + (size_t)b * X8_ACT_BLOCK;
+            const uint8_t *aq = ab + 8;
+            __m256i isum;
+            if (T == X_Q8_0) {
+                isum = _mm256_setzero_si256();
+                for (int k = 0; k < 8; k++) {
+                    const __m256i p =
+                        _mm256_maddubs_epi16(lv[k], _mm256_sign_epi8(x8_bcast4(aq + 4 * k), wv[k]));
+                    isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, _mm256_set1_epi16(1)));
+                }
+            } else {
+                __m256i lo = _mm256_maddubs_epi16(lv[0], x8_bcast4(aq));
+                __m256i hi = _mm256_maddubs_epi16(lv[4], x8_bcast4(aq + 16));
+                for (int k = 1; k < 4; k++) {
+                    lo = _mm256_add_epi16(lo, _mm256_maddubs_epi16(lv[k], x8_bcast4(aq + 4 * k)));
+                    hi = _mm256_add_epi16(hi, _mm256_maddubs_epi16(lv[k + 4], x8_bcast4(aq + 16 + 4 * k)));
+                }
+                int32_t ysum;
+                memcpy(&ysum, ab + 4, sizeof ysum);
+                isum = _mm256_add_epi32(_mm256_madd_epi16(lo, _mm256_set1_epi16(1)),
+                                        _mm256_madd_epi16(hi, _mm256_set1_epi16(1)));
+                isum = _mm256_sub_epi32(isum, _mm256_set1_epi32(off * ysum));
+            }
+            float da;
+            memcpy(&da, ab, sizeof da);
+            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dw, _mm256_set1_ps(da)), acc[c]);
+        }
+    }
+    for (int c = 0; c < NC; c++) _mm256_storeu_ps(s + (size_t)c * ldc, acc[c]);
+}
+
+GEMM_INLINE void x8_tile_any(const int T, int n, int nc, float *restrict s, size_t ldc, const uint8_t *x,
+                             const uint8_t *y, size_t by) {
+    const int nb = n / 32;
+#define X8_TILE(NCV) x8_tile(T, NCV, nb, s, ldc, x, y, by)
+    GEMM_DISPATCH(nc, X8_COLS, X8_TILE)
+#undef X8_TILE
+}
+
+void gemm_x8_q4_0_q8_0_avx2(int n, int nr, int nc, float *restrict s, size_t ldc, const void *restrict x,
+                            size_t bx, const void *restrict y, size_t by) {
+    (void)nr, (void)bx;
+    x8_tile_any(X_Q4_0, n, nc, s, ldc, x, y, by);
+}
+
+void gemm_x8_q5_0_q8_0_avx2(int n, int nr, int nc, float *restrict s, size_t ldc, const void *restrict x,
+                            size_t bx, const void *restrict y, size_t by) {
+    (void)nr, (void)bx;
+    x8_tile_any(X_Q5_0, n, nc, s, ldc, x, y, by);
+}
+
+void gemm_x8_q8_0_q8_0_avx2(int n, int nr, int nc, float *restrict s, size_t ldc, const void *restrict x,
+                            size_t bx, const void *restrict y, size_t by) {
+    (void)nr, (void)bx;
+    x8_tile_any(X_Q8_0, n, nc, s, ldc, x, y, by);
+}
+
+void gemm_prep_x8_q8_0_avx2(int n, const void *restrict act, void *restrict out) {
+    const block_q8_0 *a = act;
+    uint8_t *o = out;
+    for (int b = 0; b < n / QK8_0; b++, o += X8_ACT_BLOCK) {
+        const float d = qa_f16(a[b].d);
+        int32_t sum = 0;
+        for (int j = 0; j < QK8_0; j++) sum += a[b].qs[j];
+        memcpy(o, &d, sizeof d);
+        memcpy(o + 4, &sum, sizeof sum);
+        memcpy(o + 8, a[b].qs, QK8_0);
+    }
+}
