@@ -59,6 +59,7 @@ const wtype_traits wtype_traits_avx2[WT_COUNT] = {
             .panel_block_bytes = GEMM_PANEL_BLOCK,
             .panel_prep = gemm_prep_q8_0_avx2,
             .panel_act_block_bytes = GEMM_PANEL_ACT_BLOCK,
+            .x8_block_bytes = X8_BLOCK_Q4_0,
             .x8_pack = x8_pack_q4_0_ref,
             .x8_unpack = x8_unpack_q4_0_ref,
             .gemm_x8 = gemm_x8_q4_0_q8_0_avx2,
@@ -92,6 +93,7 @@ const wtype_traits wtype_traits_avx2[WT_COUNT] = {
             .panel_block_bytes = GEMM_PANEL_BLOCK,
             .panel_prep = gemm_prep_q8_0_avx2,
             .panel_act_block_bytes = GEMM_PANEL_ACT_BLOCK,
+            .x8_block_bytes = X8_BLOCK_Q5_0,
             .x8_pack = x8_pack_q5_0_ref,
             .x8_unpack = x8_unpack_q5_0_ref,
             .gemm_x8 = gemm_x8_q5_0_q8_0_avx2,
@@ -125,6 +127,7 @@ const wtype_traits wtype_traits_avx2[WT_COUNT] = {
             .panel_block_bytes = GEMM_PANEL_BLOCK_SIGNED_Q8,
             .panel_prep = gemm_prep_q8_0_signed_avx2,
             .panel_act_block_bytes = GEMM_PANEL_ACT_BLOCK,
+            .x8_block_bytes = X8_BLOCK_Q8_0,
             .x8_pack = x8_pack_q8_0_ref,
             .x8_unpack = x8_unpack_q8_0_ref,
             .gemm_x8 = gemm_x8_q8_0_q8_0_avx2,
@@ -167,6 +170,11 @@ const wtype_traits wtype_traits_avx2[WT_COUNT] = {
             .panel_rows = GEMM_PANEL_ROWS,
             .panel_cols = GEMM_PANEL_COLS,
             .panel_block_bytes = GEMM_KPANEL_BLOCK,
+            .x8_block_bytes = X8_BLOCK_Q4_K,
+            .x8_pack = x8_pack_q4_K_ref,
+            .x8_unpack = x8_unpack_q4_K_ref,
+            .gemm_x8 = gemm_x8_q4_K_q8_K_avx2,
+            .x8_cols = X8_COLS,
         },
     [WT_Q5_K] =
         {
@@ -197,6 +205,11 @@ const wtype_traits wtype_traits_avx2[WT_COUNT] = {
             .panel_rows = GEMM_PANEL_ROWS,
             .panel_cols = GEMM_PANEL_COLS,
             .panel_block_bytes = GEMM_KPANEL_BLOCK_Q6,
+            .x8_block_bytes = X8_BLOCK_Q6_K,
+            .x8_pack = x8_pack_q6_K_ref,
+            .x8_unpack = x8_unpack_q6_K_ref,
+            .gemm_x8 = gemm_x8_q6_K_q8_K_avx2,
+            .x8_cols = X8_COLS,
         },
     [WT_Q8_K] =
         {

@@ -40,6 +40,11 @@
 #define MM_PREFETCH_ROWS 8
 #define MM_PREFETCH_MAX_ROW 2048
 
+/* Bytes of a group of 8 rows in the x8 layout. */
+static size_t x8_group_bytes(const wtype_traits *tr, const weight *w) {
+    return tr->x8_block_bytes * (size_t)(w->n_in / tr->block_size);
+}
+
 /* ---- act-order (weight.perm): activations gathered once per matmul ---- */
 
 static size_t perm_scratch_size(const weight *w, int n_tok) {
@@ -115,11 +120,15 @@ typedef struct {
 
 static prefetch_run rows_ahead(const weight *w, long r, long r_end) {
     prefetch_run p = {NULL, NULL};
-    /* x8 data keeps each row group where its rows were */
-    const uint8_t *base = w->x8 ? w->x8 : w->data;
     if (r < r_end && w->row_bytes <= MM_PREFETCH_MAX_ROW) {
-        p.a = base + r * w->row_bytes;
-        p.end = base + r_end * w->row_bytes;
+        if (w->x8) { /* the groups holding the rows (r is a multiple of 8 here) */
+            const size_t group = x8_group_bytes(wtype_get(w->type), w);
+            p.a = (const uint8_t *)w->x8 + (size_t)(r / 8) * group;
+            p.end = (const uint8_t *)w->x8 + (size_t)((r_end + 7) / 8) * group;
+        } else {
+            p.a = (const uint8_t *)w->data + r * w->row_bytes;
+            p.end = (const uint8_t *)w->data + r_end * w->row_bytes;
+        }
     }
     return p;
 }
@@ -148,7 +157,7 @@ static void panel_rows(const mm_job *j, long r_lo, long r_hi, uint8_t *panel, ui
         prefetch_run next = rows_ahead(w, r + pr, r + 2 * pr < r_hi ? r + 2 * pr : r_hi);
         const uint8_t *src = (const uint8_t *)w->data + r * w->row_bytes;
         if (w->x8) { /* a group of 8 rows back in row order (nr is 8: x8 rows come in 8s) */
-            tr->x8_unpack(n, (const uint8_t *)w->x8 + r * w->row_bytes, rows, w->row_bytes);
+            tr->x8_unpack(n, (const uint8_t *)w->x8 + (size_t)(r / 8) * x8_group_bytes(tr, w), rows, w->row_bytes);
             src = rows;
         }
         tr->gemm_pack(n, nr, src, w->row_bytes, panel);
@@ -190,11 +199,14 @@ static void x8_rows(const mm_job *j, long r_lo, long r_hi) {
     const wtype_traits *tr = j->tr;
     const int n = (int)w->n_in;
     const size_t ldy = (size_t)w->n_out;
+    const size_t group_bytes = x8_group_bytes(tr, w);
+    const uint8_t *act = j->prep ? j->xp : j->xq;
+    const size_t act_row = j->prep ? j->xp_row : j->xq_row;
     for (long r = r_lo; r < r_hi; r += 8) {
-        const uint8_t *group = (const uint8_t *)w->x8 + r * w->row_bytes;
+        const uint8_t *group = (const uint8_t *)w->x8 + (size_t)(r / 8) * group_bytes;
         for (int t = 0; t < j->n_tok; t += tr->x8_cols) {
             const int nc = j->n_tok - t < tr->x8_cols ? j->n_tok - t : tr->x8_cols;
-            tr->gemm_x8(n, 8, nc, &j->y[(size_t)t * ldy + r], ldy, group, 0, j->xp + t * j->xp_row, j->xp_row);
+            tr->gemm_x8(n, 8, nc, &j->y[(size_t)t * ldy + r], ldy, group, 0, act + t * act_row, act_row);
         }
     }
 }
@@ -285,7 +297,7 @@ void matmul(threadpool *tp, const weight *w, const float *x, int n_tok, float *y
 size_t weight_repack_size(const weight *w) {
     const wtype_traits *tr = wtype_get(w->type);
     if (!tr || !tr->gemm_x8 || w->perm || w->x8 || w->n_out % 8) return 0;
-    return (size_t)w->n_out * w->row_bytes;
+    return (size_t)(w->n_out / 8) * x8_group_bytes(tr, w);
 }
 
 typedef struct {
@@ -296,10 +308,9 @@ typedef struct {
 
 static void repack_groups(void *p, long lo, long hi) {
     const repack_job *j = p;
-    const size_t group = 8 * j->w->row_bytes;
+    const size_t rows = 8 * j->w->row_bytes, group = x8_group_bytes(j->tr, j->w);
     for (long g = lo; g < hi; g++)
-        j->tr->x8_pack((int)j->w->n_in, (const uint8_t *)j->w->data + g * group, j->w->row_bytes,
-                       j->out + g * group);
+        j->tr->x8_pack((int)j->w->n_in, (const uint8_t *)j->w->data + g * rows, j->w->row_bytes, j->out + g * group);
 }
 
 void weight_repack(weight *w, void *buf, threadpool *tp) {

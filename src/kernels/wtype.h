@@ -40,7 +40,7 @@ typedef void (*wtype_gemm_pack_fn)(int n, int nr, const void *restrict x, size_t
  * gemm_panel reads: panel_act_block_bytes per block. */
 typedef void (*wtype_gemm_prep_fn)(int n, const void *restrict act, void *restrict out);
 /* The x8 layout: 8 weight rows (bx bytes apart) of n elements to and from
- * n / block_size blocks of 8 interleaved rows (8 * type_size bytes each). */
+ * n / block_size blocks of 8 interleaved rows (x8_block_bytes each). */
 typedef void (*wtype_x8_pack_fn)(int n, const void *restrict rows, size_t bx, void *restrict out);
 typedef void (*wtype_x8_unpack_fn)(int n, const void *restrict x8, void *restrict rows, size_t bx);
 
@@ -75,7 +75,9 @@ typedef struct {
      * way once, where the active table has gemm_x8; gemm_x8 (a wtype_gemm_fn
      * whose x is 8 rows of x8 data; nr is 8, bx unused) multiplies them with
      * up to x8_cols activation rows prepared by x8_prep (x8_act_block_bytes
-     * per block), giving gemm's bits. */
+     * per block; without x8_prep, vec_dot_type rows as they are), giving
+     * gemm's bits. x8_block_bytes: bytes per block of 8 rows. */
+    size_t x8_block_bytes;
     wtype_x8_pack_fn x8_pack;
     wtype_x8_unpack_fn x8_unpack;
     wtype_gemm_fn gemm_x8;

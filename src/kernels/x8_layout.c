@@ -112,3 +112,108 @@ void x8_unpack_q5_0_ref(int n, const void *restrict x8, void *restrict rows, siz
         }
     }
 }
+
+/* ---- Q4_K (1184 bytes per 8 rows: the 6-bit scales and mins as bytes) ----
+ *   d[8], dmin[8] (f16), sc[8 sub-blocks][8 rows], m[8][8] (bytes), then
+ *   qs[4 chunks c][8 groups k][8 rows][4]: byte 160 + 256c + 32k + 4r + j is
+ *   byte 32c + 4k + j of row r's qs: its low nibble is element 64c + 4k + j
+ *   (sub-block 2c, group k), its high nibble element 64c + 32 + 4k + j
+ *   (sub-block 2c + 1, group k). */
+
+void x8_pack_q4_K_ref(int n, const void *restrict rows, size_t bx, void *restrict out) {
+    uint8_t *o = out;
+    for (int b = 0; b < n / QK_K; b++, o += X8_BLOCK_Q4_K) {
+        for (int r = 0; r < 8; r++) {
+            const block_q4_K *src = (const block_q4_K *)((const uint8_t *)rows + r * bx) + b;
+            memcpy(o + 2 * r, &src->d, 2);
+            memcpy(o + 16 + 2 * r, &src->dmin, 2);
+            for (int j = 0; j < 8; j++) k4_scale_min(j, src->scales, &o[32 + 8 * j + r], &o[96 + 8 * j + r]);
+            for (int c = 0; c < 4; c++)
+                for (int k = 0; k < 8; k++) memcpy(o + 160 + 256 * c + 32 * k + 4 * r, src->qs + 32 * c + 4 * k, 4);
+        }
+    }
+}
+
+/* The 12-byte packing of k4_scale_min, inverted. */
+static void k4_pack_scales(const uint8_t sc[8], const uint8_t m[8], uint8_t q[12]) {
+    for (int j = 0; j < 4; j++) {
+        q[j] = (uint8_t)((sc[j] & 63) | ((sc[j + 4] >> 4) << 6));
+        q[j + 4] = (uint8_t)((m[j] & 63) | ((m[j + 4] >> 4) << 6));
+        q[j + 8] = (uint8_t)((sc[j + 4] & 0xF) | ((m[j + 4] & 0xF) << 4));
+    }
+}
+
+void x8_unpack_q4_K_ref(int n, const void *restrict x8, void *restrict rows, size_t bx) {
+    const uint8_t *in = x8;
+    for (int b = 0; b < n / QK_K; b++, in += X8_BLOCK_Q4_K) {
+        for (int r = 0; r < 8; r++) {
+            block_q4_K *dst = (block_q4_K *)((uint8_t *)rows + r * bx) + b;
+            uint8_t sc[8], m[8];
+            for (int j = 0; j < 8; j++) sc[j] = in[32 + 8 * j + r], m[j] = in[96 + 8 * j + r];
+            memcpy(&dst->d, in + 2 * r, 2);
+            memcpy(&dst->dmin, in + 16 + 2 * r, 2);
+            k4_pack_scales(sc, m, dst->scales);
+            for (int c = 0; c < 4; c++)
+                for (int k = 0; k < 8; k++) memcpy(dst->qs + 32 * c + 4 * k, in + 160 + 256 * c + 32 * k + 4 * r, 4);
+        }
+    }
+}
+
+/* ---- Q6_K (1680 bytes per 8 rows) ----
+ * Level q (0..63) of element e = 4g + j (group g = 0..63) of row r:
+ *   d[8] (f16);
+ *   sc[8 pairs p][8 rows][2] (int8): byte 16 + 16p + 2r + i = scale 2p + i;
+ *   ql[32 vectors v][8 rows][4]: byte 144 + 32v + 4r + j holds q's low 4 bits
+ *     for group v in its low nibble, for group v + 32 in its high nibble;
+ *   qh[16 vectors u][8 rows][4]: bits 2i..2i+1 of byte 1168 + 32u + 4r + j
+ *     are q's top 2 bits for group u + 16i. */
+
+/* Level of element e of a Q6_K block (0..63). */
+static int q6k_level(const block_q6_K *b, int e) {
+    const int h = e / 128, l = e % 32, k = (e % 128) / 32;
+    const int lo = (b->ql[64 * h + l + 32 * (k & 1)] >> (4 * (k >= 2))) & 0xF;
+    const int hi = (b->qh[32 * h + l] >> (2 * k)) & 3;
+    return lo | (hi << 4);
+}
+
+static void q6k_set_level(block_q6_K *b, int e, int q) {
+    const int h = e / 128, l = e % 32, k = (e % 128) / 32;
+    uint8_t *lo = &b->ql[64 * h + l + 32 * (k & 1)], *hi = &b->qh[32 * h + l];
+    const int ls = 4 * (k >= 2), hs = 2 * k;
+    *lo = (uint8_t)((*lo & ~(0xF << ls)) | ((q & 0xF) << ls));
+    *hi = (uint8_t)((*hi & ~(3 << hs)) | (((q >> 4) & 3) << hs));
+}
+
+void x8_pack_q6_K_ref(int n, const void *restrict rows, size_t bx, void *restrict out) {
+    uint8_t *o = out;
+    for (int b = 0; b < n / QK_K; b++, o += X8_BLOCK_Q6_K) {
+        memset(o + 144, 0, X8_BLOCK_Q6_K - 144);
+        for (int r = 0; r < 8; r++) {
+            const block_q6_K *src = (const block_q6_K *)((const uint8_t *)rows + r * bx) + b;
+            memcpy(o + 2 * r, &src->d, 2);
+            for (int s = 0; s < 16; s++) o[16 + 16 * (s / 2) + 2 * r + s % 2] = (uint8_t)src->scales[s];
+            for (int e = 0; e < QK_K; e++) {
+                const int q = q6k_level(src, e), g = e / 4, j = e % 4;
+                o[144 + 32 * (g % 32) + 4 * r + j] |= (uint8_t)((q & 0xF) << (4 * (g / 32)));
+                o[1168 + 32 * (g % 16) + 4 * r + j] |= (uint8_t)((q >> 4) << (2 * (g / 16)));
+            }
+        }
+    }
+}
+
+void x8_unpack_q6_K_ref(int n, const void *restrict x8, void *restrict rows, size_t bx) {
+    const uint8_t *in = x8;
+    for (int b = 0; b < n / QK_K; b++, in += X8_BLOCK_Q6_K) {
+        for (int r = 0; r < 8; r++) {
+            block_q6_K *dst = (block_q6_K *)((uint8_t *)rows + r * bx) + b;
+            memcpy(&dst->d, in + 2 * r, 2);
+            for (int s = 0; s < 16; s++) dst->scales[s] = (int8_t)in[16 + 16 * (s / 2) + 2 * r + s % 2];
+            for (int e = 0; e < QK_K; e++) {
+                const int g = e / 4, j = e % 4;
+                const int lo = (in[144 + 32 * (g % 32) + 4 * r + j] >> (4 * (g / 32))) & 0xF;
+                const int hi = (in[1168 + 32 * (g % 16) + 4 * r + j] >> (2 * (g / 16))) & 3;
+                q6k_set_level(dst, e, lo | (hi << 4));
+            }
+        }
+    }
+}

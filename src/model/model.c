@@ -246,7 +246,7 @@ static int repack_weights(model *m) {
         if (!tp) tp = tp_create(0); /* NULL: repack on this thread */
         weight_repack(ws[i], buf, tp);
         m->repacked_bytes += bytes;
-        if (m->gguf) gguf_release_pages(m->gguf, ws[i]->data, bytes);
+        if (m->gguf) gguf_release_pages(m->gguf, ws[i]->data, (size_t)ws[i]->n_out * ws[i]->row_bytes);
     }
     tp_free(tp);
     return 0;

@@ -366,17 +366,31 @@ static void test_kernel_builds_give_the_tiles_bits(void **state) {
 /* The x8 builds: layout functions and the AVX2 tiles whose bits they must give. */
 typedef struct {
     wtype type;
+    size_t block_bytes;
     wtype_x8_pack_fn pack;
     wtype_x8_unpack_fn unpack;
     wtype_gemm_fn gemm_x8;
+    wtype_gemm_prep_fn prep; /* NULL: the activation rows as they are */
     wtype_gemm_fn tiles;
+    int tile_rows, tile_cols;
 } x8_build;
 
 static const x8_build k_x8_builds[] = {
-    {WT_Q4_0, x8_pack_q4_0_ref, x8_unpack_q4_0_ref, gemm_x8_q4_0_q8_0_avx2, gemm_q4_0_q8_0_avx2},
-    {WT_Q5_0, x8_pack_q5_0_ref, x8_unpack_q5_0_ref, gemm_x8_q5_0_q8_0_avx2, gemm_q5_0_q8_0_avx2},
-    {WT_Q8_0, x8_pack_q8_0_ref, x8_unpack_q8_0_ref, gemm_x8_q8_0_q8_0_avx2, gemm_q8_0_q8_0_avx2},
+    {WT_Q4_0, X8_BLOCK_Q4_0, x8_pack_q4_0_ref, x8_unpack_q4_0_ref, gemm_x8_q4_0_q8_0_avx2, gemm_prep_x8_q8_0_avx2,
+     gemm_q4_0_q8_0_avx2, GEMM_LEGACY_ROWS, GEMM_LEGACY_COLS},
+    {WT_Q5_0, X8_BLOCK_Q5_0, x8_pack_q5_0_ref, x8_unpack_q5_0_ref, gemm_x8_q5_0_q8_0_avx2, gemm_prep_x8_q8_0_avx2,
+     gemm_q5_0_q8_0_avx2, GEMM_LEGACY_ROWS, GEMM_LEGACY_COLS},
+    {WT_Q8_0, X8_BLOCK_Q8_0, x8_pack_q8_0_ref, x8_unpack_q8_0_ref, gemm_x8_q8_0_q8_0_avx2, gemm_prep_x8_q8_0_avx2,
+     gemm_q8_0_q8_0_avx2, GEMM_LEGACY_ROWS, GEMM_LEGACY_COLS},
+    {WT_Q4_K, X8_BLOCK_Q4_K, x8_pack_q4_K_ref, x8_unpack_q4_K_ref, gemm_x8_q4_K_q8_K_avx2, NULL,
+     gemm_q4_K_q8_K_avx2, GEMM_K_ROWS, GEMM_K_COLS},
+    {WT_Q6_K, X8_BLOCK_Q6_K, x8_pack_q6_K_ref, x8_unpack_q6_K_ref, gemm_x8_q6_K_q8_K_avx2, NULL,
+     gemm_q6_K_q8_K_avx2, GEMM_K_ROWS, GEMM_K_COLS},
 };
+
+static int x8_length(wtype t) {
+    return wtype_block_size((uint32_t)t) == 256 ? 768 : 640;
+}
 
 static bool cpu_has_avx2(void) {
     __builtin_cpu_init();
@@ -387,14 +401,14 @@ static void test_x8_layout_round_trips(void **state) {
     (void)state;
     for (size_t i = 0; i < sizeof k_x8_builds / sizeof k_x8_builds[0]; i++) {
         const x8_build *k = &k_x8_builds[i];
-        const int n = 640;
+        const int n = x8_length(k->type);
         const size_t row = wtype_row_size((uint32_t)k->type, n);
-        uint8_t *rows = malloc(8 * row), *x8 = malloc(8 * row), *back = malloc(8 * row);
+        const size_t x8_bytes = k->block_bytes * (size_t)(n / wtype_block_size((uint32_t)k->type));
+        uint8_t *rows = malloc(8 * row), *x8 = malloc(x8_bytes), *back = malloc(8 * row);
         for (int r = 0; r < 8; r++) fill_blocks(k->type, rows + r * row, n, 900 + (uint64_t)r, false);
-        memset(x8, 0xAA, 8 * row);
+        memset(x8, 0xAA, x8_bytes);
         k->pack(n, rows, row, x8);
-        /* every byte of the rows lands somewhere: the layout is a permutation
-         * of bits (Q5_0's high bits) and bytes, not a copy of the rows */
+        /* the layout moves bytes and bits; it is not a copy of the rows */
         if (!memcmp(x8, rows, 8 * row)) fail_msg("%s: x8 layout equals the row layout", wtype_name(k->type));
         k->unpack(n, x8, back, row);
         if (memcmp(back, rows, 8 * row)) fail_msg("%s: x8 unpack does not restore the rows", wtype_name(k->type));
@@ -412,31 +426,33 @@ static void test_x8_tiles_give_the_tiles_bits(void **state) {
     }
     for (size_t i = 0; i < sizeof k_x8_builds / sizeof k_x8_builds[0]; i++) {
         const x8_build *k = &k_x8_builds[i];
-        const wtype_traits tiles = {.gemm = k->tiles, .gemm_rows = GEMM_LEGACY_ROWS, .gemm_cols = GEMM_LEGACY_COLS};
-        const int n = 640, rows = 24, toks = 2 * X8_COLS + 1;
+        const wtype_traits tiles = {.gemm = k->tiles, .gemm_rows = k->tile_rows, .gemm_cols = k->tile_cols};
+        const int n = x8_length(k->type), rows = 24, toks = 2 * X8_COLS + 1;
+        const size_t group = k->block_bytes * (size_t)(n / wtype_block_size((uint32_t)k->type));
         for (int mode = W_QUANTIZED; mode <= W_EXTREME; mode++) {
             gemm_case g = make_case(k->type, n, rows, toks, mode, 700 + 11 * i + (uint64_t)mode);
             float *want = malloc(sizeof(float) * rows * toks), *got = malloc(sizeof(float) * rows * toks);
-            run_tiles(&tiles, &g, GEMM_LEGACY_ROWS, GEMM_LEGACY_COLS, want);
-            uint8_t *x8 = malloc(g.wrow * rows);
-            for (int r = 0; r < rows; r += 8) k->pack(n, g.wq + r * g.wrow, g.wrow, x8 + r * g.wrow);
-            const size_t arow = X8_ACT_BLOCK * (size_t)(n / 32);
-            uint8_t *act = malloc(arow * toks);
-            for (int c = 0; c < toks; c++) gemm_prep_x8_q8_0_avx2(n, g.xq + c * g.xrow, act + c * arow);
+            run_tiles(&tiles, &g, k->tile_rows, k->tile_cols, want);
+            uint8_t *x8 = malloc(group * (rows / 8));
+            for (int r = 0; r < rows; r += 8) k->pack(n, g.wq + r * g.wrow, g.wrow, x8 + (r / 8) * group);
+            const size_t arow = k->prep ? X8_ACT_BLOCK * (size_t)(n / 32) : g.xrow;
+            uint8_t *act = k->prep ? malloc(arow * toks) : g.xq;
+            for (int c = 0; k->prep && c < toks; c++) k->prep(n, g.xq + c * g.xrow, act + c * arow);
             for (int nc = 1; nc <= X8_COLS; nc++) {
                 for (int k2 = 0; k2 < rows * toks; k2++) got[k2] = NAN;
                 for (int r = 0; r < rows; r += 8)
                     for (int c = 0; c < toks; c += nc) {
                         const int m = toks - c < nc ? toks - c : nc;
-                        k->gemm_x8(n, 8, m, got + c * rows + r, (size_t)rows, x8 + r * g.wrow, 0, act + c * arow,
-                                   arow);
+                        k->gemm_x8(n, 8, m, got + c * rows + r, (size_t)rows, x8 + (r / 8) * group, 0,
+                                   act + c * arow, arow);
                     }
                 if (memcmp(got, want, sizeof(float) * rows * toks))
                     fail_msg("%s x8 n=%d (%s), %d columns: differs from the tiles", wtype_name(k->type), n,
                              k_modes[mode], nc);
             }
             check_close(&g, got, "x8", "tiles");
-            free(x8), free(act), free(want), free(got);
+            if (act != g.xq) free(act);
+            free(x8), free(want), free(got);
             free_case(&g);
         }
     }
