@@ -1,8 +1,19 @@
-/* Attention of one query head over a paged KV cache. Keys and values are read
- * through the sequence's block table, block by block, with an online softmax
- * (running max and sum), so neither decode nor a long prefill ever holds a
+/* Attention over a paged KV cache. Keys and values are read through the
+ * sequence's block table, block by block, with an online softmax (running max
+ * and sum per query row), so neither decode nor a long prefill ever holds a
  * score row longer than one block: memory is linear in the sequence length.
- * Scalar reference in attention_ref.c, AVX2 in attention_avx2.c. */
+ *
+ * Two shapes: attn_paged_* computes one query row; attn_tile_* a tile of query
+ * rows (consecutive tokens of one sequence times the query heads of one GQA
+ * group) against each K/V block in turn, FlashAttention's loop on a CPU: the
+ * tile's scores for a block are a small matmul, then exp, then P.V, so a K/V
+ * block is read once per tile instead of once per row.
+ *
+ * Scalar references in attention_ref.c (one row, the definition) and
+ * attention_tile_ref.c; AVX2 in attention_avx2.c, where one row is a tile of
+ * one. The AVX2 tile computes each row with the same operations in the same
+ * order whatever else is in the tile, so a row's bits do not depend on the
+ * tile, the batch or the thread that computes it. */
 #ifndef CLLM_KERNELS_ATTENTION_H
 #define CLLM_KERNELS_ATTENTION_H
 
@@ -38,5 +49,36 @@ void attn_paged_avx2(const paged_kv *kv, const int32_t *block_table, int kv_head
 
 /* The fast variant when the CPU has AVX2, else the reference. */
 attn_fn attn_paged_best(void);
+
+/* Rows in one tile, at most: the AVX2 tile keeps a block's scores for all of
+ * them on the stack (ATTN_TILE_ROWS x ATTN_MAX_BLOCK floats, 8 KB). */
+#define ATTN_TILE_ROWS 32
+
+/* A tile of query rows: n_tok tokens of one sequence times the n_head query
+ * heads that share one kv head. Row (i, j), token i and head j, reads
+ * q + i * q_stride + j * head_dim_k and writes out + i * out_stride +
+ * j * head_dim_v; token i sees key positions lo[i] <= p <= hi[i]. Every
+ * position from the smallest lo to the largest hi must be written (true for
+ * tokens of one sequence: keys up to a token's own position are). */
+typedef struct {
+    const float *q;
+    float *out;
+    size_t q_stride;   /* floats from one token to the next */
+    size_t out_stride;
+    const int32_t *lo; /* [n_tok] */
+    const int32_t *hi; /* [n_tok] */
+    int n_tok;
+    int n_head; /* n_tok * n_head <= ATTN_TILE_ROWS */
+} attn_tile;
+
+typedef void (*attn_tile_fn)(const paged_kv *kv, const int32_t *block_table, int kv_head, const attn_tile *t,
+                             float scale);
+
+void attn_tile_ref(const paged_kv *kv, const int32_t *block_table, int kv_head, const attn_tile *t, float scale);
+void attn_tile_avx2(const paged_kv *kv, const int32_t *block_table, int kv_head, const attn_tile *t,
+                    float scale);
+
+/* The fast tile when the CPU has AVX2, else the reference. */
+attn_tile_fn attn_tile_best(void);
 
 #endif

@@ -1,19 +1,29 @@
-/* AVX2 paged attention: scores for a block of keys at a time, then one
- * rescale of the accumulator per block rather than per key. */
+/* AVX2 paged attention, a tile of query rows at a time (attention.h). For each
+ * K/V block the tile touches:
+ *   1. scores: 2 rows x 4 keys per step, one 8-lane accumulator per pair,
+ *      so each K vector is converted once for two rows and each Q vector
+ *      loaded once for four keys;
+ *   2. per row: scale, mask to the row's own positions, block max, one
+ *      rescale factor, p = exp(s - m) eight keys at a time;
+ *   3. P.V: 2 rows x 32 value dims per step, the accumulators in registers
+ *      across the block's keys, each V vector converted once for two rows.
+ * A row's arithmetic (its dot products, hsum tree, exp, sums, the order of
+ * its P.V updates) is the same whatever rows share its tile, so one row
+ * (attn_paged_avx2, decode) gets the bits it gets inside a prefill tile. */
 #include "kernels/attention.h"
-
-#include "kernels/quants_avx2.h"
 
 #include <immintrin.h>
 #include <math.h>
 #include <stddef.h>
 
-static inline __m256 load8(const uint8_t *base, bool f16, int i) {
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+
+static ALWAYS_INLINE __m256 load8(const uint8_t *base, bool f16, int i) {
     if (f16) return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(base + 2 * (size_t)i)));
     return _mm256_loadu_ps((const float *)base + i);
 }
 
-static inline float load1(const uint8_t *base, bool f16, int i) {
+static ALWAYS_INLINE float load1(const uint8_t *base, bool f16, int i) {
     if (f16) {
         uint16_t h = ((const uint16_t *)base)[i];
         return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h)));
@@ -21,61 +31,225 @@ static inline float load1(const uint8_t *base, bool f16, int i) {
     return ((const float *)base)[i];
 }
 
-static float dot(const float *q, const uint8_t *k, bool f16, int n) {
-    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
-    int d = 0;
-    for (; d + 16 <= n; d += 16) {
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), load8(k, f16, d), a0);
-        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + d + 8), load8(k, f16, d + 8), a1);
-    }
-    for (; d + 8 <= n; d += 8) a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), load8(k, f16, d), a0);
-    float s = qa_hsum_ps(_mm256_add_ps(a0, a1));
-    for (; d < n; d++) s += q[d] * load1(k, f16, d);
-    return s;
+/* (v0 + v1 + v2 + v3) + (v4 + v5 + v6 + v7), each half a pair of pairs: the
+ * tree hsum8 computes for eight vectors at once, so a dot's bits do not
+ * depend on which step computed it. */
+static ALWAYS_INLINE float hsum1(__m256 v) {
+    __m256 h = _mm256_hadd_ps(v, v);
+    h = _mm256_hadd_ps(h, h);
+    return _mm_cvtss_f32(_mm_add_ss(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
 }
 
-static void axpy(float *acc, float p, const uint8_t *v, bool f16, int n) {
-    const __m256 pv = _mm256_set1_ps(p);
+/* Lane i: hsum1(a[i]). */
+static ALWAYS_INLINE __m256 hsum8(const __m256 a[8]) {
+    const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
+    const __m256 g = _mm256_hadd_ps(_mm256_hadd_ps(a[4], a[5]), _mm256_hadd_ps(a[6], a[7]));
+    return _mm256_add_ps(_mm256_permute2f128_ps(h, g, 0x20), _mm256_permute2f128_ps(h, g, 0x31));
+}
+
+/* exp(x) for 8 lanes, Cephes' expf: x = n ln2 + r, a degree-6 polynomial in r,
+ * times 2^n; within 2 ulp of expf. Lanes below -87 (masked keys are -inf)
+ * give 0. */
+static ALWAYS_INLINE __m256 exp8(__m256 x) {
+    const __m256 live = _mm256_cmp_ps(x, _mm256_set1_ps(-87.0f), _CMP_GE_OQ);
+    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.3762626647949f));
+    const __m256 n = _mm256_floor_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(0.5f)));
+    x = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    x = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), x);
+    __m256 y = _mm256_set1_ps(1.9875691500E-4f);
+    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.3981999507E-3f));
+    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(8.3334519073E-3f));
+    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(4.1665795894E-2f));
+    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.6666665459E-1f));
+    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(5.0000001201E-1f));
+    y = _mm256_fmadd_ps(y, _mm256_mul_ps(x, x), _mm256_add_ps(x, _mm256_set1_ps(1.0f)));
+    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_and_ps(_mm256_mul_ps(y, _mm256_castsi256_ps(e)), live);
+}
+
+/* What the steps of one tile share. */
+typedef struct {
+    int n_rows, dk, dv, bs;
+    const float *q[ATTN_TILE_ROWS];
+    float *out[ATTN_TILE_ROWS];
+    int lo[ATTN_TILE_ROWS], hi[ATTN_TILE_ROWS];
+    float m[ATTN_TILE_ROWS], l[ATTN_TILE_ROWS];
+} tile_rows;
+
+/* Raw dots of rows r0 .. r0+NR-1 with keys k0 .. k0+NK-1 of a block into
+ * s[row][key]; NR <= 2, NK <= 4, constants after inlining. */
+static ALWAYS_INLINE void dots(int NR, int NK, bool f16, const tile_rows *tr, int r0, const uint8_t *kblk,
+                               int k0, float s[][ATTN_MAX_BLOCK]) {
+    const int dk = tr->dk;
+    const size_t kstride = (size_t)dk * (f16 ? 2 : 4);
+    __m256 acc[8];
+    for (int i = 0; i < 8; i++) acc[i] = _mm256_setzero_ps();
     int d = 0;
-    for (; d + 8 <= n; d += 8)
-        _mm256_storeu_ps(acc + d, _mm256_fmadd_ps(pv, load8(v, f16, d), _mm256_loadu_ps(acc + d)));
-    for (; d < n; d++) acc[d] += p * load1(v, f16, d);
+    for (; d + 8 <= dk; d += 8) {
+        __m256 q[2];
+        for (int r = 0; r < NR; r++) q[r] = _mm256_loadu_ps(tr->q[r0 + r] + d);
+        for (int k = 0; k < NK; k++) {
+            const __m256 kv = load8(kblk + (size_t)(k0 + k) * kstride, f16, d);
+            for (int r = 0; r < NR; r++) acc[r * 4 + k] = _mm256_fmadd_ps(q[r], kv, acc[r * 4 + k]);
+        }
+    }
+    float sum[8];
+    if (NR == 2 && NK == 4) _mm256_storeu_ps(sum, hsum8(acc));
+    else
+        for (int r = 0; r < NR; r++)
+            for (int k = 0; k < NK; k++) sum[r * 4 + k] = hsum1(acc[r * 4 + k]);
+    for (int r = 0; r < NR; r++)
+        for (int k = 0; k < NK; k++) {
+            float x = sum[r * 4 + k];
+            const uint8_t *krow = kblk + (size_t)(k0 + k) * kstride;
+            for (int e = d; e < dk; e++) x += tr->q[r0 + r][e] * load1(krow, f16, e);
+            s[r0 + r][k0 + k] = x;
+        }
+}
+
+static ALWAYS_INLINE void dots_rows(int NR, bool f16, const tile_rows *tr, int r0, const uint8_t *kblk, int t0,
+                                    int t1, float s[][ATTN_MAX_BLOCK]) {
+    int k = t0;
+    for (; k + 4 <= t1 + 1; k += 4) dots(NR, 4, f16, tr, r0, kblk, k, s);
+    switch (t1 + 1 - k) {
+    case 3: dots(NR, 3, f16, tr, r0, kblk, k, s); break;
+    case 2: dots(NR, 2, f16, tr, r0, kblk, k, s); break;
+    case 1: dots(NR, 1, f16, tr, r0, kblk, k, s); break;
+    default: break;
+    }
+}
+
+/* out[d .. d + 8*ND) of rows[0 .. NR) = c * out + sum over keys t0..t1 of
+ * p[t] * V[t]; NR <= 2, ND <= 4. */
+static ALWAYS_INLINE void pv(int NR, int ND, bool f16, const tile_rows *tr, const int *rows, const float *c,
+                             const uint8_t *vblk, int t0, int t1, float p[][ATTN_MAX_BLOCK], int d) {
+    const size_t vstride = (size_t)tr->dv * (f16 ? 2 : 4);
+    __m256 acc[2][4];
+    for (int r = 0; r < NR; r++)
+        for (int j = 0; j < ND; j++)
+            acc[r][j] = _mm256_mul_ps(_mm256_set1_ps(c[r]), _mm256_loadu_ps(tr->out[rows[r]] + d + 8 * j));
+    for (int t = t0; t <= t1; t++) {
+        __m256 v[4];
+        for (int j = 0; j < ND; j++) v[j] = load8(vblk + (size_t)t * vstride, f16, d + 8 * j);
+        for (int r = 0; r < NR; r++) {
+            const __m256 pr = _mm256_broadcast_ss(&p[rows[r]][t]);
+            for (int j = 0; j < ND; j++) acc[r][j] = _mm256_fmadd_ps(pr, v[j], acc[r][j]);
+        }
+    }
+    for (int r = 0; r < NR; r++)
+        for (int j = 0; j < ND; j++) _mm256_storeu_ps(tr->out[rows[r]] + d + 8 * j, acc[r][j]);
+}
+
+static ALWAYS_INLINE void pv_rows(int NR, bool f16, const tile_rows *tr, const int *rows, const float *c,
+                                  const uint8_t *vblk, int t0, int t1, float p[][ATTN_MAX_BLOCK]) {
+    const int dv = tr->dv;
+    const size_t vstride = (size_t)dv * (f16 ? 2 : 4);
+    int d = 0;
+    for (; d + 32 <= dv; d += 32) pv(NR, 4, f16, tr, rows, c, vblk, t0, t1, p, d);
+    for (; d + 8 <= dv; d += 8) pv(NR, 1, f16, tr, rows, c, vblk, t0, t1, p, d);
+    for (; d < dv; d++)
+        for (int r = 0; r < NR; r++) {
+            float a = c[r] * tr->out[rows[r]][d];
+            for (int t = t0; t <= t1; t++) a += p[rows[r]][t] * load1(vblk + (size_t)t * vstride, f16, d);
+            tr->out[rows[r]][d] = a;
+        }
+}
+
+static int min_int(int a, int b) { return a < b ? a : b; }
+static int max_int(int a, int b) { return a > b ? a : b; }
+
+/* Step 2 for row r over the block's keys t0..t1 (block b): turns its raw dots
+ * into p, updates m and l, and returns the factor for its accumulator, or a
+ * negative number when the row sees none of these keys. */
+static float softmax_row(tile_rows *tr, int r, int b, int t0, int t1, float scale, float *s) {
+    const int bs = tr->bs;
+    const int a = max_int(tr->lo[r], b * bs) - b * bs, e = min_int(tr->hi[r], b * bs + bs - 1) - b * bs;
+    if (a > e) return -1;
+    const int c0 = t0 & ~7, c1 = (t1 + 8) & ~7; /* whole 8-key chunks, within s's ATTN_MAX_BLOCK */
+    const __m256 sc = _mm256_set1_ps(scale), ninf = _mm256_set1_ps(-INFINITY);
+    __m256 mx = ninf;
+    for (int k = c0; k < c1; k += 8) {
+        const __m256i idx = _mm256_add_epi32(_mm256_set1_epi32(k), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        const __m256i in = _mm256_andnot_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(a), idx),
+                                               _mm256_andnot_si256(_mm256_cmpgt_epi32(idx, _mm256_set1_epi32(e)),
+                                                                   _mm256_set1_epi32(-1)));
+        const __m256 x = _mm256_blendv_ps(ninf, _mm256_mul_ps(sc, _mm256_loadu_ps(s + k)), _mm256_castsi256_ps(in));
+        _mm256_storeu_ps(s + k, x);
+        mx = _mm256_max_ps(mx, x);
+    }
+    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    const float mb = _mm_cvtss_f32(_mm_max_ss(m4, _mm_movehdup_ps(m4)));
+    float c = 1;
+    if (mb > tr->m[r]) {
+        c = expf(tr->m[r] - mb);
+        tr->m[r] = mb;
+    }
+    const __m256 mv = _mm256_set1_ps(tr->m[r]);
+    __m256 sum = _mm256_setzero_ps();
+    for (int k = c0; k < c1; k += 8) {
+        const __m256 p = exp8(_mm256_sub_ps(_mm256_loadu_ps(s + k), mv));
+        _mm256_storeu_ps(s + k, p);
+        sum = _mm256_add_ps(sum, p);
+    }
+    tr->l[r] = tr->l[r] * c + hsum1(sum);
+    return c;
+}
+
+static ALWAYS_INLINE void tile_body(bool f16, const paged_kv *kv, const int32_t *block_table, int kv_head,
+                                    const attn_tile *t, float scale) {
+    tile_rows tr = {.n_rows = t->n_tok * t->n_head, .dk = kv->head_dim_k, .dv = kv->head_dim_v,
+                    .bs = kv->block_size};
+    const int bs = tr.bs;
+    int jlo = t->lo[0], jhi = t->hi[0];
+    for (int r = 0; r < tr.n_rows; r++) {
+        const int i = r / t->n_head, h = r % t->n_head;
+        tr.q[r] = t->q + i * t->q_stride + (size_t)h * tr.dk;
+        tr.out[r] = t->out + i * t->out_stride + (size_t)h * tr.dv;
+        tr.lo[r] = t->lo[i], tr.hi[r] = t->hi[i];
+        tr.m[r] = -INFINITY, tr.l[r] = 0;
+        for (int d = 0; d < tr.dv; d++) tr.out[r][d] = 0;
+        jlo = min_int(jlo, tr.lo[r]), jhi = max_int(jhi, tr.hi[r]);
+    }
+    const size_t esz = f16 ? 2 : 4;
+    _Alignas(32) float s[ATTN_TILE_ROWS][ATTN_MAX_BLOCK];
+    for (int b = jlo / bs; b <= jhi / bs; b++) {
+        const int t0 = max_int(jlo, b * bs) - b * bs, t1 = min_int(jhi, b * bs + bs - 1) - b * bs;
+        const size_t row0 = (size_t)kv_head * bs;
+        const uint8_t *kblk = kv->k + (size_t)block_table[b] * kv->k_block_stride + row0 * tr.dk * esz;
+        const uint8_t *vblk = kv->v + (size_t)block_table[b] * kv->v_block_stride + row0 * tr.dv * esz;
+        int r = 0;
+        for (; r + 2 <= tr.n_rows; r += 2) dots_rows(2, f16, &tr, r, kblk, t0, t1, s);
+        if (r < tr.n_rows) dots_rows(1, f16, &tr, r, kblk, t0, t1, s);
+        /* The rows that see some key of this block, and their factors. */
+        int live[ATTN_TILE_ROWS], n_live = 0;
+        float c[ATTN_TILE_ROWS];
+        for (r = 0; r < tr.n_rows; r++) {
+            const float cr = softmax_row(&tr, r, b, t0, t1, scale, s[r]);
+            if (cr >= 0) c[n_live] = cr, live[n_live++] = r;
+        }
+        int i = 0;
+        for (; i + 2 <= n_live; i += 2) pv_rows(2, f16, &tr, live + i, c + i, vblk, t0, t1, s);
+        if (i < n_live) pv_rows(1, f16, &tr, live + i, c + i, vblk, t0, t1, s);
+    }
+    for (int r = 0; r < tr.n_rows; r++) {
+        const __m256 inv = _mm256_set1_ps(1.0f / tr.l[r]);
+        float *out = tr.out[r];
+        int d = 0;
+        for (; d + 8 <= tr.dv; d += 8) _mm256_storeu_ps(out + d, _mm256_mul_ps(inv, _mm256_loadu_ps(out + d)));
+        for (; d < tr.dv; d++) out[d] *= 1.0f / tr.l[r];
+    }
+}
+
+void attn_tile_avx2(const paged_kv *kv, const int32_t *block_table, int kv_head, const attn_tile *t,
+                    float scale) {
+    if (kv->f16) tile_body(true, kv, block_table, kv_head, t, scale);
+    else tile_body(false, kv, block_table, kv_head, t, scale);
 }
 
 void attn_paged_avx2(const paged_kv *kv, const int32_t *block_table, int kv_head, const float *q, int lo,
                      int hi, float scale, float *out) {
-    const int bs = kv->block_size, dk = kv->head_dim_k, dv = kv->head_dim_v;
-    const size_t esz = kv->f16 ? 2 : 4;
-    float m = -INFINITY, l = 0;
-    float s[ATTN_MAX_BLOCK];
-    for (int d = 0; d < dv; d++) out[d] = 0;
-    for (int j0 = lo; j0 <= hi;) {
-        const int b = j0 / bs, t0 = j0 % bs;
-        const int t1 = (b + 1) * bs - 1 <= hi ? bs - 1 : hi % bs;
-        const size_t row0 = (size_t)kv_head * bs;
-        const uint8_t *kblk = kv->k + (size_t)block_table[b] * kv->k_block_stride;
-        const uint8_t *vblk = kv->v + (size_t)block_table[b] * kv->v_block_stride;
-        float mb = -INFINITY;
-        for (int t = t0; t <= t1; t++) {
-            s[t] = scale * dot(q, kblk + (row0 + t) * dk * esz, kv->f16, dk);
-            if (s[t] > mb) mb = s[t];
-        }
-        if (mb > m) {
-            const float c = expf(m - mb);
-            l *= c;
-            const __m256 cv = _mm256_set1_ps(c);
-            int d = 0;
-            for (; d + 8 <= dv; d += 8) _mm256_storeu_ps(out + d, _mm256_mul_ps(cv, _mm256_loadu_ps(out + d)));
-            for (; d < dv; d++) out[d] *= c;
-            m = mb;
-        }
-        for (int t = t0; t <= t1; t++) {
-            const float p = expf(s[t] - m);
-            l += p;
-            axpy(out, p, vblk + (row0 + t) * dv * esz, kv->f16, dv);
-        }
-        j0 += t1 - t0 + 1;
-    }
-    const float inv = 1.0f / l;
-    for (int d = 0; d < dv; d++) out[d] *= inv;
+    const int32_t lo1 = lo, hi1 = hi;
+    const attn_tile t = {.q = q, .out = out, .lo = &lo1, .hi = &hi1, .n_tok = 1, .n_head = 1};
+    attn_tile_avx2(kv, block_table, kv_head, &t, scale);
 }

@@ -13,13 +13,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* One piece of a layer's attention: query heads h0 .. h0+n_h-1 (of one GQA
+ * group, kv head kv_head) of the consecutive tokens t0 .. t0+n_tok-1, all of
+ * one sequence. */
+typedef struct {
+    int t0, n_tok, kv_head, h0, n_h;
+} attn_unit;
+
 struct forward_ctx {
     const model *m;
     kv_cache *kv;
     threadpool *tp;
     int max_tokens;
     int max_out;
-    attn_fn attn;
+    attn_tile_fn attn;
+    attn_unit *units; /* this batch's attention work, [max_tokens * n_head] */
+    int n_units;
     /* Activations of the batch, [max_tokens][...]. */
     float *x, *xb, *tmp, *q, *k, *v, *att, *gate, *up;
     float *rope_full, *rope_swa; /* [max_tokens][rope_dim] cos/sin pairs */
@@ -118,27 +127,62 @@ static void qkv_row(const forward_step *s, int t) {
     write_kv(s, t, k, v);
 }
 
-/* One (token, query head) pair: row index = t * n_head + h. */
-static void attn_row(const forward_step *s, int row) {
+/* Cuts the batch's attention into units: runs of consecutive tokens of one
+ * sequence, in tiles of up to ATTN_TILE_ROWS rows (tokens x the heads of a GQA
+ * group), per kv head. When that gives too few units to keep the threads busy
+ * (decode of a sequence or two), each head becomes its own unit. A row's bits
+ * do not depend on its tile (attention.h), so neither do the outputs. */
+static void plan_attention(forward_ctx *f, const fwd_batch *b) {
+    const model_hparams *hp = &f->m->hp;
+    const int group = hp->n_head / hp->n_head_kv;
+    const int tile_tok = group < ATTN_TILE_ROWS ? ATTN_TILE_ROWS / group : 1;
+    int n_tiles = 0;
+    for (int t = 0; t < b->n_tokens;) {
+        int n = 1;
+        while (t + n < b->n_tokens && n < tile_tok && b->seq[t + n] == b->seq[t]) n++;
+        t += n, n_tiles++;
+    }
+    const bool per_head = group > 1 && n_tiles * hp->n_head_kv < 2 * tp_size(f->tp);
+    f->n_units = 0;
+    for (int t = 0; t < b->n_tokens;) {
+        int n = 1;
+        while (t + n < b->n_tokens && n < tile_tok && b->seq[t + n] == b->seq[t]) n++;
+        for (int kh = 0; kh < hp->n_head_kv; kh++)
+            for (int h = kh * group; h < (kh + 1) * group; h += per_head ? 1 : group)
+                f->units[f->n_units++] = (attn_unit){.t0 = t, .n_tok = n, .kv_head = kh, .h0 = h,
+                                                     .n_h = per_head ? 1 : group};
+        t += n;
+    }
+}
+
+/* One attention unit. Units run last to first: in a prompt the later tokens
+ * see more keys, so the longest units start first and the threads finish
+ * together. */
+static void attn_unit_run(const forward_step *s, int u) {
     forward_ctx *f = s->f;
     const model_hparams *hp = &f->m->hp;
     const kv_cache *kv = f->kv;
-    const int t = row / hp->n_head, h = row % hp->n_head;
+    const attn_unit *a = &f->units[f->n_units - 1 - u];
     const int g = kv->layer_group[s->il];
-    const size_t block_stride_k = (size_t)kv->layers_per_group * kv->k_layer_bytes;
-    const size_t block_stride_v = (size_t)kv->layers_per_group * kv->v_layer_bytes;
     const paged_kv pk = {.k = kv_k_block(kv, s->il, 0), .v = kv_v_block(kv, s->il, 0),
-                         .k_block_stride = block_stride_k, .v_block_stride = block_stride_v,
+                         .k_block_stride = (size_t)kv->layers_per_group * kv->k_layer_bytes,
+                         .v_block_stride = (size_t)kv->layers_per_group * kv->v_layer_bytes,
                          .f16 = kv->dtype == KV_F16, .block_size = kv->block_size,
                          .n_kv_heads = kv->n_kv_heads, .head_dim_k = kv->head_dim_k,
                          .head_dim_v = kv->head_dim_v};
-    const int pos = s->b->pos[t];
     const int window = kv->group_window[g];
-    const int lo = window && pos - window + 1 > 0 ? pos - window + 1 : 0;
-    const float *q = f->q + ((size_t)t * hp->n_head + h) * hp->head_dim_k;
-    float *out = f->att + ((size_t)t * hp->n_head + h) * hp->head_dim_v;
-    f->attn(&pk, s->b->seqs[s->b->seq[t]].block_table[g], h / (hp->n_head / hp->n_head_kv), q, lo, pos,
-            hp->attn_scale, out);
+    int32_t lo[ATTN_TILE_ROWS], hi[ATTN_TILE_ROWS];
+    for (int i = 0; i < a->n_tok; i++) {
+        const int pos = s->b->pos[a->t0 + i];
+        hi[i] = pos;
+        lo[i] = window && pos - window + 1 > 0 ? pos - window + 1 : 0;
+    }
+    const attn_tile tile = {.q = f->q + ((size_t)a->t0 * hp->n_head + a->h0) * hp->head_dim_k,
+                            .out = f->att + ((size_t)a->t0 * hp->n_head + a->h0) * hp->head_dim_v,
+                            .q_stride = (size_t)hp->n_head * hp->head_dim_k,
+                            .out_stride = (size_t)hp->n_head * hp->head_dim_v,
+                            .lo = lo, .hi = hi, .n_tok = a->n_tok, .n_head = a->n_h};
+    f->attn(&pk, s->b->seqs[s->b->seq[a->t0]].block_table[g], a->kv_head, &tile, hp->attn_scale);
 }
 
 /* After the output projection: post-norm, residual, and the MLP's input norm. */
@@ -190,7 +234,7 @@ static void run_layer(forward_ctx *f, forward_step *s, int n) {
     matmul(f->tp, &l->wk, f->xb, n, f->k, f->mm_scratch);
     matmul(f->tp, &l->wv, f->xb, n, f->v, f->mm_scratch);
     for_each(s, qkv_row, n);
-    for_each(s, attn_row, (long)n * f->m->hp.n_head);
+    for_each(s, attn_unit_run, f->n_units);
     capture(f, s->il, FWD_IN_O, f->att, n, hp->n_head * hp->head_dim_v);
     matmul(f->tp, &l->wo, f->att, n, f->tmp, f->mm_scratch);
     for_each(s, attn_residual_row, n);
@@ -233,6 +277,7 @@ int forward_run(forward_ctx *f, const fwd_batch *b, float *logits) {
     if (h && h->x_in) memcpy(f->x, h->x_in, (size_t)n * n_embd * sizeof(float));
     else for_each(&s, embed_row, n);
     for_each(&s, rope_row, n);
+    plan_attention(f, b);
     const int first = h ? h->first_layer : 0;
     const int last = h && h->last_layer >= 0 ? h->last_layer : f->m->hp.n_layer - 1;
     for (int il = first; il <= last; il++) {
@@ -271,7 +316,7 @@ forward_ctx *forward_create(const model *m, kv_cache *kv, int max_tokens, int ma
     f->tp = tp;
     f->max_tokens = max_tokens;
     f->max_out = max_out;
-    f->attn = attn_paged_best();
+    f->attn = attn_tile_best();
     const size_t T = (size_t)max_tokens;
     float **bufs[] = {&f->x, &f->xb, &f->tmp, &f->q, &f->k, &f->v, &f->att, &f->gate, &f->up,
                       &f->rope_full, &f->rope_swa, &f->out_x};
@@ -285,7 +330,8 @@ forward_ctx *forward_create(const model *m, kv_cache *kv, int max_tokens, int ma
         if (!*bufs[i]) goto oom;
     }
     f->mm_scratch = malloc(max_scratch(m, max_tokens, max_out) + 64);
-    if (!f->mm_scratch) goto oom;
+    f->units = malloc(T * hp->n_head * sizeof *f->units);
+    if (!f->mm_scratch || !f->units) goto oom;
     return f;
 oom:
     forward_free(f);
@@ -301,5 +347,6 @@ void forward_free(forward_ctx *f) {
                      f->rope_full, f->rope_swa, f->out_x};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(f->mm_scratch);
+    free(f->units);
     free(f);
 }

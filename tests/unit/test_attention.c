@@ -1,7 +1,10 @@
 /* Paged attention: the AVX2 kernel agrees with the scalar reference, and the
  * reference agrees with a direct softmax over a contiguous copy of the keys,
  * for f32 and f16 pages, scattered block tables, partial blocks and windows,
- * and value heads up to the 4096 dims model/arch.c accepts. */
+ * and value heads up to the 4096 dims model/arch.c accepts. The tiles (a
+ * prompt chunk's tokens x a GQA group's heads at once), scalar and AVX2, agree
+ * with the one-row reference for every tile size, GQA ratio, head dim and
+ * window, and an AVX2 row has the same bits in every tile as alone. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -132,6 +135,109 @@ static void test_wide_value_heads(void **state) {
     check_case(true, 8, 40, 2500, 30, 9);
 }
 
+/* A chunk of n_q query tokens at positions start .. start+n_q-1 of one
+ * sequence, n_kv kv heads with `ratio` query heads each, cut into tiles of
+ * tile_tok tokens (per_head: one query head per tile, as forward.c cuts
+ * decode): each row of attn_tile_ref and attn_tile_avx2 agrees with
+ * attn_paged_ref, and the AVX2 row is bit for bit attn_paged_avx2's. */
+static void check_tiles(bool f16, int bs, int n_kv, int ratio, int dk, int dv, int start, int n_q, int window,
+                        int tile_tok, bool per_head) {
+    const int n_head = n_kv * ratio, n_pos = start + n_q;
+    pages p = make_pages(f16, bs, n_kv, dk, dv, n_pos);
+    const size_t qs = (size_t)n_head * dk, os = (size_t)n_head * dv;
+    float *q = malloc(sizeof(float) * n_q * qs), *want = malloc(sizeof(float) * n_q * os);
+    float *tref = malloc(sizeof(float) * n_q * os), *tfast = malloc(sizeof(float) * n_q * os);
+    float *row = malloc(sizeof(float) * dv);
+    int32_t lo[ATTN_TILE_ROWS], hi[ATTN_TILE_ROWS];
+    for (size_t i = 0; i < n_q * qs; i++) q[i] = frand();
+    const float scale = 1.0f / sqrtf((float)dk);
+    const bool avx2 = wtype_using_avx2();
+    for (int t0 = 0; t0 < n_q; t0 += tile_tok) {
+        const int nt = n_q - t0 < tile_tok ? n_q - t0 : tile_tok;
+        for (int i = 0; i < nt; i++) {
+            const int pos = start + t0 + i;
+            hi[i] = pos;
+            lo[i] = window && pos - window + 1 > 0 ? pos - window + 1 : 0;
+        }
+        for (int h0 = 0; h0 < n_head; h0 += per_head ? 1 : ratio) {
+            const attn_tile t = {.q = q + t0 * qs + (size_t)h0 * dk, .q_stride = qs, .lo = lo, .hi = hi,
+                                 .n_tok = nt, .n_head = per_head ? 1 : ratio};
+            attn_tile tr = t, tf = t;
+            tr.out = tref + t0 * os + (size_t)h0 * dv, tr.out_stride = os;
+            tf.out = tfast + t0 * os + (size_t)h0 * dv, tf.out_stride = os;
+            attn_tile_ref(&p.kv, p.table, h0 / ratio, &tr, scale);
+            if (avx2) attn_tile_avx2(&p.kv, p.table, h0 / ratio, &tf, scale);
+        }
+    }
+    for (int i = 0; i < n_q; i++)
+        for (int h = 0; h < n_head; h++) {
+            const int pos = start + i, lo1 = window && pos - window + 1 > 0 ? pos - window + 1 : 0;
+            const float *qr = q + i * qs + (size_t)h * dk;
+            const size_t o = i * os + (size_t)h * dv;
+            attn_paged_ref(&p.kv, p.table, h / ratio, qr, lo1, pos, scale, want + o);
+            for (int d = 0; d < dv; d++)
+                if (fabsf(tref[o + d] - want[o + d]) > 1e-5f)
+                    fail_msg("tile ref f16=%d ratio=%d dk=%d tile=%d token=%d head=%d d=%d: %g want %g", f16,
+                             ratio, dk, tile_tok, i, h, d, tref[o + d], want[o + d]);
+            if (!avx2) continue;
+            attn_paged_avx2(&p.kv, p.table, h / ratio, qr, lo1, pos, scale, row);
+            if (memcmp(row, tfast + o, sizeof(float) * dv))
+                fail_msg("tile avx2 f16=%d ratio=%d dk=%d tile=%d token=%d head=%d: not the bits of one row", f16,
+                         ratio, dk, tile_tok, i, h);
+            for (int d = 0; d < dv; d++)
+                if (fabsf(tfast[o + d] - want[o + d]) > 2e-5f)
+                    fail_msg("tile avx2 f16=%d ratio=%d dk=%d tile=%d token=%d head=%d d=%d: %g want %g", f16,
+                             ratio, dk, tile_tok, i, h, d, tfast[o + d], want[o + d]);
+        }
+    free(p.k);
+    free(p.v);
+    free(q), free(want), free(tref), free(tfast), free(row);
+}
+
+/* Every GQA ratio (1, 2, 4) and head dim (64, 128, 256), f32 and f16, a
+ * prompt from position 0 and a ragged chunk after a cached prefix, in tiles
+ * of 1 token, 3 tokens, and as many as fit in ATTN_TILE_ROWS. */
+static void test_tiles_match_rows(void **state) {
+    (void)state;
+    const int ratios[] = {1, 2, 4}, dims[] = {64, 128, 256};
+    for (int f16 = 0; f16 < 2; f16++)
+        for (int ri = 0; ri < 3; ri++)
+            for (int di = 0; di < 3; di++) {
+                const int ratio = ratios[ri], dim = dims[di];
+                const int tiles[] = {1, 3, ATTN_TILE_ROWS / ratio};
+                for (int ti = 0; ti < 3; ti++) {
+                    check_tiles(f16, 16, 2, ratio, dim, dim, 0, 41, 0, tiles[ti], false);
+                    check_tiles(f16, 16, 1, ratio, dim, dim, 29, 23, 0, tiles[ti], false);
+                }
+            }
+}
+
+/* Sliding windows cut each token's keys at a different place, so the rows of
+ * one tile start in different blocks. */
+static void test_tiles_sliding_window(void **state) {
+    (void)state;
+    for (int f16 = 0; f16 < 2; f16++)
+        for (int ratio = 1; ratio <= 4; ratio *= 2) {
+            check_tiles(f16, 16, 2, ratio, 64, 64, 0, 70, 24, ATTN_TILE_ROWS / ratio, false);
+            check_tiles(f16, 16, 1, ratio, 256, 256, 37, 40, 19, 5, false);
+            check_tiles(f16, 8, 1, ratio, 128, 128, 11, 30, 8, 7, false);
+        }
+}
+
+/* Decode (one token per tile, each head alone or the group together), block
+ * sizes 8 and 32, dims that are no multiple of 8, and wide value heads. */
+static void test_tiles_odd_shapes(void **state) {
+    (void)state;
+    for (int f16 = 0; f16 < 2; f16++) {
+        check_tiles(f16, 16, 1, 4, 256, 256, 90, 1, 0, 1, true);
+        check_tiles(f16, 16, 2, 4, 64, 64, 90, 2, 0, 1, false);
+        check_tiles(f16, 32, 2, 2, 128, 128, 5, 60, 0, 16, false);
+        check_tiles(f16, 8, 2, 2, 36, 20, 3, 30, 0, 6, false);
+        check_tiles(f16, 8, 1, 1, 40, 1025, 0, 20, 9, 4, false);
+        check_tiles(f16, 16, 1, 2, 64, 64, 0, 19, 0, 16, true);
+    }
+}
+
 int main(void) {
     wtype_init();
     const struct CMUnitTest tests[] = {
@@ -139,6 +245,9 @@ int main(void) {
         cmocka_unit_test(test_f16_pages),
         cmocka_unit_test(test_sliding_window),
         cmocka_unit_test(test_wide_value_heads),
+        cmocka_unit_test(test_tiles_match_rows),
+        cmocka_unit_test(test_tiles_sliding_window),
+        cmocka_unit_test(test_tiles_odd_shapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
