@@ -13,6 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* rope_dim <= head_dim <= 4096 (model/arch.c). */
+#define ATTN_PAIRS_MAX 4096
+
 /* One piece of a layer's attention: query heads h0 .. h0+n_h-1 (of one GQA
  * group, kv head kv_head) of the consecutive tokens t0 .. t0+n_tok-1, all of
  * one sequence. */
@@ -100,6 +103,24 @@ static void write_kv(const forward_step *s, int t, const float *k, const float *
     }
 }
 
+/* Puts the rope pairs of each head in halves order (2i to i, 2i + 1 to
+ * rope_dim/2 + i), the order a NEOX-rope model holds them in. A dot product's
+ * rounding depends on the order of its terms, so attention keeps Q and K in
+ * one order whatever the family's rope layout: a Llama folder (HF rows,
+ * rotate-half rope) and its GGUF export (rows permuted, adjacent-pair rope)
+ * then give the same scores bit for bit, and so quantize to the same bytes
+ * after calibration. Any order of the dims shared by Q and K is the same
+ * attention. */
+static void rope_pairs_to_halves(float *x, int n_heads, int head_dim, int rope_dim) {
+    float tmp[ATTN_PAIRS_MAX];
+    const int half = rope_dim / 2;
+    for (int h = 0; h < n_heads; h++) {
+        float *v = x + (size_t)h * head_dim;
+        for (int i = 0; i < half; i++) tmp[i] = v[2 * i], tmp[half + i] = v[2 * i + 1];
+        memcpy(v, tmp, sizeof(float) * 2 * half);
+    }
+}
+
 /* Biases, Q/K norms, rope, and the K/V write of one token. */
 static void qkv_row(const forward_step *s, int t) {
     forward_ctx *f = s->f;
@@ -124,6 +145,10 @@ static void qkv_row(const forward_step *s, int t) {
     const rope_pairs pairs = hp->rope == ROPE_NEOX ? ROPE_PAIRS_HALVES : ROPE_PAIRS_ADJACENT;
     rope_apply(q, hp->n_head, hp->head_dim_k, hp->rope_dim, cs, pairs);
     rope_apply(k, hp->n_head_kv, hp->head_dim_k, hp->rope_dim, cs, pairs);
+    if (pairs == ROPE_PAIRS_ADJACENT) {
+        rope_pairs_to_halves(q, hp->n_head, hp->head_dim_k, hp->rope_dim);
+        rope_pairs_to_halves(k, hp->n_head_kv, hp->head_dim_k, hp->rope_dim);
+    }
     write_kv(s, t, k, v);
 }
 
