@@ -509,8 +509,9 @@ static void check_matmul(wtype t, int n, int rows, int toks) {
 
 static void test_matmul_ragged_sizes_match_reference(void **state) {
     (void)state;
-    /* rows multiples of 8 take the x8 layout where the type has one */
-    static const int shapes[][2] = {{37, 1}, {37, 5}, {53, 19}, {16, 33}, {48, 1}, {48, 2}, {48, 3}, {40, 4}, {64, 21}};
+    /* rows multiples of 8 take the x8 layout where the type has one (x8
+     * tiles below MM_X8_PANEL_MIN_TOK activation rows, panels from 50) */
+    static const int shapes[][2] = {{37, 1}, {37, 5}, {53, 19}, {16, 33}, {48, 1}, {48, 2}, {48, 3}, {40, 4}, {64, 21}, {24, 50}};
     for (size_t i = 0; i <= N_GEMM_TYPES; i++) {
         const wtype t = i < N_GEMM_TYPES ? k_gemm_types[i] : WT_Q3_K;
         const int n = wtype_block_size((uint32_t)t) == 256 ? 512 : 96;
