@@ -384,6 +384,8 @@ static const x8_build k_x8_builds[] = {
      gemm_q8_0_q8_0_avx2, GEMM_LEGACY_ROWS, GEMM_LEGACY_COLS},
     {WT_Q4_K, X8_BLOCK_Q4_K, x8_pack_q4_K_ref, x8_unpack_q4_K_ref, gemm_x8_q4_K_q8_K_avx2, NULL,
      gemm_q4_K_q8_K_avx2, GEMM_K_ROWS, GEMM_K_COLS},
+    {WT_Q5_K, X8_BLOCK_Q5_K, x8_pack_q5_K_ref, x8_unpack_q5_K_ref, gemm_x8_q5_K_q8_K_avx2, NULL,
+     gemm_q5_K_q8_K_avx2, GEMM_K_ROWS, GEMM_K_COLS},
     {WT_Q6_K, X8_BLOCK_Q6_K, x8_pack_q6_K_ref, x8_unpack_q6_K_ref, gemm_x8_q6_K_q8_K_avx2, NULL,
      gemm_q6_K_q8_K_avx2, GEMM_K_ROWS, GEMM_K_COLS},
 };
