@@ -265,4 +265,38 @@ void gemm_x8_q5_K_q8_K_avx2(int n, int nr, int nc, float *restrict s, size_t ldc
 void gemm_x8_q6_K_q8_K_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
                             const void *restrict x, size_t bx, const void *restrict y, size_t by);
 
+
+/* gemm_panel_vnni512_avx2.c, gemm_k_vnni512_avx2.c: the VNNI builds EVEX-encoded */
+void gemm_pack_q4_0_vnni512(int n, int nr, const void *restrict x, size_t bx, void *restrict panel);
+void gemm_panel_q4_0_q8_0_vnni512(int n, int nr, int nc, float *restrict s, size_t ldc,
+                               const void *restrict panel, size_t bx, const void *restrict y,
+                               size_t by);
+void gemm_pack_q5_0_vnni512(int n, int nr, const void *restrict x, size_t bx, void *restrict panel);
+void gemm_panel_q5_0_q8_0_vnni512(int n, int nr, int nc, float *restrict s, size_t ldc,
+                               const void *restrict panel, size_t bx, const void *restrict y,
+                               size_t by);
+void gemm_pack_q8_0_vnni512(int n, int nr, const void *restrict x, size_t bx, void *restrict panel);
+void gemm_panel_q8_0_q8_0_vnni512(int n, int nr, int nc, float *restrict s, size_t ldc,
+                               const void *restrict panel, size_t bx, const void *restrict y,
+                               size_t by);
+void gemm_prep_q8_0_vnni512(int n, const void *restrict act, void *restrict out);
+void gemm_q4_K_q8_K_vnni512(int n, int nr, int nc, float *restrict s, size_t ldc,
+                         const void *restrict x, size_t bx, const void *restrict y, size_t by);
+void gemm_q5_K_q8_K_vnni512(int n, int nr, int nc, float *restrict s, size_t ldc,
+                         const void *restrict x, size_t bx, const void *restrict y, size_t by);
+void gemm_q6_K_q8_K_vnni512(int n, int nr, int nc, float *restrict s, size_t ldc,
+                         const void *restrict x, size_t bx, const void *restrict y, size_t by);
+void gemm_pack_q4_K_vnni512(int n, int nr, const void *restrict x, size_t bx, void *restrict panel);
+void gemm_panel_q4_K_q8_K_vnni512(int n, int nr, int nc, float *restrict s, size_t ldc,
+                               const void *restrict panel, size_t bx, const void *restrict y,
+                               size_t by);
+void gemm_pack_q5_K_vnni512(int n, int nr, const void *restrict x, size_t bx, void *restrict panel);
+void gemm_panel_q5_K_q8_K_vnni512(int n, int nr, int nc, float *restrict s, size_t ldc,
+                               const void *restrict panel, size_t bx, const void *restrict y,
+                               size_t by);
+void gemm_pack_q6_K_vnni512(int n, int nr, const void *restrict x, size_t bx, void *restrict panel);
+void gemm_panel_q6_K_q8_K_vnni512(int n, int nr, int nc, float *restrict s, size_t ldc,
+                               const void *restrict panel, size_t bx, const void *restrict y,
+                               size_t by);
+
 #endif
