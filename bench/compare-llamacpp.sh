@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Side-by-side race of cllm against llama.cpp on the same GGUF file and the
 # same number of threads, in two races:
-#   native   cllm as it runs on this CPU (AVX-VNNI kernels where the CPU has
-#            AVX-VNNI) against llama.cpp built as users build it
-#            (-DGGML_NATIVE=ON: AVX-512/VNNI where this CPU has them);
-#   novnni   cllm with CLLM_NO_VNNI=1 (plain AVX2; cllm has no AVX-512 kernels)
-#            against llama.cpp built with -DGGML_NATIVE=OFF, AVX2/FMA/F16C on
-#            and every AVX-512/VNNI/AMX option off: what most users' CPUs run.
+#   native   cllm as it runs on this CPU (its AVX-VNNI or AVX512-VNNI kernels
+#            where the CPU has them; `cllm info` names them) against llama.cpp
+#            built as users build it (-DGGML_NATIVE=ON: AVX-512/VNNI where
+#            this CPU has them);
+#   novnni   cllm with CLLM_NO_VNNI=1 CLLM_NO_AVX512=1 (plain AVX2) against
+#            llama.cpp built with -DGGML_NATIVE=OFF, AVX2/FMA/F16C on and
+#            every AVX-512/VNNI/AMX option off: what most users' CPUs run.
 # Each race measures, rounds interleaved between the engines (median of
 # --reps rounds; a fresh process and prompt for each):
 #   1. single stream: prompt processing of 512 and 4,096 tokens, and decode
@@ -239,11 +240,11 @@ for RACE in $RACES; do
         CLLM_ENV=""
         LLAMA_DIR=$LLAMACPP_DIR/native/bin
         [ "$NATIVE_OK" = 1 ] || { log "race native: no native llama.cpp build; skipped"; continue; }
-        RACE_NOTE="native: cllm as it runs on this CPU ($(grep -qw avx_vnni /proc/cpuinfo && echo 'its AVX-VNNI kernels' || echo 'no AVX-VNNI here, so its plain AVX2 kernels')) against llama.cpp built with -DGGML_NATIVE=ON (AVX-512/VNNI where this CPU has them)" ;;
+        RACE_NOTE="native: cllm as it runs on this CPU (kernels: $("$CLLM" info "$MODEL" 2>/dev/null | awk '$1=="kernels" {sub(/^kernels +/, ""); print}')) against llama.cpp built with -DGGML_NATIVE=ON (AVX-512/VNNI where this CPU has them)" ;;
     novnni)
-        CLLM_ENV="CLLM_NO_VNNI=1"
+        CLLM_ENV="CLLM_NO_VNNI=1 CLLM_NO_AVX512=1"
         LLAMA_DIR=$LLAMACPP_DIR/avx2/bin
-        RACE_NOTE="no-VNNI: cllm with CLLM_NO_VNNI=1 (plain AVX2) against llama.cpp built with -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON and every AVX-512/VNNI/AMX option off" ;;
+        RACE_NOTE="no-VNNI: cllm with CLLM_NO_VNNI=1 CLLM_NO_AVX512=1 (plain AVX2) against llama.cpp built with -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON and every AVX-512/VNNI/AMX option off" ;;
     *) log "unknown race '$RACE' (native, novnni)"; exit 2 ;;
     esac
     [ "$LLAMA_OK" = 1 ] || RACE_NOTE+="; llama.cpp: $LLAMA_FALLBACK, so single stream through llama-cpp-python and serving through its own OpenAI server (one request at a time)"

@@ -5,6 +5,7 @@
 #include "cli/cli_groups.h"
 #include "cli/commands.h"
 #include "format/gguf.h"
+#include "kernels/wtype.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
@@ -122,6 +123,8 @@ int cmd_info(int argc, char **argv) {
         }
     printf("\n");
     print_bytes("weight memory", (double)m->weight_bytes);
+    printf("%-16s %s; %.1f MiB of matrices repacked to the x8 layout at load\n", "kernels", wtype_isa(),
+           (double)model_repack_bytes(m) / 1048576.0);
     printf("%-16s %zu bytes per token over all layers (%s)\n", "KV cache", kv_bytes_per_token(&m->kv, dt),
            kv_dtype_name(dt));
     char label[64];

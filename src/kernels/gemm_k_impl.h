@@ -46,6 +46,7 @@
 #ifndef GEMM_VNNI
 #error "define GEMM_VNNI to 0 or 1 before including gemm_k_impl.h"
 #endif
+#include "kernels/gemm_vnni.h"
 
 #define KR GEMM_K_ROWS
 #define KC GEMM_K_COLS
@@ -57,7 +58,7 @@ enum { K_Q4, K_Q5, K_Q6 };
 /* acc + the 32-bit pair sums of a * b (16-bit lanes). */
 GEMM_INLINE __m256i madd_acc(__m256i acc, __m256i a, __m256i b) {
 #if GEMM_VNNI
-    return _mm256_dpwssd_avx_epi32(acc, a, b);
+    return GEMM_DPWSSD(acc, a, b);
 #else
     return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b));
 #endif

@@ -1,7 +1,8 @@
 /* The packed-panel gemm of Q4_0, Q5_0 and Q8_0 weights against Q8_0
  * activations: the body of gemm_panel_avx2.c (AVX2) and
- * gemm_panel_vnni_avx2.c (AVX-VNNI), which include it with GEMM_VNNI set to 0
- * or 1. Not a header to include anywhere else.
+ * gemm_panel_vnni_avx2.c (AVX-VNNI) and gemm_panel_vnni512_avx2.c (AVX512-VNNI,
+ * the same instructions EVEX-encoded), which include it with GEMM_VNNI set to
+ * 0 or 1 (gemm_vnni.h). Not a header to include anywhere else.
  *
  * matmul packs 8 weight rows at a time into a panel (gemm_pack) and runs every
  * activation row of the batch past it (gemm_panel), so the unpacking of the
@@ -39,6 +40,7 @@
 #ifndef GEMM_VNNI
 #error "define GEMM_VNNI to 0 or 1 before including gemm_panel_impl.h"
 #endif
+#include "kernels/gemm_vnni.h"
 
 #define PR GEMM_PANEL_ROWS
 #define PC GEMM_PANEL_COLS
@@ -161,7 +163,7 @@ GEMM_INLINE void panel_tile(const int T, const int NC, int nb, int nr, float *re
                     GEMM_KEEP(isum[c]);
                 } else if (GEMM_VNNI) {
 #if GEMM_VNNI
-                    isum[c] = _mm256_dpbusd_avx_epi32(isum[c], a, w);
+                    isum[c] = GEMM_DPBUSD(isum[c], a, w);
                     GEMM_KEEP(isum[c]);
 #endif
                 } else {

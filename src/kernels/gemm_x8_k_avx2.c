@@ -1,4 +1,4 @@
-/* AVX2 tiles over the x8 layout of Q4_K and Q6_K (x8_layout.c): 8
+/* AVX2 tiles over the x8 layout of Q4_K, Q5_K and Q6_K (x8_layout.c): 8
  * interleaved weight rows by up to X8_COLS Q8_K activation rows, as
  * gemm_x8_avx2.c does for the 32-element formats. A group's vector holds 4
  * levels of each of the 8 rows; the 4 activation bytes of the group,
@@ -7,18 +7,21 @@
  *
  * The arithmetic is the K tiles' (gemm_k_impl.h): per super-block the exact
  * integer sums I = sum_j sc_j * sum_{k in j} q_k y_k (Q6_K: less
- * 32 * sum_j sc_j * bsum_j) and M = sum_j m_j * ysum_j (Q4_K), then
+ * 32 * sum_j sc_j * bsum_j) and M = sum_j m_j * ysum_j (Q4_K, Q5_K), then
  * acc = fma(float(I), d_w * d_a, acc), accm = fma(float(M), dmin_w * d_a,
  * accm), and the output is acc - accm: the same bits as the tiles and the
  * panels.
  *
  * The 16-bit sums stay in range: Q4_K sums the 8 groups of a sub-block
- * (8 * 2 * 15 * 127 < 2^15), Q6_K two groups at a time (2 * 2 * 63 * 127). */
+ * (8 * 2 * 15 * 127 < 2^15), Q5_K 4 groups (4 * 2 * 31 * 127), Q6_K two
+ * groups at a time (2 * 2 * 63 * 127). */
 #include "kernels/quants_kernels.h"
 
 #include "kernels/gemm_avx2.h"
 #include "kernels/quants_avx2.h"
 #include "kernels/quants_blocks.h"
+
+#include <stdbool.h>
 
 _Static_assert(X8_COLS >= 1 && X8_COLS <= 8, "GEMM_DISPATCH instantiates 1 to 8 columns");
 
@@ -42,32 +45,52 @@ GEMM_INLINE void xk_store(const int NC, float *restrict s, size_t ldc, const __m
     for (int c = 0; c < NC; c++) _mm256_storeu_ps(s + (size_t)c * ldc, _mm256_sub_ps(acc[c], accm[c]));
 }
 
-/* ---- Q4_K ---- */
+/* ---- Q4_K and Q5_K ---- */
 
-GEMM_INLINE void x8_q4k_tile(const int NC, int nb, float *restrict s, size_t ldc, const uint8_t *x,
+/* Bit s of every byte of qh moved to bit 4 (the 16-bit shifts carry bits
+ * across bytes, and the mask drops them). */
+GEMM_INLINE __m256i xk_bit_to_4(__m256i qh, int s) {
+    const __m256i at4 = s < 4 ? _mm256_slli_epi16(qh, 4 - s) : s > 4 ? _mm256_srli_epi16(qh, s - 4) : qh;
+    return _mm256_and_si256(at4, _mm256_set1_epi8(0x10));
+}
+
+/* Q5_K's levels reach 31, so its 16-bit sums take 4 groups, not 8. */
+GEMM_INLINE void x8_q4k_tile(const bool Q5, const int NC, int nb, float *restrict s, size_t ldc, const uint8_t *x,
                              const uint8_t *y, size_t by) {
+    const size_t bsz = Q5 ? X8_BLOCK_Q5_K : X8_BLOCK_Q4_K;
+    const size_t qs_off = Q5 ? 416 : 160;
     __m256 acc[NC], accm[NC];
     for (int c = 0; c < NC; c++) acc[c] = accm[c] = _mm256_setzero_ps();
     for (int b = 0; b < nb; b++) {
-        const uint8_t *blk = x + (size_t)b * X8_BLOCK_Q4_K;
+        const uint8_t *blk = x + (size_t)b * bsz;
         const block_q8_K *yb[NC];
         for (int c = 0; c < NC; c++) yb[c] = (const block_q8_K *)(y + (size_t)c * by) + b;
         __m256i isum[NC], msum[NC];
         for (int c = 0; c < NC; c++) isum[c] = msum[c] = _mm256_setzero_si256();
         for (int ch = 0; ch < 4; ch++) { /* sub-blocks 2ch (low nibbles) and 2ch + 1 (high) */
+            const __m256i sl = xk_spread_u8(blk + 32 + 8 * (2 * ch)), sh = xk_spread_u8(blk + 32 + 8 * (2 * ch + 1));
             __m256i lo[NC], hi[NC];
             for (int k = 0; k < 8; k++) {
-                const __m256i v = xk_load(blk + 160 + 256 * ch + 32 * k);
-                const __m256i ql = _mm256_and_si256(v, _mm256_set1_epi8(0x0F));
-                const __m256i qh = _mm256_and_si256(_mm256_srli_epi16(v, 4), _mm256_set1_epi8(0x0F));
+                const __m256i v = xk_load(blk + qs_off + 256 * ch + 32 * k);
+                __m256i ql = _mm256_and_si256(v, _mm256_set1_epi8(0x0F));
+                __m256i qh = _mm256_and_si256(_mm256_srli_epi16(v, 4), _mm256_set1_epi8(0x0F));
+                if (Q5) {
+                    const __m256i hb = xk_load(blk + 160 + 32 * k);
+                    ql = _mm256_or_si256(ql, xk_bit_to_4(hb, 2 * ch));
+                    qh = _mm256_or_si256(qh, xk_bit_to_4(hb, 2 * ch + 1));
+                }
                 for (int c = 0; c < NC; c++) {
                     const __m256i pl = _mm256_maddubs_epi16(ql, xk_bcast4(yb[c]->qs + 64 * ch + 4 * k));
                     const __m256i ph = _mm256_maddubs_epi16(qh, xk_bcast4(yb[c]->qs + 64 * ch + 32 + 4 * k));
-                    lo[c] = k ? _mm256_add_epi16(lo[c], pl) : pl;
-                    hi[c] = k ? _mm256_add_epi16(hi[c], ph) : ph;
+                    const bool first = Q5 ? k % 4 == 0 : k == 0;
+                    lo[c] = first ? pl : _mm256_add_epi16(lo[c], pl);
+                    hi[c] = first ? ph : _mm256_add_epi16(hi[c], ph);
+                    if (Q5 && k == 3) { /* the first 4 groups' sums out before they could overflow */
+                        isum[c] = _mm256_add_epi32(isum[c], _mm256_add_epi32(_mm256_madd_epi16(lo[c], sl),
+                                                                             _mm256_madd_epi16(hi[c], sh)));
+                    }
                 }
             }
-            const __m256i sl = xk_spread_u8(blk + 32 + 8 * (2 * ch)), sh = xk_spread_u8(blk + 32 + 8 * (2 * ch + 1));
             for (int c = 0; c < NC; c++)
                 isum[c] = _mm256_add_epi32(isum[c], _mm256_add_epi32(_mm256_madd_epi16(lo[c], sl),
                                                                      _mm256_madd_epi16(hi[c], sh)));
@@ -146,7 +169,16 @@ void gemm_x8_q4_K_q8_K_avx2(int n, int nr, int nc, float *restrict s, size_t ldc
                             size_t bx, const void *restrict y, size_t by) {
     (void)nr, (void)bx;
     const int nb = n / QK_K;
-#define X8_TILE(NCV) x8_q4k_tile(NCV, nb, s, ldc, x, y, by)
+#define X8_TILE(NCV) x8_q4k_tile(false, NCV, nb, s, ldc, x, y, by)
+    GEMM_DISPATCH(nc, X8_COLS, X8_TILE)
+#undef X8_TILE
+}
+
+void gemm_x8_q5_K_q8_K_avx2(int n, int nr, int nc, float *restrict s, size_t ldc, const void *restrict x,
+                            size_t bx, const void *restrict y, size_t by) {
+    (void)nr, (void)bx;
+    const int nb = n / QK_K;
+#define X8_TILE(NCV) x8_q4k_tile(true, NCV, nb, s, ldc, x, y, by)
     GEMM_DISPATCH(nc, X8_COLS, X8_TILE)
 #undef X8_TILE
 }

@@ -119,6 +119,11 @@ const wtype_traits wtype_traits_vnni[WT_COUNT] = {
             .panel_rows = GEMM_PANEL_ROWS,
             .panel_cols = GEMM_PANEL_COLS,
             .panel_block_bytes = GEMM_KPANEL_BLOCK,
+            .x8_block_bytes = X8_BLOCK_Q5_K,
+            .x8_pack = x8_pack_q5_K_ref,
+            .x8_unpack = x8_unpack_q5_K_ref,
+            .gemm_x8 = gemm_x8_q5_K_q8_K_avx2,
+            .x8_cols = X8_COLS,
         },
     [WT_Q6_K] =
         {

@@ -48,6 +48,7 @@
 #define X8_BLOCK_Q5_0 176
 #define X8_BLOCK_Q8_0 272
 #define X8_BLOCK_Q4_K 1184 /* 8 * 144 + 32: the scales and mins as bytes */
+#define X8_BLOCK_Q5_K 1440 /* 8 * 176 + 32 */
 #define X8_BLOCK_Q6_K 1680
 #ifndef X8_COLS
 #define X8_COLS 4
@@ -242,6 +243,8 @@ void x8_pack_q8_0_ref(int n, const void *restrict rows, size_t bx, void *restric
 void x8_unpack_q8_0_ref(int n, const void *restrict x8, void *restrict rows, size_t bx);
 void x8_pack_q4_K_ref(int n, const void *restrict rows, size_t bx, void *restrict out);
 void x8_unpack_q4_K_ref(int n, const void *restrict x8, void *restrict rows, size_t bx);
+void x8_pack_q5_K_ref(int n, const void *restrict rows, size_t bx, void *restrict out);
+void x8_unpack_q5_K_ref(int n, const void *restrict x8, void *restrict rows, size_t bx);
 void x8_pack_q6_K_ref(int n, const void *restrict rows, size_t bx, void *restrict out);
 void x8_unpack_q6_K_ref(int n, const void *restrict x8, void *restrict rows, size_t bx);
 
@@ -257,7 +260,43 @@ void gemm_prep_x8_q8_0_avx2(int n, const void *restrict act, void *restrict out)
 /* gemm_x8_k_avx2.c: the same for the K-quants, on Q8_K rows as they are */
 void gemm_x8_q4_K_q8_K_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
                             const void *restrict x, size_t bx, const void *restrict y, size_t by);
+void gemm_x8_q5_K_q8_K_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
+                            const void *restrict x, size_t bx, const void *restrict y, size_t by);
 void gemm_x8_q6_K_q8_K_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
                             const void *restrict x, size_t bx, const void *restrict y, size_t by);
+
+
+/* gemm_panel_vnni512_avx2.c, gemm_k_vnni512_avx2.c: the VNNI builds EVEX-encoded */
+void gemm_pack_q4_0_vnni512(int n, int nr, const void *restrict x, size_t bx, void *restrict panel);
+void gemm_panel_q4_0_q8_0_vnni512(int n, int nr, int nc, float *restrict s, size_t ldc,
+                               const void *restrict panel, size_t bx, const void *restrict y,
+                               size_t by);
+void gemm_pack_q5_0_vnni512(int n, int nr, const void *restrict x, size_t bx, void *restrict panel);
+void gemm_panel_q5_0_q8_0_vnni512(int n, int nr, int nc, float *restrict s, size_t ldc,
+                               const void *restrict panel, size_t bx, const void *restrict y,
+                               size_t by);
+void gemm_pack_q8_0_vnni512(int n, int nr, const void *restrict x, size_t bx, void *restrict panel);
+void gemm_panel_q8_0_q8_0_vnni512(int n, int nr, int nc, float *restrict s, size_t ldc,
+                               const void *restrict panel, size_t bx, const void *restrict y,
+                               size_t by);
+void gemm_prep_q8_0_vnni512(int n, const void *restrict act, void *restrict out);
+void gemm_q4_K_q8_K_vnni512(int n, int nr, int nc, float *restrict s, size_t ldc,
+                         const void *restrict x, size_t bx, const void *restrict y, size_t by);
+void gemm_q5_K_q8_K_vnni512(int n, int nr, int nc, float *restrict s, size_t ldc,
+                         const void *restrict x, size_t bx, const void *restrict y, size_t by);
+void gemm_q6_K_q8_K_vnni512(int n, int nr, int nc, float *restrict s, size_t ldc,
+                         const void *restrict x, size_t bx, const void *restrict y, size_t by);
+void gemm_pack_q4_K_vnni512(int n, int nr, const void *restrict x, size_t bx, void *restrict panel);
+void gemm_panel_q4_K_q8_K_vnni512(int n, int nr, int nc, float *restrict s, size_t ldc,
+                               const void *restrict panel, size_t bx, const void *restrict y,
+                               size_t by);
+void gemm_pack_q5_K_vnni512(int n, int nr, const void *restrict x, size_t bx, void *restrict panel);
+void gemm_panel_q5_K_q8_K_vnni512(int n, int nr, int nc, float *restrict s, size_t ldc,
+                               const void *restrict panel, size_t bx, const void *restrict y,
+                               size_t by);
+void gemm_pack_q6_K_vnni512(int n, int nr, const void *restrict x, size_t bx, void *restrict panel);
+void gemm_panel_q6_K_q8_K_vnni512(int n, int nr, int nc, float *restrict s, size_t ldc,
+                               const void *restrict panel, size_t bx, const void *restrict y,
+                               size_t by);
 
 #endif

@@ -49,14 +49,23 @@ static wtype_traits with_geometry(wtype t, const wtype_traits *kernels) {
     return tr;
 }
 
+/* AVX512-VNNI with AVX512VL: the EVEX forms of the same 256-bit operations. */
+static bool cpu_has_avx512vnni(void) {
+    if (!allowed("CLLM_NO_VNNI") || !allowed("CLLM_NO_AVX512")) return false;
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl");
+}
+
 static void init_tables(void) {
     const bool avx2 = cpu_has_avx2(), vnni = avx2 && cpu_has_avxvnni();
+    const bool vnni512 = avx2 && !vnni && cpu_has_avx512vnni();
     g_avx2 = avx2;
-    g_isa = vnni ? "vnni" : avx2 ? "avx2" : "ref";
+    g_isa = vnni ? "vnni" : vnni512 ? "vnni512" : avx2 ? "avx2" : "ref";
+    const wtype_traits *vnni_table = vnni ? wtype_traits_vnni : vnni512 ? wtype_traits_vnni512 : NULL;
     for (int t = 0; t < WT_COUNT; t++) {
         const wtype_traits *active = &wtype_traits_ref[t];
         if (avx2) active = &wtype_traits_avx2[t];
-        if (vnni && wtype_traits_vnni[t].to_float) active = &wtype_traits_vnni[t];
+        if (vnni_table && vnni_table[t].to_float) active = &vnni_table[t];
         g_ref[t] = with_geometry((wtype)t, &wtype_traits_ref[t]);
         g_active[t] = with_geometry((wtype)t, active);
     }

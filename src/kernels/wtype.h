@@ -6,7 +6,8 @@
  * K-quants meet Q8_K), and for batched matmul tiles and packed panels.
  *
  * The kernels are listed in one table per instruction set (wtype_tables.h:
- * kernels_ref.c, kernels_avx2.c, kernels_vnni.c; README.md has the matrix).
+ * kernels_ref.c, kernels_avx2.c, kernels_vnni.c, kernels_vnni512.c; README.md
+ * has the matrix).
  * wtype_init picks the active one by cpuid; the reference stays reachable
  * through wtype_get_ref, and tests compare the two. Type ids are ggml's, so
  * GGUF tensor types index the tables directly. */
@@ -88,12 +89,14 @@ typedef struct {
 
 /* Chooses the active table: the AVX2 one when the CPU supports
  * AVX2+FMA+F16C, unless the environment sets CLLM_NO_AVX2=1; on top of it the
- * AVX-VNNI entries where the CPU has AVX-VNNI too, unless CLLM_NO_VNNI=1
- * (they give the same bits); else the reference. Idempotent and
- * thread-safe. */
+ * AVX-VNNI entries where the CPU has AVX-VNNI too, or else the AVX512-VNNI
+ * ones where it has AVX512-VNNI and AVX512VL, unless CLLM_NO_VNNI=1 (or, for
+ * the latter, CLLM_NO_AVX512=1; they all give the same bits); else the
+ * reference. Idempotent and thread-safe. */
 void wtype_init(void);
 bool wtype_using_avx2(void);
-/* The active table's instruction set: "ref", "avx2" or "vnni". */
+/* The active table's instruction set: "ref", "avx2", "vnni" (AVX-VNNI) or
+ * "vnni512" (AVX512-VNNI, 256-bit EVEX forms). */
 const char *wtype_isa(void);
 
 /* NULL when the type is unknown or has no kernels. */

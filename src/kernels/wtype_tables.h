@@ -11,6 +11,10 @@
  *                                      kernels differ on CPUs with AVX-VNNI
  *                                      (unless CLLM_NO_VNNI=1); the other
  *                                      types take the AVX2 entry
+ *   wtype_traits_vnni512 kernels_vnni512.c  the same entries EVEX-encoded, for
+ *                                      CPUs with AVX512-VNNI but not AVX-VNNI
+ *                                      (unless CLLM_NO_VNNI=1 or
+ *                                      CLLM_NO_AVX512=1)
  * A type the tables leave out (all zero) has no kernels. The tables hold
  * kernels only: wtype_init copies the chosen one and fills in each type's
  * name, block_size and type_size from format/wtype_geom.h, so read the
@@ -24,5 +28,6 @@
 extern const wtype_traits wtype_traits_ref[WT_COUNT];
 extern const wtype_traits wtype_traits_avx2[WT_COUNT];
 extern const wtype_traits wtype_traits_vnni[WT_COUNT];
+extern const wtype_traits wtype_traits_vnni512[WT_COUNT];
 
 #endif

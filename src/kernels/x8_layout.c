@@ -217,3 +217,41 @@ void x8_unpack_q6_K_ref(int n, const void *restrict x8, void *restrict rows, siz
         }
     }
 }
+
+/* ---- Q5_K (1440 bytes per 8 rows): Q4_K's x8 block with the high bits ----
+ *   d[8], dmin[8], sc[8][8], m[8][8] as Q4_K, then qh[8 groups k][8 rows][4]:
+ *   byte 160 + 32k + 4r + j is qh[4k + j] of row r, whose bit s is bit 4 of
+ *   element 32s + 4k + j (sub-block s, group k); then the nibbles as Q4_K at
+ *   416. */
+
+void x8_pack_q5_K_ref(int n, const void *restrict rows, size_t bx, void *restrict out) {
+    uint8_t *o = out;
+    for (int b = 0; b < n / QK_K; b++, o += X8_BLOCK_Q5_K) {
+        for (int r = 0; r < 8; r++) {
+            const block_q5_K *src = (const block_q5_K *)((const uint8_t *)rows + r * bx) + b;
+            memcpy(o + 2 * r, &src->d, 2);
+            memcpy(o + 16 + 2 * r, &src->dmin, 2);
+            for (int j = 0; j < 8; j++) k4_scale_min(j, src->scales, &o[32 + 8 * j + r], &o[96 + 8 * j + r]);
+            for (int k = 0; k < 8; k++) memcpy(o + 160 + 32 * k + 4 * r, src->qh + 4 * k, 4);
+            for (int c = 0; c < 4; c++)
+                for (int k = 0; k < 8; k++) memcpy(o + 416 + 256 * c + 32 * k + 4 * r, src->qs + 32 * c + 4 * k, 4);
+        }
+    }
+}
+
+void x8_unpack_q5_K_ref(int n, const void *restrict x8, void *restrict rows, size_t bx) {
+    const uint8_t *in = x8;
+    for (int b = 0; b < n / QK_K; b++, in += X8_BLOCK_Q5_K) {
+        for (int r = 0; r < 8; r++) {
+            block_q5_K *dst = (block_q5_K *)((uint8_t *)rows + r * bx) + b;
+            uint8_t sc[8], m[8];
+            for (int j = 0; j < 8; j++) sc[j] = in[32 + 8 * j + r], m[j] = in[96 + 8 * j + r];
+            memcpy(&dst->d, in + 2 * r, 2);
+            memcpy(&dst->dmin, in + 16 + 2 * r, 2);
+            k4_pack_scales(sc, m, dst->scales);
+            for (int k = 0; k < 8; k++) memcpy(dst->qh + 4 * k, in + 160 + 32 * k + 4 * r, 4);
+            for (int c = 0; c < 4; c++)
+                for (int k = 0; k < 8; k++) memcpy(dst->qs + 32 * c + 4 * k, in + 416 + 256 * c + 32 * k + 4 * r, 4);
+        }
+    }
+}

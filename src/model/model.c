@@ -222,14 +222,8 @@ static int load_hf(model *m, const char *dir) {
     return 0;
 }
 
-/* Lays each matrix that the active kernels read faster in the x8 layout
- * out that way, in memory the model owns. The file's pages it was read from
- * are handed back (they stay mapped, for the embedding rows of a tied
- * output), so the model's memory grows by little more than a weight. */
-static int repack_weights(model *m) {
-    const char *off = getenv("CLLM_NO_REPACK");
-    if (off && strcmp(off, "0")) return 0;
-    weight *ws[CLLM_MAX_LAYERS * 7 + 1];
+/* The matrices matmul multiplies: the output head, then each layer's. */
+static int matmul_weights(model *m, weight **ws) {
     int n = 0;
     ws[n++] = &m->w.output;
     for (int il = 0; il < m->hp.n_layer; il++) {
@@ -237,6 +231,33 @@ static int repack_weights(model *m) {
         weight *lw[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->w_gate, &l->w_up, &l->w_down};
         for (size_t i = 0; i < sizeof lw / sizeof lw[0]; i++) ws[n++] = lw[i];
     }
+    return n;
+}
+
+#define MAX_MATMUL_WEIGHTS (CLLM_MAX_LAYERS * 7 + 1)
+
+static bool repack_allowed(void) {
+    const char *off = getenv("CLLM_NO_REPACK");
+    return !(off && *off && strcmp(off, "0"));
+}
+
+size_t model_repack_bytes(const model *m) {
+    if (!repack_allowed()) return 0;
+    weight *ws[MAX_MATMUL_WEIGHTS];
+    const int n = matmul_weights((model *)m, ws);
+    size_t bytes = 0;
+    for (int i = 0; i < n; i++) bytes += weight_repack_size(ws[i]);
+    return bytes;
+}
+
+/* Lays each matrix that the active kernels read faster in the x8 layout
+ * out that way, in memory the model owns. The file's pages it was read from
+ * are handed back (they stay mapped, for the embedding rows of a tied
+ * output), so the model's memory grows by little more than a weight. */
+static int repack_weights(model *m) {
+    if (!repack_allowed()) return 0;
+    weight *ws[MAX_MATMUL_WEIGHTS];
+    const int n = matmul_weights(m, ws);
     threadpool *tp = NULL;
     for (int i = 0; i < n; i++) {
         const size_t bytes = weight_repack_size(ws[i]);

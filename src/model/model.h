@@ -61,6 +61,9 @@ model *model_load(const char *path);
 /* The same with every weight as the file stores it: for tools that read or
  * replace the weights (cllm quantize, cllm info). */
 model *model_load_as_stored(const char *path);
+/* Bytes of the matrices model_load repacks (or would repack, for a model
+ * loaded as stored) with the active kernels. */
+size_t model_repack_bytes(const model *m);
 void model_free(model *m);
 
 #endif

@@ -154,17 +154,25 @@ static void check_entry(const char *table, int t, const wtype_traits *e) {
     if (!e->panel_prep != !e->panel_act_block_bytes)
         fail_msg("%s %s: panel_prep and panel_act_block_bytes go together", table,
                  wtype_name((uint32_t)t));
+    const bool x8 = e->gemm_x8;
+    if (x8 != !!e->x8_pack || x8 != !!e->x8_unpack || x8 != (e->x8_cols >= 1) || x8 != (e->x8_block_bytes > 0) ||
+        (x8 && !e->gemm_pack) || !e->x8_prep != !e->x8_act_block_bytes)
+        fail_msg("%s %s: an x8 entry needs its layout, tiles, shape and panels together", table,
+                 wtype_name((uint32_t)t));
 }
 
 /* The AVX2 table has an entry for every type of the reference one and no
  * other; the VNNI table only for some of them, each a whole entry with the
- * same activation format. The active table is the one wtype_isa names. */
+ * same activation format, and the VNNI512 table for the same types as the
+ * VNNI one. The active table is the one wtype_isa names. */
 static void test_tables_list_the_same_types(void **state) {
     (void)state;
     int n_ref = 0, n_vnni = 0;
     for (int t = 0; t < WT_COUNT; t++) {
         const wtype_traits *r = &wtype_traits_ref[t], *a = &wtype_traits_avx2[t],
-                           *v = &wtype_traits_vnni[t];
+                           *v = &wtype_traits_vnni[t], *v512 = &wtype_traits_vnni512[t];
+        if (!v->to_float != !v512->to_float)
+            fail_msg("%s: in one of the VNNI and VNNI512 tables only", wtype_name((uint32_t)t));
         if (!r->to_float != !a->to_float)
             fail_msg("%s: in one of the reference and AVX2 tables only", wtype_name((uint32_t)t));
         if (v->to_float && !a->to_float)
@@ -185,6 +193,9 @@ static void test_tables_list_the_same_types(void **state) {
             assert_int_equal(v->vec_dot_type, a->vec_dot_type);
             assert_true(v->vec_dot && v->from_float && v->gemm);
             check_entry("vnni", t, v);
+            check_entry("vnni512", t, v512);
+            assert_true(v512->vec_dot && v512->from_float && v512->gemm);
+            assert_int_equal(v512->vec_dot_type, a->vec_dot_type);
         }
         /* the geometry comes from the format layer */
         const wtype_traits *tr = wtype_get((wtype)t);
@@ -195,6 +206,7 @@ static void test_tables_list_the_same_types(void **state) {
         const wtype_traits *want = a;
         if (!strcmp(wtype_isa(), "ref")) want = r;
         if (!strcmp(wtype_isa(), "vnni") && v->to_float) want = v;
+        if (!strcmp(wtype_isa(), "vnni512") && v512->to_float) want = v512;
         assert_ptr_equal(tr->vec_dot, want->vec_dot);
         assert_ptr_equal(tr->gemm, want->gemm);
         assert_ptr_equal(tr->gemm_panel, want->gemm_panel);
@@ -246,10 +258,11 @@ static void test_every_tile_shape_matches_reference(void **state) {
 }
 
 /* The kernel builds behind the registry, each where the CPU can run it. */
+enum { ISA_AVX2, ISA_AVXVNNI, ISA_AVX512VNNI };
 typedef struct {
     wtype type;
     const char *build;
-    bool vnni;
+    int isa; /* ISA_AVX2, ISA_AVXVNNI or ISA_AVX512VNNI: what the CPU needs */
     wtype_gemm_pack_fn pack; /* NULL: a tile kernel, not a panel */
     wtype_gemm_fn gemm;
     size_t panel_block;
@@ -259,36 +272,54 @@ typedef struct {
 } kernel_build;
 
 static const kernel_build k_builds[] = {
-    {WT_Q4_0, "avx2 panel", false, gemm_pack_q4_0_avx2, gemm_panel_q4_0_q8_0_avx2, GEMM_PANEL_BLOCK,
+    {WT_Q4_0, "avx2 panel", ISA_AVX2, gemm_pack_q4_0_avx2, gemm_panel_q4_0_q8_0_avx2, GEMM_PANEL_BLOCK,
      gemm_q4_0_q8_0_avx2, GEMM_LEGACY_ROWS, GEMM_LEGACY_COLS, gemm_prep_q8_0_avx2},
-    {WT_Q5_0, "avx2 panel", false, gemm_pack_q5_0_avx2, gemm_panel_q5_0_q8_0_avx2, GEMM_PANEL_BLOCK,
+    {WT_Q5_0, "avx2 panel", ISA_AVX2, gemm_pack_q5_0_avx2, gemm_panel_q5_0_q8_0_avx2, GEMM_PANEL_BLOCK,
      gemm_q5_0_q8_0_avx2, GEMM_LEGACY_ROWS, GEMM_LEGACY_COLS, gemm_prep_q8_0_avx2},
-    {WT_Q8_0, "avx2 panel", false, gemm_pack_q8_0_avx2, gemm_panel_q8_0_q8_0_avx2,
+    {WT_Q8_0, "avx2 panel", ISA_AVX2, gemm_pack_q8_0_avx2, gemm_panel_q8_0_q8_0_avx2,
      GEMM_PANEL_BLOCK_SIGNED_Q8, gemm_q8_0_q8_0_avx2, GEMM_LEGACY_ROWS, GEMM_LEGACY_COLS,
      gemm_prep_q8_0_signed_avx2},
-    {WT_Q4_0, "vnni panel", true, gemm_pack_q4_0_vnni, gemm_panel_q4_0_q8_0_vnni, GEMM_PANEL_BLOCK,
+    {WT_Q4_0, "vnni panel", ISA_AVXVNNI, gemm_pack_q4_0_vnni, gemm_panel_q4_0_q8_0_vnni, GEMM_PANEL_BLOCK,
      gemm_q4_0_q8_0_avx2, GEMM_LEGACY_ROWS, GEMM_LEGACY_COLS, gemm_prep_q8_0_vnni},
-    {WT_Q5_0, "vnni panel", true, gemm_pack_q5_0_vnni, gemm_panel_q5_0_q8_0_vnni, GEMM_PANEL_BLOCK,
+    {WT_Q5_0, "vnni panel", ISA_AVXVNNI, gemm_pack_q5_0_vnni, gemm_panel_q5_0_q8_0_vnni, GEMM_PANEL_BLOCK,
      gemm_q5_0_q8_0_avx2, GEMM_LEGACY_ROWS, GEMM_LEGACY_COLS, gemm_prep_q8_0_vnni},
-    {WT_Q8_0, "vnni panel", true, gemm_pack_q8_0_vnni, gemm_panel_q8_0_q8_0_vnni, GEMM_PANEL_BLOCK,
+    {WT_Q8_0, "vnni panel", ISA_AVXVNNI, gemm_pack_q8_0_vnni, gemm_panel_q8_0_q8_0_vnni, GEMM_PANEL_BLOCK,
      gemm_q8_0_q8_0_avx2, GEMM_LEGACY_ROWS, GEMM_LEGACY_COLS, gemm_prep_q8_0_vnni},
-    {WT_Q4_K, "vnni tile", true, NULL, gemm_q4_K_q8_K_vnni, 0, gemm_q4_K_q8_K_avx2, GEMM_K_ROWS,
+    {WT_Q4_K, "vnni tile", ISA_AVXVNNI, NULL, gemm_q4_K_q8_K_vnni, 0, gemm_q4_K_q8_K_avx2, GEMM_K_ROWS,
      GEMM_K_COLS, NULL},
-    {WT_Q5_K, "vnni tile", true, NULL, gemm_q5_K_q8_K_vnni, 0, gemm_q5_K_q8_K_avx2, GEMM_K_ROWS,
+    {WT_Q5_K, "vnni tile", ISA_AVXVNNI, NULL, gemm_q5_K_q8_K_vnni, 0, gemm_q5_K_q8_K_avx2, GEMM_K_ROWS,
      GEMM_K_COLS, NULL},
-    {WT_Q6_K, "vnni tile", true, NULL, gemm_q6_K_q8_K_vnni, 0, gemm_q6_K_q8_K_avx2, GEMM_K_ROWS,
+    {WT_Q6_K, "vnni tile", ISA_AVXVNNI, NULL, gemm_q6_K_q8_K_vnni, 0, gemm_q6_K_q8_K_avx2, GEMM_K_ROWS,
      GEMM_K_COLS, NULL},
-    {WT_Q4_K, "avx2 panel", false, gemm_pack_q4_K_avx2, gemm_panel_q4_K_q8_K_avx2,
+    {WT_Q4_K, "avx2 panel", ISA_AVX2, gemm_pack_q4_K_avx2, gemm_panel_q4_K_q8_K_avx2,
      GEMM_KPANEL_BLOCK, gemm_q4_K_q8_K_avx2, GEMM_K_ROWS, GEMM_K_COLS, NULL},
-    {WT_Q5_K, "avx2 panel", false, gemm_pack_q5_K_avx2, gemm_panel_q5_K_q8_K_avx2,
+    {WT_Q5_K, "avx2 panel", ISA_AVX2, gemm_pack_q5_K_avx2, gemm_panel_q5_K_q8_K_avx2,
      GEMM_KPANEL_BLOCK, gemm_q5_K_q8_K_avx2, GEMM_K_ROWS, GEMM_K_COLS, NULL},
-    {WT_Q6_K, "avx2 panel", false, gemm_pack_q6_K_avx2, gemm_panel_q6_K_q8_K_avx2,
+    {WT_Q6_K, "avx2 panel", ISA_AVX2, gemm_pack_q6_K_avx2, gemm_panel_q6_K_q8_K_avx2,
      GEMM_KPANEL_BLOCK_Q6, gemm_q6_K_q8_K_avx2, GEMM_K_ROWS, GEMM_K_COLS, NULL},
-    {WT_Q4_K, "vnni panel", true, gemm_pack_q4_K_vnni, gemm_panel_q4_K_q8_K_vnni, GEMM_KPANEL_BLOCK,
+    {WT_Q4_K, "vnni panel", ISA_AVXVNNI, gemm_pack_q4_K_vnni, gemm_panel_q4_K_q8_K_vnni, GEMM_KPANEL_BLOCK,
      gemm_q4_K_q8_K_avx2, GEMM_K_ROWS, GEMM_K_COLS, NULL},
-    {WT_Q5_K, "vnni panel", true, gemm_pack_q5_K_vnni, gemm_panel_q5_K_q8_K_vnni, GEMM_KPANEL_BLOCK,
+    {WT_Q5_K, "vnni panel", ISA_AVXVNNI, gemm_pack_q5_K_vnni, gemm_panel_q5_K_q8_K_vnni, GEMM_KPANEL_BLOCK,
      gemm_q5_K_q8_K_avx2, GEMM_K_ROWS, GEMM_K_COLS, NULL},
-    {WT_Q6_K, "vnni panel", true, gemm_pack_q6_K_vnni, gemm_panel_q6_K_q8_K_vnni,
+    {WT_Q6_K, "vnni panel", ISA_AVXVNNI, gemm_pack_q6_K_vnni, gemm_panel_q6_K_q8_K_vnni,
+     GEMM_KPANEL_BLOCK_Q6, gemm_q6_K_q8_K_avx2, GEMM_K_ROWS, GEMM_K_COLS, NULL},
+    {WT_Q4_0, "vnni512 panel", ISA_AVX512VNNI, gemm_pack_q4_0_vnni512, gemm_panel_q4_0_q8_0_vnni512, GEMM_PANEL_BLOCK,
+     gemm_q4_0_q8_0_avx2, GEMM_LEGACY_ROWS, GEMM_LEGACY_COLS, gemm_prep_q8_0_vnni512},
+    {WT_Q5_0, "vnni512 panel", ISA_AVX512VNNI, gemm_pack_q5_0_vnni512, gemm_panel_q5_0_q8_0_vnni512, GEMM_PANEL_BLOCK,
+     gemm_q5_0_q8_0_avx2, GEMM_LEGACY_ROWS, GEMM_LEGACY_COLS, gemm_prep_q8_0_vnni512},
+    {WT_Q8_0, "vnni512 panel", ISA_AVX512VNNI, gemm_pack_q8_0_vnni512, gemm_panel_q8_0_q8_0_vnni512, GEMM_PANEL_BLOCK,
+     gemm_q8_0_q8_0_avx2, GEMM_LEGACY_ROWS, GEMM_LEGACY_COLS, gemm_prep_q8_0_vnni512},
+    {WT_Q4_K, "vnni512 tile", ISA_AVX512VNNI, NULL, gemm_q4_K_q8_K_vnni512, 0, gemm_q4_K_q8_K_avx2, GEMM_K_ROWS,
+     GEMM_K_COLS, NULL},
+    {WT_Q5_K, "vnni512 tile", ISA_AVX512VNNI, NULL, gemm_q5_K_q8_K_vnni512, 0, gemm_q5_K_q8_K_avx2, GEMM_K_ROWS,
+     GEMM_K_COLS, NULL},
+    {WT_Q6_K, "vnni512 tile", ISA_AVX512VNNI, NULL, gemm_q6_K_q8_K_vnni512, 0, gemm_q6_K_q8_K_avx2, GEMM_K_ROWS,
+     GEMM_K_COLS, NULL},
+    {WT_Q4_K, "vnni512 panel", ISA_AVX512VNNI, gemm_pack_q4_K_vnni512, gemm_panel_q4_K_q8_K_vnni512, GEMM_KPANEL_BLOCK,
+     gemm_q4_K_q8_K_avx2, GEMM_K_ROWS, GEMM_K_COLS, NULL},
+    {WT_Q5_K, "vnni512 panel", ISA_AVX512VNNI, gemm_pack_q5_K_vnni512, gemm_panel_q5_K_q8_K_vnni512, GEMM_KPANEL_BLOCK,
+     gemm_q5_K_q8_K_avx2, GEMM_K_ROWS, GEMM_K_COLS, NULL},
+    {WT_Q6_K, "vnni512 panel", ISA_AVX512VNNI, gemm_pack_q6_K_vnni512, gemm_panel_q6_K_q8_K_vnni512,
      GEMM_KPANEL_BLOCK_Q6, gemm_q6_K_q8_K_avx2, GEMM_K_ROWS, GEMM_K_COLS, NULL},
 };
 
@@ -297,7 +328,9 @@ static bool cpu_runs(const kernel_build *k) {
     if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") ||
         !__builtin_cpu_supports("f16c"))
         return false;
-    return !k->vnni || __builtin_cpu_supports("avxvnni");
+    if (k->isa == ISA_AVXVNNI) return __builtin_cpu_supports("avxvnni");
+    if (k->isa == ISA_AVX512VNNI) return __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl");
+    return true;
 }
 
 /* Every build against the AVX2 tiles (whose bits, when the registry holds
@@ -384,6 +417,8 @@ static const x8_build k_x8_builds[] = {
      gemm_q8_0_q8_0_avx2, GEMM_LEGACY_ROWS, GEMM_LEGACY_COLS},
     {WT_Q4_K, X8_BLOCK_Q4_K, x8_pack_q4_K_ref, x8_unpack_q4_K_ref, gemm_x8_q4_K_q8_K_avx2, NULL,
      gemm_q4_K_q8_K_avx2, GEMM_K_ROWS, GEMM_K_COLS},
+    {WT_Q5_K, X8_BLOCK_Q5_K, x8_pack_q5_K_ref, x8_unpack_q5_K_ref, gemm_x8_q5_K_q8_K_avx2, NULL,
+     gemm_q5_K_q8_K_avx2, GEMM_K_ROWS, GEMM_K_COLS},
     {WT_Q6_K, X8_BLOCK_Q6_K, x8_pack_q6_K_ref, x8_unpack_q6_K_ref, gemm_x8_q6_K_q8_K_avx2, NULL,
      gemm_q6_K_q8_K_avx2, GEMM_K_ROWS, GEMM_K_COLS},
 };
@@ -509,8 +544,9 @@ static void check_matmul(wtype t, int n, int rows, int toks) {
 
 static void test_matmul_ragged_sizes_match_reference(void **state) {
     (void)state;
-    /* rows multiples of 8 take the x8 layout where the type has one */
-    static const int shapes[][2] = {{37, 1}, {37, 5}, {53, 19}, {16, 33}, {48, 1}, {48, 2}, {48, 3}, {40, 4}, {64, 21}};
+    /* rows multiples of 8 take the x8 layout where the type has one (x8
+     * tiles below MM_X8_PANEL_MIN_TOK activation rows, panels from 50) */
+    static const int shapes[][2] = {{37, 1}, {37, 5}, {53, 19}, {16, 33}, {48, 1}, {48, 2}, {48, 3}, {40, 4}, {64, 21}, {24, 50}};
     for (size_t i = 0; i <= N_GEMM_TYPES; i++) {
         const wtype t = i < N_GEMM_TYPES ? k_gemm_types[i] : WT_Q3_K;
         const int n = wtype_block_size((uint32_t)t) == 256 ? 512 : 96;
