@@ -152,30 +152,38 @@ static void qkv_row(const forward_step *s, int t) {
     write_kv(s, t, k, v);
 }
 
+/* Tokens in the tile that starts at token t: up to max consecutive tokens
+ * of t's sequence. */
+static int tile_len(const fwd_batch *b, int t, int max) {
+    int n = 1;
+    while (t + n < b->n_tokens && n < max && b->seq[t + n] == b->seq[t]) n++;
+    return n;
+}
+
 /* Cuts the batch's attention into units: runs of consecutive tokens of one
  * sequence, in tiles of up to ATTN_TILE_ROWS rows (tokens x the heads of a GQA
- * group), per kv head. When that gives too few units to keep the threads busy
- * (decode of a sequence or two), each head becomes its own unit. A row's bits
- * do not depend on its tile (attention.h), so neither do the outputs. */
+ * group), per kv head. Where that gives fewer units than threads (decode of
+ * one sequence), the group's heads are shared out over as many units as there
+ * are threads: each unit reads its kv head's K/V once, so no more parts than
+ * that. A row's bits do not depend on its tile (attention.h), so neither do
+ * the outputs. */
 static void plan_attention(forward_ctx *f, const fwd_batch *b) {
     const model_hparams *hp = &f->m->hp;
     const int group = hp->n_head / hp->n_head_kv;
     const int tile_tok = group < ATTN_TILE_ROWS ? ATTN_TILE_ROWS / group : 1;
     int n_tiles = 0;
-    for (int t = 0; t < b->n_tokens;) {
-        int n = 1;
-        while (t + n < b->n_tokens && n < tile_tok && b->seq[t + n] == b->seq[t]) n++;
-        t += n, n_tiles++;
-    }
-    const bool per_head = group > 1 && n_tiles * hp->n_head_kv < 2 * tp_size(f->tp);
+    for (int t = 0; t < b->n_tokens; t += tile_len(b, t, tile_tok)) n_tiles++;
+    const int n_tp = tp_size(f->tp), n_kv_tiles = n_tiles * hp->n_head_kv;
+    const int parts = n_kv_tiles >= n_tp ? 1 : (n_tp + n_kv_tiles - 1) / n_kv_tiles;
+    const int per_unit = parts >= group ? 1 : (group + parts - 1) / parts;
     f->n_units = 0;
     for (int t = 0; t < b->n_tokens;) {
-        int n = 1;
-        while (t + n < b->n_tokens && n < tile_tok && b->seq[t + n] == b->seq[t]) n++;
+        const int n = tile_len(b, t, tile_tok);
         for (int kh = 0; kh < hp->n_head_kv; kh++)
-            for (int h = kh * group; h < (kh + 1) * group; h += per_head ? 1 : group)
-                f->units[f->n_units++] = (attn_unit){.t0 = t, .n_tok = n, .kv_head = kh, .h0 = h,
-                                                     .n_h = per_head ? 1 : group};
+            for (int h = kh * group; h < (kh + 1) * group; h += per_unit) {
+                const int n_h = (kh + 1) * group - h < per_unit ? (kh + 1) * group - h : per_unit;
+                f->units[f->n_units++] = (attn_unit){.t0 = t, .n_tok = n, .kv_head = kh, .h0 = h, .n_h = n_h};
+            }
         t += n;
     }
 }
