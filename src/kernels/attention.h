@@ -39,16 +39,10 @@ typedef struct {
 
 /* out[head_dim_v] = softmax(scale * q.K[j]) . V[j] over key positions
  * lo <= j <= hi of kv head `kv_head`, whose block ids are block_table[j / block_size]. */
-typedef void (*attn_fn)(const paged_kv *kv, const int32_t *block_table, int kv_head, const float *q,
-                        int lo, int hi, float scale, float *out);
-
 void attn_paged_ref(const paged_kv *kv, const int32_t *block_table, int kv_head, const float *q, int lo,
                     int hi, float scale, float *out);
 void attn_paged_avx2(const paged_kv *kv, const int32_t *block_table, int kv_head, const float *q, int lo,
                      int hi, float scale, float *out);
-
-/* The fast variant when the CPU has AVX2, else the reference. */
-attn_fn attn_paged_best(void);
 
 /* Rows in one tile, at most: the AVX2 tile keeps a block's scores for all of
  * them on the stack (ATTN_TILE_ROWS x ATTN_MAX_BLOCK floats, 8 KB). */

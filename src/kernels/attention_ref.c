@@ -1,7 +1,6 @@
 /* Scalar reference of paged attention; see attention.h. */
 #include "kernels/attention.h"
 
-#include "kernels/wtype.h"
 #include "util/fp16.h"
 
 #include <math.h>
@@ -54,5 +53,3 @@ void attn_paged_ref(const paged_kv *kv, const int32_t *block_table, int kv_head,
         attn_pass(kv, block_table, kv_head, q, lo, hi, scale, d0, nd, out);
     }
 }
-
-attn_fn attn_paged_best(void) { return wtype_using_avx2() ? attn_paged_avx2 : attn_paged_ref; }
