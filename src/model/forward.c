@@ -175,7 +175,8 @@ static void plan_attention(forward_ctx *f, const fwd_batch *b) {
     for (int t = 0; t < b->n_tokens; t += tile_len(b, t, tile_tok)) n_tiles++;
     const int n_tp = tp_size(f->tp), n_kv_tiles = n_tiles * hp->n_head_kv;
     const int parts = n_kv_tiles >= n_tp ? 1 : (n_tp + n_kv_tiles - 1) / n_kv_tiles;
-    const int per_unit = parts >= group ? 1 : (group + parts - 1) / parts;
+    int per_unit = parts >= group ? 1 : (group + parts - 1) / parts;
+    if (per_unit > ATTN_TILE_ROWS) per_unit = ATTN_TILE_ROWS; /* a group of more than 32 heads: tiles of 1 token */
     f->n_units = 0;
     for (int t = 0; t < b->n_tokens;) {
         const int n = tile_len(b, t, tile_tok);
