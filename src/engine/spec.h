@@ -1,0 +1,48 @@
+/* Speculative decoding settings, in vLLM's --speculative-config shape, and
+ * the per-sequence rule that adapts the number of draft tokens.
+ *
+ * Implemented: method "ngram" (prompt lookup, engine/ngram.h). The drafts of
+ * every speculating sequence are verified in the engine's batched forward
+ * pass (engine.c) and accepted by sampler_sample_draft, so the output is
+ * distributed exactly as without speculation (greedy: token-identical).
+ * "draft_model" and "layer_skip" are recognized and refused as not
+ * implemented yet. */
+#ifndef CLLM_ENGINE_SPEC_H
+#define CLLM_ENGINE_SPEC_H
+
+#include <stdbool.h>
+
+#define SPEC_MAX_TOKENS 16
+
+typedef enum { SPEC_NONE = 0, SPEC_NGRAM } spec_method;
+
+typedef struct {
+    spec_method method;
+    int num_speculative_tokens; /* K: drafts per sequence and step, 1..16 */
+    int prompt_lookup_min;      /* shortest n-gram matched */
+    int prompt_lookup_max;      /* longest n-gram matched (tried first) */
+    int disable_by_batch_size;  /* no speculation in a step with more running sequences */
+} spec_config;
+
+/* Off; the ngram defaults (K 4, n-grams 2..5, off above 8 running) apply
+ * once a method is set. */
+spec_config spec_config_defaults(void);
+
+/* Parses vLLM's JSON, e.g. {"method": "ngram", "num_speculative_tokens": 4,
+ * "prompt_lookup_min": 2, "prompt_lookup_max": 5}, over *c (keys absent keep
+ * their values) and checks the result. -1 with err_get() naming the problem:
+ * malformed JSON, an unknown key or method, a method not implemented yet, a
+ * value out of range. */
+int spec_config_parse_json(const char *json, spec_config *c);
+/* Checks ranges: K in 1..16, 1 <= min <= max <= 64, disable_by_batch_size
+ * >= 1. A config with method SPEC_NONE passes. */
+int spec_config_check(const spec_config *c);
+
+/* The rule that adapts a sequence's K: after a verification of n_draft
+ * drafts of which n_accepted were accepted, the next K is twice the current
+ * one (at most k_max) when all were accepted, else n_accepted + 1. A
+ * sequence whose drafts keep failing thus drafts one token at a time, and one
+ * that keeps hitting grows back to k_max in a few steps. */
+int spec_next_k(int k_cur, int k_max, int n_draft, int n_accepted);
+
+#endif
