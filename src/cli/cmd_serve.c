@@ -29,6 +29,8 @@ typedef struct {
     cli_model_settings model;
     cli_engine_settings engine;
     cli_server_settings server;
+    cli_spec_settings spec;
+    spec_config sc; /* from spec, once parsed */
 } serve_options;
 
 static const cli_section k_serve_sections[] = {
@@ -41,6 +43,7 @@ static const cli_section k_serve_sections[] = {
          {.name = "--kv-cache-memory", .default_text = "1GiB, at most a quarter of the memory free now"},
          {0}}},
     {.group = &cli_server_group, .offset = offsetof(serve_options, server)},
+    {.group = &cli_spec_group, .offset = offsetof(serve_options, spec)},
     {0}};
 
 static const cli_command k_serve = {
@@ -61,7 +64,10 @@ static int parse_options(int argc, char **argv, serve_options *o) {
     o->engine.max_model_len = 0;
     o->engine.kv_cache_memory = 0;
     o->server.api_key = getenv("CLLM_API_KEY");
-    return cli_parse(&k_serve, argc, argv, o);
+    const int rc = cli_parse(&k_serve, argc, argv, o);
+    if (rc) return rc;
+    if (cli_spec_config(&o->spec, &o->sc)) return cli_usage_error(&k_serve, "%s", err_get());
+    return 0;
 }
 
 /* "models/gemma-3-270m.gguf" -> "gemma-3-270m" */
@@ -124,6 +130,7 @@ static void raise_fd_limit(void) {
  * against the model and the defaults that depend on it and on free memory. */
 static int engine_config_for(const serve_options *o, const model *m, engine_config *cfg) {
     *cfg = cli_engine_config(&o->engine);
+    cfg->spec = o->sc;
     const long trained = m->hp.n_ctx_train;
     if (o->engine.max_model_len > trained) {
         fprintf(stderr, "cllm serve: --max-model-len %ld is more than the model's trained context of %ld tokens\n",

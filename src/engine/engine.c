@@ -218,6 +218,7 @@ engine *engine_create(model *m, const engine_config *cfg) {
     e->beam = (beam_env){.tok = m->tok, .n_vocab = m->hp.n_vocab, .max_model_len = e->cfg.max_model_len,
                          .kvm = &e->kvm, .sched = &e->sched, .text = e->text, .text_cap = e->text_cap};
     e->stats.kv_blocks_total = (int)n_blocks;
+    e->stats.spec_k = cfg->spec.method != SPEC_NONE ? cfg->spec.num_speculative_tokens : 0;
     return e;
 fail:
     engine_free(e);

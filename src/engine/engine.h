@@ -101,6 +101,7 @@ typedef struct {
     histogram ttft, tpot, e2e, queue;
     /* Speculative decoding (vLLM's spec_decode counters): verifications,
      * draft tokens verified, drafts accepted, and accepted at each position. */
+    int spec_k; /* num_speculative_tokens; 0: speculation off */
     uint64_t spec_drafts, spec_draft_tokens, spec_accepted_tokens;
     uint64_t spec_accepted_per_pos[SPEC_MAX_TOKENS];
 } engine_stats;
