@@ -6,9 +6,8 @@
 #include <string.h>
 
 /* Start of the most recent occurrence of the last n tokens that k tokens
- * follow; failing that, of the most recent one that any token follows (an
- * occurrence inside the suffix itself, as in a short repeating loop, has
- * only a few); -1 when there is none. */
+ * follow; failing that, of the most recent one that any token follows (as in
+ * a short repeating loop); -1 when there is none. */
 static int find_recent(const int32_t *t, int n_tokens, int n, int k) {
     const int32_t *suffix = t + n_tokens - n;
     int first = -1;
@@ -25,10 +24,11 @@ int ngram_propose(const int32_t *tokens, int n_tokens, int min_n, int max_n, int
     for (int n = max_n < n_tokens - 1 ? max_n : n_tokens - 1; n >= min_n; n--) {
         const int at = find_recent(tokens, n_tokens, n, k);
         if (at < 0) continue;
-        const int from = at + n, avail = n_tokens - from;
-        const int m = avail < k ? avail : k;
-        memcpy(out, tokens + from, (size_t)m * sizeof *out);
-        return m;
+        /* What followed the occurrence; where that runs into the end of the
+         * sequence, the proposal continues the repetition it is part of. */
+        const int from = at + n, period = n_tokens - from;
+        for (int j = 0; j < k; j++) out[j] = j < period ? tokens[from + j] : out[j - period];
+        return k;
     }
     return 0;
 }

@@ -9,10 +9,11 @@
 
 #include <stdint.h>
 
-/* Writes up to k proposed tokens to out and returns how many (0 when no
- * n-gram of length min_n..max_n recurs). The longest matching n-gram wins;
- * among its occurrences the most recent one followed by k tokens, else the
- * most recent one followed by any. */
+/* Writes k proposed tokens to out and returns k, or 0 when no n-gram of
+ * length min_n..max_n recurs. The longest matching n-gram wins; among its
+ * occurrences the most recent one followed by k tokens, else the most recent
+ * one, whose continuation then repeats with the period it shows (after
+ * "a b a b", "a b" is followed by "a b", so "a b a b ..." is proposed). */
 int ngram_propose(const int32_t *tokens, int n_tokens, int min_n, int max_n, int k, int32_t *out);
 
 #endif

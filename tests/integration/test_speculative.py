@@ -237,7 +237,8 @@ def metric_values(text, name):
 
 
 def test_server_metrics_count_speculation(cllm_bin, real_model_path):
-    with CllmServer(cllm_bin, real_model_path, "--max-model-len", "1024", "--speculative-config",
+    with CllmServer(cllm_bin, real_model_path, "--max-model-len", "1024", "--served-model-name", "m",
+                    "--speculative-config",
                     '{"method": "ngram", "num_speculative_tokens": 4}') as srv:
         body = {"model": "m", "prompt": REWRITE_PROMPT, "max_tokens": 40, "temperature": 0}
         r = requests.post(srv.url("/v1/completions"), json=body, timeout=300)
