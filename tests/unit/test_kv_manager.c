@@ -76,6 +76,19 @@ static void check_all(kv_manager *m, fake_seq *seqs) {
     free(refs);
 }
 
+/* The end of a walk: every sequence released, every block back in the
+ * pool; then everything freed. */
+static void end_walk(kv_manager *m, kv_cache *kv, fake_seq *seqs, int n_blocks) {
+    for (int i = 0; i < MAX_SEQS; i++)
+        if (seqs[i].live) kvm_release(m, &seqs[i].kv);
+    assert_int_equal(pool_n_in_use(m->pool), 0);
+    assert_int_equal(pool_n_available(m->pool), n_blocks);
+    assert_int_equal(pool_check(m->pool), 0);
+    free(seqs);
+    kvm_destroy(m);
+    kv_cache_free(kv);
+}
+
 /* Tokens from a small alphabet in a few shared prefixes, so prefixes repeat. */
 static void fill_prompt(fake_seq *s) {
     const int family = (int)rnd(3);
@@ -158,18 +171,11 @@ static void run_walk(bool sliding, int n_blocks, int iters) {
         }
         check_all(&m, seqs);
     }
-    for (int i = 0; i < MAX_SEQS; i++)
-        if (seqs[i].live) kvm_release(&m, &seqs[i].kv);
-    assert_int_equal(pool_n_in_use(m.pool), 0);
-    assert_int_equal(pool_n_available(m.pool), n_blocks);
-    assert_int_equal(pool_check(m.pool), 0);
     /* The walk exercised what it claims to. */
     assert_true(hits > 10);
     assert_true(cows > 0);
     assert_true(allocation_failures > 0);
-    free(seqs);
-    kvm_destroy(&m);
-    kv_cache_free(kv);
+    end_walk(&m, kv, seqs, n_blocks);
 }
 
 static void test_random_walk_full_attention(void **state) {
@@ -357,11 +363,6 @@ static void run_rollback_walk(bool sliding, int n_blocks, int iters) {
         if (s->live) check_contents(&m, s);
         check_all(&m, seqs);
     }
-    for (int i = 0; i < MAX_SEQS; i++)
-        if (seqs[i].live) kvm_release(&m, &seqs[i].kv);
-    assert_int_equal(pool_n_in_use(m.pool), 0);
-    assert_int_equal(pool_n_available(m.pool), n_blocks);
-    assert_int_equal(pool_check(m.pool), 0);
     /* The walk exercised what it claims to: prefix hits, forks, shared
      * blocks present during speculative steps, rejected drafts. */
     assert_true(hits > 10);
@@ -369,9 +370,7 @@ static void run_rollback_walk(bool sliding, int n_blocks, int iters) {
     assert_true(shared_seen > 100);
     assert_true(rejected > 1000);
     assert_true(steps > 1000);
-    free(seqs);
-    kvm_destroy(&m);
-    kv_cache_free(kv);
+    end_walk(&m, kv, seqs, n_blocks);
 }
 
 static void test_speculative_rollback_full_attention(void **state) {
