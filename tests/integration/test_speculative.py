@@ -11,7 +11,9 @@ server and the CLI are started as the user would."""
 
 from __future__ import annotations
 
+import collections
 import json
+import math
 import random
 import subprocess
 
@@ -184,6 +186,81 @@ def test_sampled_requests_and_beams_beside_speculation(harness, model_factory):
     assert all(len(tokens(a, 0, k)) == 30 for k in range(2))
     assert [tokens(a, 1, k) for k in range(2)] == [tokens(plain, 1, k) for k in range(2)]
     assert a["blocks_in_use"] == 0
+
+
+def chi_square_sf(x, df):
+    """P(X > x) for chi-square with df degrees of freedom (regularized upper
+    incomplete gamma, series or continued fraction)."""
+    a, x = df / 2.0, x / 2.0
+    if x <= 0:
+        return 1.0
+    lead = math.exp(-x + a * math.log(x) - math.lgamma(a))
+    if x < a + 1:
+        term = total = 1.0 / a
+        n = a
+        while abs(term) > abs(total) * 1e-15:
+            n += 1
+            term *= x / n
+            total += term
+        return 1.0 - total * lead
+    b, c, d = x + 1 - a, 1e300, 1.0 / (x + 1 - a)
+    h = d
+    for i in range(1, 1000):
+        an = -i * (i - a)
+        b += 2
+        d = 1.0 / (an * d + b or 1e-300)
+        c = b + an / c or 1e-300
+        h *= d * c
+        if abs(d * c - 1) < 1e-15:
+            break
+    return lead * h
+
+
+def homogeneity_p(xs, ys):
+    """Chi-square test that two samples come from one distribution; tokens
+    expected fewer than 5 times are pooled."""
+    cx, cy = collections.Counter(xs), collections.Counter(ys)
+    nx, ny = len(xs), len(ys)
+    cells = {}
+    for t in set(cx) | set(cy):
+        key = t if (cx[t] + cy[t]) * min(nx, ny) / (nx + ny) >= 5 else "rest"
+        a, b = cells.get(key, (0, 0))
+        cells[key] = (a + cx[t], b + cy[t])
+    x2 = 0.0
+    for a, b in cells.values():
+        for obs, n in ((a, nx), (b, ny)):
+            exp = (a + b) * n / (nx + ny)
+            x2 += (obs - exp) ** 2 / exp
+    return chi_square_sf(x2, len(cells) - 1)
+
+
+def test_chi_square_helper_is_calibrated():
+    assert abs(chi_square_sf(18.475, 7) - 0.01) < 1e-4
+    assert abs(chi_square_sf(6.346, 7) - 0.5) < 1e-3
+    assert homogeneity_p([1] * 500 + [2] * 500, [1] * 700 + [2] * 300) < 1e-6
+
+
+def test_sampling_distribution_unchanged_through_the_engine(harness, model_factory):
+    """4000 seeded requests of 4 sampled tokens (temperature 0.3), with and
+    without speculation: at every output position the token distributions
+    agree (chi-square homogeneity, p > 0.01), while drafts were both accepted
+    and rejected and the two runs' tokens differ request by request."""
+    model = model_factory("gemma3")
+    rng = random.Random(1)
+    snip = [rng.randrange(4, 300) for _ in range(30)]
+    prompt = [2] + snip + snip + snip[:14]
+    reqs = [{"prompt": prompt, "max_tokens": 4, "ignore_eos": True, "temperature": 0.3, "seed": i,
+             "arrive": i // 2} for i in range(4000)]
+    plain = harness(model, reqs, max_num_seqs=8)
+    spec = harness(model, reqs, spec=ngram(3, prompt_lookup_min=1), max_num_seqs=8)
+    st = spec["spec"]
+    assert 100 < st["accepted_tokens"] < st["draft_tokens"] - 100, st
+    a = [tokens(plain, i) for i in range(len(reqs))]
+    b = [tokens(spec, i) for i in range(len(reqs))]
+    assert sum(x != y for x, y in zip(a, b)) > 100, "speculation should change which seed gives which tokens"
+    for pos in range(4):
+        p = homogeneity_p([t[pos] for t in a], [t[pos] for t in b])
+        assert p > 0.01, f"position {pos}: p = {p}"
 
 
 # ---- the real model ----
