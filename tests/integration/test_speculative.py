@@ -292,12 +292,14 @@ def real_prompt_ids(run_cllm, real_model_path):
 
 @pytest.mark.parametrize("k", [1, 4, 8])
 def test_real_model_greedy_identical(harness, real_model_path, real_prompt_ids, k):
-    other = [2, 818, 5279, 529, 7001, 563]  # a short plain prompt beside it
-    reqs = [{"prompt": real_prompt_ids, "max_tokens": 48}, {"prompt": other, "max_tokens": 24, "arrive": 1}]
+    other = [2, 818, 5279, 529, 7001, 563]  # short plain prompts beside it
+    reqs = [{"prompt": real_prompt_ids, "max_tokens": 48}, {"prompt": other, "max_tokens": 24, "arrive": 1},
+            {"prompt": real_prompt_ids[:-9], "max_tokens": 30, "arrive": 3},
+            {"prompt": other[:4], "max_tokens": 30, "arrive": 5, "logprobs": 1}]
     plain = harness(real_model_path, reqs)
     spec = harness(real_model_path, reqs, spec=ngram(k))
-    assert tokens(spec, 0) == tokens(plain, 0)
-    assert tokens(spec, 1) == tokens(plain, 1)
+    for i in range(len(reqs)):
+        assert tokens(spec, i) == tokens(plain, i), f"request {i}"
     assert spec["spec"]["accepted_tokens"] > 0, "rewriting a quoted function should accept drafts"
     assert spec["blocks_in_use"] == 0
 
@@ -329,6 +331,35 @@ def test_server_metrics_count_speculation(cllm_bin, real_model_path):
     assert 0 < sum(accepted.values()) <= sum(draft_tokens.values())
     assert sum(per_pos.values()) == sum(accepted.values())
     assert any('position="0"' in k for k in per_pos)
+
+
+def completion_text(srv, stream, **extra):
+    body = dict({"model": "m", "prompt": REWRITE_PROMPT, "max_tokens": 48, "temperature": 0, "stream": stream},
+                **extra)
+    r = requests.post(srv.url("/v1/completions"), json=body, timeout=300, stream=stream)
+    assert r.status_code == 200, r.text
+    if not stream:
+        return r.json()["choices"][0]["text"]
+    text = ""
+    for line in r.iter_lines():
+        if line.startswith(b"data: ") and line != b"data: [DONE]":
+            for choice in json.loads(line[6:])["choices"]:
+                text += choice.get("text") or ""
+    return text
+
+
+def test_server_streams_the_same_text_with_speculation(cllm_bin, real_model_path):
+    with CllmServer(cllm_bin, real_model_path, "--max-model-len", "1024", "--served-model-name", "m") as srv:
+        want = completion_text(srv, False)
+        want_stop = completion_text(srv, False, stop=["window"])
+    with CllmServer(cllm_bin, real_model_path, "--max-model-len", "1024", "--served-model-name", "m",
+                    "--num-speculative-tokens", "8") as srv:
+        assert completion_text(srv, True) == want
+        assert completion_text(srv, False) == want
+        assert completion_text(srv, True, stop=["window"]) == want_stop
+        m = requests.get(srv.url("/metrics"), timeout=30).text
+    assert sum(metric_values(m, "vllm:spec_decode_num_accepted_tokens_total").values()) > 0
+    assert want_stop and len(want_stop) < len(want)
 
 
 def test_generate_short_flags_match_plain(run_cllm, real_model_path):
