@@ -3,7 +3,9 @@
  * positions, sequence of each token, block tables, rows that need logits), run
  * the forward, then for each sequence that reached the end of its known
  * tokens: sample, detokenize, apply stop conditions, report. Beam requests go
- * to beam.c instead of the sampler.
+ * to beam.c instead of the sampler. The calls run one way, from here down:
+ * beam.c gets what it needs as a beam_env, and both end sequences through
+ * finish.c.
  *
  * Speculative decoding (n-gram): before scheduling, each decoding sequence
  * may get draft tokens (ngram.c); the scheduler puts them after its token in
@@ -14,9 +16,7 @@
  * the first rejection emits the corrected token and stops; all accepted
  * emits one more (bonus) token from the last row. Then the sequence's
  * computed length drops to its verified tokens and its block table is
- * truncated (kvm_truncate), so rejected drafts leave no trace. The calls run one way, from here down:
- * beam.c gets what it needs as a beam_env, and both end sequences through
- * finish.c. */
+ * truncated (kvm_truncate), so rejected drafts leave no trace. */
 #include "engine/engine.h"
 
 #include "engine/beam.h"

@@ -27,7 +27,8 @@ int ngram_propose(const int32_t *tokens, int n_tokens, int min_n, int max_n, int
         /* What followed the occurrence; where that runs into the end of the
          * sequence, the proposal continues the repetition it is part of. */
         const int from = at + n, period = n_tokens - from;
-        for (int j = 0; j < k; j++) out[j] = j < period ? tokens[from + j] : out[j - period];
+        for (int j = 0; j < k; j++)
+            out[j] = j < period ? tokens[from + j] : out[j - period];
         return k;
     }
     return 0;

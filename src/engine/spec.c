@@ -9,23 +9,28 @@
 #include <string.h>
 
 spec_config spec_config_defaults(void) {
-    return (spec_config){.method = SPEC_NONE, .num_speculative_tokens = 4, .prompt_lookup_min = 2,
-                         .prompt_lookup_max = 5, .disable_by_batch_size = 8};
+    return (spec_config){.method = SPEC_NONE,
+                         .num_speculative_tokens = 4,
+                         .prompt_lookup_min = 2,
+                         .prompt_lookup_max = 5,
+                         .disable_by_batch_size = 8};
 }
 
 int spec_config_check(const spec_config *c) {
     if (c->method == SPEC_NONE) return 0;
     if (c->num_speculative_tokens < 1 || c->num_speculative_tokens > SPEC_MAX_TOKENS)
-        return err_set("num_speculative_tokens must be in 1..%d, got %d", SPEC_MAX_TOKENS, c->num_speculative_tokens);
+        return err_set("num_speculative_tokens must be in 1..%d, got %d", SPEC_MAX_TOKENS,
+                       c->num_speculative_tokens);
     if (c->prompt_lookup_min < 1 || c->prompt_lookup_min > 64)
         return err_set("prompt_lookup_min must be in 1..64, got %d", c->prompt_lookup_min);
     if (c->prompt_lookup_max < 1 || c->prompt_lookup_max > 64)
         return err_set("prompt_lookup_max must be in 1..64, got %d", c->prompt_lookup_max);
     if (c->prompt_lookup_min > c->prompt_lookup_max)
-        return err_set("prompt_lookup_min (%d) must not exceed prompt_lookup_max (%d)", c->prompt_lookup_min,
-                       c->prompt_lookup_max);
+        return err_set("prompt_lookup_min (%d) must not exceed prompt_lookup_max (%d)",
+                       c->prompt_lookup_min, c->prompt_lookup_max);
     if (c->disable_by_batch_size < 1)
-        return err_set("disable_by_batch_size must be at least 1, got %d", c->disable_by_batch_size);
+        return err_set("disable_by_batch_size must be at least 1, got %d",
+                       c->disable_by_batch_size);
     return 0;
 }
 
@@ -37,16 +42,19 @@ static int parse_method(json_t *v, spec_config *c) {
         return 0;
     }
     if (!strcmp(m, "draft_model") || !strcmp(m, "layer_skip"))
-        return err_set("method \"%s\" is not implemented yet; only \"ngram\" (prompt lookup) is", m);
-    return err_set("unknown method \"%s\" (known: \"ngram\"; \"draft_model\" and \"layer_skip\" are not "
-                   "implemented yet)",
-                   m);
+        return err_set("method \"%s\" is not implemented yet; only \"ngram\" (prompt lookup) is",
+                       m);
+    return err_set(
+        "unknown method \"%s\" (known: \"ngram\"; \"draft_model\" and \"layer_skip\" are not "
+        "implemented yet)",
+        m);
 }
 
 static int parse_int(const char *key, json_t *v, int *out) {
     if (!json_is_integer(v)) return err_set("\"%s\" must be an integer", key);
     const json_int_t x = json_integer_value(v);
-    if (x < -1000000 || x > 1000000) return err_set("\"%s\" is out of range (%lld)", key, (long long)x);
+    if (x < -1000000 || x > 1000000)
+        return err_set("\"%s\" is out of range (%lld)", key, (long long)x);
     *out = (int)x;
     return 0;
 }
@@ -58,29 +66,39 @@ int spec_config_parse_json(const char *text, spec_config *c) {
     spec_config out = *c;
     bool has_min = false, has_max = false;
     int rc = 0;
-    if (!json_is_object(root)) rc = err_set("expected a JSON object, like {\"method\": \"ngram\", ...}");
+    if (!json_is_object(root))
+        rc = err_set("expected a JSON object, like {\"method\": \"ngram\", ...}");
     const char *key;
     json_t *v;
     json_object_foreach(root, key, v) {
         if (rc) break;
-        if (!strcmp(key, "method")) rc = parse_method(v, &out);
-        else if (!strcmp(key, "num_speculative_tokens")) rc = parse_int(key, v, &out.num_speculative_tokens);
-        else if (!strcmp(key, "prompt_lookup_min")) rc = parse_int(key, v, &out.prompt_lookup_min), has_min = true;
-        else if (!strcmp(key, "prompt_lookup_max")) rc = parse_int(key, v, &out.prompt_lookup_max), has_max = true;
-        else if (!strcmp(key, "disable_by_batch_size")) rc = parse_int(key, v, &out.disable_by_batch_size);
+        if (!strcmp(key, "method"))
+            rc = parse_method(v, &out);
+        else if (!strcmp(key, "num_speculative_tokens"))
+            rc = parse_int(key, v, &out.num_speculative_tokens);
+        else if (!strcmp(key, "prompt_lookup_min"))
+            rc = parse_int(key, v, &out.prompt_lookup_min), has_min = true;
+        else if (!strcmp(key, "prompt_lookup_max"))
+            rc = parse_int(key, v, &out.prompt_lookup_max), has_max = true;
+        else if (!strcmp(key, "disable_by_batch_size"))
+            rc = parse_int(key, v, &out.disable_by_batch_size);
         else if (!strcmp(key, "model"))
-            rc = err_set("\"model\" (a draft model) is not implemented yet; only method \"ngram\" is");
+            rc = err_set(
+                "\"model\" (a draft model) is not implemented yet; only method \"ngram\" is");
         else
-            rc = err_set("unknown key \"%s\" (known: method, num_speculative_tokens, prompt_lookup_min, "
-                         "prompt_lookup_max, disable_by_batch_size)",
-                         key);
+            rc = err_set(
+                "unknown key \"%s\" (known: method, num_speculative_tokens, prompt_lookup_min, "
+                "prompt_lookup_max, disable_by_batch_size)",
+                key);
     }
     json_decref(root);
     if (rc) return -1;
     if (out.method == SPEC_NONE) return err_set("\"method\" is required (\"ngram\")");
     /* One bound given alone moves the other's default when they would cross. */
-    if (has_min && !has_max && out.prompt_lookup_max < out.prompt_lookup_min) out.prompt_lookup_max = out.prompt_lookup_min;
-    if (has_max && !has_min && out.prompt_lookup_min > out.prompt_lookup_max) out.prompt_lookup_min = out.prompt_lookup_max;
+    if (has_min && !has_max && out.prompt_lookup_max < out.prompt_lookup_min)
+        out.prompt_lookup_max = out.prompt_lookup_min;
+    if (has_max && !has_min && out.prompt_lookup_min > out.prompt_lookup_max)
+        out.prompt_lookup_min = out.prompt_lookup_max;
     if (spec_config_check(&out)) return -1;
     *c = out;
     return 0;

@@ -93,7 +93,8 @@ static void expect_parse_error(const char *json, const char *needle) {
     spec_config c = spec_config_defaults();
     const spec_config before = c;
     if (spec_config_parse_json(json, &c) == 0) fail_msg("accepted %s", json);
-    if (!strstr(err_get(), needle)) fail_msg("%s: message '%s' lacks '%s'", json, err_get(), needle);
+    if (!strstr(err_get(), needle))
+        fail_msg("%s: message '%s' lacks '%s'", json, err_get(), needle);
     assert_memory_equal(&c, &before, sizeof c); /* nothing half-applied */
 }
 
@@ -101,18 +102,20 @@ static void test_config_parses_vllm_json(void **state) {
     (void)state;
     spec_config c = spec_config_defaults();
     assert_int_equal(c.method, SPEC_NONE);
-    assert_int_equal(spec_config_parse_json("{\"method\": \"ngram\", \"num_speculative_tokens\": 7, "
-                                            "\"prompt_lookup_min\": 3, \"prompt_lookup_max\": 6, "
-                                            "\"disable_by_batch_size\": 2}",
-                                            &c),
-                     0);
+    assert_int_equal(
+        spec_config_parse_json("{\"method\": \"ngram\", \"num_speculative_tokens\": 7, "
+                               "\"prompt_lookup_min\": 3, \"prompt_lookup_max\": 6, "
+                               "\"disable_by_batch_size\": 2}",
+                               &c),
+        0);
     assert_int_equal(c.method, SPEC_NGRAM);
     assert_int_equal(c.num_speculative_tokens, 7);
     assert_int_equal(c.prompt_lookup_min, 3);
     assert_int_equal(c.prompt_lookup_max, 6);
     assert_int_equal(c.disable_by_batch_size, 2);
     c = spec_config_defaults();
-    assert_int_equal(spec_config_parse_json("{\"method\": \"ngram\", \"prompt_lookup_min\": 9}", &c), 0);
+    assert_int_equal(
+        spec_config_parse_json("{\"method\": \"ngram\", \"prompt_lookup_min\": 9}", &c), 0);
     assert_int_equal(c.prompt_lookup_max, 9); /* moved up with min */
 }
 
@@ -121,24 +124,27 @@ static void test_config_rejects_bad_input(void **state) {
     expect_parse_error("{\"method\": \"ngram\",", "malformed JSON");
     expect_parse_error("[1]", "JSON object");
     expect_parse_error("{\"method\": \"medusa\"}", "unknown method");
-    expect_parse_error("{\"method\": \"draft_model\", \"num_speculative_tokens\": 3}", "not implemented yet");
+    expect_parse_error("{\"method\": \"draft_model\", \"num_speculative_tokens\": 3}",
+                       "not implemented yet");
     expect_parse_error("{\"method\": \"layer_skip\"}", "not implemented yet");
     expect_parse_error("{\"num_speculative_tokens\": 3}", "\"method\" is required");
     expect_parse_error("{\"method\": \"ngram\", \"num_speculative_tokens\": 0}", "1..16");
     expect_parse_error("{\"method\": \"ngram\", \"num_speculative_tokens\": 17}", "1..16");
     expect_parse_error("{\"method\": \"ngram\", \"num_speculative_tokens\": \"4\"}", "integer");
-    expect_parse_error("{\"method\": \"ngram\", \"prompt_lookup_min\": 4, \"prompt_lookup_max\": 2}",
-                       "must not exceed");
-    expect_parse_error("{\"method\": \"ngram\", \"disable_by_batch_size\": 0}", "disable_by_batch_size");
+    expect_parse_error(
+        "{\"method\": \"ngram\", \"prompt_lookup_min\": 4, \"prompt_lookup_max\": 2}",
+        "must not exceed");
+    expect_parse_error("{\"method\": \"ngram\", \"disable_by_batch_size\": 0}",
+                       "disable_by_batch_size");
     expect_parse_error("{\"method\": \"ngram\", \"speed\": 2}", "unknown key \"speed\"");
 }
 
 static void test_adaptive_k_rule(void **state) {
     (void)state;
-    assert_int_equal(spec_next_k(4, 8, 4, 4), 8);   /* all accepted: doubles */
-    assert_int_equal(spec_next_k(8, 8, 8, 8), 8);   /* at most k_max */
-    assert_int_equal(spec_next_k(8, 8, 8, 2), 3);   /* rejected after 2: 2 + 1 */
-    assert_int_equal(spec_next_k(8, 8, 8, 0), 1);   /* never below 1 */
+    assert_int_equal(spec_next_k(4, 8, 4, 4), 8); /* all accepted: doubles */
+    assert_int_equal(spec_next_k(8, 8, 8, 8), 8); /* at most k_max */
+    assert_int_equal(spec_next_k(8, 8, 8, 2), 3); /* rejected after 2: 2 + 1 */
+    assert_int_equal(spec_next_k(8, 8, 8, 0), 1); /* never below 1 */
     assert_int_equal(spec_next_k(1, 16, 1, 1), 2);
 }
 
@@ -215,25 +221,31 @@ static sampling_case make_case(int which) {
  * history, softmax at the temperature, the top k kept, renormalized. */
 static void target_probs(const sampling_params *p, double *prob) {
     double l[NV];
-    for (int i = 0; i < NV; i++) l[i] = k_logits[i];
+    for (int i = 0; i < NV; i++)
+        l[i] = k_logits[i];
     int count[NV] = {0};
-    for (size_t i = 0; i < sizeof k_history / sizeof *k_history; i++) count[k_history[i]]++;
+    for (size_t i = 0; i < sizeof k_history / sizeof *k_history; i++)
+        count[k_history[i]]++;
     for (int i = 0; i < NV; i++)
         if (count[i]) l[i] -= p->frequency_penalty * count[i] + p->presence_penalty;
     double sum = 0;
     for (int i = 0; i < NV; i++) {
         int rank = 0;
-        for (int j = 0; j < NV; j++) rank += l[j] > l[i] || (l[j] == l[i] && j < i);
+        for (int j = 0; j < NV; j++)
+            rank += l[j] > l[i] || (l[j] == l[i] && j < i);
         prob[i] = p->top_k > 0 && rank >= p->top_k ? 0 : exp(l[i] / p->temperature);
         sum += prob[i];
     }
-    for (int i = 0; i < NV; i++) prob[i] /= sum;
+    for (int i = 0; i < NV; i++)
+        prob[i] /= sum;
 }
 
-typedef int32_t (*rule_fn)(sampler *s, const sampling_params *p, rng_state *rng, int32_t draft, const double *prob);
+typedef int32_t (*rule_fn)(sampler *s, const sampling_params *p, rng_state *rng, int32_t draft,
+                           const double *prob);
 
 /* The rule under test: the engine's. */
-static int32_t real_rule(sampler *s, const sampling_params *p, rng_state *rng, int32_t draft, const double *prob) {
+static int32_t real_rule(sampler *s, const sampling_params *p, rng_state *rng, int32_t draft,
+                         const double *prob) {
     (void)prob;
     float l[NV];
     memcpy(l, k_logits, sizeof l);
@@ -251,7 +263,8 @@ static int32_t draw_from(const double *prob, double u) {
 
 /* A plausible mistake: on rejection, draw again from p itself instead of
  * from p with the draft removed (the draft then comes out too often). */
-static int32_t biased_rule(sampler *s, const sampling_params *p, rng_state *rng, int32_t draft, const double *prob) {
+static int32_t biased_rule(sampler *s, const sampling_params *p, rng_state *rng, int32_t draft,
+                           const double *prob) {
     (void)s, (void)p;
     if (rng_uniform(rng) < prob[draft]) return draft;
     return draw_from(prob, rng_uniform(rng));
