@@ -108,6 +108,20 @@ def test_greedy_batch_with_some_speculating_is_token_identical(harness, syntheti
     assert spec["blocks_in_use"] == 0
 
 
+@pytest.mark.parametrize("k", [1, 4, 8])
+def test_greedy_batch_of_16_all_speculating_is_token_identical(harness, synthetic, k):
+    """Sixteen at once, half of them repetitive: with disable_by_batch_size 16
+    every step speculates for whoever has a draft."""
+    arch, model = synthetic
+    reqs = mixed_requests(300, seed=20 + k, count=16)
+    plain = harness(model, reqs, max_num_seqs=16)
+    spec = harness(model, reqs, spec=ngram(k, disable_by_batch_size=16), max_num_seqs=16)
+    for i in range(len(reqs)):
+        assert tokens(spec, i) == tokens(plain, i), f"request {i} differs with speculation"
+    assert spec["spec"]["accepted_tokens"] > 0
+    assert spec["blocks_in_use"] == 0
+
+
 def test_preemption_with_speculation(harness, synthetic):
     arch, model = synthetic
     reqs = mixed_requests(300, seed=3, count=12)
