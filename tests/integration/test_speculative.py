@@ -376,6 +376,28 @@ def test_server_streams_the_same_text_with_speculation(cllm_bin, real_model_path
     assert want_stop and len(want_stop) < len(want)
 
 
+def test_bench_serve_reports_acceptance(cllm_bin, run_cllm, real_model_path, tmp_path):
+    dataset = tmp_path / "rewrite.jsonl"
+    dataset.write_text(json.dumps({"prompt": REWRITE_PROMPT, "max_tokens": 32}) + "\n")
+    with CllmServer(cllm_bin, real_model_path, "--max-model-len", "1024", "--num-speculative-tokens", "4") as srv:
+        out = tmp_path / "spec.json"
+        p = run_cllm("bench", "serve", "--base-url", srv.url(""), "--no-progress", "--dataset-name", "jsonl",
+                     "--dataset-path", dataset, "--num-prompts", "2", "--temperature", "0", "--save-result", out,
+                     timeout=300)
+        assert p.returncode == 0, p.stderr
+    res = json.loads(out.read_text())
+    assert 0 < res["spec_decode_acceptance_rate"] <= 1
+    assert res["spec_decode_mean_accepted_length"] > 1
+    assert "Spec acceptance rate (%):" in p.stdout and "Spec mean accepted length:" in p.stdout
+    with CllmServer(cllm_bin, real_model_path, "--max-model-len", "1024") as srv:
+        out = tmp_path / "plain.json"
+        p = run_cllm("bench", "serve", "--base-url", srv.url(""), "--no-progress", "--dataset-name", "jsonl",
+                     "--dataset-path", dataset, "--num-prompts", "1", "--save-result", out, timeout=300)
+        assert p.returncode == 0, p.stderr
+    assert "spec_decode_acceptance_rate" not in json.loads(out.read_text())
+    assert "Spec acceptance" not in p.stdout
+
+
 def test_generate_short_flags_match_plain(run_cllm, real_model_path):
     args = ["generate", "-m", real_model_path, "-p", REWRITE_PROMPT, "-n", 32, "--temperature", 0, "-t", 2]
     plain = run_cllm(*args, timeout=300)
