@@ -202,6 +202,12 @@ int cmd_serve(int argc, char **argv) {
             (double)cfg.kv_cache_bytes / 1048576.0, kv_dtype_name(cfg.kv_type), ec->block_size,
             ec->prefix_caching ? "on" : "off", engine_kv_capacity_tokens(e), ec->max_model_len,
             engine_max_concurrency(e));
+    if (ec->spec.method == SPEC_NGRAM)
+        fprintf(stderr,
+                "cllm serve: speculative decoding: ngram, up to %d draft tokens, n-grams of %d to %d tokens, off "
+                "above %d running sequences\n",
+                ec->spec.num_speculative_tokens, ec->spec.prompt_lookup_min, ec->spec.prompt_lookup_max,
+                ec->spec.disable_by_batch_size);
     if (engine_start(e)) {
         fprintf(stderr, "cllm serve: %s\n", err_get());
         goto out;
