@@ -11,12 +11,18 @@
  * may get draft tokens (ngram.c); the scheduler puts them after its token in
  * the batch, each with a logits row. After the forward, verify_drafts walks
  * the rows in order and emits tokens through the same sample_and_report as
- * ordinary decoding, with the draft as the sampler's proposal
- * (sampler_sample_draft): an accepted draft is emitted and the walk goes on;
- * the first rejection emits the corrected token and stops; all accepted
- * emits one more (bonus) token from the last row. Then the sequence's
- * computed length drops to its verified tokens and its block table is
- * truncated (kvm_truncate), so rejected drafts leave no trace. */
+ * ordinary decoding: each row's token is sampled exactly as without drafts
+ * and the draft is accepted when it equals that token. For a one-hot draft
+ * this is standard speculative rejection sampling: the draft x is accepted
+ * with probability p(x), and a rejected one is replaced by a token drawn
+ * from p without x, renormalized (max(0, p - q)). Sampling each row as usual
+ * realizes that rule with one draw per emitted token, as plain decoding
+ * makes, so a seeded request gives the same tokens with or without
+ * speculation, not only the same distribution. The walk stops at the first
+ * replaced token or stop condition; after all drafts are accepted the last
+ * row gives one more (bonus) token. Then the sequence's computed length
+ * drops to its verified tokens and its block table is truncated
+ * (kvm_truncate), so rejected drafts leave no trace. */
 #include "engine/engine.h"
 
 #include "engine/beam.h"
@@ -451,10 +457,9 @@ static bool is_stop_token(const request_params *p, int32_t tok) {
     return false;
 }
 
-/* Samples the next token of `s` from `logits` (modified), with `draft` as a
- * speculative proposal (-1: none), then reports it. Returns the token
- * emitted, or -1 when the sequence ended with an error. */
-static int32_t sample_and_report(engine *e, sequence *s, float *logits, int32_t draft) {
+/* Samples the next token of `s` from `logits` (modified), then reports it.
+ * Returns the token, or -1 when the sequence ended with an error. */
+static int32_t sample_and_report(engine *e, sequence *s, float *logits) {
     request *r = s->req;
     const request_params *p = &r->params;
     const int nv = e->m->hp.n_vocab;
@@ -468,8 +473,8 @@ static int32_t sample_and_report(engine *e, sequence *s, float *logits, int32_t 
         for (int i = 0; i < p->n_stop_token_ids; i++)
             if (p->stop_token_ids[i] >= 0 && p->stop_token_ids[i] < nv) logits[p->stop_token_ids[i]] = -INFINITY;
     }
-    const int32_t tok = sampler_sample_draft(e->smp, &p->sampling, &s->rng, logits, s->tokens, s->n_prompt,
-                                             s->tokens + s->n_prompt, seq_n_output(s), draft);
+    const int32_t tok = sampler_sample(e->smp, &p->sampling, &s->rng, logits, s->tokens, s->n_prompt,
+                                       s->tokens + s->n_prompt, seq_n_output(s));
     if (p->logprobs >= 0) compute_logprobs(e->raw, nv, tok, p->logprobs, &lp, top_tok, top_lp);
     if (seq_append_token(s, tok)) {
         finish_seq(e, s, FINISH_ERROR, NULL, NULL, "", 0);
@@ -531,7 +536,7 @@ static void fork_samples(engine *e, sequence *s0, const float *logits) {
             continue;
         }
         memcpy(e->scratch, logits, (size_t)nv * sizeof *logits);
-        sample_and_report(e, c, e->scratch, -1);
+        sample_and_report(e, c, e->scratch);
     }
 }
 
@@ -578,14 +583,11 @@ static void verify_drafts(engine *e, sequence *s, float *rows) {
     const int nv = e->m->hp.n_vocab, n_draft = s->n_draft;
     s->n_draft = 0;
     if (s->status == SEQ_FINISHED) return;
-    int32_t draft[SPEC_MAX_TOKENS];
-    memcpy(draft, s->draft, (size_t)n_draft * sizeof *draft);
     const int computed = s->n_computed + s->n_scheduled; /* positions the forward wrote */
     int accepted = 0;
     for (int j = 0; j <= n_draft; j++) {
-        const int32_t d = j < n_draft ? draft[j] : -1;
-        const int32_t tok = sample_and_report(e, s, rows + (size_t)j * nv, d);
-        if (tok < 0 || tok != d) break;
+        const int32_t tok = sample_and_report(e, s, rows + (size_t)j * nv);
+        if (j == n_draft || tok < 0 || tok != s->draft[j]) break; /* the bonus, an error, or a rejection */
         accepted++;
         if (s->status == SEQ_FINISHED) break; /* a stop condition inside the accepted run */
     }
@@ -686,7 +688,7 @@ int engine_step(engine *e) {
                     continue;
                 }
                 if (s->index == 0 && s->req->n_seqs > 1 && !s->req->forked) fork_samples(e, s, row);
-                sample_and_report(e, s, row, -1);
+                sample_and_report(e, s, row);
             }
             beam_advance(&e->beam, e->live, e->n_live);
         }

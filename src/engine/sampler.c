@@ -184,19 +184,13 @@ static void sort_candidates(sampler *s, int k) {
     free(order), free(ti), free(tp);
 }
 
-/* Bias, penalties, temperature and the filters: leaves the surviving
- * candidates in idx/prob[0..n) (unnormalized) and returns n; for greedy
- * returns 0 and puts the argmax in *greedy. */
-static int candidates(sampler *s, const sampling_params *p, float *logits, const int32_t *prompt, int n_prompt,
-                      const int32_t *output, int n_output, int32_t *greedy) {
+int32_t sampler_sample(sampler *s, const sampling_params *p, rng_state *rng, float *logits,
+                       const int32_t *prompt, int n_prompt, const int32_t *output, int n_output) {
     const int n = s->n_vocab;
     for (int i = 0; i < p->n_logit_bias; i++)
         if (valid_token(s, p->logit_bias[i].token)) logits[p->logit_bias[i].token] += p->logit_bias[i].bias;
     apply_penalties(s, p, logits, prompt, n_prompt, output, n_output);
-    if (p->temperature <= 0) {
-        *greedy = sampler_argmax(logits, n);
-        return 0;
-    }
+    if (p->temperature <= 0) return sampler_argmax(logits, n);
 
     float max = logits[sampler_argmax(logits, n)];
     double total = 0;
@@ -247,43 +241,12 @@ static int candidates(sampler *s, const sampling_params *p, float *logits, const
             }
         n_cand = w;
     }
-    return n_cand;
-}
-
-/* A draw from candidates [0, n), skipping `except` (-1: none), whose total
- * unnormalized mass is sum. */
-static int32_t draw(sampler *s, rng_state *rng, int n, double sum, int32_t except) {
+    double sum = 0;
+    for (int i = 0; i < n_cand; i++) sum += s->prob[i];
     double u = rng_uniform(rng) * sum, acc = 0;
-    int last = -1;
-    for (int i = 0; i < n; i++) {
-        if (s->idx[i] == except) continue;
+    for (int i = 0; i < n_cand; i++) {
         acc += s->prob[i];
-        last = i;
         if (u < acc) return s->idx[i];
     }
-    return s->idx[last >= 0 ? last : n - 1];
-}
-
-int32_t sampler_sample(sampler *s, const sampling_params *p, rng_state *rng, float *logits,
-                       const int32_t *prompt, int n_prompt, const int32_t *output, int n_output) {
-    return sampler_sample_draft(s, p, rng, logits, prompt, n_prompt, output, n_output, -1);
-}
-
-int32_t sampler_sample_draft(sampler *s, const sampling_params *p, rng_state *rng, float *logits,
-                             const int32_t *prompt, int n_prompt, const int32_t *output, int n_output,
-                             int32_t draft) {
-    int32_t greedy = 0;
-    const int n_cand = candidates(s, p, logits, prompt, n_prompt, output, n_output, &greedy);
-    if (n_cand == 0) return greedy;
-    double sum = 0, p_draft = 0;
-    for (int i = 0; i < n_cand; i++) {
-        sum += s->prob[i];
-        if (s->idx[i] == draft) p_draft = s->prob[i];
-    }
-    if (draft < 0) return draw(s, rng, n_cand, sum, -1);
-    /* The draft is one-hot (q(draft) = 1): accept with probability
-     * min(1, p/q) = p(draft); otherwise draw from max(0, p - q) normalized,
-     * which is p without the draft. */
-    if (rng_uniform(rng) * sum < p_draft || sum - p_draft <= 0) return draft;
-    return draw(s, rng, n_cand, sum - p_draft, draft);
+    return s->idx[n_cand - 1];
 }

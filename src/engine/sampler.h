@@ -48,19 +48,6 @@ void sampler_free(sampler *s);
 int32_t sampler_sample(sampler *s, const sampling_params *p, rng_state *rng, float *logits,
                        const int32_t *prompt, int n_prompt, const int32_t *output, int n_output);
 
-/* Verifies one draft token proposed by a deterministic (one-hot) draft:
- * returns `draft` when it is accepted, else the token drawn in its place.
- * Greedy: the argmax (accepted when it equals the draft). Sampling: the
- * draft is accepted with probability p(draft) under the distribution
- * sampler_sample would draw from (bias, penalties, temperature, top-k,
- * top-p, min-p); when rejected the token is drawn from that distribution
- * with the draft removed and renormalized (max(0, p - q) for one-hot q).
- * The token returned is thus distributed exactly as sampler_sample's.
- * draft < 0: the same as sampler_sample. */
-int32_t sampler_sample_draft(sampler *s, const sampling_params *p, rng_state *rng, float *logits,
-                             const int32_t *prompt, int n_prompt, const int32_t *output, int n_output,
-                             int32_t draft);
-
 /* Index of the largest logit (lowest index on ties). */
 int32_t sampler_argmax(const float *logits, int n);
 

@@ -3,8 +3,10 @@
  *
  * Implemented: method "ngram" (prompt lookup, engine/ngram.h). The drafts of
  * every speculating sequence are verified in the engine's batched forward
- * pass (engine.c) and accepted by sampler_sample_draft, so the output is
- * distributed exactly as without speculation (greedy: token-identical).
+ * pass (engine.c): each row's token is sampled as without drafts and a draft
+ * is kept while it equals that token, which for a one-hot draft is the
+ * standard rejection rule (accept x with p(x), else a token from p without
+ * x), so the output is the same as without speculation.
  * "draft_model" and "layer_skip" are recognized and refused as not
  * implemented yet. */
 #ifndef CLLM_ENGINE_SPEC_H

@@ -1,11 +1,15 @@
 /* Speculative decoding's parts that need no model: the n-gram proposer finds
  * the longest earlier match and proposes what followed it; the config parser
  * takes vLLM's JSON and names every bad input; the K adaptation rule; and
- * the acceptance rule (sampler_sample_draft) is lossless: over 100,000 draws
- * per case, a chi-square test finds its output distributed as the target
- * (the distribution sampler_sample draws from, with temperature, top-k and
- * penalties) with p > 0.01, while a deliberately biased rule fails the same
- * test. Fixed seeds: the test is deterministic. */
+ * the acceptance rule is speculative rejection sampling. The engine samples
+ * each row as without drafts and accepts a draft equal to the sampled token;
+ * over 100,000 draws per case, chi-square tests find (p > 0.01) its tokens
+ * distributed as the target (the distribution sampler_sample draws from,
+ * with temperature, top-k and penalties), the draft accepted with
+ * probability p(draft), and a rejected draft replaced by a token from
+ * max(0, p - q) normalized; the textbook rule written out passes the same
+ * tests and a deliberately biased rule fails them. Fixed seeds: the test is
+ * deterministic. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -240,38 +244,65 @@ static void target_probs(const sampling_params *p, double *prob) {
         prob[i] /= sum;
 }
 
+/* A verification rule: the token emitted at a position whose draft is
+ * `draft`, and whether the draft was accepted. */
 typedef int32_t (*rule_fn)(sampler *s, const sampling_params *p, rng_state *rng, int32_t draft,
-                           const double *prob);
+                           const double *prob, bool *accepted);
 
-/* The rule under test: the engine's. */
-static int32_t real_rule(sampler *s, const sampling_params *p, rng_state *rng, int32_t draft,
-                         const double *prob) {
-    (void)prob;
+static int32_t sample_row(sampler *s, const sampling_params *p, rng_state *rng) {
     float l[NV];
     memcpy(l, k_logits, sizeof l);
-    return sampler_sample_draft(s, p, rng, l, NULL, 0, k_history, 2, draft);
+    return sampler_sample(s, p, rng, l, NULL, 0, k_history, 2);
+}
+
+/* The engine's rule (engine.c, verify_drafts): the row's token is sampled
+ * as without drafts; the draft is accepted when it equals that token. */
+static int32_t engine_rule(sampler *s, const sampling_params *p, rng_state *rng, int32_t draft,
+                           const double *prob, bool *accepted) {
+    (void)prob;
+    const int32_t t = sample_row(s, p, rng);
+    *accepted = t == draft;
+    return t;
 }
 
 static int32_t draw_from(const double *prob, double u) {
-    double acc = 0;
+    double acc = 0, total = 0;
+    for (int i = 0; i < NV; i++)
+        total += prob[i];
     for (int i = 0; i < NV; i++) {
         acc += prob[i];
-        if (u < acc) return i;
+        if (u * total < acc) return i;
     }
     return NV - 1;
 }
 
-/* A plausible mistake: on rejection, draw again from p itself instead of
- * from p with the draft removed (the draft then comes out too often). */
-static int32_t biased_rule(sampler *s, const sampling_params *p, rng_state *rng, int32_t draft,
-                           const double *prob) {
+/* The textbook rule, written out: accept with min(1, p(x)/q(x)) = p(x),
+ * else draw from max(0, p - q) normalized. */
+static int32_t textbook_rule(sampler *s, const sampling_params *p, rng_state *rng, int32_t draft,
+                             const double *prob, bool *accepted) {
     (void)s, (void)p;
-    if (rng_uniform(rng) < prob[draft]) return draft;
-    return draw_from(prob, rng_uniform(rng));
+    *accepted = rng_uniform(rng) < prob[draft];
+    if (*accepted) return draft;
+    double residual[NV];
+    for (int i = 0; i < NV; i++)
+        residual[i] = i == draft ? 0 : prob[i];
+    return draw_from(residual, rng_uniform(rng));
 }
 
-/* Worst p-value over drafts that are likely, unlikely and (with top-k)
- * outside the candidates, for one sampling case and one rule. */
+/* A plausible mistake: on rejection, sample the row again from p itself
+ * instead of from p without the draft (the draft then comes out too often). */
+static int32_t biased_rule(sampler *s, const sampling_params *p, rng_state *rng, int32_t draft,
+                           const double *prob, bool *accepted) {
+    (void)prob;
+    const int32_t t = sample_row(s, p, rng);
+    *accepted = t == draft;
+    return *accepted ? t : sample_row(s, p, rng);
+}
+
+/* Worst p-value, over drafts that are likely, unlikely and (with top-k)
+ * outside the candidates, of three chi-square tests: the tokens emitted
+ * against p; acceptances against p(draft); the tokens emitted on rejection
+ * against max(0, p - q) normalized. */
 static double worst_p_value(int which, rule_fn rule, uint64_t seed) {
     const sampling_case c = make_case(which);
     double prob[NV];
@@ -282,23 +313,44 @@ static double worst_p_value(int which, rule_fn rule, uint64_t seed) {
     double worst = 1;
     const int32_t drafts[] = {2, 5, 0, 3, 6};
     for (size_t d = 0; d < sizeof drafts / sizeof *drafts; d++) {
-        long count[NV] = {0};
+        const int32_t x = drafts[d];
+        long emitted[NV] = {0}, on_reject[NV] = {0}, accept[NV] = {0}, n_reject = 0;
         for (long i = 0; i < N_DRAWS; i++) {
-            const int32_t t = rule(s, &c.p, &rng, drafts[d], prob);
+            bool ok;
+            const int32_t t = rule(s, &c.p, &rng, x, prob, &ok);
             assert_true(t >= 0 && t < NV);
-            count[t]++;
+            emitted[t]++;
+            accept[ok ? 0 : 1]++;
+            if (!ok) on_reject[t]++, n_reject++;
         }
-        const double pv = chi_square_p(count, prob, N_DRAWS);
-        if (pv < worst) worst = pv;
+        double residual[NV], sum = 0;
+        for (int i = 0; i < NV; i++)
+            sum += residual[i] = i == x ? 0 : prob[i];
+        for (int i = 0; i < NV; i++)
+            residual[i] /= sum;
+        double acc_prob[NV] = {prob[x], 1 - prob[x]};
+        const double pv[3] = {chi_square_p(emitted, prob, N_DRAWS),
+                              chi_square_p(accept, acc_prob, N_DRAWS),
+                              chi_square_p(on_reject, residual, n_reject)};
+        for (int k = 0; k < 3; k++)
+            if (pv[k] < worst) worst = pv[k];
     }
     sampler_free(s);
     return worst;
 }
 
-static void test_acceptance_rule_reproduces_target_distribution(void **state) {
+static void test_engine_rule_is_speculative_rejection_sampling(void **state) {
     (void)state;
     for (int which = 0; which < 2; which++) {
-        const double pv = worst_p_value(which, real_rule, 1234 + which);
+        const double pv = worst_p_value(which, engine_rule, 1234 + which);
+        if (pv <= 0.01) fail_msg("%s: chi-square p = %g", make_case(which).name, pv);
+    }
+}
+
+static void test_textbook_rule_passes_the_same_test(void **state) {
+    (void)state;
+    for (int which = 0; which < 2; which++) {
+        const double pv = worst_p_value(which, textbook_rule, 99 + which);
         if (pv <= 0.01) fail_msg("%s: chi-square p = %g", make_case(which).name, pv);
     }
 }
@@ -324,12 +376,13 @@ static void test_greedy_draft_accepted_only_when_argmax(void **state) {
     sampler *s = sampler_create(NV);
     sampling_params p = sampling_defaults();
     p.temperature = 0;
+    p.presence_penalty = p.frequency_penalty = 0;
     rng_state rng;
     rng_seed(&rng, 5);
     for (int32_t d = 0; d < NV; d++) {
-        float l[NV];
-        memcpy(l, k_logits, sizeof l);
-        assert_int_equal(sampler_sample_draft(s, &p, &rng, l, NULL, 0, NULL, 0, d), 2);
+        bool ok;
+        assert_int_equal(engine_rule(s, &p, &rng, d, NULL, &ok), 2);
+        assert_int_equal(ok, d == 2);
     }
     sampler_free(s);
 }
@@ -346,7 +399,8 @@ int main(void) {
         cmocka_unit_test(test_adaptive_k_rule),
         cmocka_unit_test(test_chi_square_p_value_is_calibrated),
         cmocka_unit_test(test_greedy_draft_accepted_only_when_argmax),
-        cmocka_unit_test(test_acceptance_rule_reproduces_target_distribution),
+        cmocka_unit_test(test_engine_rule_is_speculative_rejection_sampling),
+        cmocka_unit_test(test_textbook_rule_passes_the_same_test),
         cmocka_unit_test(test_biased_rule_fails_the_same_test),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
