@@ -358,6 +358,15 @@ def test_generate_short_flags_match_plain(run_cllm, real_model_path):
     assert "acceptance" in spec.stderr
 
 
+def test_chat_with_speculation_replies_the_same(run_cllm, model_factory):
+    model = model_factory("gemma3")
+    turns = "repeat after me: one two three one two three\nagain please\n"
+    plain = run_cllm("chat", "-m", model, "--temperature", 0, "-n", 24, input=turns)
+    spec = run_cllm("chat", "-m", model, "--temperature", 0, "-n", 24, "--num-speculative-tokens", 4, input=turns)
+    assert plain.returncode == 0 and spec.returncode == 0, plain.stderr + spec.stderr
+    assert spec.stdout == plain.stdout
+
+
 BAD = [
     (["--speculative-config", '{"method": "medusa"}'], "unknown method"),
     (["--speculative-config", '{"method": "ngram", "num_speculative_tokens": 17}'], "1..16"),
@@ -373,7 +382,7 @@ BAD = [
 ]
 
 
-@pytest.mark.parametrize("command", [["serve"], ["generate", "-p", "hi"], ["bench", "offline"]])
+@pytest.mark.parametrize("command", [["serve"], ["generate", "-p", "hi"], ["bench", "offline"], ["chat"]])
 @pytest.mark.parametrize("flags,message", BAD)
 def test_bad_speculative_flags_fail_at_start(run_cllm, model_factory, command, flags, message):
     model = model_factory("llama")
@@ -382,6 +391,8 @@ def test_bad_speculative_flags_fail_at_start(run_cllm, model_factory, command, f
         args = ["bench", "offline", "--model", model]
     elif command[0] == "generate":
         args = ["generate", "-m", model, "-p", "hi"]
+    elif command[0] == "chat":
+        args = ["chat", "-m", model]
     else:
         args = ["serve", model, "--port", "0"]
     p = run_cllm(*args, *flags, timeout=60)
