@@ -7,7 +7,9 @@
 
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 /* ---- values the plain kinds cannot check ---- */
@@ -129,9 +131,13 @@ const cli_group cli_spec_group = {
         {.name = "--speculative-config", .kind = CLI_STRING, .offset = offsetof(cli_spec_settings, config),
          .metavar = "JSON",
          .help = "vLLM's speculative config: {\"method\": \"ngram\", \"num_speculative_tokens\": K (1..16), "
-                 "\"prompt_lookup_min\": N, \"prompt_lookup_max\": N, \"disable_by_batch_size\": N}; only "
-                 "\"ngram\" (prompt lookup) is implemented",
+                 "\"prompt_lookup_min\": N, \"prompt_lookup_max\": N, \"disable_by_batch_size\": N}, or "
+                 "{\"method\": \"draft_model\", \"model\": PATH, ...}; \"layer_skip\" is not implemented yet",
          .default_text = "off"},
+        {.name = "--speculative-model", .kind = CLI_STRING,
+         .offset = offsetof(cli_spec_settings, speculative_model), .metavar = "PATH",
+         .help = "speculative decoding with this draft model (GGUF or HF folder; the target's vocabulary), "
+                 "drafting greedily; method \"draft_model\""},
         {.name = "--num-speculative-tokens", .kind = CLI_INT,
          .offset = offsetof(cli_spec_settings, num_speculative_tokens), .metavar = "K", .min = 1,
          .max = SPEC_MAX_TOKENS, .help = "n-gram speculative decoding with up to K draft tokens per step",
@@ -189,6 +195,14 @@ sampling_params cli_sampling_params(const cli_sampling_settings *s) {
 int cli_spec_config(const cli_spec_settings *s, spec_config *out) {
     *out = spec_config_defaults();
     if (s->config && spec_config_parse_json(s->config, out)) return err_prefix("--speculative-config: ");
+    if (s->speculative_model) {
+        if (out->method == SPEC_NGRAM)
+            return err_set("--speculative-model is for method \"draft_model\", not \"ngram\"");
+        if (strlen(s->speculative_model) >= sizeof out->model)
+            return err_set("--speculative-model: the path is too long");
+        out->method = SPEC_DRAFT_MODEL;
+        snprintf(out->model, sizeof out->model, "%s", s->speculative_model);
+    }
     const bool short_flags = s->num_speculative_tokens > 0 || s->prompt_lookup_min > 0 || s->prompt_lookup_max > 0;
     if (short_flags && out->method == SPEC_NONE) out->method = SPEC_NGRAM;
     if (s->num_speculative_tokens > 0) out->num_speculative_tokens = (int)s->num_speculative_tokens;

@@ -57,10 +57,11 @@ typedef struct {
     size_t max_body_size; /* 0: the server's default */
 } cli_server_settings;
 
-/* --speculative-config, --num-speculative-tokens, --prompt-lookup-min,
- * --prompt-lookup-max */
+/* --speculative-config, --speculative-model, --num-speculative-tokens,
+ * --prompt-lookup-min, --prompt-lookup-max */
 typedef struct {
     const char *config;          /* vLLM's JSON; NULL: not given */
+    const char *speculative_model; /* a draft model's path; NULL: not given */
     long num_speculative_tokens; /* 0: not given */
     long prompt_lookup_min, prompt_lookup_max; /* 0: not given */
 } cli_spec_settings;
@@ -82,9 +83,9 @@ cli_sampling_settings cli_sampling_defaults(void);
 /* The sampler's parameters; a seed of -1 is drawn from the clock. */
 sampling_params cli_sampling_params(const cli_sampling_settings *s);
 /* The speculative config the settings give: off, unless --speculative-config
- * or a short flag is given; the JSON first, then the short flags over it (a
- * short flag alone means method "ngram"). -1 with err_get() naming the flag
- * and the problem. */
+ * or a short flag is given; the JSON first, then the short flags over it
+ * (--speculative-model means method "draft_model"; the other short flags
+ * alone mean "ngram"). -1 with err_get() naming the flag and the problem. */
 int cli_spec_config(const cli_spec_settings *s, spec_config *out);
 /* 127.0.0.1:8000, no key, 10 s grace, 1024 waiting, the server's body limit. */
 cli_server_settings cli_server_defaults(void);

@@ -26,6 +26,7 @@
 #include "engine/engine.h"
 
 #include "engine/beam.h"
+#include "engine/draft.h"
 #include "engine/finish.h"
 #include "engine/logprobs.h"
 #include "engine/ngram.h"
@@ -58,6 +59,8 @@ struct engine {
     threadpool *tp;
     forward_ctx *fwd;
     sampler *smp;
+    model *draft_model;  /* method draft_model: loaded from spec.model, owned */
+    draft_runner *draft;
     int32_t *eog_ids;
     int n_eog_ids;
 
@@ -69,6 +72,8 @@ struct engine {
     int max_out;     /* logits rows per step: max_num_seqs + max_draft_rows */
     int max_draft_rows; /* speculative draft tokens per step, all sequences */
     float *logits;   /* [max_out][n_vocab] */
+    sequence **spec_seqs; /* [max_num_seqs]: this step's sequences for the draft model */
+    int *spec_want;       /* [max_num_seqs]: the drafts each may take */
     float *scratch;  /* [n_vocab]: a copy of a logits row for a forked sample */
     float *raw;      /* [n_vocab]: unmodified logits, for logprobs */
     char *text;      /* detokenized piece */
@@ -100,6 +105,12 @@ struct engine {
     pthread_mutex_t stats_mu;
     engine_stats stats;
 };
+
+/* A request's draft-model blocks go back before it is freed. */
+static void release_drafts(engine *e, request *r) {
+    if (!e->draft) return;
+    for (int i = 0; i < r->n_seqs; i++) draft_release(e->draft, &r->seqs[i]);
+}
 
 engine_config engine_config_defaults(void) {
     return (engine_config){.max_num_seqs = 64, .max_num_batched_tokens = 512, .max_model_len = 4096,
@@ -136,10 +147,12 @@ static int alloc_buffers(engine *e) {
     e->logits = malloc((size_t)R * V * sizeof *e->logits);
     e->scratch = malloc((size_t)V * sizeof *e->scratch);
     e->raw = malloc((size_t)V * sizeof *e->raw);
+    e->spec_seqs = calloc((size_t)S, sizeof *e->spec_seqs);
+    e->spec_want = calloc((size_t)S, sizeof *e->spec_want);
     e->text_cap = 4096;
     e->text = malloc(e->text_cap);
     if (!e->batch.seqs || !e->b_tokens || !e->b_pos || !e->b_seq || !e->b_rows || !e->b_seqs ||
-        !e->b_row_seq || !e->logits || !e->scratch || !e->raw || !e->text)
+        !e->b_row_seq || !e->logits || !e->scratch || !e->raw || !e->text || !e->spec_seqs || !e->spec_want)
         return err_set("out of memory allocating engine buffers");
     return 0;
 }
@@ -215,6 +228,20 @@ engine *engine_create(model *m, const engine_config *cfg) {
         e->max_draft_rows = rows < cfg->max_num_batched_tokens ? (int)rows : cfg->max_num_batched_tokens;
     }
     e->max_out = cfg->max_num_seqs + e->max_draft_rows;
+    if (cfg->spec.method == SPEC_DRAFT_MODEL) {
+        e->draft_model = model_load(cfg->spec.model);
+        if (!e->draft_model) {
+            err_prefix("speculative decoding: the draft model: ");
+            goto fail;
+        }
+        const int n_spec = e->max_draft_rows / cfg->spec.num_speculative_tokens;
+        e->draft = draft_create(e->draft_model, m, n_spec > 0 ? n_spec : 1, e->cfg.max_model_len,
+                                cfg->max_num_batched_tokens, cfg->block_size, e->tp);
+        if (!e->draft) {
+            err_prefix("speculative decoding: ");
+            goto fail;
+        }
+    }
     e->fwd = forward_create(m, e->kv, cfg->max_num_batched_tokens, e->max_out, e->tp);
     e->smp = sampler_create(m->hp.n_vocab);
     if (!e->fwd || !e->smp || alloc_buffers(e) || collect_eog(e)) {
@@ -234,7 +261,10 @@ fail:
 void engine_free(engine *e) {
     if (!e) return;
     engine_stop(e);
-    for (int i = 0; i < e->n_live; i++) request_free(e->live[i]);
+    for (int i = 0; i < e->n_live; i++) {
+        release_drafts(e, e->live[i]);
+        request_free(e->live[i]);
+    }
     for (int i = 0; i < e->n_inbox; i++) request_free(e->inbox[i]);
     free(e->live);
     free(e->inbox);
@@ -245,6 +275,8 @@ void engine_free(engine *e) {
     kv_cache_free(e->kv);
     tp_free(e->tp);
     sampler_free(e->smp);
+    draft_free(e->draft);
+    model_free(e->draft_model);
     free(e->eog_ids);
     free(e->batch.seqs);
     free(e->b_tokens);
@@ -256,6 +288,8 @@ void engine_free(engine *e) {
     free(e->logits);
     free(e->scratch);
     free(e->raw);
+    free(e->spec_seqs);
+    free(e->spec_want);
     free(e->text);
     pthread_mutex_destroy(&e->mu);
     pthread_cond_destroy(&e->cv);
@@ -390,6 +424,7 @@ static void reap(engine *e) {
         r->t_finished = now_seconds();
         observe_finished(e, r);
         remove_live(e, r);
+        release_drafts(e, r);
         request_free(r);
     }
 }
@@ -549,7 +584,7 @@ static void propose_drafts(engine *e) {
     const spec_config *c = &e->cfg.spec;
     for (int i = 0; i < e->sched.running.n; i++) e->sched.running.items[i]->n_draft = 0;
     if (c->method == SPEC_NONE || e->sched.running.n > c->disable_by_batch_size) return;
-    int rows_left = e->max_draft_rows;
+    int rows_left = e->max_draft_rows, n_model = 0;
     for (int i = 0; i < e->sched.running.n && rows_left > 0; i++) {
         sequence *s = e->sched.running.items[i];
         const request_params *p = &s->req->params;
@@ -563,9 +598,16 @@ static void propose_drafts(engine *e) {
         if (k > by_len) k = by_len;
         if (k > rows_left) k = rows_left;
         if (k <= 0) continue;
+        if (e->draft) { /* the draft model proposes for all of them below */
+            e->spec_seqs[n_model] = s;
+            e->spec_want[n_model++] = k;
+            rows_left -= k;
+            continue;
+        }
         s->n_draft = ngram_propose(s->tokens, s->n_tokens, c->prompt_lookup_min, c->prompt_lookup_max, k, s->draft);
         rows_left -= s->n_draft;
     }
+    if (n_model > 0) draft_propose(e->draft, e->spec_seqs, e->spec_want, n_model);
 }
 
 static void count_verification(engine *e, int n_draft, int n_accepted) {
@@ -598,6 +640,7 @@ static void verify_drafts(engine *e, sequence *s, float *rows) {
     s->n_computed = computed < s->n_tokens - 1 ? computed : s->n_tokens - 1;
     kvm_truncate(&e->kvm, &s->kv, s->n_computed);
     kvm_commit(&e->kvm, &s->kv, s->tokens, s->n_computed);
+    if (e->draft) draft_rollback(e->draft, s);
 }
 
 /* ---- the step ---- */

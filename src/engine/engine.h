@@ -36,7 +36,8 @@ typedef struct {
     bool prefix_caching;
     int n_threads;               /* <= 0: all cores */
     int max_waiting;             /* submit fails when this many requests wait; 0 = no limit */
-    spec_config spec;            /* speculative decoding; method SPEC_NONE: off */
+    spec_config spec;            /* speculative decoding; method SPEC_NONE: off; with
+                                    SPEC_DRAFT_MODEL the engine loads spec.model itself */
 } engine_config;
 
 engine_config engine_config_defaults(void);

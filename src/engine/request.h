@@ -44,6 +44,10 @@ typedef struct {
     int32_t draft[SPEC_MAX_TOKENS];
     int n_draft;
     int spec_k;
+    seq_kv draft_kv;      /* the draft model's KV (method draft_model) */
+    int draft_computed;   /* positions whose draft K/V are in draft_kv; those from
+                             draft_base on were computed from draft[] */
+    int draft_base;
     /* Beam search: the beam's score so far and its best next tokens. */
     double cum_logprob;
     bool beam_pending;

@@ -28,6 +28,10 @@ int spec_config_check(const spec_config *c) {
     if (c->prompt_lookup_min > c->prompt_lookup_max)
         return err_set("prompt_lookup_min (%d) must not exceed prompt_lookup_max (%d)",
                        c->prompt_lookup_min, c->prompt_lookup_max);
+    if (c->method == SPEC_DRAFT_MODEL && !c->model[0])
+        return err_set("method \"draft_model\" needs \"model\": the draft model's path");
+    if (c->method == SPEC_NGRAM && c->model[0])
+        return err_set("\"model\" is for method \"draft_model\", not \"ngram\"");
     if (c->disable_by_batch_size < 1)
         return err_set("disable_by_batch_size must be at least 1, got %d",
                        c->disable_by_batch_size);
@@ -41,13 +45,24 @@ static int parse_method(json_t *v, spec_config *c) {
         c->method = SPEC_NGRAM;
         return 0;
     }
-    if (!strcmp(m, "draft_model") || !strcmp(m, "layer_skip"))
-        return err_set("method \"%s\" is not implemented yet; only \"ngram\" (prompt lookup) is",
-                       m);
-    return err_set(
-        "unknown method \"%s\" (known: \"ngram\"; \"draft_model\" and \"layer_skip\" are not "
-        "implemented yet)",
-        m);
+    if (!strcmp(m, "draft_model")) {
+        c->method = SPEC_DRAFT_MODEL;
+        return 0;
+    }
+    if (!strcmp(m, "layer_skip"))
+        return err_set(
+            "method \"layer_skip\" is not implemented yet; \"ngram\" and \"draft_model\" are");
+    return err_set("unknown method \"%s\" (known: \"ngram\", \"draft_model\"; \"layer_skip\" is "
+                   "not implemented yet)",
+                   m);
+}
+
+static int parse_model(json_t *v, spec_config *c) {
+    const char *path = json_string_value(v);
+    if (!path || !*path) return err_set("\"model\" must be the path of the draft model");
+    if (strlen(path) >= sizeof c->model) return err_set("\"model\": the path is too long");
+    memcpy(c->model, path, strlen(path) + 1);
+    return 0;
 }
 
 static int parse_int(const char *key, json_t *v, int *out) {
@@ -64,7 +79,7 @@ int spec_config_parse_json(const char *text, spec_config *c) {
     json_t *root = json_loads(text, 0, &jerr);
     if (!root) return err_set("malformed JSON at column %d: %s", jerr.column, jerr.text);
     spec_config out = *c;
-    bool has_min = false, has_max = false;
+    bool has_min = false, has_max = false, has_model = false;
     int rc = 0;
     if (!json_is_object(root))
         rc = err_set("expected a JSON object, like {\"method\": \"ngram\", ...}");
@@ -83,17 +98,17 @@ int spec_config_parse_json(const char *text, spec_config *c) {
         else if (!strcmp(key, "disable_by_batch_size"))
             rc = parse_int(key, v, &out.disable_by_batch_size);
         else if (!strcmp(key, "model"))
-            rc = err_set(
-                "\"model\" (a draft model) is not implemented yet; only method \"ngram\" is");
+            rc = parse_model(v, &out), has_model = true;
         else
-            rc = err_set(
-                "unknown key \"%s\" (known: method, num_speculative_tokens, prompt_lookup_min, "
-                "prompt_lookup_max, disable_by_batch_size)",
-                key);
+            rc = err_set("unknown key \"%s\" (known: method, model, num_speculative_tokens, "
+                         "prompt_lookup_min, prompt_lookup_max, disable_by_batch_size)",
+                         key);
     }
     json_decref(root);
     if (rc) return -1;
-    if (out.method == SPEC_NONE) return err_set("\"method\" is required (\"ngram\")");
+    if (out.method == SPEC_NONE && has_model) out.method = SPEC_DRAFT_MODEL; /* as vLLM */
+    if (out.method == SPEC_NONE)
+        return err_set("\"method\" is required (\"ngram\" or \"draft_model\" with \"model\")");
     /* One bound given alone moves the other's default when they would cross. */
     if (has_min && !has_max && out.prompt_lookup_max < out.prompt_lookup_min)
         out.prompt_lookup_max = out.prompt_lookup_min;

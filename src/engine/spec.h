@@ -1,14 +1,15 @@
 /* Speculative decoding settings, in vLLM's --speculative-config shape, and
  * the per-sequence rule that adapts the number of draft tokens.
  *
- * Implemented: method "ngram" (prompt lookup, engine/ngram.h). The drafts of
+ * Implemented: method "ngram" (prompt lookup, engine/ngram.h) and method
+ * "draft_model" (a smaller model with the same vocabulary, engine/draft.h,
+ * drafting greedily). The drafts of
  * every speculating sequence are verified in the engine's batched forward
  * pass (engine.c): each row's token is sampled as without drafts and a draft
  * is kept while it equals that token, which for a one-hot draft is the
  * standard rejection rule (accept x with p(x), else a token from p without
- * x), so the output is the same as without speculation.
- * "draft_model" and "layer_skip" are recognized and refused as not
- * implemented yet. */
+ * x), so the output is the same as without speculation. "layer_skip" is
+ * recognized and refused as not implemented yet. */
 #ifndef CLLM_ENGINE_SPEC_H
 #define CLLM_ENGINE_SPEC_H
 
@@ -16,7 +17,9 @@
 
 #define SPEC_MAX_TOKENS 16
 
-typedef enum { SPEC_NONE = 0, SPEC_NGRAM } spec_method;
+typedef enum { SPEC_NONE = 0, SPEC_NGRAM, SPEC_DRAFT_MODEL } spec_method;
+
+#define SPEC_MODEL_PATH_MAX 4096
 
 typedef struct {
     spec_method method;
@@ -24,6 +27,7 @@ typedef struct {
     int prompt_lookup_min;      /* shortest n-gram matched */
     int prompt_lookup_max;      /* longest n-gram matched (tried first) */
     int disable_by_batch_size;  /* no speculation in a step with more running sequences */
+    char model[SPEC_MODEL_PATH_MAX]; /* draft_model: the draft's GGUF file or HF folder */
 } spec_config;
 
 /* Off; the ngram defaults (K 4, n-grams 2..5, off above 8 running) apply
@@ -31,10 +35,12 @@ typedef struct {
 spec_config spec_config_defaults(void);
 
 /* Parses vLLM's JSON, e.g. {"method": "ngram", "num_speculative_tokens": 4,
- * "prompt_lookup_min": 2, "prompt_lookup_max": 5}, over *c (keys absent keep
- * their values) and checks the result. -1 with err_get() naming the problem:
- * malformed JSON, an unknown key or method, a method not implemented yet, a
- * value out of range. */
+ * "prompt_lookup_min": 2, "prompt_lookup_max": 5} or {"model": "draft.gguf",
+ * "num_speculative_tokens": 4} (method draft_model, implied by "model"),
+ * over *c (keys absent keep their values) and checks the result. -1 with
+ * err_get() naming the problem: malformed JSON, an unknown key or method, a
+ * method not implemented yet, a value out of range, a draft model missing or
+ * given to another method. */
 int spec_config_parse_json(const char *json, spec_config *c);
 /* Checks ranges: K in 1..16, 1 <= min <= max <= 64, disable_by_batch_size
  * >= 1. A config with method SPEC_NONE passes. */

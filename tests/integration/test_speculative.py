@@ -47,6 +47,10 @@ def ngram(k, **extra):
     return dict({"method": "ngram", "num_speculative_tokens": k}, **extra)
 
 
+def draft(k, model, **extra):
+    return dict({"method": "draft_model", "model": str(model), "num_speculative_tokens": k}, **extra)
+
+
 def tokens(res, i, sample=0):
     return res["requests"][i]["samples"][sample]["tokens"]
 
@@ -227,6 +231,72 @@ def test_seeded_sampling_is_token_identical_through_the_engine(harness, model_fa
     assert len({tuple(tokens(plain, i)) for i in range(len(reqs))}) > 100, "seeds should give varied samples"
 
 
+# ---- a draft model ----
+
+@pytest.mark.parametrize("k", [1, 4, 8])
+def test_draft_model_greedy_batch_is_token_identical(harness, synthetic, model_factory, k):
+    """A draft model of the same family: the target itself (its greedy drafts
+    are nearly all accepted) and one with other weights (nearly all
+    rejected); either way every request's tokens are the plain ones."""
+    arch, model = synthetic
+    other = model_factory(arch, seed=7)
+    reqs = mixed_requests(300, seed=30 + k, count=12)
+    plain = harness(model, reqs, max_num_seqs=16)
+    same = harness(model, reqs, spec=draft(k, model, disable_by_batch_size=16), max_num_seqs=16)
+    diff = harness(model, reqs, spec=draft(k, other, disable_by_batch_size=16), max_num_seqs=16)
+    for i in range(len(reqs)):
+        assert tokens(same, i) == tokens(plain, i), f"request {i} differs with the model as its own draft"
+        assert tokens(diff, i) == tokens(plain, i), f"request {i} differs with another draft"
+    st = same["spec"]
+    assert st["draft_tokens"] > 0 and st["accepted_tokens"] >= 0.95 * st["draft_tokens"], st
+    assert same["steps"] < plain["steps"]
+    assert diff["spec"]["draft_tokens"] > 0
+    assert same["blocks_in_use"] == 0 and diff["blocks_in_use"] == 0
+
+
+def test_draft_model_alone_preempted_and_sampled(harness, synthetic):
+    arch, model = synthetic
+    req = {"prompt": repetitive_prompt(random.Random(4), 300), "max_tokens": 50, "ignore_eos": True}
+    assert tokens(harness(model, [req], spec=draft(4, model)), 0) == tokens(harness(model, [req]), 0)
+    reqs = mixed_requests(300, seed=3, count=12)
+    for r in reqs:
+        r["arrive"] = 0
+    blocks = {"llama": 40, "mistral": 40, "qwen2": 40, "gemma3": 130}[arch]
+    cfg = dict(kv_cache_blocks=blocks, max_model_len=128, block_size=8, max_num_seqs=12)
+    plain = harness(model, reqs, **cfg)
+    spec = harness(model, reqs, spec=draft(4, model, disable_by_batch_size=16), **cfg)
+    assert spec["preemptions"] > 0
+    assert [tokens(spec, i) for i in range(len(reqs))] == [tokens(plain, i) for i in range(len(reqs))]
+    sampled = [{"prompt": repetitive_prompt(random.Random(6), 300), "max_tokens": 30, "ignore_eos": True,
+                "temperature": 0.8, "seed": s, "n": 2} for s in range(4)]
+    plain = harness(model, sampled)
+    spec = harness(model, sampled, spec=draft(4, model))
+    assert spec["spec"]["accepted_tokens"] > 0
+    for i in range(len(sampled)):
+        assert [tokens(spec, i, k) for k in range(2)] == [tokens(plain, i, k) for k in range(2)]
+    assert spec["blocks_in_use"] == 0
+
+
+def test_draft_model_with_another_vocabulary_is_refused(run_cllm, model_factory):
+    model = model_factory("llama")
+    other = model_factory("llama", n_vocab=400)
+    p = run_cllm("generate", "-m", model, "-p", "hi", "-n", 4, "--speculative-model", other)
+    assert p.returncode != 0
+    assert "vocabulary" in p.stderr and "400" in p.stderr and "320" in p.stderr, p.stderr
+    p = run_cllm("generate", "-m", model, "-p", "hi", "-n", 4, "--speculative-model", "/nonexistent.gguf")
+    assert p.returncode != 0 and "draft model" in p.stderr and "nonexistent" in p.stderr, p.stderr
+
+
+def test_real_model_as_its_own_draft(run_cllm, real_model_path):
+    args = ["generate", "-m", real_model_path, "-p", REWRITE_PROMPT, "-n", 32, "--temperature", 0, "-t", 2]
+    plain = run_cllm(*args, timeout=300)
+    spec = run_cllm(*args, "--speculative-model", real_model_path, "--num-speculative-tokens", 4, timeout=300)
+    assert plain.returncode == 0 and spec.returncode == 0, plain.stderr + spec.stderr
+    assert spec.stdout == plain.stdout
+    line = next(l for l in spec.stderr.splitlines() if l.startswith("speculative decoding:"))
+    assert "acceptance rate" in line
+
+
 # ---- the real model ----
 
 CODE = '''def moving_average(values, window):
@@ -374,7 +444,8 @@ BAD = [
     (["--num-speculative-tokens", "0"], "--num-speculative-tokens"),
     (["--num-speculative-tokens", "40"], "--num-speculative-tokens"),
     (["--speculative-config", '{"method": "ngram",'], "malformed JSON"),
-    (["--speculative-config", '{"method": "draft_model", "num_speculative_tokens": 4}'], "not implemented yet"),
+    (["--speculative-config", '{"method": "draft_model", "num_speculative_tokens": 4}'], 'needs "model"'),
+    (["--speculative-model", "x.gguf", "--speculative-config", '{"method": "ngram"}'], "not \"ngram\""),
     (["--speculative-config", '{"method": "layer_skip"}'], "not implemented yet"),
     (["--speculative-config", '{"method": "ngram", "prompt_lookup_min": 5, "prompt_lookup_max": 2}'],
      "prompt_lookup_min"),

@@ -119,6 +119,12 @@ static void test_config_parses_vllm_json(void **state) {
     assert_int_equal(c.disable_by_batch_size, 2);
     c = spec_config_defaults();
     assert_int_equal(
+        spec_config_parse_json("{\"model\": \"small.gguf\", \"num_speculative_tokens\": 3}", &c),
+        0);
+    assert_int_equal(c.method, SPEC_DRAFT_MODEL); /* the model implies the method, as in vLLM */
+    assert_string_equal(c.model, "small.gguf");
+    c = spec_config_defaults();
+    assert_int_equal(
         spec_config_parse_json("{\"method\": \"ngram\", \"prompt_lookup_min\": 9}", &c), 0);
     assert_int_equal(c.prompt_lookup_max, 9); /* moved up with min */
 }
@@ -129,7 +135,9 @@ static void test_config_rejects_bad_input(void **state) {
     expect_parse_error("[1]", "JSON object");
     expect_parse_error("{\"method\": \"medusa\"}", "unknown method");
     expect_parse_error("{\"method\": \"draft_model\", \"num_speculative_tokens\": 3}",
-                       "not implemented yet");
+                       "needs \"model\"");
+    expect_parse_error("{\"method\": \"ngram\", \"model\": \"d.gguf\"}", "not \"ngram\"");
+    expect_parse_error("{\"method\": \"draft_model\", \"model\": 3}", "path of the draft model");
     expect_parse_error("{\"method\": \"layer_skip\"}", "not implemented yet");
     expect_parse_error("{\"num_speculative_tokens\": 3}", "\"method\" is required");
     expect_parse_error("{\"method\": \"ngram\", \"num_speculative_tokens\": 0}", "1..16");
