@@ -126,13 +126,19 @@ def test_greedy_batch_of_16_all_speculating_is_token_identical(harness, syntheti
     assert spec["blocks_in_use"] == 0
 
 
-def test_preemption_with_speculation(harness, synthetic):
-    arch, model = synthetic
+def preemption_scenario(arch):
+    """Twelve requests at once in a pool that holds one of max_model_len and
+    far from twelve (gemma3's 7 layers make 7 groups, each with its table)."""
     reqs = mixed_requests(300, seed=3, count=12)
     for r in reqs:
         r["arrive"] = 0
     blocks = {"llama": 40, "mistral": 40, "qwen2": 40, "gemma3": 130}[arch]
-    cfg = dict(kv_cache_blocks=blocks, max_model_len=128, block_size=8, max_num_seqs=12)
+    return reqs, dict(kv_cache_blocks=blocks, max_model_len=128, block_size=8, max_num_seqs=12)
+
+
+def test_preemption_with_speculation(harness, synthetic):
+    arch, model = synthetic
+    reqs, cfg = preemption_scenario(arch)
     plain = harness(model, reqs, **cfg)
     spec = harness(model, reqs, spec=ngram(4, disable_by_batch_size=16), **cfg)
     assert spec["preemptions"] > 0
@@ -258,11 +264,7 @@ def test_draft_model_alone_preempted_and_sampled(harness, synthetic):
     arch, model = synthetic
     req = {"prompt": repetitive_prompt(random.Random(4), 300), "max_tokens": 50, "ignore_eos": True}
     assert tokens(harness(model, [req], spec=draft(4, model)), 0) == tokens(harness(model, [req]), 0)
-    reqs = mixed_requests(300, seed=3, count=12)
-    for r in reqs:
-        r["arrive"] = 0
-    blocks = {"llama": 40, "mistral": 40, "qwen2": 40, "gemma3": 130}[arch]
-    cfg = dict(kv_cache_blocks=blocks, max_model_len=128, block_size=8, max_num_seqs=12)
+    reqs, cfg = preemption_scenario(arch)
     plain = harness(model, reqs, **cfg)
     spec = harness(model, reqs, spec=draft(4, model, disable_by_batch_size=16), **cfg)
     assert spec["preemptions"] > 0
