@@ -208,6 +208,11 @@ int cmd_serve(int argc, char **argv) {
                 "above %d running sequences\n",
                 ec->spec.num_speculative_tokens, ec->spec.prompt_lookup_min, ec->spec.prompt_lookup_max,
                 ec->spec.disable_by_batch_size);
+    else if (ec->spec.method == SPEC_DRAFT_MODEL)
+        fprintf(stderr,
+                "cllm serve: speculative decoding: draft model %s, up to %d draft tokens, off above %d running "
+                "sequences\n",
+                ec->spec.model, ec->spec.num_speculative_tokens, ec->spec.disable_by_batch_size);
     if (engine_start(e)) {
         fprintf(stderr, "cllm serve: %s\n", err_get());
         goto out;

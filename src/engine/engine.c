@@ -7,9 +7,10 @@
  * beam.c gets what it needs as a beam_env, and both end sequences through
  * finish.c.
  *
- * Speculative decoding (n-gram): before scheduling, each decoding sequence
- * may get draft tokens (ngram.c); the scheduler puts them after its token in
- * the batch, each with a logits row. After the forward, verify_drafts walks
+ * Speculative decoding: before scheduling, each decoding sequence may get
+ * draft tokens (ngram.c, or the draft model of draft.c); the scheduler puts
+ * them after its token in the batch, each with a logits row. After the
+ * forward, verify_drafts walks
  * the rows in order and emits tokens through the same sample_and_report as
  * ordinary decoding: each row's token is sampled exactly as without drafts
  * and the draft is accepted when it equals that token. For a one-hot draft
