@@ -10,20 +10,20 @@
  * Speculative decoding: before scheduling, each decoding sequence may get
  * draft tokens (ngram.c, or the draft model of draft.c); the scheduler puts
  * them after its token in the batch, each with a logits row. After the
- * forward, verify_drafts walks
- * the rows in order and emits tokens through the same sample_and_report as
- * ordinary decoding: each row's token is sampled exactly as without drafts
- * and the draft is accepted when it equals that token. For a one-hot draft
- * this is standard speculative rejection sampling: the draft x is accepted
- * with probability p(x), and a rejected one is replaced by a token drawn
- * from p without x, renormalized (max(0, p - q)). Sampling each row as usual
- * realizes that rule with one draw per emitted token, as plain decoding
- * makes, so a seeded request gives the same tokens with or without
- * speculation, not only the same distribution. The walk stops at the first
- * replaced token or stop condition; after all drafts are accepted the last
- * row gives one more (bonus) token. Then the sequence's computed length
- * drops to its verified tokens and its block table is truncated
- * (kvm_truncate), so rejected drafts leave no trace. */
+ * forward, verify_drafts walks the rows in order and emits tokens through
+ * the same sample_and_report as ordinary decoding: each row's token is
+ * sampled exactly as without drafts and the draft is accepted when it equals
+ * that token. For a one-hot draft this is standard speculative rejection
+ * sampling: the draft x is accepted with probability p(x), and a rejected
+ * one is replaced by a token drawn from p without x, renormalized
+ * (max(0, p - q)). Sampling each row as usual realizes that rule with one
+ * draw per emitted token, as plain decoding makes, so a seeded request gives
+ * the same tokens with or without speculation, not only the same
+ * distribution. The walk stops at the first replaced token or stop
+ * condition; after all drafts are accepted the last row gives one more
+ * (bonus) token. Then the sequence's computed length drops to its verified
+ * tokens and its block table is truncated (kvm_truncate), so rejected drafts
+ * leave no trace. */
 #include "engine/engine.h"
 
 #include "engine/beam.h"
