@@ -590,6 +590,10 @@ static void propose_drafts(engine *e) {
         sequence *s = e->sched.running.items[i];
         const request_params *p = &s->req->params;
         if (p->beam_width > 1 || s->n_tokens - s->n_computed != 1) continue;
+        if (s->spec_skip > 0) { /* backing off after drafts that all failed */
+            s->spec_skip--;
+            continue;
+        }
         if (s->spec_k == 0) s->spec_k = c->num_speculative_tokens;
         /* Every draft accepted plus the bonus token must stay within max_tokens
          * and max_model_len, so the drafts' positions have blocks reserved. */
@@ -636,6 +640,10 @@ static void verify_drafts(engine *e, sequence *s, float *rows) {
     }
     count_verification(e, n_draft, accepted);
     s->spec_k = spec_next_k(s->spec_k, e->cfg.spec.num_speculative_tokens, n_draft, accepted);
+    if (e->draft) {
+        s->spec_misses = accepted ? 0 : s->spec_misses + 1;
+        s->spec_skip = spec_backoff_steps(s->spec_misses);
+    }
     if (s->status == SEQ_FINISHED) return; /* its blocks are released */
     /* Verified: everything before the token just emitted. */
     s->n_computed = computed < s->n_tokens - 1 ? computed : s->n_tokens - 1;

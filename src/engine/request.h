@@ -44,6 +44,8 @@ typedef struct {
     int32_t draft[SPEC_MAX_TOKENS];
     int n_draft;
     int spec_k;
+    int spec_misses;      /* verifications in a row that accepted nothing */
+    int spec_skip;        /* decode steps left without drafts (spec_backoff_steps) */
     seq_kv draft_kv;      /* the draft model's KV (method draft_model) */
     int draft_computed;   /* positions whose draft K/V are in draft_kv; those from
                              draft_base on were computed from draft[] */

@@ -119,6 +119,11 @@ int spec_config_parse_json(const char *text, spec_config *c) {
     return 0;
 }
 
+int spec_backoff_steps(int n_misses) {
+    if (n_misses <= 0) return 0;
+    return (1 << (n_misses < 6 ? n_misses : 6)) - 1;
+}
+
 int spec_next_k(int k_cur, int k_max, int n_draft, int n_accepted) {
     int k = n_accepted >= n_draft ? 2 * (k_cur > n_draft ? k_cur : n_draft) : n_accepted + 1;
     if (k > k_max) k = k_max;

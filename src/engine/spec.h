@@ -53,4 +53,12 @@ int spec_config_check(const spec_config *c);
  * that keeps hitting grows back to k_max in a few steps. */
 int spec_next_k(int k_cur, int k_max, int n_draft, int n_accepted);
 
+/* The draft model's back-off after verifications that accepted nothing:
+ * after m of them in a row, the sequence decodes the next 2^m - 1 steps (at
+ * most 63) without drafts, so a draft model that never agrees with the
+ * target costs little. (N-gram drafts need none: they cost no forward pass
+ * of their own, and the adaptive K keeps failed ones at one token.) Returns
+ * those steps. */
+int spec_backoff_steps(int n_misses);
+
 #endif

@@ -153,6 +153,11 @@ static void test_config_rejects_bad_input(void **state) {
 
 static void test_adaptive_k_rule(void **state) {
     (void)state;
+    assert_int_equal(spec_backoff_steps(0), 0);
+    assert_int_equal(spec_backoff_steps(1), 1);
+    assert_int_equal(spec_backoff_steps(3), 7);
+    assert_int_equal(spec_backoff_steps(6), 63);
+    assert_int_equal(spec_backoff_steps(40), 63);
     assert_int_equal(spec_next_k(4, 8, 4, 4), 8); /* all accepted: doubles */
     assert_int_equal(spec_next_k(8, 8, 8, 8), 8); /* at most k_max */
     assert_int_equal(spec_next_k(8, 8, 8, 2), 3); /* rejected after 2: 2 + 1 */
