@@ -61,6 +61,7 @@ struct engine {
     forward_ctx *fwd;
     sampler *smp;
     model *draft_model;  /* method draft_model: loaded from spec.model, owned */
+    model *draft_view;   /* method layer_skip: the target with fewer layers (shares its weights) */
     draft_runner *draft;
     int32_t *eog_ids;
     int n_eog_ids;
@@ -235,9 +236,25 @@ engine *engine_create(model *m, const engine_config *cfg) {
             err_prefix("speculative decoding: the draft model: ");
             goto fail;
         }
+    } else if (cfg->spec.method == SPEC_LAYER_SKIP) {
+        const int n = cfg->spec.draft_layers ? cfg->spec.draft_layers : (m->hp.n_layer + 1) / 2;
+        if (n > m->hp.n_layer) {
+            err_set("speculative config: draft_layers %d is more than the model's %d layers", n, m->hp.n_layer);
+            goto fail;
+        }
+        e->draft_view = malloc(sizeof *e->draft_view);
+        if (!e->draft_view) {
+            err_set("out of memory");
+            goto fail;
+        }
+        *e->draft_view = *m; /* the first n layers, then the final norm and the output head */
+        e->draft_view->hp.n_layer = n;
+        e->draft_view->kv.n_layers = n;
+    }
+    if (e->draft_model || e->draft_view) {
         const int n_spec = e->max_draft_rows / cfg->spec.num_speculative_tokens;
-        e->draft = draft_create(e->draft_model, m, n_spec > 0 ? n_spec : 1, e->cfg.max_model_len,
-                                cfg->max_num_batched_tokens, cfg->block_size, e->tp);
+        e->draft = draft_create(e->draft_model ? e->draft_model : e->draft_view, m, n_spec > 0 ? n_spec : 1,
+                                e->cfg.max_model_len, cfg->max_num_batched_tokens, cfg->block_size, e->tp);
         if (!e->draft) {
             err_prefix("speculative decoding: ");
             goto fail;
@@ -278,6 +295,7 @@ void engine_free(engine *e) {
     sampler_free(e->smp);
     draft_free(e->draft);
     model_free(e->draft_model);
+    free(e->draft_view);
     free(e->eog_ids);
     free(e->batch.seqs);
     free(e->b_tokens);

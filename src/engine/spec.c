@@ -30,8 +30,13 @@ int spec_config_check(const spec_config *c) {
                        c->prompt_lookup_min, c->prompt_lookup_max);
     if (c->method == SPEC_DRAFT_MODEL && !c->model[0])
         return err_set("method \"draft_model\" needs \"model\": the draft model's path");
-    if (c->method == SPEC_NGRAM && c->model[0])
-        return err_set("\"model\" is for method \"draft_model\", not \"ngram\"");
+    if (c->method != SPEC_DRAFT_MODEL && c->model[0])
+        return err_set("\"model\" is for method \"draft_model\", not \"%s\"",
+                       c->method == SPEC_NGRAM ? "ngram" : "layer_skip");
+    if (c->draft_layers < 0 || c->draft_layers > 4096)
+        return err_set("draft_layers must be in 1..the target's layers, got %d", c->draft_layers);
+    if (c->draft_layers && c->method != SPEC_LAYER_SKIP)
+        return err_set("\"draft_layers\" is for method \"layer_skip\"");
     if (c->disable_by_batch_size < 1)
         return err_set("disable_by_batch_size must be at least 1, got %d",
                        c->disable_by_batch_size);
@@ -49,12 +54,11 @@ static int parse_method(json_t *v, spec_config *c) {
         c->method = SPEC_DRAFT_MODEL;
         return 0;
     }
-    if (!strcmp(m, "layer_skip"))
-        return err_set(
-            "method \"layer_skip\" is not implemented yet; \"ngram\" and \"draft_model\" are");
-    return err_set("unknown method \"%s\" (known: \"ngram\", \"draft_model\"; \"layer_skip\" is "
-                   "not implemented yet)",
-                   m);
+    if (!strcmp(m, "layer_skip")) {
+        c->method = SPEC_LAYER_SKIP;
+        return 0;
+    }
+    return err_set("unknown method \"%s\" (known: \"ngram\", \"draft_model\", \"layer_skip\")", m);
 }
 
 static int parse_model(json_t *v, spec_config *c) {
@@ -97,11 +101,14 @@ int spec_config_parse_json(const char *text, spec_config *c) {
             rc = parse_int(key, v, &out.prompt_lookup_max), has_max = true;
         else if (!strcmp(key, "disable_by_batch_size"))
             rc = parse_int(key, v, &out.disable_by_batch_size);
+        else if (!strcmp(key, "draft_layers"))
+            rc = parse_int(key, v, &out.draft_layers);
         else if (!strcmp(key, "model"))
             rc = parse_model(v, &out), has_model = true;
         else
-            rc = err_set("unknown key \"%s\" (known: method, model, num_speculative_tokens, "
-                         "prompt_lookup_min, prompt_lookup_max, disable_by_batch_size)",
+            rc = err_set("unknown key \"%s\" (known: method, model, draft_layers, "
+                         "num_speculative_tokens, prompt_lookup_min, prompt_lookup_max, "
+                         "disable_by_batch_size)",
                          key);
     }
     json_decref(root);

@@ -1,15 +1,16 @@
 /* Speculative decoding settings, in vLLM's --speculative-config shape, and
  * the per-sequence rule that adapts the number of draft tokens.
  *
- * Implemented: method "ngram" (prompt lookup, engine/ngram.h) and method
+ * Implemented: method "ngram" (prompt lookup, engine/ngram.h), method
  * "draft_model" (a smaller model with the same vocabulary, engine/draft.h,
- * drafting greedily). The drafts of
+ * drafting greedily) and method "layer_skip" (self-speculation: the target's
+ * first draft_layers layers and its output head are the draft model, run by
+ * the same engine/draft.h with its own KV). The drafts of
  * every speculating sequence are verified in the engine's batched forward
  * pass (engine.c): each row's token is sampled as without drafts and a draft
  * is kept while it equals that token, which for a one-hot draft is the
  * standard rejection rule (accept x with p(x), else a token from p without
- * x), so the output is the same as without speculation. "layer_skip" is
- * recognized and refused as not implemented yet. */
+ * x), so the output is the same as without speculation. */
 #ifndef CLLM_ENGINE_SPEC_H
 #define CLLM_ENGINE_SPEC_H
 
@@ -17,7 +18,7 @@
 
 #define SPEC_MAX_TOKENS 16
 
-typedef enum { SPEC_NONE = 0, SPEC_NGRAM, SPEC_DRAFT_MODEL } spec_method;
+typedef enum { SPEC_NONE = 0, SPEC_NGRAM, SPEC_DRAFT_MODEL, SPEC_LAYER_SKIP } spec_method;
 
 #define SPEC_MODEL_PATH_MAX 4096
 
@@ -28,6 +29,7 @@ typedef struct {
     int prompt_lookup_max;      /* longest n-gram matched (tried first) */
     int disable_by_batch_size;  /* no speculation in a step with more running sequences */
     char model[SPEC_MODEL_PATH_MAX]; /* draft_model: the draft's GGUF file or HF folder */
+    int draft_layers;           /* layer_skip: the target's first layers the draft runs; 0: half */
 } spec_config;
 
 /* Off; the ngram defaults (K 4, n-grams 2..5, off above 8 running) apply
@@ -39,8 +41,7 @@ spec_config spec_config_defaults(void);
  * "num_speculative_tokens": 4} (method draft_model, implied by "model"),
  * over *c (keys absent keep their values) and checks the result. -1 with
  * err_get() naming the problem: malformed JSON, an unknown key or method, a
- * method not implemented yet, a value out of range, a draft model missing or
- * given to another method. */
+ * value out of range, a key of another method (a draft model for ngram). */
 int spec_config_parse_json(const char *json, spec_config *c);
 /* Checks ranges: K in 1..16, 1 <= min <= max <= 64, disable_by_batch_size
  * >= 1. A config with method SPEC_NONE passes. */

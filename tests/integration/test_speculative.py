@@ -17,6 +17,7 @@ import json
 import random
 import subprocess
 
+import make_model
 import pytest
 import requests
 
@@ -289,6 +290,36 @@ def test_draft_model_with_another_vocabulary_is_refused(run_cllm, model_factory)
     assert p.returncode != 0 and "draft model" in p.stderr and "nonexistent" in p.stderr, p.stderr
 
 
+@pytest.mark.parametrize("k", [1, 4, 8])
+def test_layer_skip_greedy_batch_is_token_identical(harness, synthetic, k):
+    """Self-speculation: the target's first layer, or all of its layers (then
+    the drafts are the target's own greedy tokens), as the draft."""
+    arch, model = synthetic
+    reqs = mixed_requests(300, seed=40 + k, count=10)
+    plain = harness(model, reqs, max_num_seqs=16)
+    for layers in (1, 0):
+        spec = {"method": "layer_skip", "num_speculative_tokens": k, "disable_by_batch_size": 16}
+        if layers:
+            spec["draft_layers"] = layers
+        else:
+            spec["draft_layers"] = make_model.default_spec(arch).n_layer
+        res = harness(model, reqs, spec=spec, max_num_seqs=16)
+        for i in range(len(reqs)):
+            assert tokens(res, i) == tokens(plain, i), f"request {i} differs with {layers or 'all'} draft layers"
+        assert res["spec"]["draft_tokens"] > 0 and res["blocks_in_use"] == 0
+        if not layers:
+            st = res["spec"]
+            assert st["accepted_tokens"] >= 0.95 * st["draft_tokens"], st
+
+
+def test_layer_skip_with_too_many_layers_is_refused(run_cllm, model_factory):
+    model = model_factory("llama")
+    n = make_model.default_spec("llama").n_layer
+    p = run_cllm("generate", "-m", model, "-p", "hi", "-n", 4, "--speculative-config",
+                 json.dumps({"method": "layer_skip", "draft_layers": n + 1}))
+    assert p.returncode != 0 and f"more than the model's {n} layers" in p.stderr, p.stderr
+
+
 def test_real_model_as_its_own_draft(run_cllm, real_model_path):
     args = ["generate", "-m", real_model_path, "-p", REWRITE_PROMPT, "-n", 32, "--temperature", 0, "-t", 2]
     plain = run_cllm(*args, timeout=300)
@@ -448,7 +479,8 @@ BAD = [
     (["--speculative-config", '{"method": "ngram",'], "malformed JSON"),
     (["--speculative-config", '{"method": "draft_model", "num_speculative_tokens": 4}'], 'needs "model"'),
     (["--speculative-model", "x.gguf", "--speculative-config", '{"method": "ngram"}'], "not \"ngram\""),
-    (["--speculative-config", '{"method": "layer_skip"}'], "not implemented yet"),
+    (["--speculative-config", '{"method": "layer_skip", "model": "x.gguf"}'], "not \"layer_skip\""),
+    (["--speculative-config", '{"method": "ngram", "draft_layers": 2}'], "for method \"layer_skip\""),
     (["--speculative-config", '{"method": "ngram", "prompt_lookup_min": 5, "prompt_lookup_max": 2}'],
      "prompt_lookup_min"),
     (["--speculative-config", '{"method": "ngram", "colour": 1}'], "unknown key"),

@@ -125,6 +125,11 @@ static void test_config_parses_vllm_json(void **state) {
     assert_string_equal(c.model, "small.gguf");
     c = spec_config_defaults();
     assert_int_equal(
+        spec_config_parse_json("{\"method\": \"layer_skip\", \"draft_layers\": 6}", &c), 0);
+    assert_int_equal(c.method, SPEC_LAYER_SKIP);
+    assert_int_equal(c.draft_layers, 6);
+    c = spec_config_defaults();
+    assert_int_equal(
         spec_config_parse_json("{\"method\": \"ngram\", \"prompt_lookup_min\": 9}", &c), 0);
     assert_int_equal(c.prompt_lookup_max, 9); /* moved up with min */
 }
@@ -138,7 +143,8 @@ static void test_config_rejects_bad_input(void **state) {
                        "needs \"model\"");
     expect_parse_error("{\"method\": \"ngram\", \"model\": \"d.gguf\"}", "not \"ngram\"");
     expect_parse_error("{\"method\": \"draft_model\", \"model\": 3}", "path of the draft model");
-    expect_parse_error("{\"method\": \"layer_skip\"}", "not implemented yet");
+    expect_parse_error("{\"method\": \"layer_skip\", \"draft_layers\": -1}", "draft_layers");
+    expect_parse_error("{\"method\": \"ngram\", \"draft_layers\": 3}", "for method \"layer_skip\"");
     expect_parse_error("{\"num_speculative_tokens\": 3}", "\"method\" is required");
     expect_parse_error("{\"method\": \"ngram\", \"num_speculative_tokens\": 0}", "1..16");
     expect_parse_error("{\"method\": \"ngram\", \"num_speculative_tokens\": 17}", "1..16");
