@@ -47,6 +47,10 @@ typedef struct {
     size_t kv_cache_bytes;      /* default 1 GiB */
     bool prefix_caching;        /* default true */
     int n_threads;              /* default: all cores */
+    /* vLLM's --speculative-config JSON, e.g. {"method": "ngram",
+     * "num_speculative_tokens": 4}; NULL (the default): no speculation. A bad
+     * one makes cllm_engine_create fail with the reason in err. */
+    const char *speculative_config;
 } cllm_engine_params;
 
 cllm_engine_params cllm_engine_defaults(void);

@@ -160,6 +160,19 @@ json_t *bench_http_json(void *curl, const char *url, const char *api_key, const 
 /* The first model id of GET base/v1/models (malloc'd), or NULL. */
 char *bench_first_model(const char *base_url, const char *api_key);
 
+/* Speculative decoding counters of a vLLM-style /metrics (summed over label
+ * sets): verifications, draft tokens, accepted tokens. */
+typedef struct {
+    double drafts, draft_tokens, accepted_tokens;
+} bench_spec_counters;
+
+/* Reads base/metrics; -1 when it cannot be read or has no spec_decode
+ * counters (a server without speculative decoding). */
+int bench_read_spec_counters(const char *base_url, const char *api_key, bench_spec_counters *out);
+/* Sums the samples of counter `name` in Prometheus text (0 when absent;
+ * *found says whether any sample was there). */
+double bench_metric_sum(const char *text, const char *name, bool *found);
+
 /* ---- datasets ---- */
 
 typedef struct {

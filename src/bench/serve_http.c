@@ -38,12 +38,9 @@ static struct curl_slist *json_headers(const char *api_key) {
     return h;
 }
 
-json_t *bench_http_json(void *curl, const char *url, const char *api_key, const json_t *body, long *status) {
-    CURL *h = curl;
-    *status = 0;
-    char *payload = body ? json_dumps(body, JSON_COMPACT) : NULL;
-    if (body && !payload) return NULL;
-    buf out = {0};
+/* GET or POST (payload != NULL) into out; the HTTP status, 0 when no answer. */
+static long http_call(CURL *h, const char *url, const char *api_key, const char *payload, buf *out) {
+    long status = 0;
     struct curl_slist *hdrs = json_headers(api_key);
     curl_easy_reset(h);
     curl_easy_setopt(h, CURLOPT_URL, url);
@@ -51,17 +48,59 @@ json_t *bench_http_json(void *curl, const char *url, const char *api_key, const 
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_TIMEOUT, 60L);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, to_buf);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &out);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, out);
     if (payload) curl_easy_setopt(h, CURLOPT_POSTFIELDS, payload);
-    json_t *j = NULL;
-    if (curl_easy_perform(h) == CURLE_OK) {
-        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
-        if (*status >= 200 && *status < 300 && out.data) j = json_loadb(out.data, out.len, 0, NULL);
-    }
+    if (curl_easy_perform(h) == CURLE_OK) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
     curl_slist_free_all(hdrs);
+    return status;
+}
+
+json_t *bench_http_json(void *curl, const char *url, const char *api_key, const json_t *body, long *status) {
+    char *payload = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    *status = 0;
+    if (body && !payload) return NULL;
+    buf out = {0};
+    *status = http_call(curl, url, api_key, payload, &out);
+    json_t *j = NULL;
+    if (*status >= 200 && *status < 300 && out.data) j = json_loadb(out.data, out.len, 0, NULL);
     free(payload);
     buf_free(&out);
     return j;
+}
+
+double bench_metric_sum(const char *text, const char *name, bool *found) {
+    const size_t n = strlen(name);
+    double sum = 0;
+    *found = false;
+    for (const char *line = text; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        if (strncmp(line, name, n) || (line[n] != ' ' && line[n] != '{')) continue;
+        const char *end = strchr(line, '\n');
+        const char *sp = NULL; /* the value follows the line's last space */
+        for (const char *c = line; c < (end ? end : line + strlen(line)); c++)
+            if (*c == ' ') sp = c;
+        if (!sp) continue;
+        sum += strtod(sp + 1, NULL);
+        *found = true;
+    }
+    return sum;
+}
+
+int bench_read_spec_counters(const char *base_url, const char *api_key, bench_spec_counters *out) {
+    CURL *h = curl_easy_init();
+    if (!h) return -1;
+    char url[2048];
+    snprintf(url, sizeof url, "%s/metrics", base_url);
+    buf text = {0};
+    const long status = http_call(h, url, api_key, NULL, &text);
+    curl_easy_cleanup(h);
+    bool f1 = false, f2 = false, f3 = false;
+    if (status == 200 && text.data && !text.oom) {
+        out->drafts = bench_metric_sum(text.data, "vllm:spec_decode_num_drafts_total", &f1);
+        out->draft_tokens = bench_metric_sum(text.data, "vllm:spec_decode_num_draft_tokens_total", &f2);
+        out->accepted_tokens = bench_metric_sum(text.data, "vllm:spec_decode_num_accepted_tokens_total", &f3);
+    }
+    buf_free(&text);
+    return f1 && f2 && f3 ? 0 : -1;
 }
 
 char *bench_first_model(const char *base_url, const char *api_key) {

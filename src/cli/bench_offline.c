@@ -24,6 +24,8 @@
 typedef struct {
     cli_model_settings model;
     cli_engine_settings engine;
+    cli_spec_settings spec;
+    const char *prompt;
     long num_prompts, input_len, output_len, prefix_len, seed;
     double range_ratio;
     bool sequential;
@@ -54,6 +56,10 @@ static const cli_option k_offline_options[] = {
      .help = "one request at a time (latency; with --prefix-len, prefix-cached time to first token)"},
     {.name = "--seed", .aliases = "-s", .kind = CLI_INT, .offset = offsetof(bench_opts, seed), .metavar = "S", .min = 0,
      .max = 1L << 40, .help = "seeds the synthetic prompts"},
+    {.name = "--prompt", .aliases = "-p", .kind = CLI_STRING, .offset = offsetof(bench_opts, prompt),
+     .metavar = "TEXT",
+     .help = "every request's prompt is TEXT (tokenized; --input-len and --prefix-len are ignored) instead of "
+             "random tokens: a real workload, e.g. for speculative decoding"},
     {.name = "--save-result", .kind = CLI_STRING, .offset = offsetof(bench_opts, json_out), .metavar = "FILE.json",
      .help = "write the results as JSON"},
     {0}};
@@ -67,6 +73,7 @@ static const cli_section k_offline_sections[] = {
     {.group = &cli_engine_group,
      .offset = offsetof(bench_opts, engine),
      .overrides = (const cli_override[]){{.name = "--max-model-len", .default_text = "the longest request"}, {0}}},
+    {.group = &cli_spec_group, .offset = offsetof(bench_opts, spec)},
     {0}};
 
 static const cli_command k_offline = {
@@ -83,6 +90,7 @@ static int parse(int argc, char **argv, bench_opts *o) {
     const int rc = cli_parse(&k_offline, argc, argv, o);
     if (rc) return rc;
     o->ec = cli_engine_config(&o->engine);
+    if (cli_spec_config(&o->spec, &o->ec.spec)) return cli_usage_error(&k_offline, "%s", err_get());
     return 0;
 }
 
@@ -140,15 +148,28 @@ int bench_offline(int argc, char **argv) {
     const int lo_tok = m->hp.n_vocab > 2000 ? 1000 : 4, hi_tok = (int)(m->hp.n_vocab * 0.75);
     for (long k = 0; k < o.prefix_len; k++) prefix[k] = lo_tok + (int32_t)(lcg(&rng) % (uint64_t)(hi_tok - lo_tok));
     int max_len = 1;
+    int32_t *text_ids = NULL;
+    const int n_text = o.prompt ? tokenizer_encode(m->tok, o.prompt, strlen(o.prompt), true, true, &text_ids) : 0;
+    if (o.prompt && n_text < 1) {
+        fprintf(stderr, "cllm bench offline: --prompt: %s\n", n_text < 0 ? err_get() : "no tokens");
+        model_free(m);
+        return 1;
+    }
     for (int i = 0; i < n; i++) {
-        plen[i] = (int)(o.prefix_len + jitter(&rng, o.input_len, o.range_ratio));
+        plen[i] = o.prompt ? n_text : (int)(o.prefix_len + jitter(&rng, o.input_len, o.range_ratio));
         olen[i] = (int)jitter(&rng, o.output_len, o.range_ratio);
         prompts[i] = malloc((size_t)plen[i] * sizeof **prompts);
-        for (int k = 0; k < plen[i]; k++)
-            prompts[i][k] = k < o.prefix_len ? prefix[k] : lo_tok + (int32_t)(lcg(&rng) % (uint64_t)(hi_tok - lo_tok));
-        if (tokenizer_bos(m->tok) >= 0) prompts[i][0] = tokenizer_bos(m->tok);
+        if (o.prompt) {
+            memcpy(prompts[i], text_ids, (size_t)n_text * sizeof *text_ids);
+        } else {
+            for (int k = 0; k < plen[i]; k++)
+                prompts[i][k] =
+                    k < o.prefix_len ? prefix[k] : lo_tok + (int32_t)(lcg(&rng) % (uint64_t)(hi_tok - lo_tok));
+            if (tokenizer_bos(m->tok) >= 0) prompts[i][0] = tokenizer_bos(m->tok);
+        }
         if (plen[i] + olen[i] > max_len) max_len = plen[i] + olen[i];
     }
+    free(text_ids);
     if (o.ec.max_model_len == 0) o.ec.max_model_len = max_len;
     engine *e = engine_create(m, &o.ec);
     if (!e) {
@@ -233,6 +254,7 @@ int bench_offline(int argc, char **argv) {
                contig_sum / util_steps / 1048576, contig_sum / alloc_sum, util_peak_blocks / 1048576,
                contig_peak / 1048576);
     printf("preemptions         %llu\n", (unsigned long long)st.preemptions);
+    if (o.ec.spec.method != SPEC_NONE) print_spec_stats(stdout, "speculative         ", &st);
     if (o.json_out) {
         json_t *j = json_pack("{s:i,s:f,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:I,s:I}", "num_prompts", n,
                               "duration", dt, "total_input_tokens", (json_int_t)in_tok, "total_output_tokens",

@@ -321,6 +321,9 @@ static int run(serve_opts *o) {
             bench_stream_free(&ws);
         }
     }
+    /* Speculative decoding's counters around the run, when the server has them. */
+    bench_spec_counters spec0 = {0}, spec1 = {0};
+    bool spec_ok = !rc && bench_read_spec_counters(o->base_url, o->server.api_key, &spec0) == 0;
     if (!rc) {
         fprintf(stderr, "cllm bench serve: %d requests to %s, rate %s, concurrency %s\n", n, url,
                 isinf(o->request_rate) ? "inf" : "Poisson", o->max_concurrency ? "limited" : "unlimited");
@@ -347,8 +350,16 @@ static int run(serve_opts *o) {
         }
         if (bench_summarize(reqs, n, duration, &s)) rc = 1;
     }
+    spec_ok = spec_ok && !rc && bench_read_spec_counters(o->base_url, o->server.api_key, &spec1) == 0;
+    const double d_drafts = spec1.drafts - spec0.drafts, d_tokens = spec1.draft_tokens - spec0.draft_tokens,
+                 d_accepted = spec1.accepted_tokens - spec0.accepted_tokens;
+    spec_ok = spec_ok && d_drafts > 0 && d_tokens > 0;
     if (!rc) {
         bench_print_report(stdout, &s, o->label);
+        if (spec_ok)
+            printf("%-40s %.0f / %.0f / %.0f\n%-40s %.2f\n%-40s %.2f\n", "Spec drafts / draft / accepted tokens:",
+                   d_drafts, d_tokens, d_accepted, "Spec acceptance rate (%):", 100 * d_accepted / d_tokens,
+                   "Spec mean accepted length:", 1 + d_accepted / d_drafts);
         /* The first few distinct failure reasons, so a failing run explains itself. */
         int shown = 0;
         for (int i = 0; i < n && shown < 3; i++) {
@@ -362,6 +373,10 @@ static int run(serve_opts *o) {
         }
         json_t *j = bench_result_json(&s, reqs, n);
         set_config(j, o, model, source);
+        if (spec_ok) {
+            json_object_set_new(j, "spec_decode_acceptance_rate", json_real(d_accepted / d_tokens));
+            json_object_set_new(j, "spec_decode_mean_accepted_length", json_real(1 + d_accepted / d_drafts));
+        }
         if (o->save_result && json_dump_file(j, o->save_result, JSON_INDENT(2))) {
             fprintf(stderr, "cllm bench serve: cannot write '%s'\n", o->save_result);
             rc = 1;

@@ -134,3 +134,10 @@ chat_template *load_chat_template(const model *m, const char *file, const char *
     else err_prefix("the built-in chat template: ");
     return t;
 }
+
+void print_spec_stats(FILE *f, const char *label, const engine_stats *st) {
+    const double n = (double)st->spec_drafts, n_draft = (double)st->spec_draft_tokens,
+                 n_acc = (double)st->spec_accepted_tokens;
+    fprintf(f, "%s%.0f drafts, %.0f draft tokens, %.0f accepted: acceptance rate %.1f%%, mean accepted length %.2f\n",
+            label, n, n_draft, n_acc, n_draft > 0 ? 100.0 * n_acc / n_draft : 0.0, n > 0 ? 1.0 + n_acc / n : 0.0);
+}

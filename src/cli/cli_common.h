@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* Parse a whole string as a number in [lo, hi]; on failure print
  * "cllm CMD: OPT expects ..." and return -1. */
@@ -42,6 +43,11 @@ void seq_runner_free(seq_runner *r);
  * (when logits is not NULL) or of every one (all_logits: [n][n_vocab]). */
 int seq_runner_feed(seq_runner *r, const int32_t *tokens, int n, int start, float *logits, bool all_logits);
 
+
+/* "LABELN drafts, M draft tokens, A accepted: acceptance rate R%, mean
+ * accepted length L" on f. L counts the token each verification adds
+ * besides the accepted drafts, as vLLM's mean acceptance length does. */
+void print_spec_stats(FILE *f, const char *label, const engine_stats *st);
 
 typedef struct chat_template chat_template;
 /* The chat template to use: `file` when given, else the model's own, else the

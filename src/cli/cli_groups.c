@@ -7,7 +7,9 @@
 
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 /* ---- values the plain kinds cannot check ---- */
@@ -123,6 +125,33 @@ const cli_group cli_server_group = {
         {0}},
 };
 
+const cli_group cli_spec_group = {
+    "speculative decoding options",
+    (const cli_option[]){
+        {.name = "--speculative-config", .kind = CLI_STRING, .offset = offsetof(cli_spec_settings, config),
+         .metavar = "JSON",
+         .help = "vLLM's speculative config: {\"method\": \"ngram\", \"num_speculative_tokens\": K (1..16), "
+                 "\"prompt_lookup_min\": N, \"prompt_lookup_max\": N, \"disable_by_batch_size\": N}, or "
+                 "{\"method\": \"draft_model\", \"model\": PATH, ...}, or {\"method\": \"layer_skip\", "
+                 "\"draft_layers\": N, ...}",
+         .default_text = "off"},
+        {.name = "--speculative-model", .kind = CLI_STRING,
+         .offset = offsetof(cli_spec_settings, speculative_model), .metavar = "PATH",
+         .help = "speculative decoding with this draft model (GGUF or HF folder; the target's vocabulary), "
+                 "drafting greedily; method \"draft_model\""},
+        {.name = "--num-speculative-tokens", .kind = CLI_INT,
+         .offset = offsetof(cli_spec_settings, num_speculative_tokens), .metavar = "K", .min = 1,
+         .max = SPEC_MAX_TOKENS, .help = "n-gram speculative decoding with up to K draft tokens per step",
+         .default_text = "off; 4 with --speculative-config"},
+        {.name = "--prompt-lookup-min", .kind = CLI_INT, .offset = offsetof(cli_spec_settings, prompt_lookup_min),
+         .metavar = "N", .min = 1, .max = 64, .help = "shortest n-gram that n-gram speculation matches",
+         .default_text = "2"},
+        {.name = "--prompt-lookup-max", .kind = CLI_INT, .offset = offsetof(cli_spec_settings, prompt_lookup_max),
+         .metavar = "N", .min = 1, .max = 64, .help = "longest n-gram that n-gram speculation matches (tried first)",
+         .default_text = "5"},
+        {0}},
+};
+
 /* ---- defaults and conversions ---- */
 
 cli_engine_settings cli_engine_defaults(void) {
@@ -162,6 +191,31 @@ sampling_params cli_sampling_params(const cli_sampling_settings *s) {
     p.frequency_penalty = (float)s->frequency_penalty;
     p.seed = s->seed >= 0 ? (uint64_t)s->seed : (uint64_t)time(NULL) ^ ((uint64_t)clock() << 32);
     return p;
+}
+
+int cli_spec_config(const cli_spec_settings *s, spec_config *out) {
+    *out = spec_config_defaults();
+    if (s->config && spec_config_parse_json(s->config, out)) return err_prefix("--speculative-config: ");
+    if (s->speculative_model) {
+        if (out->method == SPEC_NGRAM)
+            return err_set("--speculative-model is for method \"draft_model\", not \"ngram\"");
+        if (strlen(s->speculative_model) >= sizeof out->model)
+            return err_set("--speculative-model: the path is too long");
+        out->method = SPEC_DRAFT_MODEL;
+        snprintf(out->model, sizeof out->model, "%s", s->speculative_model);
+    }
+    const bool short_flags = s->num_speculative_tokens > 0 || s->prompt_lookup_min > 0 || s->prompt_lookup_max > 0;
+    if (short_flags && out->method == SPEC_NONE) out->method = SPEC_NGRAM;
+    if (s->num_speculative_tokens > 0) out->num_speculative_tokens = (int)s->num_speculative_tokens;
+    if (s->prompt_lookup_min > 0) out->prompt_lookup_min = (int)s->prompt_lookup_min;
+    if (s->prompt_lookup_max > 0) out->prompt_lookup_max = (int)s->prompt_lookup_max;
+    /* One bound given alone moves the other when they would cross. */
+    if (s->prompt_lookup_min > 0 && !s->prompt_lookup_max && out->prompt_lookup_max < out->prompt_lookup_min)
+        out->prompt_lookup_max = out->prompt_lookup_min;
+    if (s->prompt_lookup_max > 0 && !s->prompt_lookup_min && out->prompt_lookup_min > out->prompt_lookup_max)
+        out->prompt_lookup_min = out->prompt_lookup_max;
+    if (spec_config_check(out)) return err_prefix("speculative decoding: ");
+    return 0;
 }
 
 cli_server_settings cli_server_defaults(void) {

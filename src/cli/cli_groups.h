@@ -57,10 +57,20 @@ typedef struct {
     size_t max_body_size; /* 0: the server's default */
 } cli_server_settings;
 
+/* --speculative-config, --speculative-model, --num-speculative-tokens,
+ * --prompt-lookup-min, --prompt-lookup-max */
+typedef struct {
+    const char *config;          /* vLLM's JSON; NULL: not given */
+    const char *speculative_model; /* a draft model's path; NULL: not given */
+    long num_speculative_tokens; /* 0: not given */
+    long prompt_lookup_min, prompt_lookup_max; /* 0: not given */
+} cli_spec_settings;
+
 extern const cli_group cli_model_group;
 extern const cli_group cli_engine_group;
 extern const cli_group cli_sampling_group;
 extern const cli_group cli_server_group;
+extern const cli_group cli_spec_group;
 
 /* The engine's own defaults (engine_config_defaults), as settings. */
 cli_engine_settings cli_engine_defaults(void);
@@ -72,6 +82,11 @@ engine_config cli_engine_config(const cli_engine_settings *s);
 cli_sampling_settings cli_sampling_defaults(void);
 /* The sampler's parameters; a seed of -1 is drawn from the clock. */
 sampling_params cli_sampling_params(const cli_sampling_settings *s);
+/* The speculative config the settings give: off, unless --speculative-config
+ * or a short flag is given; the JSON first, then the short flags over it
+ * (--speculative-model means method "draft_model"; the other short flags
+ * alone mean "ngram"). -1 with err_get() naming the flag and the problem. */
+int cli_spec_config(const cli_spec_settings *s, spec_config *out);
 /* 127.0.0.1:8000, no key, 10 s grace, 1024 waiting, the server's body limit. */
 cli_server_settings cli_server_defaults(void);
 

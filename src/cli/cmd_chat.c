@@ -22,6 +22,7 @@ typedef struct {
     cli_model_settings model;
     cli_engine_settings engine;
     cli_sampling_settings sampling;
+    cli_spec_settings spec;
     const char *system;
 } chat_options;
 
@@ -46,6 +47,7 @@ static const cli_section k_chat_sections[] = {
      .overrides = (const cli_override[]){{.name = "--max-model-len", .help = "conversation length in tokens",
                                           .min = 16, .max = 1 << 24},
                                          {0}}},
+    {.group = &cli_spec_group, .offset = offsetof(chat_options, spec)},
     {0}};
 
 static const cli_command k_chat = {
@@ -84,6 +86,11 @@ int cmd_chat(int argc, char **argv) {
     o.sampling.max_tokens = 512;
     const int parsed = cli_parse(&k_chat, argc, argv, &o);
     if (parsed) return parsed < 0 ? 1 : 0;
+    engine_config ec = engine_config_defaults();
+    if (cli_spec_config(&o.spec, &ec.spec)) {
+        cli_usage_error(&k_chat, "%s", err_get());
+        return 1;
+    }
     const char *const C = "chat", *system = o.system;
     const long n_ctx = o.engine.max_model_len, max_tokens = o.sampling.max_tokens;
     sampling_params sp = cli_sampling_params(&o.sampling);
@@ -96,7 +103,6 @@ int cmd_chat(int argc, char **argv) {
     engine *e = NULL;
     json_t *messages = json_array();
     chat_template *tmpl = load_chat_template(m, o.model.chat_template, C);
-    engine_config ec = engine_config_defaults();
     ec.max_num_seqs = 1;
     ec.max_model_len = (int)n_ctx;
     ec.kv_cache_bytes = 0; /* exactly one conversation of n_ctx */

@@ -21,6 +21,7 @@ typedef struct {
     cli_model_settings model;
     cli_engine_settings engine;
     cli_sampling_settings sampling;
+    cli_spec_settings spec;
     const char *prompt;
     const char *prompts_file;
     bool ignore_eos;
@@ -54,6 +55,7 @@ static const cli_section k_generate_sections[] = {
          {.name = "--max-model-len", .default_text = "the longest prompt + --max-tokens, at most the trained context"},
          {.name = "--kv-cache-memory", .default_text = "room for --max-num-seqs sequences of --max-model-len"},
          {0}}},
+    {.group = &cli_spec_group, .offset = offsetof(gen_options, spec)},
     {0}};
 
 static const cli_command k_generate = {
@@ -74,6 +76,7 @@ static int parse_options(int argc, char **argv, gen_options *o) {
     if (!o->prompt == !o->prompts_file) return cli_usage_error(&k_generate, "give one of --prompt and --prompts-file");
     o->sp = cli_sampling_params(&o->sampling);
     o->ec = cli_engine_config(&o->engine);
+    if (cli_spec_config(&o->spec, &o->ec.spec)) return cli_usage_error(&k_generate, "%s", err_get());
     return 0;
 }
 
@@ -83,6 +86,14 @@ static request_params params_from_options(const gen_options *o) {
     p.max_tokens = (int)o->sampling.max_tokens;
     p.ignore_eos = o->ignore_eos;
     return p;
+}
+
+/* Acceptance of speculative drafts, on stderr beside the speed. */
+static void report_spec(const gen_options *o, engine *e) {
+    if (o->ec.spec.method == SPEC_NONE) return;
+    engine_stats es;
+    engine_get_stats(e, &es);
+    print_spec_stats(stderr, "speculative decoding: ", &es);
 }
 
 /* ---- one prompt, streamed ---- */
@@ -139,6 +150,7 @@ static int run_single(gen_options *o, model *m) {
         fprintf(stderr, "generation: %d tokens in %.3f s (%.1f tok/s)\n", st.n_out, t1 - st.t_first,
                 st.n_out > 1 ? (st.n_out - 1) / (t1 - st.t_first) : 0.0);
     }
+    if (!rc) report_spec(o, e);
     engine_free(e);
     free(prompt);
     return rc;
@@ -307,6 +319,7 @@ static int run_batch(gen_options *o, model *m) {
     if (!rc)
         fprintf(stderr, "%d prompts: %ld prompt + %ld generated tokens in %.3f s: %.1f output tok/s, %.1f total tok/s\n",
                 n, prompt_tokens, out_tokens, dt, out_tokens / dt, (prompt_tokens + out_tokens) / dt);
+    if (!rc) report_spec(o, e);
 done:
     for (int i = 0; res && i < n; i++) {
         json_decref(res[i].texts);

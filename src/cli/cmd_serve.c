@@ -29,6 +29,8 @@ typedef struct {
     cli_model_settings model;
     cli_engine_settings engine;
     cli_server_settings server;
+    cli_spec_settings spec;
+    spec_config sc; /* from spec, once parsed */
 } serve_options;
 
 static const cli_section k_serve_sections[] = {
@@ -41,6 +43,7 @@ static const cli_section k_serve_sections[] = {
          {.name = "--kv-cache-memory", .default_text = "1GiB, at most a quarter of the memory free now"},
          {0}}},
     {.group = &cli_server_group, .offset = offsetof(serve_options, server)},
+    {.group = &cli_spec_group, .offset = offsetof(serve_options, spec)},
     {0}};
 
 static const cli_command k_serve = {
@@ -61,7 +64,10 @@ static int parse_options(int argc, char **argv, serve_options *o) {
     o->engine.max_model_len = 0;
     o->engine.kv_cache_memory = 0;
     o->server.api_key = getenv("CLLM_API_KEY");
-    return cli_parse(&k_serve, argc, argv, o);
+    const int rc = cli_parse(&k_serve, argc, argv, o);
+    if (rc) return rc;
+    if (cli_spec_config(&o->spec, &o->sc)) return cli_usage_error(&k_serve, "%s", err_get());
+    return 0;
 }
 
 /* "models/gemma-3-270m.gguf" -> "gemma-3-270m" */
@@ -124,6 +130,7 @@ static void raise_fd_limit(void) {
  * against the model and the defaults that depend on it and on free memory. */
 static int engine_config_for(const serve_options *o, const model *m, engine_config *cfg) {
     *cfg = cli_engine_config(&o->engine);
+    cfg->spec = o->sc;
     const long trained = m->hp.n_ctx_train;
     if (o->engine.max_model_len > trained) {
         fprintf(stderr, "cllm serve: --max-model-len %ld is more than the model's trained context of %ld tokens\n",
@@ -195,6 +202,17 @@ int cmd_serve(int argc, char **argv) {
             (double)cfg.kv_cache_bytes / 1048576.0, kv_dtype_name(cfg.kv_type), ec->block_size,
             ec->prefix_caching ? "on" : "off", engine_kv_capacity_tokens(e), ec->max_model_len,
             engine_max_concurrency(e));
+    if (ec->spec.method == SPEC_NGRAM)
+        fprintf(stderr,
+                "cllm serve: speculative decoding: ngram, up to %d draft tokens, n-grams of %d to %d tokens, off "
+                "above %d running sequences\n",
+                ec->spec.num_speculative_tokens, ec->spec.prompt_lookup_min, ec->spec.prompt_lookup_max,
+                ec->spec.disable_by_batch_size);
+    else if (ec->spec.method == SPEC_DRAFT_MODEL)
+        fprintf(stderr,
+                "cllm serve: speculative decoding: draft model %s, up to %d draft tokens, off above %d running "
+                "sequences\n",
+                ec->spec.model, ec->spec.num_speculative_tokens, ec->spec.disable_by_batch_size);
     if (engine_start(e)) {
         fprintf(stderr, "cllm serve: %s\n", err_get());
         goto out;

@@ -4,6 +4,7 @@
 #include "cllm.h"
 
 #include "engine/engine.h"
+#include "engine/spec.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -91,6 +92,11 @@ cllm_engine *cllm_engine_create(cllm_model *m, const cllm_engine_params *params,
     c.kv_cache_bytes = p.kv_cache_bytes;
     c.prefix_caching = p.prefix_caching;
     c.n_threads = p.n_threads;
+    if (p.speculative_config && spec_config_parse_json(p.speculative_config, &c.spec)) {
+        err_prefix("speculative_config: ");
+        set_err(err, err_len);
+        return NULL;
+    }
     cllm_engine *ce = calloc(1, sizeof *ce);
     if (!ce) return NULL;
     ce->e = engine_create(m->m, &c);

@@ -5,12 +5,32 @@
  * tokens: sample, detokenize, apply stop conditions, report. Beam requests go
  * to beam.c instead of the sampler. The calls run one way, from here down:
  * beam.c gets what it needs as a beam_env, and both end sequences through
- * finish.c. */
+ * finish.c.
+ *
+ * Speculative decoding: before scheduling, each decoding sequence may get
+ * draft tokens (ngram.c, or the draft model of draft.c); the scheduler puts
+ * them after its token in the batch, each with a logits row. After the
+ * forward, verify_drafts walks the rows in order and emits tokens through
+ * the same sample_and_report as ordinary decoding: each row's token is
+ * sampled exactly as without drafts and the draft is accepted when it equals
+ * that token. For a one-hot draft this is standard speculative rejection
+ * sampling: the draft x is accepted with probability p(x), and a rejected
+ * one is replaced by a token drawn from p without x, renormalized
+ * (max(0, p - q)). Sampling each row as usual realizes that rule with one
+ * draw per emitted token, as plain decoding makes, so a seeded request gives
+ * the same tokens with or without speculation, not only the same
+ * distribution. The walk stops at the first replaced token or stop
+ * condition; after all drafts are accepted the last row gives one more
+ * (bonus) token. Then the sequence's computed length drops to its verified
+ * tokens and its block table is truncated (kvm_truncate), so rejected drafts
+ * leave no trace. */
 #include "engine/engine.h"
 
 #include "engine/beam.h"
+#include "engine/draft.h"
 #include "engine/finish.h"
 #include "engine/logprobs.h"
+#include "engine/ngram.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
 #include "engine/stop_strings.h"
@@ -40,6 +60,9 @@ struct engine {
     threadpool *tp;
     forward_ctx *fwd;
     sampler *smp;
+    model *draft_model;  /* method draft_model: loaded from spec.model, owned */
+    model *draft_view;   /* method layer_skip: the target with fewer layers (shares its weights) */
+    draft_runner *draft;
     int32_t *eog_ids;
     int n_eog_ids;
 
@@ -48,7 +71,11 @@ struct engine {
     int32_t *b_tokens, *b_pos, *b_seq, *b_rows;
     fwd_seq *b_seqs;
     sequence **b_row_seq;
-    float *logits;   /* [max_num_seqs][n_vocab] */
+    int max_out;     /* logits rows per step: max_num_seqs + max_draft_rows */
+    int max_draft_rows; /* speculative draft tokens per step, all sequences */
+    float *logits;   /* [max_out][n_vocab] */
+    sequence **spec_seqs; /* [max_num_seqs]: this step's sequences for the draft model */
+    int *spec_want;       /* [max_num_seqs]: the drafts each may take */
     float *scratch;  /* [n_vocab]: a copy of a logits row for a forked sample */
     float *raw;      /* [n_vocab]: unmodified logits, for logprobs */
     char *text;      /* detokenized piece */
@@ -81,10 +108,16 @@ struct engine {
     engine_stats stats;
 };
 
+/* A request's draft-model blocks go back before it is freed. */
+static void release_drafts(engine *e, request *r) {
+    if (!e->draft) return;
+    for (int i = 0; i < r->n_seqs; i++) draft_release(e->draft, &r->seqs[i]);
+}
+
 engine_config engine_config_defaults(void) {
     return (engine_config){.max_num_seqs = 64, .max_num_batched_tokens = 512, .max_model_len = 4096,
                            .block_size = 16, .kv_cache_bytes = (size_t)1 << 30, .kv_type = KV_F16,
-                           .prefix_caching = true, .max_waiting = 1024};
+                           .prefix_caching = true, .max_waiting = 1024, .spec = spec_config_defaults()};
 }
 
 request_params request_params_defaults(void) {
@@ -105,21 +138,23 @@ const char *finish_reason_name(finish_reason r) {
 /* ---- creation ---- */
 
 static int alloc_buffers(engine *e) {
-    const int T = e->cfg.max_num_batched_tokens, S = e->cfg.max_num_seqs, V = e->m->hp.n_vocab;
+    const int T = e->cfg.max_num_batched_tokens, S = e->cfg.max_num_seqs, V = e->m->hp.n_vocab, R = e->max_out;
     e->batch.seqs = calloc((size_t)S, sizeof *e->batch.seqs);
     e->b_tokens = malloc((size_t)T * sizeof *e->b_tokens);
     e->b_pos = malloc((size_t)T * sizeof *e->b_pos);
     e->b_seq = malloc((size_t)T * sizeof *e->b_seq);
-    e->b_rows = malloc((size_t)S * sizeof *e->b_rows);
+    e->b_rows = malloc((size_t)R * sizeof *e->b_rows);
     e->b_seqs = calloc((size_t)S, sizeof *e->b_seqs);
-    e->b_row_seq = calloc((size_t)S, sizeof *e->b_row_seq);
-    e->logits = malloc((size_t)S * V * sizeof *e->logits);
+    e->b_row_seq = calloc((size_t)R, sizeof *e->b_row_seq);
+    e->logits = malloc((size_t)R * V * sizeof *e->logits);
     e->scratch = malloc((size_t)V * sizeof *e->scratch);
     e->raw = malloc((size_t)V * sizeof *e->raw);
+    e->spec_seqs = calloc((size_t)S, sizeof *e->spec_seqs);
+    e->spec_want = calloc((size_t)S, sizeof *e->spec_want);
     e->text_cap = 4096;
     e->text = malloc(e->text_cap);
     if (!e->batch.seqs || !e->b_tokens || !e->b_pos || !e->b_seq || !e->b_rows || !e->b_seqs ||
-        !e->b_row_seq || !e->logits || !e->scratch || !e->raw || !e->text)
+        !e->b_row_seq || !e->logits || !e->scratch || !e->raw || !e->text || !e->spec_seqs || !e->spec_want)
         return err_set("out of memory allocating engine buffers");
     return 0;
 }
@@ -141,6 +176,7 @@ static int check_config(const engine_config *c) {
     if (c->block_size != 8 && c->block_size != 16 && c->block_size != 32)
         return err_set("block size must be 8, 16 or 32 (got %d)", c->block_size);
     if (c->max_model_len < 1) return err_set("max_model_len must be at least 1");
+    if (spec_config_check(&c->spec)) return err_prefix("speculative config: ");
     return 0;
 }
 
@@ -186,7 +222,45 @@ engine *engine_create(model *m, const engine_config *cfg) {
         err_set("cannot create threads");
         goto fail;
     }
-    e->fwd = forward_create(m, e->kv, cfg->max_num_batched_tokens, cfg->max_num_seqs, e->tp);
+    if (cfg->spec.method != SPEC_NONE) {
+        /* Rows for the drafts of every sequence a speculating step may hold. */
+        const int n_spec = cfg->spec.disable_by_batch_size < cfg->max_num_seqs ? cfg->spec.disable_by_batch_size
+                                                                                : cfg->max_num_seqs;
+        const long rows = (long)n_spec * cfg->spec.num_speculative_tokens;
+        e->max_draft_rows = rows < cfg->max_num_batched_tokens ? (int)rows : cfg->max_num_batched_tokens;
+    }
+    e->max_out = cfg->max_num_seqs + e->max_draft_rows;
+    if (cfg->spec.method == SPEC_DRAFT_MODEL) {
+        e->draft_model = model_load(cfg->spec.model);
+        if (!e->draft_model) {
+            err_prefix("speculative decoding: the draft model: ");
+            goto fail;
+        }
+    } else if (cfg->spec.method == SPEC_LAYER_SKIP) {
+        const int n = cfg->spec.draft_layers ? cfg->spec.draft_layers : (m->hp.n_layer + 1) / 2;
+        if (n > m->hp.n_layer) {
+            err_set("speculative config: draft_layers %d is more than the model's %d layers", n, m->hp.n_layer);
+            goto fail;
+        }
+        e->draft_view = malloc(sizeof *e->draft_view);
+        if (!e->draft_view) {
+            err_set("out of memory");
+            goto fail;
+        }
+        *e->draft_view = *m; /* the first n layers, then the final norm and the output head */
+        e->draft_view->hp.n_layer = n;
+        e->draft_view->kv.n_layers = n;
+    }
+    if (e->draft_model || e->draft_view) {
+        const int n_spec = e->max_draft_rows / cfg->spec.num_speculative_tokens;
+        e->draft = draft_create(e->draft_model ? e->draft_model : e->draft_view, m, n_spec > 0 ? n_spec : 1,
+                                e->cfg.max_model_len, cfg->max_num_batched_tokens, cfg->block_size, e->tp);
+        if (!e->draft) {
+            err_prefix("speculative decoding: ");
+            goto fail;
+        }
+    }
+    e->fwd = forward_create(m, e->kv, cfg->max_num_batched_tokens, e->max_out, e->tp);
     e->smp = sampler_create(m->hp.n_vocab);
     if (!e->fwd || !e->smp || alloc_buffers(e) || collect_eog(e)) {
         if (!e->smp) err_set("out of memory");
@@ -195,6 +269,7 @@ engine *engine_create(model *m, const engine_config *cfg) {
     e->beam = (beam_env){.tok = m->tok, .n_vocab = m->hp.n_vocab, .max_model_len = e->cfg.max_model_len,
                          .kvm = &e->kvm, .sched = &e->sched, .text = e->text, .text_cap = e->text_cap};
     e->stats.kv_blocks_total = (int)n_blocks;
+    e->stats.spec_k = cfg->spec.method != SPEC_NONE ? cfg->spec.num_speculative_tokens : 0;
     return e;
 fail:
     engine_free(e);
@@ -204,7 +279,10 @@ fail:
 void engine_free(engine *e) {
     if (!e) return;
     engine_stop(e);
-    for (int i = 0; i < e->n_live; i++) request_free(e->live[i]);
+    for (int i = 0; i < e->n_live; i++) {
+        release_drafts(e, e->live[i]);
+        request_free(e->live[i]);
+    }
     for (int i = 0; i < e->n_inbox; i++) request_free(e->inbox[i]);
     free(e->live);
     free(e->inbox);
@@ -215,6 +293,9 @@ void engine_free(engine *e) {
     kv_cache_free(e->kv);
     tp_free(e->tp);
     sampler_free(e->smp);
+    draft_free(e->draft);
+    model_free(e->draft_model);
+    free(e->draft_view);
     free(e->eog_ids);
     free(e->batch.seqs);
     free(e->b_tokens);
@@ -226,6 +307,8 @@ void engine_free(engine *e) {
     free(e->logits);
     free(e->scratch);
     free(e->raw);
+    free(e->spec_seqs);
+    free(e->spec_want);
     free(e->text);
     pthread_mutex_destroy(&e->mu);
     pthread_cond_destroy(&e->cv);
@@ -360,6 +443,7 @@ static void reap(engine *e) {
         r->t_finished = now_seconds();
         observe_finished(e, r);
         remove_live(e, r);
+        release_drafts(e, r);
         request_free(r);
     }
 }
@@ -427,8 +511,9 @@ static bool is_stop_token(const request_params *p, int32_t tok) {
     return false;
 }
 
-/* Samples the next token of `s` from `logits` (modified), then reports. */
-static void sample_and_report(engine *e, sequence *s, float *logits) {
+/* Samples the next token of `s` from `logits` (modified), then reports it.
+ * Returns the token, or -1 when the sequence ended with an error. */
+static int32_t sample_and_report(engine *e, sequence *s, float *logits) {
     request *r = s->req;
     const request_params *p = &r->params;
     const int nv = e->m->hp.n_vocab;
@@ -447,7 +532,7 @@ static void sample_and_report(engine *e, sequence *s, float *logits) {
     if (p->logprobs >= 0) compute_logprobs(e->raw, nv, tok, p->logprobs, &lp, top_tok, top_lp);
     if (seq_append_token(s, tok)) {
         finish_seq(e, s, FINISH_ERROR, NULL, NULL, "", 0);
-        return;
+        return -1;
     }
     if (r->t_first_token == 0) r->t_first_token = now_seconds();
     pthread_mutex_lock(&e->stats_mu);
@@ -463,7 +548,7 @@ static void sample_and_report(engine *e, sequence *s, float *logits) {
         size_t n = detok_push(e->m->tok, &s->detok, tok, p->include_special_text, e->text, e->text_cap);
         if (seq_hold_text(s, e->text, n)) {
             finish_seq(e, s, FINISH_ERROR, NULL, NULL, "", 0);
-            return;
+            return -1;
         }
         if (p->n_stop == 0) release = s->n_held;
         else if (stop_scan(p->stop, p->n_stop, s->held, s->n_held, &release)) why = FINISH_STOP, by_string = true;
@@ -479,7 +564,7 @@ static void sample_and_report(engine *e, sequence *s, float *logits) {
     const token_logprobs *lpp = p->logprobs >= 0 ? &lp : NULL;
     if (why != FINISH_NONE) {
         finish_seq(e, s, why, &s->tokens[s->n_tokens - 1], lpp, s->held ? s->held : "", release);
-        return;
+        return tok;
     }
     engine_output out = {.request_id = r->id, .index = s->index, .n_new_tokens = 1,
                          .new_tokens = &s->tokens[s->n_tokens - 1], .logprobs = lpp,
@@ -489,6 +574,7 @@ static void sample_and_report(engine *e, sequence *s, float *logits) {
     memmove(s->held, s->held + release, s->n_held - release);
     s->n_held -= release;
     if (s->held) s->held[s->n_held] = 0;
+    return tok;
 }
 
 /* Sample 0 finished its prompt: create samples 1..n-1 sharing its blocks. */
@@ -506,6 +592,82 @@ static void fork_samples(engine *e, sequence *s0, const float *logits) {
         memcpy(e->scratch, logits, (size_t)nv * sizeof *logits);
         sample_and_report(e, c, e->scratch);
     }
+}
+
+/* ---- speculative decoding ---- */
+
+/* Gives each decoding sequence its n-gram drafts for this step, unless more
+ * sequences run than disable_by_batch_size (then a step is compute-bound and
+ * drafts no longer pay). */
+static void propose_drafts(engine *e) {
+    const spec_config *c = &e->cfg.spec;
+    for (int i = 0; i < e->sched.running.n; i++) e->sched.running.items[i]->n_draft = 0;
+    if (c->method == SPEC_NONE || e->sched.running.n > c->disable_by_batch_size) return;
+    int rows_left = e->max_draft_rows, n_model = 0;
+    for (int i = 0; i < e->sched.running.n && rows_left > 0; i++) {
+        sequence *s = e->sched.running.items[i];
+        const request_params *p = &s->req->params;
+        if (p->beam_width > 1 || s->n_tokens - s->n_computed != 1) continue;
+        if (s->spec_skip > 0) { /* backing off after drafts that all failed */
+            s->spec_skip--;
+            continue;
+        }
+        if (s->spec_k == 0) s->spec_k = c->num_speculative_tokens;
+        /* Every draft accepted plus the bonus token must stay within max_tokens
+         * and max_model_len, so the drafts' positions have blocks reserved. */
+        int k = s->spec_k;
+        const int by_tokens = p->max_tokens - seq_n_output(s) - 1, by_len = e->cfg.max_model_len - s->n_tokens - 1;
+        if (k > by_tokens) k = by_tokens;
+        if (k > by_len) k = by_len;
+        if (k > rows_left) k = rows_left;
+        if (k <= 0) continue;
+        if (e->draft) { /* the draft model proposes for all of them below */
+            e->spec_seqs[n_model] = s;
+            e->spec_want[n_model++] = k;
+            rows_left -= k;
+            continue;
+        }
+        s->n_draft = ngram_propose(s->tokens, s->n_tokens, c->prompt_lookup_min, c->prompt_lookup_max, k, s->draft);
+        rows_left -= s->n_draft;
+    }
+    if (n_model > 0) draft_propose(e->draft, e->spec_seqs, e->spec_want, n_model);
+}
+
+static void count_verification(engine *e, int n_draft, int n_accepted) {
+    pthread_mutex_lock(&e->stats_mu);
+    e->stats.spec_drafts++;
+    e->stats.spec_draft_tokens += (uint64_t)n_draft;
+    e->stats.spec_accepted_tokens += (uint64_t)n_accepted;
+    for (int j = 0; j < n_accepted; j++) e->stats.spec_accepted_per_pos[j]++;
+    pthread_mutex_unlock(&e->stats_mu);
+}
+
+/* Walks a speculating sequence's 1 + n_draft logits rows (see the top of
+ * this file), then rolls its KV back to the verified tokens. */
+static void verify_drafts(engine *e, sequence *s, float *rows) {
+    const int nv = e->m->hp.n_vocab, n_draft = s->n_draft;
+    s->n_draft = 0;
+    if (s->status == SEQ_FINISHED) return;
+    const int computed = s->n_computed + s->n_scheduled; /* positions the forward wrote */
+    int accepted = 0;
+    for (int j = 0; j <= n_draft; j++) {
+        const int32_t tok = sample_and_report(e, s, rows + (size_t)j * nv);
+        if (j == n_draft || tok < 0 || tok != s->draft[j]) break; /* the bonus, an error, or a rejection */
+        accepted++;
+        if (s->status == SEQ_FINISHED) break; /* a stop condition inside the accepted run */
+    }
+    count_verification(e, n_draft, accepted);
+    s->spec_k = spec_next_k(s->spec_k, e->cfg.spec.num_speculative_tokens, n_draft, accepted);
+    if (e->draft) {
+        s->spec_misses = accepted ? 0 : s->spec_misses + 1;
+        s->spec_skip = spec_backoff_steps(s->spec_misses);
+    }
+    if (s->status == SEQ_FINISHED) return; /* its blocks are released */
+    /* Verified: everything before the token just emitted. */
+    s->n_computed = computed < s->n_tokens - 1 ? computed : s->n_tokens - 1;
+    kvm_truncate(&e->kvm, &s->kv, s->n_computed);
+    kvm_commit(&e->kvm, &s->kv, s->tokens, s->n_computed);
+    if (e->draft) draft_rollback(e->draft, s);
 }
 
 /* ---- the step ---- */
@@ -541,15 +703,16 @@ static int layout_batch(engine *e, fwd_batch *fb) {
     for (int i = 0; i < b->n_seqs; i++) {
         sequence *s = b->seqs[i];
         for (int k = 0; k < s->n_scheduled; k++, t++) {
-            e->b_tokens[t] = s->tokens[s->n_computed + k];
-            e->b_pos[t] = s->n_computed + k;
+            const int at = s->n_computed + k; /* past n_tokens: a draft */
+            e->b_tokens[t] = at < s->n_tokens ? s->tokens[at] : s->draft[at - s->n_tokens];
+            e->b_pos[t] = at;
             e->b_seq[t] = i;
+            if (at >= s->n_tokens - 1) { /* the last known token and each draft: logits */
+                e->b_rows[n_rows] = t;
+                e->b_row_seq[n_rows++] = s;
+            }
         }
         for (int g = 0; g < e->kvm.n_groups; g++) e->b_seqs[i].block_table[g] = kvm_table(&s->kv, g);
-        if (s->n_computed + s->n_scheduled == s->n_tokens) {
-            e->b_rows[n_rows] = t - 1;
-            e->b_row_seq[n_rows++] = s;
-        }
         if (s->req->t_scheduled == 0) {
             s->req->t_scheduled = now_seconds();
             pthread_mutex_lock(&e->stats_mu);
@@ -565,6 +728,7 @@ static int layout_batch(engine *e, fwd_batch *fb) {
 int engine_step(engine *e) {
     take_inbox(e);
     reap(e);
+    propose_drafts(e);
     sched_schedule(&e->sched, &e->batch);
     if (e->batch.n_seqs > 0) {
         fwd_batch fb;
@@ -575,13 +739,19 @@ int engine_step(engine *e) {
         } else {
             for (int i = 0; i < e->batch.n_seqs; i++) {
                 sequence *s = e->batch.seqs[i];
+                if (s->n_draft > 0) continue; /* verify_drafts decides what is computed */
                 s->n_computed += s->n_scheduled;
                 kvm_commit(&e->kvm, &s->kv, s->tokens, s->n_computed);
             }
             const int nv = e->m->hp.n_vocab;
-            for (int i = 0; i < n_rows; i++) {
+            for (int i = 0; i < n_rows;) {
                 sequence *s = e->b_row_seq[i];
                 float *row = e->logits + (size_t)i * nv;
+                i += 1 + s->n_draft; /* a speculating sequence has a row per draft besides its own */
+                if (s->n_draft > 0) {
+                    verify_drafts(e, s, row);
+                    continue;
+                }
                 if (s->status == SEQ_FINISHED) continue; /* aborted while running */
                 if (s->req->params.beam_width > 1) {
                     beam_collect(&e->beam, s, row);

@@ -2,7 +2,9 @@
  * the KV cache, the scheduler's queues and the forward pass; each step it
  * schedules one batch (decodes first, then prompt chunks, under a token and a
  * sequence budget), runs one forward over it, samples, and reports each
- * request's new tokens and text through the request's callback.
+ * request's new tokens and text through the request's callback. With
+ * speculative decoding on, decoding sequences bring n-gram draft tokens into
+ * the same forward and keep the accepted ones (see engine/spec.h).
  *
  * Thread safety: engine_submit, engine_abort and engine_get_stats may be
  * called from any thread. engine_step runs on one thread (the caller's, or the
@@ -13,6 +15,7 @@
 #define CLLM_ENGINE_ENGINE_H
 
 #include "engine/sampler.h"
+#include "engine/spec.h"
 #include "kv/kv_cache.h"
 #include "model/model.h"
 #include "util/histogram.h"
@@ -33,6 +36,8 @@ typedef struct {
     bool prefix_caching;
     int n_threads;               /* <= 0: all cores */
     int max_waiting;             /* submit fails when this many requests wait; 0 = no limit */
+    spec_config spec;            /* speculative decoding; method SPEC_NONE: off; with
+                                    SPEC_DRAFT_MODEL the engine loads spec.model itself */
 } engine_config;
 
 engine_config engine_config_defaults(void);
@@ -69,7 +74,8 @@ typedef struct {
 typedef struct {
     uint64_t request_id;
     int index;                 /* which of the n samples */
-    int n_new_tokens;          /* 0 or 1 per step; a beam search reports all at the end */
+    int n_new_tokens;          /* 0 or 1 per output (a step with accepted speculative drafts
+                                  reports one output per token); a beam search reports all at the end */
     const int32_t *new_tokens;
     const token_logprobs *logprobs; /* [n_new_tokens] when asked for */
     const char *text;          /* newly released text (whole UTF-8 characters) */
@@ -94,6 +100,11 @@ typedef struct {
     uint64_t prompt_tokens, generation_tokens;
     uint64_t requests_finished;
     histogram ttft, tpot, e2e, queue;
+    /* Speculative decoding (vLLM's spec_decode counters): verifications,
+     * draft tokens verified, drafts accepted, and accepted at each position. */
+    int spec_k; /* num_speculative_tokens; 0: speculation off */
+    uint64_t spec_drafts, spec_draft_tokens, spec_accepted_tokens;
+    uint64_t spec_accepted_per_pos[SPEC_MAX_TOKENS];
 } engine_stats;
 
 typedef struct engine engine;

@@ -8,6 +8,7 @@
 
 #include "engine/engine.h"
 #include "engine/sampler.h"
+#include "engine/spec.h"
 #include "kv/kv_manager.h"
 #include "tokenizer/detok.h"
 
@@ -37,6 +38,18 @@ typedef struct {
     char *held;           /* text not yet released (stop strings) */
     size_t n_held, cap_held;
     finish_reason finish;
+    /* Speculative decoding: this step's draft tokens, which follow tokens[]
+     * in the batch (positions n_tokens..n_tokens + n_draft - 1), and the
+     * number to propose next time (adapted, spec_next_k). */
+    int32_t draft[SPEC_MAX_TOKENS];
+    int n_draft;
+    int spec_k;
+    int spec_misses;      /* verifications in a row that accepted nothing */
+    int spec_skip;        /* decode steps left without drafts (spec_backoff_steps) */
+    seq_kv draft_kv;      /* the draft model's KV (method draft_model) */
+    int draft_computed;   /* positions whose draft K/V are in draft_kv; those from
+                             draft_base on were computed from draft[] */
+    int draft_base;
     /* Beam search: the beam's score so far and its best next tokens. */
     double cum_logprob;
     bool beam_pending;

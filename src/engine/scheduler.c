@@ -86,6 +86,7 @@ static void unschedule(sched_batch *b, sequence *seq) {
 /* Frees the victim's blocks; it will be recomputed from its tokens. */
 static void preempt(scheduler *s, sched_batch *b, sequence *victim) {
     if (victim->scheduled) unschedule(b, victim);
+    victim->n_draft = 0;
     kvm_release(s->kvm, &victim->kv);
     victim->n_computed = 0;
     victim->preempted = true;
@@ -113,7 +114,14 @@ static void add_to_batch(sched_batch *b, sequence *seq, int n) {
 static void schedule_running(scheduler *s, sched_batch *b, sequence *seq, bool *preempted_any) {
     const int budget = s->max_batched_tokens - b->n_tokens;
     const int remaining = seq->n_tokens - seq->n_computed;
-    const int n = remaining < budget ? remaining : budget;
+    int n = remaining < budget ? remaining : budget;
+    if (seq->n_draft > 0) {
+        /* A decode with drafts: they come after the token, as budget and blocks
+         * allow; they never cost anyone else their place. */
+        if (seq->n_draft > budget - n) seq->n_draft = budget - n > 0 ? budget - n : 0;
+        if (seq->n_draft > 0 && kvm_allocate(s->kvm, &seq->kv, seq->n_computed, n + seq->n_draft)) seq->n_draft = 0;
+        n += seq->n_draft;
+    }
     while (kvm_allocate(s->kvm, &seq->kv, seq->n_computed, n)) {
         sequence *victim = pick_victim(s);
         preempt(s, b, victim);

@@ -5,7 +5,10 @@
  * A prompt longer than the remaining budget is computed in chunks over
  * several steps. When blocks run out, the most recently admitted running
  * sequence is preempted: its blocks are freed and it waits at the front of
- * the queue, to be recomputed (cheaply, if its blocks are still cached). */
+ * the queue, to be recomputed (cheaply, if its blocks are still cached).
+ * A decoding sequence with speculative drafts (n_draft > 0) computes them
+ * after its token when the budget and the blocks allow; otherwise its drafts
+ * are dropped (n_draft lowered), never another sequence preempted for them. */
 #ifndef CLLM_ENGINE_SCHEDULER_H
 #define CLLM_ENGINE_SCHEDULER_H
 

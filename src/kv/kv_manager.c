@@ -161,6 +161,15 @@ int kvm_match_prefix(kv_manager *m, seq_kv *s, const int32_t *tokens, int n) {
     return k * bs;
 }
 
+void kvm_truncate(kv_manager *m, seq_kv *s, int n_tokens) {
+    const int keep = (n_tokens + m->block_size - 1) / m->block_size;
+    for (int g = 0; g < m->n_groups; g++) {
+        block_list *l = &s->lists[g];
+        for (; l->n > keep; l->n--)
+            if (l->ids[l->n - 1] >= 0) pool_unref(m->pool, l->ids[l->n - 1]);
+    }
+}
+
 int kvm_fork(kv_manager *m, const seq_kv *src, seq_kv *dst) {
     memset(dst, 0, sizeof *dst);
     for (int g = 0; g < m->n_groups; g++) {

@@ -60,6 +60,12 @@ int kvm_allocate(kv_manager *m, seq_kv *s, int start, int n);
  * full block under its chained hash. */
 void kvm_commit(kv_manager *m, seq_kv *s, const int32_t *tokens, int n_computed);
 
+/* Speculative decoding's rollback: keeps the blocks that hold positions
+ * < n_tokens and releases the rest (they held only rejected drafts, written
+ * into blocks kvm_allocate made private). The hash chain is untouched:
+ * kvm_commit registers only blocks of verified tokens. */
+void kvm_truncate(kv_manager *m, seq_kv *s, int n_tokens);
+
 /* dst (empty) shares every block of src. */
 int kvm_fork(kv_manager *m, const seq_kv *src, seq_kv *dst);
 void kvm_release(kv_manager *m, seq_kv *s);

@@ -85,6 +85,19 @@ void metrics_render(buf *b, const metrics_input *in) {
     counter(&o, "vllm:num_preemptions_total", "Sequences preempted (to be recomputed later).", s->preemptions);
     counter(&o, "vllm:prompt_tokens_total", "Prompt tokens scheduled.", s->prompt_tokens);
     counter(&o, "vllm:generation_tokens_total", "Tokens generated.", s->generation_tokens);
+    counter(&o, "vllm:spec_decode_num_drafts_total", "Speculative verifications (one per sequence and step).",
+            s->spec_drafts);
+    counter(&o, "vllm:spec_decode_num_draft_tokens_total", "Speculative draft tokens verified.", s->spec_draft_tokens);
+    counter(&o, "vllm:spec_decode_num_accepted_tokens_total", "Speculative draft tokens accepted.",
+            s->spec_accepted_tokens);
+    head(&o, "vllm:spec_decode_num_accepted_tokens_per_pos", "counter",
+         "Speculative draft tokens accepted, by position in the draft (0 = first).");
+    for (int i = 0; i < s->spec_k && i < SPEC_MAX_TOKENS; i++) {
+        char pos[16];
+        snprintf(pos, sizeof pos, "%d", i);
+        sample(&o, "vllm:spec_decode_num_accepted_tokens_per_pos", "position", pos,
+               (double)s->spec_accepted_per_pos[i]);
+    }
 
     head(&o, "vllm:request_success_total", "counter", "Finished sequences by finish reason.");
     static const struct {

@@ -82,6 +82,16 @@ int main(int argc, char **argv) {
     cfg.n_threads = geti(cfgj, "threads", 2);
     cfg.prefix_caching = json_is_false(json_object_get(cfgj, "prefix_caching")) ? false : true;
     cfg.kv_type = geti(cfgj, "kv_f32", 0) ? KV_F32 : KV_F16;
+    json_t *specj = json_object_get(cfgj, "speculative_config");
+    if (specj) {
+        char *text = json_dumps(specj, 0);
+        int bad = spec_config_parse_json(text, &cfg.spec);
+        free(text);
+        if (bad) {
+            fprintf(stderr, "speculative_config: %s\n", err_get());
+            return 1;
+        }
+    }
     engine *e = engine_create(m, &cfg);
     if (!e) {
         fprintf(stderr, "%s\n", err_get());
@@ -106,6 +116,10 @@ int main(int argc, char **argv) {
                 p.ignore_eos = json_is_true(json_object_get(r, "ignore_eos"));
                 p.sampling.temperature = (float)getf(r, "temperature", 0.0);
                 p.sampling.top_p = (float)getf(r, "top_p", 1.0);
+                p.sampling.top_k = geti(r, "top_k", 0);
+                p.sampling.repetition_penalty = (float)getf(r, "repetition_penalty", 1.0);
+                p.sampling.frequency_penalty = (float)getf(r, "frequency_penalty", 0.0);
+                p.min_tokens = geti(r, "min_tokens", 0);
                 p.sampling.seed = (uint64_t)geti(r, "seed", 0);
                 p.logprobs = geti(r, "logprobs", -1);
                 p.beam_width = geti(r, "beam_width", 0);
@@ -155,6 +169,11 @@ int main(int argc, char **argv) {
     json_object_set_new(out, "preemptions", json_integer((json_int_t)stats.preemptions));
     json_object_set_new(out, "prefix_hits", json_integer((json_int_t)stats.prefix_hits));
     json_object_set_new(out, "prefix_queries", json_integer((json_int_t)stats.prefix_queries));
+    json_t *per_pos = json_array();
+    for (int i = 0; i < SPEC_MAX_TOKENS; i++) json_array_append_new(per_pos, json_integer((json_int_t)stats.spec_accepted_per_pos[i]));
+    json_object_set_new(out, "spec", json_pack("{s:I,s:I,s:I,s:o}", "drafts", (json_int_t)stats.spec_drafts,
+                                               "draft_tokens", (json_int_t)stats.spec_draft_tokens, "accepted_tokens",
+                                               (json_int_t)stats.spec_accepted_tokens, "accepted_per_pos", per_pos));
     json_dumpf(out, stdout, JSON_COMPACT);
     printf("\n");
     json_decref(out);

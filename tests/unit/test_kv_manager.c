@@ -2,7 +2,11 @@
  * manager (prefix match, chunked allocation, commit, decode appends with
  * copy-on-write, fork, release, eviction under pressure), with the pool's
  * invariants and every reference count recomputed from the sequences' block
- * tables after each operation. At the end no block is held. */
+ * tables after each operation. At the end no block is held. A second walk
+ * does speculative decode steps (drafts written, a prefix accepted, the rest
+ * rolled back with kvm_truncate) beside prefix hits and forks: no shared or
+ * cached block is ever written, verified positions keep their tokens' K, no
+ * block outlives the tokens it holds, and none leaks. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -70,6 +74,19 @@ static void check_all(kv_manager *m, fake_seq *seqs) {
     }
     assert_int_equal(in_use, pool_n_in_use(m->pool));
     free(refs);
+}
+
+/* The end of a walk: every sequence released, every block back in the
+ * pool; then everything freed. */
+static void end_walk(kv_manager *m, kv_cache *kv, fake_seq *seqs, int n_blocks) {
+    for (int i = 0; i < MAX_SEQS; i++)
+        if (seqs[i].live) kvm_release(m, &seqs[i].kv);
+    assert_int_equal(pool_n_in_use(m->pool), 0);
+    assert_int_equal(pool_n_available(m->pool), n_blocks);
+    assert_int_equal(pool_check(m->pool), 0);
+    free(seqs);
+    kvm_destroy(m);
+    kv_cache_free(kv);
 }
 
 /* Tokens from a small alphabet in a few shared prefixes, so prefixes repeat. */
@@ -154,18 +171,11 @@ static void run_walk(bool sliding, int n_blocks, int iters) {
         }
         check_all(&m, seqs);
     }
-    for (int i = 0; i < MAX_SEQS; i++)
-        if (seqs[i].live) kvm_release(&m, &seqs[i].kv);
-    assert_int_equal(pool_n_in_use(m.pool), 0);
-    assert_int_equal(pool_n_available(m.pool), n_blocks);
-    assert_int_equal(pool_check(m.pool), 0);
     /* The walk exercised what it claims to. */
     assert_true(hits > 10);
     assert_true(cows > 0);
     assert_true(allocation_failures > 0);
-    free(seqs);
-    kvm_destroy(&m);
-    kv_cache_free(kv);
+    end_walk(&m, kv, seqs, n_blocks);
 }
 
 static void test_random_walk_full_attention(void **state) {
@@ -202,11 +212,184 @@ static void test_pool_lru_and_hash_map(void **state) {
     pool_free(p);
 }
 
+/* ---- speculative decoding's rollback ---- */
+
+/* What the forward pass would write at a position: K of every layer there
+ * holds a value naming the token and the position. */
+static float marker(int32_t tok, int pos) { return (float)tok * 1000.0f + (float)pos; }
+
+static float *k_slot(kv_manager *m, int il, int block, int pos) {
+    return (float *)kv_k_block(m->cache, il, block) + (size_t)(pos % m->block_size) * m->cache->head_dim_k;
+}
+
+/* Writes positions [start, start + n) of tokens t (the last known token and
+ * the drafts), checking that every block written is private and unhashed:
+ * one the prefix cache shares is never written. */
+static void write_positions(kv_manager *m, fake_seq *s, const int32_t *t, int start, int n) {
+    for (int il = 0; il < m->cache->n_groups * m->cache->layers_per_group; il++) {
+        const block_list *l = &s->kv.lists[m->cache->layer_group[il]];
+        for (int pos = start; pos < start + n; pos++) {
+            const int b = pos / m->block_size;
+            assert_true(b < l->n && l->ids[b] >= 0);
+            if (pool_refcount(m->pool, l->ids[b]) != 1 || pool_has_hash(m->pool, l->ids[b]))
+                fail_msg("position %d: block %d is shared (ref %d) or cached", pos, l->ids[b],
+                         pool_refcount(m->pool, l->ids[b]));
+            *k_slot(m, il, l->ids[b], pos) = marker(t[pos - start], pos);
+        }
+    }
+}
+
+/* Every computed position a query could still see holds its own token. */
+static void check_contents(kv_manager *m, const fake_seq *s) {
+    for (int il = 0; il < m->cache->n_groups * m->cache->layers_per_group; il++) {
+        const block_list *l = &s->kv.lists[m->cache->layer_group[il]];
+        for (int pos = 0; pos < s->n_computed; pos++) {
+            const int b = pos / m->block_size;
+            if (b >= l->n || l->ids[b] < 0) continue; /* left a sliding window */
+            if (*k_slot(m, il, l->ids[b], pos) != marker(s->tokens[pos], pos))
+                fail_msg("layer %d position %d holds %g, not token %d", il, pos, *k_slot(m, il, l->ids[b], pos),
+                         s->tokens[pos]);
+        }
+    }
+}
+
+/* A copy of every block the prefix cache could hand out or that two tables
+ * share: these must come out of a step unchanged. */
+static float *snapshot_shared(kv_manager *m, bool *shared) {
+    const int nb = pool_n_blocks(m->pool);
+    const size_t per = (size_t)m->cache->layers_per_group * m->cache->k_layer_bytes;
+    float *copy = malloc((size_t)nb * per);
+    for (int b = 0; b < nb; b++) {
+        shared[b] = pool_refcount(m->pool, b) > 1 || pool_has_hash(m->pool, b);
+        if (shared[b]) memcpy((char *)copy + b * per, m->cache->k + b * per, per);
+    }
+    return copy;
+}
+
+static void check_shared_unchanged(kv_manager *m, const bool *shared, const float *copy) {
+    const size_t per = (size_t)m->cache->layers_per_group * m->cache->k_layer_bytes;
+    for (int b = 0; b < pool_n_blocks(m->pool); b++)
+        if (shared[b] && memcmp((const char *)copy + b * per, m->cache->k + b * per, per))
+            fail_msg("shared block %d was written", b);
+}
+
+/* One decode step with drafts: allocate, write, accept a prefix, roll back. */
+static bool speculative_step(kv_manager *m, fake_seq *s, int *n_rejected, int *n_shared_seen) {
+    int n_draft = (int)rnd(9);
+    if (s->n_tokens + n_draft + 1 > MAX_TOK) n_draft = MAX_TOK - s->n_tokens - 1;
+    if (n_draft < 0) return false;
+    const int start = s->n_computed; /* == n_tokens - 1 */
+    if (kvm_allocate(m, &s->kv, start, 1 + n_draft)) {
+        n_draft = 0; /* as the scheduler does: drop the drafts, keep the decode */
+        if (kvm_allocate(m, &s->kv, start, 1)) return false;
+    }
+    int32_t batch[10];
+    batch[0] = s->tokens[start];
+    for (int j = 0; j < n_draft; j++) batch[1 + j] = (int32_t)rnd(50);
+    bool *shared = calloc((size_t)pool_n_blocks(m->pool), sizeof *shared);
+    float *copy = snapshot_shared(m, shared);
+    for (int b = 0; b < pool_n_blocks(m->pool); b++) *n_shared_seen += shared[b];
+    write_positions(m, s, batch, start, 1 + n_draft);
+    /* Accept a prefix of the drafts; then one more token (corrected or bonus). */
+    const int accepted = (int)rnd((uint32_t)n_draft + 1);
+    for (int j = 0; j < accepted; j++) s->tokens[s->n_tokens++] = batch[1 + j];
+    s->tokens[s->n_tokens++] = (int32_t)rnd(50);
+    *n_rejected += n_draft - accepted;
+    s->last_start = start;
+    s->n_computed = start + 1 + accepted;
+    kvm_truncate(m, &s->kv, s->n_computed);
+    kvm_commit(m, &s->kv, s->tokens, s->n_computed);
+    check_shared_unchanged(m, shared, copy);
+    free(shared);
+    free(copy);
+    const int keep = (s->n_computed + m->block_size - 1) / m->block_size;
+    for (int g = 0; g < m->n_groups; g++)
+        if (s->kv.lists[g].n > keep) fail_msg("group %d keeps %d blocks for %d tokens", g, s->kv.lists[g].n, s->n_computed);
+    return true;
+}
+
+static void run_rollback_walk(bool sliding, int n_blocks, int iters) {
+    const kv_spec spec = make_spec(sliding);
+    kv_cache *kv = kv_cache_create(&spec, KV_F32, 8, n_blocks);
+    assert_non_null(kv);
+    kv_manager m;
+    assert_int_equal(kvm_init(&m, kv, true), 0);
+    fake_seq *seqs = calloc(MAX_SEQS, sizeof *seqs);
+    int hits = 0, rejected = 0, shared_seen = 0, forks = 0, steps = 0;
+    for (int it = 0; it < iters; it++) {
+        const int i = (int)rnd(MAX_SEQS);
+        fake_seq *s = &seqs[i];
+        const int op = (int)rnd(10);
+        if (!s->live) {
+            const int src = (int)rnd(MAX_SEQS);
+            if (op < 3 && seqs[src].live && src != i && seqs[src].n_computed == seqs[src].n_tokens - 1) {
+                assert_int_equal(kvm_fork(&m, &seqs[src].kv, &s->kv), 0); /* n > 1: samples share blocks */
+                memcpy(s->tokens, seqs[src].tokens, sizeof s->tokens);
+                s->n_tokens = seqs[src].n_tokens;
+                s->n_computed = seqs[src].n_computed;
+                s->last_start = seqs[src].last_start;
+                s->live = true;
+                forks++;
+            } else if (op >= 3) {
+                fill_prompt(s);
+                memset(&s->kv, 0, sizeof s->kv);
+                s->n_computed = kvm_match_prefix(&m, &s->kv, s->tokens, s->n_tokens);
+                s->last_start = s->n_computed;
+                hits += s->n_computed > 0;
+                s->live = true;
+            }
+        } else if (op < 1) {
+            kvm_release(&m, &s->kv);
+            s->live = false;
+        } else if (s->n_computed < s->n_tokens - 1) {
+            /* prefill a chunk, short of the last token (decoded with drafts) */
+            int n = 1 + (int)rnd(24);
+            if (n > s->n_tokens - 1 - s->n_computed) n = s->n_tokens - 1 - s->n_computed;
+            if (kvm_allocate(&m, &s->kv, s->n_computed, n) == 0) {
+                write_positions(&m, s, s->tokens + s->n_computed, s->n_computed, n);
+                s->last_start = s->n_computed;
+                s->n_computed += n;
+                kvm_commit(&m, &s->kv, s->tokens, s->n_computed);
+            } else {
+                kvm_release(&m, &s->kv); /* preempted */
+                s->live = false;
+            }
+        } else if (speculative_step(&m, s, &rejected, &shared_seen)) {
+            steps++;
+        } else {
+            kvm_release(&m, &s->kv);
+            s->live = false;
+        }
+        if (s->live) check_contents(&m, s);
+        check_all(&m, seqs);
+    }
+    /* The walk exercised what it claims to: prefix hits, forks, shared
+     * blocks present during speculative steps, rejected drafts. */
+    assert_true(hits > 10);
+    assert_true(forks > 10);
+    assert_true(shared_seen > 100);
+    assert_true(rejected > 1000);
+    assert_true(steps > 1000);
+    end_walk(&m, kv, seqs, n_blocks);
+}
+
+static void test_speculative_rollback_full_attention(void **state) {
+    (void)state;
+    run_rollback_walk(false, 64, 20000);
+}
+
+static void test_speculative_rollback_with_sliding_groups(void **state) {
+    (void)state;
+    run_rollback_walk(true, 160, 20000);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pool_lru_and_hash_map),
         cmocka_unit_test(test_random_walk_full_attention),
         cmocka_unit_test(test_random_walk_with_sliding_groups),
+        cmocka_unit_test(test_speculative_rollback_full_attention),
+        cmocka_unit_test(test_speculative_rollback_with_sliding_groups),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

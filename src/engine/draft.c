@@ -1,0 +1,203 @@
+/* See draft.h. The runner keeps its own kv_cache, kv_manager (no prefix
+ * cache: draft blocks are never shared) and forward context; the batch
+ * layout mirrors engine.c's. */
+#include "engine/draft.h"
+
+#include "engine/sampler.h"
+#include "kv/kv_manager.h"
+#include "model/forward.h"
+#include "tokenizer/tokenizer.h"
+#include "util/error.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct draft_runner {
+    const model *m;
+    kv_cache *kv;
+    kv_manager kvm;
+    forward_ctx *fwd;
+    int max_tokens, max_seqs;
+    int32_t *tok, *pos, *seq, *rows;
+    fwd_seq *seqs;
+    sequence **row_seq;
+    float *logits; /* [max_seqs][n_vocab] */
+};
+
+static int check_vocab(const model *draft, const model *target) {
+    const int nd = tokenizer_n_vocab(draft->tok), nt = tokenizer_n_vocab(target->tok);
+    if (nd != nt || draft->hp.n_vocab != target->hp.n_vocab)
+        return err_set(
+            "the draft model's vocabulary (%d tokens) differs from the target's (%d tokens)", nd,
+            nt);
+    for (int i = 0; i < nt; i++) {
+        const char *a = tokenizer_token_text(draft->tok, i),
+                   *b = tokenizer_token_text(target->tok, i);
+        if (strcmp(a ? a : "", b ? b : ""))
+            return err_set("the draft model's tokenizer differs from the target's: token %d is "
+                           "'%s' in the draft, "
+                           "'%s' in the target",
+                           i, a ? a : "", b ? b : "");
+    }
+    return 0;
+}
+
+draft_runner *draft_create(const model *draft, const model *target, int n_seqs, int max_model_len,
+                           int max_tokens, int block_size, threadpool *tp) {
+    if (check_vocab(draft, target)) return NULL;
+    draft_runner *d = calloc(1, sizeof *d);
+    if (!d) {
+        err_set("out of memory");
+        return NULL;
+    }
+    d->m = draft;
+    d->max_tokens = max_tokens;
+    d->max_seqs = n_seqs;
+    kv_cache layout;
+    kv_cache_layout(&draft->kv, KV_F16, block_size, &layout);
+    kv_manager probe = {.cache = &layout, .n_groups = layout.n_groups, .block_size = block_size};
+    const int n_blocks = kvm_blocks_needed(&probe, max_model_len, max_tokens) * n_seqs;
+    d->kv = kv_cache_create(&draft->kv, KV_F16, block_size, n_blocks);
+    if (!d->kv || kvm_init(&d->kvm, d->kv, false)) goto fail;
+    d->fwd = forward_create(draft, d->kv, max_tokens, n_seqs, tp);
+    const size_t T = (size_t)max_tokens, S = (size_t)n_seqs;
+    d->tok = malloc(T * sizeof *d->tok);
+    d->pos = malloc(T * sizeof *d->pos);
+    d->seq = malloc(T * sizeof *d->seq);
+    d->rows = malloc(S * sizeof *d->rows);
+    d->seqs = calloc(S, sizeof *d->seqs);
+    d->row_seq = calloc(S, sizeof *d->row_seq);
+    d->logits = malloc(S * (size_t)draft->hp.n_vocab * sizeof *d->logits);
+    if (!d->fwd || !d->tok || !d->pos || !d->seq || !d->rows || !d->seqs || !d->row_seq ||
+        !d->logits) {
+        err_set("out of memory for the draft model's buffers");
+        goto fail;
+    }
+    return d;
+fail:
+    draft_free(d);
+    return NULL;
+}
+
+void draft_free(draft_runner *d) {
+    if (!d) return;
+    forward_free(d->fwd);
+    if (d->kvm.pool) kvm_destroy(&d->kvm);
+    kv_cache_free(d->kv);
+    free(d->tok);
+    free(d->pos);
+    free(d->seq);
+    free(d->rows);
+    free(d->seqs);
+    free(d->row_seq);
+    free(d->logits);
+    free(d);
+}
+
+void draft_release(draft_runner *d, sequence *s) {
+    kvm_release(&d->kvm, &s->draft_kv);
+    s->draft_computed = 0;
+}
+
+/* Keeps the draft K/V of positions whose tokens are the sequence's own:
+ * drafts fed from draft_base on count only where the sequence went on with
+ * the same tokens (whether the drafts were verified, or dropped by the
+ * scheduler and decoded plainly), and the last known token is always fed
+ * again so that it gives the next row. */
+static void sync(draft_runner *d, sequence *s) {
+    int valid = s->draft_computed;
+    if (valid > s->draft_base) {
+        int j = 0;
+        while (s->draft_base + j < valid && s->draft_base + j < s->n_tokens &&
+               j < SPEC_MAX_TOKENS && s->tokens[s->draft_base + j] == s->draft[j])
+            j++;
+        valid = s->draft_base + j;
+    }
+    if (valid > s->n_tokens - 1) valid = s->n_tokens - 1;
+    s->draft_computed = valid;
+    kvm_truncate(&d->kvm, &s->draft_kv, valid);
+}
+
+void draft_rollback(draft_runner *d, sequence *s) {
+    sync(d, s);
+}
+
+/* The token at position `at` of s: a known token, or a draft already made. */
+static int32_t token_at(const sequence *s, int at) {
+    return at < s->n_tokens ? s->tokens[at] : s->draft[at - s->n_tokens];
+}
+
+/* One forward over the tokens [draft_computed, upto) of each listed sequence
+ * (at most the token budget); each sequence that reaches `upto` gets a row,
+ * whose argmax becomes its next draft. */
+static void draft_round(draft_runner *d, sequence **seqs, const int *upto, int n) {
+    int t = 0, n_rows = 0, n_seqs = 0;
+    for (int i = 0; i < n; i++) {
+        sequence *s = seqs[i];
+        int count = upto[i] - s->draft_computed;
+        if (count <= 0) continue;
+        if (count > d->max_tokens - t) count = d->max_tokens - t;
+        if (count <= 0) break;
+        if (kvm_allocate(&d->kvm, &s->draft_kv, s->draft_computed, count)) {
+            /* The pool is full: this sequence starts over later, its blocks freed for the others.
+             */
+            draft_release(d, s);
+            continue;
+        }
+        for (int k = 0; k < count; k++, t++) {
+            d->tok[t] = token_at(s, s->draft_computed + k);
+            d->pos[t] = s->draft_computed + k;
+            d->seq[t] = n_seqs;
+        }
+        for (int g = 0; g < d->kvm.n_groups; g++)
+            d->seqs[n_seqs].block_table[g] = kvm_table(&s->draft_kv, g);
+        n_seqs++;
+        s->draft_computed += count;
+        if (s->draft_computed == upto[i]) {
+            d->rows[n_rows] = t - 1;
+            d->row_seq[n_rows++] = s;
+        }
+    }
+    if (t == 0) return;
+    const fwd_batch fb = {.n_tokens = t,
+                          .tokens = d->tok,
+                          .pos = d->pos,
+                          .seq = d->seq,
+                          .n_seqs = n_seqs,
+                          .seqs = d->seqs,
+                          .n_out = n_rows,
+                          .out_rows = d->rows};
+    if (forward_run(d->fwd, &fb, d->logits)) {
+        for (int i = 0; i < n; i++)
+            draft_release(d, seqs[i]); /* recomputed later */
+        return;
+    }
+    for (int r = 0; r < n_rows; r++) {
+        sequence *s = d->row_seq[r];
+        s->draft[s->n_draft++] =
+            sampler_argmax(d->logits + (size_t)r * d->m->hp.n_vocab, d->m->hp.n_vocab);
+    }
+}
+
+void draft_propose(draft_runner *d, sequence **seqs, const int *want, int n) {
+    if (n > d->max_seqs) n = d->max_seqs;
+    int upto[n > 0 ? n : 1];
+    for (int i = 0; i < n; i++) {
+        sync(d, seqs[i]);
+        seqs[i]->n_draft = 0;
+        seqs[i]->draft_base = seqs[i]->n_tokens;
+    }
+    /* Round 0 catches up to the last known token; round r feeds draft r. */
+    int max_want = 0;
+    for (int i = 0; i < n; i++)
+        max_want = want[i] > max_want ? want[i] : max_want;
+    for (int r = 0; r < max_want; r++) {
+        for (int i = 0; i < n; i++) {
+            sequence *s = seqs[i];
+            /* Drafting goes on while the sequence got every earlier draft. */
+            const bool go = r < want[i] && s->n_draft == r;
+            upto[i] = go ? s->n_tokens + r : 0;
+        }
+        draft_round(d, seqs, upto, n);
+    }
+}

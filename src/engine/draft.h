@@ -1,0 +1,36 @@
+/* A draft model for speculative decoding ("method": "draft_model"): a
+ * smaller model with the target's vocabulary, run in the same process on the
+ * engine's threads, with its own small paged KV pool. Each step it proposes
+ * greedy drafts for the speculating sequences: one batched forward to catch
+ * each sequence up with the tokens the target accepted since its last turn,
+ * then one batched forward per further draft token. After the target's
+ * verification, the sequence's draft KV is cut back to the verified tokens.
+ * Greedy drafts are one-hot, so the engine's acceptance rule (sample the row,
+ * keep a draft equal to it) stays exact. */
+#ifndef CLLM_ENGINE_DRAFT_H
+#define CLLM_ENGINE_DRAFT_H
+
+#include "engine/request.h"
+#include "model/model.h"
+#include "util/threadpool.h"
+
+typedef struct draft_runner draft_runner;
+
+/* NULL with err_get() when the draft's vocabulary differs from the target's
+ * (size or any token's text) or on allocation failure. The pool holds
+ * `n_seqs` sequences of max_model_len tokens; forwards take at most
+ * max_tokens tokens. */
+draft_runner *draft_create(const model *draft, const model *target, int n_seqs, int max_model_len,
+                           int max_tokens, int block_size, threadpool *tp);
+void draft_free(draft_runner *d);
+
+/* For each of the n sequences, up to want[i] greedy draft tokens into
+ * seqs[i]->draft and seqs[i]->n_draft (0 when the sequence is still being
+ * caught up, or the pool is full). */
+void draft_propose(draft_runner *d, sequence **seqs, const int *want, int n);
+/* After verification: the draft KV keeps only positions < s->n_computed. */
+void draft_rollback(draft_runner *d, sequence *s);
+/* The sequence is done (finished, freed): its draft blocks go back. */
+void draft_release(draft_runner *d, sequence *s);
+
+#endif

@@ -1,0 +1,138 @@
+/* See spec.h. The JSON keys and their meaning are vLLM's; the defaults for
+ * the n-gram lengths differ (vLLM: 5 and 5) because shorter matches find
+ * drafts more often and the adaptive K keeps failed ones cheap. */
+#include "engine/spec.h"
+
+#include "util/error.h"
+
+#include <jansson.h>
+#include <string.h>
+
+spec_config spec_config_defaults(void) {
+    return (spec_config){.method = SPEC_NONE,
+                         .num_speculative_tokens = 4,
+                         .prompt_lookup_min = 2,
+                         .prompt_lookup_max = 5,
+                         .disable_by_batch_size = 8};
+}
+
+int spec_config_check(const spec_config *c) {
+    if (c->method == SPEC_NONE) return 0;
+    if (c->num_speculative_tokens < 1 || c->num_speculative_tokens > SPEC_MAX_TOKENS)
+        return err_set("num_speculative_tokens must be in 1..%d, got %d", SPEC_MAX_TOKENS,
+                       c->num_speculative_tokens);
+    if (c->prompt_lookup_min < 1 || c->prompt_lookup_min > 64)
+        return err_set("prompt_lookup_min must be in 1..64, got %d", c->prompt_lookup_min);
+    if (c->prompt_lookup_max < 1 || c->prompt_lookup_max > 64)
+        return err_set("prompt_lookup_max must be in 1..64, got %d", c->prompt_lookup_max);
+    if (c->prompt_lookup_min > c->prompt_lookup_max)
+        return err_set("prompt_lookup_min (%d) must not exceed prompt_lookup_max (%d)",
+                       c->prompt_lookup_min, c->prompt_lookup_max);
+    if (c->method == SPEC_DRAFT_MODEL && !c->model[0])
+        return err_set("method \"draft_model\" needs \"model\": the draft model's path");
+    if (c->method != SPEC_DRAFT_MODEL && c->model[0])
+        return err_set("\"model\" is for method \"draft_model\", not \"%s\"",
+                       c->method == SPEC_NGRAM ? "ngram" : "layer_skip");
+    if (c->draft_layers < 0 || c->draft_layers > 4096)
+        return err_set("draft_layers must be in 1..the target's layers, got %d", c->draft_layers);
+    if (c->draft_layers && c->method != SPEC_LAYER_SKIP)
+        return err_set("\"draft_layers\" is for method \"layer_skip\"");
+    if (c->disable_by_batch_size < 1)
+        return err_set("disable_by_batch_size must be at least 1, got %d",
+                       c->disable_by_batch_size);
+    return 0;
+}
+
+static int parse_method(json_t *v, spec_config *c) {
+    const char *m = json_string_value(v);
+    if (!m) return err_set("\"method\" must be a string");
+    if (!strcmp(m, "ngram")) {
+        c->method = SPEC_NGRAM;
+        return 0;
+    }
+    if (!strcmp(m, "draft_model")) {
+        c->method = SPEC_DRAFT_MODEL;
+        return 0;
+    }
+    if (!strcmp(m, "layer_skip")) {
+        c->method = SPEC_LAYER_SKIP;
+        return 0;
+    }
+    return err_set("unknown method \"%s\" (known: \"ngram\", \"draft_model\", \"layer_skip\")", m);
+}
+
+static int parse_model(json_t *v, spec_config *c) {
+    const char *path = json_string_value(v);
+    if (!path || !*path) return err_set("\"model\" must be the path of the draft model");
+    if (strlen(path) >= sizeof c->model) return err_set("\"model\": the path is too long");
+    memcpy(c->model, path, strlen(path) + 1);
+    return 0;
+}
+
+static int parse_int(const char *key, json_t *v, int *out) {
+    if (!json_is_integer(v)) return err_set("\"%s\" must be an integer", key);
+    const json_int_t x = json_integer_value(v);
+    if (x < -1000000 || x > 1000000)
+        return err_set("\"%s\" is out of range (%lld)", key, (long long)x);
+    *out = (int)x;
+    return 0;
+}
+
+int spec_config_parse_json(const char *text, spec_config *c) {
+    json_error_t jerr;
+    json_t *root = json_loads(text, 0, &jerr);
+    if (!root) return err_set("malformed JSON at column %d: %s", jerr.column, jerr.text);
+    spec_config out = *c;
+    bool has_min = false, has_max = false, has_model = false;
+    int rc = 0;
+    if (!json_is_object(root))
+        rc = err_set("expected a JSON object, like {\"method\": \"ngram\", ...}");
+    const char *key;
+    json_t *v;
+    json_object_foreach(root, key, v) {
+        if (rc) break;
+        if (!strcmp(key, "method"))
+            rc = parse_method(v, &out);
+        else if (!strcmp(key, "num_speculative_tokens"))
+            rc = parse_int(key, v, &out.num_speculative_tokens);
+        else if (!strcmp(key, "prompt_lookup_min"))
+            rc = parse_int(key, v, &out.prompt_lookup_min), has_min = true;
+        else if (!strcmp(key, "prompt_lookup_max"))
+            rc = parse_int(key, v, &out.prompt_lookup_max), has_max = true;
+        else if (!strcmp(key, "disable_by_batch_size"))
+            rc = parse_int(key, v, &out.disable_by_batch_size);
+        else if (!strcmp(key, "draft_layers"))
+            rc = parse_int(key, v, &out.draft_layers);
+        else if (!strcmp(key, "model"))
+            rc = parse_model(v, &out), has_model = true;
+        else
+            rc = err_set("unknown key \"%s\" (known: method, model, draft_layers, "
+                         "num_speculative_tokens, prompt_lookup_min, prompt_lookup_max, "
+                         "disable_by_batch_size)",
+                         key);
+    }
+    json_decref(root);
+    if (rc) return -1;
+    if (out.method == SPEC_NONE && has_model) out.method = SPEC_DRAFT_MODEL; /* as vLLM */
+    if (out.method == SPEC_NONE)
+        return err_set("\"method\" is required (\"ngram\" or \"draft_model\" with \"model\")");
+    /* One bound given alone moves the other's default when they would cross. */
+    if (has_min && !has_max && out.prompt_lookup_max < out.prompt_lookup_min)
+        out.prompt_lookup_max = out.prompt_lookup_min;
+    if (has_max && !has_min && out.prompt_lookup_min > out.prompt_lookup_max)
+        out.prompt_lookup_min = out.prompt_lookup_max;
+    if (spec_config_check(&out)) return -1;
+    *c = out;
+    return 0;
+}
+
+int spec_backoff_steps(int n_misses) {
+    if (n_misses <= 0) return 0;
+    return (1 << (n_misses < 6 ? n_misses : 6)) - 1;
+}
+
+int spec_next_k(int k_cur, int k_max, int n_draft, int n_accepted) {
+    int k = n_accepted >= n_draft ? 2 * (k_cur > n_draft ? k_cur : n_draft) : n_accepted + 1;
+    if (k > k_max) k = k_max;
+    return k < 1 ? 1 : k;
+}

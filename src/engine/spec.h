@@ -1,0 +1,65 @@
+/* Speculative decoding settings, in vLLM's --speculative-config shape, and
+ * the per-sequence rule that adapts the number of draft tokens.
+ *
+ * Implemented: method "ngram" (prompt lookup, engine/ngram.h), method
+ * "draft_model" (a smaller model with the same vocabulary, engine/draft.h,
+ * drafting greedily) and method "layer_skip" (self-speculation: the target's
+ * first draft_layers layers and its output head are the draft model, run by
+ * the same engine/draft.h with its own KV). The drafts of
+ * every speculating sequence are verified in the engine's batched forward
+ * pass (engine.c): each row's token is sampled as without drafts and a draft
+ * is kept while it equals that token, which for a one-hot draft is the
+ * standard rejection rule (accept x with p(x), else a token from p without
+ * x), so the output is the same as without speculation. */
+#ifndef CLLM_ENGINE_SPEC_H
+#define CLLM_ENGINE_SPEC_H
+
+#include <stdbool.h>
+
+#define SPEC_MAX_TOKENS 16
+
+typedef enum { SPEC_NONE = 0, SPEC_NGRAM, SPEC_DRAFT_MODEL, SPEC_LAYER_SKIP } spec_method;
+
+#define SPEC_MODEL_PATH_MAX 4096
+
+typedef struct {
+    spec_method method;
+    int num_speculative_tokens; /* K: drafts per sequence and step, 1..16 */
+    int prompt_lookup_min;      /* shortest n-gram matched */
+    int prompt_lookup_max;      /* longest n-gram matched (tried first) */
+    int disable_by_batch_size;  /* no speculation in a step with more running sequences */
+    char model[SPEC_MODEL_PATH_MAX]; /* draft_model: the draft's GGUF file or HF folder */
+    int draft_layers;           /* layer_skip: the target's first layers the draft runs; 0: half */
+} spec_config;
+
+/* Off; the ngram defaults (K 4, n-grams 2..5, off above 8 running) apply
+ * once a method is set. */
+spec_config spec_config_defaults(void);
+
+/* Parses vLLM's JSON, e.g. {"method": "ngram", "num_speculative_tokens": 4,
+ * "prompt_lookup_min": 2, "prompt_lookup_max": 5} or {"model": "draft.gguf",
+ * "num_speculative_tokens": 4} (method draft_model, implied by "model"),
+ * over *c (keys absent keep their values) and checks the result. -1 with
+ * err_get() naming the problem: malformed JSON, an unknown key or method, a
+ * value out of range, a key of another method (a draft model for ngram). */
+int spec_config_parse_json(const char *json, spec_config *c);
+/* Checks ranges: K in 1..16, 1 <= min <= max <= 64, disable_by_batch_size
+ * >= 1. A config with method SPEC_NONE passes. */
+int spec_config_check(const spec_config *c);
+
+/* The rule that adapts a sequence's K: after a verification of n_draft
+ * drafts of which n_accepted were accepted, the next K is twice the current
+ * one (at most k_max) when all were accepted, else n_accepted + 1. A
+ * sequence whose drafts keep failing thus drafts one token at a time, and one
+ * that keeps hitting grows back to k_max in a few steps. */
+int spec_next_k(int k_cur, int k_max, int n_draft, int n_accepted);
+
+/* The draft model's back-off after verifications that accepted nothing:
+ * after m of them in a row, the sequence decodes the next 2^m - 1 steps (at
+ * most 63) without drafts, so a draft model that never agrees with the
+ * target costs little. (N-gram drafts need none: they cost no forward pass
+ * of their own, and the adaptive K keeps failed ones at one token.) Returns
+ * those steps. */
+int spec_backoff_steps(int n_misses);
+
+#endif
