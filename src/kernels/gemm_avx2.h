@@ -79,6 +79,22 @@ GEMM_INLINE __m128 bcast_f16(const void *p) {
     return _mm_set1_ps(qa_f16(h));
 }
 
+/* ---- for the x8 tiles (gemm_x8_avx2.c, gemm_x8_k_avx2.c) ---- */
+
+/* The 4 bytes at p in every 32-bit lane. */
+GEMM_INLINE __m256i x8_bcast4(const void *p) {
+    int32_t v;
+    memcpy(&v, p, sizeof v);
+    return _mm256_set1_epi32(v);
+}
+
+/* Bit s of every byte of qh moved to bit 4: a 5-bit level's high bit. The
+ * 16-bit shifts carry bits across bytes, and the mask drops them. */
+GEMM_INLINE __m256i x8_bit_to_4(__m256i qh, int s) {
+    const __m256i at4 = s < 4 ? _mm256_slli_epi16(qh, 4 - s) : s > 4 ? _mm256_srli_epi16(qh, s - 4) : qh;
+    return _mm256_and_si256(at4, _mm256_set1_epi8(0x10));
+}
+
 /* ---- for the packed panels ---- */
 
 /* In place: v[k] becomes the vector of dword k of v[0..7] (8x8 transpose of

@@ -36,19 +36,6 @@ GEMM_INLINE size_t x8_block_bytes(int T) {
     return T == X_Q4_0 ? X8_BLOCK_Q4_0 : T == X_Q5_0 ? X8_BLOCK_Q5_0 : X8_BLOCK_Q8_0;
 }
 
-/* Group g's bit 4 of each level, from the block's qh vector (x8_layout.c):
- * bit g of every byte moved to bit 4. The 16-bit shifts carry bits across
- * bytes, and the mask drops them. */
-GEMM_INLINE __m256i x8_high_bits(__m256i qh, int g) {
-    const __m256i at4 = g < 4 ? _mm256_slli_epi16(qh, 4 - g) : g > 4 ? _mm256_srli_epi16(qh, g - 4) : qh;
-    return _mm256_and_si256(at4, _mm256_set1_epi8(0x10));
-}
-
-GEMM_INLINE __m256i x8_bcast4(const uint8_t *p) {
-    int32_t v;
-    memcpy(&v, p, sizeof v);
-    return _mm256_set1_epi32(v);
-}
 
 GEMM_INLINE void x8_tile(const int T, const int NC, int nb, float *restrict s, size_t ldc,
                          const uint8_t *x, const uint8_t *y, size_t by) {
@@ -74,7 +61,7 @@ GEMM_INLINE void x8_tile(const int T, const int NC, int nb, float *restrict s, s
             }
             if (T == X_Q5_0) {
                 const __m256i qh = _mm256_loadu_si256((const __m256i *)(blk + 16));
-                for (int g = 0; g < 8; g++) lv[g] = _mm256_or_si256(lv[g], x8_high_bits(qh, g));
+                for (int g = 0; g < 8; g++) lv[g] = _mm256_or_si256(lv[g], x8_bit_to_4(qh, g));
             }
         }
         for (int c = 0; c < NC; c++) {

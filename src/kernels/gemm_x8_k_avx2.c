@@ -29,11 +29,6 @@ GEMM_INLINE __m256i xk_load(const uint8_t *p) {
     return _mm256_loadu_si256((const __m256i *)p);
 }
 
-GEMM_INLINE __m256i xk_bcast4(const void *p) {
-    int32_t v;
-    memcpy(&v, p, sizeof v);
-    return _mm256_set1_epi32(v);
-}
 
 /* 8 unsigned bytes (one per row) as 16-bit pairs [v_r v_r] per 32-bit lane. */
 GEMM_INLINE __m256i xk_spread_u8(const uint8_t *p) {
@@ -47,12 +42,6 @@ GEMM_INLINE void xk_store(const int NC, float *restrict s, size_t ldc, const __m
 
 /* ---- Q4_K and Q5_K ---- */
 
-/* Bit s of every byte of qh moved to bit 4 (the 16-bit shifts carry bits
- * across bytes, and the mask drops them). */
-GEMM_INLINE __m256i xk_bit_to_4(__m256i qh, int s) {
-    const __m256i at4 = s < 4 ? _mm256_slli_epi16(qh, 4 - s) : s > 4 ? _mm256_srli_epi16(qh, s - 4) : qh;
-    return _mm256_and_si256(at4, _mm256_set1_epi8(0x10));
-}
 
 /* Q5_K's levels reach 31, so its 16-bit sums take 4 groups, not 8. */
 GEMM_INLINE void x8_q4k_tile(const bool Q5, const int NC, int nb, float *restrict s, size_t ldc, const uint8_t *x,
@@ -76,12 +65,12 @@ GEMM_INLINE void x8_q4k_tile(const bool Q5, const int NC, int nb, float *restric
                 __m256i qh = _mm256_and_si256(_mm256_srli_epi16(v, 4), _mm256_set1_epi8(0x0F));
                 if (Q5) {
                     const __m256i hb = xk_load(blk + 160 + 32 * k);
-                    ql = _mm256_or_si256(ql, xk_bit_to_4(hb, 2 * ch));
-                    qh = _mm256_or_si256(qh, xk_bit_to_4(hb, 2 * ch + 1));
+                    ql = _mm256_or_si256(ql, x8_bit_to_4(hb, 2 * ch));
+                    qh = _mm256_or_si256(qh, x8_bit_to_4(hb, 2 * ch + 1));
                 }
                 for (int c = 0; c < NC; c++) {
-                    const __m256i pl = _mm256_maddubs_epi16(ql, xk_bcast4(yb[c]->qs + 64 * ch + 4 * k));
-                    const __m256i ph = _mm256_maddubs_epi16(qh, xk_bcast4(yb[c]->qs + 64 * ch + 32 + 4 * k));
+                    const __m256i pl = _mm256_maddubs_epi16(ql, x8_bcast4(yb[c]->qs + 64 * ch + 4 * k));
+                    const __m256i ph = _mm256_maddubs_epi16(qh, x8_bcast4(yb[c]->qs + 64 * ch + 32 + 4 * k));
                     const bool first = Q5 ? k % 4 == 0 : k == 0;
                     lo[c] = first ? pl : _mm256_add_epi16(lo[c], pl);
                     hi[c] = first ? ph : _mm256_add_epi16(hi[c], ph);
@@ -98,7 +87,7 @@ GEMM_INLINE void x8_q4k_tile(const bool Q5, const int NC, int nb, float *restric
         for (int j = 0; j < 8; j++) { /* the mins: m_j * (bsums[2j] + bsums[2j + 1]) */
             const __m256i m = xk_spread_u8(blk + 96 + 8 * j);
             for (int c = 0; c < NC; c++)
-                msum[c] = _mm256_add_epi32(msum[c], _mm256_madd_epi16(m, xk_bcast4(yb[c]->bsums + 2 * j)));
+                msum[c] = _mm256_add_epi32(msum[c], _mm256_madd_epi16(m, x8_bcast4(yb[c]->bsums + 2 * j)));
         }
         const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)blk));
         const __m256 dm = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + 16)));
@@ -148,12 +137,12 @@ GEMM_INLINE void x8_q6k_tile(const int NC, int nb, float *restrict s, size_t ldc
                 const int8_t *aq = yb[c]->qs + 32 * p;
                 __m256i h[4];
                 for (int t = 0; t < 4; t++)
-                    h[t] = _mm256_add_epi16(_mm256_maddubs_epi16(q[2 * t], xk_bcast4(aq + 8 * t)),
-                                            _mm256_maddubs_epi16(q[2 * t + 1], xk_bcast4(aq + 8 * t + 4)));
+                    h[t] = _mm256_add_epi16(_mm256_maddubs_epi16(q[2 * t], x8_bcast4(aq + 8 * t)),
+                                            _mm256_maddubs_epi16(q[2 * t + 1], x8_bcast4(aq + 8 * t + 4)));
                 const __m256i v0 = _mm256_add_epi32(_mm256_madd_epi16(h[0], s0), _mm256_madd_epi16(h[1], s0));
                 const __m256i v1 = _mm256_add_epi32(_mm256_madd_epi16(h[2], s1), _mm256_madd_epi16(h[3], s1));
                 isum[c] = _mm256_add_epi32(isum[c], _mm256_add_epi32(v0, v1));
-                corr[c] = _mm256_add_epi32(corr[c], _mm256_madd_epi16(sc, xk_bcast4(yb[c]->bsums + 2 * p)));
+                corr[c] = _mm256_add_epi32(corr[c], _mm256_madd_epi16(sc, x8_bcast4(yb[c]->bsums + 2 * p)));
             }
         }
         const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)blk));
