@@ -263,6 +263,71 @@ GEMM_INLINE void kpanel_pack(const int T, int n, int nr, const uint8_t *x, size_
     }
 }
 
+/* The same panel from 8 rows in the x8 layout (x8_layout.c), whose
+ * super-blocks already hold each group of 4 elements of the 8 rows side by
+ * side, and the scales and mins as bytes: no transpose, no 6-bit unpacking.
+ * Byte for byte what kpanel_pack makes of the rows x8 came from. */
+/* Row r's f16 scale of the 8 at p, as a float. */
+GEMM_INLINE float x8_scale(const uint8_t *p, int r) {
+    f16_t h;
+    memcpy(&h, p + 2 * r, sizeof h);
+    return qa_f16(h);
+}
+
+GEMM_INLINE void kpanel_pack_x8(const int T, int n, const uint8_t *x8, uint8_t *panel) {
+    const size_t xsz = T == K_Q4 ? X8_BLOCK_Q4_K : T == K_Q5 ? X8_BLOCK_Q5_K : X8_BLOCK_Q6_K;
+    const __m256i m4 = _mm256_set1_epi8(0xF), m3 = _mm256_set1_epi8(3);
+    for (int i = 0; i < n / QK_K; i++) {
+        const uint8_t *xb = x8 + (size_t)i * xsz;
+        uint8_t *pb = panel + (size_t)i * kpanel_bytes(T);
+        int16_t *s16 = (int16_t *)(pb + KP_LEVELS);
+        float *f = (float *)(pb + kpanel_bytes(T) - (T == K_Q6 ? 32 : 64));
+        if (T == K_Q6) {
+            /* group G = 8j + g: low bits in nibble G / 32 of ql vector G % 32,
+             * top bits in bits 2 (G / 16) of qh vector G % 16 */
+            for (int G = 0; G < 64; G++) {
+                const __m256i l = load256(xb + 144 + 32 * (G % 32));
+                const __m256i h = load256(xb + 1168 + 32 * (G % 16));
+                const __m256i lo = _mm256_and_si256(G < 32 ? l : _mm256_srli_epi16(l, 4), m4);
+                const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(h, 2 * (G / 16)), m3);
+                _mm256_storeu_si256((__m256i *)(pb + 32 * G), _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4)));
+            }
+            for (int r = 0; r < KPR; r++) {
+                for (int j = 0; j < 16; j++)
+                    s16[16 * j + 2 * r] = s16[16 * j + 2 * r + 1] = (int8_t)xb[16 + 16 * (j / 2) + 2 * r + j % 2];
+                for (int p = 0; p < 8; p++) {
+                    s16[256 + 16 * p + 2 * r] = (int8_t)xb[16 + 16 * p + 2 * r];
+                    s16[256 + 16 * p + 2 * r + 1] = (int8_t)xb[16 + 16 * p + 2 * r + 1];
+                }
+                f[r] = x8_scale(xb, r);
+            }
+            continue;
+        }
+        /* chunk c, group k: sub-block 2c in the low nibbles, 2c + 1 in the high */
+        const uint8_t *qs = xb + (T == K_Q5 ? 416 : 160);
+        for (int c = 0; c < 4; c++)
+            for (int k = 0; k < 8; k++) {
+                const __m256i v = load256(qs + 256 * c + 32 * k);
+                __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+                if (T == K_Q5) { /* bit s of qh vector k: bit 4 of sub-block s, group k */
+                    const __m256i qh = load256(xb + 160 + 32 * k);
+                    lo = _mm256_or_si256(lo, take_bit(qh, 2 * c, 4));
+                    hi = _mm256_or_si256(hi, take_bit(qh, 2 * c + 1, 4));
+                }
+                _mm256_storeu_si256((__m256i *)(pb + 256 * (2 * c) + 32 * k), lo);
+                _mm256_storeu_si256((__m256i *)(pb + 256 * (2 * c + 1) + 32 * k), hi);
+            }
+        for (int r = 0; r < KPR; r++) {
+            for (int j = 0; j < 8; j++) {
+                s16[16 * j + 2 * r] = s16[16 * j + 2 * r + 1] = xb[32 + 8 * j + r];
+                s16[128 + 16 * j + 2 * r] = s16[128 + 16 * j + 2 * r + 1] = xb[96 + 8 * j + r];
+            }
+            f[r] = x8_scale(xb, r);
+            f[8 + r] = x8_scale(xb + 16, r);
+        }
+    }
+}
+
 GEMM_INLINE void kpanel_tile(const int T, const int NC, int nb, int nr, float *restrict s,
                              size_t ldc, const uint8_t *panel, const uint8_t *y, size_t by) {
     __m256 acc[KPC], accm[KPC];

@@ -26,6 +26,10 @@ void gemm_pack_q4_K_vnni512(int n, int nr, const void *restrict x, size_t bx, vo
     kpanel_pack(K_Q4, n, nr, x, bx, panel);
 }
 
+void gemm_pack_x8_q4_K_vnni512(int n, const void *restrict x8, void *restrict panel) {
+    kpanel_pack_x8(K_Q4, n, x8, panel);
+}
+
 void gemm_panel_q4_K_q8_K_vnni512(int n, int nr, int nc, float *restrict s, size_t ldc,
                                const void *restrict panel, size_t bx, const void *restrict y,
                                size_t by) {
@@ -37,6 +41,10 @@ void gemm_pack_q5_K_vnni512(int n, int nr, const void *restrict x, size_t bx, vo
     kpanel_pack(K_Q5, n, nr, x, bx, panel);
 }
 
+void gemm_pack_x8_q5_K_vnni512(int n, const void *restrict x8, void *restrict panel) {
+    kpanel_pack_x8(K_Q5, n, x8, panel);
+}
+
 void gemm_panel_q5_K_q8_K_vnni512(int n, int nr, int nc, float *restrict s, size_t ldc,
                                const void *restrict panel, size_t bx, const void *restrict y,
                                size_t by) {
@@ -46,6 +54,10 @@ void gemm_panel_q5_K_q8_K_vnni512(int n, int nr, int nc, float *restrict s, size
 
 void gemm_pack_q6_K_vnni512(int n, int nr, const void *restrict x, size_t bx, void *restrict panel) {
     kpanel_pack(K_Q6, n, nr, x, bx, panel);
+}
+
+void gemm_pack_x8_q6_K_vnni512(int n, const void *restrict x8, void *restrict panel) {
+    kpanel_pack_x8(K_Q6, n, x8, panel);
 }
 
 void gemm_panel_q6_K_q8_K_vnni512(int n, int nr, int nc, float *restrict s, size_t ldc,

@@ -83,6 +83,25 @@ GEMM_INLINE __m256i panel_levels(int T, const uint8_t *blk) {
     }
 }
 
+/* Stores one panel block: the 8 rows' levels w[k] (group k of every row,
+ * one row per 32-bit lane), their scales d16 (f16, row order), and what the
+ * tile needs besides (|w| or 128 * sum(w) per row). */
+GEMM_INLINE void panel_store_block(int T, const __m256i w[8], const void *d16, uint8_t *pb) {
+    __m256i sum16 = _mm256_setzero_si256();
+    for (int k = 0; k < 8; k++) {
+        _mm256_storeu_si256((__m256i *)(pb + 32 * k), w[k]);
+        if (SIGNED_Q8(T))
+            _mm256_storeu_si256((__m256i *)(pb + 256 + 32 * k), _mm256_abs_epi8(w[k]));
+        else
+            sum16 = _mm256_add_epi16(sum16, _mm256_maddubs_epi16(_mm256_set1_epi8(1), w[k]));
+    }
+    /* 128 * sum(w) per row; |sum16 lanes| <= 8 * 2 * 128 */
+    const __m256i corr = _mm256_slli_epi32(_mm256_madd_epi16(sum16, _mm256_set1_epi16(1)), 7);
+    _mm256_storeu_si256((__m256i *)(pb + panel_w_bytes(T)), corr);
+    const __m128i h = _mm_loadu_si128((const __m128i *)d16);
+    _mm256_storeu_ps((float *)(pb + panel_w_bytes(T) + 32), _mm256_cvtph_ps(h));
+}
+
 GEMM_INLINE void panel_pack(const int T, int n, int nr, const uint8_t *x, size_t bx,
                             uint8_t *panel) {
     const size_t wsz = T == P_Q4_0   ? sizeof(block_q4_0)
@@ -92,7 +111,6 @@ GEMM_INLINE void panel_pack(const int T, int n, int nr, const uint8_t *x, size_t
     for (int r = 0; r < PR; r++)
         row[r] = x + (size_t)(r < nr ? r : 0) * bx;
     for (int b = 0; b < n / 32; b++) {
-        uint8_t *pb = panel + (size_t)b * panel_block_bytes(T);
         __m256i w[PR];
         f16_t d16[PR];
         for (int r = 0; r < PR; r++) {
@@ -101,19 +119,40 @@ GEMM_INLINE void panel_pack(const int T, int n, int nr, const uint8_t *x, size_t
             memcpy(&d16[r], blk, sizeof d16[r]);
         }
         transpose8_epi32(w);
-        __m256i sum16 = _mm256_setzero_si256();
-        for (int k = 0; k < 8; k++) {
-            _mm256_storeu_si256((__m256i *)(pb + 32 * k), w[k]);
-            if (SIGNED_Q8(T))
-                _mm256_storeu_si256((__m256i *)(pb + 256 + 32 * k), _mm256_abs_epi8(w[k]));
-            else
-                sum16 = _mm256_add_epi16(sum16, _mm256_maddubs_epi16(_mm256_set1_epi8(1), w[k]));
+        panel_store_block(T, w, d16, panel + (size_t)b * panel_block_bytes(T));
+    }
+}
+
+/* The same panel from 8 rows in the x8 layout (x8_layout.c), whose blocks
+ * already hold each group of 4 elements of the 8 rows side by side: the
+ * levels need no transpose, only the nibbles (and Q5_0's fifth bits) taken
+ * apart. Byte for byte what panel_pack makes of the rows x8 came from. */
+GEMM_INLINE void panel_pack_x8(const int T, int n, const uint8_t *x8, uint8_t *panel) {
+    const size_t xsz = T == P_Q4_0 ? X8_BLOCK_Q4_0 : T == P_Q5_0 ? X8_BLOCK_Q5_0 : X8_BLOCK_Q8_0;
+    const __m256i m4 = _mm256_set1_epi8(0xF);
+    for (int b = 0; b < n / 32; b++) {
+        const uint8_t *xb = x8 + (size_t)b * xsz;
+        __m256i w[8];
+        if (T == P_Q8_0) {
+            for (int k = 0; k < 8; k++) w[k] = _mm256_loadu_si256((const __m256i *)(xb + 16 + 32 * k));
+        } else {
+            const uint8_t *qs = xb + (T == P_Q5_0 ? 48 : 16); /* groups k | k + 4 as nibbles */
+            for (int k = 0; k < 4; k++) {
+                const __m256i v = _mm256_loadu_si256((const __m256i *)(qs + 32 * k));
+                w[k] = _mm256_and_si256(v, m4);
+                w[k + 4] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+            }
+            if (T == P_Q5_0) { /* bit g of each qh byte is bit 4 of group g */
+                const __m256i qh = _mm256_loadu_si256((const __m256i *)(xb + 16));
+                for (int g = 0; g < 8; g++) {
+                    const __m256i hb = _mm256_and_si256(_mm256_srli_epi16(qh, g), _mm256_set1_epi8(1));
+                    w[g] = _mm256_or_si256(w[g], _mm256_slli_epi16(hb, 4));
+                }
+            }
+            const __m256i off = _mm256_set1_epi8(T == P_Q5_0 ? 16 : 8);
+            for (int k = 0; k < 8; k++) w[k] = _mm256_sub_epi8(w[k], off);
         }
-        /* 128 * sum(w) per row; |sum16 lanes| <= 8 * 2 * 128 */
-        const __m256i corr = _mm256_slli_epi32(_mm256_madd_epi16(sum16, _mm256_set1_epi16(1)), 7);
-        _mm256_storeu_si256((__m256i *)(pb + panel_w_bytes(T)), corr);
-        const __m128i h = _mm_loadu_si128((const __m128i *)d16);
-        _mm256_storeu_ps((float *)(pb + panel_w_bytes(T) + 32), _mm256_cvtph_ps(h));
+        panel_store_block(T, w, xb, panel + (size_t)b * panel_block_bytes(T));
     }
 }
 

@@ -9,6 +9,10 @@ void gemm_pack_q4_0_vnni(int n, int nr, const void *restrict x, size_t bx, void 
     panel_pack(P_Q4_0, n, nr, x, bx, panel);
 }
 
+void gemm_pack_x8_q4_0_vnni(int n, const void *restrict x8, void *restrict panel) {
+    panel_pack_x8(P_Q4_0, n, x8, panel);
+}
+
 void gemm_panel_q4_0_q8_0_vnni(int n, int nr, int nc, float *restrict s, size_t ldc,
                                const void *restrict panel, size_t bx, const void *restrict y,
                                size_t by) {
@@ -20,6 +24,10 @@ void gemm_pack_q5_0_vnni(int n, int nr, const void *restrict x, size_t bx, void 
     panel_pack(P_Q5_0, n, nr, x, bx, panel);
 }
 
+void gemm_pack_x8_q5_0_vnni(int n, const void *restrict x8, void *restrict panel) {
+    panel_pack_x8(P_Q5_0, n, x8, panel);
+}
+
 void gemm_panel_q5_0_q8_0_vnni(int n, int nr, int nc, float *restrict s, size_t ldc,
                                const void *restrict panel, size_t bx, const void *restrict y,
                                size_t by) {
@@ -29,6 +37,10 @@ void gemm_panel_q5_0_q8_0_vnni(int n, int nr, int nc, float *restrict s, size_t 
 
 void gemm_pack_q8_0_vnni(int n, int nr, const void *restrict x, size_t bx, void *restrict panel) {
     panel_pack(P_Q8_0, n, nr, x, bx, panel);
+}
+
+void gemm_pack_x8_q8_0_vnni(int n, const void *restrict x8, void *restrict panel) {
+    panel_pack_x8(P_Q8_0, n, x8, panel);
 }
 
 void gemm_panel_q8_0_q8_0_vnni(int n, int nr, int nc, float *restrict s, size_t ldc,

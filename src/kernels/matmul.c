@@ -28,11 +28,15 @@
  * live on the stack, larger ones on the heap. */
 #define MM_PANEL_MIN_TOK 4
 /* A weight in the x8 layout takes its x8 tiles below this many activation
- * rows: a panel would first unpack its 8 rows, and the x8 tiles beat that up
- * to 32 rows (gemma-3-270m's layers at 2 threads: 8 rows 5.8 ms against
- * 18.2 through panels from the stored rows, 32 rows even, 64 rows 134
- * against 78). */
-#define MM_X8_PANEL_MIN_TOK 48
+ * rows, and panels packed straight from its x8 groups from there on. The x8
+ * tiles are AVX2 code in every table; the panels of the VNNI tables multiply
+ * in one instruction what AVX2 needs three for, so they win sooner
+ * (build/matmul_bench gemma-3-270m, 2 threads, all matmuls of a step, AMD
+ * EPYC Zen 4: VNNI512 4 rows 18.1-20.4 ms x8 against 16.2-19.0 panels, 8
+ * rows 18.3 against 14.4, 16 rows 37.5 against 21.9; plain AVX2 10 rows 23.3
+ * against 23.7, 16 rows 38.1 against 35.1, 24 rows 62.1 against 53.3). */
+#define MM_X8_PANEL_MIN_TOK_AVX2 12
+#define MM_X8_PANEL_MIN_TOK_VNNI 4
 #define MM_PANEL_STACK (64 * 1024)
 
 /* Weight rows a tile's rows are prefetched ahead of their use: a tile reads
@@ -161,12 +165,17 @@ static void panel_rows(const mm_job *j, long r_lo, long r_hi, uint8_t *panel, ui
     for (long r = r_lo; r < r_hi; r += pr) {
         const int nr = (int)(r_hi - r < pr ? r_hi - r : pr);
         prefetch_run next = rows_ahead(w, r + pr, r + 2 * pr < r_hi ? r + 2 * pr : r_hi);
-        const uint8_t *src = (const uint8_t *)w->data + r * w->row_bytes;
-        if (w->x8) { /* a group of 8 rows back in row order (nr is 8: x8 rows come in 8s) */
-            tr->x8_unpack(n, (const uint8_t *)w->x8 + (size_t)(r / 8) * x8_group_bytes(tr, w), rows, w->row_bytes);
-            src = rows;
+        if (w->x8) { /* nr is 8: x8 rows come in 8s */
+            const uint8_t *group = (const uint8_t *)w->x8 + (size_t)(r / 8) * x8_group_bytes(tr, w);
+            if (tr->x8_gemm_pack) {
+                tr->x8_gemm_pack(n, group, panel);
+            } else { /* the group back in row order, then packed */
+                tr->x8_unpack(n, group, rows, w->row_bytes);
+                tr->gemm_pack(n, nr, rows, w->row_bytes, panel);
+            }
+        } else {
+            tr->gemm_pack(n, nr, (const uint8_t *)w->data + r * w->row_bytes, w->row_bytes, panel);
         }
-        tr->gemm_pack(n, nr, src, w->row_bytes, panel);
         for (int t = 0; t < j->n_tok; t += tr->panel_cols) {
             const int nc = j->n_tok - t < tr->panel_cols ? j->n_tok - t : tr->panel_cols;
             prefetch_some(&next, slice);
@@ -177,13 +186,13 @@ static void panel_rows(const mm_job *j, long r_lo, long r_hi, uint8_t *panel, ui
 }
 
 /* Runs panel_rows if the type has panels, the batch is large enough and the
- * panel's memory can be had; false otherwise. An x8 weight also needs room
- * for 8 rows unpacked. */
+ * panel's memory can be had; false otherwise. An x8 weight whose type has
+ * no x8_gemm_pack also needs room for 8 rows unpacked. */
 static bool try_panels(const mm_job *j, long r_lo, long r_hi) {
     const wtype_traits *tr = j->tr;
     if (!j->panels) return false;
     const size_t panel_bytes = (tr->panel_block_bytes * (size_t)(j->w->n_in / tr->block_size) + 63) / 64 * 64;
-    const size_t bytes = panel_bytes + (j->w->x8 ? 8 * j->w->row_bytes : 0);
+    const size_t bytes = panel_bytes + (j->w->x8 && !tr->x8_gemm_pack ? 8 * j->w->row_bytes : 0);
     if (bytes <= MM_PANEL_STACK) {
         _Alignas(64) uint8_t panel[MM_PANEL_STACK];
         panel_rows(j, r_lo, r_hi, panel, panel + panel_bytes);
@@ -271,6 +280,10 @@ static long stream_grain(const threadpool *tp, int64_t n_out) {
     return (rows + MM_ROW_CHUNK - 1) / MM_ROW_CHUNK * MM_ROW_CHUNK;
 }
 
+static int x8_panel_min_tok(void) {
+    return strcmp(wtype_isa(), "avx2") ? MM_X8_PANEL_MIN_TOK_VNNI : MM_X8_PANEL_MIN_TOK_AVX2;
+}
+
 void matmul(threadpool *tp, const weight *w, const float *x, int n_tok, float *y, void *scratch) {
     if (w->perm) {
         perm_job pj = {.w = w, .x = x, .out = scratch};
@@ -287,7 +300,7 @@ void matmul(threadpool *tp, const weight *w, const float *x, int n_tok, float *y
         j.xq_row = wtype_row_size(j.tr->vec_dot_type, w->n_in);
         j.xq_out = scratch;
         j.xq = scratch;
-        j.panels = j.tr->gemm_pack && n_tok >= (w->x8 ? MM_X8_PANEL_MIN_TOK : MM_PANEL_MIN_TOK);
+        j.panels = j.tr->gemm_pack && n_tok >= (w->x8 ? x8_panel_min_tok() : MM_PANEL_MIN_TOK);
         j.x8 = w->x8 && !j.panels;
         j.prep = j.panels ? j.tr->panel_prep : j.x8 ? j.tr->x8_prep : NULL;
         if (j.prep) {

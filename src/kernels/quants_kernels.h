@@ -164,14 +164,17 @@ void gemm_q8_0_q8_0_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
 
 /* gemm_panel_avx2.c */
 void gemm_pack_q4_0_avx2(int n, int nr, const void *restrict x, size_t bx, void *restrict panel);
+void gemm_pack_x8_q4_0_avx2(int n, const void *restrict x8, void *restrict panel);
 void gemm_panel_q4_0_q8_0_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
                                const void *restrict panel, size_t bx, const void *restrict y,
                                size_t by);
 void gemm_pack_q5_0_avx2(int n, int nr, const void *restrict x, size_t bx, void *restrict panel);
+void gemm_pack_x8_q5_0_avx2(int n, const void *restrict x8, void *restrict panel);
 void gemm_panel_q5_0_q8_0_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
                                const void *restrict panel, size_t bx, const void *restrict y,
                                size_t by);
 void gemm_pack_q8_0_avx2(int n, int nr, const void *restrict x, size_t bx, void *restrict panel);
+void gemm_pack_x8_q8_0_avx2(int n, const void *restrict x8, void *restrict panel);
 void gemm_panel_q8_0_q8_0_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
                                const void *restrict panel, size_t bx, const void *restrict y,
                                size_t by);
@@ -180,14 +183,17 @@ void gemm_prep_q8_0_signed_avx2(int n, const void *restrict act, void *restrict 
 
 /* gemm_panel_vnni_avx2.c */
 void gemm_pack_q4_0_vnni(int n, int nr, const void *restrict x, size_t bx, void *restrict panel);
+void gemm_pack_x8_q4_0_vnni(int n, const void *restrict x8, void *restrict panel);
 void gemm_panel_q4_0_q8_0_vnni(int n, int nr, int nc, float *restrict s, size_t ldc,
                                const void *restrict panel, size_t bx, const void *restrict y,
                                size_t by);
 void gemm_pack_q5_0_vnni(int n, int nr, const void *restrict x, size_t bx, void *restrict panel);
+void gemm_pack_x8_q5_0_vnni(int n, const void *restrict x8, void *restrict panel);
 void gemm_panel_q5_0_q8_0_vnni(int n, int nr, int nc, float *restrict s, size_t ldc,
                                const void *restrict panel, size_t bx, const void *restrict y,
                                size_t by);
 void gemm_pack_q8_0_vnni(int n, int nr, const void *restrict x, size_t bx, void *restrict panel);
+void gemm_pack_x8_q8_0_vnni(int n, const void *restrict x8, void *restrict panel);
 void gemm_panel_q8_0_q8_0_vnni(int n, int nr, int nc, float *restrict s, size_t ldc,
                                const void *restrict panel, size_t bx, const void *restrict y,
                                size_t by);
@@ -201,14 +207,17 @@ void gemm_q5_K_q8_K_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
 void gemm_q6_K_q8_K_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
                          const void *restrict x, size_t bx, const void *restrict y, size_t by);
 void gemm_pack_q4_K_avx2(int n, int nr, const void *restrict x, size_t bx, void *restrict panel);
+void gemm_pack_x8_q4_K_avx2(int n, const void *restrict x8, void *restrict panel);
 void gemm_panel_q4_K_q8_K_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
                                const void *restrict panel, size_t bx, const void *restrict y,
                                size_t by);
 void gemm_pack_q5_K_avx2(int n, int nr, const void *restrict x, size_t bx, void *restrict panel);
+void gemm_pack_x8_q5_K_avx2(int n, const void *restrict x8, void *restrict panel);
 void gemm_panel_q5_K_q8_K_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
                                const void *restrict panel, size_t bx, const void *restrict y,
                                size_t by);
 void gemm_pack_q6_K_avx2(int n, int nr, const void *restrict x, size_t bx, void *restrict panel);
+void gemm_pack_x8_q6_K_avx2(int n, const void *restrict x8, void *restrict panel);
 void gemm_panel_q6_K_q8_K_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
                                const void *restrict panel, size_t bx, const void *restrict y,
                                size_t by);
@@ -221,14 +230,17 @@ void gemm_q5_K_q8_K_vnni(int n, int nr, int nc, float *restrict s, size_t ldc,
 void gemm_q6_K_q8_K_vnni(int n, int nr, int nc, float *restrict s, size_t ldc,
                          const void *restrict x, size_t bx, const void *restrict y, size_t by);
 void gemm_pack_q4_K_vnni(int n, int nr, const void *restrict x, size_t bx, void *restrict panel);
+void gemm_pack_x8_q4_K_vnni(int n, const void *restrict x8, void *restrict panel);
 void gemm_panel_q4_K_q8_K_vnni(int n, int nr, int nc, float *restrict s, size_t ldc,
                                const void *restrict panel, size_t bx, const void *restrict y,
                                size_t by);
 void gemm_pack_q5_K_vnni(int n, int nr, const void *restrict x, size_t bx, void *restrict panel);
+void gemm_pack_x8_q5_K_vnni(int n, const void *restrict x8, void *restrict panel);
 void gemm_panel_q5_K_q8_K_vnni(int n, int nr, int nc, float *restrict s, size_t ldc,
                                const void *restrict panel, size_t bx, const void *restrict y,
                                size_t by);
 void gemm_pack_q6_K_vnni(int n, int nr, const void *restrict x, size_t bx, void *restrict panel);
+void gemm_pack_x8_q6_K_vnni(int n, const void *restrict x8, void *restrict panel);
 void gemm_panel_q6_K_q8_K_vnni(int n, int nr, int nc, float *restrict s, size_t ldc,
                                const void *restrict panel, size_t bx, const void *restrict y,
                                size_t by);
@@ -268,14 +280,17 @@ void gemm_x8_q6_K_q8_K_avx2(int n, int nr, int nc, float *restrict s, size_t ldc
 
 /* gemm_panel_vnni512_avx2.c, gemm_k_vnni512_avx2.c: the VNNI builds EVEX-encoded */
 void gemm_pack_q4_0_vnni512(int n, int nr, const void *restrict x, size_t bx, void *restrict panel);
+void gemm_pack_x8_q4_0_vnni512(int n, const void *restrict x8, void *restrict panel);
 void gemm_panel_q4_0_q8_0_vnni512(int n, int nr, int nc, float *restrict s, size_t ldc,
                                const void *restrict panel, size_t bx, const void *restrict y,
                                size_t by);
 void gemm_pack_q5_0_vnni512(int n, int nr, const void *restrict x, size_t bx, void *restrict panel);
+void gemm_pack_x8_q5_0_vnni512(int n, const void *restrict x8, void *restrict panel);
 void gemm_panel_q5_0_q8_0_vnni512(int n, int nr, int nc, float *restrict s, size_t ldc,
                                const void *restrict panel, size_t bx, const void *restrict y,
                                size_t by);
 void gemm_pack_q8_0_vnni512(int n, int nr, const void *restrict x, size_t bx, void *restrict panel);
+void gemm_pack_x8_q8_0_vnni512(int n, const void *restrict x8, void *restrict panel);
 void gemm_panel_q8_0_q8_0_vnni512(int n, int nr, int nc, float *restrict s, size_t ldc,
                                const void *restrict panel, size_t bx, const void *restrict y,
                                size_t by);
@@ -287,14 +302,17 @@ void gemm_q5_K_q8_K_vnni512(int n, int nr, int nc, float *restrict s, size_t ldc
 void gemm_q6_K_q8_K_vnni512(int n, int nr, int nc, float *restrict s, size_t ldc,
                          const void *restrict x, size_t bx, const void *restrict y, size_t by);
 void gemm_pack_q4_K_vnni512(int n, int nr, const void *restrict x, size_t bx, void *restrict panel);
+void gemm_pack_x8_q4_K_vnni512(int n, const void *restrict x8, void *restrict panel);
 void gemm_panel_q4_K_q8_K_vnni512(int n, int nr, int nc, float *restrict s, size_t ldc,
                                const void *restrict panel, size_t bx, const void *restrict y,
                                size_t by);
 void gemm_pack_q5_K_vnni512(int n, int nr, const void *restrict x, size_t bx, void *restrict panel);
+void gemm_pack_x8_q5_K_vnni512(int n, const void *restrict x8, void *restrict panel);
 void gemm_panel_q5_K_q8_K_vnni512(int n, int nr, int nc, float *restrict s, size_t ldc,
                                const void *restrict panel, size_t bx, const void *restrict y,
                                size_t by);
 void gemm_pack_q6_K_vnni512(int n, int nr, const void *restrict x, size_t bx, void *restrict panel);
+void gemm_pack_x8_q6_K_vnni512(int n, const void *restrict x8, void *restrict panel);
 void gemm_panel_q6_K_q8_K_vnni512(int n, int nr, int nc, float *restrict s, size_t ldc,
                                const void *restrict panel, size_t bx, const void *restrict y,
                                size_t by);

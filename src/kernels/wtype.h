@@ -44,6 +44,8 @@ typedef void (*wtype_gemm_prep_fn)(int n, const void *restrict act, void *restri
  * n / block_size blocks of 8 interleaved rows (x8_block_bytes each). */
 typedef void (*wtype_x8_pack_fn)(int n, const void *restrict rows, size_t bx, void *restrict out);
 typedef void (*wtype_x8_unpack_fn)(int n, const void *restrict x8, void *restrict rows, size_t bx);
+/* gemm_pack's panel straight from 8 rows in the x8 layout. */
+typedef void (*wtype_x8_gemm_pack_fn)(int n, const void *restrict x8, void *restrict panel);
 
 typedef struct {
     const char *name;
@@ -85,6 +87,9 @@ typedef struct {
     int x8_cols;
     wtype_gemm_prep_fn x8_prep;
     size_t x8_act_block_bytes;
+    /* Optional: the panel of an x8 group without unpacking it to rows first
+     * (the same bytes as gemm_pack of the rows it came from). */
+    wtype_x8_gemm_pack_fn x8_gemm_pack;
 } wtype_traits;
 
 /* Chooses the active table: the AVX2 one when the CPU supports

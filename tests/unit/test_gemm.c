@@ -159,6 +159,8 @@ static void check_entry(const char *table, int t, const wtype_traits *e) {
         (x8 && !e->gemm_pack) || !e->x8_prep != !e->x8_act_block_bytes)
         fail_msg("%s %s: an x8 entry needs its layout, tiles, shape and panels together", table,
                  wtype_name((uint32_t)t));
+    if (e->x8_gemm_pack && !(x8 && e->gemm_pack))
+        fail_msg("%s %s: x8_gemm_pack without the x8 layout or panels", table, wtype_name((uint32_t)t));
 }
 
 /* The AVX2 table has an entry for every type of the reference one and no
@@ -493,6 +495,50 @@ static void test_x8_tiles_give_the_tiles_bits(void **state) {
     }
 }
 
+/* x8_gemm_pack makes, from an x8 group, the very panel gemm_pack makes from
+ * the 8 rows it came from (ordinary and extreme levels), in every table this
+ * CPU runs. */
+static void test_x8_panels_equal_the_rows_panels(void **state) {
+    (void)state;
+    static const struct {
+        const char *name;
+        const wtype_traits *table;
+        int isa;
+    } tables[] = {{"avx2", wtype_traits_avx2, ISA_AVX2},
+                  {"vnni", wtype_traits_vnni, ISA_AVXVNNI},
+                  {"vnni512", wtype_traits_vnni512, ISA_AVX512VNNI}};
+    for (size_t ti = 0; ti < sizeof tables / sizeof tables[0]; ti++) {
+        const kernel_build probe = {.isa = tables[ti].isa};
+        if (!cpu_runs(&probe)) {
+            print_message("[  SKIP    ] x8 panels of the %s table: not supported by this CPU\n", tables[ti].name);
+            continue;
+        }
+        int n_checked = 0;
+        for (int t = 0; t < WT_COUNT; t++) {
+            const wtype_traits *e = &tables[ti].table[t];
+            if (!e->x8_gemm_pack) continue;
+            const int n = x8_length((wtype)t), nb = n / wtype_block_size((uint32_t)t);
+            const size_t row = wtype_row_size((uint32_t)t, n), panel = e->panel_block_bytes * (size_t)nb;
+            uint8_t *rows = malloc(8 * row), *x8 = malloc(e->x8_block_bytes * (size_t)nb);
+            uint8_t *want = malloc(panel), *got = malloc(panel);
+            for (int extreme = 0; extreme <= 1; extreme++) {
+                for (int r = 0; r < 8; r++) fill_blocks((wtype)t, rows + r * row, n, 4100 + 8 * (uint64_t)extreme + (uint64_t)r, extreme);
+                e->x8_pack(n, rows, row, x8);
+                memset(want, 0x11, panel);
+                memset(got, 0x22, panel);
+                e->gemm_pack(n, 8, rows, row, want);
+                e->x8_gemm_pack(n, x8, got);
+                if (memcmp(want, got, panel))
+                    fail_msg("%s %s (%s levels): the panel from x8 differs from the rows' panel", tables[ti].name,
+                             wtype_name((uint32_t)t), extreme ? "extreme" : "ordinary");
+            }
+            free(rows), free(x8), free(want), free(got);
+            n_checked++;
+        }
+        if (n_checked < 6) fail_msg("%s: only %d types pack panels from x8", tables[ti].name, n_checked);
+    }
+}
+
 /* matmul on ragged sizes (rows over several chunks and a partial tile,
  * tokens over several tiles) with 1 and 3 threads, against the reference
  * dots; then each token alone gives the same bits as in the batch. */
@@ -544,9 +590,11 @@ static void check_matmul(wtype t, int n, int rows, int toks) {
 
 static void test_matmul_ragged_sizes_match_reference(void **state) {
     (void)state;
-    /* rows multiples of 8 take the x8 layout where the type has one (x8
-     * tiles below MM_X8_PANEL_MIN_TOK activation rows, panels from 50) */
-    static const int shapes[][2] = {{37, 1}, {37, 5}, {53, 19}, {16, 33}, {48, 1}, {48, 2}, {48, 3}, {40, 4}, {64, 21}, {24, 50}};
+    /* rows multiples of 8 take the x8 layout where the type has one: x8
+     * tiles below MM_X8_PANEL_MIN_TOK_* activation rows (12 on AVX2, 4 with
+     * VNNI), panels packed from the x8 groups from there on */
+    static const int shapes[][2] = {{37, 1}, {37, 5}, {53, 19}, {16, 33}, {48, 1}, {48, 2}, {48, 3},
+                                    {40, 4}, {32, 9}, {64, 21}, {24, 50}};
     for (size_t i = 0; i <= N_GEMM_TYPES; i++) {
         const wtype t = i < N_GEMM_TYPES ? k_gemm_types[i] : WT_Q3_K;
         const int n = wtype_block_size((uint32_t)t) == 256 ? 512 : 96;
@@ -564,6 +612,7 @@ int main(void) {
         cmocka_unit_test(test_kernel_builds_give_the_tiles_bits),
         cmocka_unit_test(test_x8_layout_round_trips),
         cmocka_unit_test(test_x8_tiles_give_the_tiles_bits),
+        cmocka_unit_test(test_x8_panels_equal_the_rows_panels),
         cmocka_unit_test(test_matmul_ragged_sizes_match_reference),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
