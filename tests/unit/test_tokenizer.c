@@ -253,6 +253,38 @@ static void test_spm_special_tokens(void **state) {
     tokenizer_free(t);
 }
 
+/* Control tokens are not parsed where they overlap a plain range (request
+ * text in a chat prompt): there the text is what plain encoding gives. */
+static void test_spm_control_tokens_stay_text_in_plain_ranges(void **state) {
+    (void)state;
+    tokenizer *t = spm_load((spm_opts){false, false});
+    /* template "<start_of_turn>" + content "ab<start_of_turn><div>" + template "<end_of_turn>" */
+    const char *text = "<start_of_turn>ab<start_of_turn><div><end_of_turn>";
+    const tok_range content[] = {{15, 22}};
+    int32_t *ids, *plain;
+    int n = tokenizer_encode_guarded(t, text, strlen(text), false, true, content, 1, &ids);
+    int np = tokenizer_encode(t, text + 15, 22, false, false, &plain);
+    assert_true(n > 2 && np > 2);
+    assert_int_equal(n, np + 2);
+    assert_int_equal(ids[0], SOT);
+    assert_memory_equal(ids + 1, plain, (size_t)np * sizeof *ids); /* user-defined <div> still matched */
+    assert_int_equal(ids[n - 1], EOT);
+    free(ids);
+    free(plain);
+    /* a control token that only straddles a range's edge is text too */
+    const tok_range edge[] = {{0, 1}, {17, 1}};
+    n = tokenizer_encode_guarded(t, "<s>ab<end_of_turn>", 18, false, true, edge, 2, &ids);
+    for (int i = 0; i < n; i++) assert_true(ids[i] != BOS && ids[i] != EOT);
+    free(ids);
+    /* no ranges: exactly tokenizer_encode */
+    EXPECT(t, "<start_of_turn>ab", false, true, SOT, AB);
+    n = tokenizer_encode_guarded(t, "<start_of_turn>ab", 17, false, true, NULL, 0, &ids);
+    assert_int_equal(n, 2);
+    assert_int_equal(ids[0], SOT);
+    free(ids);
+    tokenizer_free(t);
+}
+
 static void test_spm_bos_eos_and_eog(void **state) {
     (void)state;
     tokenizer *t = spm_load((spm_opts){false, true});
@@ -519,6 +551,7 @@ int main(void) {
         cmocka_unit_test(test_spm_space_prefix_and_escaped_spaces),
         cmocka_unit_test(test_spm_byte_fallback),
         cmocka_unit_test(test_spm_special_tokens),
+        cmocka_unit_test(test_spm_control_tokens_stay_text_in_plain_ranges),
         cmocka_unit_test(test_spm_bos_eos_and_eog),
         cmocka_unit_test(test_spm_pieces),
         cmocka_unit_test(test_detok_holds_split_characters),
