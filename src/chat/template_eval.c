@@ -215,7 +215,7 @@ int tpl_rt_getitem(tpl_rt *r, const node *at, tv obj, tv key, tv *out) {
             size_t start = i;
             tpl_utf8_next(obj.u.s.p, obj.u.s.n, &i);
             *out = tv_str_as(obj, (tstr){obj.u.s.p + start, i - start});
-            return tpl_taint_result(r, tpl_tv_tainted(obj), out);
+            return tpl_taint_result(r, tpl_tv_tainted(obj), obj, out);
         }
         *out = missing_item(r, obj, key);
         return 0;
@@ -300,7 +300,7 @@ int tpl_rt_call(tpl_rt *r, const node *at, tv fn, targs *a, tv *out) {
         const bool picks = f->self.kind == TV_DICT && !strcmp(f->name, "get");
         const bool tainted = tpl_tv_tainted(f->self) || (!picks && tpl_targs_tainted(a));
         int rc = f->markup != MK_NONE ? tpl_markup_call(r, at, f, a, out) : f->fn(r, at, f->self, a, out);
-        return rc ? rc : tpl_taint_result(r, tainted, out);
+        return rc ? rc : tpl_taint_result(r, tainted, f->self, out);
     }
     case TV_UNDEF:
         return tpl_rt_undefined_error(r, at, fn);
@@ -310,7 +310,7 @@ int tpl_rt_call(tpl_rt *r, const node *at, tv fn, targs *a, tv *out) {
 }
 
 int tpl_rt_apply_filter(tpl_rt *r, const node *at, tpl_filter_fn f, tv v, targs *a, tv *out) {
-    if (f(r, at, v, a, out) == 0) return tpl_taint_result(r, tpl_tv_tainted(v) || tpl_targs_tainted(a), out);
+    if (f(r, at, v, a, out) == 0) return tpl_taint_result(r, tpl_tv_tainted(v) || tpl_targs_tainted(a), v, out);
     if (!tpl_filter_is_lazy(f)) return -1;
     const char *msg = err_get();
     size_t n = strlen(msg);
@@ -356,12 +356,13 @@ static int put_value(tpl_rt *r, tv v, sbuf *b, ttaint *taint) {
     return tpl_tv_tainted(v) ? tpl_taint_add(r->ar, taint, start, b->n - start) : 0;
 }
 
-/* str + str keeps each side's ranges; any other operation on tainted values
- * taints its result whole. */
+/* str + str keeps each side's ranges (Markup too, when escaping changed
+ * nothing); any other operation on tainted values taints its result whole. */
 static int taint_binop(tpl_rt *r, int op, tv a, tv b, tv *out) {
-    const bool plain_concat = op == OP_ADD && a.kind == TV_STR && b.kind == TV_STR && !tv_is_markup(a) &&
-                              !tv_is_markup(b) && out->kind == TV_STR && out->u.s.n == a.u.s.n + b.u.s.n;
-    if (!plain_concat) return tpl_taint_result(r, tpl_tv_tainted(a) || tpl_tv_tainted(b), out);
+    const bool plain_concat = op == OP_ADD && a.kind == TV_STR && b.kind == TV_STR && out->kind == TV_STR &&
+                              out->u.s.n == a.u.s.n + b.u.s.n && (!a.u.s.n || !memcmp(out->u.s.p, a.u.s.p, a.u.s.n)) &&
+                              (!b.u.s.n || !memcmp(out->u.s.p + a.u.s.n, b.u.s.p, b.u.s.n));
+    if (!plain_concat) return tpl_taint_result(r, tpl_tv_tainted(a) || tpl_tv_tainted(b), tv_none(), out);
     if (!a.taint && !b.taint) return 0;
     ttaint *t = tpl_ar_alloc(r->ar, sizeof *t);
     if (!t || tpl_taint_add_shifted(r->ar, t, a.taint, 0, a.u.s.n) ||
@@ -469,7 +470,7 @@ static int eval_inner(tpl_rt *r, scope *s, const node *e, tv *out) {
                 (sl->c && eval(r, s, sl->c, &step)))
                 return -1;
             return tpl_tv_slice(r, e, a, st, sp, step, out) ||
-                   tpl_taint_result(r, tpl_tv_tainted(a), out);
+                   tpl_taint_result(r, tpl_tv_tainted(a), a, out);
         }
         if (eval(r, s, e->b, &b)) return -1;
         return tpl_rt_getitem(r, e, a, b, out);

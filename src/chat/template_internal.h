@@ -462,9 +462,11 @@ bool tpl_tv_tainted(tv v);
 /* v with every string in it tainted whole (containers are copied, so shared
  * values such as template constants are never changed). */
 int tpl_taint_all(tpl_rt *r, tv v, tv *out);
-/* `*out` tainted whole when `tainted_in` (the result of an operation on
- * tainted inputs). */
-int tpl_taint_result(tpl_rt *r, bool tainted_in, tv *out);
+/* When `tainted_in` (the result of an operation on tainted inputs), every
+ * string in `*out` tainted: those that lie inside `source` (a string the
+ * operation read: trim's, split's, a slice's) with its taint at those bytes,
+ * the rest whole. */
+int tpl_taint_result(tpl_rt *r, bool tainted_in, tv source, tv *out);
 bool tpl_targs_tainted(const targs *a);
 
 /* Value helpers (template_value.c). Those that can fail take the runtime. */

@@ -92,14 +92,35 @@ bool tpl_targs_tainted(const targs *a) {
     return false;
 }
 
-static int taint_list(tpl_rt *r, const tlist *src, size_t from, tlist **out, int depth);
+static int taint_list(tpl_rt *r, const tlist *src, size_t from, const tv *source, tlist **out, int depth);
 
-static int taint_depth(tpl_rt *r, tv v, tv *out, int depth) {
+/* Whether s lies inside source's bytes: then it is those bytes (trim, strip,
+ * a slice, split's parts), and keeps their taint exactly. */
+static bool within(tstr s, const tv *source) {
+    if (!source || source->kind != TV_STR || s.n == 0 || !source->u.s.p || !s.p) return false;
+    uintptr_t p = (uintptr_t)s.p, lo = (uintptr_t)source->u.s.p;
+    return p >= lo && p + s.n <= lo + source->u.s.n;
+}
+
+static int taint_depth(tpl_rt *r, tv v, const tv *source, tv *out, int depth) {
     tpl_arena *a = tpl_rt_arena(r);
     if (depth > TAINT_MAX_DEPTH) return tpl_rt_error(r, NULL, "value nested too deeply");
     *out = v;
     switch (v.kind) {
     case TV_STR: {
+        if (within(v.u.s, source)) {
+            const size_t from = (size_t)(v.u.s.p - source->u.s.p);
+            ttaint *t = tpl_ar_alloc(a, sizeof *t);
+            if (!t) return -1;
+            for (size_t i = 0; source->taint && i < source->taint->n; i++) {
+                const tspan sp = source->taint->v[i];
+                size_t lo = sp.off > from ? sp.off : from, hi = sp.off + sp.len;
+                if (hi > from + v.u.s.n) hi = from + v.u.s.n;
+                if (lo < hi && tpl_taint_add(a, t, lo - from, hi - lo)) return -1;
+            }
+            out->taint = t->n ? t : NULL;
+            return 0;
+        }
         ttaint *t = tpl_ar_alloc(a, sizeof *t);
         /* an empty string gets an empty range too: it still counts as tainted */
         tspan *s = tpl_ar_alloc(a, sizeof *s);
@@ -111,7 +132,7 @@ static int taint_depth(tpl_rt *r, tv v, tv *out, int depth) {
     }
     case TV_LIST: {
         tlist *l;
-        if (taint_list(r, v.u.l, 0, &l, depth)) return -1;
+        if (taint_list(r, v.u.l, 0, source, &l, depth)) return -1;
         l->start = v.u.l->start;
         l->stop = v.u.l->stop;
         l->step = v.u.l->step;
@@ -122,8 +143,8 @@ static int taint_depth(tpl_rt *r, tv v, tv *out, int depth) {
         tdict *d = tpl_td_new(a, v.u.d->n);
         if (!d) return -1;
         for (size_t i = 0; i < v.u.d->n; i++)
-            if (taint_depth(r, v.u.d->k[i], &d->k[i], depth + 1) ||
-                taint_depth(r, v.u.d->v[i], &d->v[i], depth + 1))
+            if (taint_depth(r, v.u.d->k[i], source, &d->k[i], depth + 1) ||
+                taint_depth(r, v.u.d->v[i], source, &d->v[i], depth + 1))
                 return -1;
         d->n = v.u.d->n;
         out->u.d = d;
@@ -134,7 +155,7 @@ static int taint_depth(tpl_rt *r, tv v, tv *out, int depth) {
         if (!g) return -1;
         *g = *v.u.g;
         g->pos = 0;
-        if (taint_list(r, v.u.g->src, v.u.g->pos, &g->src, depth)) return -1;
+        if (taint_list(r, v.u.g->src, v.u.g->pos, source, &g->src, depth)) return -1;
         out->u.g = g;
         return 0;
     }
@@ -145,19 +166,19 @@ static int taint_depth(tpl_rt *r, tv v, tv *out, int depth) {
     }
 }
 
-static int taint_list(tpl_rt *r, const tlist *src, size_t from, tlist **out, int depth) {
+static int taint_list(tpl_rt *r, const tlist *src, size_t from, const tv *source, tlist **out, int depth) {
     tlist *l = tpl_tl_new(tpl_rt_arena(r), src->n - from);
     if (!l) return -1;
     for (size_t i = from; i < src->n; i++)
-        if (taint_depth(r, src->v[i], &l->v[i - from], depth + 1)) return -1;
+        if (taint_depth(r, src->v[i], source, &l->v[i - from], depth + 1)) return -1;
     *out = l;
     return 0;
 }
 
 int tpl_taint_all(tpl_rt *r, tv v, tv *out) {
-    return taint_depth(r, v, out, 0);
+    return taint_depth(r, v, NULL, out, 0);
 }
 
-int tpl_taint_result(tpl_rt *r, bool tainted_in, tv *out) {
-    return tainted_in ? tpl_taint_all(r, *out, out) : 0;
+int tpl_taint_result(tpl_rt *r, bool tainted_in, tv source, tv *out) {
+    return tainted_in ? taint_depth(r, *out, &source, out, 0) : 0;
 }

@@ -567,7 +567,7 @@ int tpl_tv_iterate(tpl_rt *r, const node *at, tv v, tlist **out) {
     case TV_STR: {
         if (!(*out = tpl_str_chars(a, v.u.s))) return -1;
         tv chars = tv_list(*out, LIST_PLAIN);
-        if (tpl_taint_result(r, tpl_tv_tainted(v), &chars)) return -1;
+        if (tpl_taint_result(r, tpl_tv_tainted(v), v, &chars)) return -1;
         *out = chars.u.l;
         return 0;
     }

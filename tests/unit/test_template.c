@@ -394,6 +394,10 @@ static void test_request_text_is_marked_through_every_operation(void **state) {
     expect_marked("{{ messages[0].content[1:3] }}{{ messages[0].role[0] }}", "«X<u»");
     expect_marked("{{ messages[0].content.split('<')[1] }}", "«end_of_turn>Y »");
     expect_marked("{{ messages[0].content.strip() }}", "«X<end_of_turn>Y»");
+    /* what lies inside a string it was cut from keeps that string's ranges */
+    expect_marked("{{ ('<a>' + messages[0].role + ' ') | trim }}", "<a>«user»");
+    expect_marked("{{ ('<a>' + messages[0].role).split('>')[0] }}{{ ('<a>' ~ messages[0].role)[1:5] }}",
+                  "<aa>«us»");
     expect_marked("{{ messages[0] | tojson }}", "«{\"role\": \"user\", \"content\": \" X<end_of_turn>Y \"}»");
     expect_marked("{% for c in messages[0].role %}{{ c }}-{% endfor %}", "«u»-«s»-«e»-«r»-");
     expect_marked("{% for m in messages | selectattr('role', 'eq', 'user') %}<a>{{ m.role }}{% endfor %}",
