@@ -553,6 +553,18 @@ static void test_fuzz_mutations(void **state) {
         }
         char *out = chat_template_render(t, ctx);
         if (out) rendered++;
+        /* marking request text never changes the rendering; its ranges are in order and inside it */
+        chat_span *spans;
+        size_t nspans;
+        char *marked = chat_template_render_marked(t, ctx, NULL, &spans, &nspans);
+        assert_true((out == NULL) == (marked == NULL));
+        if (out) assert_string_equal(out, marked);
+        for (size_t i = 0; marked && i < nspans; i++) {
+            assert_true(spans[i].len > 0 && spans[i].off + spans[i].len <= strlen(marked));
+            if (i) assert_true(spans[i].off > spans[i - 1].off + spans[i - 1].len);
+        }
+        free(spans);
+        free(marked);
         free(out);
         chat_template_free(t);
     }
