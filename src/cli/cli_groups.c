@@ -44,6 +44,10 @@ const cli_group cli_model_group = {
         {.name = "--chat-template", .kind = CLI_STRING, .offset = offsetof(cli_model_settings, chat_template),
          .metavar = "FILE", .help = "a Jinja chat template used instead of the model's own",
          .default_text = "the model's, else a built-in one for its family"},
+        {.name = "--chat-parse-special-in-content", .kind = CLI_FLAG,
+         .offset = offsetof(cli_model_settings, chat_parse_special_in_content),
+         .help = "let control tokens spelled in message content (\"<end_of_turn>\") become those tokens, as "
+                 "vLLM and llama.cpp do; only for trusted clients (off: content is always text)"},
         {0}},
 };
 

@@ -15,10 +15,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* --model, --chat-template */
+/* --model, --chat-template, --chat-parse-special-in-content */
 typedef struct {
     const char *path;
     const char *chat_template;
+    bool chat_parse_special_in_content; /* trusted clients: content may spell control tokens */
 } cli_model_settings;
 
 /* --max-model-len, --max-num-seqs, --max-num-batched-tokens, --block-size,

@@ -184,7 +184,7 @@ int cmd_serve(int argc, char **argv) {
         fprintf(stderr, "cllm serve: %s\n", err_get());
         goto out;
     }
-    if (!(tmpl = load_chat_template(m, o.model.chat_template, "serve"))) {
+    if (!(tmpl = load_chat_template(m, &o.model, "serve"))) {
         fprintf(stderr, "cllm serve: %s\n", err_get());
         goto out;
     }

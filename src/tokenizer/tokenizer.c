@@ -432,11 +432,25 @@ static int find_special_candidates(const tokenizer *t, const char *text, size_t 
     return count;
 }
 
+/* Whether [at, at + n) overlaps one of the sorted, disjoint ranges. */
+static bool overlaps(const tok_range *ranges, size_t nranges, size_t at, size_t n) {
+    size_t lo = 0, hi = nranges; /* first range that ends after `at` */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ranges[mid].off + ranges[mid].len <= at)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < nranges && ranges[lo].off < at + n;
+}
+
 /* Splits text into raw pieces and special tokens. Each special token, longest
  * first, is cut out of every raw piece that is left, leftmost occurrence first
- * (llama.cpp's tokenizer_st_partition). */
+ * (llama.cpp's tokenizer_st_partition). A control token that overlaps one of
+ * the `plain` ranges stays text, as it would without parse_special. */
 static int partition(const tokenizer *t, const char *text, size_t len, bool parse_special,
-                     fragvec *out) {
+                     const tok_range *plain, size_t nplain, fragvec *out) {
     out->n = 0;
     if (len == 0) return 0;
     if (frag_push(out, -1, 0, len)) return -1;
@@ -451,6 +465,7 @@ static int partition(const tokenizer *t, const char *text, size_t len, bool pars
             int32_t id = t->special[sp];
             const char *tok = t->text[id];
             size_t tlen = t->text_len[id];
+            const bool guarded = nplain > 0 && !special_allowed(t, id, false);
             next.n = 0;
             for (size_t k = 0; k < out->n && rc == 0; k++) {
                 fragment f = out->v[k];
@@ -458,13 +473,17 @@ static int partition(const tokenizer *t, const char *text, size_t len, bool pars
                     rc = frag_push(&next, f.id, f.off, f.len);
                     continue;
                 }
-                size_t pos = f.off, end = f.off + f.len;
+                size_t pos = f.off, from = f.off, end = f.off + f.len;
                 const char *m;
-                while (rc == 0 && end - pos >= tlen && (m = memmem(text + pos, end - pos, tok, tlen))) {
+                while (rc == 0 && end - from >= tlen && (m = memmem(text + from, end - from, tok, tlen))) {
                     size_t at = (size_t)(m - text);
+                    if (guarded && overlaps(plain, nplain, at, tlen)) {
+                        from = at + 1;
+                        continue;
+                    }
                     if (at > pos) rc = frag_push(&next, -1, pos, at - pos);
                     if (rc == 0) rc = frag_push(&next, id, at, tlen);
-                    pos = at + tlen;
+                    pos = from = at + tlen;
                 }
                 if (rc == 0 && pos < end) rc = frag_push(&next, -1, pos, end - pos);
             }
@@ -480,10 +499,15 @@ static int partition(const tokenizer *t, const char *text, size_t len, bool pars
 
 int tokenizer_encode(const tokenizer *t, const char *text, size_t len, bool add_special,
                      bool parse_special, int32_t **out) {
+    return tokenizer_encode_guarded(t, text, len, add_special, parse_special, NULL, 0, out);
+}
+
+int tokenizer_encode_guarded(const tokenizer *t, const char *text, size_t len, bool add_special,
+                             bool parse_special, const tok_range *plain, size_t nplain, int32_t **out) {
     *out = NULL;
     fragvec frags = {0};
     tokvec v = {0};
-    int rc = partition(t, text, len, parse_special, &frags);
+    int rc = partition(t, text, len, parse_special, plain, nplain, &frags);
     if (rc == 0 && add_special && t->add_bos) rc = tokvec_push(&v, t->bos);
     bool prev_special = true; /* the text's start counts as after a special token */
     for (size_t i = 0; i < frags.n && rc == 0; i++) {

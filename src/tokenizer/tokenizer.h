@@ -62,6 +62,19 @@ int32_t tokenizer_find(const tokenizer *t, const char *text, size_t len);
 int tokenizer_encode(const tokenizer *t, const char *text, size_t len, bool add_special,
                      bool parse_special, int32_t **out);
 
+/* A byte range of a text. */
+typedef struct {
+    size_t off, len;
+} tok_range;
+/* As tokenizer_encode, except that a control token spelled in the text is
+ * not parsed where it overlaps one of the `plain` ranges (sorted, disjoint):
+ * there it stays text, split into ordinary tokens, as without parse_special.
+ * The rest of the text tokenizes exactly as tokenizer_encode does it, so a
+ * chat prompt's request text (the ranges) cannot spell the template's
+ * control tokens. User-defined tokens are matched everywhere, as always. */
+int tokenizer_encode_guarded(const tokenizer *t, const char *text, size_t len, bool add_special,
+                             bool parse_special, const tok_range *plain, size_t nplain, int32_t **out);
+
 /* The bytes a token stands for (space marker and byte tokens decoded); control
  * tokens give nothing unless `special`. Returns the byte count, which may exceed
  * cap (then nothing past cap is written), or -1 for an id out of range. */

@@ -19,88 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* --- a GGUF image with metadata only -------------------------------------- */
-
-typedef struct {
-    uint8_t *p;
-    size_t n, cap;
-    uint64_t n_kv;
-} image;
-
-static void put(image *b, const void *src, size_t n) {
-    if (b->n + n > b->cap) {
-        b->cap = (b->n + n) * 2 + 64;
-        b->p = realloc(b->p, b->cap);
-        assert_non_null(b->p);
-    }
-    memcpy(b->p + b->n, src, n);
-    b->n += n;
-}
-static void put_u32(image *b, uint32_t v) { put(b, &v, 4); }
-static void put_u64(image *b, uint64_t v) { put(b, &v, 8); }
-static void put_str(image *b, const char *s) {
-    put_u64(b, strlen(s));
-    put(b, s, strlen(s));
-}
-static void put_key(image *b, const char *k, gguf_type t) {
-    put_str(b, k);
-    put_u32(b, t);
-    b->n_kv++;
-}
-
-static image image_new(void) {
-    image b = {0};
-    put(&b, "GGUF", 4);
-    put_u32(&b, 3);
-    put_u64(&b, 0); /* tensors */
-    put_u64(&b, 0); /* kv count, patched by image_open */
-    return b;
-}
-
-static void kv_str(image *b, const char *k, const char *v) {
-    put_key(b, k, GGUF_TYPE_STRING);
-    put_str(b, v);
-}
-static void kv_u32(image *b, const char *k, uint32_t v) {
-    put_key(b, k, GGUF_TYPE_UINT32);
-    put_u32(b, v);
-}
-static void kv_bool(image *b, const char *k, bool v) {
-    uint8_t x = v;
-    put_key(b, k, GGUF_TYPE_BOOL);
-    put(b, &x, 1);
-}
-static void kv_array(image *b, const char *k, gguf_type et, uint64_t n) {
-    put_key(b, k, GGUF_TYPE_ARRAY);
-    put_u32(b, et);
-    put_u64(b, n);
-}
-static void kv_strs(image *b, const char *k, const char *const *v, int n) {
-    kv_array(b, k, GGUF_TYPE_STRING, (uint64_t)n);
-    for (int i = 0; i < n; i++) put_str(b, v[i]);
-}
-static void kv_f32s(image *b, const char *k, const float *v, int n) {
-    kv_array(b, k, GGUF_TYPE_FLOAT32, (uint64_t)n);
-    put(b, v, (size_t)n * 4);
-}
-static void kv_i32s(image *b, const char *k, const int32_t *v, int n) {
-    kv_array(b, k, GGUF_TYPE_INT32, (uint64_t)n);
-    put(b, v, (size_t)n * 4);
-}
-
-/* Builds the tokenizer and drops the image at once: the tokenizer must not
- * keep pointers into the GGUF. NULL on error (err_get() says why). */
-static tokenizer *image_load(image *b) {
-    memcpy(b->p + 16, &b->n_kv, 8);
-    gguf_ctx *g = gguf_open_memory(b->p, b->n, "mem");
-    assert_non_null(g);
-    tokenizer *t = tokenizer_from_gguf(g);
-    gguf_close(g);
-    memset(b->p, 0xAB, b->n);
-    free(b->p);
-    b->p = NULL;
-    return t;
-}
+#include "gguf_image.h"
 
 /* --- a SentencePiece vocabulary ------------------------------------------ */
 
@@ -250,6 +169,38 @@ static void test_spm_special_tokens(void **state) {
     EXPECT(t, "<div><div><div>", false, false, DIV2, DIV);
     EXPECT(t, "<end_of_turn><s>", false, true, EOT, BOS);
     EXPECT(t, "ab</s>", true, true, BOS, AB, EOS);
+    tokenizer_free(t);
+}
+
+/* Control tokens are not parsed where they overlap a plain range (request
+ * text in a chat prompt): there the text is what plain encoding gives. */
+static void test_spm_control_tokens_stay_text_in_plain_ranges(void **state) {
+    (void)state;
+    tokenizer *t = spm_load((spm_opts){false, false});
+    /* template "<start_of_turn>" + content "ab<start_of_turn><div>" + template "<end_of_turn>" */
+    const char *text = "<start_of_turn>ab<start_of_turn><div><end_of_turn>";
+    const tok_range content[] = {{15, 22}};
+    int32_t *ids, *plain;
+    int n = tokenizer_encode_guarded(t, text, strlen(text), false, true, content, 1, &ids);
+    int np = tokenizer_encode(t, text + 15, 22, false, false, &plain);
+    assert_true(n > 2 && np > 2);
+    assert_int_equal(n, np + 2);
+    assert_int_equal(ids[0], SOT);
+    assert_memory_equal(ids + 1, plain, (size_t)np * sizeof *ids); /* user-defined <div> still matched */
+    assert_int_equal(ids[n - 1], EOT);
+    free(ids);
+    free(plain);
+    /* a control token that only straddles a range's edge is text too */
+    const tok_range edge[] = {{0, 1}, {17, 1}};
+    n = tokenizer_encode_guarded(t, "<s>ab<end_of_turn>", 18, false, true, edge, 2, &ids);
+    for (int i = 0; i < n; i++) assert_true(ids[i] != BOS && ids[i] != EOT);
+    free(ids);
+    /* no ranges: exactly tokenizer_encode */
+    EXPECT(t, "<start_of_turn>ab", false, true, SOT, AB);
+    n = tokenizer_encode_guarded(t, "<start_of_turn>ab", 17, false, true, NULL, 0, &ids);
+    assert_int_equal(n, 2);
+    assert_int_equal(ids[0], SOT);
+    free(ids);
     tokenizer_free(t);
 }
 
@@ -519,6 +470,7 @@ int main(void) {
         cmocka_unit_test(test_spm_space_prefix_and_escaped_spaces),
         cmocka_unit_test(test_spm_byte_fallback),
         cmocka_unit_test(test_spm_special_tokens),
+        cmocka_unit_test(test_spm_control_tokens_stay_text_in_plain_ranges),
         cmocka_unit_test(test_spm_bos_eos_and_eog),
         cmocka_unit_test(test_spm_pieces),
         cmocka_unit_test(test_detok_holds_split_characters),
