@@ -35,6 +35,8 @@ static void prepared_free(prepared *p) {
     api_request_free(&p->req);
 }
 
+/* max_tokens may be anything up to LLONG_MAX: the total is added unsigned,
+ * where two values below 2^63 cannot overflow. */
 static int context_error(api_error *e, const char *param, int max_len, long long n_prompt, long long max_tokens) {
     if (max_tokens < 0)
         return api_fail(e, 400, "context_length_exceeded", param,
@@ -42,9 +44,10 @@ static int context_error(api_error *e, const char *param, int max_len, long long
                         "leaves no room for a completion. Please reduce the length of the %s.",
                         max_len, param, n_prompt, param);
     return api_fail(e, 400, "context_length_exceeded", param,
-                    "This model's maximum context length is %d tokens. However, you requested %lld tokens (%lld in "
+                    "This model's maximum context length is %d tokens. However, you requested %llu tokens (%lld in "
                     "the %s, %lld in the completion). Please reduce the length of the %s or the completion.",
-                    max_len, n_prompt + max_tokens, n_prompt, param, max_tokens, param);
+                    max_len, (unsigned long long)n_prompt + (unsigned long long)max_tokens, n_prompt, param,
+                    max_tokens, param);
 }
 
 /* Body -> tokens per prompt, with every client mistake a 4xx in *e. */
@@ -92,7 +95,7 @@ static int prepare(server *s, http_req *r, api_kind kind, prepared *p, api_error
         }
         if (n >= s->max_model_len) {
             rc = context_error(e, param, s->max_model_len, n, -1);
-        } else if (p->req.max_tokens >= 0 && n + p->req.max_tokens > s->max_model_len) {
+        } else if (p->req.max_tokens >= 0 && p->req.max_tokens > s->max_model_len - n) {
             rc = context_error(e, param, s->max_model_len, n, p->req.max_tokens);
         }
     }
