@@ -7,7 +7,8 @@
  * Routes: POST /v1/completions, POST /v1/chat/completions, GET /v1/models
  * (and /v1/models/{id}), GET /health, GET /metrics, POST /tokenize,
  * POST /detokenize. With an API key, /v1/..., /tokenize and /detokenize need
- * "Authorization: Bearer KEY"; /health and /metrics stay open. */
+ * "Authorization: Bearer KEY"; /metrics too when metrics_require_key;
+ * /health always stays open. */
 #ifndef CLLM_SERVER_SERVER_H
 #define CLLM_SERVER_SERVER_H
 
@@ -28,6 +29,7 @@ typedef struct {
     const char *host;         /* address to bind, e.g. "127.0.0.1", "0.0.0.0", "::" */
     int port;                 /* 0: any free port (see server_port) */
     const char *api_key;      /* NULL or "": no key needed */
+    bool metrics_require_key; /* /metrics needs the key too */
     const char *served_name;  /* the model id clients use */
     const char *model_path;   /* also accepted as a model id, as is its file name */
     size_t max_body_bytes;    /* larger bodies get 413 */
