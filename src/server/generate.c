@@ -342,6 +342,8 @@ enum MHD_Result handle_generation(server *s, http_req *r, api_kind kind) {
             const char *why = err_get();
             if (!strncmp(why, "queue full", 10))
                 api_fail(&e, 503, "queue_full", NULL, "The server is overloaded (%s); retry later", why);
+            else if (err_is_oom())
+                api_fail(&e, 500, "out_of_memory", NULL, "the server ran out of memory: %s", why);
             else
                 api_fail(&e, 400, "invalid_request", kind == API_CHAT ? "messages" : "prompt", "%s", why);
             abandon_generation(s, g, &p);

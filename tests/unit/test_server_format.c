@@ -33,6 +33,27 @@ static void test_sse_framing(void **state) {
     buf_free(&b);
 }
 
+/* A prompt that failed because memory ran out is the server's failure (500),
+ * even when the prompt code reports it as bad input; err_set clears the mark
+ * and err_prefix keeps it. */
+static void test_out_of_memory_is_a_server_error(void **state) {
+    (void)state;
+    api_error e;
+    err_oom("tokenizer: out of memory for %d bytes of text", 99);
+    err_prefix("cannot tokenize the prompt: ");
+    assert_true(err_is_oom());
+    api_fail_prompt(&e, -1, "invalid_prompt", "prompt");
+    assert_int_equal(e.status, 500);
+    assert_string_equal(e.type, "server_error");
+    assert_non_null(strstr(e.message, "out of memory for 99 bytes"));
+    err_set("cannot tokenize the prompt: bad");
+    assert_false(err_is_oom());
+    api_fail_prompt(&e, -1, "invalid_prompt", "prompt");
+    assert_int_equal(e.status, 400);
+    assert_string_equal(e.param, "prompt");
+    err_clear();
+}
+
 static void test_error_object(void **state) {
     (void)state;
     api_error e;
@@ -206,7 +227,8 @@ static void test_response_shapes(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_sse_framing),  cmocka_unit_test(test_error_object), cmocka_unit_test(test_metrics_text),
+        cmocka_unit_test(test_sse_framing),  cmocka_unit_test(test_error_object),
+        cmocka_unit_test(test_out_of_memory_is_a_server_error), cmocka_unit_test(test_metrics_text),
         cmocka_unit_test(test_auth),         cmocka_unit_test(test_auth_key_file),         cmocka_unit_test(test_utf8),
         cmocka_unit_test(test_response_shapes),
     };
