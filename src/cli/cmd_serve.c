@@ -191,6 +191,10 @@ int cmd_serve(int argc, char **argv) {
     server_config sc = {.host = ss->host, .port = (int)ss->port, .api_key = ss->api_key,
                         .metrics_require_key = ss->metrics_require_api_key, .served_name = served,
                         .model_path = o.model.path, .max_body_bytes = ss->max_body_size};
+    if (!sc.max_body_bytes) {
+        const size_t for_context = (size_t)o.engine.max_model_len * SERVER_BODY_BYTES_PER_TOKEN;
+        sc.max_body_bytes = for_context > SERVER_DEFAULT_MAX_BODY ? for_context : SERVER_DEFAULT_MAX_BODY;
+    }
     if (server_start(&s, &sc)) {
         fprintf(stderr, "cllm serve: %s\n", err_get());
         free(served);

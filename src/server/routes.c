@@ -93,7 +93,8 @@ enum MHD_Result route_request(void *user, http_req *r) {
         return http_reply_error(r, &e);
     }
     if (r->too_large) {
-        api_fail(&e, 413, "request_too_large", NULL, "The request body is larger than the limit of %zu bytes",
+        api_fail(&e, 413, "request_too_large", NULL,
+                 "The request body is larger than the limit of %zu bytes (the server's --max-body-size)",
                  s->cfg.max_body_bytes);
         return http_reply_error(r, &e);
     }
