@@ -183,6 +183,11 @@ def _iq2_xxs_misshapen(buf, lay):
 TRUNCATED = ("truncated", "past end of file", "extends", "end of file", "too short")
 CORRUPT = ("truncated", "corrupt", "fit", "too large", "too many", "past end", "end of file")
 
+def _rope_freq_factor_zero(buf, lay):
+    t = lay.tensors["rope_freqs.weight"]
+    patch(buf, lay.data_start + t.data_offset + 4, "f", 0.0)  # the second factor (F32)
+
+
 CASES = {
     "empty-file": Case(lambda mf, out: out.write_bytes(b""), ("empty", "too short", "truncated", "magic")),
     "wrong-magic": Case(_from_valid(_bad_magic), ("magic",)),
@@ -206,6 +211,7 @@ CASES = {
     "norm-eps-huge": Case(_generated(eps=1e30), ("epsilon",)),
     "rope-base-zero": Case(_generated(rope_base=0.0), ("freq_base",)),
     "rope-base-inf": Case(_generated(rope_base=float("inf")), ("freq_base",)),
+    "rope-freq-factor-zero": Case(_from_valid(_rope_freq_factor_zero, rope_freqs=True), ("rope_freqs",)),
 }
 
 COMMANDS = {
