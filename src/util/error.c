@@ -8,21 +8,25 @@
 static _Thread_local char g_error[1024];
 static _Thread_local bool g_oom;
 
+static int set_message(bool oom, const char *fmt, va_list ap) {
+    vsnprintf(g_error, sizeof g_error, fmt, ap);
+    g_oom = oom;
+    return -1;
+}
+
 int err_set(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(g_error, sizeof g_error, fmt, ap);
+    set_message(false, fmt, ap);
     va_end(ap);
-    g_oom = false;
     return -1;
 }
 
 int err_oom(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(g_error, sizeof g_error, fmt, ap);
+    set_message(true, fmt, ap);
     va_end(ap);
-    g_oom = true;
     return -1;
 }
 
