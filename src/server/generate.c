@@ -80,9 +80,9 @@ static int prepare(server *s, http_req *r, api_kind kind, prepared *p, api_error
             break;
         }
         if (n >= s->max_model_len) {
-            rc = prompt_context_error(e, param, s->max_model_len, n, -1, false);
+            rc = prompt_context_error(e, param, s->max_model_len, n, -1);
         } else if (p->req.max_tokens >= 0 && p->req.max_tokens > s->max_model_len - n) {
-            rc = prompt_context_error(e, param, s->max_model_len, n, p->req.max_tokens, false);
+            rc = prompt_context_error(e, param, s->max_model_len, n, p->req.max_tokens);
         }
     }
 out:

@@ -6,21 +6,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-int prompt_context_error(api_error *e, const char *param, int max_len, long long n_prompt, long long max_tokens,
-                         bool at_least) {
-    const char *qual = at_least ? "at least " : "";
+int prompt_context_error(api_error *e, const char *param, int max_len, long long n_prompt, long long max_tokens) {
     if (max_tokens < 0)
         return api_fail(e, 400, "context_length_exceeded", param,
-                        "This model's maximum context length is %d tokens. However, your %s has %s%lld tokens, "
-                        "which leaves no room for a completion. Please reduce the length of the %s.",
-                        max_len, param, qual, n_prompt, param);
+                        "This model's maximum context length is %d tokens. However, your %s has %lld tokens, which "
+                        "leaves no room for a completion. Please reduce the length of the %s.",
+                        max_len, param, n_prompt, param);
     /* max_tokens may be anything up to LLONG_MAX: the total is added
      * unsigned, where two values below 2^63 cannot overflow. */
     return api_fail(e, 400, "context_length_exceeded", param,
-                    "This model's maximum context length is %d tokens. However, you requested %s%llu tokens (%s%lld "
-                    "in the %s, %lld in the completion). Please reduce the length of the %s or the completion.",
-                    max_len, qual, (unsigned long long)n_prompt + (unsigned long long)max_tokens, qual, n_prompt,
-                    param, max_tokens, param);
+                    "This model's maximum context length is %d tokens. However, you requested %llu tokens (%lld in "
+                    "the %s, %lld in the completion). Please reduce the length of the %s or the completion.",
+                    max_len, (unsigned long long)n_prompt + (unsigned long long)max_tokens, n_prompt, param,
+                    max_tokens, param);
 }
 
 /* Refuses a text of len bytes that has more tokens than the budget allows

@@ -18,11 +18,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The 400 for a prompt of n_prompt tokens (at_least: a lower bound, counted
- * from its bytes) that leaves no room for max_tokens (< 0: not given, so
- * for even one token) in max_len. Returns -1. */
-int prompt_context_error(api_error *e, const char *param, int max_len, long long n_prompt, long long max_tokens,
-                         bool at_least);
+/* The 400 for a prompt of n_prompt tokens that leaves no room for
+ * max_tokens (< 0: not given, so for even one token) in max_len. Returns -1. */
+int prompt_context_error(api_error *e, const char *param, int max_len, long long n_prompt, long long max_tokens);
 
 /* The context and the tokens the prompt must leave free in it: one for
  * generation (the exact check against max_tokens follows tokenization,
