@@ -128,7 +128,8 @@ const cli_group cli_server_group = {
         {.name = "--max-waiting", .kind = CLI_INT, .offset = offsetof(cli_server_settings, max_waiting),
          .metavar = "N", .min = 0, .max = 1 << 24, .help = "waiting requests before new ones get 503; 0 = no limit"},
         {.name = "--max-body-size", .kind = CLI_MEMORY, .offset = offsetof(cli_server_settings, max_body_size),
-         .metavar = "SIZE", .max = 4294967296.0, .help = "largest request body; larger ones get 413 without being kept in memory",
+         .metavar = "SIZE", .max = 4294967296.0,
+         .help = "largest request body; larger ones get 413 without being kept in memory",
          .default_text = "1MiB, or 128 bytes per token of --max-model-len if more"},
         {0}},
 };

@@ -31,8 +31,8 @@ static int check_bytes(const tokenizer *t, size_t len, const prompt_budget *b, c
                     "This model's maximum context length is %d tokens. However, your %s has at least %zu tokens "
                     "(%zu bytes, and no token of this model covers more than %zu bytes)%s. Please reduce the length "
                     "of the %s.",
-                    b->max_len, param, at_least, len, per_token, b->room ? ", which leaves no room for a completion" : "",
-                    param);
+                    b->max_len, param, at_least, len, per_token,
+                    b->room ? ", which leaves no room for a completion" : "", param);
 }
 
 int prompt_limit_text(const tokenizer *t, const char *text, size_t len, bool add_special, const prompt_budget *b,

@@ -425,8 +425,8 @@ static void test_bpe_llama3_whole_words_and_digit_triples(void **state) {
  * fewer than len / max tokens, whatever it holds (words, spaces, special
  * tokens, invalid UTF-8, code points past U+10FFFF). */
 static void check_token_bound(const tokenizer *t, uint64_t seed) {
-    static const char *const pieces[] = {"hello", " ", "  ", "\xe2\x96\x81", "<div>", "<|endoftext|>", "\xf7\xbf\xbf\xbf",
-                                         "\xff", "\xc3\xa9", "wd", "123", "a", "\n", " world"};
+    static const char *const pieces[] = {"hello", " ", "  ", "\xe2\x96\x81", "<div>", "<|endoftext|>",
+                                         "\xf7\xbf\xbf\xbf", "\xff", "\xc3\xa9", "wd", "123", "a", "\n", " world"};
     const size_t max = tokenizer_max_token_bytes(t);
     assert_true(max >= 1 && max < 1000);
     char text[512];
@@ -443,7 +443,8 @@ static void check_token_bound(const tokenizer *t, uint64_t seed) {
         int32_t *ids = NULL;
         const int n = tokenizer_encode(t, text, len, false, round % 2 == 0, &ids);
         if (n < 0) fail_msg("encode: %s", err_get());
-        if ((size_t)n * max < len) fail_msg("%zu bytes gave %d tokens, under the bound of %zu bytes a token", len, n, max);
+        if ((size_t)n * max < len)
+            fail_msg("%zu bytes gave %d tokens, under the bound of %zu bytes a token", len, n, max);
         free(ids);
     }
 }
