@@ -115,8 +115,15 @@ const cli_group cli_server_group = {
         {.name = "--port", .kind = CLI_INT, .offset = offsetof(cli_server_settings, port), .metavar = "N",
          .min = 0, .max = 65535, .help = "port; 0 = any free port"},
         {.name = "--api-key", .kind = CLI_STRING, .offset = offsetof(cli_server_settings, api_key),
-         .metavar = "KEY", .secret = true, .default_text = "$CLLM_API_KEY, else none",
+         .metavar = "KEY", .secret = true, .default_text = "$CLLM_API_KEY, else $VLLM_API_KEY, else none",
          .help = "require 'Authorization: Bearer KEY' on /v1/*, /tokenize and /detokenize"},
+        {.name = "--api-key-file", .kind = CLI_STRING, .offset = offsetof(cli_server_settings, api_key_file),
+         .metavar = "PATH",
+         .help = "read the API key from the first line of this file (a key on the command line is visible to "
+                 "other users in /proc)"},
+        {.name = "--metrics-require-api-key", .kind = CLI_FLAG,
+         .offset = offsetof(cli_server_settings, metrics_require_api_key),
+         .help = "/metrics needs the API key too (/health never does)", .default_text = "off: /metrics is open"},
         {.name = "--served-model-name", .kind = CLI_STRING, .offset = offsetof(cli_server_settings, served_model_name),
          .metavar = "NAME", .help = "the model id clients use", .default_text = "the model's file name without .gguf"},
         {.name = "--shutdown-timeout", .kind = CLI_FLOAT, .offset = offsetof(cli_server_settings, shutdown_timeout),
@@ -125,7 +132,9 @@ const cli_group cli_server_group = {
         {.name = "--max-waiting", .kind = CLI_INT, .offset = offsetof(cli_server_settings, max_waiting),
          .metavar = "N", .min = 0, .max = 1 << 24, .help = "waiting requests before new ones get 503; 0 = no limit"},
         {.name = "--max-body-size", .kind = CLI_MEMORY, .offset = offsetof(cli_server_settings, max_body_size),
-         .metavar = "SIZE", .max = 4294967296.0, .help = "largest request body", .default_text = "16MiB"},
+         .metavar = "SIZE", .max = 4294967296.0,
+         .help = "largest request body; larger ones get 413 without being kept in memory",
+         .default_text = "1MiB, or 128 bytes per token of --max-model-len if more"},
         {0}},
 };
 

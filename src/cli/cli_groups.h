@@ -46,12 +46,14 @@ typedef struct {
     long seed; /* -1: drawn from the clock */
 } cli_sampling_settings;
 
-/* --host, --port, --api-key, --served-model-name, --shutdown-timeout,
- * --max-waiting, --max-body-size */
+/* --host, --port, --api-key, --api-key-file, --metrics-require-api-key,
+ * --served-model-name, --shutdown-timeout, --max-waiting, --max-body-size */
 typedef struct {
     const char *host;
     long port;
     const char *api_key;
+    const char *api_key_file;
+    bool metrics_require_api_key;
     const char *served_model_name;
     double shutdown_timeout;
     long max_waiting;

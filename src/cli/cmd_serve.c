@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "engine/engine.h"
 #include "model/model.h"
+#include "server/auth.h"
 #include "server/server.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -31,6 +32,7 @@ typedef struct {
     cli_server_settings server;
     cli_spec_settings spec;
     spec_config sc; /* from spec, once parsed */
+    char *key_from_file; /* --api-key-file's key (owned); server.api_key then points here */
 } serve_options;
 
 static const cli_section k_serve_sections[] = {
@@ -63,10 +65,24 @@ static int parse_options(int argc, char **argv, serve_options *o) {
     *o = (serve_options){.engine = cli_engine_defaults(), .server = cli_server_defaults()};
     o->engine.max_model_len = 0;
     o->engine.kv_cache_memory = 0;
-    o->server.api_key = getenv("CLLM_API_KEY");
+    /* The key's sources, weakest first: $VLLM_API_KEY (vLLM's), $CLLM_API_KEY,
+     * then --api-key or --api-key-file (not both). */
+    const char *env_key = getenv("CLLM_API_KEY");
+    if (!env_key || !*env_key) env_key = getenv("VLLM_API_KEY");
+    o->server.api_key = env_key;
     const int rc = cli_parse(&k_serve, argc, argv, o);
     if (rc) return rc;
     if (cli_spec_config(&o->spec, &o->sc)) return cli_usage_error(&k_serve, "%s", err_get());
+    if (o->server.api_key_file) {
+        if (o->server.api_key != env_key)
+            return cli_usage_error(&k_serve, "give --api-key or --api-key-file, not both");
+        if (!(o->key_from_file = auth_key_from_file(o->server.api_key_file)))
+            return cli_usage_error(&k_serve, "--api-key-file: %s", err_get());
+        o->server.api_key = o->key_from_file;
+    }
+    if (o->server.metrics_require_api_key && !(o->server.api_key && *o->server.api_key))
+        return cli_usage_error(&k_serve,
+                               "--metrics-require-api-key needs a key (--api-key, --api-key-file or $CLLM_API_KEY)");
     return 0;
 }
 
@@ -150,10 +166,16 @@ static int engine_config_for(const serve_options *o, const model *m, engine_conf
 int cmd_serve(int argc, char **argv) {
     serve_options o;
     const int parsed = parse_options(argc, argv, &o);
-    if (parsed) return parsed < 0 ? 1 : 0;
+    if (parsed) {
+        free(o.key_from_file);
+        return parsed < 0 ? 1 : 0;
+    }
     const cli_server_settings *ss = &o.server;
     char *served = ss->served_model_name ? strdup(ss->served_model_name) : default_served_name(o.model.path);
-    if (!served) return 1;
+    if (!served) {
+        free(o.key_from_file);
+        return 1;
+    }
 
     /* Signals go to this thread only (sigwait below); every thread started
      * from here on inherits the mask. */
@@ -166,11 +188,17 @@ int cmd_serve(int argc, char **argv) {
     raise_fd_limit();
 
     server s;
-    server_config sc = {.host = ss->host, .port = (int)ss->port, .api_key = ss->api_key, .served_name = served,
+    server_config sc = {.host = ss->host, .port = (int)ss->port, .api_key = ss->api_key,
+                        .metrics_require_key = ss->metrics_require_api_key, .served_name = served,
                         .model_path = o.model.path, .max_body_bytes = ss->max_body_size};
+    if (!sc.max_body_bytes) {
+        const size_t for_context = (size_t)o.engine.max_model_len * SERVER_BODY_BYTES_PER_TOKEN;
+        sc.max_body_bytes = for_context > SERVER_DEFAULT_MAX_BODY ? for_context : SERVER_DEFAULT_MAX_BODY;
+    }
     if (server_start(&s, &sc)) {
         fprintf(stderr, "cllm serve: %s\n", err_get());
         free(served);
+        free(o.key_from_file);
         return 1;
     }
     fprintf(stderr, "cllm serve: listening on http://%s:%d (loading %s; /health answers 503 until ready)\n", ss->host,
@@ -237,6 +265,7 @@ out:
     if (tmpl) chat_template_free(tmpl);
     if (m) model_free(m);
     free(served);
+    free(o.key_from_file);
     if (rc == 0) fprintf(stderr, "cllm serve: stopped\n");
     return rc;
 }

@@ -7,6 +7,7 @@
 #include "server/generate.h"
 
 #include "chat/prompt.h"
+#include "server/prompt_limit.h"
 #include "server/responses.h"
 #include "server/sse.h"
 #include "util/utf8.h"
@@ -35,18 +36,6 @@ static void prepared_free(prepared *p) {
     api_request_free(&p->req);
 }
 
-static int context_error(api_error *e, const char *param, int max_len, long long n_prompt, long long max_tokens) {
-    if (max_tokens < 0)
-        return api_fail(e, 400, "context_length_exceeded", param,
-                        "This model's maximum context length is %d tokens. However, your %s has %lld tokens, which "
-                        "leaves no room for a completion. Please reduce the length of the %s.",
-                        max_len, param, n_prompt, param);
-    return api_fail(e, 400, "context_length_exceeded", param,
-                    "This model's maximum context length is %d tokens. However, you requested %lld tokens (%lld in "
-                    "the %s, %lld in the completion). Please reduce the length of the %s or the completion.",
-                    max_len, n_prompt + max_tokens, n_prompt, param, max_tokens, param);
-}
-
 /* Body -> tokens per prompt, with every client mistake a 4xx in *e. */
 static int prepare(server *s, http_req *r, api_kind kind, prepared *p, api_error *e) {
     memset(p, 0, sizeof *p);
@@ -66,15 +55,15 @@ static int prepare(server *s, http_req *r, api_kind kind, prepared *p, api_error
         goto out;
     }
     const char *param = kind == API_CHAT ? "messages" : "prompt";
+    const prompt_budget budget = {.max_len = s->max_model_len, .room = 1};
     for (int i = 0; i < p->n_prompts && !rc; i++) {
         int n;
         if (kind == API_CHAT) {
-            n = prompt_encode_chat(tok, s->tmpl, p->req.messages, true, &p->tokens[i]);
-            if (n < 0) api_fail_prompt(e, n, "invalid_messages", "messages");
+            n = prompt_limit_chat(tok, s->tmpl, p->req.messages, true, &budget, param, &p->tokens[i], e);
         } else if (p->req.prompts[i].text) {
-            n = prompt_encode_text(tok, p->req.prompts[i].text, p->req.prompts[i].len, true, &p->tokens[i]);
-            if (n < 0) api_fail_prompt(e, n, "invalid_prompt", "prompt");
-            if (p->req.echo) buf_append(&p->echo[i], p->req.prompts[i].text, p->req.prompts[i].len);
+            n = prompt_limit_text(tok, p->req.prompts[i].text, p->req.prompts[i].len, true, &budget, param,
+                                  &p->tokens[i], e);
+            if (n >= 0 && p->req.echo) buf_append(&p->echo[i], p->req.prompts[i].text, p->req.prompts[i].len);
         } else {
             n = p->req.prompts[i].n_ids;
             p->tokens[i] = p->req.prompts[i].ids;
@@ -91,9 +80,9 @@ static int prepare(server *s, http_req *r, api_kind kind, prepared *p, api_error
             break;
         }
         if (n >= s->max_model_len) {
-            rc = context_error(e, param, s->max_model_len, n, -1);
-        } else if (p->req.max_tokens >= 0 && n + p->req.max_tokens > s->max_model_len) {
-            rc = context_error(e, param, s->max_model_len, n, p->req.max_tokens);
+            rc = prompt_context_error(e, param, s->max_model_len, n, -1);
+        } else if (p->req.max_tokens >= 0 && p->req.max_tokens > s->max_model_len - n) {
+            rc = prompt_context_error(e, param, s->max_model_len, n, p->req.max_tokens);
         }
     }
 out:
@@ -339,6 +328,8 @@ enum MHD_Result handle_generation(server *s, http_req *r, api_kind kind) {
             const char *why = err_get();
             if (!strncmp(why, "queue full", 10))
                 api_fail(&e, 503, "queue_full", NULL, "The server is overloaded (%s); retry later", why);
+            else if (err_is_oom())
+                api_fail(&e, 500, "out_of_memory", NULL, "the server ran out of memory: %s", why);
             else
                 api_fail(&e, 400, "invalid_request", kind == API_CHAT ? "messages" : "prompt", "%s", why);
             abandon_generation(s, g, &p);

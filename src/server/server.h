@@ -7,7 +7,8 @@
  * Routes: POST /v1/completions, POST /v1/chat/completions, GET /v1/models
  * (and /v1/models/{id}), GET /health, GET /metrics, POST /tokenize,
  * POST /detokenize. With an API key, /v1/..., /tokenize and /detokenize need
- * "Authorization: Bearer KEY"; /health and /metrics stay open. */
+ * "Authorization: Bearer KEY"; /metrics too when metrics_require_key;
+ * /health always stays open. */
 #ifndef CLLM_SERVER_SERVER_H
 #define CLLM_SERVER_SERVER_H
 
@@ -22,12 +23,20 @@
 #include <stddef.h>
 #include <time.h>
 
-#define SERVER_DEFAULT_MAX_BODY ((size_t)16 << 20)
+/* Bodies past this get 413 and are never held in memory. 1 MiB is more than
+ * twice the longest prompt that 8192 tokens of Gemma 3's vocabulary can spell
+ * (no token covers more than 48 bytes), and 64 requests at the limit at once
+ * grow the server by about 100 MiB (bodies, parsed JSON), where 4 MiB ones
+ * took 450 MiB. `cllm serve` raises it for a longer --max-model-len. */
+#define SERVER_DEFAULT_MAX_BODY ((size_t)1 << 20)
+/* ... to this many bytes per token of the context, when that is more. */
+#define SERVER_BODY_BYTES_PER_TOKEN 128
 
 typedef struct {
     const char *host;         /* address to bind, e.g. "127.0.0.1", "0.0.0.0", "::" */
     int port;                 /* 0: any free port (see server_port) */
     const char *api_key;      /* NULL or "": no key needed */
+    bool metrics_require_key; /* /metrics needs the key too */
     const char *served_name;  /* the model id clients use */
     const char *model_path;   /* also accepted as a model id, as is its file name */
     size_t max_body_bytes;    /* larger bodies get 413 */

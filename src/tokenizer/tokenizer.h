@@ -41,6 +41,11 @@ void tokenizer_free(tokenizer *t);
 int tokenizer_to_gguf(const tokenizer *t, gguf_writer *w);
 
 int32_t tokenizer_n_vocab(const tokenizer *t);
+/* The most bytes of input text that one token stands for. A text of len
+ * bytes has at least len / this many tokens, so a caller can refuse a text
+ * too long for its context without tokenizing it. SIZE_MAX (no bound) for a
+ * byte-level vocabulary that lacks some byte's token. */
+size_t tokenizer_max_token_bytes(const tokenizer *t);
 int32_t tokenizer_bos(const tokenizer *t); /* -1 when the model has none */
 int32_t tokenizer_eos(const tokenizer *t);
 bool tokenizer_add_bos(const tokenizer *t);

@@ -14,6 +14,7 @@
 #include "tokenizer/detok.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
+#include "util/utf8.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -371,6 +372,72 @@ static void test_bpe_llama3_whole_words_and_digit_triples(void **state) {
     tokenizer_free(t);
 }
 
+/* tokenizer_max_token_bytes is a true bound: no text of len bytes gives
+ * fewer than len / max tokens, whatever it holds (words, spaces, special
+ * tokens, invalid UTF-8, code points past U+10FFFF). */
+static void check_token_bound(const tokenizer *t, uint64_t seed) {
+    static const char *const pieces[] = {"hello", " ", "  ", "\xe2\x96\x81", "<div>", "<|endoftext|>",
+                                         "\xf7\xbf\xbf\xbf", "\xff", "\xc3\xa9", "wd", "123", "a", "\n", " world"};
+    const size_t max = tokenizer_max_token_bytes(t);
+    assert_true(max >= 1 && max < 1000);
+    char text[512];
+    for (int round = 0; round < 300; round++) {
+        size_t len = 0;
+        for (;;) {
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            const char *p = pieces[(seed >> 33) % (sizeof pieces / sizeof *pieces)];
+            if (len + strlen(p) >= sizeof text) break;
+            memcpy(text + len, p, strlen(p));
+            len += strlen(p);
+            if ((seed >> 20) % 16 == 0) break;
+        }
+        int32_t *ids = NULL;
+        const int n = tokenizer_encode(t, text, len, false, round % 2 == 0, &ids);
+        if (n < 0) fail_msg("encode: %s", err_get());
+        if ((size_t)n * max < len)
+            fail_msg("%zu bytes gave %d tokens, under the bound of %zu bytes a token", len, n, max);
+        free(ids);
+    }
+}
+
+static void test_max_token_bytes_bounds_the_count(void **state) {
+    (void)state;
+    tokenizer *t = spm_load((spm_opts){true, false});
+    check_token_bound(t, 1);
+    tokenizer_free(t);
+    /* The small BPE vocabulary has no token for "a": it drops bytes, so no bound. */
+    t = bpe_load("qwen2", true, false);
+    if (!t) fail_msg("%s", err_get());
+    assert_int_equal(tokenizer_max_token_bytes(t), SIZE_MAX);
+    tokenizer_free(t);
+    /* With every byte's token added the bound holds: "<|endoftext|>" (13
+     * bytes) is the longest, and byte-level text can shrink by 4/3. */
+    const char *texts[N_BPE + 256];
+    char bytes[256][4];
+    int32_t types[N_BPE + 256];
+    int n = 0;
+    for (int i = 0; i < N_BPE; i++) types[n] = TOK_TYPE_NORMAL, texts[n++] = k_bpe_tokens[i];
+    types[T_EOT] = TOK_TYPE_CONTROL;
+    for (int b = 0, next = 256; b < 256; b++) {
+        const bool printable = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
+        bytes[b][utf8_encode(bytes[b], printable ? (uint32_t)b : (uint32_t)next++)] = 0;
+        bool known = false;
+        for (int i = 0; i < N_BPE; i++) known |= !strcmp(k_bpe_tokens[i], bytes[b]);
+        if (!known) types[n] = TOK_TYPE_NORMAL, texts[n++] = bytes[b];
+    }
+    image b = image_new();
+    kv_str(&b, "tokenizer.ggml.model", "gpt2");
+    kv_str(&b, "tokenizer.ggml.pre", "qwen2");
+    kv_strs(&b, "tokenizer.ggml.tokens", texts, n);
+    kv_i32s(&b, "tokenizer.ggml.token_type", types, n);
+    kv_strs(&b, "tokenizer.ggml.merges", k_bpe_merges, 9);
+    t = image_load(&b);
+    if (!t) fail_msg("%s", err_get());
+    assert_int_equal(tokenizer_max_token_bytes(t), 18);
+    check_token_bound(t, 2);
+    tokenizer_free(t);
+}
+
 static void test_bpe_load_errors(void **state) {
     (void)state;
     assert_null(bpe_load("no-such-pre", true, false));
@@ -479,6 +546,7 @@ int main(void) {
         cmocka_unit_test(test_bpe_merges_by_rank),
         cmocka_unit_test(test_bpe_llama3_whole_words_and_digit_triples),
         cmocka_unit_test(test_bpe_load_errors),
+        cmocka_unit_test(test_max_token_bytes_bounds_the_count),
         cmocka_unit_test(test_load_errors),
         cmocka_unit_test(test_empty_tokens_are_renamed),
     };
