@@ -10,6 +10,7 @@
 
 #include "server/sse.h"
 #include "util/error.h"
+#include "util/time.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -155,13 +156,32 @@ static void *handler_thread(void *arg) {
     return NULL;
 }
 
+/* Called again once the handler thread resumed the connection. */
+static enum MHD_Result send_reply(http_req *r) {
+    if (r->hang_up || !r->reply) return MHD_NO;
+    const enum MHD_Result rc = MHD_queue_response(r->conn, (unsigned)r->reply_status, r->reply);
+    count_response(r->http, r->reply_status);
+    MHD_destroy_response(r->reply);
+    r->reply = NULL;
+    return rc;
+}
+
 /* The final call of a complete request: its handler runs on a thread of its
  * own while the connection waits suspended. */
 static enum MHD_Result start_handler(http_server *h, http_req *r) {
     r->stage = REQ_HANDLING;
     http_deadlines_enter(&h->deadlines, tracked(r->conn), CONN_ANSWERING);
-    MHD_suspend_connection(r->conn);
+    /* Counted before stopping is read, as http_server_stop sets stopping
+     * before it reads the count: one of the two sees the other. */
     atomic_fetch_add(&h->n_handling, 1);
+    if (atomic_load(&h->stopping)) { /* no connection may be suspended from now */
+        atomic_fetch_sub(&h->n_handling, 1);
+        api_error e;
+        api_fail(&e, 503, "shutting_down", NULL, "The server is shutting down");
+        http_reply_error(r, &e);
+        return send_reply(r);
+    }
+    MHD_suspend_connection(r->conn);
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
@@ -178,16 +198,6 @@ static enum MHD_Result start_handler(http_server *h, http_req *r) {
         MHD_resume_connection(r->conn);
     }
     return MHD_YES;
-}
-
-/* Called again once the handler thread resumed the connection. */
-static enum MHD_Result send_reply(http_req *r) {
-    if (r->hang_up || !r->reply) return MHD_NO;
-    const enum MHD_Result rc = MHD_queue_response(r->conn, (unsigned)r->reply_status, r->reply);
-    count_response(r->http, r->reply_status);
-    MHD_destroy_response(r->reply);
-    r->reply = NULL;
-    return rc;
 }
 
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
@@ -291,7 +301,14 @@ void http_server_quiesce(http_server *h) {
     if (fd != MHD_INVALID_SOCKET) close(fd);
 }
 
+/* How long http_server_stop waits for handler threads that already started
+ * (answering 503 while draining takes microseconds). */
+#define STOP_WAIT_S 2.0
+
 void http_server_stop(http_server *h) {
+    atomic_store(&h->stopping, true);
+    const double give_up = now_seconds() + STOP_WAIT_S;
+    while (atomic_load(&h->n_handling) > 0 && now_seconds() < give_up) usleep(2000);
     if (h->daemon) MHD_stop_daemon(h->daemon);
     h->daemon = NULL;
     http_deadlines_stop(&h->deadlines);

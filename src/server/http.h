@@ -50,6 +50,7 @@ typedef struct {
     void *user;
     http_deadlines deadlines;
     _Atomic int n_handling; /* handler threads running */
+    _Atomic bool stopping;  /* http_server_stop began: requests get 503 on the I/O thread */
     _Atomic uint64_t responses[6]; /* by status class: [2] = 2xx ... [5] = 5xx */
 } http_server;
 
@@ -81,8 +82,10 @@ int http_server_start(http_server *h, const char *host, int port, const http_lim
                       http_handler handler, void *user);
 /* Stops accepting connections; open ones are still served. */
 void http_server_quiesce(http_server *h);
-/* Closes every connection and joins the threads. No handler thread may be
- * running and no connection be paused (libmicrohttpd aborts otherwise). */
+/* Closes every connection and joins the threads. New requests get 503 on
+ * the I/O threads from now, and handler threads get 2 s to return: none may
+ * still run, nor a stream be paused, when libmicrohttpd stops (it aborts the
+ * process then), so the caller first waits for its requests to end. */
 void http_server_stop(http_server *h);
 /* Handler threads still running (e.g. tokenizing, or waiting for the engine). */
 int http_server_handling(http_server *h);
