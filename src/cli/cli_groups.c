@@ -135,6 +135,18 @@ const cli_group cli_server_group = {
          .metavar = "SIZE", .max = 4294967296.0,
          .help = "largest request body; larger ones get 413 without being kept in memory",
          .default_text = "1MiB, or 128 bytes per token of --max-model-len if more"},
+        {.name = "--timeout-keep-alive", .kind = CLI_INT, .offset = offsetof(cli_server_settings, timeout_keep_alive),
+         .metavar = "SECONDS", .min = 1, .max = 86400,
+         .help = "close a connection silent this long: idle between requests, or stalled mid-request"},
+        {.name = "--request-header-timeout", .kind = CLI_INT,
+         .offset = offsetof(cli_server_settings, request_header_timeout), .metavar = "SECONDS", .min = 1,
+         .max = 86400, .help = "close a connection whose request line and headers take longer than this"},
+        {.name = "--request-body-timeout", .kind = CLI_INT,
+         .offset = offsetof(cli_server_settings, request_body_timeout), .metavar = "SECONDS", .min = 1,
+         .max = 86400, .help = "close a connection whose request body takes longer than this after its headers"},
+        {.name = "--max-connections-per-client", .kind = CLI_INT,
+         .offset = offsetof(cli_server_settings, max_connections_per_client), .metavar = "N", .min = 0,
+         .max = 1 << 20, .help = "open connections per client IP address; 0 = no limit (e.g. behind a proxy)"},
         {0}},
 };
 
@@ -232,5 +244,11 @@ int cli_spec_config(const cli_spec_settings *s, spec_config *out) {
 }
 
 cli_server_settings cli_server_defaults(void) {
-    return (cli_server_settings){.host = "127.0.0.1", .port = 8000, .shutdown_timeout = 10, .max_waiting = 1024};
+    return (cli_server_settings){.host = "127.0.0.1",
+                                 .port = 8000,
+                                 .shutdown_timeout = 10,
+                                 .max_waiting = 1024,
+                                 .timeout_keep_alive = 5,
+                                 .request_header_timeout = 10,
+                                 .request_body_timeout = 60};
 }

@@ -47,7 +47,9 @@ typedef struct {
 } cli_sampling_settings;
 
 /* --host, --port, --api-key, --api-key-file, --metrics-require-api-key,
- * --served-model-name, --shutdown-timeout, --max-waiting, --max-body-size */
+ * --served-model-name, --shutdown-timeout, --max-waiting, --max-body-size,
+ * --timeout-keep-alive, --request-header-timeout, --request-body-timeout,
+ * --max-connections-per-client */
 typedef struct {
     const char *host;
     long port;
@@ -58,6 +60,8 @@ typedef struct {
     double shutdown_timeout;
     long max_waiting;
     size_t max_body_size; /* 0: the server's default */
+    long timeout_keep_alive, request_header_timeout, request_body_timeout; /* seconds */
+    long max_connections_per_client; /* 0: no limit */
 } cli_server_settings;
 
 /* --speculative-config, --speculative-model, --num-speculative-tokens,

@@ -4,7 +4,9 @@
  * with the numbers, a KV budget that cannot hold one --max-model-len request),
  * print how to call it, then wait for SIGTERM/SIGINT. On a signal: stop
  * accepting, give running requests --shutdown-timeout seconds, abort the rest,
- * free everything and exit 0. A second signal skips the grace period. */
+ * free everything and exit 0 (at once, freeing nothing, when a request is
+ * still busy a moment after the abort). A second signal skips the grace
+ * period. */
 #include "chat/template.h"
 #include "cli/cli_common.h"
 #include "cli/cli_groups.h"
@@ -25,6 +27,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef struct {
     cli_model_settings model;
@@ -111,20 +114,45 @@ static int wait_signal(const sigset_t *set, double seconds) {
     return sig > 0 ? sig : 0;
 }
 
+/* Requests the HTTP side still holds: generations, and handler threads
+ * (a request being tokenized is not a generation yet). */
+static int in_flight(server *s) { return atomic_load(&s->n_active) + server_handling(s); }
+
+/* Waits until nothing is in flight, the deadline passes, or (hurry) a second
+ * signal comes. Returns whether a second signal came. */
+static bool wait_idle(server *s, const sigset_t *set, double deadline, bool hurry) {
+    while (in_flight(s) > 0 && now_s() < deadline)
+        if (wait_signal(set, 0.02) && hurry) return true;
+    return false;
+}
+
+/* After the grace period, aborted requests get a short while to tell their
+ * clients (a 503 body, or the stream's error event and [DONE]). */
+#define ABORT_FLUSH_S 2.0
+
+/* Returns only when everything could be stopped cleanly; otherwise (a handler
+ * still tokenizing a huge prompt, a stream whose client does not read) the
+ * process exits at once: the deadline covers every stage of a request. */
 static void shutdown_server(server *s, engine *e, const sigset_t *set, double grace) {
     server_drain(s);
-    int active = atomic_load(&s->n_active);
+    int active = in_flight(s);
     fprintf(stderr, "cllm serve: shutting down; %d request%s in flight, waiting up to %g s\n", active,
             active == 1 ? "" : "s", grace);
-    const double deadline = now_s() + grace;
-    bool hurry = false;
-    while (atomic_load(&s->n_active) > 0 && now_s() < deadline && !hurry) hurry = wait_signal(set, 0.05) != 0;
-    active = atomic_load(&s->n_active);
+    wait_idle(s, set, now_s() + grace, true);
+    active = in_flight(s);
     if (active > 0) {
         fprintf(stderr, "cllm serve: aborting %d request%s\n", active, active == 1 ? "" : "s");
         engine_abort_all(e);
-        const double hard = now_s() + 30;
-        while (atomic_load(&s->n_active) > 0 && now_s() < hard) wait_signal(set, 0.02);
+        wait_idle(s, set, now_s() + ABORT_FLUSH_S, false);
+        active = in_flight(s);
+        if (active > 0) {
+            fprintf(stderr,
+                    "cllm serve: %d request%s still busy (tokenizing, or a client not reading); exiting without "
+                    "them\ncllm serve: stopped\n",
+                    active, active == 1 ? "" : "s");
+            fflush(stderr);
+            _exit(0);
+        }
     }
     server_stop(s);
     /* Requests whose client vanished may still be in the engine: end them so
@@ -188,9 +216,17 @@ int cmd_serve(int argc, char **argv) {
     raise_fd_limit();
 
     server s;
-    server_config sc = {.host = ss->host, .port = (int)ss->port, .api_key = ss->api_key,
-                        .metrics_require_key = ss->metrics_require_api_key, .served_name = served,
-                        .model_path = o.model.path, .max_body_bytes = ss->max_body_size};
+    server_config sc = {.host = ss->host,
+                        .port = (int)ss->port,
+                        .api_key = ss->api_key,
+                        .metrics_require_key = ss->metrics_require_api_key,
+                        .served_name = served,
+                        .model_path = o.model.path,
+                        .max_body_bytes = ss->max_body_size,
+                        .max_per_client = (int)ss->max_connections_per_client,
+                        .keep_alive_s = (int)ss->timeout_keep_alive,
+                        .header_timeout_s = (int)ss->request_header_timeout,
+                        .body_timeout_s = (int)ss->request_body_timeout};
     if (!sc.max_body_bytes) {
         const size_t for_context = (size_t)o.engine.max_model_len * SERVER_BODY_BYTES_PER_TOKEN;
         sc.max_body_bytes = for_context > SERVER_DEFAULT_MAX_BODY ? for_context : SERVER_DEFAULT_MAX_BODY;

@@ -1,6 +1,7 @@
-/* The OpenAI-compatible HTTP server: a libmicrohttpd daemon with one thread
- * per connection (so a handler may block waiting for tokens without holding
- * up anyone else), in front of one engine. It listens before the model is
+/* The OpenAI-compatible HTTP server: a libmicrohttpd daemon (http.h: a few
+ * I/O threads for every socket, a thread per request being answered, so a
+ * handler may block waiting for tokens without holding up anyone else), in
+ * front of one engine. It listens before the model is
  * loaded (then /health answers 503) and becomes ready when the caller hands
  * it the model and the running engine.
  *
@@ -40,8 +41,16 @@ typedef struct {
     const char *served_name;  /* the model id clients use */
     const char *model_path;   /* also accepted as a model id, as is its file name */
     size_t max_body_bytes;    /* larger bodies get 413 */
-    int max_connections;
+    int max_connections;      /* 0: what the open-file limit allows */
+    int max_per_client;       /* connections per client address; 0: no limit */
+    int keep_alive_s;         /* see http_limits; 0: the defaults below */
+    int header_timeout_s;
+    int body_timeout_s;
 } server_config;
+
+#define SERVER_DEFAULT_KEEP_ALIVE_S 5
+#define SERVER_DEFAULT_HEADER_TIMEOUT_S 10
+#define SERVER_DEFAULT_BODY_TIMEOUT_S 60
 
 typedef enum { SERVER_LOADING, SERVER_READY, SERVER_DRAINING } server_state;
 
@@ -70,7 +79,10 @@ int server_port(const server *s);
 void server_set_ready(server *s, model *m, engine *e, const chat_template *tmpl);
 /* Stops accepting connections; requests on open connections get 503. */
 void server_drain(server *s);
-/* Closes every connection and joins the HTTP threads. */
+/* Requests still being prepared or answered by a handler thread. */
+int server_handling(server *s);
+/* Closes every connection and joins the HTTP threads; server_handling must be
+ * 0 and no stream still waiting for the engine. */
 void server_stop(server *s);
 
 /* Whether a request's "model" names the served model. */
