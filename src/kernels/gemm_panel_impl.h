@@ -184,10 +184,10 @@ GEMM_INLINE void panel_tile(const int T, const int NC, int nb, int nr, float *re
     for (int b = 0; b < nb; b++) {
         const uint8_t *pb = panel + (size_t)b * panel_block_bytes(T);
         const uint8_t *ab[PC]; /* prepared activation blocks */
-        __m256i isum[PC], s16[PC];
+        __m256i isum[PC], s16[PC], isum_odd[PC];
         for (int c = 0; c < NC; c++) {
             ab[c] = y + (size_t)c * by + (size_t)b * PREP_BYTES;
-            isum[c] = s16[c] = _mm256_setzero_si256();
+            isum[c] = s16[c] = isum_odd[c] = _mm256_setzero_si256();
         }
 #pragma GCC unroll 8
         for (int k = 0; k < 8; k++) {
@@ -202,8 +202,15 @@ GEMM_INLINE void panel_tile(const int T, const int NC, int nb, int nr, float *re
                     GEMM_KEEP(isum[c]);
                 } else if (GEMM_VNNI) {
 #if GEMM_VNNI
-                    isum[c] = GEMM_DPBUSD(isum[c], a, w);
-                    GEMM_KEEP(isum[c]);
+                    /* two chains per column: dpbusd's latency, not its
+                     * throughput, would bound one */
+                    if (k & 1) {
+                        isum_odd[c] = GEMM_DPBUSD(isum_odd[c], a, w);
+                        GEMM_KEEP(isum_odd[c]);
+                    } else {
+                        isum[c] = GEMM_DPBUSD(isum[c], a, w);
+                        GEMM_KEEP(isum[c]);
+                    }
 #endif
                 } else {
                     /* 16-bit pair sums of at most |2 * 255 * 16|: Q5_0 flushes
@@ -220,6 +227,7 @@ GEMM_INLINE void panel_tile(const int T, const int NC, int nb, int nr, float *re
         const __m256i corr = _mm256_loadu_si256((const __m256i *)(pb + panel_w_bytes(T)));
         const __m256 dw = _mm256_loadu_ps((const float *)(pb + panel_w_bytes(T) + 32));
         for (int c = 0; c < NC; c++) {
+            if (GEMM_VNNI) isum[c] = _mm256_add_epi32(isum[c], isum_odd[c]);
             const __m256i sum = SIGNED_Q8(T) ? isum[c] : _mm256_sub_epi32(isum[c], corr);
             const __m256 dy = _mm256_broadcast_ss((const float *)ab[c]);
             acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(dw, dy), acc[c]);
