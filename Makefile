@@ -6,7 +6,7 @@ ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc)
 PORT ?= 8000
 
-.PHONY: all setup setup-serve build run test unit integration test-sanitize clean
+.PHONY: all setup setup-serve build run test unit integration test-sanitize fuzz clean
 
 all: build
 
@@ -42,5 +42,11 @@ test-sanitize: setup
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS)
 
+# libFuzzer harnesses (tests/fuzz), FUZZ_SECONDS each over a copy of their
+# corpus, in build-fuzz/ with clang; fails on any crash, leak or sanitizer report.
+FUZZ_SECONDS ?= 60
+fuzz: setup
+	FUZZ_SECONDS=$(FUZZ_SECONDS) JOBS=$(JOBS) bash tests/fuzz/run.sh
+
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz
