@@ -80,6 +80,18 @@ static inline void fuzz_write_file(const char *dir, const char *name, const uint
     fclose(f);
 }
 
+/* Encodes a text with spaces, control tokens, two scripts and an invalid
+ * byte, and decodes what came out: a vocabulary the reader accepted must
+ * also work. */
+static inline void fuzz_use_tokenizer(const tokenizer *t) {
+    static const char k_text[] = "Hello world <s> <|im_start|> \xe2\x96\x81\xc3\xa9 123 \xff";
+    int32_t *ids = NULL;
+    int n = tokenizer_encode(t, k_text, sizeof k_text - 1, true, true, &ids);
+    char piece[64];
+    for (int i = 0; i < n; i++) tokenizer_token_to_piece(t, ids[i], true, piece, sizeof piece);
+    free(ids);
+}
+
 /* --- two small vocabularies (as in tests/unit/test_tokenizer.c) ---------- */
 
 /* SentencePiece: control, user-defined and normal pieces with scores, the
@@ -91,7 +103,6 @@ static inline tokenizer *fuzz_spm_tokenizer(bool space_prefix) {
     static const int32_t k_types[] = {TOK_TYPE_UNKNOWN, TOK_TYPE_CONTROL, TOK_TYPE_CONTROL, TOK_TYPE_CONTROL,
                                       TOK_TYPE_CONTROL, TOK_TYPE_USER_DEFINED};
     enum { N_PIECES = sizeof k_pieces / sizeof k_pieces[0], N = N_PIECES + 256 };
-    static char bytes[256][8];
     const char *texts[N];
     float scores[N];
     int32_t types[N];
@@ -100,22 +111,9 @@ static inline tokenizer *fuzz_spm_tokenizer(bool space_prefix) {
         scores[i] = -(float)(i % 5);
         types[i] = i < 6 ? k_types[i] : TOK_TYPE_NORMAL;
     }
-    for (int b = 0; b < 256; b++) {
-        snprintf(bytes[b], sizeof bytes[b], "<0x%02X>", b);
-        texts[N_PIECES + b] = bytes[b];
-        scores[N_PIECES + b] = 0;
-        types[N_PIECES + b] = TOK_TYPE_BYTE;
-    }
+    spm_byte_tokens(texts, scores, types, N_PIECES);
     image b = image_new();
-    kv_str(&b, "general.architecture", "llama");
-    kv_str(&b, "tokenizer.ggml.model", "llama");
-    kv_strs(&b, "tokenizer.ggml.tokens", texts, N);
-    kv_f32s(&b, "tokenizer.ggml.scores", scores, N);
-    kv_i32s(&b, "tokenizer.ggml.token_type", types, N);
-    kv_u32(&b, "tokenizer.ggml.bos_token_id", 1);
-    kv_u32(&b, "tokenizer.ggml.eos_token_id", 2);
-    kv_u32(&b, "tokenizer.ggml.unknown_token_id", 0);
-    kv_bool(&b, "tokenizer.ggml.add_space_prefix", space_prefix);
+    kv_spm_vocab(&b, texts, scores, types, N, 1, 2, space_prefix);
     tokenizer *t = image_load(&b);
     if (!t) abort();
     return t;

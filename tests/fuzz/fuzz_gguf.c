@@ -5,8 +5,7 @@
 #include "format/gguf.h"
 #include "tokenizer/tokenizer.h"
 
-#include <stdint.h>
-#include <stdlib.h>
+#include "fuzz_common.h"
 
 /* Reads every element of an array value, nested arrays too, so a length
  * that the reader let through unchecked shows up as an out-of-bounds read. */
@@ -28,12 +27,8 @@ static double visit_value(const gguf_value *v, int depth) {
 }
 
 static void use_tokenizer(const tokenizer *t) {
-    static const char k_text[] = "Hello world <s> \xe2\x96\x81\xc3\xa9 123 \xff";
-    int32_t *ids = NULL;
-    int n = tokenizer_encode(t, k_text, sizeof k_text - 1, true, true, &ids);
+    fuzz_use_tokenizer(t);
     char piece[64];
-    for (int i = 0; i < n; i++) tokenizer_token_to_piece(t, ids[i], true, piece, sizeof piece);
-    free(ids);
     const int32_t n_vocab = tokenizer_n_vocab(t);
     for (int32_t id = 0; id < n_vocab && id < 512; id++) {
         tokenizer_token_to_piece(t, id, true, piece, sizeof piece);

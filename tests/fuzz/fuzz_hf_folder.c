@@ -17,15 +17,6 @@ static const char *const k_files[] = {"config.json", "tokenizer.json", "tokenize
                                       "model.safetensors"};
 enum { N_FILES = sizeof k_files / sizeof k_files[0] };
 
-static void use_tokenizer(const tokenizer *t) {
-    static const char k_text[] = "Hello world <|im_start|> \xe2\x96\x81\xc3\xa9 123 \xff";
-    int32_t *ids = NULL;
-    int n = tokenizer_encode(t, k_text, sizeof k_text - 1, true, true, &ids);
-    char piece[64];
-    for (int i = 0; i < n; i++) tokenizer_token_to_piece(t, ids[i], true, piece, sizeof piece);
-    free(ids);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const char *dir = fuzz_tmpdir();
     fuzz_part parts[N_FILES];
@@ -43,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     tokenizer *t = tokenizer_from_hf(dir);
     if (t) {
-        use_tokenizer(t);
+        fuzz_use_tokenizer(t);
         tokenizer_free(t);
     }
     char *tmpl = NULL;
