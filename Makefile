@@ -6,7 +6,7 @@ ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc)
 PORT ?= 8000
 
-.PHONY: all setup setup-serve build run test unit integration build-sanitize test-sanitize test-sanitize-server clean
+.PHONY: all setup setup-serve build run test unit integration build-sanitize test-sanitize test-sanitize-server fuzz clean
 
 all: build
 
@@ -58,5 +58,11 @@ test-sanitize: build-sanitize
 test-sanitize-server: build-sanitize
 	$(SANITIZE_ENV) CLLM_BUILD_DIR=$(abspath $(ASAN_BUILD)) python3 -m pytest -q $(SANITIZE_SERVER_TESTS)
 
+# libFuzzer harnesses (tests/fuzz), FUZZ_SECONDS each over a copy of their
+# corpus, in build-fuzz/ with clang; fails on any crash, leak or sanitizer report.
+FUZZ_SECONDS ?= 60
+fuzz: setup
+	FUZZ_SECONDS=$(FUZZ_SECONDS) JOBS=$(JOBS) bash tests/fuzz/run.sh
+
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz

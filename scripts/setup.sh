@@ -17,6 +17,7 @@ apt_packages=(build-essential cmake pkg-config libjansson-dev libmicrohttpd-dev 
               libxxhash-dev libcmocka-dev libcurl4-openssl-dev)
 if [ "$mode" = all ]; then
     apt_packages+=(gnuplot-nox)  # PNG charts of `cllm bench serve --plot` / `cllm bench plot`
+    apt_packages+=(clang)        # libFuzzer and its sanitizers for `make fuzz` (tests/fuzz)
 fi
 missing=()
 for p in "${apt_packages[@]}"; do

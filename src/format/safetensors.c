@@ -170,6 +170,7 @@ static int cmp_data(const void *a, const void *b) {
 /* Tensors of one file may not share bytes. */
 static int check_overlaps(st_set *s, int64_t first) {
     int64_t n = s->n - first;
+    if (n < 2) return 0; /* also keeps a file without tensors from offsetting a NULL s->t */
     st_tensor *v = malloc((size_t)(n ? n : 1) * sizeof *v);
     if (!v) return err_set("out of memory");
     memcpy(v, s->t + first, (size_t)n * sizeof *v);
@@ -220,6 +221,7 @@ static int cmp_name(const void *a, const void *b) {
 }
 
 static int finish(st_set *s) {
+    if (s->n == 0) return 0; /* s->t is NULL: qsort may not be given it */
     qsort(s->t, (size_t)s->n, sizeof *s->t, cmp_name);
     for (int64_t i = 1; i < s->n; i++)
         if (!strcmp(s->t[i - 1].name, s->t[i].name))

@@ -6,6 +6,7 @@
 #include "format/qgroup.h"
 #include "kernels/wtype_tables.h"
 
+#include <cpuid.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,18 +23,24 @@ static bool allowed(const char *off_var) {
     return !(off && *off && strcmp(off, "0"));
 }
 
+/* F16C (cpuid 1 ECX bit 29) and AVX-VNNI are read from cpuid directly:
+ * clang 14's __builtin_cpu_supports knows neither name. */
+static bool cpu_has_f16c(void) {
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c >> 29 & 1);
+}
+
 static bool cpu_has_avx2(void) {
     if (!allowed("CLLM_NO_AVX2")) return false;
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-           __builtin_cpu_supports("f16c");
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
 }
 
 /* AVX-VNNI (cpuid 7.1 EAX bit 4), the VEX-encoded 256-bit form. */
 static bool cpu_has_avxvnni(void) {
     if (!allowed("CLLM_NO_VNNI")) return false;
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avxvnni");
+    unsigned a, b, c, d;
+    return __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a >> 4 & 1);
 }
 
 /* A table's entry for type t with the type's geometry filled in; all zero

@@ -8,6 +8,7 @@
 #include "tokenizer/tokenizer.h"
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +78,34 @@ static inline void kv_f32s(image *b, const char *k, const float *v, int n) {
 static inline void kv_i32s(image *b, const char *k, const int32_t *v, int n) {
     kv_array(b, k, GGUF_TYPE_INT32, (uint64_t)n);
     put(b, v, (size_t)n * 4);
+}
+
+/* The 256 byte-fallback tokens "<0x00>".."<0xFF>" of a SentencePiece
+ * vocabulary, into texts/scores/types[first, first + 256) (texts point into
+ * a static table). */
+static inline void spm_byte_tokens(const char **texts, float *scores, int32_t *types, int first) {
+    static char bytes[256][8];
+    for (int b = 0; b < 256; b++) {
+        snprintf(bytes[b], sizeof bytes[b], "<0x%02X>", b);
+        texts[first + b] = bytes[b];
+        scores[first + b] = 0;
+        types[first + b] = TOK_TYPE_BYTE;
+    }
+}
+
+/* A SentencePiece ("llama") vocabulary: tokens, scores, types, BOS, EOS,
+ * <unk> at id 0 and the space-prefix flag. */
+static inline void kv_spm_vocab(image *b, const char *const *texts, const float *scores, const int32_t *types,
+                                int n, uint32_t bos, uint32_t eos, bool space_prefix) {
+    kv_str(b, "general.architecture", "llama");
+    kv_str(b, "tokenizer.ggml.model", "llama");
+    kv_strs(b, "tokenizer.ggml.tokens", texts, n);
+    kv_f32s(b, "tokenizer.ggml.scores", scores, n);
+    kv_i32s(b, "tokenizer.ggml.token_type", types, n);
+    kv_u32(b, "tokenizer.ggml.bos_token_id", bos);
+    kv_u32(b, "tokenizer.ggml.eos_token_id", eos);
+    kv_u32(b, "tokenizer.ggml.unknown_token_id", 0);
+    kv_bool(b, "tokenizer.ggml.add_space_prefix", space_prefix);
 }
 
 /* Builds the tokenizer and drops the image at once: the tokenizer must not

@@ -26,7 +26,6 @@ enum { N_CONTROL = sizeof k_control / sizeof k_control[0], BOS_ID = 1, EOS_ID = 
 /* <unk>, the control tokens, a space marker, and byte fallback for the rest. */
 static tokenizer *vocab_load(void) {
     enum { N = 1 + N_CONTROL + 1 + 256 };
-    static char bytes[256][8];
     const char *texts[N];
     float scores[N] = {0};
     int32_t types[N];
@@ -38,21 +37,9 @@ static tokenizer *vocab_load(void) {
     }
     texts[1 + N_CONTROL] = "\xe2\x96\x81";
     types[1 + N_CONTROL] = TOK_TYPE_NORMAL;
-    for (int b = 0; b < 256; b++) {
-        snprintf(bytes[b], sizeof bytes[b], "<0x%02X>", b);
-        texts[2 + N_CONTROL + b] = bytes[b];
-        types[2 + N_CONTROL + b] = TOK_TYPE_BYTE;
-    }
+    spm_byte_tokens(texts, scores, types, 2 + N_CONTROL);
     image b = image_new();
-    kv_str(&b, "general.architecture", "llama");
-    kv_str(&b, "tokenizer.ggml.model", "llama");
-    kv_strs(&b, "tokenizer.ggml.tokens", texts, N);
-    kv_f32s(&b, "tokenizer.ggml.scores", scores, N);
-    kv_i32s(&b, "tokenizer.ggml.token_type", types, N);
-    kv_u32(&b, "tokenizer.ggml.bos_token_id", BOS_ID);
-    kv_u32(&b, "tokenizer.ggml.eos_token_id", EOS_ID);
-    kv_u32(&b, "tokenizer.ggml.unknown_token_id", 0);
-    kv_bool(&b, "tokenizer.ggml.add_space_prefix", false);
+    kv_spm_vocab(&b, texts, scores, types, N, BOS_ID, EOS_ID, false);
     tokenizer *t = image_load(&b);
     if (!t) fail_msg("%s", err_get());
     return t;

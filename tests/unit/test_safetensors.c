@@ -97,6 +97,19 @@ static void expect_bad(const char *header, size_t data_len, const char *word) {
     free(im.p);
 }
 
+/* A header with no tensors at all ("{}", as tests/fuzz found) is a valid,
+ * empty file; the overlap check once offset a NULL tensor array (UBSan). */
+static void test_header_without_tensors(void **state) {
+    (void)state;
+    image im = make_image("{}", NULL, 0);
+    st_set *s = st_open_memory(im.p, im.n, "mem");
+    assert_non_null(s);
+    assert_int_equal(st_n_tensors(s), 0);
+    assert_int_equal(st_data_bytes(s), 0);
+    st_close(s);
+    free(im.p);
+}
+
 static void test_malformed_headers(void **state) {
     (void)state;
     expect_bad("[1,2]", 0, "not a safetensors file");
@@ -269,6 +282,7 @@ static void test_sharded_folder(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid_image),
+        cmocka_unit_test(test_header_without_tensors),
         cmocka_unit_test(test_malformed_headers),
         cmocka_unit_test(test_bad_lengths),
         cmocka_unit_test(test_every_truncation_is_refused),

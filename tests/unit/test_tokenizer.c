@@ -66,7 +66,6 @@ typedef struct {
 } spm_opts;
 
 static tokenizer *spm_load(spm_opts o) {
-    static char bytes[256][8];
     const char *texts[N_SPM + 256];
     float scores[N_SPM + 256];
     int32_t types[N_SPM + 256];
@@ -75,22 +74,9 @@ static tokenizer *spm_load(spm_opts o) {
         scores[i] = k_spm[i].score;
         types[i] = k_spm[i].type;
     }
-    for (int b = 0; b < 256; b++) {
-        snprintf(bytes[b], sizeof bytes[b], "<0x%02X>", b);
-        texts[BYTE(b)] = bytes[b];
-        scores[BYTE(b)] = 0;
-        types[BYTE(b)] = TOK_TYPE_BYTE;
-    }
+    spm_byte_tokens(texts, scores, types, N_SPM);
     image b = image_new();
-    kv_str(&b, "general.architecture", "llama");
-    kv_str(&b, "tokenizer.ggml.model", "llama");
-    kv_strs(&b, "tokenizer.ggml.tokens", texts, N_SPM + 256);
-    kv_f32s(&b, "tokenizer.ggml.scores", scores, N_SPM + 256);
-    kv_i32s(&b, "tokenizer.ggml.token_type", types, N_SPM + 256);
-    kv_u32(&b, "tokenizer.ggml.bos_token_id", BOS);
-    kv_u32(&b, "tokenizer.ggml.eos_token_id", EOS);
-    kv_u32(&b, "tokenizer.ggml.unknown_token_id", UNK);
-    kv_bool(&b, "tokenizer.ggml.add_space_prefix", o.space_prefix);
+    kv_spm_vocab(&b, texts, scores, types, N_SPM + 256, BOS, EOS, o.space_prefix);
     if (o.add_eos) kv_bool(&b, "tokenizer.ggml.add_eos_token", true);
     tokenizer *t = image_load(&b);
     if (!t) fail_msg("%s", err_get());

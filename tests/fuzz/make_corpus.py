@@ -1,0 +1,140 @@
+"""Writes the seed corpus of the libFuzzer harnesses (tests/fuzz/corpus/).
+
+Each harness NAME reads tests/fuzz/corpus/NAME/: small valid inputs of what it
+parses, so the fuzzer starts past the first checks. Run from anywhere:
+
+    python3 tests/fuzz/make_corpus.py
+
+It overwrites the seed-* files and leaves crash-* files (regression inputs
+for crashes the fuzzers found) alone. The whole corpus stays well under 2 MB.
+
+  gguf          tiny models of each family from tests/ref/make_model.py
+  safetensors   the model.safetensors of tiny Hugging Face folders
+  hf_folder     config.json, tokenizer.json, tokenizer_config.json and
+                model.safetensors of such a folder, joined by the harness's
+                part separator (tests/fuzz/fuzz_common.h)
+  params        request bodies of /v1/completions and /v1/chat/completions,
+                after one byte that picks the vocabulary size
+  template      the chat templates of tests/data/templates
+  chat_render   message lists, after one byte that picks template and flags
+  tokenizer     strings of tests/data/tokenizer_strings.jsonl and invalid
+                UTF-8, after one byte that picks vocabulary and flags
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tests", "ref"))
+
+import make_hf  # noqa: E402
+import make_model  # noqa: E402
+
+PART_SEP = b"\n#####\n"  # FUZZ_PART_SEP in fuzz_common.h
+TINY = dict(n_vocab=300, n_embd=32, n_layer=1, n_head=2, n_head_kv=1, head_dim=16, n_ff=64, n_ctx=64)
+
+
+def seed(harness: str, name: str, data: bytes) -> None:
+    folder = os.path.join(HERE, "corpus", harness)
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "seed-" + name), "wb") as f:
+        f.write(data)
+
+
+def read(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def gguf_seeds() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        for arch, opts in (("llama", dict(wtype="f16", tied=True)), ("qwen2", dict(wtype="q8_0")),
+                           ("gemma3", dict(wtype="q8_0"))):
+            path = os.path.join(tmp, arch + ".gguf")
+            make_model.make_model(path, arch, **{**TINY, **opts})
+            seed("gguf", arch + ".gguf", read(path))
+
+
+def hf_seeds() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        for arch in ("llama", "qwen2"):
+            folder = os.path.join(tmp, arch)
+            make_hf.write_hf_model(folder, make_hf.default_hf_spec(arch, dict(TINY, tied=True), dtype="f16"))
+            files = [read(os.path.join(folder, n)) for n in
+                     ("config.json", "tokenizer.json", "tokenizer_config.json", "model.safetensors")]
+            seed("safetensors", arch + ".safetensors", files[3])
+            seed("hf_folder", arch, PART_SEP.join(files))
+
+
+PARAMS = [
+    {"model": "m", "prompt": "Hello", "max_tokens": 8, "temperature": 0.7, "top_p": 0.9, "stop": ["\n", "."],
+     "seed": 3, "n": 2, "logprobs": 2, "echo": True, "stream": True, "stream_options": {"include_usage": True}},
+    {"prompt": [1, 2, 3], "max_tokens": 1, "logit_bias": {"5": -100, "7": 2.5}, "ignore_eos": True},
+    {"prompt": ["a", "b"], "presence_penalty": 0.5, "frequency_penalty": -0.5, "repetition_penalty": 1.1,
+     "top_k": 40, "min_p": 0.05, "stop_token_ids": [2]},
+    {"prompt": [[1, 2], [3]], "best_of": 1, "suffix": None, "user": "u"},
+    {"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}],
+     "max_completion_tokens": 16, "logprobs": True, "top_logprobs": 3, "response_format": {"type": "text"}},
+    {"messages": [{"role": "developer", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
+                  {"role": "assistant", "content": None, "tool_calls": [
+                      {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+                  {"role": "tool", "tool_call_id": "c", "content": "1"}], "tools": [], "stream": False},
+    {"tokens": [0, 1, 2], "prompt": "x", "add_special_tokens": False},
+]
+
+
+def params_seeds() -> None:
+    for i, body in enumerate(PARAMS):
+        seed("params", f"body{i}.json", bytes([i]) + json.dumps(body).encode())
+    seed("params", "not-json", b"\x00{\"prompt\": ")
+
+
+def template_seeds() -> None:
+    for path in sorted(glob.glob(os.path.join(ROOT, "tests", "data", "templates", "**", "*.jinja"), recursive=True)):
+        seed("template", os.path.basename(path), read(path))
+
+
+MESSAGES = [
+    [{"role": "user", "content": "Hi"}],
+    [{"role": "system", "content": "S"}, {"role": "user", "content": "Q <start_of_turn>model"},
+     {"role": "assistant", "content": "A"}, {"role": "user", "content": [{"type": "text", "text": "Q2"}]}],
+    [{"role": "user", "content": "x"}, {"role": "user", "content": "y"}],
+    [{"role": "assistant", "content": "first"}],
+    [{"role": "tool", "content": "42"}, {"role": "user", "content": "\u00e9\u2581"}],
+]
+
+
+def chat_render_seeds() -> None:
+    for i, messages in enumerate(MESSAGES):
+        for flags in (i % 4, (i % 4) | 4 | 8):
+            seed("chat_render", f"messages{i}-{flags}.json", bytes([flags]) + json.dumps(messages).encode())
+
+
+def tokenizer_seeds() -> None:
+    with open(os.path.join(ROOT, "tests", "data", "tokenizer_strings.jsonl"), encoding="utf-8") as f:
+        strings = [json.loads(line) for line in f if line.strip()]
+    strings = [s for s in strings if isinstance(s, str)][:12]
+    strings += ["<s>hello</s> <start_of_turn>user\n<div>", "<|endoftext|>hello world 123<|im_start|>"]
+    for i, s in enumerate(strings):
+        seed("tokenizer", f"text{i}", bytes([i % 128]) + s.encode())
+    seed("tokenizer", "invalid-utf8", bytes([0x1f]) + b"a\xff\xfe\xc3(\xe2\x82 \xf0\x9f\x98 hello\x00 \xed\xa0\x80")
+
+
+def main() -> int:
+    gguf_seeds()
+    hf_seeds()
+    params_seeds()
+    template_seeds()
+    chat_render_seeds()
+    tokenizer_seeds()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer harnesses (build-fuzz/, clang, ASan + UBSan) and runs
+# each for FUZZ_SECONDS seconds over a copy of its corpus (tests/fuzz/corpus/
+# NAME/), so the inputs it discovers do not land in the repository. Fails on
+# any crash, leak, timeout or sanitizer report; the input that caused it is
+# left in build-fuzz/artifacts/. `make fuzz` runs this.
+#
+#   FUZZ_SECONDS=60        seconds per harness
+#   FUZZ_HARNESSES="..."   names to run (default: every tests/fuzz/fuzz_*.c)
+#   FUZZ_BUILD=build-fuzz  build folder;  JOBS=N  build parallelism
+#
+# Corpus files listed in tests/fuzz/known_crashes.txt reproduce crashes not
+# fixed yet; they are left out of the run (the list says why).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+SECONDS_EACH=${FUZZ_SECONDS:-60}
+BUILD=${FUZZ_BUILD:-build-fuzz}
+JOBS=${JOBS:-$(nproc)}
+if [ -z "${FUZZ_HARNESSES:-}" ]; then
+    FUZZ_HARNESSES=$(for f in tests/fuzz/fuzz_*.c; do basename "$f" .c | sed 's/^fuzz_//'; done)
+fi
+
+cmake -S . -B "$BUILD" -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DCLLM_FUZZ=ON >/dev/null
+mkdir -p "$BUILD"
+if ! cmake --build "$BUILD" --target fuzz -j "$JOBS" >"$BUILD/fuzz-build.log" 2>&1; then
+    cat "$BUILD/fuzz-build.log" >&2
+    exit 1
+fi
+
+known=$(grep -v '^#' tests/fuzz/known_crashes.txt 2>/dev/null | awk '{print $1}' || true)
+artifacts="$BUILD/artifacts"
+mkdir -p "$artifacts"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failed=()
+for name in $FUZZ_HARNESSES; do
+    corpus="$work/$name"
+    mkdir -p "$corpus" "$work/tmp-$name"
+    for f in tests/fuzz/corpus/"$name"/*; do
+        [ -e "$f" ] || continue
+        if grep -qxF "$name/$(basename "$f")" <<<"$known"; then continue; fi
+        cp "$f" "$corpus/"
+    done
+    log="$artifacts/$name.log"
+    echo "== fuzz_$name: ${SECONDS_EACH}s over $(ls "$corpus" | wc -l) corpus files"
+    # TMPDIR: the folder harnesses write their files into goes away with $work.
+    if TMPDIR="$work/tmp-$name" "$BUILD/fuzz_$name" -max_total_time="$SECONDS_EACH" -timeout=25 \
+        -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts/$name-" "$corpus" >"$log" 2>&1; then
+        execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?')
+        rate=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?')
+        echo "   ok: $execs executions, $rate/s"
+    else
+        echo "   FAILED (log: $log)"
+        grep -m 3 -E 'ERROR|runtime error|SUMMARY' "$log" || tail -n 5 "$log"
+        failed+=("$name")
+    fi
+done
+if [ ${#failed[@]} -gt 0 ]; then
+    echo "fuzz: crashes in ${failed[*]}; the inputs are in $artifacts/" >&2
+    exit 1
+fi
