@@ -253,6 +253,30 @@ def test_detokenize_round_trip(srv):
     assert r.status_code == 200 and r.json() == {"prompt": text}
 
 
+def test_ignored_openai_fields_change_nothing(client, srv):
+    """Fields OpenAI documents but that do not change the text are accepted
+    and the output is the same as without them; fields that would change it
+    are refused naming the field."""
+    plain = greedy_chat(client).choices[0].message.content
+    extra = greedy_chat(client, store=True, metadata={"run": "t1"}, user="u-1", service_tier="auto",
+                        parallel_tool_calls=False, modalities=["text"], audio=None, reasoning_effort=None,
+                        prediction={"type": "content", "content": "Red, green, blue."},
+                        extra_body={"safety_identifier": "s", "prompt_cache_key": "k"})
+    assert extra.choices[0].message.content == plain
+    chunks = greedy_chat(client, stream=True, store=False,
+                         stream_options={"include_usage": True, "include_obfuscation": False})
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == plain
+    r = greedy_completion(client, user="u", extra_body={"metadata": {"a": "b"}, "service_tier": "default"})
+    assert r.choices[0].text == greedy_completion(client).choices[0].text
+    for kw, param in [({"reasoning_effort": "high"}, "reasoning_effort"),
+                      ({"modalities": ["text", "audio"]}, "modalities"),
+                      ({"metadata": {"a": 1}}, "metadata"),
+                      ({"audio": {"voice": "alloy", "format": "wav"}}, "audio")]:
+        with pytest.raises(openai.BadRequestError) as ei:
+            greedy_chat(client, **kw)
+        assert ei.value.body["param"] == param, kw
+
+
 def test_client_errors(client, srv):
     with pytest.raises(openai.NotFoundError):
         client.completions.create(model="gpt-4o", prompt="x", max_tokens=1)
