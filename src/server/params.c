@@ -436,11 +436,12 @@ static const struct {
     {"top_k", F_COMMON}, {"min_p", F_COMMON}, {"n", F_COMMON}, {"stop", F_COMMON}, {"stop_token_ids", F_COMMON},
     {"seed", F_COMMON}, {"presence_penalty", F_COMMON}, {"frequency_penalty", F_COMMON},
     {"repetition_penalty", F_COMMON}, {"logit_bias", F_COMMON}, {"logprobs", F_COMMON}, {"ignore_eos", F_COMMON},
-    {"min_tokens", F_COMMON}, {"stream", F_COMMON}, {"stream_options", F_COMMON},
+    {"min_tokens", F_COMMON}, {"use_beam_search", F_COMMON}, {"best_of", F_COMMON}, {"length_penalty", F_COMMON},
+    {"stream", F_COMMON}, {"stream_options", F_COMMON},
     {"prompt", F_COMPL}, {"echo", F_COMPL},
     {"messages", F_CHAT}, {"max_completion_tokens", F_CHAT}, {"top_logprobs", F_CHAT}, {"response_format", F_CHAT},
     /* OpenAI fields this server does not implement: a 400 naming them unless null. */
-    {"best_of", F_UNSUPPORTED}, {"suffix", F_UNSUPPORTED}, {"tools", F_UNSUPPORTED}, {"tool_choice", F_UNSUPPORTED},
+    {"suffix", F_UNSUPPORTED}, {"tools", F_UNSUPPORTED}, {"tool_choice", F_UNSUPPORTED},
     {"functions", F_UNSUPPORTED}, {"function_call", F_UNSUPPORTED}, {"audio", F_UNSUPPORTED},
     {"reasoning_effort", F_UNSUPPORTED}, {"verbosity", F_UNSUPPORTED}, {"web_search_options", F_UNSUPPORTED},
 };
@@ -524,6 +525,14 @@ static int parse_field(const char *k, const json_t *v, int n_vocab, api_request 
     } else if (!strcmp(k, "min_tokens")) {
         if (get_int(v, k, 0, INT_MAX, &x, e)) return -1;
         r->rp.min_tokens = (int)x;
+    } else if (!strcmp(k, "use_beam_search")) {
+        return get_bool(v, k, &r->use_beam_search, e);
+    } else if (!strcmp(k, "best_of")) {
+        if (get_int(v, k, 1, API_MAX_N, &x, e)) return -1;
+        r->best_of = (int)x;
+    } else if (!strcmp(k, "length_penalty")) {
+        if (get_number(v, k, -10, 10, false, false, &d, e)) return -1;
+        r->rp.length_penalty = (float)d;
     } else if (!strcmp(k, "stream")) {
         return get_bool(v, k, &r->stream, e);
     } else if (!strcmp(k, "stream_options")) {
@@ -531,6 +540,35 @@ static int parse_field(const char *k, const json_t *v, int n_vocab, api_request 
     } else if (!strcmp(k, "response_format")) {
         return parse_response_format(v, e);
     }
+    return 0;
+}
+
+/* vLLM's beam search: use_beam_search with best_of beams (default n), the n
+ * best hypotheses reported. Without it, best_of may only equal n (sampling
+ * best_of and keeping the n likeliest is not implemented). */
+static int apply_beam_search(api_request *r, api_error *e) {
+    const int width = r->best_of ? r->best_of : r->rp.n;
+    if (width < r->rp.n)
+        return api_fail(e, 400, "invalid_value", "best_of", "'best_of' (%d) must not be less than 'n' (%d)", width,
+                        r->rp.n);
+    if (!r->use_beam_search) {
+        if (width != r->rp.n)
+            return api_fail(e, 400, "unsupported_field", "best_of",
+                            "'best_of' other than 'n' is only supported with 'use_beam_search'");
+        return 0;
+    }
+    /* Beams are reported whole at the end, without per-token logprobs. */
+    if (r->stream)
+        return api_fail(e, 400, "unsupported_field", "use_beam_search",
+                        "'use_beam_search' together with 'stream' is not supported by this server");
+    if (r->logprobs >= 0)
+        return api_fail(e, 400, "unsupported_field", "use_beam_search",
+                        "'use_beam_search' together with 'logprobs' is not supported by this server");
+    if (width == 1) { /* one beam is greedy decoding */
+        r->rp.sampling.temperature = 0;
+        return 0;
+    }
+    r->rp.beam_width = width;
     return 0;
 }
 
@@ -590,6 +628,7 @@ int api_request_parse(const json_t *body, api_kind kind, int n_vocab, api_reques
         !r->stream)
         return api_fail(e, 400, "invalid_value", "stream_options",
                         "'stream_options' is only allowed when 'stream' is true");
+    if (apply_beam_search(r, e)) return -1;
     if ((long long)r->n_prompts * r->rp.n > API_MAX_CHOICES)
         return api_fail(e, 400, "invalid_value", "n", "%d prompts times n = %d is more than %d choices",
                         r->n_prompts, r->rp.n, API_MAX_CHOICES);
