@@ -25,6 +25,8 @@ typedef struct {
     const char *prompt;
     const char *prompts_file;
     bool ignore_eos;
+    long beam_width;       /* 1: no beam search */
+    double length_penalty; /* beam score = cumulative logprob / length^length_penalty */
     /* derived from the settings above once they are parsed */
     sampling_params sp;
     engine_config ec;
@@ -40,6 +42,12 @@ static const cli_option k_generate_options[] = {
              "together through the engine; prints one JSON line per prompt, in input order"},
     {.name = "--ignore-eos", .kind = CLI_FLAG, .offset = offsetof(gen_options, ignore_eos),
      .help = "keep going past end-of-generation tokens"},
+    {.name = "--beam-width", .kind = CLI_INT, .offset = offsetof(gen_options, beam_width), .metavar = "N", .min = 1,
+     .max = 64, .default_text = "1, no beam search",
+     .help = "beam search with N beams (sampling options are then unused); the best beam is printed, at the end"},
+    {.name = "--length-penalty", .kind = CLI_FLOAT, .offset = offsetof(gen_options, length_penalty), .metavar = "X",
+     .min = -10, .max = 10, .default_text = "1",
+     .help = "beam search ranks by cumulative logprob / length^X"},
     {0}};
 
 static const cli_section k_generate_sections[] = {
@@ -68,7 +76,8 @@ static const cli_command k_generate = {
 };
 
 static int parse_options(int argc, char **argv, gen_options *o) {
-    *o = (gen_options){.engine = cli_engine_defaults(), .sampling = cli_sampling_defaults()};
+    *o = (gen_options){.engine = cli_engine_defaults(), .sampling = cli_sampling_defaults(), .beam_width = 1,
+                       .length_penalty = 1.0};
     o->engine.max_model_len = 0;
     o->engine.kv_cache_memory = 0;
     const int rc = cli_parse(&k_generate, argc, argv, o);
@@ -85,6 +94,8 @@ static request_params params_from_options(const gen_options *o) {
     p.sampling = o->sp;
     p.max_tokens = (int)o->sampling.max_tokens;
     p.ignore_eos = o->ignore_eos;
+    if (o->beam_width > 1) p.beam_width = (int)o->beam_width;
+    p.length_penalty = (float)o->length_penalty;
     return p;
 }
 
@@ -129,7 +140,7 @@ static int run_single(gen_options *o, model *m) {
     }
     if (o->sampling.max_tokens > n_ctx - n_prompt) o->sampling.max_tokens = n_ctx - n_prompt;
     o->ec.max_model_len = (int)n_ctx;
-    o->ec.max_num_seqs = 1;
+    o->ec.max_num_seqs = (int)o->beam_width; /* every beam is a sequence */
     engine *e = engine_create(m, &o->ec);
     if (!e) {
         free(prompt);

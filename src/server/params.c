@@ -323,6 +323,12 @@ static int parse_stream_options(const json_t *v, api_request *r, api_error *e) {
     json_object_foreach((json_t *)v, key, val) {
         if (!strcmp(key, "include_usage")) {
             if (!json_is_null(val) && get_bool(val, "stream_options.include_usage", &r->include_usage, e)) return -1;
+        } else if (!strcmp(key, "include_obfuscation")) {
+            /* OpenAI pads stream events against side channels; on a local
+             * server there is none to guard, and leaving the padding out
+             * changes no generated text. */
+            bool ignored;
+            if (!json_is_null(val) && get_bool(val, "stream_options.include_obfuscation", &ignored, e)) return -1;
         } else {
             char param[80];
             snprintf(param, sizeof param, "stream_options.%.48s", key);
@@ -342,6 +348,82 @@ static int parse_response_format(const json_t *v, api_error *e) {
                     "'response_format' of type '%.32s' is not supported (only 'text')", json_string_value(t));
 }
 
+/* ---- accepted and ignored ---- */
+
+/* OpenAI fields that change nothing in the generated text: they are checked
+ * for their documented type and then ignored, so clients that always send
+ * them work. The one list of them (README.md, "Accepted and ignored fields",
+ * mirrors it). Fields that would change the output if ignored
+ * (reasoning_effort, audio, tools, ...) stay in the refused list below. */
+typedef int (*ignored_check)(const json_t *v, const char *field, api_error *e);
+
+static int check_bool(const json_t *v, const char *field, api_error *e) {
+    bool b;
+    return get_bool(v, field, &b, e);
+}
+
+static int check_string(const json_t *v, const char *field, api_error *e) {
+    return json_is_string(v) ? 0 : type_error(e, field, "a string", v);
+}
+
+static int check_metadata(const json_t *v, const char *field, api_error *e) {
+    if (!json_is_object(v)) return type_error(e, field, "an object of strings", v);
+    const char *key;
+    const json_t *val;
+    json_object_foreach((json_t *)v, key, val) {
+        if (!json_is_string(val))
+            return api_fail(e, 400, "invalid_type", field, "'%s' must map keys to strings; '%.64s' is %s", field, key,
+                            api_json_type_name(val));
+    }
+    return 0;
+}
+
+/* Only text can come out of this server: ["text"] asks for nothing else. */
+static int check_modalities(const json_t *v, const char *field, api_error *e) {
+    if (!json_is_array(v)) return type_error(e, field, "a list of strings", v);
+    size_t i;
+    const json_t *m;
+    json_array_foreach(v, i, m) {
+        if (!json_is_string(m) || strcmp(json_string_value(m), "text"))
+            return api_fail(e, 400, "unsupported_field", field,
+                            "'%s' may only ask for [\"text\"]; item %zu is not \"text\"", field, i);
+    }
+    return 0;
+}
+
+/* A predicted output only makes OpenAI faster; the text is the same. */
+static int check_prediction(const json_t *v, const char *field, api_error *e) {
+    if (!json_is_object(v)) return type_error(e, field, "an object", v);
+    const json_t *t = json_object_get(v, "type");
+    if (!json_is_string(t) || strcmp(json_string_value(t), "content"))
+        return api_fail(e, 400, "invalid_value", field, "'%s' needs \"type\": \"content\"", field);
+    const json_t *c = json_object_get(v, "content");
+    if (!json_is_string(c) && !json_is_array(c))
+        return type_error(e, "prediction.content", "a string or a list of content parts", c ? c : json_null());
+    return 0;
+}
+
+static const struct {
+    const char *name;
+    ignored_check check;
+} IGNORED[] = {
+    {"user", check_string},              /* an end-user id for abuse reports */
+    {"safety_identifier", check_string}, /* user's successor */
+    {"prompt_cache_key", check_string},  /* a routing hint; the prefix cache works without it */
+    {"store", check_bool},               /* keep the output for OpenAI's evals; nothing is stored here */
+    {"metadata", check_metadata},        /* tags for stored completions */
+    {"service_tier", check_string},      /* OpenAI's capacity tiers */
+    {"parallel_tool_calls", check_bool}, /* without tools there are no tool calls to run in parallel */
+    {"modalities", check_modalities},
+    {"prediction", check_prediction},
+};
+
+static ignored_check ignored_field_check(const char *name) {
+    for (size_t i = 0; i < sizeof IGNORED / sizeof *IGNORED; i++)
+        if (!strcmp(IGNORED[i].name, name)) return IGNORED[i].check;
+    return NULL;
+}
+
 /* ---- the field table ---- */
 
 enum { F_COMMON = 1, F_COMPL = 2, F_CHAT = 4, F_UNSUPPORTED = 8 };
@@ -354,15 +436,14 @@ static const struct {
     {"top_k", F_COMMON}, {"min_p", F_COMMON}, {"n", F_COMMON}, {"stop", F_COMMON}, {"stop_token_ids", F_COMMON},
     {"seed", F_COMMON}, {"presence_penalty", F_COMMON}, {"frequency_penalty", F_COMMON},
     {"repetition_penalty", F_COMMON}, {"logit_bias", F_COMMON}, {"logprobs", F_COMMON}, {"ignore_eos", F_COMMON},
-    {"min_tokens", F_COMMON}, {"stream", F_COMMON}, {"stream_options", F_COMMON}, {"user", F_COMMON},
+    {"min_tokens", F_COMMON}, {"use_beam_search", F_COMMON}, {"best_of", F_COMMON}, {"length_penalty", F_COMMON},
+    {"stream", F_COMMON}, {"stream_options", F_COMMON},
     {"prompt", F_COMPL}, {"echo", F_COMPL},
     {"messages", F_CHAT}, {"max_completion_tokens", F_CHAT}, {"top_logprobs", F_CHAT}, {"response_format", F_CHAT},
     /* OpenAI fields this server does not implement: a 400 naming them unless null. */
-    {"best_of", F_UNSUPPORTED}, {"suffix", F_UNSUPPORTED}, {"tools", F_UNSUPPORTED}, {"tool_choice", F_UNSUPPORTED},
-    {"functions", F_UNSUPPORTED}, {"function_call", F_UNSUPPORTED}, {"parallel_tool_calls", F_UNSUPPORTED},
-    {"audio", F_UNSUPPORTED}, {"modalities", F_UNSUPPORTED}, {"prediction", F_UNSUPPORTED},
-    {"reasoning_effort", F_UNSUPPORTED}, {"store", F_UNSUPPORTED}, {"metadata", F_UNSUPPORTED},
-    {"service_tier", F_UNSUPPORTED}, {"web_search_options", F_UNSUPPORTED},
+    {"suffix", F_UNSUPPORTED}, {"tools", F_UNSUPPORTED}, {"tool_choice", F_UNSUPPORTED},
+    {"functions", F_UNSUPPORTED}, {"function_call", F_UNSUPPORTED}, {"audio", F_UNSUPPORTED},
+    {"reasoning_effort", F_UNSUPPORTED}, {"verbosity", F_UNSUPPORTED}, {"web_search_options", F_UNSUPPORTED},
 };
 
 static int field_kind(const char *name) {
@@ -444,15 +525,50 @@ static int parse_field(const char *k, const json_t *v, int n_vocab, api_request 
     } else if (!strcmp(k, "min_tokens")) {
         if (get_int(v, k, 0, INT_MAX, &x, e)) return -1;
         r->rp.min_tokens = (int)x;
+    } else if (!strcmp(k, "use_beam_search")) {
+        return get_bool(v, k, &r->use_beam_search, e);
+    } else if (!strcmp(k, "best_of")) {
+        if (get_int(v, k, 1, API_MAX_N, &x, e)) return -1;
+        r->best_of = (int)x;
+    } else if (!strcmp(k, "length_penalty")) {
+        if (get_number(v, k, -10, 10, false, false, &d, e)) return -1;
+        r->rp.length_penalty = (float)d;
     } else if (!strcmp(k, "stream")) {
         return get_bool(v, k, &r->stream, e);
     } else if (!strcmp(k, "stream_options")) {
         return parse_stream_options(v, r, e);
-    } else if (!strcmp(k, "user")) {
-        if (!json_is_string(v)) return type_error(e, k, "a string", v);
     } else if (!strcmp(k, "response_format")) {
         return parse_response_format(v, e);
     }
+    return 0;
+}
+
+/* vLLM's beam search: use_beam_search with best_of beams (default n), the n
+ * best hypotheses reported. Without it, best_of may only equal n (sampling
+ * best_of and keeping the n likeliest is not implemented). */
+static int apply_beam_search(api_request *r, api_error *e) {
+    const int width = r->best_of ? r->best_of : r->rp.n;
+    if (width < r->rp.n)
+        return api_fail(e, 400, "invalid_value", "best_of", "'best_of' (%d) must not be less than 'n' (%d)", width,
+                        r->rp.n);
+    if (!r->use_beam_search) {
+        if (width != r->rp.n)
+            return api_fail(e, 400, "unsupported_field", "best_of",
+                            "'best_of' other than 'n' is only supported with 'use_beam_search'");
+        return 0;
+    }
+    /* Beams are reported whole at the end, without per-token logprobs. */
+    if (r->stream)
+        return api_fail(e, 400, "unsupported_field", "use_beam_search",
+                        "'use_beam_search' together with 'stream' is not supported by this server");
+    if (r->logprobs >= 0)
+        return api_fail(e, 400, "unsupported_field", "use_beam_search",
+                        "'use_beam_search' together with 'logprobs' is not supported by this server");
+    if (width == 1) { /* one beam is greedy decoding */
+        r->rp.sampling.temperature = 0;
+        return 0;
+    }
+    r->rp.beam_width = width;
     return 0;
 }
 
@@ -465,6 +581,11 @@ int api_request_parse(const json_t *body, api_kind kind, int n_vocab, api_reques
     const json_t *val;
     json_object_foreach((json_t *)body, key, val) {
         const int where = field_kind(key);
+        const ignored_check ignored = where ? NULL : ignored_field_check(key);
+        if (ignored) {
+            if (!json_is_null(val) && ignored(val, key, e)) return -1;
+            continue;
+        }
         if (!(where & (F_COMMON | mine | F_UNSUPPORTED)))
             return api_fail(e, 400, "unknown_field", key, "Unrecognized request argument supplied: %.64s", key);
         if (json_is_null(val)) continue;
@@ -507,6 +628,7 @@ int api_request_parse(const json_t *body, api_kind kind, int n_vocab, api_reques
         !r->stream)
         return api_fail(e, 400, "invalid_value", "stream_options",
                         "'stream_options' is only allowed when 'stream' is true");
+    if (apply_beam_search(r, e)) return -1;
     if ((long long)r->n_prompts * r->rp.n > API_MAX_CHOICES)
         return api_fail(e, 400, "invalid_value", "n", "%d prompts times n = %d is more than %d choices",
                         r->n_prompts, r->rp.n, API_MAX_CHOICES);

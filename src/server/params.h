@@ -42,6 +42,8 @@ typedef struct {
     bool stream, include_usage, echo;
     int logprobs;          /* -1: none; else alternatives per token */
     bool seed_given;
+    bool use_beam_search; /* vLLM's; the width is best_of, else n */
+    int best_of;          /* 0: not given */
     char **stops;
     int32_t *stop_ids;
     logit_bias_entry *bias;

@@ -5,6 +5,7 @@
 #include "server/params.h"
 #include "server/prompt_limit.h"
 #include "server/responses.h"
+#include "util/utf8.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -42,10 +43,56 @@ static int opt_bool(const json_t *body, const char *key, bool def, bool *out, ap
     return 0;
 }
 
-static int tokenize_body(server *s, const json_t *body, int32_t **ids, api_error *e) {
-    static const char *const allowed[] = {"model", "prompt", "messages", "add_special_tokens",
-                                          "add_generation_prompt", NULL};
+/* llama-server's /tokenize: {"content", "add_special" (default false),
+ * "with_pieces"}. Its "parse_special" (default true) is what a text prompt
+ * does here anyway, so only true is taken. */
+static int tokenize_llama_body(server *s, const json_t *body, int32_t **ids, bool *with_pieces, api_error *e) {
+    static const char *const allowed[] = {"model", "content", "add_special", "with_pieces", "parse_special", NULL};
     if (check_fields(s, body, allowed, e)) return -1;
+    const json_t *content = json_object_get(body, "content");
+    if (!json_is_string(content))
+        return api_fail(e, 400, "invalid_type", "content", "'content' must be a string, got %s",
+                        api_json_type_name(content));
+    bool add_special, parse_special;
+    if (opt_bool(body, "add_special", false, &add_special, e)) return -1;
+    if (opt_bool(body, "with_pieces", false, with_pieces, e)) return -1;
+    if (opt_bool(body, "parse_special", true, &parse_special, e)) return -1;
+    if (!parse_special)
+        return api_fail(e, 400, "unsupported_field", "parse_special",
+                        "'parse_special': false is not supported (a text prompt always parses control tokens)");
+    const prompt_budget budget = {.max_len = s->max_model_len, .room = 0};
+    return prompt_limit_text(s->m->tok, json_string_value(content), json_string_length(content), add_special,
+                             &budget, "content", ids, e);
+}
+
+/* llama-server's piece: the token's text, or its bytes as numbers when they
+ * are not valid UTF-8 on their own (part of a multi-byte character). */
+static json_t *token_piece(const tokenizer *tok, int32_t id) {
+    buf b = {0};
+    token_bytes(tok, id, &b);
+    json_t *piece;
+    if (utf8_valid(b.data ? b.data : "", b.len)) {
+        piece = json_stringn(b.data ? b.data : "", b.len);
+    } else {
+        piece = json_array();
+        for (size_t i = 0; i < b.len; i++) json_array_append_new(piece, json_integer((unsigned char)b.data[i]));
+    }
+    buf_free(&b);
+    return json_pack("{s:i,s:o}", "id", id, "piece", piece);
+}
+
+static json_t *llama_tokens(const tokenizer *tok, const int32_t *ids, int n, bool with_pieces) {
+    json_t *tokens = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(tokens, with_pieces ? token_piece(tok, ids[i]) : json_integer(ids[i]));
+    return json_pack("{s:o}", "tokens", tokens);
+}
+
+static int tokenize_body(server *s, const json_t *body, int32_t **ids, bool *token_strs, api_error *e) {
+    static const char *const allowed[] = {"model", "prompt", "messages", "add_special_tokens",
+                                          "add_generation_prompt", "return_token_strs", NULL};
+    if (check_fields(s, body, allowed, e)) return -1;
+    if (opt_bool(body, "return_token_strs", false, token_strs, e)) return -1;
     const json_t *prompt = json_object_get(body, "prompt"), *messages = json_object_get(body, "messages");
     const bool has_prompt = prompt && !json_is_null(prompt), has_messages = messages && !json_is_null(messages);
     if (has_prompt == has_messages)
@@ -75,18 +122,34 @@ enum MHD_Result handle_tokenize(server *s, http_req *r) {
     json_t *body = http_body_json(r, &e);
     if (!body) return http_reply_error(r, &e);
     int32_t *ids = NULL;
-    const int n = tokenize_body(s, body, &ids, &e);
+    /* "content" is llama-server's request; everything else is vLLM's. */
+    const bool llama = json_is_object(body) && json_object_get(body, "content");
+    bool with_pieces = false, token_strs = false;
+    const int n = llama ? tokenize_llama_body(s, body, &ids, &with_pieces, &e)
+                        : tokenize_body(s, body, &ids, &token_strs, &e);
     json_decref(body);
     if (n < 0) {
         free(ids);
         return http_reply_error(r, &e);
     }
-    json_t *tokens = json_array();
-    for (int i = 0; i < n; i++) json_array_append_new(tokens, json_integer(ids[i]));
+    json_t *out;
+    if (llama) {
+        out = llama_tokens(s->m->tok, ids, n, with_pieces);
+    } else {
+        json_t *tokens = json_array();
+        for (int i = 0; i < n; i++) json_array_append_new(tokens, json_integer(ids[i]));
+        out = json_pack("{s:o,s:i,s:i}", "tokens", tokens, "count", n, "max_model_len", s->max_model_len);
+        if (token_strs) { /* vLLM: the vocabulary's strings, as the tokenizer spells them */
+            json_t *strs = json_array();
+            for (int i = 0; i < n; i++) {
+                const char *t = tokenizer_token_text(s->m->tok, ids[i]);
+                json_array_append_new(strs, resp_string(t, strlen(t)));
+            }
+            json_object_set_new(out, "token_strs", strs);
+        }
+    }
     free(ids);
-    return http_reply_json(r, 200,
-                           json_pack("{s:o,s:i,s:i}", "tokens", tokens, "count", n, "max_model_len",
-                                     s->max_model_len));
+    return http_reply_json(r, 200, out);
 }
 
 enum MHD_Result handle_detokenize(server *s, http_req *r) {
@@ -110,7 +173,9 @@ enum MHD_Result handle_detokenize(server *s, http_req *r) {
     buf text = {0};
     prompt_decode(s->m->tok, ids, n, true, &text);
     free(ids);
-    json_t *out = json_pack("{s:o}", "prompt", resp_string(text.data ? text.data : "", text.len));
+    /* vLLM's clients read "prompt", llama-server's read "content": both. */
+    json_t *out = json_pack("{s:o,s:o}", "prompt", resp_string(text.data ? text.data : "", text.len), "content",
+                            resp_string(text.data ? text.data : "", text.len));
     buf_free(&text);
     return http_reply_json(r, 200, out);
 }

@@ -250,7 +250,60 @@ def test_detokenize_round_trip(srv):
     text = "Grüße, 世界! 🙂"
     ids = srv.tokenize(prompt=text, add_special_tokens=False)
     r = srv.post("/detokenize", {"tokens": ids})
-    assert r.status_code == 200 and r.json() == {"prompt": text}
+    assert r.status_code == 200 and r.json() == {"prompt": text, "content": text}
+
+
+def test_llama_server_tokenize_shapes(srv):
+    """llama-server's /tokenize ({"content", "add_special", "with_pieces"})
+    beside vLLM's, and vLLM's return_token_strs."""
+    text = "Hello world, \U000F0000 and 🙂"  # a private-use character: byte tokens
+    ids = srv.tokenize(prompt=text, add_special_tokens=False)
+    r = srv.post("/tokenize", {"content": text})
+    assert r.status_code == 200 and r.json() == {"tokens": ids}
+    with_bos = srv.post("/tokenize", {"content": text, "add_special": True}).json()["tokens"]
+    assert with_bos == srv.tokenize(prompt=text)
+    assert len(with_bos) == len(ids) + 1
+    pieces = srv.post("/tokenize", {"content": text, "with_pieces": True}).json()["tokens"]
+    assert [p["id"] for p in pieces] == ids
+    raw = b"".join(bytes(p["piece"]) if isinstance(p["piece"], list) else p["piece"].encode() for p in pieces)
+    assert raw.decode() == text
+    # A character the vocabulary spells in byte tokens comes back as bytes.
+    assert any(isinstance(p["piece"], list) and all(0 <= b < 256 for b in p["piece"]) for p in pieces)
+    r = srv.post("/tokenize", {"content": text, "parse_special": False})
+    assert r.status_code == 400 and r.json()["error"]["param"] == "parse_special"
+    r = srv.post("/tokenize", {"content": 5})
+    assert r.status_code == 400 and r.json()["error"]["param"] == "content"
+    r = srv.post("/tokenize", {"content": text, "add_special_tokens": True})
+    assert r.status_code == 400 and r.json()["error"]["param"] == "add_special_tokens"
+    strs = srv.post("/tokenize", {"prompt": "Hello world", "add_special_tokens": False,
+                                  "return_token_strs": True}).json()
+    assert len(strs["token_strs"]) == len(strs["tokens"])
+    assert "".join(strs["token_strs"]).replace("\u2581", " ") == "Hello world"
+    assert "token_strs" not in srv.post("/tokenize", {"prompt": "Hello"}).json()
+
+
+def test_ignored_openai_fields_change_nothing(client, srv):
+    """Fields OpenAI documents but that do not change the text are accepted
+    and the output is the same as without them; fields that would change it
+    are refused naming the field."""
+    plain = greedy_chat(client).choices[0].message.content
+    extra = greedy_chat(client, store=True, metadata={"run": "t1"}, user="u-1", service_tier="auto",
+                        parallel_tool_calls=False, modalities=["text"], audio=None, reasoning_effort=None,
+                        prediction={"type": "content", "content": "Red, green, blue."},
+                        extra_body={"safety_identifier": "s", "prompt_cache_key": "k"})
+    assert extra.choices[0].message.content == plain
+    chunks = greedy_chat(client, stream=True, store=False,
+                         stream_options={"include_usage": True, "include_obfuscation": False})
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == plain
+    r = greedy_completion(client, user="u", extra_body={"metadata": {"a": "b"}, "service_tier": "default"})
+    assert r.choices[0].text == greedy_completion(client).choices[0].text
+    for kw, param in [({"reasoning_effort": "high"}, "reasoning_effort"),
+                      ({"modalities": ["text", "audio"]}, "modalities"),
+                      ({"metadata": {"a": 1}}, "metadata"),
+                      ({"audio": {"voice": "alloy", "format": "wav"}}, "audio")]:
+        with pytest.raises(openai.BadRequestError) as ei:
+            greedy_chat(client, **kw)
+        assert ei.value.body["param"] == param, kw
 
 
 def test_client_errors(client, srv):

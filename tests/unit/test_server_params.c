@@ -99,6 +99,27 @@ static const bad_case BAD[] = {
     {API_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"echo\": true}", "echo", "unknown_field"},
     {API_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"tools\": []}", "tools",
      "unsupported_field"},
+    /* accepted-and-ignored fields still get their types checked */
+    {API_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"store\": \"yes\"}", "store",
+     "invalid_type"},
+    {API_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"metadata\": {\"a\": 1}}", "metadata",
+     "invalid_type"},
+    {API_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"modalities\": [\"text\", \"audio\"]}",
+     "modalities", "unsupported_field"},
+    {API_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"prediction\": {\"type\": \"x\"}}",
+     "prediction", "invalid_value"},
+    {API_COMPLETIONS, "{\"prompt\": \"x\", \"stream\": true, \"stream_options\": {\"include_obfuscation\": 1}}",
+     "stream_options.include_obfuscation", "invalid_type"},
+    {API_COMPLETIONS, "{\"prompt\": \"x\", \"use_beam_search\": true, \"stream\": true}", "use_beam_search",
+     "unsupported_field"},
+    {API_COMPLETIONS, "{\"prompt\": \"x\", \"use_beam_search\": true, \"n\": 3, \"best_of\": 2}", "best_of",
+     "invalid_value"},
+    {API_COMPLETIONS, "{\"prompt\": \"x\", \"n\": 2, \"best_of\": 3}", "best_of", "unsupported_field"},
+    /* fields that would change the output if ignored stay refused */
+    {API_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"reasoning_effort\": \"high\"}",
+     "reasoning_effort", "unsupported_field"},
+    {API_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"audio\": {\"voice\": \"alloy\"}}",
+     "audio", "unsupported_field"},
     {API_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"response_format\": {\"type\": \"json_object\"}}",
      "response_format", "unsupported_field"},
 };
@@ -152,6 +173,60 @@ static void test_sampling_fields_reach_the_engine(void **state) {
     assert_int_equal(r.rp.min_tokens, 2);
     api_request_free(&r);
     json_decref(j);
+}
+
+/* OpenAI fields that do not change the text are accepted and leave the
+ * request exactly as it is without them. */
+static void test_ignored_fields_are_accepted(void **state) {
+    (void)state;
+    json_t *plain = load("{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"stream\": true}");
+    json_t *j = load("{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"stream\": true, "
+                     "\"store\": false, \"metadata\": {\"k\": \"v\"}, \"user\": \"u\", \"service_tier\": \"auto\", "
+                     "\"parallel_tool_calls\": true, \"modalities\": [\"text\"], \"audio\": null, "
+                     "\"reasoning_effort\": null, \"safety_identifier\": \"s\", \"prompt_cache_key\": \"p\", "
+                     "\"prediction\": {\"type\": \"content\", \"content\": \"hi\"}, "
+                     "\"stream_options\": {\"include_obfuscation\": false}}");
+    api_request a, b;
+    api_error e;
+    if (api_request_parse(j, API_CHAT, NV, &a, &e)) fail_msg("refused: %s", e.message);
+    assert_int_equal(api_request_parse(plain, API_CHAT, NV, &b, &e), 0);
+    assert_int_equal(a.max_tokens, b.max_tokens);
+    assert_memory_equal(&a.rp.sampling, &b.rp.sampling, sizeof a.rp.sampling);
+    assert_int_equal(a.rp.n, b.rp.n);
+    assert_true(a.stream && !a.include_usage);
+    api_request_free(&a);
+    api_request_free(&b);
+    json_decref(j);
+    json_decref(plain);
+}
+
+/* vLLM's use_beam_search reaches the engine as beam_width: best_of, else n. */
+static void test_beam_search_fields(void **state) {
+    (void)state;
+    static const struct {
+        const char *body;
+        int width, n;
+        float length_penalty, temperature;
+    } CASES[] = {
+        {"{\"prompt\": \"x\", \"use_beam_search\": true, \"n\": 2, \"best_of\": 5, \"length_penalty\": 0.5}", 5, 2,
+         0.5f, 1.0f},
+        {"{\"prompt\": \"x\", \"use_beam_search\": true, \"n\": 3}", 3, 3, 1.0f, 1.0f},
+        {"{\"prompt\": \"x\", \"use_beam_search\": true}", 0, 1, 1.0f, 0.0f}, /* one beam: greedy */
+        {"{\"prompt\": \"x\", \"n\": 2, \"best_of\": 2}", 0, 2, 1.0f, 1.0f},
+    };
+    for (size_t i = 0; i < sizeof CASES / sizeof *CASES; i++) {
+        json_t *j = load(CASES[i].body);
+        api_request r;
+        api_error e;
+        if (api_request_parse(j, API_COMPLETIONS, NV, &r, &e)) fail_msg("case %zu refused: %s", i, e.message);
+        if (r.rp.beam_width > 1 ? r.rp.beam_width != CASES[i].width : CASES[i].width != 0)
+            fail_msg("case %zu: beam_width %d", i, r.rp.beam_width);
+        assert_int_equal(r.rp.n, CASES[i].n);
+        assert_true(r.rp.length_penalty == CASES[i].length_penalty);
+        assert_true(r.rp.sampling.temperature == CASES[i].temperature);
+        api_request_free(&r);
+        json_decref(j);
+    }
 }
 
 static void test_defaults_and_nulls(void **state) {
@@ -230,6 +305,8 @@ int main(void) {
         cmocka_unit_test(test_bad_requests_name_the_field),
         cmocka_unit_test(test_sampling_fields_reach_the_engine),
         cmocka_unit_test(test_defaults_and_nulls),
+        cmocka_unit_test(test_ignored_fields_are_accepted),
+        cmocka_unit_test(test_beam_search_fields),
         cmocka_unit_test(test_chat_messages_and_logprobs),
         cmocka_unit_test(test_error_does_not_depend_on_key_order),
     };
