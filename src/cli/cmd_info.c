@@ -61,7 +61,7 @@ static void print_bytes(const char *label, double bytes) {
 /* KV bytes for one sequence of n_ctx tokens: sliding layers keep at most their window. */
 static double kv_bytes_for_context(const model *m, kv_dtype dt, long n_ctx) {
     const model_hparams *hp = &m->hp;
-    const double per_layer_token = (double)hp->n_head_kv * (hp->head_dim_k + hp->head_dim_v) * kv_dtype_size(dt);
+    const double per_layer_token = (double)kv_bytes_per_layer_token(&m->kv, dt);
     double total = 0;
     for (int il = 0; il < hp->n_layer; il++) {
         long toks = hp->is_swa[il] && hp->n_swa < n_ctx ? hp->n_swa : n_ctx;

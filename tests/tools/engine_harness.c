@@ -82,6 +82,11 @@ int main(int argc, char **argv) {
     cfg.n_threads = geti(cfgj, "threads", 2);
     cfg.prefix_caching = json_is_false(json_object_get(cfgj, "prefix_caching")) ? false : true;
     cfg.kv_type = geti(cfgj, "kv_f32", 0) ? KV_F32 : KV_F16;
+    const char *kv_dtype_name = json_string_value(json_object_get(cfgj, "kv_dtype"));
+    if (kv_dtype_name && kv_dtype_parse(kv_dtype_name, &cfg.kv_type)) {
+        fprintf(stderr, "kv_dtype: %s\n", err_get());
+        return 1;
+    }
     json_t *specj = json_object_get(cfgj, "speculative_config");
     if (specj) {
         char *text = json_dumps(specj, 0);
