@@ -35,14 +35,13 @@ static ALWAYS_INLINE __m256 load8(const uint8_t *row, kv_dtype dt, int i) {
         x = _mm256_cvtph_ps(_mm_slli_epi16(_mm_cvtepu8_epi16(b), 8)); /* e5m2 is an f16's top byte */
     } else {
         /* e4m3 -> the f16 with the same sign, exponent and mantissa bits
-         * (exponent bias 15 instead of 7, subnormals included), times 2^8;
-         * S.1111.111 is NaN. */
-        const __m128i w = _mm_cvtepu8_epi16(b);
-        const __m128i h = _mm_or_si128(_mm_slli_epi16(_mm_and_si128(w, _mm_set1_epi16(0x80)), 8),
-                                       _mm_slli_epi16(_mm_and_si128(w, _mm_set1_epi16(0x7F)), 7));
-        const __m128i nan16 = _mm_cmpeq_epi16(_mm_and_si128(w, _mm_set1_epi16(0x7F)), _mm_set1_epi16(0x7F));
+         * (bias 15 instead of 7, subnormals included): the sign-extended code
+         * shifted left 7 has sign, exponent and mantissa in place and a copy
+         * of the sign in bit 14, cleared. Times 2^8 for the bias, exact.
+         * S.1111.111 (NaN) is not special-cased: only rows holding a NaN
+         * contain it, and their scale is NaN (kv_row.c). */
+        const __m128i h = _mm_and_si128(_mm_slli_epi16(_mm_cvtepi8_epi16(b), 7), _mm_set1_epi16((short)0xBF80));
         x = _mm256_mul_ps(_mm256_cvtph_ps(h), _mm256_set1_ps(256.0f));
-        x = _mm256_blendv_ps(x, _mm256_set1_ps(NAN), _mm256_castsi256_ps(_mm256_cvtepi16_epi32(nan16)));
     }
     return _mm256_mul_ps(x, scale);
 }

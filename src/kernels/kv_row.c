@@ -4,6 +4,7 @@
 #include "kernels/wtype.h"
 
 #include <math.h>
+#include <stdbool.h>
 
 /* Largest magnitude of the codes an 8-bit row uses: max|x| maps to it. */
 static float code_max(kv_dtype t) {
@@ -20,11 +21,14 @@ static uint8_t encode(kv_dtype t, float y) {
 
 static void store_8bit(kv_dtype t, const float *x, uint8_t *row, int dim) {
     float amax = 0;
-    for (int i = 0; i < dim; i++) amax = fmaxf(amax, fabsf(x[i]));
-    const float scale = amax / code_max(t);
+    bool has_nan = false;
+    for (int i = 0; i < dim; i++) amax = fmaxf(amax, fabsf(x[i])), has_nan |= isnan(x[i]);
+    /* A row with a NaN decodes to NaN throughout, as its f16 row would make
+     * every score with it NaN; so no kernel has to decode a NaN code. */
+    const float scale = has_nan ? NAN : amax / code_max(t);
     memcpy(row, &scale, sizeof scale);
     uint8_t *codes = row + KV_ROW_SCALE_BYTES;
-    for (int i = 0; i < dim; i++) codes[i] = scale > 0 ? encode(t, x[i] / scale) : 0;
+    for (int i = 0; i < dim; i++) codes[i] = scale > 0 ? encode(t, x[i] / scale) : 0; /* false for NaN */
 }
 
 void kv_row_store(kv_dtype t, const float *x, uint8_t *row, int dim) {

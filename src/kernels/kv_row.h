@@ -9,6 +9,8 @@
  *                    scale = max|x| / 448 (util/fp8.h)
  *   fp8_e5m2         [f32 scale][head_dim E5M2 codes], scale = max|x| / 57344
  *
+ * A row holding a NaN gets a NaN scale, so all of it decodes to NaN.
+ *
  * The scale is per token and kv head (per row), not per block: a row's bytes
  * then depend on that row alone, so a token is stored the same whatever else
  * shares its block or its batch, and the engine's identity (alone = batched
