@@ -143,6 +143,12 @@ static void test_rows_8bit(void **state) {
                 if (err > bound) fail_msg("%d dim %d [%d]: %g -> %g", t, dim, i, x[i], y);
             }
         }
+        /* A row holding a NaN decodes to NaN throughout (its scale is NaN),
+         * so no kernel needs to recognize NaN codes. */
+        float n[8] = {1, 2, NAN, 4, 5, 6, 7, 8};
+        uint8_t rn[16];
+        kv_row_store(t, n, rn, 8);
+        for (int i = 0; i < 8; i++) assert_true(isnan(kv_row_value(t, rn, i)));
         /* An all-zero row decodes to zeros. */
         float z[8] = {0};
         uint8_t r[16];
