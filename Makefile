@@ -6,7 +6,7 @@ ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc)
 PORT ?= 8000
 
-.PHONY: all setup setup-serve build run test unit integration test-sanitize clean
+.PHONY: all setup setup-serve build run test unit integration build-sanitize test-sanitize test-sanitize-server clean
 
 all: build
 
@@ -35,12 +35,28 @@ integration: build
 test: setup
 	$(MAKE) unit integration
 
-# Unit tests under AddressSanitizer and UndefinedBehaviorSanitizer.
-test-sanitize: setup
+SANITIZE_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:halt_on_error=1 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+
+# The server's tests on synthetic models (requests good and hostile, API
+# keys, size bounds, NaN logits, concurrency, shutdown, slow clients), about a minute against the
+# sanitizer build; any report stops the server and fails its test.
+SANITIZE_SERVER_TESTS = tests/integration/test_server_errors.py tests/integration/test_server_hostile_numbers.py \
+	tests/integration/test_server_auth.py tests/integration/test_server_bounds.py \
+	tests/integration/test_server_concurrency.py tests/integration/test_server_lifecycle.py \
+	tests/integration/test_server_nan_model.py tests/integration/test_server_slow_clients.py
+
+build-sanitize: setup
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCLLM_SANITIZE=ON >/dev/null
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
-	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-		ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS)
+
+# Unit tests under AddressSanitizer and UndefinedBehaviorSanitizer.
+test-sanitize: build-sanitize
+	$(SANITIZE_ENV) ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS)
+
+# The server under the same sanitizers, driven by the integration tests above.
+test-sanitize-server: build-sanitize
+	$(SANITIZE_ENV) CLLM_BUILD_DIR=$(abspath $(ASAN_BUILD)) python3 -m pytest -q $(SANITIZE_SERVER_TESTS)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

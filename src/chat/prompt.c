@@ -28,31 +28,68 @@ static json_t *token_string(const tokenizer *t, int32_t id) {
     return j ? j : json_string("");
 }
 
-char *prompt_render_chat(const tokenizer *t, const chat_template *tmpl, json_t *messages,
-                         bool add_generation_prompt) {
+static json_t *chat_context(const tokenizer *t, json_t *messages, bool add_generation_prompt) {
     json_t *ctx = json_object();
     json_object_set(ctx, "messages", messages);
     json_object_set_new(ctx, "add_generation_prompt", json_boolean(add_generation_prompt));
     json_object_set_new(ctx, "bos_token", token_string(t, tokenizer_bos(t)));
     json_object_set_new(ctx, "eos_token", token_string(t, tokenizer_eos(t)));
+    return ctx;
+}
+
+char *prompt_render_chat(const tokenizer *t, const chat_template *tmpl, json_t *messages,
+                         bool add_generation_prompt) {
+    json_t *ctx = chat_context(t, messages, add_generation_prompt);
     char *text = chat_template_render(tmpl, ctx);
     json_decref(ctx);
     if (!text) err_prefix("cannot apply the chat template: ");
     return text;
 }
 
-int prompt_encode_chat(const tokenizer *t, const chat_template *tmpl, json_t *messages,
-                       bool add_generation_prompt, int32_t **out) {
-    *out = NULL;
-    char *text = prompt_render_chat(t, tmpl, messages, add_generation_prompt);
-    if (!text) return PROMPT_BAD_INPUT;
-    int32_t *ids = NULL;
-    int n = tokenizer_encode(t, text, strlen(text), false, true, &ids);
+/* The values of the context that are the model's, not the request's. */
+static const char *const k_trusted_context[] = {"bos_token", "eos_token", NULL};
+
+/* Renders and tokenizes: control tokens parsed in the template's text only,
+ * not in what came from the request (unless the template trusts content). */
+static int render_and_encode(const tokenizer *t, const chat_template *tmpl, json_t *messages,
+                             bool add_generation_prompt, int32_t **out) {
+    const bool trust = chat_template_trusts_content(tmpl);
+    json_t *ctx = chat_context(t, messages, add_generation_prompt);
+    chat_span *spans = NULL;
+    size_t nspans = 0;
+    char *text = trust ? chat_template_render(tmpl, ctx)
+                       : chat_template_render_marked(tmpl, ctx, k_trusted_context, &spans, &nspans);
+    json_decref(ctx);
+    if (!text) {
+        err_prefix("cannot apply the chat template: ");
+        return PROMPT_BAD_INPUT;
+    }
+    tok_range *plain = nspans ? malloc(nspans * sizeof *plain) : NULL;
+    if (nspans && !plain) {
+        free(spans);
+        free(text);
+        err_set("out of memory");
+        return PROMPT_NO_MEMORY;
+    }
+    for (size_t i = 0; i < nspans; i++)
+        plain[i] = (tok_range){spans[i].off, spans[i].len};
+    int n = tokenizer_encode_guarded(t, text, strlen(text), false, true, plain, nspans, out);
+    free(plain);
+    free(spans);
     free(text);
     if (n < 0) {
         err_prefix("cannot tokenize the chat: ");
         return PROMPT_BAD_INPUT;
     }
+    return n;
+}
+
+int prompt_encode_chat(const tokenizer *t, const chat_template *tmpl, json_t *messages,
+                       bool add_generation_prompt, int32_t **out) {
+    *out = NULL;
+    int32_t *ids = NULL;
+    int n = render_and_encode(t, tmpl, messages, add_generation_prompt, &ids);
+    if (n < 0) return n;
     const int32_t bos = tokenizer_bos(t);
     if (tokenizer_add_bos(t) && bos >= 0 && (n == 0 || ids[0] != bos)) {
         int32_t *p = realloc(ids, (size_t)(n + 1) * sizeof *p);

@@ -6,7 +6,10 @@
  *     add_generation_prompt, bos_token, eos_token), tokenized with special
  *     tokens parsed and no BOS added, since templates spell it themselves;
  *     a BOS is only prepended when the model wants one and the rendering
- *     lacks it.
+ *     lacks it. Control tokens are parsed only in the template's own text:
+ *     the bytes that came from the messages stay text, so content cannot
+ *     forge turns (unless the template trusts content:
+ *     chat_template_set_trust_content).
  * The server (for HTTP requests and /tokenize) and `cllm chat` both use it.
  * Failures return PROMPT_BAD_INPUT (the caller's input cannot be rendered or
  * tokenized; a 400 over HTTP) or PROMPT_NO_MEMORY, with err_get() saying

@@ -11,9 +11,8 @@
 struct chat_template {
     tpl_arena *ar;
     nodelist body;
+    bool trust_content; /* see chat_template_set_trust_content */
 };
-
-char *tpl_render(const nodelist *body, json_t *context);
 
 chat_template *chat_template_parse(const char *source) {
     if (!source) {
@@ -42,14 +41,33 @@ void chat_template_free(chat_template *t) {
     free(t);
 }
 
-char *chat_template_render(const chat_template *t, json_t *context) {
+static bool can_render(const chat_template *t, json_t *context) {
     if (!t) {
         err_set("chat template: no template");
-        return NULL;
+        return false;
     }
     if (!json_is_object(context)) {
         err_set("chat template: the context must be a JSON object");
-        return NULL;
+        return false;
     }
-    return tpl_render(&t->body, context);
+    return true;
+}
+
+char *chat_template_render(const chat_template *t, json_t *context) {
+    return can_render(t, context) ? tpl_render(&t->body, context, NULL, NULL, NULL) : NULL;
+}
+
+char *chat_template_render_marked(const chat_template *t, json_t *context, const char *const *trusted,
+                                  chat_span **spans, size_t *nspans) {
+    *spans = NULL;
+    *nspans = 0;
+    return can_render(t, context) ? tpl_render(&t->body, context, trusted, spans, nspans) : NULL;
+}
+
+void chat_template_set_trust_content(chat_template *t, bool trust) {
+    t->trust_content = trust;
+}
+
+bool chat_template_trusts_content(const chat_template *t) {
+    return t && t->trust_content;
 }

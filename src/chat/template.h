@@ -16,6 +16,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 typedef struct chat_template chat_template;
 
@@ -30,6 +31,27 @@ void chat_template_free(chat_template *t);
  * err_get(): a raise_exception(msg) in the template gives exactly msg, other
  * failures "chat template line N: what". */
 char *chat_template_render(const chat_template *t, json_t *context);
+
+/* A byte range of a rendering. */
+typedef struct {
+    size_t off, len;
+} chat_span;
+
+/* As chat_template_render, and the byte ranges of the result that came from
+ * the context rather than from the template's text (*spans: malloc'd, sorted,
+ * disjoint; NULL when none). Every string of the context counts but those
+ * under the top-level keys named in `trusted` (a NULL-terminated list, e.g.
+ * bos_token); so does every string the template derives from one, through
+ * any filter, method or operator (see template_taint.c). */
+char *chat_template_render_marked(const chat_template *t, json_t *context, const char *const *trusted,
+                                  chat_span **spans, size_t *nspans);
+
+/* Whether message content may spell control tokens ("<end_of_turn>") that
+ * then become those tokens, as vLLM and llama.cpp allow: only for trusted
+ * callers (--chat-parse-special-in-content). Off by default; set it before
+ * the template is shared between threads. prompt.c reads it. */
+void chat_template_set_trust_content(chat_template *t, bool trust);
+bool chat_template_trusts_content(const chat_template *t);
 
 /* A built-in template for models whose file has none, chosen by architecture:
  * Gemma 3's for "gemma3"; for "llama", Llama 3's with a Llama 3 vocabulary

@@ -31,6 +31,7 @@ enum { CTL_NONE, CTL_BREAK, CTL_CONTINUE };
 struct tpl_rt {
     tpl_arena *ar;
     sbuf *out;
+    ttaint *out_taint; /* which bytes of *out came from the request */
     int depth;
     long steps;
     int ctl;
@@ -214,7 +215,7 @@ int tpl_rt_getitem(tpl_rt *r, const node *at, tv obj, tv key, tv *out) {
             size_t start = i;
             tpl_utf8_next(obj.u.s.p, obj.u.s.n, &i);
             *out = tv_str_as(obj, (tstr){obj.u.s.p + start, i - start});
-            return 0;
+            return tpl_taint_result(r, tpl_tv_tainted(obj), obj, out);
         }
         *out = missing_item(r, obj, key);
         return 0;
@@ -292,9 +293,15 @@ int tpl_rt_call(tpl_rt *r, const node *at, tv fn, targs *a, tv *out) {
     switch (fn.kind) {
     case TV_MACRO:
         return call_macro(r, at, fn.u.m, a, out);
-    case TV_FUNC:
-        if (fn.u.fn->markup != MK_NONE) return tpl_markup_call(r, at, fn.u.fn, a, out);
-        return fn.u.fn->fn(r, at, fn.u.fn->self, a, out);
+    case TV_FUNC: {
+        const tfunc *f = fn.u.fn;
+        /* dict.get(key) picks a value of the dict: a template's own dict
+         * indexed by a request's role is still the template's text */
+        const bool picks = f->self.kind == TV_DICT && !strcmp(f->name, "get");
+        const bool tainted = tpl_tv_tainted(f->self) || (!picks && tpl_targs_tainted(a));
+        int rc = f->markup != MK_NONE ? tpl_markup_call(r, at, f, a, out) : f->fn(r, at, f->self, a, out);
+        return rc ? rc : tpl_taint_result(r, tainted, f->self, out);
+    }
     case TV_UNDEF:
         return tpl_rt_undefined_error(r, at, fn);
     default:
@@ -303,7 +310,7 @@ int tpl_rt_call(tpl_rt *r, const node *at, tv fn, targs *a, tv *out) {
 }
 
 int tpl_rt_apply_filter(tpl_rt *r, const node *at, tpl_filter_fn f, tv v, targs *a, tv *out) {
-    if (f(r, at, v, a, out) == 0) return 0;
+    if (f(r, at, v, a, out) == 0) return tpl_taint_result(r, tpl_tv_tainted(v) || tpl_targs_tainted(a), v, out);
     if (!tpl_filter_is_lazy(f)) return -1;
     const char *msg = err_get();
     size_t n = strlen(msg);
@@ -338,6 +345,31 @@ int tpl_rt_call_test_named(tpl_rt *r, const node *at, tstr name, tv v, targs *a,
     tpl_test_fn t = tpl_test_find(name);
     if (!t) return tpl_rt_error(r, at, "no test named '%.*s'", (int)name.n, name.p);
     return t(r, at, v, a, out);
+}
+
+/* Appends str(v) to b, and to `taint` the ranges of it that came from the
+ * request: a string's own, all of anything else that holds tainted text. */
+static int put_value(tpl_rt *r, tv v, sbuf *b, ttaint *taint) {
+    const size_t start = b->n;
+    if (tpl_tv_to_str(r, v, b)) return -1;
+    if (v.kind == TV_STR) return tpl_taint_add_shifted(r->ar, taint, v.taint, start, b->n - start);
+    return tpl_tv_tainted(v) ? tpl_taint_add(r->ar, taint, start, b->n - start) : 0;
+}
+
+/* str + str keeps each side's ranges (Markup too, when escaping changed
+ * nothing); any other operation on tainted values taints its result whole. */
+static int taint_binop(tpl_rt *r, int op, tv a, tv b, tv *out) {
+    const bool plain_concat = op == OP_ADD && a.kind == TV_STR && b.kind == TV_STR && out->kind == TV_STR &&
+                              out->u.s.n == a.u.s.n + b.u.s.n && (!a.u.s.n || !memcmp(out->u.s.p, a.u.s.p, a.u.s.n)) &&
+                              (!b.u.s.n || !memcmp(out->u.s.p + a.u.s.n, b.u.s.p, b.u.s.n));
+    if (!plain_concat) return tpl_taint_result(r, tpl_tv_tainted(a) || tpl_tv_tainted(b), tv_none(), out);
+    if (!a.taint && !b.taint) return 0;
+    ttaint *t = tpl_ar_alloc(r->ar, sizeof *t);
+    if (!t || tpl_taint_add_shifted(r->ar, t, a.taint, 0, a.u.s.n) ||
+        tpl_taint_add_shifted(r->ar, t, b.taint, a.u.s.n, b.u.s.n))
+        return -1;
+    out->taint = t;
+    return 0;
 }
 
 static int eval_compare(tpl_rt *r, scope *s, const node *e, tv *out) {
@@ -437,7 +469,8 @@ static int eval_inner(tpl_rt *r, scope *s, const node *e, tv *out) {
             if ((sl->a && eval(r, s, sl->a, &st)) || (sl->b && eval(r, s, sl->b, &sp)) ||
                 (sl->c && eval(r, s, sl->c, &step)))
                 return -1;
-            return tpl_tv_slice(r, e, a, st, sp, step, out);
+            return tpl_tv_slice(r, e, a, st, sp, step, out) ||
+                   tpl_taint_result(r, tpl_tv_tainted(a), a, out);
         }
         if (eval(r, s, e->b, &b)) return -1;
         return tpl_rt_getitem(r, e, a, b, out);
@@ -480,7 +513,7 @@ static int eval_inner(tpl_rt *r, scope *s, const node *e, tv *out) {
             return eval_unary(r, e, a, &pos, OP_SUB) || tpl_tv_binop(r, e, OP_POW, pos, b, &a) ||
                    eval_unary(r, e, a, out, OP_SUB);
         }
-        return tpl_tv_binop(r, e, e->op, a, b, out);
+        return tpl_tv_binop(r, e, e->op, a, b, out) || taint_binop(r, e->op, a, b, out);
     case N_AND:
     case N_OR:
         if (eval(r, s, e->a, &a)) return -1;
@@ -502,10 +535,13 @@ static int eval_inner(tpl_rt *r, scope *s, const node *e, tv *out) {
         return 0;
     case N_CONCAT: {
         sbuf buf;
+        ttaint *taint = tpl_ar_alloc(r->ar, sizeof *taint);
+        if (!taint) return -1;
         tpl_sb_init(&buf, r->ar, TPL_MAX_OUTPUT);
         for (int i = 0; i < e->items.n; i++)
-            if (eval(r, s, e->items.v[i], &a) || tpl_tv_to_str(r, a, &buf)) return -1;
+            if (eval(r, s, e->items.v[i], &a) || put_value(r, a, &buf, taint)) return -1;
         *out = tv_str(tpl_sb_str(&buf));
+        out->taint = taint->n ? taint : NULL;
         return 0;
     }
     default:
@@ -547,19 +583,24 @@ static int assign(tpl_rt *r, scope *s, const node *target, tv v) {
 /* --- statements -------------------------------------------------------------------- */
 
 /* Renders a body into a string of its own (macros, set blocks, filter blocks). */
-static int capture(tpl_rt *r, scope *s, const nodelist *body, tstr *out) {
+static int capture(tpl_rt *r, scope *s, const nodelist *body, tv *out) {
     sbuf buf, *saved = r->out;
+    ttaint *saved_taint = r->out_taint, *taint = tpl_ar_alloc(r->ar, sizeof *taint);
+    if (!taint) return -1;
     tpl_sb_init(&buf, r->ar, TPL_MAX_OUTPUT);
     r->out = &buf;
+    r->out_taint = taint;
     int rc = exec_body(r, s, body);
     r->out = saved;
-    *out = tpl_sb_str(&buf);
+    r->out_taint = saved_taint;
+    *out = tv_str(tpl_sb_str(&buf));
+    out->taint = taint->n ? taint : NULL;
     return rc;
 }
 
-static int apply_filters(tpl_rt *r, scope *s, const node *chain, tstr body, tv *out) {
+static int apply_filters(tpl_rt *r, scope *s, const node *chain, tv body, tv *out) {
     tv saved = r->filter_input;
-    r->filter_input = tv_str(body);
+    r->filter_input = body;
     int rc = eval(r, s, chain, out);
     r->filter_input = saved;
     return rc;
@@ -626,12 +667,12 @@ static int call_macro(tpl_rt *r, const node *at, tmacro *m, targs *a, tv *out) {
         tpl_rt_error(r, at, "macro '%s' takes not more than %d argument(s)", mname, np);
         goto done;
     }
-    tstr text;
+    tv text;
     int saved_ctl = r->ctl;
     r->ctl = CTL_NONE;
     rc = capture(r, s, &def->items, &text);
     r->ctl = saved_ctl;
-    if (rc == 0) *out = tv_str(text);
+    if (rc == 0) *out = text;
 done:
     r->depth--;
     return rc;
@@ -667,7 +708,7 @@ static int exec_for(tpl_rt *r, scope *s, const node *n) {
     tloop *loop = tpl_ar_alloc(r->ar, sizeof *loop);
     if (!loop) return -1;
     loop->items = items;
-    tv loopv = {TV_LOOP, 0, {.loop = loop}};
+    tv loopv = {TV_LOOP, 0, {.loop = loop}, NULL};
     scope *is = NULL;
     for (size_t i = 0; i < items->n; i++) {
         loop->index = i;
@@ -697,7 +738,7 @@ static int exec_stmt(tpl_rt *r, scope *s, const node *n) {
         return tpl_sb_put(r->out, n->name.p, n->name.n);
     case N_OUTPUT:
         if (eval(r, s, n->a, &v)) return -1;
-        return tpl_tv_to_str(r, v, r->out);
+        return put_value(r, v, r->out, r->out_taint);
     case N_IF:
         if (eval(r, s, n->a, &v)) return -1;
         return exec_body(r, s, tpl_tv_truthy(v) ? &n->items : &n->items2);
@@ -707,10 +748,10 @@ static int exec_stmt(tpl_rt *r, scope *s, const node *n) {
         if (eval(r, s, n->b, &v)) return -1;
         return assign(r, s, n->a, v);
     case N_SETBLOCK: {
-        tstr text;
+        tv text;
         scope *bs = scope_new(r, s);
         if (!bs || capture(r, bs, &n->items, &text)) return -1;
-        v = tv_str(text);
+        v = text;
         if (n->b && apply_filters(r, s, n->b, text, &v)) return -1;
         return assign(r, s, n->a, v);
     }
@@ -723,11 +764,11 @@ static int exec_stmt(tpl_rt *r, scope *s, const node *n) {
         return scope_set(r, s, n->name, tpl_tv_macro_value(m));
     }
     case N_FILTERBLOCK: {
-        tstr text;
+        tv text;
         scope *bs = scope_new(r, s);
         if (!bs || capture(r, bs, &n->items, &text) || apply_filters(r, s, n->b, text, &v))
             return -1;
-        return tpl_tv_to_str(r, v, r->out);
+        return put_value(r, v, r->out, r->out_taint);
     }
     case N_SCOPE: {
         scope *bs = scope_new(r, s);
@@ -757,9 +798,34 @@ static int exec_body(tpl_rt *r, scope *s, const nodelist *body) {
     return rc;
 }
 
-char *tpl_render(const nodelist *body, json_t *context);
+/* The context as the root scope's variables; when `mark`, every string in it
+ * tainted but those under the top-level keys named in `trusted`. */
+static int bind_context(tpl_rt *r, scope *root, json_t *context, bool mark, const char *const *trusted) {
+    tv ctx;
+    if (tpl_tv_from_json(r, context, &ctx, 0)) return -1;
+    for (size_t i = 0; i < ctx.u.d->n; i++) {
+        tv v = ctx.u.d->v[i];
+        bool trust = !mark;
+        for (const char *const *k = trusted; k && *k && !trust; k++)
+            trust = tpl_tstr_eqc(ctx.u.d->k[i].u.s, *k);
+        if ((!trust && tpl_taint_all(r, v, &v)) || scope_set(r, root, ctx.u.d->k[i].u.s, v)) return -1;
+    }
+    return 0;
+}
 
-char *tpl_render(const nodelist *body, json_t *context) {
+static int copy_spans(const ttaint *t, chat_span **spans, size_t *nspans) {
+    *spans = NULL;
+    *nspans = 0;
+    if (!t->n) return 0;
+    if (!(*spans = malloc(t->n * sizeof **spans))) return err_set("chat template: out of memory");
+    for (size_t i = 0; i < t->n; i++)
+        (*spans)[i] = (chat_span){t->v[i].off, t->v[i].len};
+    *nspans = t->n;
+    return 0;
+}
+
+char *tpl_render(const nodelist *body, json_t *context, const char *const *trusted, chat_span **spans,
+                 size_t *nspans) {
     tpl_rt rt = {0};
     rt.ar = tpl_ar_new(TPL_RENDER_BUDGET);
     if (!rt.ar) return NULL;
@@ -767,18 +833,18 @@ char *tpl_render(const nodelist *body, json_t *context) {
     sbuf out;
     tpl_sb_init(&out, rt.ar, TPL_MAX_OUTPUT);
     rt.out = &out;
+    rt.out_taint = tpl_ar_alloc(rt.ar, sizeof *rt.out_taint);
     scope *root = scope_new(&rt, NULL);
-    tv ctx;
-    if (!root || tpl_tv_from_json(&rt, context, &ctx, 0)) goto done;
-    for (size_t i = 0; i < ctx.u.d->n; i++)
-        if (scope_set(&rt, root, ctx.u.d->k[i].u.s, ctx.u.d->v[i])) goto done;
+    if (!rt.out_taint || !root || bind_context(&rt, root, context, spans != NULL, trusted)) goto done;
     if (exec_body(&rt, root, body)) goto done;
     if (out.n && memchr(out.p, 0, out.n)) {
         err_set("chat template: the rendering contains a NUL character");
         goto done;
     }
+    if (spans && copy_spans(rt.out_taint, spans, nspans)) goto done;
     result = malloc(out.n + 1);
     if (!result) {
+        if (spans) free(*spans);
         err_set("chat template: out of memory");
         goto done;
     }

@@ -21,7 +21,7 @@ static tv make_gen(tpl_rt *r, tlist *l, const char *type) {
     if (!g) return tv_undef("out of memory");
     g->src = l;
     g->type = type;
-    tv v = {TV_GEN, 0, {.g = g}};
+    tv v = {TV_GEN, 0, {.g = g}, NULL};
     return v;
 }
 

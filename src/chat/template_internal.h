@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "chat/template.h"
 #include "util/error.h"
 
 /* --- limits ----------------------------------------------------------------- */
@@ -116,6 +117,7 @@ enum { STR_PLAIN, STR_MARKUP };
 
 typedef struct tlist tlist;
 typedef struct tdict tdict;
+typedef struct ttaint ttaint;
 typedef struct tgen tgen;
 typedef struct tns tns;
 typedef struct tloop tloop;
@@ -139,6 +141,10 @@ typedef struct tv {
         tfunc *fn;
         const char *undef; /* the message an Undefined raises when used */
     } u;
+    /* TV_STR: the byte ranges of the string that came from the request (see
+     * template_taint.c); NULL when none did. Other kinds: unused, their
+     * taint is that of what they hold. */
+    const ttaint *taint;
 } tv;
 
 struct tlist {
@@ -171,31 +177,31 @@ struct tns {
 };
 
 static inline tv tv_undef(const char *msg) {
-    tv v = {TV_UNDEF, 0, {.undef = msg}};
+    tv v = {TV_UNDEF, 0, {.undef = msg}, NULL};
     return v;
 }
 static inline tv tv_none(void) {
-    tv v = {TV_NONE, 0, {.i = 0}};
+    tv v = {TV_NONE, 0, {.i = 0}, NULL};
     return v;
 }
 static inline tv tv_bool(bool b) {
-    tv v = {TV_BOOL, 0, {.b = b}};
+    tv v = {TV_BOOL, 0, {.b = b}, NULL};
     return v;
 }
 static inline tv tv_int(int64_t i) {
-    tv v = {TV_INT, 0, {.i = i}};
+    tv v = {TV_INT, 0, {.i = i}, NULL};
     return v;
 }
 static inline tv tv_float(double f) {
-    tv v = {TV_FLOAT, 0, {.f = f}};
+    tv v = {TV_FLOAT, 0, {.f = f}, NULL};
     return v;
 }
 static inline tv tv_str(tstr s) {
-    tv v = {TV_STR, 0, {.s = s}};
+    tv v = {TV_STR, 0, {.s = s}, NULL};
     return v;
 }
 static inline tv tv_markup(tstr s) {
-    tv v = {TV_STR, STR_MARKUP, {.s = s}};
+    tv v = {TV_STR, STR_MARKUP, {.s = s}, NULL};
     return v;
 }
 static inline bool tv_is_markup(tv v) {
@@ -206,11 +212,11 @@ static inline tv tv_str_as(tv like, tstr s) {
     return tv_is_markup(like) ? tv_markup(s) : tv_str(s);
 }
 static inline tv tv_list(tlist *l, int sub) {
-    tv v = {TV_LIST, (uint8_t)sub, {.l = l}};
+    tv v = {TV_LIST, (uint8_t)sub, {.l = l}, NULL};
     return v;
 }
 static inline tv tv_dict(tdict *d) {
-    tv v = {TV_DICT, 0, {.d = d}};
+    tv v = {TV_DICT, 0, {.d = d}, NULL};
     return v;
 }
 
@@ -221,6 +227,22 @@ static inline tstr tstr_c(const char *s) {
     return t;
 }
 
+/* --- taint: which bytes of a rendering came from the request ---------------- */
+
+/* Sorted, disjoint byte ranges of one string or output buffer. A string's
+ * taint is immutable once a value carries it; a buffer's grows as it is
+ * written. The rule (template_taint.c) is conservative: every string made by
+ * a filter, method, function, operator or slice from a value that holds
+ * tainted bytes is tainted whole; only concatenation (+, ~), output and
+ * captured blocks keep byte ranges, so template text next to request text
+ * stays template text. */
+typedef struct {
+    size_t off, len;
+} tspan;
+struct ttaint {
+    size_t n, cap;
+    tspan *v;
+};
 /* --- tokens ----------------------------------------------------------------- */
 
 typedef enum {
@@ -366,6 +388,9 @@ struct node {
 
 /* Parses tokens into the template body. -1 with err_set. */
 int tpl_parse(tpl_arena *a, const token *toks, size_t ntoks, nodelist *body);
+/* Renders the body (template_eval.c); see chat_template_render_marked. */
+char *tpl_render(const nodelist *body, json_t *context, const char *const *trusted, chat_span **spans,
+                 size_t *nspans);
 
 /* --- runtime ---------------------------------------------------------------- */
 
@@ -426,6 +451,23 @@ int tpl_rt_call_test_named(tpl_rt *r, const node *at, tstr name, tv v, targs *a,
 tv tpl_rt_undef(tpl_rt *r, const char *fmt, ...) CLLM_PRINTF(2, 3);
 /* raise_exception(): marks the error as the template's own message. */
 int tpl_rt_raise(tpl_rt *r, const node *at, tstr msg);
+
+/* Appends a range (merged with the last when they touch); -1 out of memory. */
+int tpl_taint_add(tpl_arena *a, ttaint *t, size_t off, size_t len);
+/* Appends src's ranges shifted by `shift`, clipped to `limit` bytes past shift. */
+int tpl_taint_add_shifted(tpl_arena *a, ttaint *t, const ttaint *src, size_t shift, size_t limit);
+/* Whether v holds tainted bytes anywhere: a string's own, or any string inside
+ * a list, dict, generator, namespace, loop or a bound method's self. */
+bool tpl_tv_tainted(tv v);
+/* v with every string in it tainted whole (containers are copied, so shared
+ * values such as template constants are never changed). */
+int tpl_taint_all(tpl_rt *r, tv v, tv *out);
+/* When `tainted_in` (the result of an operation on tainted inputs), every
+ * string in `*out` tainted: those that lie inside `source` (a string the
+ * operation read: trim's, split's, a slice's) with its taint at those bytes,
+ * the rest whole. */
+int tpl_taint_result(tpl_rt *r, bool tainted_in, tv source, tv *out);
+bool tpl_targs_tainted(const targs *a);
 
 /* Value helpers (template_value.c). Those that can fail take the runtime. */
 bool tpl_tv_truthy(tv v);

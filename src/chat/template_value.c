@@ -165,7 +165,7 @@ bool tpl_tv_truthy(tv v) {
 }
 
 tv tpl_tv_macro_value(tmacro *m) {
-    tv v = {TV_MACRO, 0, {.m = m}};
+    tv v = {TV_MACRO, 0, {.m = m}, NULL};
     return v;
 }
 
@@ -564,8 +564,13 @@ int tpl_tv_iterate(tpl_rt *r, const node *at, tv v, tlist **out) {
         return 0;
     case TV_UNDEF:
         return (*out = tpl_tl_new(a, 0)) ? 0 : -1;
-    case TV_STR:
-        return (*out = tpl_str_chars(a, v.u.s)) ? 0 : -1;
+    case TV_STR: {
+        if (!(*out = tpl_str_chars(a, v.u.s))) return -1;
+        tv chars = tv_list(*out, LIST_PLAIN);
+        if (tpl_taint_result(r, tpl_tv_tainted(v), v, &chars)) return -1;
+        *out = chars.u.l;
+        return 0;
+    }
     case TV_DICT: {
         tlist *l = tpl_tl_new(a, v.u.d->n);
         if (!l) return -1;

@@ -108,7 +108,7 @@ int seq_runner_feed(seq_runner *r, const int32_t *tokens, int n, int start, floa
     return rc;
 }
 
-chat_template *load_chat_template(const model *m, const char *file, const char *cmd) {
+static chat_template *find_chat_template(const model *m, const char *file, const char *cmd) {
     if (file) {
         char *src = file_read_all(file, NULL);
         if (!src) return NULL;
@@ -132,6 +132,16 @@ chat_template *load_chat_template(const model *m, const char *file, const char *
     chat_template *t = chat_template_parse(chat_template_builtin(arch, llama3));
     if (t) fprintf(stderr, "cllm %s: the model has no chat template; using the built-in one for '%s'\n", cmd, arch);
     else err_prefix("the built-in chat template: ");
+    return t;
+}
+
+chat_template *load_chat_template(const model *m, const cli_model_settings *settings, const char *cmd) {
+    chat_template *t = find_chat_template(m, settings->chat_template, cmd);
+    if (t && settings->chat_parse_special_in_content) {
+        chat_template_set_trust_content(t, true);
+        fprintf(stderr, "cllm %s: --chat-parse-special-in-content: control tokens in message content are parsed\n",
+                cmd);
+    }
     return t;
 }
 

@@ -44,6 +44,10 @@ const cli_group cli_model_group = {
         {.name = "--chat-template", .kind = CLI_STRING, .offset = offsetof(cli_model_settings, chat_template),
          .metavar = "FILE", .help = "a Jinja chat template used instead of the model's own",
          .default_text = "the model's, else a built-in one for its family"},
+        {.name = "--chat-parse-special-in-content", .kind = CLI_FLAG,
+         .offset = offsetof(cli_model_settings, chat_parse_special_in_content),
+         .help = "let control tokens spelled in message content (\"<end_of_turn>\") become those tokens, as "
+                 "vLLM and llama.cpp do; only for trusted clients (off: content is always text)"},
         {0}},
 };
 
@@ -113,8 +117,15 @@ const cli_group cli_server_group = {
         {.name = "--port", .kind = CLI_INT, .offset = offsetof(cli_server_settings, port), .metavar = "N",
          .min = 0, .max = 65535, .help = "port; 0 = any free port"},
         {.name = "--api-key", .kind = CLI_STRING, .offset = offsetof(cli_server_settings, api_key),
-         .metavar = "KEY", .secret = true, .default_text = "$CLLM_API_KEY, else none",
+         .metavar = "KEY", .secret = true, .default_text = "$CLLM_API_KEY, else $VLLM_API_KEY, else none",
          .help = "require 'Authorization: Bearer KEY' on /v1/*, /tokenize and /detokenize"},
+        {.name = "--api-key-file", .kind = CLI_STRING, .offset = offsetof(cli_server_settings, api_key_file),
+         .metavar = "PATH",
+         .help = "read the API key from the first line of this file (a key on the command line is visible to "
+                 "other users in /proc)"},
+        {.name = "--metrics-require-api-key", .kind = CLI_FLAG,
+         .offset = offsetof(cli_server_settings, metrics_require_api_key),
+         .help = "/metrics needs the API key too (/health never does)", .default_text = "off: /metrics is open"},
         {.name = "--served-model-name", .kind = CLI_STRING, .offset = offsetof(cli_server_settings, served_model_name),
          .metavar = "NAME", .help = "the model id clients use", .default_text = "the model's file name without .gguf"},
         {.name = "--shutdown-timeout", .kind = CLI_FLOAT, .offset = offsetof(cli_server_settings, shutdown_timeout),
@@ -123,7 +134,21 @@ const cli_group cli_server_group = {
         {.name = "--max-waiting", .kind = CLI_INT, .offset = offsetof(cli_server_settings, max_waiting),
          .metavar = "N", .min = 0, .max = 1 << 24, .help = "waiting requests before new ones get 503; 0 = no limit"},
         {.name = "--max-body-size", .kind = CLI_MEMORY, .offset = offsetof(cli_server_settings, max_body_size),
-         .metavar = "SIZE", .max = 4294967296.0, .help = "largest request body", .default_text = "16MiB"},
+         .metavar = "SIZE", .max = 4294967296.0,
+         .help = "largest request body; larger ones get 413 without being kept in memory",
+         .default_text = "1MiB, or 128 bytes per token of --max-model-len if more"},
+        {.name = "--timeout-keep-alive", .kind = CLI_INT, .offset = offsetof(cli_server_settings, timeout_keep_alive),
+         .metavar = "SECONDS", .min = 1, .max = 86400,
+         .help = "close a connection silent this long: idle between requests, or stalled mid-request"},
+        {.name = "--request-header-timeout", .kind = CLI_INT,
+         .offset = offsetof(cli_server_settings, request_header_timeout), .metavar = "SECONDS", .min = 1,
+         .max = 86400, .help = "close a connection whose request line and headers take longer than this"},
+        {.name = "--request-body-timeout", .kind = CLI_INT,
+         .offset = offsetof(cli_server_settings, request_body_timeout), .metavar = "SECONDS", .min = 1,
+         .max = 86400, .help = "close a connection whose request body takes longer than this after its headers"},
+        {.name = "--max-connections-per-client", .kind = CLI_INT,
+         .offset = offsetof(cli_server_settings, max_connections_per_client), .metavar = "N", .min = 0,
+         .max = 1 << 20, .help = "open connections per client IP address; 0 = no limit (e.g. behind a proxy)"},
         {0}},
 };
 
@@ -221,5 +246,11 @@ int cli_spec_config(const cli_spec_settings *s, spec_config *out) {
 }
 
 cli_server_settings cli_server_defaults(void) {
-    return (cli_server_settings){.host = "127.0.0.1", .port = 8000, .shutdown_timeout = 10, .max_waiting = 1024};
+    return (cli_server_settings){.host = "127.0.0.1",
+                                 .port = 8000,
+                                 .shutdown_timeout = 10,
+                                 .max_waiting = 1024,
+                                 .timeout_keep_alive = 5,
+                                 .request_header_timeout = 10,
+                                 .request_body_timeout = 60};
 }

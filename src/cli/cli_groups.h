@@ -15,10 +15,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* --model, --chat-template */
+/* --model, --chat-template, --chat-parse-special-in-content */
 typedef struct {
     const char *path;
     const char *chat_template;
+    bool chat_parse_special_in_content; /* trusted clients: content may spell control tokens */
 } cli_model_settings;
 
 /* --max-model-len, --max-num-seqs, --max-num-batched-tokens, --block-size,
@@ -45,16 +46,22 @@ typedef struct {
     long seed; /* -1: drawn from the clock */
 } cli_sampling_settings;
 
-/* --host, --port, --api-key, --served-model-name, --shutdown-timeout,
- * --max-waiting, --max-body-size */
+/* --host, --port, --api-key, --api-key-file, --metrics-require-api-key,
+ * --served-model-name, --shutdown-timeout, --max-waiting, --max-body-size,
+ * --timeout-keep-alive, --request-header-timeout, --request-body-timeout,
+ * --max-connections-per-client */
 typedef struct {
     const char *host;
     long port;
     const char *api_key;
+    const char *api_key_file;
+    bool metrics_require_api_key;
     const char *served_model_name;
     double shutdown_timeout;
     long max_waiting;
     size_t max_body_size; /* 0: the server's default */
+    long timeout_keep_alive, request_header_timeout, request_body_timeout; /* seconds */
+    long max_connections_per_client; /* 0: no limit */
 } cli_server_settings;
 
 /* --speculative-config, --speculative-model, --num-speculative-tokens,

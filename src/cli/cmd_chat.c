@@ -102,7 +102,7 @@ int cmd_chat(int argc, char **argv) {
     int rc = 1;
     engine *e = NULL;
     json_t *messages = json_array();
-    chat_template *tmpl = load_chat_template(m, o.model.chat_template, C);
+    chat_template *tmpl = load_chat_template(m, &o.model, C);
     ec.max_num_seqs = 1;
     ec.max_model_len = (int)n_ctx;
     ec.kv_cache_bytes = 0; /* exactly one conversation of n_ctx */

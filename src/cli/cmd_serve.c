@@ -4,13 +4,16 @@
  * with the numbers, a KV budget that cannot hold one --max-model-len request),
  * print how to call it, then wait for SIGTERM/SIGINT. On a signal: stop
  * accepting, give running requests --shutdown-timeout seconds, abort the rest,
- * free everything and exit 0. A second signal skips the grace period. */
+ * free everything and exit 0 (at once, freeing nothing, when a request is
+ * still busy a moment after the abort). A second signal skips the grace
+ * period. */
 #include "chat/template.h"
 #include "cli/cli_common.h"
 #include "cli/cli_groups.h"
 #include "cli/commands.h"
 #include "engine/engine.h"
 #include "model/model.h"
+#include "server/auth.h"
 #include "server/server.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -24,6 +27,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef struct {
     cli_model_settings model;
@@ -31,6 +35,7 @@ typedef struct {
     cli_server_settings server;
     cli_spec_settings spec;
     spec_config sc; /* from spec, once parsed */
+    char *key_from_file; /* --api-key-file's key (owned); server.api_key then points here */
 } serve_options;
 
 static const cli_section k_serve_sections[] = {
@@ -63,10 +68,24 @@ static int parse_options(int argc, char **argv, serve_options *o) {
     *o = (serve_options){.engine = cli_engine_defaults(), .server = cli_server_defaults()};
     o->engine.max_model_len = 0;
     o->engine.kv_cache_memory = 0;
-    o->server.api_key = getenv("CLLM_API_KEY");
+    /* The key's sources, weakest first: $VLLM_API_KEY (vLLM's), $CLLM_API_KEY,
+     * then --api-key or --api-key-file (not both). */
+    const char *env_key = getenv("CLLM_API_KEY");
+    if (!env_key || !*env_key) env_key = getenv("VLLM_API_KEY");
+    o->server.api_key = env_key;
     const int rc = cli_parse(&k_serve, argc, argv, o);
     if (rc) return rc;
     if (cli_spec_config(&o->spec, &o->sc)) return cli_usage_error(&k_serve, "%s", err_get());
+    if (o->server.api_key_file) {
+        if (o->server.api_key != env_key)
+            return cli_usage_error(&k_serve, "give --api-key or --api-key-file, not both");
+        if (!(o->key_from_file = auth_key_from_file(o->server.api_key_file)))
+            return cli_usage_error(&k_serve, "--api-key-file: %s", err_get());
+        o->server.api_key = o->key_from_file;
+    }
+    if (o->server.metrics_require_api_key && !(o->server.api_key && *o->server.api_key))
+        return cli_usage_error(&k_serve,
+                               "--metrics-require-api-key needs a key (--api-key, --api-key-file or $CLLM_API_KEY)");
     return 0;
 }
 
@@ -95,20 +114,45 @@ static int wait_signal(const sigset_t *set, double seconds) {
     return sig > 0 ? sig : 0;
 }
 
+/* Requests the HTTP side still holds: generations, and handler threads
+ * (a request being tokenized is not a generation yet). */
+static int in_flight(server *s) { return atomic_load(&s->n_active) + server_handling(s); }
+
+/* Waits until nothing is in flight, the deadline passes, or (hurry) a second
+ * signal comes. Returns whether a second signal came. */
+static bool wait_idle(server *s, const sigset_t *set, double deadline, bool hurry) {
+    while (in_flight(s) > 0 && now_s() < deadline)
+        if (wait_signal(set, 0.02) && hurry) return true;
+    return false;
+}
+
+/* After the grace period, aborted requests get a short while to tell their
+ * clients (a 503 body, or the stream's error event and [DONE]). */
+#define ABORT_FLUSH_S 2.0
+
+/* Returns only when everything could be stopped cleanly; otherwise (a handler
+ * still tokenizing a huge prompt, a stream whose client does not read) the
+ * process exits at once: the deadline covers every stage of a request. */
 static void shutdown_server(server *s, engine *e, const sigset_t *set, double grace) {
     server_drain(s);
-    int active = atomic_load(&s->n_active);
+    int active = in_flight(s);
     fprintf(stderr, "cllm serve: shutting down; %d request%s in flight, waiting up to %g s\n", active,
             active == 1 ? "" : "s", grace);
-    const double deadline = now_s() + grace;
-    bool hurry = false;
-    while (atomic_load(&s->n_active) > 0 && now_s() < deadline && !hurry) hurry = wait_signal(set, 0.05) != 0;
-    active = atomic_load(&s->n_active);
+    wait_idle(s, set, now_s() + grace, true);
+    active = in_flight(s);
     if (active > 0) {
         fprintf(stderr, "cllm serve: aborting %d request%s\n", active, active == 1 ? "" : "s");
         engine_abort_all(e);
-        const double hard = now_s() + 30;
-        while (atomic_load(&s->n_active) > 0 && now_s() < hard) wait_signal(set, 0.02);
+        wait_idle(s, set, now_s() + ABORT_FLUSH_S, false);
+        active = in_flight(s);
+        if (active > 0) {
+            fprintf(stderr,
+                    "cllm serve: %d request%s still busy (tokenizing, or a client not reading); exiting without "
+                    "them\ncllm serve: stopped\n",
+                    active, active == 1 ? "" : "s");
+            fflush(stderr);
+            _exit(0);
+        }
     }
     server_stop(s);
     /* Requests whose client vanished may still be in the engine: end them so
@@ -150,10 +194,16 @@ static int engine_config_for(const serve_options *o, const model *m, engine_conf
 int cmd_serve(int argc, char **argv) {
     serve_options o;
     const int parsed = parse_options(argc, argv, &o);
-    if (parsed) return parsed < 0 ? 1 : 0;
+    if (parsed) {
+        free(o.key_from_file);
+        return parsed < 0 ? 1 : 0;
+    }
     const cli_server_settings *ss = &o.server;
     char *served = ss->served_model_name ? strdup(ss->served_model_name) : default_served_name(o.model.path);
-    if (!served) return 1;
+    if (!served) {
+        free(o.key_from_file);
+        return 1;
+    }
 
     /* Signals go to this thread only (sigwait below); every thread started
      * from here on inherits the mask. */
@@ -166,11 +216,25 @@ int cmd_serve(int argc, char **argv) {
     raise_fd_limit();
 
     server s;
-    server_config sc = {.host = ss->host, .port = (int)ss->port, .api_key = ss->api_key, .served_name = served,
-                        .model_path = o.model.path, .max_body_bytes = ss->max_body_size};
+    server_config sc = {.host = ss->host,
+                        .port = (int)ss->port,
+                        .api_key = ss->api_key,
+                        .metrics_require_key = ss->metrics_require_api_key,
+                        .served_name = served,
+                        .model_path = o.model.path,
+                        .max_body_bytes = ss->max_body_size,
+                        .max_per_client = (int)ss->max_connections_per_client,
+                        .keep_alive_s = (int)ss->timeout_keep_alive,
+                        .header_timeout_s = (int)ss->request_header_timeout,
+                        .body_timeout_s = (int)ss->request_body_timeout};
+    if (!sc.max_body_bytes) {
+        const size_t for_context = (size_t)o.engine.max_model_len * SERVER_BODY_BYTES_PER_TOKEN;
+        sc.max_body_bytes = for_context > SERVER_DEFAULT_MAX_BODY ? for_context : SERVER_DEFAULT_MAX_BODY;
+    }
     if (server_start(&s, &sc)) {
         fprintf(stderr, "cllm serve: %s\n", err_get());
         free(served);
+        free(o.key_from_file);
         return 1;
     }
     fprintf(stderr, "cllm serve: listening on http://%s:%d (loading %s; /health answers 503 until ready)\n", ss->host,
@@ -184,7 +248,7 @@ int cmd_serve(int argc, char **argv) {
         fprintf(stderr, "cllm serve: %s\n", err_get());
         goto out;
     }
-    if (!(tmpl = load_chat_template(m, o.model.chat_template, "serve"))) {
+    if (!(tmpl = load_chat_template(m, &o.model, "serve"))) {
         fprintf(stderr, "cllm serve: %s\n", err_get());
         goto out;
     }
@@ -237,6 +301,7 @@ out:
     if (tmpl) chat_template_free(tmpl);
     if (m) model_free(m);
     free(served);
+    free(o.key_from_file);
     if (rc == 0) fprintf(stderr, "cllm serve: stopped\n");
     return rc;
 }

@@ -529,6 +529,10 @@ static int32_t sample_and_report(engine *e, sequence *s, float *logits) {
     }
     const int32_t tok = sampler_sample(e->smp, &p->sampling, &s->rng, logits, s->tokens, s->n_prompt,
                                        s->tokens + s->n_prompt, seq_n_output(s));
+    if (tok < 0) { /* no token was possible: the model gave NaN or -inf everywhere */
+        finish_seq(e, s, FINISH_ERROR, NULL, NULL, "", 0);
+        return -1;
+    }
     if (p->logprobs >= 0) compute_logprobs(e->raw, nv, tok, p->logprobs, &lp, top_tok, top_lp);
     if (seq_append_token(s, tok)) {
         finish_seq(e, s, FINISH_ERROR, NULL, NULL, "", 0);

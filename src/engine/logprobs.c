@@ -4,11 +4,13 @@
 #include <math.h>
 
 float logprobs_logsumexp(const float *logits, int n) {
-    float mx = logits[0];
-    for (int i = 1; i < n; i++)
-        if (logits[i] > mx) mx = logits[i];
+    float mx = -INFINITY;
+    for (int i = 0; i < n; i++)
+        if (logits[i] > mx) mx = logits[i]; /* never true for NaN */
+    if (!isfinite(mx)) return mx; /* -inf: nothing possible; +inf: the +inf tokens share it all */
     double sum = 0;
-    for (int i = 0; i < n; i++) sum += exp((double)logits[i] - mx);
+    for (int i = 0; i < n; i++)
+        if (!isnan(logits[i])) sum += exp((double)logits[i] - mx);
     return mx + (float)log(sum);
 }
 
@@ -16,6 +18,7 @@ int logprobs_top_k(const float *logits, int n, int k, logprobs_skip_fn skip, con
     if (k <= 0) return 0;
     int m = 0;
     for (int i = 0; i < n; i++) {
+        if (isnan(logits[i])) continue; /* no rank: the sampler never picks it either */
         if (m == k && logits[i] <= logits[top[m - 1]]) continue;
         if (skip && skip(ctx, i)) continue;
         int j = m < k ? m++ : m - 1;

@@ -9,7 +9,8 @@
 #include <stdint.h>
 
 /* log(sum(exp(logits[i]))), computed around the maximum so it cannot overflow;
- * logits[i] - this is token i's log-probability. */
+ * logits[i] - this is token i's log-probability. NaN logits count as
+ * impossible (as in the sampler); the maximum when it is not finite. */
 float logprobs_logsumexp(const float *logits, int n);
 
 /* Says whether a token may not be ranked (e.g. end-of-generation tokens
@@ -17,7 +18,7 @@ float logprobs_logsumexp(const float *logits, int n);
 typedef bool (*logprobs_skip_fn)(const void *ctx, int32_t token);
 
 /* Writes the ids of the k largest logits to top, largest first, the lower id
- * first on ties, leaving out those skip(ctx, id) names (skip may be NULL).
+ * first on ties, leaving out NaN and those skip(ctx, id) names (skip may be NULL).
  * Returns how many were written: k, or fewer when fewer tokens are left.
  * An insertion into a short sorted list: k is small (<= 128). */
 int logprobs_top_k(const float *logits, int n, int k, logprobs_skip_fn skip, const void *ctx, int32_t *top);

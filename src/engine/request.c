@@ -82,7 +82,7 @@ request *request_create(uint64_t id, const int32_t *prompt, int n_prompt, const 
     return r;
 oom:
     request_free(r);
-    err_set("out of memory creating a request");
+    err_oom("out of memory creating a request");
     return NULL;
 }
 

@@ -74,9 +74,12 @@ void sampler_free(sampler *s) {
 int32_t sampler_argmax(const float *logits, int n) {
     int32_t best = 0;
     for (int i = 1; i < n; i++)
-        if (logits[i] > logits[best]) best = i;
+        if (logits[i] > logits[best] || (isnan(logits[best]) && !isnan(logits[i]))) best = i;
     return best;
 }
+
+/* Whether a logit leaves its token any chance: NaN and -inf do not. */
+static bool possible(float logit) { return logit > -INFINITY; }
 
 static bool valid_token(const sampler *s, int32_t t) { return t >= 0 && t < s->n_vocab; }
 
@@ -190,13 +193,21 @@ int32_t sampler_sample(sampler *s, const sampling_params *p, rng_state *rng, flo
     for (int i = 0; i < p->n_logit_bias; i++)
         if (valid_token(s, p->logit_bias[i].token)) logits[p->logit_bias[i].token] += p->logit_bias[i].bias;
     apply_penalties(s, p, logits, prompt, n_prompt, output, n_output);
-    if (p->temperature <= 0) return sampler_argmax(logits, n);
+    const int32_t best = sampler_argmax(logits, n);
+    if (!possible(logits[best])) return -1; /* every logit NaN or -inf: no distribution to draw from */
+    if (!(p->temperature > 0)) return best;
 
-    float max = logits[sampler_argmax(logits, n)];
+    /* Probabilities relative to the best token, which gets 1. With +inf
+     * logits only the +inf tokens stay possible, equally likely; a NaN logit
+     * or a NaN from the arithmetic (a NaN temperature) is probability 0. */
+    const float max = logits[best];
     double total = 0;
     for (int i = 0; i < n; i++) {
         s->idx[i] = i;
-        s->prob[i] = expf((logits[i] - max) / p->temperature);
+        float q;
+        if (isinf(max)) q = logits[i] == max ? 1.0f : 0.0f;
+        else q = possible(logits[i]) ? expf((logits[i] - max) / p->temperature) : 0.0f;
+        s->prob[i] = q > 0 ? q : 0.0f;
         total += s->prob[i];
     }
     int n_cand = n;
@@ -243,10 +254,16 @@ int32_t sampler_sample(sampler *s, const sampling_params *p, rng_state *rng, flo
     }
     double sum = 0;
     for (int i = 0; i < n_cand; i++) sum += s->prob[i];
+    /* Nothing left to draw from (min_p above 1, or a temperature that made
+     * every probability 0): the best token is the only sensible answer. */
+    if (n_cand == 0 || !(sum > 0)) return best;
     double u = rng_uniform(rng) * sum, acc = 0;
+    int32_t last = best;
     for (int i = 0; i < n_cand; i++) {
+        if (s->prob[i] <= 0) continue;
         acc += s->prob[i];
-        if (u < acc) return s->idx[i];
+        last = s->idx[i];
+        if (u < acc) return last;
     }
-    return s->idx[n_cand - 1];
+    return last;
 }

@@ -44,11 +44,14 @@ sampler *sampler_create(int n_vocab);
 void sampler_free(sampler *s);
 
 /* Modifies logits in place (bias, penalties) and returns the chosen token.
- * prompt/output are the sequence's tokens so far (for the penalties). */
+ * prompt/output are the sequence's tokens so far (for the penalties). Total
+ * over any logits: NaN counts as impossible (like -inf), +inf logits share
+ * all the probability; -1 when no token is possible at all (every logit NaN
+ * or -inf), which the caller turns into an error for that request. */
 int32_t sampler_sample(sampler *s, const sampling_params *p, rng_state *rng, float *logits,
                        const int32_t *prompt, int n_prompt, const int32_t *output, int n_output);
 
-/* Index of the largest logit (lowest index on ties). */
+/* Index of the largest logit (lowest index on ties; NaN below everything). */
 int32_t sampler_argmax(const float *logits, int n);
 
 #endif

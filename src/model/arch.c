@@ -70,7 +70,7 @@ int hparams_from_gguf(const gguf_ctx *g, model_hparams *hp) {
         need_u32(g, arch, "embedding_length", &hp->n_embd, 1, 1 << 16) ||
         need_u32(g, arch, "feed_forward_length", &hp->n_ff, 1, 1 << 20) ||
         need_u32(g, arch, "attention.head_count", &hp->n_head, 1, 1024) ||
-        need_u32(g, arch, "context_length", &hp->n_ctx_train, 1, 1 << 24))
+        need_u32(g, arch, "context_length", &hp->n_ctx_train, 1, HPARAMS_MAX_CTX))
         return -1;
     hp->n_head_kv = hp->n_head;
     if (opt_u32(g, arch, "attention.head_count_kv", &hp->n_head_kv, 1, hp->n_head)) return -1;
@@ -132,6 +132,33 @@ int hparams_from_gguf(const gguf_ctx *g, model_hparams *hp) {
             hp->is_swa[il] = hp->n_swa > 0 && (pat ? gguf_arr_num(pat, (uint64_t)il) != 0
                                                    : period > 0 && il % period < period - 1);
     }
+    return hparams_check(hp);
+}
+
+/* A float hyper-parameter must be finite and in [lo, hi] (lo itself excluded
+ * when lo_open). */
+static int check_range(const char *what, float v, double lo, double hi, bool lo_open) {
+    if (!isfinite(v) || (lo_open ? v <= lo : v < lo) || v > hi)
+        return err_set("%s = %g is out of range %s%g, %g]", what, (double)v, lo_open ? "(" : "[", lo, hi);
+    return 0;
+}
+
+int hparams_check(const model_hparams *hp) {
+    /* The norms divide by sqrt(mean(x^2) + eps): eps <= 0 gives inf and NaN
+     * on a zero row, and from there NaN logits. The upper bounds are far
+     * above any trained model's and only keep the arithmetic finite. */
+    if (check_range("rms norm epsilon (attention.layer_norm_rms_epsilon, rms_norm_eps)", hp->norm_eps, 0, 1, true) ||
+        check_range("rope frequency base (rope.freq_base, rope_theta)", hp->rope_base, 1, 1e12, false) ||
+        check_range("rope frequency base of sliding layers (rope.freq_base_swa)", hp->rope_base_swa, 1, 1e12,
+                    false) ||
+        check_range("rope position scale (1 / rope scaling factor)", hp->rope_pos_scale, 1e-6, 1e6, false) ||
+        check_range("attention scale (attention.scale)", hp->attn_scale, 0, 1e4, true) ||
+        check_range("embedding scale", hp->embd_scale, 0, 1e6, true))
+        return -1;
+    if (hp->n_ctx_train < 1 || hp->n_ctx_train > HPARAMS_MAX_CTX)
+        return err_set("trained context length %d is out of range [1, %d]", hp->n_ctx_train, HPARAMS_MAX_CTX);
+    if (hp->n_swa < 0 || hp->n_swa > HPARAMS_MAX_CTX)
+        return err_set("sliding window %d is out of range [0, %d]", hp->n_swa, HPARAMS_MAX_CTX);
     return 0;
 }
 

@@ -54,7 +54,15 @@ typedef struct {
     bool is_swa[CLLM_MAX_LAYERS];
 } model_hparams;
 
+#define HPARAMS_MAX_CTX (1 << 24) /* tokens; far above any trained context */
+
 const arch_traits *arch_find(const char *name);
+/* Refuses hyper-parameters the forward pass cannot compute with: a norm
+ * epsilon, rope base, rope scale or attention scale that is not finite or
+ * not positive (or absurdly large), a context or window past
+ * HPARAMS_MAX_CTX. Returns 0, or -1 with err_get() naming the value. Both
+ * loaders (GGUF, Hugging Face config) end with it. */
+int hparams_check(const model_hparams *hp);
 /* Reads {arch}.* keys. n_vocab comes from the token embedding, set by the loader. */
 int hparams_from_gguf(const gguf_ctx *g, model_hparams *hp);
 /* Writes general.architecture and the {arch}.* keys that read back (with

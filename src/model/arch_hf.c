@@ -242,7 +242,7 @@ static int read_text_config(const cfg_obj *c, bool gemma, model_hparams *hp, hf_
         hp->n_vocab = 32000;
     }
     if (get_int(c, "num_key_value_heads", &hp->n_head_kv, 1, hp->n_head, false) ||
-        get_int(c, "max_position_embeddings", &hp->n_ctx_train, 1, 1 << 30, false) ||
+        get_int(c, "max_position_embeddings", &hp->n_ctx_train, 1, HPARAMS_MAX_CTX, false) ||
         get_int(c, "vocab_size", &hp->n_vocab, 1, 1 << 24, false))
         return -1;
     if (hp->n_head % hp->n_head_kv)
@@ -341,6 +341,7 @@ int hf_config_load(const char *dir, model_hparams *hp, hf_config *cfg) {
             text.obj = tc;
         }
         if (!rc) rc = read_text_config(&text, cfg->norm_plus_one, hp, cfg);
+        if (!rc && hparams_check(hp)) rc = err_prefix("%s: ", path);
         /* Gemma3ForConditionalGeneration may state the tie at the top level. */
         if (!rc && text.obj != root) rc = get_bool(&top, "tie_word_embeddings", &cfg->tie_word_embeddings);
     }

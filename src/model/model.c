@@ -13,6 +13,7 @@
 #include "util/error.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,6 +135,13 @@ static int bind_all(model *m) {
         bind_weight(m, &m->w.output, "output.weight", hp->n_embd, hp->n_vocab, false) ||
         bind_vector(m, &m->w.rope_freqs, "rope_freqs.weight", hp->rope_dim / 2, false))
         return -1;
+    /* Llama 3's rope frequency factors divide the frequencies: each must be
+     * a finite positive number, or every rotated position is NaN. */
+    for (int i = 0; m->w.rope_freqs && i < hp->rope_dim / 2; i++)
+        if (!(m->w.rope_freqs[i] > 0) || !isfinite(m->w.rope_freqs[i]))
+            return err_set("tensor 'rope_freqs.weight' holds %g at %d; rope frequency factors must be finite and "
+                           "positive",
+                           (double)m->w.rope_freqs[i], i);
     m->tied_output = m->w.output.data == NULL;
     if (m->tied_output) m->w.output = m->w.tok_embd;
     for (int il = 0; il < hp->n_layer; il++)

@@ -1,6 +1,10 @@
 /* See auth.h. */
 #include "server/auth.h"
 
+#include "util/error.h"
+#include "util/file.h"
+
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -27,7 +31,34 @@ bool auth_check(const char *header, const char *key) {
     return auth_equal_ct(header, n, key, strlen(key));
 }
 
-bool auth_path_protected(const char *path) {
+bool auth_path_protected(const char *path, bool metrics_protected) {
     return !strncmp(path, "/v1/", 4) || !strcmp(path, "/v1") || !strcmp(path, "/tokenize") ||
-           !strcmp(path, "/detokenize");
+           !strcmp(path, "/detokenize") || (metrics_protected && !strcmp(path, "/metrics"));
+}
+
+static bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+
+char *auth_key_from_file(const char *path) {
+    size_t len = 0;
+    char *text = file_read_all(path, &len);
+    if (!text) return NULL;
+    char *nl = memchr(text, '\n', len);
+    size_t end = nl ? (size_t)(nl - text) : len, start = 0;
+    while (start < end && is_blank(text[start])) start++;
+    while (end > start && is_blank(text[end - 1])) end--;
+    for (size_t i = start; i < end; i++) {
+        if ((unsigned char)text[i] < 0x20 || text[i] == 0x7f) {
+            free(text);
+            err_set("%s: the API key holds a control character (byte %zu)", path, i);
+            return NULL;
+        }
+    }
+    if (end == start) {
+        free(text);
+        err_set("%s: no API key in the file (its first line is empty)", path);
+        return NULL;
+    }
+    memmove(text, text + start, end - start);
+    text[end - start] = 0;
+    return text;
 }

@@ -50,6 +50,7 @@ json_t *api_error_json(const api_error *e) {
 }
 
 int api_fail_prompt(api_error *e, int prompt_rc, const char *code, const char *param) {
-    if (prompt_rc == PROMPT_NO_MEMORY) return api_fail(e, 500, "out_of_memory", NULL, "out of memory");
+    if (prompt_rc == PROMPT_NO_MEMORY || err_is_oom())
+        return api_fail(e, 500, "out_of_memory", NULL, "the server ran out of memory: %s", err_get());
     return api_fail(e, 400, code, param, "%s", err_get());
 }

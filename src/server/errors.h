@@ -20,7 +20,8 @@ typedef struct {
 int api_fail(api_error *e, int status, const char *code, const char *param, const char *fmt, ...)
     CLLM_PRINTF(5, 6);
 /* A failed chat/prompt.h call (PROMPT_BAD_INPUT: 400 with code and param;
- * PROMPT_NO_MEMORY: 500), with err_get() as the message. Returns -1. */
+ * PROMPT_NO_MEMORY, or any failure err_oom marked: 500), with err_get() as
+ * the message. Returns -1. */
 int api_fail_prompt(api_error *e, int prompt_rc, const char *code, const char *param);
 /* The error object as JSON (a new reference). */
 json_t *api_error_json(const api_error *e);

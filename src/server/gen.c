@@ -108,8 +108,14 @@ static void on_output(void *user, const engine_output *o) {
             last = ++sub->n_finished == g->n;
         }
     }
+    void (*waker)(http_req *) = g->waker;
+    http_req *waker_arg = g->waker_arg;
+    g->waker = NULL;
     pthread_mutex_unlock(&g->mu);
     wake(g);
+    /* The stream it wakes is paused until then, so its connection (and
+     * waker_arg) cannot go away before this call. */
+    if (waker) waker(waker_arg);
     /* After its last sample finished, the engine never uses `user` again. */
     if (last) unref(g);
 }
@@ -134,22 +140,20 @@ void gen_abort(gen *g) {
         if (g->subs[i].submitted) engine_abort(g->e, g->subs[i].id);
 }
 
-bool gen_peer_closed(int fd) {
-    if (fd < 0) return false;
-    struct pollfd p = {.fd = fd, .events = POLLRDHUP};
-    if (poll(&p, 1, 0) <= 0) return false;
-    return (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
+void gen_arm_waker(gen *g, void (*waker)(http_req *), http_req *arg) {
+    g->waker = waker;
+    g->waker_arg = arg;
 }
 
-gen_wait_result gen_wait(gen *g, int conn_fd, int timeout_ms) {
-    struct pollfd p[2] = {{.fd = g->efd, .events = POLLIN}, {.fd = conn_fd, .events = POLLRDHUP}};
-    const int n = poll(p, conn_fd >= 0 ? 2 : 1, timeout_ms);
+gen_wait_result gen_wait(gen *g, http_req *r, int timeout_ms) {
+    struct pollfd p[2] = {{.fd = g->efd, .events = POLLIN}, http_client_pollfd(r)};
+    const int n = poll(p, 2, timeout_ms);
     if (n <= 0) return GEN_TIMEOUT;
-    if (conn_fd >= 0 && (p[1].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL))) return GEN_DISCONNECTED;
+    if (p[1].revents && http_client_gone(r, p[1].revents)) return GEN_DISCONNECTED;
     if (p[0].revents & POLLIN) {
         uint64_t v;
-        ssize_t r = read(g->efd, &v, sizeof v);
-        (void)r;
+        ssize_t rd = read(g->efd, &v, sizeof v);
+        (void)rd;
         return GEN_WOKEN;
     }
     return GEN_TIMEOUT;

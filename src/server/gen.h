@@ -2,15 +2,17 @@
  * prompt, each with n samples) and what they produced so far, per choice.
  *
  * The engine thread only appends to these buffers under a mutex and signals
- * an eventfd; the HTTP thread waits on that eventfd and on the client's
- * socket together, so a disconnect is noticed at once (then every engine
- * request is aborted). The state is reference-counted: one reference for the
+ * an eventfd, and calls the waker armed with gen_arm_waker (a paused stream
+ * resumes). A handler waiting for a whole answer waits on that eventfd and on
+ * the client's socket together, so a client that goes away is noticed at once
+ * (then every engine request is aborted). The state is reference-counted: one reference for the
  * HTTP side, one per engine request until its last sample reports finished;
  * whichever drops the last one frees it. */
 #ifndef CLLM_SERVER_GEN_H
 #define CLLM_SERVER_GEN_H
 
 #include "engine/engine.h"
+#include "server/http.h"
 #include "server/params.h"
 #include "util/buf.h"
 
@@ -64,6 +66,10 @@ struct gen {
     gen_choice *choices;
     int n_unfinished;
     bool oom;
+    /* Called once (engine thread, after the lock is dropped) at the next
+     * output, then disarmed; NULL: none. */
+    void (*waker)(http_req *);
+    http_req *waker_arg;
 };
 
 gen *gen_create(engine *e, gen_counters *counters, int n_prompts, int n);
@@ -76,11 +82,11 @@ void gen_abort(gen *g);
 void gen_release(gen *g);
 
 typedef enum { GEN_WOKEN, GEN_TIMEOUT, GEN_DISCONNECTED } gen_wait_result;
-/* Waits until the engine reports something or the client at conn_fd (-1:
- * none) goes away, or timeout_ms passes. */
-gen_wait_result gen_wait(gen *g, int conn_fd, int timeout_ms);
-/* Whether the client at conn_fd has closed its side. */
-bool gen_peer_closed(int conn_fd);
+/* Waits until the engine reports something or the client of r goes away (see
+ * http_client_gone), or timeout_ms passes. */
+gen_wait_result gen_wait(gen *g, http_req *r, int timeout_ms);
+/* Caller holds the lock: the next output calls waker(arg). */
+void gen_arm_waker(gen *g, void (*waker)(http_req *), http_req *arg);
 
 static inline void gen_lock(gen *g) { pthread_mutex_lock(&g->mu); }
 static inline void gen_unlock(gen *g) { pthread_mutex_unlock(&g->mu); }

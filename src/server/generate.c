@@ -1,12 +1,16 @@
 /* POST /v1/completions and /v1/chat/completions: validate, tokenize, check
  * the context length, submit one engine request per prompt, then either wait
  * for every choice and answer with one JSON body, or stream SSE chunks as the
- * engine reports tokens. The handler runs on the connection's own thread;
- * while it waits it also watches the client's socket, and a client that goes
- * away has its engine requests aborted at once. */
+ * engine reports tokens. The handler runs on a thread of its own; while it
+ * waits for a whole answer it also watches the client's socket, and a client
+ * that goes away has its engine requests aborted at once. A stream's reader
+ * runs on an HTTP I/O thread and never blocks: with nothing new it pauses the
+ * connection until the engine's next output resumes it; a client that left
+ * is found when a chunk cannot be written (and stream_free aborts). */
 #include "server/generate.h"
 
 #include "chat/prompt.h"
+#include "server/prompt_limit.h"
 #include "server/responses.h"
 #include "server/sse.h"
 #include "util/utf8.h"
@@ -35,18 +39,6 @@ static void prepared_free(prepared *p) {
     api_request_free(&p->req);
 }
 
-static int context_error(api_error *e, const char *param, int max_len, long long n_prompt, long long max_tokens) {
-    if (max_tokens < 0)
-        return api_fail(e, 400, "context_length_exceeded", param,
-                        "This model's maximum context length is %d tokens. However, your %s has %lld tokens, which "
-                        "leaves no room for a completion. Please reduce the length of the %s.",
-                        max_len, param, n_prompt, param);
-    return api_fail(e, 400, "context_length_exceeded", param,
-                    "This model's maximum context length is %d tokens. However, you requested %lld tokens (%lld in "
-                    "the %s, %lld in the completion). Please reduce the length of the %s or the completion.",
-                    max_len, n_prompt + max_tokens, n_prompt, param, max_tokens, param);
-}
-
 /* Body -> tokens per prompt, with every client mistake a 4xx in *e. */
 static int prepare(server *s, http_req *r, api_kind kind, prepared *p, api_error *e) {
     memset(p, 0, sizeof *p);
@@ -66,15 +58,15 @@ static int prepare(server *s, http_req *r, api_kind kind, prepared *p, api_error
         goto out;
     }
     const char *param = kind == API_CHAT ? "messages" : "prompt";
+    const prompt_budget budget = {.max_len = s->max_model_len, .room = 1};
     for (int i = 0; i < p->n_prompts && !rc; i++) {
         int n;
         if (kind == API_CHAT) {
-            n = prompt_encode_chat(tok, s->tmpl, p->req.messages, true, &p->tokens[i]);
-            if (n < 0) api_fail_prompt(e, n, "invalid_messages", "messages");
+            n = prompt_limit_chat(tok, s->tmpl, p->req.messages, true, &budget, param, &p->tokens[i], e);
         } else if (p->req.prompts[i].text) {
-            n = prompt_encode_text(tok, p->req.prompts[i].text, p->req.prompts[i].len, true, &p->tokens[i]);
-            if (n < 0) api_fail_prompt(e, n, "invalid_prompt", "prompt");
-            if (p->req.echo) buf_append(&p->echo[i], p->req.prompts[i].text, p->req.prompts[i].len);
+            n = prompt_limit_text(tok, p->req.prompts[i].text, p->req.prompts[i].len, true, &budget, param,
+                                  &p->tokens[i], e);
+            if (n >= 0 && p->req.echo) buf_append(&p->echo[i], p->req.prompts[i].text, p->req.prompts[i].len);
         } else {
             n = p->req.prompts[i].n_ids;
             p->tokens[i] = p->req.prompts[i].ids;
@@ -91,9 +83,9 @@ static int prepare(server *s, http_req *r, api_kind kind, prepared *p, api_error
             break;
         }
         if (n >= s->max_model_len) {
-            rc = context_error(e, param, s->max_model_len, n, -1);
-        } else if (p->req.max_tokens >= 0 && n + p->req.max_tokens > s->max_model_len) {
-            rc = context_error(e, param, s->max_model_len, n, p->req.max_tokens);
+            rc = prompt_context_error(e, param, s->max_model_len, n, -1);
+        } else if (p->req.max_tokens >= 0 && p->req.max_tokens > s->max_model_len - n) {
+            rc = prompt_context_error(e, param, s->max_model_len, n, p->req.max_tokens);
         }
     }
 out:
@@ -108,7 +100,7 @@ typedef struct {
     gen *g;
     resp_ctx ctx;
     prepared p;
-    int conn_fd;
+    http_req *req;
     /* per choice: how much of it went out */
     size_t *sent_text;
     int *sent_lps;
@@ -144,7 +136,7 @@ static void stream_state_free(stream_state *st) {
 
 /* The state of a streamed response over g (taking over p); NULL when out of
  * memory, and then g and p are still the caller's. */
-static stream_state *stream_state_create(server *s, gen *g, const prepared *p, const resp_ctx *ctx, int conn_fd) {
+static stream_state *stream_state_create(server *s, gen *g, const prepared *p, const resp_ctx *ctx, http_req *r) {
     stream_state *st = calloc(1, sizeof *st);
     if (!st) return NULL;
     const size_t nc = (size_t)p->n_prompts * (size_t)p->req.rp.n;
@@ -160,7 +152,7 @@ static stream_state *stream_state_create(server *s, gen *g, const prepared *p, c
     st->g = g;
     st->ctx = *ctx;
     st->p = *p;
-    st->conn_fd = conn_fd;
+    st->req = r;
     st->include_usage = p->req.include_usage;
     return st;
 }
@@ -266,16 +258,19 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *dst, size_t max) {
             st->started = true;
         }
         const bool done = stream_collect(st);
+        if (!done && st->out.len == 0) {
+            /* Paused before the waker is armed, both under the lock: an
+             * output in between would otherwise resume a connection not yet
+             * paused, and the wake-up would be lost. */
+            http_pause(st->req);
+            gen_arm_waker(st->g, http_resume, st->req);
+            gen_unlock(st->g);
+            return 0;
+        }
         gen_unlock(st->g);
         if (done) {
             sse_append_done(&st->out);
             st->ended = true;
-            continue;
-        }
-        if (st->out.len > 0) continue;
-        if (gen_wait(st->g, st->conn_fd, 1000) == GEN_DISCONNECTED) {
-            gen_abort(st->g);
-            return MHD_CONTENT_READER_END_WITH_ERROR;
         }
     }
 }
@@ -339,6 +334,8 @@ enum MHD_Result handle_generation(server *s, http_req *r, api_kind kind) {
             const char *why = err_get();
             if (!strncmp(why, "queue full", 10))
                 api_fail(&e, 503, "queue_full", NULL, "The server is overloaded (%s); retry later", why);
+            else if (err_is_oom())
+                api_fail(&e, 500, "out_of_memory", NULL, "the server ran out of memory: %s", why);
             else
                 api_fail(&e, 400, "invalid_request", kind == API_CHAT ? "messages" : "prompt", "%s", why);
             abandon_generation(s, g, &p);
@@ -347,10 +344,8 @@ enum MHD_Result handle_generation(server *s, http_req *r, api_kind kind) {
     }
     resp_ctx ctx = {.kind = kind, .model = s->cfg.served_name, .created = time(NULL), .tok = s->m->tok};
     server_new_id(s, kind == API_CHAT ? "chatcmpl-" : "cmpl-", ctx.id, sizeof ctx.id);
-    const int conn_fd = http_conn_fd(r);
-
     if (p.req.stream) {
-        stream_state *st = stream_state_create(s, g, &p, &ctx, conn_fd);
+        stream_state *st = stream_state_create(s, g, &p, &ctx, r);
         if (!st) {
             abandon_generation(s, g, &p);
             api_fail(&e, 500, "out_of_memory", NULL, "out of memory");
@@ -364,7 +359,7 @@ enum MHD_Result handle_generation(server *s, http_req *r, api_kind kind) {
         const bool done = g->n_unfinished == 0;
         gen_unlock(g);
         if (done) break;
-        if (gen_wait(g, conn_fd, 1000) == GEN_DISCONNECTED) {
+        if (gen_wait(g, r, 1000) == GEN_DISCONNECTED) {
             abandon_generation(s, g, &p);
             return MHD_NO; /* nobody to answer; MHD closes the connection */
         }

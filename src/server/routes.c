@@ -66,7 +66,7 @@ enum MHD_Result route_request(void *user, http_req *r) {
     const bool is_head = !strcmp(r->method, "HEAD");
     const char *method = is_head ? "GET" : r->method;
 
-    if (s->cfg.api_key && *s->cfg.api_key && auth_path_protected(r->path) &&
+    if (s->cfg.api_key && *s->cfg.api_key && auth_path_protected(r->path, s->cfg.metrics_require_key) &&
         !auth_check(http_header(r, MHD_HTTP_HEADER_AUTHORIZATION), s->cfg.api_key)) {
         api_fail(&e, 401, "invalid_api_key", NULL, "Incorrect or missing API key; send 'Authorization: Bearer KEY'");
         http_add_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
@@ -93,7 +93,8 @@ enum MHD_Result route_request(void *user, http_req *r) {
         return http_reply_error(r, &e);
     }
     if (r->too_large) {
-        api_fail(&e, 413, "request_too_large", NULL, "The request body is larger than the limit of %zu bytes",
+        api_fail(&e, 413, "request_too_large", NULL,
+                 "The request body is larger than the limit of %zu bytes (the server's --max-body-size)",
                  s->cfg.max_body_bytes);
         return http_reply_error(r, &e);
     }

@@ -14,11 +14,20 @@ int server_start(server *s, const server_config *cfg) {
     memset(s, 0, sizeof *s);
     s->cfg = *cfg;
     if (!s->cfg.max_body_bytes) s->cfg.max_body_bytes = SERVER_DEFAULT_MAX_BODY;
-    if (s->cfg.max_connections <= 0) s->cfg.max_connections = 1024;
+    if (s->cfg.keep_alive_s <= 0) s->cfg.keep_alive_s = SERVER_DEFAULT_KEEP_ALIVE_S;
+    if (s->cfg.header_timeout_s <= 0) s->cfg.header_timeout_s = SERVER_DEFAULT_HEADER_TIMEOUT_S;
+    if (s->cfg.body_timeout_s <= 0) s->cfg.body_timeout_s = SERVER_DEFAULT_BODY_TIMEOUT_S;
     s->created = time(NULL);
     atomic_store(&s->state, SERVER_LOADING);
-    return http_server_start(&s->http, s->cfg.host, s->cfg.port, s->cfg.max_body_bytes, s->cfg.max_connections,
-                             route_request, s);
+    const http_limits limits = {
+        .max_body_bytes = s->cfg.max_body_bytes,
+        .keep_alive_s = (unsigned)s->cfg.keep_alive_s,
+        .header_timeout_s = (unsigned)s->cfg.header_timeout_s,
+        .body_timeout_s = (unsigned)s->cfg.body_timeout_s,
+        .max_per_client = s->cfg.max_per_client > 0 ? (unsigned)s->cfg.max_per_client : 0,
+        .max_connections = s->cfg.max_connections > 0 ? (unsigned)s->cfg.max_connections : 0,
+    };
+    return http_server_start(&s->http, s->cfg.host, s->cfg.port, &limits, route_request, s);
 }
 
 int server_port(const server *s) { return s->http.port; }
@@ -35,6 +44,8 @@ void server_drain(server *s) {
     atomic_store(&s->state, SERVER_DRAINING);
     http_server_quiesce(&s->http);
 }
+
+int server_handling(server *s) { return http_server_handling(&s->http); }
 
 void server_stop(server *s) { http_server_stop(&s->http); }
 

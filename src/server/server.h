@@ -1,13 +1,15 @@
-/* The OpenAI-compatible HTTP server: a libmicrohttpd daemon with one thread
- * per connection (so a handler may block waiting for tokens without holding
- * up anyone else), in front of one engine. It listens before the model is
+/* The OpenAI-compatible HTTP server: a libmicrohttpd daemon (http.h: a few
+ * I/O threads for every socket, a thread per request being answered, so a
+ * handler may block waiting for tokens without holding up anyone else), in
+ * front of one engine. It listens before the model is
  * loaded (then /health answers 503) and becomes ready when the caller hands
  * it the model and the running engine.
  *
  * Routes: POST /v1/completions, POST /v1/chat/completions, GET /v1/models
  * (and /v1/models/{id}), GET /health, GET /metrics, POST /tokenize,
  * POST /detokenize. With an API key, /v1/..., /tokenize and /detokenize need
- * "Authorization: Bearer KEY"; /health and /metrics stay open. */
+ * "Authorization: Bearer KEY"; /metrics too when metrics_require_key;
+ * /health always stays open. */
 #ifndef CLLM_SERVER_SERVER_H
 #define CLLM_SERVER_SERVER_H
 
@@ -22,17 +24,33 @@
 #include <stddef.h>
 #include <time.h>
 
-#define SERVER_DEFAULT_MAX_BODY ((size_t)16 << 20)
+/* Bodies past this get 413 and are never held in memory. 1 MiB is more than
+ * twice the longest prompt that 8192 tokens of Gemma 3's vocabulary can spell
+ * (no token covers more than 48 bytes), and 64 requests at the limit at once
+ * grow the server by about 100 MiB (bodies, parsed JSON), where 4 MiB ones
+ * took 450 MiB. `cllm serve` raises it for a longer --max-model-len. */
+#define SERVER_DEFAULT_MAX_BODY ((size_t)1 << 20)
+/* ... to this many bytes per token of the context, when that is more. */
+#define SERVER_BODY_BYTES_PER_TOKEN 128
 
 typedef struct {
     const char *host;         /* address to bind, e.g. "127.0.0.1", "0.0.0.0", "::" */
     int port;                 /* 0: any free port (see server_port) */
     const char *api_key;      /* NULL or "": no key needed */
+    bool metrics_require_key; /* /metrics needs the key too */
     const char *served_name;  /* the model id clients use */
     const char *model_path;   /* also accepted as a model id, as is its file name */
     size_t max_body_bytes;    /* larger bodies get 413 */
-    int max_connections;
+    int max_connections;      /* 0: what the open-file limit allows */
+    int max_per_client;       /* connections per client address; 0: no limit */
+    int keep_alive_s;         /* see http_limits; 0: the defaults below */
+    int header_timeout_s;
+    int body_timeout_s;
 } server_config;
+
+#define SERVER_DEFAULT_KEEP_ALIVE_S 5
+#define SERVER_DEFAULT_HEADER_TIMEOUT_S 10
+#define SERVER_DEFAULT_BODY_TIMEOUT_S 60
 
 typedef enum { SERVER_LOADING, SERVER_READY, SERVER_DRAINING } server_state;
 
@@ -61,7 +79,10 @@ int server_port(const server *s);
 void server_set_ready(server *s, model *m, engine *e, const chat_template *tmpl);
 /* Stops accepting connections; requests on open connections get 503. */
 void server_drain(server *s);
-/* Closes every connection and joins the HTTP threads. */
+/* Requests still being prepared or answered by a handler thread. */
+int server_handling(server *s);
+/* Closes every connection and joins the HTTP threads; server_handling must be
+ * 0 and no stream still waiting for the engine. */
 void server_stop(server *s);
 
 /* Whether a request's "model" names the served model. */

@@ -3,6 +3,7 @@
 
 #include "chat/prompt.h"
 #include "server/params.h"
+#include "server/prompt_limit.h"
 #include "server/responses.h"
 
 #include <stdlib.h>
@@ -53,18 +54,20 @@ static int tokenize_body(server *s, const json_t *body, int32_t **ids, api_error
     bool add_special, add_gen;
     if (opt_bool(body, "add_special_tokens", has_prompt, &add_special, e)) return -1;
     if (opt_bool(body, "add_generation_prompt", true, &add_gen, e)) return -1;
+    /* A text longer than the context is refused, as generation would. */
+    const prompt_budget budget = {.max_len = s->max_model_len, .room = 0};
     if (has_prompt) {
         if (!json_is_string(prompt))
             return api_fail(e, 400, "invalid_type", "prompt", "'prompt' must be a string, got %s",
                             api_json_type_name(prompt));
-        const int n = prompt_encode_text(tok, json_string_value(prompt), json_string_length(prompt), add_special, ids);
-        return n < 0 ? api_fail_prompt(e, n, "invalid_prompt", "prompt") : n;
+        return prompt_limit_text(tok, json_string_value(prompt), json_string_length(prompt), add_special, &budget,
+                                 "prompt", ids, e);
     }
     json_t *msgs;
     if (api_parse_messages(messages, &msgs, e)) return -1;
-    const int n = prompt_encode_chat(tok, s->tmpl, msgs, add_gen, ids);
+    const int n = prompt_limit_chat(tok, s->tmpl, msgs, add_gen, &budget, "messages", ids, e);
     json_decref(msgs);
-    return n < 0 ? api_fail_prompt(e, n, "invalid_messages", "messages") : n;
+    return n;
 }
 
 enum MHD_Result handle_tokenize(server *s, http_req *r) {

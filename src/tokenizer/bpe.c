@@ -95,7 +95,7 @@ int bpe_set_merges(tokenizer *t, const gguf_str *merges, uint64_t n) {
     t->merge = calloc(n ? n : 1, sizeof *t->merge);
     t->merge_len = calloc(n ? n : 1, sizeof *t->merge_len);
     if (!t->merge_buf || !t->merge || !t->merge_len)
-        return err_set("tokenizer: out of memory for %llu merges", (unsigned long long)n);
+        return err_oom("tokenizer: out of memory for %llu merges", (unsigned long long)n);
     if (strtab_init(&t->merges, (uint32_t)n, t->merge, t->merge_len)) return err_prefix("tokenizer: ");
     t->n_merges = (int32_t)n;
     char *p = t->merge_buf;
@@ -185,7 +185,7 @@ static int normalize_text(const char *text, size_t len, char **norm, char **subj
     if (!a || !b) {
         free(a);
         free(b);
-        return err_set("tokenizer: out of memory for %zu bytes of text", len);
+        return err_oom("tokenizer: out of memory for %zu bytes of text", len);
     }
     const unsigned char *s = (const unsigned char *)text;
     size_t n = 0;
@@ -319,7 +319,7 @@ int bpe_encode(const tokenizer *t, const char *text, size_t len, tokvec *out) {
     char *wbuf = NULL;
     size_t wcap = 0;
     pcre2_match_data *md = pcre2_match_data_create(1, NULL);
-    if (!md) rc = err_set("tokenizer: out of memory for regex match data");
+    if (!md) rc = err_oom("tokenizer: out of memory for regex match data");
     if (rc == 0) rc = span_push(&a, 0, n);
     for (int i = 0; i < t->n_re && rc == 0; i++) {
         rc = split_words((const pcre2_code *)t->re[i], md, st, &a, &b);

@@ -210,7 +210,7 @@ static int load_vocab(tokenizer *t, const hf_files *f) {
         if (json_integer_value(id) >= n) n = json_integer_value(id) + 1;
     }
     vocab_entry *e = calloc((size_t)n, sizeof *e);
-    if (!e) return err_set("tokenizer: out of memory for %lld tokens", (long long)n);
+    if (!e) return err_oom("tokenizer: out of memory for %lld tokens", (long long)n);
     int rc = 0;
     json_object_foreach(vocab, key, v) {
         if (rc) break;
@@ -234,7 +234,7 @@ static int load_vocab(tokenizer *t, const hf_files *f) {
     t->score = calloc((size_t)n, sizeof *t->score);
     t->type = malloc((size_t)n);
     if (!rc && (!t->text_buf || !t->text || !t->text_len || !t->score || !t->type))
-        rc = err_set("tokenizer: out of memory for %lld tokens", (long long)n);
+        rc = err_oom("tokenizer: out of memory for %lld tokens", (long long)n);
     if (!rc && strtab_init(&t->vocab, (uint32_t)n, t->text, t->text_len)) rc = err_prefix("tokenizer: ");
     char *p = t->text_buf;
     for (int64_t k = 0; k < n && !rc; k++) {
@@ -260,7 +260,7 @@ static int load_merges(tokenizer *t, const hf_files *f) {
     size_t n = json_array_size(merges), i;
     gguf_str *ms = malloc((n ? n : 1) * sizeof *ms);
     char **owned = calloc(n ? n : 1, sizeof *owned);
-    int rc = !ms || !owned ? err_set("tokenizer: out of memory for %zu merges", n) : 0;
+    int rc = !ms || !owned ? err_oom("tokenizer: out of memory for %zu merges", n) : 0;
     json_t *m;
     json_array_foreach(merges, i, m) {
         if (rc) break;
@@ -272,7 +272,7 @@ static int load_merges(tokenizer *t, const hf_files *f) {
             size_t ll = json_string_length(l), rl = json_string_length(r);
             owned[i] = malloc(ll + rl + 2);
             if (!owned[i]) {
-                rc = err_set("tokenizer: out of memory");
+                rc = err_oom("tokenizer: out of memory");
                 break;
             }
             memcpy(owned[i], json_string_value(l), ll);
@@ -363,7 +363,7 @@ tokenizer *tokenizer_from_hf(const char *dir) {
     f.root = load_json(dir, "tokenizer.json", true, path, sizeof path, &rc);
     f.config = rc ? NULL : load_json(dir, "tokenizer_config.json", false, cfg_path, sizeof cfg_path, &rc);
     tokenizer *t = rc ? NULL : calloc(1, sizeof *t);
-    if (!rc && !t) rc = err_set("tokenizer: out of memory");
+    if (!rc && !t) rc = err_oom("tokenizer: out of memory");
     if (!rc) {
         t->bos = t->eos = t->eot = t->eom = t->unk = t->pad = -1;
         f.model = json_object_get(f.root, "model");
@@ -419,7 +419,7 @@ int tokenizer_hf_chat_template(const char *dir, char **out) {
     if (src) {
         *out = strdup(src);
         json_decref(cfg);
-        return *out ? 0 : err_set("out of memory");
+        return *out ? 0 : err_oom("out of memory");
     }
     json_decref(cfg);
     /* Newer transformers save the template beside the config. */

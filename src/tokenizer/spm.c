@@ -46,7 +46,7 @@ static int emit_symbol(const tokenizer *t, const char *p, uint32_t n, tokvec *ou
 int spm_encode(const tokenizer *t, const char *text, size_t len, bool space_prefix, tokvec *out) {
     if (len > (UINT32_MAX - 3) / 3) return err_set("tokenizer: text of %zu bytes is too long", len);
     char *buf = malloc(3 * (len + 1));
-    if (!buf) return err_set("tokenizer: out of memory for %zu bytes of text", len);
+    if (!buf) return err_oom("tokenizer: out of memory for %zu bytes of text", len);
     size_t n = 0;
     if (space_prefix) memcpy(buf + n, "\xe2\x96\x81", 3), n += 3;
     for (size_t i = 0; i < len; i++) {
@@ -60,7 +60,7 @@ int spm_encode(const tokenizer *t, const char *text, size_t len, bool space_pref
     tok_sym *sym = malloc((n + 1) * sizeof *sym);
     if (!sym) {
         free(buf);
-        return err_set("tokenizer: out of memory for %zu bytes of text", len);
+        return err_oom("tokenizer: out of memory for %zu bytes of text", len);
     }
     int32_t n_sym = tok_split_chars(buf, n, sym);
     spm_ctx ctx = {.t = t, .text = buf};

@@ -13,7 +13,7 @@ int strtab_init(strtab *t, uint32_t n_max, const char *const *keys, const uint32
     while (cap < 2 * (uint64_t)n_max) cap *= 2;
     if (cap > (1u << 31)) return err_set("string table: %u entries is too many", n_max);
     t->slots = malloc(cap * sizeof *t->slots);
-    if (!t->slots) return err_set("string table: out of memory for %u entries", n_max);
+    if (!t->slots) return err_oom("string table: out of memory for %u entries", n_max);
     for (uint64_t i = 0; i < cap; i++) t->slots[i].val = -1;
     t->mask = (uint32_t)(cap - 1);
     t->keys = keys;

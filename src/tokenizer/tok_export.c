@@ -58,14 +58,14 @@ int tokenizer_to_gguf(const tokenizer *t, gguf_writer *w) {
     if (!spm && gguf_writer_set_str(w, KEY("pre"), t->pre)) return -1;
     if (gguf_writer_set_arr_str(w, KEY("tokens"), t->text, (uint64_t)t->n_vocab)) return -1;
     int32_t *type = malloc((size_t)t->n_vocab * sizeof *type);
-    if (!type) return err_set("tokenizer: out of memory");
+    if (!type) return err_oom("tokenizer: out of memory");
     for (int32_t id = 0; id < t->n_vocab; id++) type[id] = t->type[id];
     int rc = gguf_writer_set_arr(w, KEY("token_type"), GGUF_TYPE_INT32, type, (uint64_t)t->n_vocab);
     free(type);
     if (rc) return -1;
     if (spm) {
         float *score = t->n_merges > 0 ? scores_from_merges(t) : NULL;
-        if (t->n_merges > 0 && !score) return err_set("tokenizer: out of memory");
+        if (t->n_merges > 0 && !score) return err_oom("tokenizer: out of memory");
         rc = gguf_writer_set_arr(w, KEY("scores"), GGUF_TYPE_FLOAT32, score ? score : t->score, (uint64_t)t->n_vocab);
         free(score);
         if (rc || gguf_writer_set_bool(w, KEY("add_space_prefix"), t->add_space_prefix)) return -1;

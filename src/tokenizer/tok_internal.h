@@ -94,6 +94,7 @@ struct tokenizer {
     char *text_buf;        /* every token's text, each NUL-terminated */
     const char **text;     /* into text_buf */
     uint32_t *text_len;
+    uint32_t max_text_len; /* the longest text_len */
     float *score;
     uint8_t *type;         /* tok_type, after the control-token fix-ups */
     strtab vocab;

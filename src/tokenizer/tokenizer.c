@@ -23,6 +23,21 @@
 /* --- accessors ----------------------------------------------------------- */
 
 int32_t tokenizer_n_vocab(const tokenizer *t) { return t->n_vocab; }
+
+size_t tokenizer_max_token_bytes(const tokenizer *t) {
+    /* A token's vocabulary text is at least as long as the input it covers:
+     * U+2581 (3 bytes) stands for a space, a byte-level character (1-2 bytes)
+     * for one byte, "<0x41>" for one byte. The one shrinking step is the
+     * byte-level tokenizer's repair of invalid UTF-8, where a 4-byte sequence
+     * past U+10FFFF becomes U+FFFD (3 bytes): hence 4/3. A byte-level
+     * vocabulary without a token for some byte drops that byte (llama.cpp's
+     * fallback), and then no bound holds. */
+    const size_t n = t->max_text_len ? t->max_text_len : 1;
+    if (t->kind != TOK_KIND_BPE) return n;
+    for (int b = 0; b < 256; b++)
+        if (strtab_find(&t->vocab, t->byte_enc[b], t->byte_enc_len[b]) < 0) return SIZE_MAX;
+    return (4 * n + 2) / 3;
+}
 int32_t tokenizer_bos(const tokenizer *t) { return t->bos; }
 int32_t tokenizer_eos(const tokenizer *t) { return t->eos; }
 bool tokenizer_add_bos(const tokenizer *t) { return t->add_bos; }
@@ -83,6 +98,7 @@ int tok_index_vocab(tokenizer *t) {
         if (old != i)
             return err_set("tokenizer: duplicate token in vocabulary: '%.200s' has ids %d and %d",
                            t->text[i], old, i);
+        if (t->text_len[i] > t->max_text_len) t->max_text_len = t->text_len[i];
     }
     return 0;
 }
@@ -120,7 +136,7 @@ static int load_vocab(tokenizer *t, const gguf_ctx *g) {
     t->score = malloc(n * sizeof *t->score);
     t->type = malloc(n);
     if (!t->text_buf || !t->text || !t->text_len || !t->score || !t->type)
-        return err_set("tokenizer: out of memory for %llu tokens", (unsigned long long)n);
+        return err_oom("tokenizer: out of memory for %llu tokens", (unsigned long long)n);
     if (strtab_init(&t->vocab, (uint32_t)n, t->text, t->text_len)) return err_prefix("tokenizer: ");
 
     char *p = t->text_buf;
@@ -176,7 +192,7 @@ static int32_t detect_special(tokenizer *t, int32_t id, const char *const *texts
 static int add_eog(tokenizer *t, int32_t id) {
     if (id < 0 || tokenizer_is_eog(t, id)) return 0;
     int32_t *e = realloc(t->eog, (size_t)(t->n_eog + 1) * sizeof *e);
-    if (!e) return err_set("tokenizer: out of memory");
+    if (!e) return err_oom("tokenizer: out of memory");
     t->eog = e;
     t->eog[t->n_eog++] = id;
     return 0;
@@ -331,7 +347,7 @@ int tok_build_special(tokenizer *t) {
     t->special = malloc((size_t)n * sizeof *t->special);
     if (!order || !t->special) {
         free(order);
-        return err_set("tokenizer: out of memory for %d special tokens", n);
+        return err_oom("tokenizer: out of memory for %d special tokens", n);
     }
     n = 0;
     for (int32_t id = 0; id < t->n_vocab; id++) {
@@ -356,7 +372,7 @@ tokenizer *tokenizer_from_gguf(const gguf_ctx *g) {
     }
     tokenizer *t = calloc(1, sizeof *t);
     if (!t) {
-        err_set("tokenizer: out of memory");
+        err_oom("tokenizer: out of memory");
         return NULL;
     }
     t->eot = t->eom = t->pad = -1;
@@ -432,17 +448,31 @@ static int find_special_candidates(const tokenizer *t, const char *text, size_t 
     return count;
 }
 
+/* Whether [at, at + n) overlaps one of the sorted, disjoint ranges. */
+static bool overlaps(const tok_range *ranges, size_t nranges, size_t at, size_t n) {
+    size_t lo = 0, hi = nranges; /* first range that ends after `at` */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ranges[mid].off + ranges[mid].len <= at)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < nranges && ranges[lo].off < at + n;
+}
+
 /* Splits text into raw pieces and special tokens. Each special token, longest
  * first, is cut out of every raw piece that is left, leftmost occurrence first
- * (llama.cpp's tokenizer_st_partition). */
+ * (llama.cpp's tokenizer_st_partition). A control token that overlaps one of
+ * the `plain` ranges stays text, as it would without parse_special. */
 static int partition(const tokenizer *t, const char *text, size_t len, bool parse_special,
-                     fragvec *out) {
+                     const tok_range *plain, size_t nplain, fragvec *out) {
     out->n = 0;
     if (len == 0) return 0;
     if (frag_push(out, -1, 0, len)) return -1;
     if (t->n_special == 0) return 0;
     uint8_t *seen = calloc((size_t)t->n_special, 1);
-    if (!seen) return err_set("tokenizer: out of memory");
+    if (!seen) return err_oom("tokenizer: out of memory");
     int rc = 0;
     fragvec next = {0};
     if (find_special_candidates(t, text, len, parse_special, seen) > 0) {
@@ -451,6 +481,7 @@ static int partition(const tokenizer *t, const char *text, size_t len, bool pars
             int32_t id = t->special[sp];
             const char *tok = t->text[id];
             size_t tlen = t->text_len[id];
+            const bool guarded = nplain > 0 && !special_allowed(t, id, false);
             next.n = 0;
             for (size_t k = 0; k < out->n && rc == 0; k++) {
                 fragment f = out->v[k];
@@ -458,13 +489,17 @@ static int partition(const tokenizer *t, const char *text, size_t len, bool pars
                     rc = frag_push(&next, f.id, f.off, f.len);
                     continue;
                 }
-                size_t pos = f.off, end = f.off + f.len;
+                size_t pos = f.off, from = f.off, end = f.off + f.len;
                 const char *m;
-                while (rc == 0 && end - pos >= tlen && (m = memmem(text + pos, end - pos, tok, tlen))) {
+                while (rc == 0 && end - from >= tlen && (m = memmem(text + from, end - from, tok, tlen))) {
                     size_t at = (size_t)(m - text);
+                    if (guarded && overlaps(plain, nplain, at, tlen)) {
+                        from = at + 1;
+                        continue;
+                    }
                     if (at > pos) rc = frag_push(&next, -1, pos, at - pos);
                     if (rc == 0) rc = frag_push(&next, id, at, tlen);
-                    pos = at + tlen;
+                    pos = from = at + tlen;
                 }
                 if (rc == 0 && pos < end) rc = frag_push(&next, -1, pos, end - pos);
             }
@@ -480,10 +515,15 @@ static int partition(const tokenizer *t, const char *text, size_t len, bool pars
 
 int tokenizer_encode(const tokenizer *t, const char *text, size_t len, bool add_special,
                      bool parse_special, int32_t **out) {
+    return tokenizer_encode_guarded(t, text, len, add_special, parse_special, NULL, 0, out);
+}
+
+int tokenizer_encode_guarded(const tokenizer *t, const char *text, size_t len, bool add_special,
+                             bool parse_special, const tok_range *plain, size_t nplain, int32_t **out) {
     *out = NULL;
     fragvec frags = {0};
     tokvec v = {0};
-    int rc = partition(t, text, len, parse_special, &frags);
+    int rc = partition(t, text, len, parse_special, plain, nplain, &frags);
     if (rc == 0 && add_special && t->add_bos) rc = tokvec_push(&v, t->bos);
     bool prev_special = true; /* the text's start counts as after a special token */
     for (size_t i = 0; i < frags.n && rc == 0; i++) {

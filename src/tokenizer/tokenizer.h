@@ -41,6 +41,11 @@ void tokenizer_free(tokenizer *t);
 int tokenizer_to_gguf(const tokenizer *t, gguf_writer *w);
 
 int32_t tokenizer_n_vocab(const tokenizer *t);
+/* The most bytes of input text that one token stands for. A text of len
+ * bytes has at least len / this many tokens, so a caller can refuse a text
+ * too long for its context without tokenizing it. SIZE_MAX (no bound) for a
+ * byte-level vocabulary that lacks some byte's token. */
+size_t tokenizer_max_token_bytes(const tokenizer *t);
 int32_t tokenizer_bos(const tokenizer *t); /* -1 when the model has none */
 int32_t tokenizer_eos(const tokenizer *t);
 bool tokenizer_add_bos(const tokenizer *t);
@@ -61,6 +66,19 @@ int32_t tokenizer_find(const tokenizer *t, const char *text, size_t len);
  * Returns the count and a malloc'd array in *out, or -1 with err_get(). */
 int tokenizer_encode(const tokenizer *t, const char *text, size_t len, bool add_special,
                      bool parse_special, int32_t **out);
+
+/* A byte range of a text. */
+typedef struct {
+    size_t off, len;
+} tok_range;
+/* As tokenizer_encode, except that a control token spelled in the text is
+ * not parsed where it overlaps one of the `plain` ranges (sorted, disjoint):
+ * there it stays text, split into ordinary tokens, as without parse_special.
+ * The rest of the text tokenizes exactly as tokenizer_encode does it, so a
+ * chat prompt's request text (the ranges) cannot spell the template's
+ * control tokens. User-defined tokens are matched everywhere, as always. */
+int tokenizer_encode_guarded(const tokenizer *t, const char *text, size_t len, bool add_special,
+                             bool parse_special, const tok_range *plain, size_t nplain, int32_t **out);
 
 /* The bytes a token stands for (space marker and byte tokens decoded); control
  * tokens give nothing unless `special`. Returns the byte count, which may exceed

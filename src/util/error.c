@@ -6,14 +6,31 @@
 #include <string.h>
 
 static _Thread_local char g_error[1024];
+static _Thread_local bool g_oom;
+
+static int set_message(bool oom, const char *fmt, va_list ap) {
+    vsnprintf(g_error, sizeof g_error, fmt, ap);
+    g_oom = oom;
+    return -1;
+}
 
 int err_set(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(g_error, sizeof g_error, fmt, ap);
+    set_message(false, fmt, ap);
     va_end(ap);
     return -1;
 }
+
+int err_oom(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    set_message(true, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+bool err_is_oom(void) { return g_oom; }
 
 int err_prefix(const char *fmt, ...) {
     char prefix[512], old[sizeof g_error];
@@ -33,4 +50,7 @@ int err_prefix(const char *fmt, ...) {
 
 const char *err_get(void) { return g_error[0] ? g_error : "unknown error"; }
 
-void err_clear(void) { g_error[0] = 0; }
+void err_clear(void) {
+    g_error[0] = 0;
+    g_oom = false;
+}

@@ -35,6 +35,7 @@ class CllmServer:
             cmd += ["--api-key", api_key]
         run_env = dict(os.environ)
         run_env.pop("CLLM_API_KEY", None)
+        run_env.pop("VLLM_API_KEY", None)
         if env:
             run_env.update(env)
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,

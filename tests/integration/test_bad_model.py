@@ -183,6 +183,11 @@ def _iq2_xxs_misshapen(buf, lay):
 TRUNCATED = ("truncated", "past end of file", "extends", "end of file", "too short")
 CORRUPT = ("truncated", "corrupt", "fit", "too large", "too many", "past end", "end of file")
 
+def _rope_freq_factor_zero(buf, lay):
+    t = lay.tensors["rope_freqs.weight"]
+    patch(buf, lay.data_start + t.data_offset + 4, "f", 0.0)  # the second factor (F32)
+
+
 CASES = {
     "empty-file": Case(lambda mf, out: out.write_bytes(b""), ("empty", "too short", "truncated", "magic")),
     "wrong-magic": Case(_from_valid(_bad_magic), ("magic",)),
@@ -199,6 +204,14 @@ CASES = {
     "unknown-architecture": Case(_generated(gguf_arch="mamba9"), ("mamba9",)),
     "unsupported-type": Case(_from_valid(_iq2_xxs_tensor, n_ff=256), ("IQ2_XXS",)),
     "unsupported-type-misshapen": Case(_from_valid(_iq2_xxs_misshapen), ("IQ2_XXS",)),
+    # Hyper-parameters the forward pass cannot compute with (eps <= 0 made NaN logits).
+    "norm-eps-zero": Case(_generated(eps=0.0), ("epsilon",), ("0",)),
+    "norm-eps-negative": Case(_generated(eps=-1e-5), ("epsilon",)),
+    "norm-eps-nan": Case(_generated(eps=float("nan")), ("epsilon",)),
+    "norm-eps-huge": Case(_generated(eps=1e30), ("epsilon",)),
+    "rope-base-zero": Case(_generated(rope_base=0.0), ("freq_base",)),
+    "rope-base-inf": Case(_generated(rope_base=float("inf")), ("freq_base",)),
+    "rope-freq-factor-zero": Case(_from_valid(_rope_freq_factor_zero, rope_freqs=True), ("rope_freqs",)),
 }
 
 COMMANDS = {
@@ -242,3 +255,11 @@ def test_bad_model_is_refused(run_cllm, bad_models, case, command):
     assert any(k.lower() in line for k in c.any_of), f"{what}: error line names none of {c.any_of}: {lines[0]}"
     for k in c.required:
         assert k.lower() in line, f"{what}: error line does not mention {k!r}: {lines[0]}"
+
+
+@pytest.mark.parametrize("case", ["norm-eps-zero", "norm-eps-nan"])
+def test_serve_refuses_bad_hparams_at_load(run_cllm, bad_models, case):
+    """`cllm serve` stops at load with the message, before taking requests."""
+    r = run_cllm("serve", str(bad_models[case]), "--port", "0", "--host", "127.0.0.1", timeout=60)
+    assert r.returncode == 1, r.stderr
+    assert "epsilon" in r.stderr.lower(), r.stderr

@@ -1,6 +1,7 @@
 /* Log-probabilities from logits, as a request's logprobs and beam search's
  * candidates see them: the log-sum-exp normalizes, top-k ranks by logit with
- * the lower id first on ties, and a skipped token is never ranked. */
+ * the lower id first on ties, and a skipped token is never ranked; NaN
+ * logits are impossible tokens, never ranked and not in the normalizer. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -53,11 +54,28 @@ static void test_top_k_never_ranks_a_skipped_token(void **state) {
     assert_int_equal(logprobs_top_k(x, 6, 5, skip_odd, NULL, top), 3); /* only 3 even ids */
 }
 
+static void test_nan_logits_are_impossible_tokens(void **state) {
+    (void)state;
+    const float x[] = {NAN, 0, NAN, 0, -INFINITY};
+    assert_float_equal(logprobs_logsumexp(x, 5), logf(2), 1e-6);
+    int32_t top[5];
+    assert_int_equal(logprobs_top_k(x, 5, 5, NULL, NULL, top), 3);
+    assert_int_equal(top[0], 1);
+    assert_int_equal(top[1], 3);
+    assert_int_equal(top[2], 4);
+    const float all_nan[] = {NAN, NAN};
+    assert_true(logprobs_logsumexp(all_nan, 2) == -INFINITY);
+    assert_int_equal(logprobs_top_k(all_nan, 2, 2, NULL, NULL, top), 0);
+    const float inf[] = {1, INFINITY};
+    assert_true(logprobs_logsumexp(inf, 2) == INFINITY);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_logsumexp_normalizes_and_does_not_overflow),
         cmocka_unit_test(test_top_k_is_largest_first_lower_id_on_ties),
         cmocka_unit_test(test_top_k_never_ranks_a_skipped_token),
+        cmocka_unit_test(test_nan_logits_are_impossible_tokens),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,6 +17,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void test_sse_framing(void **state) {
     (void)state;
@@ -30,6 +31,27 @@ static void test_sse_framing(void **state) {
     buf_consume(&b, 6);
     assert_int_equal(strncmp(b.data, "{\"text\"", 7), 0);
     buf_free(&b);
+}
+
+/* A prompt that failed because memory ran out is the server's failure (500),
+ * even when the prompt code reports it as bad input; err_set clears the mark
+ * and err_prefix keeps it. */
+static void test_out_of_memory_is_a_server_error(void **state) {
+    (void)state;
+    api_error e;
+    err_oom("tokenizer: out of memory for %d bytes of text", 99);
+    err_prefix("cannot tokenize the prompt: ");
+    assert_true(err_is_oom());
+    api_fail_prompt(&e, -1, "invalid_prompt", "prompt");
+    assert_int_equal(e.status, 500);
+    assert_string_equal(e.type, "server_error");
+    assert_non_null(strstr(e.message, "out of memory for 99 bytes"));
+    err_set("cannot tokenize the prompt: bad");
+    assert_false(err_is_oom());
+    api_fail_prompt(&e, -1, "invalid_prompt", "prompt");
+    assert_int_equal(e.status, 400);
+    assert_string_equal(e.param, "prompt");
+    err_clear();
 }
 
 static void test_error_object(void **state) {
@@ -105,6 +127,33 @@ static void test_metrics_text(void **state) {
     buf_free(&b);
 }
 
+/* Writes text to a fresh temporary file and returns its key, or NULL. */
+static char *key_of_file(const char *text) {
+    char path[] = "/tmp/cllm_key_XXXXXX";
+    const int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    char *key = auth_key_from_file(path);
+    unlink(path);
+    return key;
+}
+
+static void test_auth_key_file(void **state) {
+    (void)state;
+    const char *good[][2] = {{"sk-1\n", "sk-1"}, {"sk-1", "sk-1"}, {"  sk-1 \r\n", "sk-1"},
+                             {"sk-1\nsecond line\n", "sk-1"}, {"a b\n", "a b"}};
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+        char *key = key_of_file(good[i][0]);
+        assert_non_null(key);
+        assert_string_equal(key, good[i][1]);
+        free(key);
+    }
+    const char *bad[] = {"", "\n", "   \nsk-1\n", "sk\x01-1\n"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) assert_null(key_of_file(bad[i]));
+    assert_null(auth_key_from_file("/nonexistent/cllm/key"));
+}
+
 static void test_auth(void **state) {
     (void)state;
     assert_true(auth_check("Bearer sk-1", "sk-1"));
@@ -122,11 +171,13 @@ static void test_auth(void **state) {
     assert_true(auth_equal_ct("abc", 3, "abc", 3));
     assert_false(auth_equal_ct("", 0, "abc", 3));
     assert_false(auth_equal_ct("abcabc", 6, "abc", 3));
-    assert_true(auth_path_protected("/v1/chat/completions"));
-    assert_true(auth_path_protected("/v1/models"));
-    assert_true(auth_path_protected("/tokenize"));
-    assert_false(auth_path_protected("/health"));
-    assert_false(auth_path_protected("/metrics"));
+    assert_true(auth_path_protected("/v1/chat/completions", false));
+    assert_true(auth_path_protected("/v1/models", false));
+    assert_true(auth_path_protected("/tokenize", false));
+    assert_false(auth_path_protected("/health", false));
+    assert_false(auth_path_protected("/metrics", false));
+    assert_true(auth_path_protected("/metrics", true));
+    assert_false(auth_path_protected("/health", true));
 }
 
 static void test_utf8(void **state) {
@@ -176,8 +227,9 @@ static void test_response_shapes(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_sse_framing),  cmocka_unit_test(test_error_object), cmocka_unit_test(test_metrics_text),
-        cmocka_unit_test(test_auth),         cmocka_unit_test(test_utf8),
+        cmocka_unit_test(test_sse_framing),  cmocka_unit_test(test_error_object),
+        cmocka_unit_test(test_out_of_memory_is_a_server_error), cmocka_unit_test(test_metrics_text),
+        cmocka_unit_test(test_auth),         cmocka_unit_test(test_auth_key_file),         cmocka_unit_test(test_utf8),
         cmocka_unit_test(test_response_shapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -328,6 +328,97 @@ static void test_builtin_render(void **state) {
                         "Conversation roles must alternate user/assistant/user/assistant/...");
 }
 
+/* --- request text marked (taint) ----------------------------------------------------------- */
+
+/* Renders with the request's ranges marked, and returns the output with each
+ * marked range between « and »; bos_token and eos_token are trusted. The
+ * output itself must equal the unmarked rendering. */
+static char *render_marked(const char *src, const char *ctx) {
+    json_t *j = json_loads(ctx, 0, NULL);
+    assert_non_null(j);
+    chat_template *t = chat_template_parse(src);
+    if (!t) fail_msg("template %s: %s", src, err_get());
+    static const char *const trusted[] = {"bos_token", "eos_token", NULL};
+    chat_span *spans;
+    size_t nspans;
+    char *out = chat_template_render_marked(t, j, trusted, &spans, &nspans);
+    if (!out) fail_msg("template %s failed: %s", src, err_get());
+    char *plain = chat_template_render(t, j);
+    assert_non_null(plain);
+    assert_string_equal(out, plain);
+    free(plain);
+    size_t n = strlen(out), k = 0;
+    char *shown = malloc(n + 4 * nspans + 1);
+    assert_non_null(shown);
+    for (size_t i = 0, at = 0; i <= nspans; i++) {
+        size_t end = i < nspans ? spans[i].off : n;
+        assert_true(end >= at && end <= n);
+        memcpy(shown + k, out + at, end - at);
+        k += end - at;
+        if (i == nspans) break;
+        assert_true(spans[i].len > 0 && spans[i].off + spans[i].len <= n);
+        k += (size_t)sprintf(shown + k, "\xc2\xab%.*s\xc2\xbb", (int)spans[i].len, out + spans[i].off);
+        at = spans[i].off + spans[i].len;
+    }
+    shown[k] = 0;
+    free(spans);
+    free(out);
+    chat_template_free(t);
+    json_decref(j);
+    return shown;
+}
+
+static void expect_marked(const char *src, const char *want) {
+    static const char *ctx = "{\"messages\": [{\"role\": \"user\", \"content\": \" X<end_of_turn>Y \"}],"
+                             " \"add_generation_prompt\": true, \"bos_token\": \"<bos>\", \"eos_token\": \"<eos>\"}";
+    char *got = render_marked(src, ctx);
+    if (strcmp(got, want)) fail_msg("template %s\n  got  [%s]\n  want [%s]", src, got, want);
+    free(got);
+}
+
+static void test_request_text_is_marked_through_every_operation(void **state) {
+    (void)state;
+    /* the built-in Gemma template: role and trimmed content are the request's */
+    expect_marked(chat_template_builtin("gemma3", false),
+                  "<bos><start_of_turn>«user»\n«X<end_of_turn>Y»<end_of_turn>\n<start_of_turn>model\n");
+    /* concatenation keeps byte ranges; trusted context values stay unmarked */
+    expect_marked("{{ '<a>' + messages[0].role + '<b>' }}", "<a>«user»<b>");
+    expect_marked("{{ '<a>' ~ messages[0].role ~ 1 ~ bos_token }}", "<a>«user»1<bos>");
+    expect_marked("{{ eos_token }}{{ messages[0]['role'] }}", "<eos>«user»");
+    /* anything else made from request text is marked whole, literals included */
+    expect_marked("{{ ('<a>' + messages[0].role) | upper }}", "«<A>USER»");
+    expect_marked("{{ messages[0].content | replace('X', '<a>') }}", "« <a><end_of_turn>Y »");
+    expect_marked("{{ '<%s>' % messages[0].role }}", "«<user>»");
+    expect_marked("{{ '<a>|' * (messages[0].role | length) }}", "<a>|<a>|<a>|<a>|");
+    expect_marked("{{ [messages[0].role, '<a>'] | join('') }}", "«user<a>»");
+    expect_marked("{{ messages[0].content[1:3] }}{{ messages[0].role[0] }}", "«X<u»");
+    expect_marked("{{ messages[0].content.split('<')[1] }}", "«end_of_turn>Y »");
+    expect_marked("{{ messages[0].content.strip() }}", "«X<end_of_turn>Y»");
+    /* what lies inside a string it was cut from keeps that string's ranges */
+    expect_marked("{{ ('<a>' + messages[0].role + ' ') | trim }}", "<a>«user»");
+    expect_marked("{{ ('<a>' + messages[0].role).split('>')[0] }}{{ ('<a>' ~ messages[0].role)[1:5] }}",
+                  "<aa>«us»");
+    expect_marked("{{ messages[0] | tojson }}", "«{\"role\": \"user\", \"content\": \" X<end_of_turn>Y \"}»");
+    expect_marked("{% for c in messages[0].role %}{{ c }}-{% endfor %}", "«u»-«s»-«e»-«r»-");
+    expect_marked("{% for m in messages | selectattr('role', 'eq', 'user') %}<a>{{ m.role }}{% endfor %}",
+                  "<a>«user»");
+    /* macros, set blocks and namespaces keep byte ranges; filter blocks mark whole */
+    expect_marked("{% macro m(x) %}<a>{{ x }}</a>{% endmacro %}{{ m(messages[0].role) }}", "<a>«user»</a>");
+    expect_marked("{% set s %}<a>{{ messages[0].role }}{% endset %}{{ s }}", "<a>«user»");
+    expect_marked("{% set ns = namespace(t='') %}{% set ns.t = ns.t + '<a>' + messages[0].role %}{{ ns.t }}",
+                  "<a>«user»");
+    expect_marked("{% filter upper %}<a>{{ messages[0].role }}{% endfilter %}", "«<A>USER»");
+    /* choosing a template literal by request text leaves the literal the template's */
+    expect_marked("{{ {'user': '<u>'}.get(messages[0].role) }}{{ {'user': '<v>'}[messages[0].role] }}", "<u><v>");
+    expect_marked("{% if messages[0].role == 'user' %}<w>{% endif %}", "<w>");
+    /* the plain render is unchanged, and the trust switch is off until set */
+    chat_template *t = chat_template_parse("x");
+    assert_false(chat_template_trusts_content(t));
+    chat_template_set_trust_content(t, true);
+    assert_true(chat_template_trusts_content(t));
+    chat_template_free(t);
+}
+
 /* --- fuzzing ------------------------------------------------------------------------------ */
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
@@ -462,6 +553,18 @@ static void test_fuzz_mutations(void **state) {
         }
         char *out = chat_template_render(t, ctx);
         if (out) rendered++;
+        /* marking request text never changes the rendering; its ranges are in order and inside it */
+        chat_span *spans;
+        size_t nspans;
+        char *marked = chat_template_render_marked(t, ctx, NULL, &spans, &nspans);
+        assert_true((out == NULL) == (marked == NULL));
+        if (out) assert_string_equal(out, marked);
+        for (size_t i = 0; marked && i < nspans; i++) {
+            assert_true(spans[i].len > 0 && spans[i].off + spans[i].len <= strlen(marked));
+            if (i) assert_true(spans[i].off > spans[i - 1].off + spans[i - 1].len);
+        }
+        free(spans);
+        free(marked);
         free(out);
         chat_template_free(t);
     }
@@ -485,6 +588,7 @@ int main(void) {
         cmocka_unit_test(test_limits),
         cmocka_unit_test(test_builtin_matches_fixtures),
         cmocka_unit_test(test_builtin_render),
+        cmocka_unit_test(test_request_text_is_marked_through_every_operation),
         cmocka_unit_test(test_fuzz_mutations),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -14,93 +14,13 @@
 #include "tokenizer/detok.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
+#include "util/utf8.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* --- a GGUF image with metadata only -------------------------------------- */
-
-typedef struct {
-    uint8_t *p;
-    size_t n, cap;
-    uint64_t n_kv;
-} image;
-
-static void put(image *b, const void *src, size_t n) {
-    if (b->n + n > b->cap) {
-        b->cap = (b->n + n) * 2 + 64;
-        b->p = realloc(b->p, b->cap);
-        assert_non_null(b->p);
-    }
-    memcpy(b->p + b->n, src, n);
-    b->n += n;
-}
-static void put_u32(image *b, uint32_t v) { put(b, &v, 4); }
-static void put_u64(image *b, uint64_t v) { put(b, &v, 8); }
-static void put_str(image *b, const char *s) {
-    put_u64(b, strlen(s));
-    put(b, s, strlen(s));
-}
-static void put_key(image *b, const char *k, gguf_type t) {
-    put_str(b, k);
-    put_u32(b, t);
-    b->n_kv++;
-}
-
-static image image_new(void) {
-    image b = {0};
-    put(&b, "GGUF", 4);
-    put_u32(&b, 3);
-    put_u64(&b, 0); /* tensors */
-    put_u64(&b, 0); /* kv count, patched by image_open */
-    return b;
-}
-
-static void kv_str(image *b, const char *k, const char *v) {
-    put_key(b, k, GGUF_TYPE_STRING);
-    put_str(b, v);
-}
-static void kv_u32(image *b, const char *k, uint32_t v) {
-    put_key(b, k, GGUF_TYPE_UINT32);
-    put_u32(b, v);
-}
-static void kv_bool(image *b, const char *k, bool v) {
-    uint8_t x = v;
-    put_key(b, k, GGUF_TYPE_BOOL);
-    put(b, &x, 1);
-}
-static void kv_array(image *b, const char *k, gguf_type et, uint64_t n) {
-    put_key(b, k, GGUF_TYPE_ARRAY);
-    put_u32(b, et);
-    put_u64(b, n);
-}
-static void kv_strs(image *b, const char *k, const char *const *v, int n) {
-    kv_array(b, k, GGUF_TYPE_STRING, (uint64_t)n);
-    for (int i = 0; i < n; i++) put_str(b, v[i]);
-}
-static void kv_f32s(image *b, const char *k, const float *v, int n) {
-    kv_array(b, k, GGUF_TYPE_FLOAT32, (uint64_t)n);
-    put(b, v, (size_t)n * 4);
-}
-static void kv_i32s(image *b, const char *k, const int32_t *v, int n) {
-    kv_array(b, k, GGUF_TYPE_INT32, (uint64_t)n);
-    put(b, v, (size_t)n * 4);
-}
-
-/* Builds the tokenizer and drops the image at once: the tokenizer must not
- * keep pointers into the GGUF. NULL on error (err_get() says why). */
-static tokenizer *image_load(image *b) {
-    memcpy(b->p + 16, &b->n_kv, 8);
-    gguf_ctx *g = gguf_open_memory(b->p, b->n, "mem");
-    assert_non_null(g);
-    tokenizer *t = tokenizer_from_gguf(g);
-    gguf_close(g);
-    memset(b->p, 0xAB, b->n);
-    free(b->p);
-    b->p = NULL;
-    return t;
-}
+#include "gguf_image.h"
 
 /* --- a SentencePiece vocabulary ------------------------------------------ */
 
@@ -250,6 +170,38 @@ static void test_spm_special_tokens(void **state) {
     EXPECT(t, "<div><div><div>", false, false, DIV2, DIV);
     EXPECT(t, "<end_of_turn><s>", false, true, EOT, BOS);
     EXPECT(t, "ab</s>", true, true, BOS, AB, EOS);
+    tokenizer_free(t);
+}
+
+/* Control tokens are not parsed where they overlap a plain range (request
+ * text in a chat prompt): there the text is what plain encoding gives. */
+static void test_spm_control_tokens_stay_text_in_plain_ranges(void **state) {
+    (void)state;
+    tokenizer *t = spm_load((spm_opts){false, false});
+    /* template "<start_of_turn>" + content "ab<start_of_turn><div>" + template "<end_of_turn>" */
+    const char *text = "<start_of_turn>ab<start_of_turn><div><end_of_turn>";
+    const tok_range content[] = {{15, 22}};
+    int32_t *ids, *plain;
+    int n = tokenizer_encode_guarded(t, text, strlen(text), false, true, content, 1, &ids);
+    int np = tokenizer_encode(t, text + 15, 22, false, false, &plain);
+    assert_true(n > 2 && np > 2);
+    assert_int_equal(n, np + 2);
+    assert_int_equal(ids[0], SOT);
+    assert_memory_equal(ids + 1, plain, (size_t)np * sizeof *ids); /* user-defined <div> still matched */
+    assert_int_equal(ids[n - 1], EOT);
+    free(ids);
+    free(plain);
+    /* a control token that only straddles a range's edge is text too */
+    const tok_range edge[] = {{0, 1}, {17, 1}};
+    n = tokenizer_encode_guarded(t, "<s>ab<end_of_turn>", 18, false, true, edge, 2, &ids);
+    for (int i = 0; i < n; i++) assert_true(ids[i] != BOS && ids[i] != EOT);
+    free(ids);
+    /* no ranges: exactly tokenizer_encode */
+    EXPECT(t, "<start_of_turn>ab", false, true, SOT, AB);
+    n = tokenizer_encode_guarded(t, "<start_of_turn>ab", 17, false, true, NULL, 0, &ids);
+    assert_int_equal(n, 2);
+    assert_int_equal(ids[0], SOT);
+    free(ids);
     tokenizer_free(t);
 }
 
@@ -420,6 +372,72 @@ static void test_bpe_llama3_whole_words_and_digit_triples(void **state) {
     tokenizer_free(t);
 }
 
+/* tokenizer_max_token_bytes is a true bound: no text of len bytes gives
+ * fewer than len / max tokens, whatever it holds (words, spaces, special
+ * tokens, invalid UTF-8, code points past U+10FFFF). */
+static void check_token_bound(const tokenizer *t, uint64_t seed) {
+    static const char *const pieces[] = {"hello", " ", "  ", "\xe2\x96\x81", "<div>", "<|endoftext|>",
+                                         "\xf7\xbf\xbf\xbf", "\xff", "\xc3\xa9", "wd", "123", "a", "\n", " world"};
+    const size_t max = tokenizer_max_token_bytes(t);
+    assert_true(max >= 1 && max < 1000);
+    char text[512];
+    for (int round = 0; round < 300; round++) {
+        size_t len = 0;
+        for (;;) {
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            const char *p = pieces[(seed >> 33) % (sizeof pieces / sizeof *pieces)];
+            if (len + strlen(p) >= sizeof text) break;
+            memcpy(text + len, p, strlen(p));
+            len += strlen(p);
+            if ((seed >> 20) % 16 == 0) break;
+        }
+        int32_t *ids = NULL;
+        const int n = tokenizer_encode(t, text, len, false, round % 2 == 0, &ids);
+        if (n < 0) fail_msg("encode: %s", err_get());
+        if ((size_t)n * max < len)
+            fail_msg("%zu bytes gave %d tokens, under the bound of %zu bytes a token", len, n, max);
+        free(ids);
+    }
+}
+
+static void test_max_token_bytes_bounds_the_count(void **state) {
+    (void)state;
+    tokenizer *t = spm_load((spm_opts){true, false});
+    check_token_bound(t, 1);
+    tokenizer_free(t);
+    /* The small BPE vocabulary has no token for "a": it drops bytes, so no bound. */
+    t = bpe_load("qwen2", true, false);
+    if (!t) fail_msg("%s", err_get());
+    assert_int_equal(tokenizer_max_token_bytes(t), SIZE_MAX);
+    tokenizer_free(t);
+    /* With every byte's token added the bound holds: "<|endoftext|>" (13
+     * bytes) is the longest, and byte-level text can shrink by 4/3. */
+    const char *texts[N_BPE + 256];
+    char bytes[256][4];
+    int32_t types[N_BPE + 256];
+    int n = 0;
+    for (int i = 0; i < N_BPE; i++) types[n] = TOK_TYPE_NORMAL, texts[n++] = k_bpe_tokens[i];
+    types[T_EOT] = TOK_TYPE_CONTROL;
+    for (int b = 0, next = 256; b < 256; b++) {
+        const bool printable = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
+        bytes[b][utf8_encode(bytes[b], printable ? (uint32_t)b : (uint32_t)next++)] = 0;
+        bool known = false;
+        for (int i = 0; i < N_BPE; i++) known |= !strcmp(k_bpe_tokens[i], bytes[b]);
+        if (!known) types[n] = TOK_TYPE_NORMAL, texts[n++] = bytes[b];
+    }
+    image b = image_new();
+    kv_str(&b, "tokenizer.ggml.model", "gpt2");
+    kv_str(&b, "tokenizer.ggml.pre", "qwen2");
+    kv_strs(&b, "tokenizer.ggml.tokens", texts, n);
+    kv_i32s(&b, "tokenizer.ggml.token_type", types, n);
+    kv_strs(&b, "tokenizer.ggml.merges", k_bpe_merges, 9);
+    t = image_load(&b);
+    if (!t) fail_msg("%s", err_get());
+    assert_int_equal(tokenizer_max_token_bytes(t), 18);
+    check_token_bound(t, 2);
+    tokenizer_free(t);
+}
+
 static void test_bpe_load_errors(void **state) {
     (void)state;
     assert_null(bpe_load("no-such-pre", true, false));
@@ -519,6 +537,7 @@ int main(void) {
         cmocka_unit_test(test_spm_space_prefix_and_escaped_spaces),
         cmocka_unit_test(test_spm_byte_fallback),
         cmocka_unit_test(test_spm_special_tokens),
+        cmocka_unit_test(test_spm_control_tokens_stay_text_in_plain_ranges),
         cmocka_unit_test(test_spm_bos_eos_and_eog),
         cmocka_unit_test(test_spm_pieces),
         cmocka_unit_test(test_detok_holds_split_characters),
@@ -527,6 +546,7 @@ int main(void) {
         cmocka_unit_test(test_bpe_merges_by_rank),
         cmocka_unit_test(test_bpe_llama3_whole_words_and_digit_triples),
         cmocka_unit_test(test_bpe_load_errors),
+        cmocka_unit_test(test_max_token_bytes_bounds_the_count),
         cmocka_unit_test(test_load_errors),
         cmocka_unit_test(test_empty_tokens_are_renamed),
     };
