@@ -93,7 +93,8 @@ void info_print_kv_capacity(const model *m, size_t kv_memory, int block_size, kv
                 if (t == KV_F16) f16_tokens = tokens;
                 continue;
             }
-            printf("  %-10s %14zu %12ld %7.2fx%s\n", kv_dtype_name((kv_dtype)t), kv_bytes_per_token(&m->kv, (kv_dtype)t),
-                   tokens, f16_tokens ? (double)tokens / (double)f16_tokens : 0.0, t == (int)chosen ? "  (chosen)" : "");
+            printf("  %-10s %14zu %12ld %7.2fx%s\n", kv_dtype_name((kv_dtype)t),
+                   kv_bytes_per_token(&m->kv, (kv_dtype)t), tokens,
+                   f16_tokens ? (double)tokens / (double)f16_tokens : 0.0, t == (int)chosen ? "  (chosen)" : "");
         }
 }

@@ -1,6 +1,7 @@
 /* Paged attention: the AVX2 kernel agrees with the scalar reference, and the
  * reference agrees with a direct softmax over a contiguous copy of the keys,
- * for pages of every KV dtype (f32, f16, bf16, int8, fp8 e4m3/e5m2), scattered block tables, partial blocks and windows,
+ * for pages of every KV dtype (f32, f16, bf16, int8, fp8 e4m3/e5m2),
+ * scattered block tables, partial blocks and windows,
  * and value heads up to the 4096 dims model/arch.c accepts. The tiles (a
  * prompt chunk's tokens x a GQA group's heads at once), scalar and AVX2, agree
  * with the one-row reference for every tile size, GQA ratio, head dim and
@@ -235,8 +236,8 @@ static void check_tiles(kv_dtype dt, int bs, int n_kv, int ratio, int dk, int dv
             if (!avx2) continue;
             attn_paged_avx2(&p.kv, p.table, h / ratio, qr, lo1, pos, scale, row);
             if (memcmp(row, tfast + o, sizeof(float) * dv))
-                fail_msg("tile avx2 %s ratio=%d dk=%d tile=%d token=%d head=%d: not the bits of one row", kv_dtype_name(dt),
-                         ratio, dk, tile_tok, i, h);
+                fail_msg("tile avx2 %s ratio=%d dk=%d tile=%d token=%d head=%d: not the bits of one row",
+                         kv_dtype_name(dt), ratio, dk, tile_tok, i, h);
             for (int d = 0; d < dv; d++)
                 if (fabsf(tfast[o + d] - want[o + d]) > 2e-5f)
                     fail_msg("tile avx2 %s ratio=%d dk=%d tile=%d token=%d head=%d d=%d: %g want %g", kv_dtype_name(dt),

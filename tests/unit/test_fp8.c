@@ -85,7 +85,8 @@ static void test_encode_all_codes(void **state) {
             const float lo = (float)f->table(c), hi = (float)f->table(c + 1);
             const float mid = (float)(((double)lo + hi) / 2); /* exact: one more bit than the format */
             const int even = c % 2 == 0 ? c : c + 1;
-            if (f->encode(mid) != even) fail_msg("%s: tie %g -> 0x%02x, want 0x%02x", f->name, mid, f->encode(mid), even);
+            if (f->encode(mid) != even)
+                fail_msg("%s: tie %g -> 0x%02x, want 0x%02x", f->name, mid, f->encode(mid), even);
             if (f->encode(nextafterf(mid, 0)) != c) fail_msg("%s: below tie %g", f->name, mid);
             if (f->encode(nextafterf(mid, INFINITY)) != c + 1) fail_msg("%s: above tie %g", f->name, mid);
             if (f->encode(-mid) != (0x80 | even)) fail_msg("%s: tie %g negative", f->name, -mid);
