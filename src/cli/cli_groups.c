@@ -69,8 +69,10 @@ const cli_group cli_engine_group = {
          .help = "KV cache budget: bytes with a unit (2GiB, 512MiB; any case) or a fraction of the memory free now "
                  "(0.5)"},
         {.name = "--kv-cache-dtype", .aliases = "--kv-type", .kind = CLI_CUSTOM,
-         .offset = offsetof(cli_engine_settings, kv_cache_dtype), .metavar = "f16|f32",
-         .help = "KV cache precision", .parse = parse_kv_dtype, .to_json = kv_dtype_json},
+         .offset = offsetof(cli_engine_settings, kv_cache_dtype),
+         .metavar = "auto|f16|bf16|f32|fp8|fp8_e4m3|fp8_e5m2|int8",
+         .help = "KV cache precision; auto = f16, fp8 = fp8_e4m3; 8-bit types keep an f32 scale per token and kv "
+                 "head and hold 1.9x the tokens of f16", .parse = parse_kv_dtype, .to_json = kv_dtype_json},
         {.name = "--enable-prefix-caching", .kind = CLI_BOOL, .offset = offsetof(cli_engine_settings, prefix_caching),
          .help = "reuse the KV blocks of prompt prefixes already computed"},
         {.name = "--threads", .aliases = "-t", .kind = CLI_INT, .offset = offsetof(cli_engine_settings, threads),

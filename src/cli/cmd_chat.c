@@ -43,7 +43,7 @@ static const cli_section k_chat_sections[] = {
                                          {0}}},
     {.group = &cli_engine_group,
      .offset = offsetof(chat_options, engine),
-     .only = "--max-model-len --threads",
+     .only = "--max-model-len --kv-cache-dtype --threads",
      .overrides = (const cli_override[]){{.name = "--max-model-len", .help = "conversation length in tokens",
                                           .min = 16, .max = 1 << 24},
                                          {0}}},
@@ -106,6 +106,7 @@ int cmd_chat(int argc, char **argv) {
     ec.max_num_seqs = 1;
     ec.max_model_len = (int)n_ctx;
     ec.kv_cache_bytes = 0; /* exactly one conversation of n_ctx */
+    ec.kv_type = o.engine.kv_cache_dtype;
     ec.n_threads = (int)o.engine.threads;
     if (!tmpl || !(e = engine_create(m, &ec))) {
         fprintf(stderr, "cllm: %s\n", err_get());

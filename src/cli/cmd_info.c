@@ -15,7 +15,7 @@
 
 typedef struct {
     cli_model_settings model;
-    cli_engine_settings engine; /* --max-model-len, --kv-cache-dtype */
+    cli_engine_settings engine; /* --max-model-len, --kv-cache-dtype, --kv-cache-memory, --block-size */
     bool plan;
     long concurrency;
 } info_options;
@@ -33,10 +33,11 @@ static const cli_section k_info_sections[] = {
     {.group = &cli_model_group, .offset = offsetof(info_options, model), .only = "--model"},
     {.group = &cli_engine_group,
      .offset = offsetof(info_options, engine),
-     .only = "--max-model-len --kv-cache-dtype",
+     .only = "--max-model-len --kv-cache-dtype --kv-cache-memory --block-size",
      .overrides = (const cli_override[]){
          {.name = "--max-model-len", .help = "the context length KV cache sizes are given for",
           .default_text = "the model's trained context"},
+         {.name = "--kv-cache-memory", .help = "the KV cache budget --plan gives each dtype's tokens for"},
          {0}}},
     {0}};
 
@@ -53,6 +54,7 @@ static const cli_command k_info = {
 
 /* info_plan.c */
 void info_print_plan(const model *m, long n_ctx, long concurrency, kv_dtype dt, double kv_per_seq);
+void info_print_kv_capacity(const model *m, size_t kv_memory, int block_size, kv_dtype chosen);
 
 static void print_bytes(const char *label, double bytes) {
     printf("%-16s %.1f MiB (%.0f bytes)\n", label, bytes / (1024.0 * 1024.0), bytes);
@@ -61,7 +63,7 @@ static void print_bytes(const char *label, double bytes) {
 /* KV bytes for one sequence of n_ctx tokens: sliding layers keep at most their window. */
 static double kv_bytes_for_context(const model *m, kv_dtype dt, long n_ctx) {
     const model_hparams *hp = &m->hp;
-    const double per_layer_token = (double)hp->n_head_kv * (hp->head_dim_k + hp->head_dim_v) * kv_dtype_size(dt);
+    const double per_layer_token = (double)kv_bytes_per_layer_token(&m->kv, dt);
     double total = 0;
     for (int il = 0; il < hp->n_layer; il++) {
         long toks = hp->is_swa[il] && hp->n_swa < n_ctx ? hp->n_swa : n_ctx;
@@ -130,7 +132,10 @@ int cmd_info(int argc, char **argv) {
     char label[64];
     snprintf(label, sizeof label, "KV @ %ld tokens", n_ctx);
     print_bytes(label, kv_bytes_for_context(m, dt, n_ctx));
-    if (o.plan) info_print_plan(m, n_ctx, o.concurrency, dt, kv_bytes_for_context(m, dt, n_ctx));
+    if (o.plan) {
+        info_print_plan(m, n_ctx, o.concurrency, dt, kv_bytes_for_context(m, dt, n_ctx));
+        info_print_kv_capacity(m, o.engine.kv_cache_memory, (int)o.engine.block_size, dt);
+    }
     model_free(m);
     return 0;
 }

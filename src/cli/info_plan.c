@@ -4,10 +4,13 @@
  * counted tensor by tensor: the layers' linear maps in the precision of the
  * row, the token embedding and output head in Q8_0 as quantize keeps them by
  * default (F16 in the F16 row), vectors in F32; "file as is" is the model as
- * loaded. */
+ * loaded. The KV table gives, for each --kv-cache-dtype, the real bytes a
+ * token takes (8-bit rows with their scales) and the tokens --kv-cache-memory
+ * holds, computed as the engine sizes its pool. */
 #include "cli/cli_common.h"
 #include "kernels/gq.h"
 #include "kernels/wtype.h"
+#include "kv/kv_cache.h"
 #include "util/mem_size.h"
 
 #include <stdio.h>
@@ -73,4 +76,25 @@ void info_print_plan(const model *m, long n_ctx, long concurrency, kv_dtype dt, 
     printf("  (quantized rows keep the embedding and output head in Q8_0, as `cllm quantize` does;\n"
            "   compute buffers come on top, a few MiB per token of batch)\n");
     if (avail > 0) printf("  memory available now: %.1f MiB\n", avail / mib);
+}
+
+void info_print_kv_capacity(const model *m, size_t kv_memory, int block_size, kv_dtype chosen) {
+    printf("\nKV cache in %.1f MiB, blocks of %d tokens (as `cllm serve --kv-cache-memory` sizes it):\n",
+           (double)kv_memory / 1048576.0, block_size);
+    printf("  %-10s %14s %12s %8s\n", "dtype", "bytes/token", "tokens", "vs f16");
+    long f16_tokens = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int t = 0; t < KV_DTYPE_COUNT; t++) {
+            kv_cache layout;
+            kv_cache_layout(&m->kv, (kv_dtype)t, block_size, &layout);
+            /* engine_kv_capacity_tokens: every group needs a block per block_size tokens. */
+            const long tokens = (long)(kv_memory / kv_block_bytes(&layout)) * block_size / layout.n_groups;
+            if (pass == 0) {
+                if (t == KV_F16) f16_tokens = tokens;
+                continue;
+            }
+            printf("  %-10s %14zu %12ld %7.2fx%s\n", kv_dtype_name((kv_dtype)t),
+                   kv_bytes_per_token(&m->kv, (kv_dtype)t), tokens,
+                   f16_tokens ? (double)tokens / (double)f16_tokens : 0.0, t == (int)chosen ? "  (chosen)" : "");
+        }
 }

@@ -17,18 +17,21 @@
 #ifndef CLLM_KERNELS_ATTENTION_H
 #define CLLM_KERNELS_ATTENTION_H
 
+#include "kernels/kv_row.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 /* One layer's K and V pages: block b's rows start at k + b * k_block_stride,
- * laid out [kv_head][token][dim]. */
+ * laid out [kv_head][token], each row kv_row_bytes(dtype, head_dim) bytes as
+ * kv_row.h stores it. 8-bit rows are read in place and decoded in registers. */
 typedef struct {
     const uint8_t *k;
     const uint8_t *v;
     size_t k_block_stride; /* bytes */
     size_t v_block_stride;
-    bool f16;        /* element type: f16 when true, else f32 */
+    kv_dtype dtype;
     int block_size;  /* at most ATTN_MAX_BLOCK */
     int n_kv_heads;
     int head_dim_k;

@@ -18,18 +18,35 @@
 
 #define ALWAYS_INLINE inline __attribute__((always_inline))
 
-static ALWAYS_INLINE __m256 load8(const uint8_t *base, bool f16, int i) {
-    if (f16) return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(base + 2 * (size_t)i)));
-    return _mm256_loadu_ps((const float *)base + i);
+/* Values i .. i+7 of a row (kv_row.h) as floats, the bits of kv_row_value:
+ * an 8-bit code is widened to an exact float, then times the row's scale. */
+static ALWAYS_INLINE __m256 load8(const uint8_t *row, kv_dtype dt, int i) {
+    if (dt == KV_F32) return _mm256_loadu_ps((const float *)row + i);
+    if (dt == KV_F16) return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(row + 2 * (size_t)i)));
+    if (dt == KV_BF16)
+        return _mm256_castsi256_ps(_mm256_slli_epi32(
+            _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(row + 2 * (size_t)i))), 16));
+    const __m128i b = _mm_loadl_epi64((const __m128i *)(row + KV_ROW_SCALE_BYTES + i));
+    const __m256 scale = _mm256_set1_ps(kv_row_scale(row));
+    __m256 x;
+    if (dt == KV_INT8) {
+        x = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b));
+    } else if (dt == KV_FP8_E5M2) {
+        x = _mm256_cvtph_ps(_mm_slli_epi16(_mm_cvtepu8_epi16(b), 8)); /* e5m2 is an f16's top byte */
+    } else {
+        /* e4m3 -> the f16 with the same sign, exponent and mantissa bits
+         * (bias 15 instead of 7, subnormals included): the sign-extended code
+         * shifted left 7 has sign, exponent and mantissa in place and a copy
+         * of the sign in bit 14, cleared. Times 2^8 for the bias, exact.
+         * S.1111.111 (NaN) is not special-cased: only rows holding a NaN
+         * contain it, and their scale is NaN (kv_row.c). */
+        const __m128i h = _mm_and_si128(_mm_slli_epi16(_mm_cvtepi8_epi16(b), 7), _mm_set1_epi16((short)0xBF80));
+        x = _mm256_mul_ps(_mm256_cvtph_ps(h), _mm256_set1_ps(256.0f));
+    }
+    return _mm256_mul_ps(x, scale);
 }
 
-static ALWAYS_INLINE float load1(const uint8_t *base, bool f16, int i) {
-    if (f16) {
-        uint16_t h = ((const uint16_t *)base)[i];
-        return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h)));
-    }
-    return ((const float *)base)[i];
-}
+static ALWAYS_INLINE float load1(const uint8_t *row, kv_dtype dt, int i) { return kv_row_value(dt, row, i); }
 
 /* (v0 + v1 + v2 + v3) + (v4 + v5 + v6 + v7), each half a pair of pairs: the
  * tree hsum8 computes for eight vectors at once, so a dot's bits do not
@@ -78,10 +95,10 @@ typedef struct {
 
 /* Raw dots of rows r0 .. r0+NR-1 with keys k0 .. k0+NK-1 of a block into
  * s[row][key]; NR <= 2, NK <= 4, constants after inlining. */
-static ALWAYS_INLINE void dots(int NR, int NK, bool f16, const tile_rows *tr, int r0, const uint8_t *kblk,
+static ALWAYS_INLINE void dots(int NR, int NK, kv_dtype dt, const tile_rows *tr, int r0, const uint8_t *kblk,
                                int k0, float s[][ATTN_MAX_BLOCK]) {
     const int dk = tr->dk;
-    const size_t kstride = (size_t)dk * (f16 ? 2 : 4);
+    const size_t kstride = kv_row_bytes(dt, dk);
     __m256 acc[8];
     for (int i = 0; i < 8; i++) acc[i] = _mm256_setzero_ps();
     int d = 0;
@@ -89,7 +106,7 @@ static ALWAYS_INLINE void dots(int NR, int NK, bool f16, const tile_rows *tr, in
         __m256 q[2];
         for (int r = 0; r < NR; r++) q[r] = _mm256_loadu_ps(tr->q[r0 + r] + d);
         for (int k = 0; k < NK; k++) {
-            const __m256 kv = load8(kblk + (size_t)(k0 + k) * kstride, f16, d);
+            const __m256 kv = load8(kblk + (size_t)(k0 + k) * kstride, dt, d);
             for (int r = 0; r < NR; r++) acc[r * 4 + k] = _mm256_fmadd_ps(q[r], kv, acc[r * 4 + k]);
         }
     }
@@ -102,35 +119,35 @@ static ALWAYS_INLINE void dots(int NR, int NK, bool f16, const tile_rows *tr, in
         for (int k = 0; k < NK; k++) {
             float x = sum[r * 4 + k];
             const uint8_t *krow = kblk + (size_t)(k0 + k) * kstride;
-            for (int e = d; e < dk; e++) x += tr->q[r0 + r][e] * load1(krow, f16, e);
+            for (int e = d; e < dk; e++) x += tr->q[r0 + r][e] * load1(krow, dt, e);
             s[r0 + r][k0 + k] = x;
         }
 }
 
-static ALWAYS_INLINE void dots_rows(int NR, bool f16, const tile_rows *tr, int r0, const uint8_t *kblk, int t0,
+static ALWAYS_INLINE void dots_rows(int NR, kv_dtype dt, const tile_rows *tr, int r0, const uint8_t *kblk, int t0,
                                     int t1, float s[][ATTN_MAX_BLOCK]) {
     int k = t0;
-    for (; k + 4 <= t1 + 1; k += 4) dots(NR, 4, f16, tr, r0, kblk, k, s);
+    for (; k + 4 <= t1 + 1; k += 4) dots(NR, 4, dt, tr, r0, kblk, k, s);
     switch (t1 + 1 - k) {
-    case 3: dots(NR, 3, f16, tr, r0, kblk, k, s); break;
-    case 2: dots(NR, 2, f16, tr, r0, kblk, k, s); break;
-    case 1: dots(NR, 1, f16, tr, r0, kblk, k, s); break;
+    case 3: dots(NR, 3, dt, tr, r0, kblk, k, s); break;
+    case 2: dots(NR, 2, dt, tr, r0, kblk, k, s); break;
+    case 1: dots(NR, 1, dt, tr, r0, kblk, k, s); break;
     default: break;
     }
 }
 
 /* out[d .. d + 8*ND) of rows[0 .. NR) = c * out + sum over keys t0..t1 of
  * p[t] * V[t]; NR <= 2, ND <= 4. */
-static ALWAYS_INLINE void pv(int NR, int ND, bool f16, const tile_rows *tr, const int *rows, const float *c,
+static ALWAYS_INLINE void pv(int NR, int ND, kv_dtype dt, const tile_rows *tr, const int *rows, const float *c,
                              const uint8_t *vblk, int t0, int t1, float p[][ATTN_MAX_BLOCK], int d) {
-    const size_t vstride = (size_t)tr->dv * (f16 ? 2 : 4);
+    const size_t vstride = kv_row_bytes(dt, tr->dv);
     __m256 acc[2][4];
     for (int r = 0; r < NR; r++)
         for (int j = 0; j < ND; j++)
             acc[r][j] = _mm256_mul_ps(_mm256_set1_ps(c[r]), _mm256_loadu_ps(tr->out[rows[r]] + d + 8 * j));
     for (int t = t0; t <= t1; t++) {
         __m256 v[4];
-        for (int j = 0; j < ND; j++) v[j] = load8(vblk + (size_t)t * vstride, f16, d + 8 * j);
+        for (int j = 0; j < ND; j++) v[j] = load8(vblk + (size_t)t * vstride, dt, d + 8 * j);
         for (int r = 0; r < NR; r++) {
             const __m256 pr = _mm256_broadcast_ss(&p[rows[r]][t]);
             for (int j = 0; j < ND; j++) acc[r][j] = _mm256_fmadd_ps(pr, v[j], acc[r][j]);
@@ -140,17 +157,17 @@ static ALWAYS_INLINE void pv(int NR, int ND, bool f16, const tile_rows *tr, cons
         for (int j = 0; j < ND; j++) _mm256_storeu_ps(tr->out[rows[r]] + d + 8 * j, acc[r][j]);
 }
 
-static ALWAYS_INLINE void pv_rows(int NR, bool f16, const tile_rows *tr, const int *rows, const float *c,
+static ALWAYS_INLINE void pv_rows(int NR, kv_dtype dt, const tile_rows *tr, const int *rows, const float *c,
                                   const uint8_t *vblk, int t0, int t1, float p[][ATTN_MAX_BLOCK]) {
     const int dv = tr->dv;
-    const size_t vstride = (size_t)dv * (f16 ? 2 : 4);
+    const size_t vstride = kv_row_bytes(dt, dv);
     int d = 0;
-    for (; d + 32 <= dv; d += 32) pv(NR, 4, f16, tr, rows, c, vblk, t0, t1, p, d);
-    for (; d + 8 <= dv; d += 8) pv(NR, 1, f16, tr, rows, c, vblk, t0, t1, p, d);
+    for (; d + 32 <= dv; d += 32) pv(NR, 4, dt, tr, rows, c, vblk, t0, t1, p, d);
+    for (; d + 8 <= dv; d += 8) pv(NR, 1, dt, tr, rows, c, vblk, t0, t1, p, d);
     for (; d < dv; d++)
         for (int r = 0; r < NR; r++) {
             float a = c[r] * tr->out[rows[r]][d];
-            for (int t = t0; t <= t1; t++) a += p[rows[r]][t] * load1(vblk + (size_t)t * vstride, f16, d);
+            for (int t = t0; t <= t1; t++) a += p[rows[r]][t] * load1(vblk + (size_t)t * vstride, dt, d);
             tr->out[rows[r]][d] = a;
         }
 }
@@ -196,7 +213,7 @@ static float softmax_row(tile_rows *tr, int r, int b, int t0, int t1, float scal
     return c;
 }
 
-static ALWAYS_INLINE void tile_body(bool f16, const paged_kv *kv, const int32_t *block_table, int kv_head,
+static ALWAYS_INLINE void tile_body(kv_dtype dt, const paged_kv *kv, const int32_t *block_table, int kv_head,
                                     const attn_tile *t, float scale) {
     tile_rows tr = {.n_rows = t->n_tok * t->n_head, .dk = kv->head_dim_k, .dv = kv->head_dim_v,
                     .bs = kv->block_size};
@@ -211,16 +228,15 @@ static ALWAYS_INLINE void tile_body(bool f16, const paged_kv *kv, const int32_t 
         for (int d = 0; d < tr.dv; d++) tr.out[r][d] = 0;
         jlo = min_int(jlo, tr.lo[r]), jhi = max_int(jhi, tr.hi[r]);
     }
-    const size_t esz = f16 ? 2 : 4;
     _Alignas(32) float s[ATTN_TILE_ROWS][ATTN_MAX_BLOCK];
     for (int b = jlo / bs; b <= jhi / bs; b++) {
         const int t0 = max_int(jlo, b * bs) - b * bs, t1 = min_int(jhi, b * bs + bs - 1) - b * bs;
         const size_t row0 = (size_t)kv_head * bs;
-        const uint8_t *kblk = kv->k + (size_t)block_table[b] * kv->k_block_stride + row0 * tr.dk * esz;
-        const uint8_t *vblk = kv->v + (size_t)block_table[b] * kv->v_block_stride + row0 * tr.dv * esz;
+        const uint8_t *kblk = kv->k + (size_t)block_table[b] * kv->k_block_stride + row0 * kv_row_bytes(dt, tr.dk);
+        const uint8_t *vblk = kv->v + (size_t)block_table[b] * kv->v_block_stride + row0 * kv_row_bytes(dt, tr.dv);
         int r = 0;
-        for (; r + 2 <= tr.n_rows; r += 2) dots_rows(2, f16, &tr, r, kblk, t0, t1, s);
-        if (r < tr.n_rows) dots_rows(1, f16, &tr, r, kblk, t0, t1, s);
+        for (; r + 2 <= tr.n_rows; r += 2) dots_rows(2, dt, &tr, r, kblk, t0, t1, s);
+        if (r < tr.n_rows) dots_rows(1, dt, &tr, r, kblk, t0, t1, s);
         /* The rows that see some key of this block, and their factors. */
         int live[ATTN_TILE_ROWS], n_live = 0;
         float c[ATTN_TILE_ROWS];
@@ -229,8 +245,8 @@ static ALWAYS_INLINE void tile_body(bool f16, const paged_kv *kv, const int32_t 
             if (cr >= 0) c[n_live] = cr, live[n_live++] = r;
         }
         int i = 0;
-        for (; i + 2 <= n_live; i += 2) pv_rows(2, f16, &tr, live + i, c + i, vblk, t0, t1, s);
-        if (i < n_live) pv_rows(1, f16, &tr, live + i, c + i, vblk, t0, t1, s);
+        for (; i + 2 <= n_live; i += 2) pv_rows(2, dt, &tr, live + i, c + i, vblk, t0, t1, s);
+        if (i < n_live) pv_rows(1, dt, &tr, live + i, c + i, vblk, t0, t1, s);
     }
     for (int r = 0; r < tr.n_rows; r++) {
         const __m256 inv = _mm256_set1_ps(1.0f / tr.l[r]);
@@ -243,8 +259,16 @@ static ALWAYS_INLINE void tile_body(bool f16, const paged_kv *kv, const int32_t 
 
 void attn_tile_avx2(const paged_kv *kv, const int32_t *block_table, int kv_head, const attn_tile *t,
                     float scale) {
-    if (kv->f16) tile_body(true, kv, block_table, kv_head, t, scale);
-    else tile_body(false, kv, block_table, kv_head, t, scale);
+    /* One body per dtype, each with its loads inlined. */
+    switch (kv->dtype) {
+    case KV_F32: tile_body(KV_F32, kv, block_table, kv_head, t, scale); break;
+    case KV_F16: tile_body(KV_F16, kv, block_table, kv_head, t, scale); break;
+    case KV_BF16: tile_body(KV_BF16, kv, block_table, kv_head, t, scale); break;
+    case KV_FP8_E4M3: tile_body(KV_FP8_E4M3, kv, block_table, kv_head, t, scale); break;
+    case KV_FP8_E5M2: tile_body(KV_FP8_E5M2, kv, block_table, kv_head, t, scale); break;
+    case KV_INT8: tile_body(KV_INT8, kv, block_table, kv_head, t, scale); break;
+    default: break;
+    }
 }
 
 void attn_paged_avx2(const paged_kv *kv, const int32_t *block_table, int kv_head, const float *q, int lo,

@@ -1,8 +1,6 @@
 /* Scalar reference of paged attention; see attention.h. */
 #include "kernels/attention.h"
 
-#include "util/fp16.h"
-
 #include <math.h>
 #include <stddef.h>
 
@@ -12,26 +10,21 @@
  * and softmax sums, so every output is the same bits as in one pass. */
 #define ATTN_REF_DIMS 1024
 
-static float load(const uint8_t *base, bool f16, size_t i) {
-    if (f16) return f16_to_f32(((const f16_t *)base)[i]);
-    return ((const float *)base)[i];
-}
-
 /* out[d] for d0 <= d < d0 + nd (nd <= ATTN_REF_DIMS). */
 static void attn_pass(const paged_kv *kv, const int32_t *block_table, int kv_head, const float *q,
                       int lo, int hi, float scale, int d0, int nd, float *out) {
     const int bs = kv->block_size, dk = kv->head_dim_k, dv = kv->head_dim_v;
-    const size_t esz = kv->f16 ? 2 : 4;
+    const size_t k_row = kv_row_bytes(kv->dtype, dk), v_row = kv_row_bytes(kv->dtype, dv);
     double m = -INFINITY, l = 0;
     double acc[ATTN_REF_DIMS];
     for (int d = 0; d < nd; d++) acc[d] = 0;
     for (int j = lo; j <= hi; j++) {
         const int blk = block_table[j / bs], tok = j % bs;
         const size_t row = (size_t)kv_head * bs + tok;
-        const uint8_t *krow = kv->k + (size_t)blk * kv->k_block_stride + row * dk * esz;
-        const uint8_t *vrow = kv->v + (size_t)blk * kv->v_block_stride + row * dv * esz;
+        const uint8_t *krow = kv->k + (size_t)blk * kv->k_block_stride + row * k_row;
+        const uint8_t *vrow = kv->v + (size_t)blk * kv->v_block_stride + row * v_row;
         double s = 0;
-        for (int d = 0; d < dk; d++) s += (double)q[d] * load(krow, kv->f16, d);
+        for (int d = 0; d < dk; d++) s += (double)q[d] * kv_row_value(kv->dtype, krow, d);
         s *= scale;
         if (s > m) {
             const double c = exp(m - s);
@@ -41,7 +34,7 @@ static void attn_pass(const paged_kv *kv, const int32_t *block_table, int kv_hea
         }
         const double p = exp(s - m);
         l += p;
-        for (int d = 0; d < nd; d++) acc[d] += p * load(vrow, kv->f16, (size_t)(d0 + d));
+        for (int d = 0; d < nd; d++) acc[d] += p * kv_row_value(kv->dtype, vrow, d0 + d);
     }
     for (int d = 0; d < nd; d++) out[d0 + d] = (float)(acc[d] / l);
 }

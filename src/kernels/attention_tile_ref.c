@@ -5,7 +5,6 @@
 #include "kernels/attention.h"
 
 #include "kernels/wtype.h"
-#include "util/fp16.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -15,11 +14,6 @@
  * passes, each recomputing the same scores. */
 #define ATTN_TILE_REF_DIMS 128
 
-static double load(const uint8_t *base, bool f16, size_t i) {
-    if (f16) return f16_to_f32(((const f16_t *)base)[i]);
-    return ((const float *)base)[i];
-}
-
 static int min_int(int a, int b) { return a < b ? a : b; }
 static int max_int(int a, int b) { return a > b ? a : b; }
 
@@ -28,7 +22,7 @@ static void tile_pass(const paged_kv *kv, const int32_t *block_table, int kv_hea
                       float scale, int d0, int nd) {
     const int bs = kv->block_size, dk = kv->head_dim_k, dv = kv->head_dim_v;
     const int n_rows = t->n_tok * t->n_head;
-    const size_t esz = kv->f16 ? 2 : 4;
+    const size_t k_row = kv_row_bytes(kv->dtype, dk), v_row = kv_row_bytes(kv->dtype, dv);
     double m[ATTN_TILE_ROWS], l[ATTN_TILE_ROWS], acc[ATTN_TILE_ROWS][ATTN_TILE_REF_DIMS];
     int jlo = t->lo[0], jhi = t->hi[0];
     for (int i = 1; i < t->n_tok; i++) jlo = min_int(jlo, t->lo[i]), jhi = max_int(jhi, t->hi[i]);
@@ -47,9 +41,9 @@ static void tile_pass(const paged_kv *kv, const int32_t *block_table, int kv_hea
             const float *q = t->q + i * t->q_stride + (size_t)h * dk;
             double s[ATTN_MAX_BLOCK], mb = -INFINITY;
             for (int k = a; k <= e; k++) {
-                const uint8_t *krow = kblk + (row0 + k) * dk * esz;
+                const uint8_t *krow = kblk + (row0 + k) * k_row;
                 double x = 0;
-                for (int d = 0; d < dk; d++) x += (double)q[d] * load(krow, kv->f16, d);
+                for (int d = 0; d < dk; d++) x += (double)q[d] * kv_row_value(kv->dtype, krow, d);
                 s[k] = x * scale;
                 if (s[k] > mb) mb = s[k];
             }
@@ -60,10 +54,10 @@ static void tile_pass(const paged_kv *kv, const int32_t *block_table, int kv_hea
                 m[r] = mb;
             }
             for (int k = a; k <= e; k++) {
-                const uint8_t *vrow = vblk + (row0 + k) * dv * esz;
+                const uint8_t *vrow = vblk + (row0 + k) * v_row;
                 const double p = exp(s[k] - m[r]);
                 l[r] += p;
-                for (int d = 0; d < nd; d++) acc[r][d] += p * load(vrow, kv->f16, (size_t)(d0 + d));
+                for (int d = 0; d < nd; d++) acc[r][d] += p * kv_row_value(kv->dtype, vrow, d0 + d);
             }
         }
     }

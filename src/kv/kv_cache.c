@@ -6,19 +6,36 @@
 #include <stdlib.h>
 #include <string.h>
 
-size_t kv_dtype_size(kv_dtype dtype) { return dtype == KV_F32 ? 4 : 2; }
+static const char *const k_dtype_names[KV_DTYPE_COUNT] = {
+    [KV_F32] = "f32", [KV_F16] = "f16", [KV_BF16] = "bf16", [KV_FP8_E4M3] = "fp8_e4m3",
+    [KV_FP8_E5M2] = "fp8_e5m2", [KV_INT8] = "int8",
+};
 
-const char *kv_dtype_name(kv_dtype dtype) { return dtype == KV_F32 ? "f32" : "f16"; }
+const char *kv_dtype_name(kv_dtype dtype) {
+    return dtype >= 0 && dtype < KV_DTYPE_COUNT ? k_dtype_names[dtype] : "?";
+}
 
 int kv_dtype_parse(const char *s, kv_dtype *out) {
-    if (!strcmp(s, "f32")) *out = KV_F32;
-    else if (!strcmp(s, "f16")) *out = KV_F16;
-    else return err_set("unknown KV cache type '%s' (supported: f16, f32)", s);
-    return 0;
+    /* vLLM's spellings: fp8 is e4m3; auto is the compute type, f16 for every
+     * model cllm runs (activations are f32, the cache's f16 is what "model
+     * precision" means here, as vLLM's auto gives a model's f16/bf16). */
+    if (!strcmp(s, "auto")) s = "f16";
+    else if (!strcmp(s, "fp8")) s = "fp8_e4m3";
+    else if (!strcmp(s, "bfloat16")) s = "bf16";
+    for (int t = 0; t < KV_DTYPE_COUNT; t++)
+        if (!strcmp(s, k_dtype_names[t])) {
+            *out = (kv_dtype)t;
+            return 0;
+        }
+    return err_set("unknown KV cache type '%s' (supported: " KV_DTYPE_NAMES ")", s);
+}
+
+size_t kv_bytes_per_layer_token(const kv_spec *spec, kv_dtype dtype) {
+    return (size_t)spec->n_kv_heads * (kv_row_bytes(dtype, spec->head_dim_k) + kv_row_bytes(dtype, spec->head_dim_v));
 }
 
 size_t kv_bytes_per_token(const kv_spec *spec, kv_dtype dtype) {
-    return (size_t)spec->n_layers * spec->n_kv_heads * (spec->head_dim_k + spec->head_dim_v) * kv_dtype_size(dtype);
+    return (size_t)spec->n_layers * kv_bytes_per_layer_token(spec, dtype);
 }
 
 void kv_cache_layout(const kv_spec *spec, kv_dtype dtype, int block_size, kv_cache *kv) {
@@ -52,8 +69,8 @@ void kv_cache_layout(const kv_spec *spec, kv_dtype dtype, int block_size, kv_cac
     kv->head_dim_k = spec->head_dim_k;
     kv->head_dim_v = spec->head_dim_v;
     kv->layers_per_group = size;
-    kv->k_layer_bytes = (size_t)block_size * spec->n_kv_heads * spec->head_dim_k * kv_dtype_size(dtype);
-    kv->v_layer_bytes = (size_t)block_size * spec->n_kv_heads * spec->head_dim_v * kv_dtype_size(dtype);
+    kv->k_layer_bytes = (size_t)block_size * spec->n_kv_heads * kv_row_bytes(dtype, spec->head_dim_k);
+    kv->v_layer_bytes = (size_t)block_size * spec->n_kv_heads * kv_row_bytes(dtype, spec->head_dim_v);
     kv->n_groups = 0;
     /* Full layers first, then each window, each kind filling groups in layer order. */
     for (int k = 0; k < n_kinds; k++) {

@@ -8,15 +8,20 @@
  * per group; a sliding group's table drops the blocks that left the window, so
  * memory follows the workload whatever its mix of short and long sequences.
  *
- * Layout: [block][slot in group][kv_head][token][dim], so the keys of one head
- * within a block are contiguous for the attention kernels. */
+ * Layout: [block][slot in group][kv_head][token][row], so the keys of one head
+ * within a block are contiguous for the attention kernels. A row is one
+ * token's K (or V) of one kv head, stored as kernels/kv_row.h defines for the
+ * cache's dtype: f32, f16, bf16, or 8 bits (int8, fp8 e4m3/e5m2) with an f32
+ * scale per row, i.e. per token and kv head. Whole blocks move (prefix cache,
+ * copy-on-write, preemption) without knowing the dtype: every size here is
+ * the rows' real bytes. */
 #ifndef CLLM_KV_KV_CACHE_H
 #define CLLM_KV_KV_CACHE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum { KV_F32 = 0, KV_F16 = 1 } kv_dtype;
+#include "kernels/kv_row.h"
 
 #define KV_MAX_GROUPS 32
 #define KV_MAX_LAYERS 256
@@ -49,9 +54,13 @@ typedef struct {
     uint8_t *v;
 } kv_cache;
 
-size_t kv_dtype_size(kv_dtype dtype);
 const char *kv_dtype_name(kv_dtype dtype);
+/* The names --kv-cache-dtype accepts, in the order of the error message. */
+#define KV_DTYPE_NAMES "auto, f16, bf16 (= bfloat16), f32, fp8 (= fp8_e4m3), fp8_e4m3, fp8_e5m2, int8"
+/* Parses a --kv-cache-dtype value. "auto" is the models' compute type, f16. */
 int kv_dtype_parse(const char *s, kv_dtype *out);
+/* Bytes of K and V of one layer for one token. */
+size_t kv_bytes_per_layer_token(const kv_spec *spec, kv_dtype dtype);
 /* Bytes of KV per token over all layers (what `cllm info` reports). */
 size_t kv_bytes_per_token(const kv_spec *spec, kv_dtype dtype);
 

@@ -94,12 +94,11 @@ static void write_kv(const forward_step *s, int t, const float *k, const float *
     const int blk = s->b->seqs[s->b->seq[t]].block_table[kv->layer_group[s->il]][pos / kv->block_size];
     const int off = pos % kv->block_size;
     uint8_t *kb = kv_k_block(kv, s->il, blk), *vb = kv_v_block(kv, s->il, blk);
-    const size_t esz = kv_dtype_size(kv->dtype);
-    const wtype_traits *conv = wtype_get(kv->dtype == KV_F16 ? WT_F16 : WT_F32);
+    const size_t k_row = kv_row_bytes(kv->dtype, kv->head_dim_k), v_row = kv_row_bytes(kv->dtype, kv->head_dim_v);
     for (int h = 0; h < kv->n_kv_heads; h++) {
         const size_t row = (size_t)h * kv->block_size + off;
-        conv->from_float(k + (size_t)h * kv->head_dim_k, kb + row * kv->head_dim_k * esz, kv->head_dim_k);
-        conv->from_float(v + (size_t)h * kv->head_dim_v, vb + row * kv->head_dim_v * esz, kv->head_dim_v);
+        kv_row_store(kv->dtype, k + (size_t)h * kv->head_dim_k, kb + row * k_row, kv->head_dim_k);
+        kv_row_store(kv->dtype, v + (size_t)h * kv->head_dim_v, vb + row * v_row, kv->head_dim_v);
     }
 }
 
@@ -201,7 +200,7 @@ static void attn_unit_run(const forward_step *s, int u) {
     const paged_kv pk = {.k = kv_k_block(kv, s->il, 0), .v = kv_v_block(kv, s->il, 0),
                          .k_block_stride = (size_t)kv->layers_per_group * kv->k_layer_bytes,
                          .v_block_stride = (size_t)kv->layers_per_group * kv->v_layer_bytes,
-                         .f16 = kv->dtype == KV_F16, .block_size = kv->block_size,
+                         .dtype = kv->dtype, .block_size = kv->block_size,
                          .n_kv_heads = kv->n_kv_heads, .head_dim_k = kv->head_dim_k,
                          .head_dim_v = kv->head_dim_v};
     const int window = kv->group_window[g];

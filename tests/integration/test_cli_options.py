@@ -19,7 +19,8 @@ COMMANDS = ["generate", "chat", "serve", "info", "tokenize", "logits", "quantize
 
 # A value each metavar accepts in every command that uses it, and that is no command's default.
 SAMPLE_VALUES = {"N": "48", "K": "48", "S": "12345", "T": "0.5", "P": "0.5", "R": "0.5", "X": "0.5", "Y": "0.5",
-                 "Z": "0.5", "SECONDS": "30", "SIZE": "3GiB", "f16|f32": "f32", "8|16|32": "32",
+                 "Z": "0.5", "SECONDS": "30", "SIZE": "3GiB", "8|16|32": "32",
+                 "auto|f16|bf16|f32|fp8|fp8_e4m3|fp8_e5m2|int8": "int8",
                  "8|4|3|2": "3", "32|64|128|-1": "64", "R|inf": "2.5", "JSON": '{"a": 1}', "TYPE": "f16"}
 
 

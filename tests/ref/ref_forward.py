@@ -53,7 +53,9 @@ modeling_llama.py / modeling_qwen2.py / modeling_gemma3.py):
 * Final: output_norm, then logits = h @ output.weight^T, or token_embd^T when
   output.weight is absent (llama-model.cpp loads tok_embd as the output with
   TENSOR_DUPLICATED).
-* KV cache type: kv_type="f16" rounds K (after RoPE) and V to float16 before
+* KV cache type: kv_type="int8" | "fp8_e4m3" | "fp8_e5m2" rounds each row of
+  K (after RoPE) and V to 8 bits with a scale per row (kv_rows_8bit);
+  kv_type="f16" rounds K (after RoPE) and V to float16 before
   attention, mimicking an f16 KV cache.
 
 Usage: ref_logits(path, tokens, kv_type="f32") -> np.ndarray [n_tokens, n_vocab].
@@ -233,6 +235,32 @@ def attention(q, k, v, pos, scale: float, n_swa: int = 0) -> np.ndarray:
 # ---------------------------------------------------------------------------
 
 
+# 8-bit KV rows: each token's K (or V) of one kv head gets an f32 scale,
+# max|x| / the format's largest magnitude, and is rounded to the format's grid
+# (to nearest, ties to even): int8 the integers up to 127; fp8 the values with
+# (mantissa bits) after the leading one down to the smallest normal exponent,
+# subnormal spacing below it (E4M3: 3 bits, exponents >= -6, max 448; E5M2:
+# 2 bits, >= -14, max 57344).
+ROW_CODE_MAX = {"int8": 127.0, "fp8_e4m3": 448.0, "fp8_e5m2": 57344.0}
+_FP8_GRID = {"fp8_e4m3": (3, -6), "fp8_e5m2": (2, -14)}
+
+
+def kv_rows_8bit(x: np.ndarray, kind: str) -> np.ndarray:
+    x32 = x.astype(np.float32)
+    scale = (np.abs(x32).max(axis=-1, keepdims=True) / np.float32(ROW_CODE_MAX[kind])).astype(np.float32)
+    safe = np.where(scale > 0, scale, np.float32(1))
+    y = (x32 / safe).astype(np.float64)
+    if kind == "int8":
+        codes = np.clip(np.rint(y), -127, 127)
+    else:
+        mbits, emin = _FP8_GRID[kind]
+        _, e = np.frexp(np.abs(y))  # |y| = f * 2^e, 0.5 <= f < 1: the binade 2^(e-1)
+        step = np.ldexp(1.0, np.maximum(e - 1, emin) - mbits)
+        codes = np.clip(np.rint(y / step) * step, -ROW_CODE_MAX[kind], ROW_CODE_MAX[kind])
+    codes = np.where(scale > 0, codes, 0.0)
+    return (codes.astype(np.float32) * scale).astype(np.float64)
+
+
 def forward(m: RefModel, tokens: Sequence[int], kv_type: str = "f32") -> np.ndarray:
     tokens = np.asarray(tokens, dtype=np.int64)
     if tokens.ndim != 1 or len(tokens) == 0:
@@ -270,6 +298,8 @@ def forward(m: RefModel, tokens: Sequence[int], kv_type: str = "f32") -> np.ndar
         if kv_type == "f16":
             k = k.astype(np.float16).astype(np.float64)
             v = v.astype(np.float16).astype(np.float64)
+        elif kv_type in ROW_CODE_MAX:
+            k, v = kv_rows_8bit(k, kv_type), kv_rows_8bit(v, kv_type)
         elif kv_type != "f32":
             raise ValueError(f"kv_type {kv_type!r}")
         a = attention(q, k, v, pos, 1.0 / math.sqrt(D), m.n_swa if local else 0)

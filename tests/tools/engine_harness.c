@@ -82,6 +82,11 @@ int main(int argc, char **argv) {
     cfg.n_threads = geti(cfgj, "threads", 2);
     cfg.prefix_caching = json_is_false(json_object_get(cfgj, "prefix_caching")) ? false : true;
     cfg.kv_type = geti(cfgj, "kv_f32", 0) ? KV_F32 : KV_F16;
+    const char *kv_dtype_arg = json_string_value(json_object_get(cfgj, "kv_dtype"));
+    if (kv_dtype_arg && kv_dtype_parse(kv_dtype_arg, &cfg.kv_type)) {
+        fprintf(stderr, "kv_dtype: %s\n", err_get());
+        return 1;
+    }
     json_t *specj = json_object_get(cfgj, "speculative_config");
     if (specj) {
         char *text = json_dumps(specj, 0);
@@ -166,6 +171,8 @@ int main(int argc, char **argv) {
     json_object_set_new(out, "steps", json_integer(step + 1));
     json_object_set_new(out, "blocks_in_use", json_integer(stats.kv_blocks_used));
     json_object_set_new(out, "blocks_total", json_integer(stats.kv_blocks_total));
+    json_object_set_new(out, "kv_dtype", json_string(kv_dtype_name(engine_get_config(e)->kv_type)));
+    json_object_set_new(out, "kv_capacity_tokens", json_integer(engine_kv_capacity_tokens(e)));
     json_object_set_new(out, "preemptions", json_integer((json_int_t)stats.preemptions));
     json_object_set_new(out, "prefix_hits", json_integer((json_int_t)stats.prefix_hits));
     json_object_set_new(out, "prefix_queries", json_integer((json_int_t)stats.prefix_queries));

@@ -1,10 +1,13 @@
 /* Paged attention: the AVX2 kernel agrees with the scalar reference, and the
  * reference agrees with a direct softmax over a contiguous copy of the keys,
- * for f32 and f16 pages, scattered block tables, partial blocks and windows,
+ * for pages of every KV dtype (f32, f16, bf16, int8, fp8 e4m3/e5m2),
+ * scattered block tables, partial blocks and windows,
  * and value heads up to the 4096 dims model/arch.c accepts. The tiles (a
  * prompt chunk's tokens x a GQA group's heads at once), scalar and AVX2, agree
  * with the one-row reference for every tile size, GQA ratio, head dim and
- * window, and an AVX2 row has the same bits in every tile as alone. */
+ * window, and an AVX2 row has the same bits in every tile as alone. Over an
+ * 8-bit cache each kernel gives the bits it gives over the same cache
+ * dequantized to f32: the codes are decoded in registers, exactly. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +16,7 @@
 
 #include "kernels/attention.h"
 #include "kernels/wtype.h"
+#include "kv/kv_cache.h"
 #include "util/fp16.h"
 
 #include <math.h>
@@ -31,35 +35,59 @@ typedef struct {
     uint8_t *k, *v;
 } pages;
 
-/* n_pos positions of n_kv_heads heads spread over shuffled physical blocks. */
-static pages make_pages(bool f16, int bs, int n_kv_heads, int dk, int dv, int n_pos) {
+/* n_pos positions of n_kv_heads heads spread over shuffled physical blocks,
+ * each row written by kv_row_store as forward.c writes the cache. */
+static pages make_pages(kv_dtype dt, int bs, int n_kv_heads, int dk, int dv, int n_pos) {
     pages p = {0};
     const int n_logical = (n_pos + bs - 1) / bs, n_phys = n_logical + 3;
-    const size_t esz = f16 ? 2 : 4;
-    p.k = calloc((size_t)n_phys * n_kv_heads * bs * dk, esz);
-    p.v = calloc((size_t)n_phys * n_kv_heads * bs * dv, esz);
+    const size_t k_row = kv_row_bytes(dt, dk), v_row = kv_row_bytes(dt, dv);
+    const size_t n_rows = (size_t)n_phys * n_kv_heads * bs;
+    p.k = calloc(n_rows, k_row);
+    p.v = calloc(n_rows, v_row);
     for (int i = 0; i < n_logical; i++) p.table[i] = (i * 7 + 2) % n_phys; /* distinct for n_phys coprime-ish */
-    for (size_t i = 0; i < (size_t)n_phys * n_kv_heads * bs * dk; i++) {
-        float x = frand() * 2;
-        if (f16) ((f16_t *)p.k)[i] = f32_to_f16(x);
-        else ((float *)p.k)[i] = x;
+    float *x = malloc(sizeof(float) * (size_t)(dk > dv ? dk : dv));
+    for (size_t r = 0; r < n_rows; r++) {
+        /* Rows of different magnitudes, so the 8-bit scales differ. */
+        const float mag = 0.5f + 0.5f * (float)(r % 5);
+        for (int d = 0; d < dk; d++) x[d] = frand() * mag;
+        kv_row_store(dt, x, p.k + r * k_row, dk);
+        for (int d = 0; d < dv; d++) x[d] = frand();
+        kv_row_store(dt, x, p.v + r * v_row, dv);
     }
-    for (size_t i = 0; i < (size_t)n_phys * n_kv_heads * bs * dv; i++) {
-        float x = frand();
-        if (f16) ((f16_t *)p.v)[i] = f32_to_f16(x);
-        else ((float *)p.v)[i] = x;
-    }
-    p.kv = (paged_kv){.k = p.k, .v = p.v, .f16 = f16, .block_size = bs, .n_kv_heads = n_kv_heads,
+    free(x);
+    p.kv = (paged_kv){.k = p.k, .v = p.v, .dtype = dt, .block_size = bs, .n_kv_heads = n_kv_heads,
                       .head_dim_k = dk, .head_dim_v = dv,
-                      .k_block_stride = (size_t)n_kv_heads * bs * dk * esz,
-                      .v_block_stride = (size_t)n_kv_heads * bs * dv * esz};
+                      .k_block_stride = (size_t)n_kv_heads * bs * k_row,
+                      .v_block_stride = (size_t)n_kv_heads * bs * v_row};
+    return p;
+}
+
+/* The same pages in f32, each value the decoded one: what attention over an
+ * 8-bit cache must equal, bit for bit, in each kernel. */
+static pages dequantized(const pages *q, int n_pos) {
+    const paged_kv *kv = &q->kv;
+    const int n_phys = (n_pos + kv->block_size - 1) / kv->block_size + 3;
+    const size_t n_rows = (size_t)n_phys * kv->n_kv_heads * kv->block_size;
+    const size_t k_row = kv_row_bytes(kv->dtype, kv->head_dim_k), v_row = kv_row_bytes(kv->dtype, kv->head_dim_v);
+    pages p = *q;
+    p.k = malloc(n_rows * kv->head_dim_k * sizeof(float));
+    p.v = malloc(n_rows * kv->head_dim_v * sizeof(float));
+    for (size_t r = 0; r < n_rows; r++) {
+        for (int d = 0; d < kv->head_dim_k; d++)
+            ((float *)p.k)[r * kv->head_dim_k + d] = kv_row_value(kv->dtype, q->k + r * k_row, d);
+        for (int d = 0; d < kv->head_dim_v; d++)
+            ((float *)p.v)[r * kv->head_dim_v + d] = kv_row_value(kv->dtype, q->v + r * v_row, d);
+    }
+    p.kv.k = p.k, p.kv.v = p.v, p.kv.dtype = KV_F32;
+    p.kv.k_block_stride = (size_t)kv->n_kv_heads * kv->block_size * kv->head_dim_k * sizeof(float);
+    p.kv.v_block_stride = (size_t)kv->n_kv_heads * kv->block_size * kv->head_dim_v * sizeof(float);
     return p;
 }
 
 static float elem(const pages *p, const uint8_t *base, int dim, int head, int j, int d) {
     const int bs = p->kv.block_size;
-    size_t i = (((size_t)p->table[j / bs] * p->kv.n_kv_heads + head) * bs + j % bs) * dim + d;
-    return p->kv.f16 ? f16_to_f32(((const f16_t *)base)[i]) : ((const float *)base)[i];
+    const size_t row = ((size_t)p->table[j / bs] * p->kv.n_kv_heads + head) * bs + j % bs;
+    return kv_row_value(p->kv.dtype, base + row * kv_row_bytes(p->kv.dtype, dim), d);
 }
 
 /* Direct two-pass softmax in double. */
@@ -80,8 +108,10 @@ static void naive(const pages *p, int head, const float *q, int lo, int hi, floa
     }
 }
 
-static void check_case(bool f16, int bs, int dk, int dv, int n_pos, int window) {
-    pages p = make_pages(f16, bs, 2, dk, dv, n_pos);
+static void check_case(kv_dtype dt, int bs, int dk, int dv, int n_pos, int window) {
+    pages p = make_pages(dt, bs, 2, dk, dv, n_pos);
+    pages deq = dequantized(&p, n_pos);
+    float *same = malloc(sizeof(float) * dv);
     float *q = malloc(sizeof(float) * dk), *want = malloc(sizeof(float) * dv);
     float *ref = malloc(sizeof(float) * dv), *fast = malloc(sizeof(float) * dv);
     for (int d = 0; d < dk; d++) q[d] = frand();
@@ -92,47 +122,61 @@ static void check_case(bool f16, int bs, int dk, int dv, int n_pos, int window) 
             naive(&p, head, q, lo, pos, scale, want);
             attn_paged_ref(&p.kv, p.table, head, q, lo, pos, scale, ref);
             for (int d = 0; d < dv; d++) assert_true(fabsf(ref[d] - want[d]) <= 1e-5f);
+            attn_paged_ref(&deq.kv, deq.table, head, q, lo, pos, scale, same);
+            if (memcmp(ref, same, sizeof(float) * dv))
+                fail_msg("%s bs=%d pos=%d: ref differs from ref over the dequantized cache", kv_dtype_name(dt), bs,
+                         pos);
             if (wtype_using_avx2()) {
                 attn_paged_avx2(&p.kv, p.table, head, q, lo, pos, scale, fast);
                 for (int d = 0; d < dv; d++)
                     if (fabsf(fast[d] - ref[d]) > 2e-5f)
-                        fail_msg("f16=%d bs=%d pos=%d d=%d: avx2 %g ref %g", f16, bs, pos, d, fast[d], ref[d]);
+                        fail_msg("%s bs=%d pos=%d d=%d: avx2 %g ref %g", kv_dtype_name(dt), bs, pos, d, fast[d],
+                                 ref[d]);
+                attn_paged_avx2(&deq.kv, deq.table, head, q, lo, pos, scale, same);
+                if (memcmp(fast, same, sizeof(float) * dv))
+                    fail_msg("%s bs=%d pos=%d: avx2 differs from avx2 over the dequantized cache",
+                             kv_dtype_name(dt), bs, pos);
             }
         }
     }
-    free(p.k);
-    free(p.v);
-    free(q), free(want), free(ref), free(fast);
+    free(p.k), free(p.v), free(deq.k), free(deq.v);
+    free(q), free(want), free(ref), free(fast), free(same);
 }
 
-static void test_f32_pages(void **state) {
-    (void)state;
-    check_case(false, 16, 64, 64, 100, 0);
-    check_case(false, 8, 36, 20, 61, 0);  /* dims not multiples of 8 */
-    check_case(false, 32, 128, 128, 200, 0);
-}
+static const kv_dtype k_dtypes[] = {KV_F32, KV_F16, KV_BF16, KV_INT8, KV_FP8_E4M3, KV_FP8_E5M2};
+#define N_DTYPES ((int)(sizeof k_dtypes / sizeof k_dtypes[0]))
 
-static void test_f16_pages(void **state) {
+/* Every dtype, block sizes 8, 16 and 32, head dims 64, 128 and 256, and dims
+ * that are no multiple of 8 (the kernels' scalar tails). */
+static void test_pages_every_dtype(void **state) {
     (void)state;
-    check_case(true, 16, 64, 64, 100, 0);
-    check_case(true, 16, 256, 256, 70, 0);
-    check_case(true, 8, 40, 24, 33, 0);
+    for (int i = 0; i < N_DTYPES; i++) {
+        check_case(k_dtypes[i], 16, 64, 64, 100, 0);
+        check_case(k_dtypes[i], 8, 128, 128, 61, 0);
+        check_case(k_dtypes[i], 32, 256, 256, 90, 0);
+        check_case(k_dtypes[i], 8, 36, 20, 61, 0);
+        check_case(k_dtypes[i], 8, 40, 24, 33, 0);
+    }
 }
 
 static void test_sliding_window(void **state) {
     (void)state;
-    check_case(false, 16, 32, 32, 120, 16);
-    check_case(true, 8, 32, 32, 120, 13);
+    for (int i = 0; i < N_DTYPES; i++) {
+        check_case(k_dtypes[i], 16, 32, 32, 120, 16);
+        check_case(k_dtypes[i], 8, 32, 32, 120, 13);
+    }
 }
 
 /* Value heads wider than the reference's one pass of 1024 dims (it once kept
  * them in a double[1024] on the stack: a stack overflow from 1025 on). */
 static void test_wide_value_heads(void **state) {
     (void)state;
-    check_case(false, 16, 64, 4096, 40, 0);
-    check_case(true, 16, 128, 4096, 37, 0);
-    check_case(false, 8, 32, 1025, 20, 0);
-    check_case(true, 8, 40, 2500, 30, 9);
+    check_case(KV_F32, 16, 64, 4096, 40, 0);
+    check_case(KV_F16, 16, 128, 4096, 37, 0);
+    check_case(KV_F32, 8, 32, 1025, 20, 0);
+    check_case(KV_F16, 8, 40, 2500, 30, 9);
+    check_case(KV_INT8, 8, 40, 2500, 30, 9);
+    check_case(KV_FP8_E4M3, 16, 64, 1025, 20, 0);
 }
 
 /* A chunk of n_q query tokens at positions start .. start+n_q-1 of one
@@ -140,13 +184,15 @@ static void test_wide_value_heads(void **state) {
  * tile_tok tokens (per_head: one query head per tile, as forward.c cuts
  * decode): each row of attn_tile_ref and attn_tile_avx2 agrees with
  * attn_paged_ref, and the AVX2 row is bit for bit attn_paged_avx2's. */
-static void check_tiles(bool f16, int bs, int n_kv, int ratio, int dk, int dv, int start, int n_q, int window,
+static void check_tiles(kv_dtype dt, int bs, int n_kv, int ratio, int dk, int dv, int start, int n_q, int window,
                         int tile_tok, bool per_head) {
     const int n_head = n_kv * ratio, n_pos = start + n_q;
-    pages p = make_pages(f16, bs, n_kv, dk, dv, n_pos);
+    pages p = make_pages(dt, bs, n_kv, dk, dv, n_pos);
+    pages deq = dequantized(&p, n_pos);
     const size_t qs = (size_t)n_head * dk, os = (size_t)n_head * dv;
     float *q = malloc(sizeof(float) * n_q * qs), *want = malloc(sizeof(float) * n_q * os);
     float *tref = malloc(sizeof(float) * n_q * os), *tfast = malloc(sizeof(float) * n_q * os);
+    float *dref = malloc(sizeof(float) * n_q * os), *dfast = malloc(sizeof(float) * n_q * os);
     float *row = malloc(sizeof(float) * dv);
     int32_t lo[ATTN_TILE_ROWS], hi[ATTN_TILE_ROWS];
     for (size_t i = 0; i < n_q * qs; i++) q[i] = frand();
@@ -162,13 +208,21 @@ static void check_tiles(bool f16, int bs, int n_kv, int ratio, int dk, int dv, i
         for (int h0 = 0; h0 < n_head; h0 += per_head ? 1 : ratio) {
             const attn_tile t = {.q = q + t0 * qs + (size_t)h0 * dk, .q_stride = qs, .lo = lo, .hi = hi,
                                  .n_tok = nt, .n_head = per_head ? 1 : ratio};
-            attn_tile tr = t, tf = t;
+            attn_tile tr = t, tf = t, dr = t, df = t;
             tr.out = tref + t0 * os + (size_t)h0 * dv, tr.out_stride = os;
             tf.out = tfast + t0 * os + (size_t)h0 * dv, tf.out_stride = os;
+            dr.out = dref + t0 * os + (size_t)h0 * dv, dr.out_stride = os;
+            df.out = dfast + t0 * os + (size_t)h0 * dv, df.out_stride = os;
             attn_tile_ref(&p.kv, p.table, h0 / ratio, &tr, scale);
+            attn_tile_ref(&deq.kv, deq.table, h0 / ratio, &dr, scale);
             if (avx2) attn_tile_avx2(&p.kv, p.table, h0 / ratio, &tf, scale);
+            if (avx2) attn_tile_avx2(&deq.kv, deq.table, h0 / ratio, &df, scale);
         }
     }
+    if (memcmp(tref, dref, sizeof(float) * n_q * os))
+        fail_msg("tile ref %s: differs from the tile over the dequantized cache", kv_dtype_name(dt));
+    if (avx2 && memcmp(tfast, dfast, sizeof(float) * n_q * os))
+        fail_msg("tile avx2 %s: differs from the tile over the dequantized cache", kv_dtype_name(dt));
     for (int i = 0; i < n_q; i++)
         for (int h = 0; h < n_head; h++) {
             const int pos = start + i, lo1 = window && pos - window + 1 > 0 ? pos - window + 1 : 0;
@@ -177,37 +231,36 @@ static void check_tiles(bool f16, int bs, int n_kv, int ratio, int dk, int dv, i
             attn_paged_ref(&p.kv, p.table, h / ratio, qr, lo1, pos, scale, want + o);
             for (int d = 0; d < dv; d++)
                 if (fabsf(tref[o + d] - want[o + d]) > 1e-5f)
-                    fail_msg("tile ref f16=%d ratio=%d dk=%d tile=%d token=%d head=%d d=%d: %g want %g", f16,
+                    fail_msg("tile ref %s ratio=%d dk=%d tile=%d token=%d head=%d d=%d: %g want %g", kv_dtype_name(dt),
                              ratio, dk, tile_tok, i, h, d, tref[o + d], want[o + d]);
             if (!avx2) continue;
             attn_paged_avx2(&p.kv, p.table, h / ratio, qr, lo1, pos, scale, row);
             if (memcmp(row, tfast + o, sizeof(float) * dv))
-                fail_msg("tile avx2 f16=%d ratio=%d dk=%d tile=%d token=%d head=%d: not the bits of one row", f16,
-                         ratio, dk, tile_tok, i, h);
+                fail_msg("tile avx2 %s ratio=%d dk=%d tile=%d token=%d head=%d: not the bits of one row",
+                         kv_dtype_name(dt), ratio, dk, tile_tok, i, h);
             for (int d = 0; d < dv; d++)
                 if (fabsf(tfast[o + d] - want[o + d]) > 2e-5f)
-                    fail_msg("tile avx2 f16=%d ratio=%d dk=%d tile=%d token=%d head=%d d=%d: %g want %g", f16,
+                    fail_msg("tile avx2 %s ratio=%d dk=%d tile=%d token=%d head=%d d=%d: %g want %g", kv_dtype_name(dt),
                              ratio, dk, tile_tok, i, h, d, tfast[o + d], want[o + d]);
         }
-    free(p.k);
-    free(p.v);
-    free(q), free(want), free(tref), free(tfast), free(row);
+    free(p.k), free(p.v), free(deq.k), free(deq.v);
+    free(q), free(want), free(tref), free(tfast), free(dref), free(dfast), free(row);
 }
 
-/* Every GQA ratio (1, 2, 4) and head dim (64, 128, 256), f32 and f16, a
+/* Every GQA ratio (1, 2, 4) and head dim (64, 128, 256), every dtype, a
  * prompt from position 0 and a ragged chunk after a cached prefix, in tiles
  * of 1 token, 3 tokens, and as many as fit in ATTN_TILE_ROWS. */
 static void test_tiles_match_rows(void **state) {
     (void)state;
     const int ratios[] = {1, 2, 4}, dims[] = {64, 128, 256};
-    for (int f16 = 0; f16 < 2; f16++)
+    for (int ti_dt = 0; ti_dt < N_DTYPES; ti_dt++)
         for (int ri = 0; ri < 3; ri++)
             for (int di = 0; di < 3; di++) {
                 const int ratio = ratios[ri], dim = dims[di];
                 const int tiles[] = {1, 3, ATTN_TILE_ROWS / ratio};
                 for (int ti = 0; ti < 3; ti++) {
-                    check_tiles(f16, 16, 2, ratio, dim, dim, 0, 41, 0, tiles[ti], false);
-                    check_tiles(f16, 16, 1, ratio, dim, dim, 29, 23, 0, tiles[ti], false);
+                    check_tiles(k_dtypes[ti_dt], 16, 2, ratio, dim, dim, 0, 41, 0, tiles[ti], false);
+                    check_tiles(k_dtypes[ti_dt], 16, 1, ratio, dim, dim, 29, 23, 0, tiles[ti], false);
                 }
             }
 }
@@ -216,11 +269,11 @@ static void test_tiles_match_rows(void **state) {
  * one tile start in different blocks. */
 static void test_tiles_sliding_window(void **state) {
     (void)state;
-    for (int f16 = 0; f16 < 2; f16++)
+    for (int ti_dt = 0; ti_dt < N_DTYPES; ti_dt++)
         for (int ratio = 1; ratio <= 4; ratio *= 2) {
-            check_tiles(f16, 16, 2, ratio, 64, 64, 0, 70, 24, ATTN_TILE_ROWS / ratio, false);
-            check_tiles(f16, 16, 1, ratio, 256, 256, 37, 40, 19, 5, false);
-            check_tiles(f16, 8, 1, ratio, 128, 128, 11, 30, 8, 7, false);
+            check_tiles(k_dtypes[ti_dt], 16, 2, ratio, 64, 64, 0, 70, 24, ATTN_TILE_ROWS / ratio, false);
+            check_tiles(k_dtypes[ti_dt], 16, 1, ratio, 256, 256, 37, 40, 19, 5, false);
+            check_tiles(k_dtypes[ti_dt], 8, 1, ratio, 128, 128, 11, 30, 8, 7, false);
         }
 }
 
@@ -228,21 +281,20 @@ static void test_tiles_sliding_window(void **state) {
  * sizes 8 and 32, dims that are no multiple of 8, and wide value heads. */
 static void test_tiles_odd_shapes(void **state) {
     (void)state;
-    for (int f16 = 0; f16 < 2; f16++) {
-        check_tiles(f16, 16, 1, 4, 256, 256, 90, 1, 0, 1, true);
-        check_tiles(f16, 16, 2, 4, 64, 64, 90, 2, 0, 1, false);
-        check_tiles(f16, 32, 2, 2, 128, 128, 5, 60, 0, 16, false);
-        check_tiles(f16, 8, 2, 2, 36, 20, 3, 30, 0, 6, false);
-        check_tiles(f16, 8, 1, 1, 40, 1025, 0, 20, 9, 4, false);
-        check_tiles(f16, 16, 1, 2, 64, 64, 0, 19, 0, 16, true);
+    for (int ti_dt = 0; ti_dt < N_DTYPES; ti_dt++) {
+        check_tiles(k_dtypes[ti_dt], 16, 1, 4, 256, 256, 90, 1, 0, 1, true);
+        check_tiles(k_dtypes[ti_dt], 16, 2, 4, 64, 64, 90, 2, 0, 1, false);
+        check_tiles(k_dtypes[ti_dt], 32, 2, 2, 128, 128, 5, 60, 0, 16, false);
+        check_tiles(k_dtypes[ti_dt], 8, 2, 2, 36, 20, 3, 30, 0, 6, false);
+        check_tiles(k_dtypes[ti_dt], 8, 1, 1, 40, 1025, 0, 20, 9, 4, false);
+        check_tiles(k_dtypes[ti_dt], 16, 1, 2, 64, 64, 0, 19, 0, 16, true);
     }
 }
 
 int main(void) {
     wtype_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_f32_pages),
-        cmocka_unit_test(test_f16_pages),
+        cmocka_unit_test(test_pages_every_dtype),
         cmocka_unit_test(test_sliding_window),
         cmocka_unit_test(test_wide_value_heads),
         cmocka_unit_test(test_tiles_match_rows),

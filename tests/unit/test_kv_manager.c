@@ -17,6 +17,7 @@
 #include "kv/kv_manager.h"
 #include "util/error.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -383,8 +384,38 @@ static void test_speculative_rollback_with_sliding_groups(void **state) {
     run_rollback_walk(true, 160, 20000);
 }
 
+/* 8-bit caches count their real bytes: a row is head_dim codes and a 4-byte
+ * scale, so blocks, the per-token size and the pool's arithmetic use
+ * head_dim + 4 (a gemma-3-270m shape: 18 layers, one kv head of 256, 15
+ * sliding); copying a block (copy on write) carries the scales with the codes. */
+static void test_8bit_block_bytes(void **state) {
+    (void)state;
+    kv_spec spec = {.n_layers = 18, .n_kv_heads = 1, .head_dim_k = 256, .head_dim_v = 256};
+    for (int il = 0; il < spec.n_layers; il++) spec.window[il] = il % 6 == 5 ? 0 : 512;
+    const kv_dtype types[] = {KV_INT8, KV_FP8_E4M3, KV_FP8_E5M2};
+    for (int i = 0; i < 3; i++) {
+        kv_cache layout, f16;
+        kv_cache_layout(&spec, types[i], 16, &layout);
+        kv_cache_layout(&spec, KV_F16, 16, &f16);
+        assert_int_equal(layout.k_layer_bytes, 16 * (256 + 4));
+        assert_int_equal(kv_block_bytes(&layout), (size_t)layout.layers_per_group * 2 * 16 * 260);
+        assert_int_equal(kv_bytes_per_token(&spec, types[i]), 18 * 2 * 260);
+        assert_true(kv_block_bytes(&f16) * 100 >= kv_block_bytes(&layout) * 196); /* 1.97x */
+    }
+    kv_cache *kv = kv_cache_create(&spec, KV_INT8, 8, 4);
+    assert_non_null(kv);
+    float x[256];
+    for (int d = 0; d < 256; d++) x[d] = (float)(d - 100) * 0.01f;
+    kv_row_store(KV_INT8, x, kv_k_block(kv, 5, 1) + 3 * kv_row_bytes(KV_INT8, 256), 256);
+    kv_cache_copy_block(kv, 1, 2);
+    const uint8_t *row = kv_k_block(kv, 5, 2) + 3 * kv_row_bytes(KV_INT8, 256);
+    for (int d = 0; d < 256; d++) assert_true(fabsf(kv_row_value(KV_INT8, row, d) - x[d]) <= 1.56f / 127 / 2 * 1.001f);
+    kv_cache_free(kv);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_8bit_block_bytes),
         cmocka_unit_test(test_pool_lru_and_hash_map),
         cmocka_unit_test(test_random_walk_full_attention),
         cmocka_unit_test(test_random_walk_with_sliding_groups),
