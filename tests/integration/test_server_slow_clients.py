@@ -146,12 +146,34 @@ def test_silent_and_dripping_clients_are_cut_off(cllm_bin, model_factory):
         assert srv.post("/v1/completions", {"prompt": "hi", "max_tokens": 2}).status_code == 200
 
 
+def hold_served_connections(port: int, n: int, timeout: float = 10) -> list:
+    """n kept-alive connections, each shown to be counted by the server by
+    getting a /health answer on it. The readiness check's own connection may
+    still count for a moment after it closed (the server sees the close on its
+    next poll), so a connection refused meanwhile is opened again."""
+    held, deadline = [], time.time() + timeout
+    while len(held) < n:
+        assert time.time() < deadline, f"only {len(held)} of {n} connections were served"
+        s = socket.create_connection(("127.0.0.1", port))
+        s.settimeout(5)
+        try:
+            s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+            reply = s.recv(4096)
+        except OSError:
+            reply = b""
+        if reply.startswith(b"HTTP/1.1 200"):
+            held.append(s)
+        else:
+            s.close()
+            time.sleep(0.05)
+    return held
+
+
 def test_connections_per_client_are_capped(cllm_bin, model_factory):
     with CllmServer(cllm_bin, tiny_model(model_factory), "--kv-cache-memory", "16MiB",
                     "--max-connections-per-client", 4, "--timeout-keep-alive", 60) as srv:
-        held = [socket.create_connection(("127.0.0.1", srv.port)) for _ in range(4)]
+        held = hold_served_connections(srv.port, 4)
         try:
-            time.sleep(0.3)
             extra = socket.create_connection(("127.0.0.1", srv.port))
             try:
                 extra.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
