@@ -172,8 +172,8 @@ bool api_message_tool_key(const char *role, const char *key) {
            (!strcmp(role, "tool") && !strcmp(key, "tool_call_id"));
 }
 
-/* One call of an assistant message, normalized: {id, type, function: {name,
- * arguments as a mapping}}. */
+/* One call of an assistant message, checked: {id, type, function: {name,
+ * arguments}}, the arguments made a mapping. */
 static json_t *parse_history_call(const json_t *call, const char *where, api_error *e) {
     char field[96];
     if (!json_is_object(call)) {
@@ -223,8 +223,12 @@ static json_t *parse_history_call(const json_t *call, const char *where, api_err
         type_fail(e, field, "a string holding a JSON object", args);
         return NULL;
     }
-    return json_pack("{s:O,s:s,s:{s:O,s:o}}", "id", id, "type", "function", "function", "name", name, "arguments",
-                     mapping);
+    /* The client's objects, in the client's key order (templates that write
+     * `tool_call.function | tojson` show it), with the arguments replaced. */
+    json_t *out_fn = json_deep_copy(fn), *out = json_deep_copy(call);
+    json_object_set_new(out_fn, "arguments", mapping);
+    json_object_set_new(out, "function", out_fn);
+    return out;
 }
 
 int api_message_tool_fields(const json_t *m, size_t i, const char *role, json_t *out, api_error *e) {
