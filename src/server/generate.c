@@ -49,7 +49,8 @@ static int prepare(server *s, http_req *r, api_kind kind, prepared *p, api_error
     int rc = api_request_parse(body, kind, tokenizer_n_vocab(tok), &p->req, e);
     if (!rc && p->req.model && !server_model_matches(s, p->req.model))
         rc = api_fail(e, 404, "model_not_found", "model", "The model '%.200s' does not exist.", p->req.model);
-    if (!rc && kind == API_CHAT) rc = api_tools_resolve(&p->req.tools, chat_template_tool_format(s->tmpl), &p->tool_fmt, e);
+    if (!rc && kind == API_CHAT)
+        rc = api_tools_resolve(&p->req.tools, chat_template_tool_format(s->tmpl), &p->tool_fmt, e);
     if (rc) goto out;
     /* Markers that are control tokens ([TOOL_CALLS]) must reach the parser. */
     if (tool_format_needs_special_text(p->tool_fmt)) p->req.rp.include_special_text = true;
@@ -151,8 +152,9 @@ static stream_state *stream_state_create(server *s, gen *g, const prepared *p, c
     st->sent_lps = calloc(nc, sizeof *st->sent_lps);
     st->text_offset = calloc(nc, sizeof *st->text_offset);
     st->finish_sent = calloc(nc, sizeof *st->finish_sent);
-    st->tool_streams = calloc(nc, sizeof *st->tool_streams);
-    if (!st->sent_text || !st->sent_lps || !st->text_offset || !st->finish_sent || !st->tool_streams) {
+    const bool tools = p->tool_fmt != TOOL_FORMAT_NONE;
+    st->tool_streams = tools ? calloc(nc, sizeof *st->tool_streams) : NULL;
+    if (!st->sent_text || !st->sent_lps || !st->text_offset || !st->finish_sent || (tools && !st->tool_streams)) {
         stream_state_free(st);
         return NULL;
     }

@@ -364,7 +364,7 @@ static int parse_response_format(const json_t *v, api_error *e) {
  * for their documented type and then ignored, so clients that always send
  * them work. The one list of them (README.md, "Accepted and ignored fields",
  * mirrors it). Fields that would change the output if ignored
- * (reasoning_effort, audio, tools, ...) stay in the refused list below. */
+ * (reasoning_effort, audio, functions, ...) stay in the refused list below. */
 typedef int (*ignored_check)(const json_t *v, const char *field, api_error *e);
 
 static int check_bool(const json_t *v, const char *field, api_error *e) {
