@@ -156,11 +156,24 @@ int api_tools_resolve(const api_tools *t, tool_format template_format, tool_form
                         "the model's chat template has no tool-call format this server can read (none of "
                         "<tool_call>, [TOOL_CALLS], <function=, Llama 3's JSON calls); call without 'tools', with "
                         "'tool_choice': \"none\", or serve with a --chat-template that supports tools");
-    if (t->choice == TOOL_CHOICE_REQUIRED || t->choice == TOOL_CHOICE_NAMED)
+    if (t->choice == TOOL_CHOICE_REQUIRED || t->choice == TOOL_CHOICE_NAMED) {
+        const char *what = t->choice == TOOL_CHOICE_REQUIRED ? "required" : t->named;
+        tool_call_constraint c;
+        if (tool_format_call_schema(template_format, t->tools, t->choice == TOOL_CHOICE_NAMED ? t->named : NULL, &c))
+            return api_fail(e, 400, "unsupported_field", "tool_choice",
+                            "tool_choice '%s' cannot be enforced in the '%s' format, whose calls name the function "
+                            "in the markup; name one function instead",
+                            what, tool_format_name(template_format));
+        /* The hook: with a constraint engine, the request's output is
+         * constrained to c.prefix, one JSON value matching c.schema, then
+         * c.suffix (repeatable while parallel_tool_calls), and this returns
+         * 0 with *out set. Until then the choice is refused, not faked. */
+        tool_call_constraint_free(&c);
         return api_fail(e, 400, "unsupported_field", "tool_choice",
                         "tool_choice '%s' needs the constraint engine (a grammar that forces a well-formed call), "
                         "which this server does not have yet; use \"auto\"",
-                        t->choice == TOOL_CHOICE_REQUIRED ? "required" : t->named);
+                        what);
+    }
     *out = template_format;
     return 0;
 }

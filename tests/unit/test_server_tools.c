@@ -146,6 +146,8 @@ static void test_choice_against_the_template(void **state) {
         {", 'tool_choice': 'required'", TOOL_FORMAT_HERMES, TOOL_FORMAT_NONE, -1, "tool_choice"},
         {", 'tool_choice': {'type': 'function', 'function': {'name': 'f'}}", TOOL_FORMAT_HERMES, TOOL_FORMAT_NONE, -1,
          "tool_choice"},
+        /* any tool, in a format that spells the name in the markup: no one schema */
+        {", 'tool_choice': 'required'", TOOL_FORMAT_FUNCTIONARY, TOOL_FORMAT_NONE, -1, "tool_choice"},
     };
     for (size_t i = 0; i < sizeof CASES / sizeof *CASES; i++) {
         char body[512];
@@ -163,7 +165,8 @@ static void test_choice_against_the_template(void **state) {
         } else {
             assert_int_equal(got, CASES[i].want);
         }
-        if (i == 5) assert_non_null(strstr(e.message, "needs the constraint engine"));
+        if (i == 5 || i == 6) assert_non_null(strstr(e.message, "needs the constraint engine"));
+        if (i == 7) assert_non_null(strstr(e.message, "cannot be enforced in the 'functionary' format"));
         api_request_free(&r);
         json_decref(j);
     }
