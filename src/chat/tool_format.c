@@ -58,15 +58,21 @@ void tool_format_call_id(tool_format f, const unsigned char random[16], char *ou
 
 /* ---- constraints for tool_choice required / named ---- */
 
-/* {"type": "object", "properties": {NAME_KEY: {"const": name}, ARGS_KEY:
- * parameters}, "required": [...]} for one tool; parameters default to any
- * object, as OpenAI treats a tool without them. */
-static json_t *call_object_schema(const json_t *function, const char *args_key) {
+/* A tool's parameters schema; any object when it has none, as OpenAI
+ * treats such a tool. */
+static json_t *params_schema(const json_t *function) {
     const json_t *params = json_object_get(function, "parameters");
-    json_t *args = params && json_is_object(params) ? json_deep_copy(params) : json_pack("{s:s}", "type", "object");
+    return params && json_is_object(params) ? json_deep_copy(params) : json_pack("{s:s}", "type", "object");
+}
+
+/* For one tool: {"type": "object", "properties": {"name": {"const": name},
+ * ARGS_KEY: parameters}, "required": [...]}; with args_key NULL (formats
+ * that write the name outside the JSON) the parameters alone. */
+static json_t *call_schema(const json_t *function, const char *args_key) {
+    if (!args_key) return params_schema(function);
     return json_pack("{s:s, s:{s:{s:O}, s:o}, s:[s,s], s:b}", "type", "object", "properties", "name", "const",
-                     json_object_get(function, "name"), args_key, args, "required", "name", args_key,
-                     "additionalProperties", 0);
+                     json_object_get(function, "name"), args_key, params_schema(function), "required", "name",
+                     args_key, "additionalProperties", 0);
 }
 
 /* anyOf over the allowed tools (one schema when only one is allowed). */
@@ -78,28 +84,7 @@ static json_t *calls_any_of(const json_t *tools, const char *only, const char *a
         const json_t *fn = json_object_get(tool, "function");
         const char *name = json_string_value(json_object_get(fn, "name"));
         if (!name || (only && strcmp(name, only))) continue;
-        json_array_append_new(alts, call_object_schema(fn, args_key));
-    }
-    if (json_array_size(alts) == 1) {
-        json_t *one = json_incref(json_array_get(alts, 0));
-        json_decref(alts);
-        return one;
-    }
-    return json_pack("{s:o}", "anyOf", alts);
-}
-
-/* The arguments alone, for formats that write the name outside the JSON. */
-static json_t *args_any_of(const json_t *tools, const char *only) {
-    json_t *alts = json_array();
-    size_t i;
-    const json_t *tool;
-    json_array_foreach(tools, i, tool) {
-        const json_t *fn = json_object_get(tool, "function");
-        const char *name = json_string_value(json_object_get(fn, "name"));
-        if (!name || (only && strcmp(name, only))) continue;
-        const json_t *params = json_object_get(fn, "parameters");
-        json_array_append_new(alts, params && json_is_object(params) ? json_deep_copy(params)
-                                                                     : json_pack("{s:s}", "type", "object"));
+        json_array_append_new(alts, call_schema(fn, args_key));
     }
     if (json_array_size(alts) == 1) {
         json_t *one = json_incref(json_array_get(alts, 0));
@@ -135,7 +120,7 @@ int tool_format_call_schema(tool_format f, const json_t *tools, const char *only
             const bool fn = f == TOOL_FORMAT_FUNCTIONARY;
             snprintf(out->prefix, sizeof out->prefix, fn ? "<function=%.64s>" : "[TOOL_CALLS]%.64s[ARGS]", only);
             snprintf(out->suffix, sizeof out->suffix, "%s", fn ? "</function>" : "");
-            out->schema = args_any_of(tools, only);
+            out->schema = calls_any_of(tools, only, NULL);
             return 0;
         }
         return -1;

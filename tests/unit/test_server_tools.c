@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "api_refused.h"
 #include "server/params.h"
 #include "server/tool_output.h"
 
@@ -88,17 +89,8 @@ static const struct {
 
 static void test_bad_tool_requests_name_the_field(void **state) {
     (void)state;
-    for (size_t i = 0; i < sizeof BAD / sizeof *BAD; i++) {
-        json_t *j = load_q(BAD[i].body);
-        api_request r;
-        api_error e = {0};
-        const int rc = api_request_parse(j, BAD[i].kind, NV, &r, &e);
-        if (rc != -1 || e.status != 400 || strcmp(e.param, BAD[i].param) || !e.code || strcmp(e.code, BAD[i].code))
-            fail_msg("case %zu %s: rc %d status %d param '%s' code '%s' (%s)", i, BAD[i].body, rc, e.status, e.param,
-                     e.code ? e.code : "", e.message);
-        api_request_free(&r);
-        json_decref(j);
-    }
+    for (size_t i = 0; i < sizeof BAD / sizeof *BAD; i++)
+        expect_refused(i, BAD[i].body, load_q(BAD[i].body), BAD[i].kind, BAD[i].param, BAD[i].code);
 }
 
 /* A round trip's history as the template gets it. */
