@@ -309,14 +309,17 @@ void tool_parse(tool_format f, const char *s, size_t n, bool final, tool_parse_r
         const bool found = find_start(f, s, pos, n, final, &m, &hold);
         /* Whitespace before a call, and at the end of an unfinished text
          * (a call may follow), is not content. */
+        const int nc0 = r->n_content, n0 = r->n_calls;
         add_content(r, s, pos, found ? m : n - hold, after_call, found || !final);
         if (!found) return;
-        const int n0 = r->n_calls;
         const scan_rc rc = parse_block(f, s, m, n, r, &after);
         if (rc == SCAN_BAD || (rc == SCAN_PARTIAL && final)) {
+            /* Not a call after all: the text from pos on is content, the
+             * whitespace before the would-be marker included. */
             r->n_calls = n0;
+            r->n_content = nc0;
             r->malformed_at = m;
-            add_content(r, s, m, n, false, !final);
+            add_content(r, s, pos, n, after_call, !final);
             return;
         }
         if (rc == SCAN_PARTIAL) return;

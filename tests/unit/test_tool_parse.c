@@ -122,6 +122,10 @@ static void test_hermes_malformed(void **state) {
     tool_parse(TOOL_FORMAT_HERMES, t, strlen(t), false, &r);
     assert_int_equal(r.malformed_at, 3);
     assert_int_equal(r.n_calls, 0);
+    /* ... with the space before it, which a stream had held back. */
+    t = "I use <tool_call> tags";
+    assert_string_equal(flatten(TOOL_FORMAT_HERMES, t, 6, false).content, "I use");
+    assert_string_equal(flatten(TOOL_FORMAT_HERMES, t, strlen(t), false).content, "I use <tool_call> tags");
 }
 
 static void test_hermes_holds_partial_marker(void **state) {
