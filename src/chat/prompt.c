@@ -28,18 +28,19 @@ static json_t *token_string(const tokenizer *t, int32_t id) {
     return j ? j : json_string("");
 }
 
-static json_t *chat_context(const tokenizer *t, json_t *messages, bool add_generation_prompt) {
+static json_t *chat_context(const tokenizer *t, json_t *messages, json_t *tools, bool add_generation_prompt) {
     json_t *ctx = json_object();
     json_object_set(ctx, "messages", messages);
+    if (tools) json_object_set(ctx, "tools", tools);
     json_object_set_new(ctx, "add_generation_prompt", json_boolean(add_generation_prompt));
     json_object_set_new(ctx, "bos_token", token_string(t, tokenizer_bos(t)));
     json_object_set_new(ctx, "eos_token", token_string(t, tokenizer_eos(t)));
     return ctx;
 }
 
-char *prompt_render_chat(const tokenizer *t, const chat_template *tmpl, json_t *messages,
+char *prompt_render_chat(const tokenizer *t, const chat_template *tmpl, json_t *messages, json_t *tools,
                          bool add_generation_prompt) {
-    json_t *ctx = chat_context(t, messages, add_generation_prompt);
+    json_t *ctx = chat_context(t, messages, tools, add_generation_prompt);
     char *text = chat_template_render(tmpl, ctx);
     json_decref(ctx);
     if (!text) err_prefix("cannot apply the chat template: ");
@@ -51,10 +52,10 @@ static const char *const k_trusted_context[] = {"bos_token", "eos_token", NULL};
 
 /* Renders and tokenizes: control tokens parsed in the template's text only,
  * not in what came from the request (unless the template trusts content). */
-static int render_and_encode(const tokenizer *t, const chat_template *tmpl, json_t *messages,
+static int render_and_encode(const tokenizer *t, const chat_template *tmpl, json_t *messages, json_t *tools,
                              bool add_generation_prompt, int32_t **out) {
     const bool trust = chat_template_trusts_content(tmpl);
-    json_t *ctx = chat_context(t, messages, add_generation_prompt);
+    json_t *ctx = chat_context(t, messages, tools, add_generation_prompt);
     chat_span *spans = NULL;
     size_t nspans = 0;
     char *text = trust ? chat_template_render(tmpl, ctx)
@@ -84,11 +85,11 @@ static int render_and_encode(const tokenizer *t, const chat_template *tmpl, json
     return n;
 }
 
-int prompt_encode_chat(const tokenizer *t, const chat_template *tmpl, json_t *messages,
+int prompt_encode_chat(const tokenizer *t, const chat_template *tmpl, json_t *messages, json_t *tools,
                        bool add_generation_prompt, int32_t **out) {
     *out = NULL;
     int32_t *ids = NULL;
-    int n = render_and_encode(t, tmpl, messages, add_generation_prompt, &ids);
+    int n = render_and_encode(t, tmpl, messages, tools, add_generation_prompt, &ids);
     if (n < 0) return n;
     const int32_t bos = tokenizer_bos(t);
     if (tokenizer_add_bos(t) && bos >= 0 && (n == 0 || ids[0] != bos)) {

@@ -29,11 +29,15 @@ enum { PROMPT_BAD_INPUT = -1, PROMPT_NO_MEMORY = -2 };
 
 /* Returns the token count (tokens in *out, malloc'd) or a PROMPT_* failure. */
 int prompt_encode_text(const tokenizer *t, const char *text, size_t len, bool add_special, int32_t **out);
-/* Renders messages (an array of {role, content, ...} objects); a malloc'd
- * string, or NULL with err_get() (a template error such as raise_exception). */
-char *prompt_render_chat(const tokenizer *t, const chat_template *tmpl, json_t *messages,
+/* Renders messages (an array of {role, content, ...} objects, assistant
+ * ones possibly with tool_calls, tool results with role "tool"); tools is
+ * the template's `tools` variable (the request's list of tool objects, as
+ * transformers' apply_chat_template passes it), or NULL to leave it
+ * undefined. A malloc'd string, or NULL with err_get() (a template error such
+ * as raise_exception). */
+char *prompt_render_chat(const tokenizer *t, const chat_template *tmpl, json_t *messages, json_t *tools,
                          bool add_generation_prompt);
-int prompt_encode_chat(const tokenizer *t, const chat_template *tmpl, json_t *messages,
+int prompt_encode_chat(const tokenizer *t, const chat_template *tmpl, json_t *messages, json_t *tools,
                        bool add_generation_prompt, int32_t **out);
 /* The text of tokens as one stream (UTF-8 safe); control tokens rendered when
  * `special`. */

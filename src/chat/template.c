@@ -12,6 +12,7 @@ struct chat_template {
     tpl_arena *ar;
     nodelist body;
     bool trust_content; /* see chat_template_set_trust_content */
+    tool_format tools;  /* the tool-call format its markers show */
 };
 
 chat_template *chat_template_parse(const char *source) {
@@ -32,8 +33,11 @@ chat_template *chat_template_parse(const char *source) {
         chat_template_free(t);
         return NULL;
     }
+    t->tools = tool_format_detect(source);
     return t;
 }
+
+tool_format chat_template_tool_format(const chat_template *t) { return t->tools; }
 
 void chat_template_free(chat_template *t) {
     if (!t) return;

@@ -14,6 +14,8 @@
 #ifndef CLLM_CHAT_TEMPLATE_H
 #define CLLM_CHAT_TEMPLATE_H
 
+#include "chat/tool_format.h"
+
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -52,6 +54,9 @@ char *chat_template_render_marked(const chat_template *t, json_t *context, const
  * the template is shared between threads. prompt.c reads it. */
 void chat_template_set_trust_content(chat_template *t, bool trust);
 bool chat_template_trusts_content(const chat_template *t);
+
+/* The tool-call format the template's source shows (tool_format_detect). */
+tool_format chat_template_tool_format(const chat_template *t);
 
 /* A built-in template for models whose file has none, chosen by architecture:
  * Gemma 3's for "gemma3"; for "llama", Llama 3's with a Llama 3 vocabulary

@@ -252,6 +252,11 @@ int cmd_serve(int argc, char **argv) {
         fprintf(stderr, "cllm serve: %s\n", err_get());
         goto out;
     }
+    if (chat_template_tool_format(tmpl) != TOOL_FORMAT_NONE)
+        fprintf(stderr, "cllm serve: tool calls are read in the '%s' format the chat template shows\n",
+                tool_format_name(chat_template_tool_format(tmpl)));
+    else
+        fprintf(stderr, "cllm serve: the chat template shows no tool-call format; requests with tools get a 400\n");
 
     engine_config cfg;
     if (engine_config_for(&o, m, &cfg)) goto out;

@@ -26,6 +26,7 @@ typedef struct {
     int *n_tokens;
     buf *echo;        /* per prompt, completions with echo */
     int n_prompts;
+    tool_format tool_fmt; /* chat with tools offered: how replies write calls */
 } prepared;
 
 static void prepared_free(prepared *p) {
@@ -48,7 +49,11 @@ static int prepare(server *s, http_req *r, api_kind kind, prepared *p, api_error
     int rc = api_request_parse(body, kind, tokenizer_n_vocab(tok), &p->req, e);
     if (!rc && p->req.model && !server_model_matches(s, p->req.model))
         rc = api_fail(e, 404, "model_not_found", "model", "The model '%.200s' does not exist.", p->req.model);
+    if (!rc && kind == API_CHAT)
+        rc = api_tools_resolve(&p->req.tools, chat_template_tool_format(s->tmpl), &p->tool_fmt, e);
     if (rc) goto out;
+    /* Markers that are control tokens ([TOOL_CALLS]) must reach the parser. */
+    if (tool_format_needs_special_text(p->tool_fmt)) p->req.rp.include_special_text = true;
     p->n_prompts = kind == API_CHAT ? 1 : p->req.n_prompts;
     p->tokens = calloc((size_t)p->n_prompts, sizeof *p->tokens);
     p->n_tokens = calloc((size_t)p->n_prompts, sizeof *p->n_tokens);
@@ -62,7 +67,8 @@ static int prepare(server *s, http_req *r, api_kind kind, prepared *p, api_error
     for (int i = 0; i < p->n_prompts && !rc; i++) {
         int n;
         if (kind == API_CHAT) {
-            n = prompt_limit_chat(tok, s->tmpl, p->req.messages, true, &budget, param, &p->tokens[i], e);
+            json_t *tools = api_tools_offered(&p->req.tools) ? p->req.tools.tools : NULL;
+            n = prompt_limit_chat(tok, s->tmpl, p->req.messages, tools, true, &budget, param, &p->tokens[i], e);
         } else if (p->req.prompts[i].text) {
             n = prompt_limit_text(tok, p->req.prompts[i].text, p->req.prompts[i].len, true, &budget, param,
                                   &p->tokens[i], e);
@@ -106,6 +112,7 @@ typedef struct {
     int *sent_lps;
     long *text_offset;
     bool *finish_sent;
+    tool_stream *tool_streams; /* per choice, when tools are offered */
     buf out;
     bool started, ended, include_usage;
 } stream_state;
@@ -130,6 +137,7 @@ static void stream_state_free(stream_state *st) {
     free(st->sent_lps);
     free(st->text_offset);
     free(st->finish_sent);
+    free(st->tool_streams);
     buf_free(&st->out);
     free(st);
 }
@@ -144,7 +152,9 @@ static stream_state *stream_state_create(server *s, gen *g, const prepared *p, c
     st->sent_lps = calloc(nc, sizeof *st->sent_lps);
     st->text_offset = calloc(nc, sizeof *st->text_offset);
     st->finish_sent = calloc(nc, sizeof *st->finish_sent);
-    if (!st->sent_text || !st->sent_lps || !st->text_offset || !st->finish_sent) {
+    const bool tools = p->tool_fmt != TOOL_FORMAT_NONE;
+    st->tool_streams = tools ? calloc(nc, sizeof *st->tool_streams) : NULL;
+    if (!st->sent_text || !st->sent_lps || !st->text_offset || !st->finish_sent || (tools && !st->tool_streams)) {
         stream_state_free(st);
         return NULL;
     }
@@ -196,6 +206,24 @@ static void stream_start(stream_state *st) {
     }
 }
 
+/* A chunk's choice when tools are offered: content and tool_calls deltas
+ * from the reply read so far; NULL when there is nothing to send yet. */
+static json_t *stream_tool_choice(stream_state *st, int i, const gen_choice *c, json_t *lp) {
+    tool_stream *ts = &st->tool_streams[i];
+    json_t *ch = resp_chunk_choice(&st->ctx, i, "", 0, false, lp, NULL);
+    json_t *delta = json_object_get(ch, "delta");
+    tool_stream_delta(ts, st->ctx.tool_fmt, st->ctx.tool_parallel, c->text.data ? c->text.data : "", c->text.len,
+                      c->finished, delta);
+    if (c->finished) {
+        json_object_set_new(ch, "finish_reason",
+                            json_string(resp_finish_name_tools(c->reason, ts->n_announced > 0)));
+    } else if (!lp && json_object_size(delta) == 0) {
+        json_decref(ch);
+        return NULL;
+    }
+    return ch;
+}
+
 /* Turns what the engine added since the last call into chunks. Caller holds
  * the gen lock. Returns whether every choice has finished. */
 static bool stream_collect(stream_state *st) {
@@ -216,9 +244,14 @@ static bool stream_collect(stream_state *st) {
         if (!new_text && !new_lps && !fin) continue;
         json_t *lp = new_lps > 0 ? resp_logprobs(&st->ctx, c->lps, st->sent_lps[i], c->n_lps, &st->text_offset[i])
                                  : NULL;
-        json_t *ch = resp_chunk_choice(&st->ctx, i, c->text.data ? c->text.data + st->sent_text[i] : "", new_text,
-                                       false, lp, fin ? resp_finish_name(c->reason) : NULL);
-        stream_event(st, resp_chunk(&st->ctx, json_pack("[o]", ch), st->include_usage));
+        json_t *ch;
+        if (st->ctx.tool_fmt != TOOL_FORMAT_NONE) {
+            ch = stream_tool_choice(st, i, c, lp);
+        } else {
+            ch = resp_chunk_choice(&st->ctx, i, c->text.data ? c->text.data + st->sent_text[i] : "", new_text, false,
+                                   lp, fin ? resp_finish_name(c->reason) : NULL);
+        }
+        if (ch) stream_event(st, resp_chunk(&st->ctx, json_pack("[o]", ch), st->include_usage));
         st->sent_text[i] = c->text.len;
         st->sent_lps[i] = c->n_lps;
         if (fin) st->finish_sent[i] = true;
@@ -342,7 +375,12 @@ enum MHD_Result handle_generation(server *s, http_req *r, api_kind kind) {
             return http_reply_error(r, &e);
         }
     }
-    resp_ctx ctx = {.kind = kind, .model = s->cfg.served_name, .created = time(NULL), .tok = s->m->tok};
+    resp_ctx ctx = {.kind = kind,
+                    .model = s->cfg.served_name,
+                    .created = time(NULL),
+                    .tok = s->m->tok,
+                    .tool_fmt = p.tool_fmt,
+                    .tool_parallel = p.req.tools.parallel};
     server_new_id(s, kind == API_CHAT ? "chatcmpl-" : "cmpl-", ctx.id, sizeof ctx.id);
     if (p.req.stream) {
         stream_state *st = stream_state_create(s, g, &p, &ctx, r);

@@ -199,17 +199,21 @@ int api_parse_messages(const json_t *v, json_t **out, api_error *e) {
         if (!strcmp(rs, "system") || !strcmp(rs, "developer")) mapped = "system";
         else if (!strcmp(rs, "user")) mapped = "user";
         else if (!strcmp(rs, "assistant")) mapped = "assistant";
+        else if (!strcmp(rs, "tool")) mapped = "tool";
         if (!mapped) {
             json_decref(msgs);
-            if (!strcmp(rs, "tool") || !strcmp(rs, "function"))
-                return api_fail(e, 400, "unsupported_role", param, "messages with role '%s' are not supported", rs);
+            if (!strcmp(rs, "function"))
+                return api_fail(e, 400, "unsupported_role", param,
+                                "messages with role 'function' are not supported (use 'tool')");
             return api_fail(e, 400, "invalid_value", param,
-                            "'%s' must be one of 'system', 'developer', 'user', 'assistant'; got '%.64s'", param, rs);
+                            "'%s' must be one of 'system', 'developer', 'user', 'assistant', 'tool'; got '%.64s'",
+                            param, rs);
         }
         const char *key;
         const json_t *val;
         json_object_foreach((json_t *)m, key, val) {
             if (!strcmp(key, "role") || !strcmp(key, "content") || !strcmp(key, "name")) continue;
+            if (api_message_tool_key(mapped, key)) continue;
             if (json_is_null(val) || (!strcmp(key, "tool_calls") && json_array_size(val) == 0)) continue;
             snprintf(param, sizeof param, "messages[%zu].%.32s", i, key);
             json_decref(msgs);
@@ -250,6 +254,12 @@ int api_parse_messages(const json_t *v, json_t **out, api_error *e) {
         json_object_set_new(o, "content", c);
         if (json_is_string(name)) json_object_set(o, "name", (json_t *)name);
         json_array_append_new(msgs, o);
+        if (api_message_tool_fields(m, i, mapped, o, e)) {
+            json_decref(msgs);
+            return -1;
+        }
+        /* A call without text has content None, as the client sent it. */
+        if (json_is_null(content) && json_object_get(o, "tool_calls")) json_object_set_new(o, "content", json_null());
     }
     *out = msgs;
     return 0;
@@ -354,7 +364,7 @@ static int parse_response_format(const json_t *v, api_error *e) {
  * for their documented type and then ignored, so clients that always send
  * them work. The one list of them (README.md, "Accepted and ignored fields",
  * mirrors it). Fields that would change the output if ignored
- * (reasoning_effort, audio, tools, ...) stay in the refused list below. */
+ * (reasoning_effort, audio, functions, ...) stay in the refused list below. */
 typedef int (*ignored_check)(const json_t *v, const char *field, api_error *e);
 
 static int check_bool(const json_t *v, const char *field, api_error *e) {
@@ -413,7 +423,6 @@ static const struct {
     {"store", check_bool},               /* keep the output for OpenAI's evals; nothing is stored here */
     {"metadata", check_metadata},        /* tags for stored completions */
     {"service_tier", check_string},      /* OpenAI's capacity tiers */
-    {"parallel_tool_calls", check_bool}, /* without tools there are no tool calls to run in parallel */
     {"modalities", check_modalities},
     {"prediction", check_prediction},
 };
@@ -426,7 +435,8 @@ static ignored_check ignored_field_check(const char *name) {
 
 /* ---- the field table ---- */
 
-enum { F_COMMON = 1, F_COMPL = 2, F_CHAT = 4, F_UNSUPPORTED = 8 };
+/* F_COMPL_NULL: a chat field that completions accept only as null. */
+enum { F_COMMON = 1, F_COMPL = 2, F_CHAT = 4, F_UNSUPPORTED = 8, F_COMPL_NULL = 16 };
 
 static const struct {
     const char *name;
@@ -440,8 +450,10 @@ static const struct {
     {"stream", F_COMMON}, {"stream_options", F_COMMON},
     {"prompt", F_COMPL}, {"echo", F_COMPL},
     {"messages", F_CHAT}, {"max_completion_tokens", F_CHAT}, {"top_logprobs", F_CHAT}, {"response_format", F_CHAT},
+    {"tools", F_CHAT | F_COMPL_NULL}, {"tool_choice", F_CHAT | F_COMPL_NULL},
+    {"parallel_tool_calls", F_CHAT | F_COMPL_NULL},
     /* OpenAI fields this server does not implement: a 400 naming them unless null. */
-    {"suffix", F_UNSUPPORTED}, {"tools", F_UNSUPPORTED}, {"tool_choice", F_UNSUPPORTED},
+    {"suffix", F_UNSUPPORTED},
     {"functions", F_UNSUPPORTED}, {"function_call", F_UNSUPPORTED}, {"audio", F_UNSUPPORTED},
     {"reasoning_effort", F_UNSUPPORTED}, {"verbosity", F_UNSUPPORTED}, {"web_search_options", F_UNSUPPORTED},
 };
@@ -539,6 +551,12 @@ static int parse_field(const char *k, const json_t *v, int n_vocab, api_request 
         return parse_stream_options(v, r, e);
     } else if (!strcmp(k, "response_format")) {
         return parse_response_format(v, e);
+    } else if (!strcmp(k, "tools")) {
+        return api_parse_tools(v, &r->tools, e);
+    } else if (!strcmp(k, "tool_choice")) {
+        return api_parse_tool_choice(v, &r->tools, e);
+    } else if (!strcmp(k, "parallel_tool_calls")) {
+        return get_bool(v, k, &r->tools.parallel, e);
     }
     return 0;
 }
@@ -575,8 +593,10 @@ static int apply_beam_search(api_request *r, api_error *e) {
 int api_request_parse(const json_t *body, api_kind kind, int n_vocab, api_request *r, api_error *e) {
     *r = (api_request){.kind = kind, .max_tokens = -1, .logprobs = -1, .rp = request_params_defaults()};
     r->rp.logprobs = -1;
+    api_tools_init(&r->tools);
     if (!json_is_object(body)) return type_error(e, "body", "a JSON object", body);
     const int mine = kind == API_CHAT ? F_CHAT : F_COMPL;
+    const int null_only = kind == API_CHAT ? 0 : F_COMPL_NULL;
     const char *key;
     const json_t *val;
     json_object_foreach((json_t *)body, key, val) {
@@ -586,11 +606,13 @@ int api_request_parse(const json_t *body, api_kind kind, int n_vocab, api_reques
             if (!json_is_null(val) && ignored(val, key, e)) return -1;
             continue;
         }
-        if (!(where & (F_COMMON | mine | F_UNSUPPORTED)))
+        if (!(where & (F_COMMON | mine | F_UNSUPPORTED | null_only)))
             return api_fail(e, 400, "unknown_field", key, "Unrecognized request argument supplied: %.64s", key);
         if (json_is_null(val)) continue;
         if (where & F_UNSUPPORTED)
             return api_fail(e, 400, "unsupported_field", key, "'%s' is not supported by this server", key);
+        if (!(where & (F_COMMON | mine)))
+            return api_fail(e, 400, "unsupported_field", key, "'%s' is only supported on /v1/chat/completions", key);
     }
     /* A second pass in a fixed order, so the error a client sees does not
      * depend on the order of its keys. */
@@ -611,6 +633,7 @@ int api_request_parse(const json_t *body, api_kind kind, int n_vocab, api_reques
         return api_fail(e, 400, "missing_field", "prompt", "'prompt' is required");
     if (kind == API_CHAT && !r->messages)
         return api_fail(e, 400, "missing_field", "messages", "'messages' is required");
+    if (api_tools_check(&r->tools, e)) return -1;
     if (kind == API_CHAT) {
         const int top = r->rp.logprobs;
         if (top >= 0 && r->logprobs != 0)
@@ -647,5 +670,6 @@ void api_request_free(api_request *r) {
     free(r->stops);
     free(r->stop_ids);
     free(r->bias);
+    api_tools_free(&r->tools);
     *r = (api_request){0};
 }

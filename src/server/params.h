@@ -9,6 +9,7 @@
 
 #include "engine/engine.h"
 #include "server/errors.h"
+#include "server/tools.h"
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -47,6 +48,7 @@ typedef struct {
     char **stops;
     int32_t *stop_ids;
     logit_bias_entry *bias;
+    api_tools tools;      /* chat: tools, tool_choice, parallel_tool_calls */
 } api_request;
 
 /* Parses `body` (any JSON value). Returns 0, or -1 with *err filled (400).
@@ -55,7 +57,8 @@ int api_request_parse(const json_t *body, api_kind kind, int n_vocab, api_reques
 void api_request_free(api_request *r);
 
 /* Helpers shared with the tokenize endpoints. */
-/* Normalizes chat messages (developer -> system, text parts joined). */
+/* Normalizes chat messages (developer -> system, text parts joined; tool
+ * calls and tool results as tools.h says). */
 int api_parse_messages(const json_t *v, json_t **out, api_error *err);
 /* A list of token ids, each in [0, n_vocab). */
 int api_parse_token_ids(const json_t *v, const char *param, int n_vocab, int32_t **out, int *n, api_error *err);

@@ -9,6 +9,10 @@
 
 const char *resp_finish_name(finish_reason r) { return r == FINISH_NONE ? NULL : finish_reason_name(r); }
 
+const char *resp_finish_name_tools(finish_reason r, bool called) {
+    return called && r == FINISH_STOP ? "tool_calls" : resp_finish_name(r);
+}
+
 json_t *resp_string(const char *p, size_t n) {
     if (utf8_valid(p, n)) return json_stringn(p, n);
     buf b = {0};
@@ -101,10 +105,14 @@ json_t *resp_choice(const resp_ctx *c, const gen_choice *ch, int index, const ch
     json_t *o = json_object();
     json_object_set_new(o, "index", json_integer(index));
     const char *text = ch->text.data ? ch->text.data : "";
+    bool called = false;
     if (c->kind == API_CHAT) {
         json_t *msg = json_object();
         json_object_set_new(msg, "role", json_string("assistant"));
-        json_object_set_new(msg, "content", resp_string(text, ch->text.len));
+        if (c->tool_fmt != TOOL_FORMAT_NONE)
+            called = tool_output_message(c->tool_fmt, c->tool_parallel, text, ch->text.len, msg);
+        else
+            json_object_set_new(msg, "content", resp_string(text, ch->text.len));
         json_object_set_new(msg, "refusal", json_null());
         json_object_set_new(o, "message", msg);
     } else if (echo_len) {
@@ -118,7 +126,7 @@ json_t *resp_choice(const resp_ctx *c, const gen_choice *ch, int index, const ch
     }
     long off = text_offset0;
     json_object_set_new(o, "logprobs", ch->lps ? resp_logprobs(c, ch->lps, 0, ch->n_lps, &off) : json_null());
-    const char *fin = resp_finish_name(ch->reason);
+    const char *fin = resp_finish_name_tools(ch->reason, called);
     json_object_set_new(o, "finish_reason", fin ? json_string(fin) : json_null());
     return o;
 }

@@ -8,6 +8,7 @@
 
 #include "server/gen.h"
 #include "server/params.h"
+#include "server/tool_output.h"
 #include "tokenizer/tokenizer.h"
 
 #include <jansson.h>
@@ -19,10 +20,14 @@ typedef struct {
     const char *model;
     time_t created;
     const tokenizer *tok;
+    tool_format tool_fmt; /* chat with tools offered: the format replies are read in; else NONE */
+    bool tool_parallel;   /* parallel_tool_calls */
 } resp_ctx;
 
 /* "stop", "length", or NULL for unfinished; "abort" and "error" as named. */
 const char *resp_finish_name(finish_reason r);
+/* The same, "tool_calls" for a reply that stopped after calling tools. */
+const char *resp_finish_name_tools(finish_reason r, bool called);
 /* Usage over all prompts (prompt tokens once per prompt, completion tokens of
  * every choice, cached tokens from the prefix cache). Caller holds g's lock. */
 json_t *resp_usage(const gen *g);

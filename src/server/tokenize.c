@@ -89,7 +89,7 @@ static json_t *llama_tokens(const tokenizer *tok, const int32_t *ids, int n, boo
 }
 
 static int tokenize_body(server *s, const json_t *body, int32_t **ids, bool *token_strs, api_error *e) {
-    static const char *const allowed[] = {"model", "prompt", "messages", "add_special_tokens",
+    static const char *const allowed[] = {"model", "prompt", "messages", "tools", "add_special_tokens",
                                           "add_generation_prompt", "return_token_strs", NULL};
     if (check_fields(s, body, allowed, e)) return -1;
     if (opt_bool(body, "return_token_strs", false, token_strs, e)) return -1;
@@ -110,10 +110,19 @@ static int tokenize_body(server *s, const json_t *body, int32_t **ids, bool *tok
         return prompt_limit_text(tok, json_string_value(prompt), json_string_length(prompt), add_special, &budget,
                                  "prompt", ids, e);
     }
+    /* vLLM's tokenize request takes the tools the template renders. */
+    api_tools tools;
+    api_tools_init(&tools);
+    const json_t *tv = json_object_get(body, "tools");
+    if (tv && !json_is_null(tv) && api_parse_tools(tv, &tools, e)) return -1;
     json_t *msgs;
-    if (api_parse_messages(messages, &msgs, e)) return -1;
-    const int n = prompt_limit_chat(tok, s->tmpl, msgs, add_gen, &budget, "messages", ids, e);
+    if (api_parse_messages(messages, &msgs, e)) {
+        api_tools_free(&tools);
+        return -1;
+    }
+    const int n = prompt_limit_chat(tok, s->tmpl, msgs, tools.tools, add_gen, &budget, "messages", ids, e);
     json_decref(msgs);
+    api_tools_free(&tools);
     return n;
 }
 

@@ -39,9 +39,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const chat_template *t = builtin(flags % N_TEMPLATES, flags & 8);
     const bool add_generation_prompt = flags & 4;
     int32_t *ids = NULL;
-    int n = prompt_encode_chat(vocab(), t, messages, add_generation_prompt, &ids);
+    int n = prompt_encode_chat(vocab(), t, messages, NULL, add_generation_prompt, &ids);
     if (n >= 0) free(ids);
-    char *text = prompt_render_chat(vocab(), t, messages, add_generation_prompt);
+    char *text = prompt_render_chat(vocab(), t, messages, NULL, add_generation_prompt);
     free(text);
     json_decref(messages);
     return 0;

@@ -19,6 +19,8 @@ for crashes the fuzzers found) alone. The whole corpus stays well under 2 MB.
   chat_render   message lists, after one byte that picks template and flags
   tokenizer     strings of tests/data/tokenizer_strings.jsonl and invalid
                 UTF-8, after one byte that picks vocabulary and flags
+  tool_parse    model replies with tool calls in each format, after one
+                byte that picks the format and the stream's piece size
 """
 
 from __future__ import annotations
@@ -126,6 +128,23 @@ def tokenizer_seeds() -> None:
     seed("tokenizer", "invalid-utf8", bytes([0x1f]) + b"a\xff\xfe\xc3(\xe2\x82 \xf0\x9f\x98 hello\x00 \xed\xa0\x80")
 
 
+# A reply per tool-call format, in fuzz_tool_parse.c's order of formats
+# (hermes, llama3_json, mistral, mistral_args, functionary).
+TOOL_REPLIES = [
+    'Checking.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "days": [1, 2]}}\n</tool_call>',
+    '<|python_tag|>{"name": "f", "parameters": {"x": "a\\"b"}}; {"name": "g", "parameters": {}}',
+    '[TOOL_CALLS] [{"name": "f", "arguments": {"a": 1}, "id": "abcDEF123"}, {"name": "g", "arguments": {}}]',
+    'Ok.[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}[TOOL_CALLS]g[ARGS]{}',
+    '<function=get_weather>{"city": "Paris"}</function>',
+]
+
+
+def tool_parse_seeds() -> None:
+    for i, reply in enumerate(TOOL_REPLIES):
+        for flags in (i, i + 40, i + 100):  # the same format (flags % 5), other piece sizes
+            seed("tool_parse", f"reply{i}-{flags}", bytes([flags]) + reply.encode())
+
+
 def main() -> int:
     gguf_seeds()
     hf_seeds()
@@ -133,6 +152,7 @@ def main() -> int:
     template_seeds()
     chat_render_seeds()
     tokenizer_seeds()
+    tool_parse_seeds()
     return 0
 
 

@@ -249,8 +249,11 @@ def _encode(name: str, w: np.ndarray, wtype: str):
     raise ValueError(wtype)
 
 
-def write_model(path: str | os.PathLike, spec: ModelSpec) -> str:
-    """Writes `spec` to `path` as GGUF; returns the path as a string."""
+def write_model(path: str | os.PathLike, spec: ModelSpec, vocab=None, tensors=None) -> str:
+    """Writes `spec` to `path` as GGUF; returns the path as a string. `vocab`
+    ((tokens, scores, types) with n_vocab entries) and `tensors` (as
+    make_tensors returns) replace the generated ones, for models built by
+    hand (tests/integration/tool_model.py)."""
     path = os.fspath(path)
     arch = spec.file_arch
     w = GGUFWriter(path, arch)
@@ -291,7 +294,7 @@ def write_model(path: str | os.PathLike, spec: ModelSpec) -> str:
         kv(f"{A}.rope.scaling.type", w.add_rope_scaling_type, gguf.RopeScalingType.LINEAR)
         kv(f"{A}.rope.scaling.factor", w.add_rope_scaling_factor, spec.rope_scale)
 
-    tokens, scores, types = build_vocab(spec.n_vocab)
+    tokens, scores, types = vocab if vocab is not None else build_vocab(spec.n_vocab)
     kv("tokenizer.ggml.model", w.add_tokenizer_model, "llama")
     kv("tokenizer.ggml.tokens", w.add_token_list, tokens)
     kv("tokenizer.ggml.scores", w.add_token_scores, scores)
@@ -305,7 +308,7 @@ def write_model(path: str | os.PathLike, spec: ModelSpec) -> str:
     # SentencePiece's add_dummy_prefix: on for Llama/Mistral, off for Gemma.
     kv("tokenizer.ggml.add_space_prefix", w.add_add_space_prefix, spec.arch != "gemma3")
 
-    for name, t in make_tensors(spec):
+    for name, t in (tensors if tensors is not None else make_tensors(spec)):
         if name in spec.drop_tensors:
             continue
         data, raw_dtype = _encode(name, t, spec.wtype)

@@ -1,0 +1,58 @@
+/* Reading tool calls out of a model's reply, in the family's format
+ * (tool_format.h). The same parse serves a finished reply and a stream: it
+ * is run on the whole text so far, and what it reports only grows as text is
+ * added, so a stream can send the difference each time:
+ *   - content: the text outside the calls, in pieces; whitespace next to a
+ *     call is dropped, and while the text is unfinished (final false) a tail
+ *     that may still become a marker ("<tool_c") or a call is held back;
+ *   - calls: each with its name once the name is complete, and the raw JSON
+ *     text of its arguments object as far as it has arrived (complete when
+ *     args_done).
+ * Markup that cannot be a call (bad JSON, a missing closing tag, a name
+ * that is not a string) sets malformed_at: the calls before it stand, and the
+ * text from there on is plain content. In a finished reply
+ * (tool_parse_is_plain) any malformed or unfinished call makes the whole
+ * reply plain content, as vLLM and llama.cpp fall back. */
+#ifndef CLLM_CHAT_TOOL_PARSE_H
+#define CLLM_CHAT_TOOL_PARSE_H
+
+#include "chat/tool_format.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define TOOL_PARSE_MAX_CALLS 64
+#define TOOL_PARSE_MAX_CONTENT (TOOL_PARSE_MAX_CALLS + 1)
+
+typedef struct {
+    size_t off, len;
+} tool_span;
+
+typedef struct {
+    tool_span name;     /* raw bytes of the name (a JSON string's inside for JSON formats) */
+    bool name_done;     /* the name is complete */
+    bool name_escaped;  /* the raw name holds JSON escapes: decode with tool_parse_name */
+    tool_span args;     /* raw JSON text of the arguments object so far */
+    bool args_missing;  /* the call had no arguments member: they are "{}" */
+    bool args_done;
+    bool done;          /* the whole call's markup is complete */
+} tool_parsed_call;
+
+typedef struct {
+    tool_span content[TOOL_PARSE_MAX_CONTENT];
+    int n_content;
+    tool_parsed_call calls[TOOL_PARSE_MAX_CALLS];
+    int n_calls;
+    size_t malformed_at; /* (size_t)-1: none */
+} tool_parse_result;
+
+/* Parses text[0, len). final: the reply is complete. */
+void tool_parse(tool_format f, const char *text, size_t len, bool final, tool_parse_result *out);
+/* Whether a finished reply's parse gives plain content only: no calls, or a
+ * malformed or unfinished one. */
+bool tool_parse_is_plain(const tool_parse_result *r);
+/* The name of a call as a malloc'd string (JSON escapes decoded); NULL when
+ * out of memory or undecodable. */
+char *tool_parse_name(const char *text, const tool_parsed_call *c);
+
+#endif

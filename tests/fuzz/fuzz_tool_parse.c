@@ -1,0 +1,44 @@
+/* libFuzzer harness: model replies read as tool calls (chat/tool_parse.c and
+ * server/tool_output.c). The first byte picks the format; the rest is the
+ * reply. The reply is read whole (message.tool_calls) and as a stream cut
+ * into pieces of a size the first byte also picks, each call's parse over the
+ * text so far. Whatever the bytes, this must end without a crash, a leak or
+ * an out-of-bounds read, and every span a parse reports lies in the text. */
+#include "chat/tool_parse.h"
+#include "server/tool_output.h"
+
+#include "fuzz_common.h"
+
+static void check_spans(const tool_parse_result *r, size_t len) {
+    for (int i = 0; i < r->n_content; i++)
+        if (r->content[i].off + r->content[i].len > len) abort();
+    for (int i = 0; i < r->n_calls; i++) {
+        const tool_parsed_call *c = &r->calls[i];
+        if (c->name.off + c->name.len > len || (!c->args_missing && c->args.off + c->args.len > len)) abort();
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (size < 1) return 0;
+    const tool_format f = (tool_format)(1 + data[0] % 5);
+    const size_t step = 1 + (data[0] >> 3);
+    const char *text = (const char *)data + 1;
+    const size_t len = size - 1;
+    tool_parse_result r;
+    tool_parse(f, text, len, true, &r);
+    check_spans(&r, len);
+    json_t *msg = json_object();
+    tool_output_message(f, data[0] & 4, text, len, msg);
+    json_decref(msg);
+    tool_stream ts = {0};
+    for (size_t k = 0;; k += step) {
+        const size_t n = k < len ? k : len;
+        tool_parse(f, text, n, n == len, &r);
+        check_spans(&r, n);
+        json_t *delta = json_object();
+        tool_stream_delta(&ts, f, true, text, n, n == len, delta);
+        json_decref(delta);
+        if (n == len) break;
+    }
+    return 0;
+}

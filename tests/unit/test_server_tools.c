@@ -1,0 +1,249 @@
+/* The request side of tool calling (src/server/tools.c through
+ * api_request_parse): malformed tools, tool_choice and tool history each get
+ * a 400 naming the field; good ones become what the chat template gets
+ * (tools as given, call arguments as mappings, tool results with their
+ * tool_call_id); tool_choice against the template's format; and replies
+ * (src/server/tool_output.c) in OpenAI's message and stream shapes. Bodies
+ * are written with single quotes, turned into JSON's double ones. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "api_refused.h"
+#include "server/params.h"
+#include "server/tool_output.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NV 1000
+
+static json_t *load_q(const char *text) {
+    char *s = strdup(text);
+    for (char *p = s; *p; p++)
+        if (*p == '\'') *p = '"';
+    json_error_t je;
+    json_t *j = json_loads(s, 0, &je);
+    if (!j) fail_msg("test JSON does not parse: %s: %s", s, je.text);
+    free(s);
+    return j;
+}
+
+#define USER "{'role': 'user', 'content': 'x'}"
+#define TOOL_F "{'type': 'function', 'function': {'name': 'f', 'parameters': {'type': 'object'}}}"
+
+static const struct {
+    api_kind kind;
+    const char *body, *param, *code;
+} BAD[] = {
+    {API_CHAT, "{'messages': [" USER "], 'tools': {}}", "tools", "invalid_type"},
+    {API_CHAT, "{'messages': [" USER "], 'tools': []}", "tools", "invalid_value"},
+    {API_CHAT, "{'messages': [" USER "], 'tools': [5]}", "tools[0]", "invalid_type"},
+    {API_CHAT, "{'messages': [" USER "], 'tools': [{'type': 'retrieval', 'function': {'name': 'f'}}]}", "tools[0]",
+     "invalid_value"},
+    {API_CHAT, "{'messages': [" USER "], 'tools': [{'type': 'function'}]}", "tools[0].function", "invalid_type"},
+    {API_CHAT, "{'messages': [" USER "], 'tools': [{'type': 'function', 'function': {}}]}", "tools[0].function.name",
+     "invalid_type"},
+    {API_CHAT, "{'messages': [" USER "], 'tools': [{'type': 'function', 'function': {'name': 'a b'}}]}",
+     "tools[0].function.name", "invalid_value"},
+    {API_CHAT, "{'messages': [" USER "], 'tools': [" TOOL_F ", " TOOL_F "]}", "tools[1].function.name",
+     "invalid_value"},
+    {API_CHAT, "{'messages': [" USER "], 'tools': [{'type': 'function', 'function': {'name': 'f', 'parameters': 3}}]}",
+     "tools[0].function.parameters", "invalid_type"},
+    {API_CHAT, "{'messages': [" USER "], 'tools': [{'type': 'function', 'function': {'name': 'f', 'params': {}}}]}",
+     "tools[0].function", "unknown_field"},
+    {API_CHAT, "{'messages': [" USER "], 'tools': [" TOOL_F "], 'tool_choice': 'sometimes'}", "tool_choice",
+     "invalid_value"},
+    {API_CHAT, "{'messages': [" USER "], 'tool_choice': 'auto'}", "tool_choice", "invalid_value"},
+    {API_CHAT, "{'messages': [" USER "], 'tools': [" TOOL_F "], 'tool_choice': {'type': 'function', 'function': "
+               "{'name': 'g'}}}",
+     "tool_choice", "invalid_value"},
+    {API_CHAT, "{'messages': [" USER "], 'tools': [" TOOL_F "], 'tool_choice': {'type': 'function'}}",
+     "tool_choice.function", "invalid_type"},
+    {API_CHAT, "{'messages': [" USER "], 'parallel_tool_calls': 'yes'}", "parallel_tool_calls", "invalid_type"},
+    {API_COMPLETIONS, "{'prompt': 'x', 'tools': [" TOOL_F "]}", "tools", "unsupported_field"},
+    /* history */
+    {API_CHAT, "{'messages': [{'role': 'tool', 'content': 'sunny'}]}", "messages[0].tool_call_id", "missing_field"},
+    {API_CHAT, "{'messages': [{'role': 'tool', 'content': 'sunny', 'tool_call_id': 7}]}", "messages[0].tool_call_id",
+     "invalid_type"},
+    {API_CHAT, "{'messages': [{'role': 'tool', 'tool_call_id': 'c1'}]}", "messages[0].content", "missing_field"},
+    {API_CHAT, "{'messages': [{'role': 'assistant', 'tool_calls': [{'type': 'function', 'function': {'name': 'f', "
+               "'arguments': '{}'}}]}]}",
+     "messages[0].tool_calls[0].id", "invalid_type"},
+    {API_CHAT, "{'messages': [{'role': 'assistant', 'tool_calls': [{'id': 'c', 'type': 'function', 'function': "
+               "{'name': 'f', 'arguments': 'not json'}}]}]}",
+     "messages[0].tool_calls[0].function.arguments", "invalid_value"},
+    {API_CHAT, "{'messages': [{'role': 'assistant', 'tool_calls': [{'id': 'c', 'type': 'function', 'function': "
+               "{'name': 'f', 'arguments': '[1]'}}]}]}",
+     "messages[0].tool_calls[0].function.arguments", "invalid_value"},
+    {API_CHAT, "{'messages': [{'role': 'assistant', 'tool_calls': 'f()'}]}", "messages[0].tool_calls",
+     "invalid_type"},
+    {API_CHAT, "{'messages': [{'role': 'user', 'content': 'x', 'tool_call_id': 'c'}]}", "messages[0].tool_call_id",
+     "unknown_field"},
+    {API_CHAT, "{'messages': [{'role': 'function', 'content': 'x', 'name': 'f'}]}", "messages[0].role",
+     "unsupported_role"},
+};
+
+static void test_bad_tool_requests_name_the_field(void **state) {
+    (void)state;
+    for (size_t i = 0; i < sizeof BAD / sizeof *BAD; i++)
+        expect_refused(i, BAD[i].body, load_q(BAD[i].body), BAD[i].kind, BAD[i].param, BAD[i].code);
+}
+
+/* A round trip's history as the template gets it. */
+static void test_history_is_normalized(void **state) {
+    (void)state;
+    json_t *j = load_q("{'messages': [" USER ", {'role': 'assistant', 'content': null, 'tool_calls': [{'id': 'call_1', "
+                       "'type': 'function', 'function': {'name': 'f', 'arguments': '{\\'city\\': \\'Paris\\'}'}}]}, "
+                       "{'role': 'tool', 'content': 'sunny', 'tool_call_id': 'call_1', 'name': 'f'}], "
+                       "'tools': [" TOOL_F "], 'parallel_tool_calls': false}");
+    api_request r;
+    api_error e;
+    if (api_request_parse(j, API_CHAT, NV, &r, &e)) fail_msg("refused: %s", e.message);
+    json_t *want = load_q("[" USER ", {'role': 'assistant', 'content': null, 'tool_calls': [{'id': 'call_1', 'type': "
+                          "'function', 'function': {'name': 'f', 'arguments': {'city': 'Paris'}}}]}, "
+                          "{'role': 'tool', 'content': 'sunny', 'tool_call_id': 'call_1', 'name': 'f'}]");
+    if (!json_equal(r.messages, want)) {
+        char *got = json_dumps(r.messages, 0);
+        fail_msg("messages: %s", got);
+    }
+    assert_true(json_equal(r.tools.tools, json_object_get(j, "tools")));
+    assert_false(r.tools.parallel);
+    assert_int_equal(r.tools.choice, TOOL_CHOICE_AUTO);
+    assert_true(api_tools_offered(&r.tools));
+    json_decref(want);
+    api_request_free(&r);
+    json_decref(j);
+}
+
+static void test_choice_against_the_template(void **state) {
+    (void)state;
+    static const struct {
+        const char *extra;
+        tool_format tmpl, want;
+        int rc;
+        const char *param;
+    } CASES[] = {
+        {"", TOOL_FORMAT_HERMES, TOOL_FORMAT_HERMES, 0, NULL},
+        {", 'tool_choice': 'auto'", TOOL_FORMAT_MISTRAL, TOOL_FORMAT_MISTRAL, 0, NULL},
+        /* none: the tools are not offered, replies are text */
+        {", 'tool_choice': 'none'", TOOL_FORMAT_HERMES, TOOL_FORMAT_NONE, 0, NULL},
+        {", 'tool_choice': 'none'", TOOL_FORMAT_NONE, TOOL_FORMAT_NONE, 0, NULL},
+        /* a template without a tool format cannot be offered tools */
+        {"", TOOL_FORMAT_NONE, TOOL_FORMAT_NONE, -1, "tools"},
+        /* required and named need the constraint engine */
+        {", 'tool_choice': 'required'", TOOL_FORMAT_HERMES, TOOL_FORMAT_NONE, -1, "tool_choice"},
+        {", 'tool_choice': {'type': 'function', 'function': {'name': 'f'}}", TOOL_FORMAT_HERMES, TOOL_FORMAT_NONE, -1,
+         "tool_choice"},
+        /* any tool, in a format that spells the name in the markup: no one schema */
+        {", 'tool_choice': 'required'", TOOL_FORMAT_FUNCTIONARY, TOOL_FORMAT_NONE, -1, "tool_choice"},
+    };
+    for (size_t i = 0; i < sizeof CASES / sizeof *CASES; i++) {
+        char body[512];
+        snprintf(body, sizeof body, "{'messages': [" USER "], 'tools': [" TOOL_F "]%s}", CASES[i].extra);
+        json_t *j = load_q(body);
+        api_request r;
+        api_error e = {0};
+        assert_int_equal(api_request_parse(j, API_CHAT, NV, &r, &e), 0);
+        tool_format got;
+        const int rc = api_tools_resolve(&r.tools, CASES[i].tmpl, &got, &e);
+        if (rc != CASES[i].rc) fail_msg("case %zu: rc %d (%s)", i, rc, e.message);
+        if (rc) {
+            assert_int_equal(e.status, 400);
+            assert_string_equal(e.param, CASES[i].param);
+        } else {
+            assert_int_equal(got, CASES[i].want);
+        }
+        if (i == 5 || i == 6) assert_non_null(strstr(e.message, "needs the constraint engine"));
+        if (i == 7) assert_non_null(strstr(e.message, "cannot be enforced in the 'functionary' format"));
+        api_request_free(&r);
+        json_decref(j);
+    }
+}
+
+static void test_reply_message(void **state) {
+    (void)state;
+    const char *text = "Checking.\n<tool_call>\n{\"name\": \"f\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>"
+                       "<tool_call>{\"name\": \"g\", \"arguments\": {}}</tool_call>";
+    json_t *msg = json_object();
+    assert_true(tool_output_message(TOOL_FORMAT_HERMES, true, text, strlen(text), msg));
+    assert_string_equal(json_string_value(json_object_get(msg, "content")), "Checking.");
+    const json_t *calls = json_object_get(msg, "tool_calls");
+    assert_int_equal(json_array_size(calls), 2);
+    const json_t *c0 = json_array_get(calls, 0);
+    assert_int_equal(strncmp(json_string_value(json_object_get(c0, "id")), "call_", 5), 0);
+    assert_string_equal(json_string_value(json_object_get(c0, "type")), "function");
+    const json_t *fn = json_object_get(c0, "function");
+    assert_string_equal(json_string_value(json_object_get(fn, "name")), "f");
+    assert_string_equal(json_string_value(json_object_get(fn, "arguments")), "{\"city\": \"Paris\"}");
+    assert_false(json_equal(json_object_get(c0, "id"), json_object_get(json_array_get(calls, 1), "id")));
+    json_decref(msg);
+    /* parallel_tool_calls false: the first call only. */
+    msg = json_object();
+    assert_true(tool_output_message(TOOL_FORMAT_HERMES, false, text, strlen(text), msg));
+    assert_int_equal(json_array_size(json_object_get(msg, "tool_calls")), 1);
+    json_decref(msg);
+    /* Malformed: plain content, no tool_calls. */
+    msg = json_object();
+    const char *bad = "<tool_call>{\"name\": \"f\", \"arguments\": {oops}}</tool_call>";
+    assert_false(tool_output_message(TOOL_FORMAT_HERMES, true, bad, strlen(bad), msg));
+    assert_string_equal(json_string_value(json_object_get(msg, "content")), bad);
+    assert_null(json_object_get(msg, "tool_calls"));
+    json_decref(msg);
+}
+
+/* Streaming a reply byte by byte gives deltas that join into the whole
+ * reply's content and calls, with the id, type and name first. */
+static void test_stream_deltas_reassemble(void **state) {
+    (void)state;
+    const char *text = "Checking.\n<tool_call>\n{\"name\": \"f\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>"
+                       "<tool_call>{\"name\": \"g\", \"arguments\": {}}</tool_call>";
+    const size_t n = strlen(text);
+    tool_stream ts = {0};
+    char content[256] = "", args[2][128] = {"", ""}, names[2][16] = {"", ""};
+    int n_ids = 0;
+    for (size_t k = 0; k <= n; k++) {
+        json_t *delta = json_object();
+        tool_stream_delta(&ts, TOOL_FORMAT_HERMES, true, text, k, k == n, delta);
+        const json_t *c = json_object_get(delta, "content");
+        if (c) strncat(content, json_string_value(c), sizeof content - strlen(content) - 1);
+        assert_null(strstr(content, "<tool"));
+        size_t i;
+        const json_t *tc;
+        json_array_foreach(json_object_get(delta, "tool_calls"), i, tc) {
+            const int idx = (int)json_integer_value(json_object_get(tc, "index"));
+            assert_true(idx >= 0 && idx < 2);
+            const json_t *fn = json_object_get(tc, "function");
+            if (json_object_get(tc, "id")) {
+                n_ids++;
+                assert_string_equal(json_string_value(json_object_get(tc, "type")), "function");
+                snprintf(names[idx], sizeof names[idx], "%s", json_string_value(json_object_get(fn, "name")));
+            } else {
+                assert_non_null(names[idx][0] ? names[idx] : NULL); /* the name came first */
+            }
+            const char *a = json_string_value(json_object_get(fn, "arguments"));
+            strncat(args[idx], a, sizeof args[idx] - strlen(args[idx]) - 1);
+        }
+        json_decref(delta);
+    }
+    assert_string_equal(content, "Checking.");
+    assert_int_equal(n_ids, 2);
+    assert_string_equal(names[0], "f");
+    assert_string_equal(names[1], "g");
+    assert_string_equal(args[0], "{\"city\": \"Paris\"}");
+    assert_string_equal(args[1], "{}");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bad_tool_requests_name_the_field),
+        cmocka_unit_test(test_history_is_normalized),
+        cmocka_unit_test(test_choice_against_the_template),
+        cmocka_unit_test(test_reply_message),
+        cmocka_unit_test(test_stream_deltas_reassemble),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
