@@ -12,25 +12,22 @@
 #include <string.h>
 
 #define COMPILE_CACHE_ENTRIES 64
-/* Masks kept per constraint: 512 of gemma's 262k-token masks are 16 MiB. */
+/* DFA states per constraint (about 1 KiB each), and masks kept: 512 of
+ * gemma's 262k-token masks are 16 MiB. */
+#define DFA_MAX_STATES 4096
 #define MASK_CACHE_ENTRIES 512
-
-typedef struct {
-    const token_vocab *vocab;
-    gstate key;
-    uint32_t *mask;
-    uint64_t last_used;
-} mask_entry;
 
 struct constraint {
     atomic_int refs;
     grammar *g;
     char *canonical;
-    pthread_mutex_t mu; /* guards the mask cache and the walker */
-    mask_entry *masks;
-    int n_masks;
-    uint64_t clock;
-    mask_walker walker;
+    pthread_mutex_t mu; /* guards everything below */
+    gdfa *dfa;          /* created at the first mask */
+    const token_vocab *vocab; /* the masks' vocabulary */
+    uint32_t **masks;   /* [DFA_MAX_STATES]: per DFA state, NULL until computed */
+    int32_t fifo[MASK_CACHE_ENTRIES]; /* states with a mask, oldest first (ring) */
+    int fifo_head, n_masks;
+    gscratch scratch;
 };
 
 /* ---- compiling ---- */
@@ -92,13 +89,20 @@ static char *canonical_text(constraint_kind kind, json_t *spec, const json_schem
     return out;
 }
 
+static void drop_masks(constraint *c) {
+    if (c->masks)
+        for (int i = 0; i < DFA_MAX_STATES; i++) {
+            free(c->masks[i]);
+            c->masks[i] = NULL;
+        }
+    c->n_masks = c->fifo_head = 0;
+}
+
 static void constraint_destroy(constraint *c) {
-    for (int i = 0; i < c->n_masks; i++) {
-        gstate_free(&c->masks[i].key);
-        free(c->masks[i].mask);
-    }
+    drop_masks(c);
     free(c->masks);
-    mask_walker_free(&c->walker);
+    gdfa_free(c->dfa);
+    gscratch_free(&c->scratch);
     pthread_mutex_destroy(&c->mu);
     grammar_free(c->g);
     free(c->canonical);
@@ -231,49 +235,65 @@ int constraint_accept(constraint_state *s, const token_vocab *v, int32_t token) 
     const char *p = token_vocab_bytes(v, token, &len);
     if (len == 0) return 0;
     pthread_mutex_lock(&s->c->mu);
-    const int rc = gstate_advance_bytes(s->c->g, &s->st, (const unsigned char *)p, (size_t)len, &s->c->walker.scratch);
+    const int rc = gstate_advance_bytes(s->c->g, &s->st, (const unsigned char *)p, (size_t)len, &s->c->scratch);
     pthread_mutex_unlock(&s->c->mu);
     return rc;
+}
+
+/* The mask of DFA state `id`, from the cache or walked and kept. */
+static int state_mask(constraint *c, const token_vocab *v, int id, uint32_t *mask, size_t words) {
+    if (c->masks[id]) {
+        memcpy(mask, c->masks[id], words * sizeof *mask);
+        return 0;
+    }
+    const int rc = token_mask_walk_dfa(c->dfa, v, id, mask);
+    if (rc) return rc;
+    if (c->n_masks == MASK_CACHE_ENTRIES) { /* forget the oldest */
+        const int old = c->fifo[c->fifo_head];
+        free(c->masks[old]);
+        c->masks[old] = NULL;
+        c->n_masks--;
+        c->fifo_head = (c->fifo_head + 1) % MASK_CACHE_ENTRIES;
+    }
+    if ((c->masks[id] = malloc(words * sizeof *mask))) {
+        memcpy(c->masks[id], mask, words * sizeof *mask);
+        c->fifo[(c->fifo_head + c->n_masks) % MASK_CACHE_ENTRIES] = id;
+        c->n_masks++;
+    }
+    return 0;
 }
 
 int constraint_mask(constraint_state *s, const token_vocab *v, uint32_t *mask) {
     constraint *c = s->c;
     const size_t words = (size_t)(v->n_vocab + 31) / 32;
     pthread_mutex_lock(&c->mu);
-    c->clock++;
-    for (int i = 0; i < c->n_masks; i++) {
-        mask_entry *e = &c->masks[i];
-        if (e->vocab == v && gstate_equal(&e->key, &s->st)) {
-            e->last_used = c->clock;
-            memcpy(mask, e->mask, words * sizeof *mask);
-            pthread_mutex_unlock(&c->mu);
-            return 0;
+    int rc = 0;
+    if (!c->dfa) {
+        c->dfa = gdfa_create(c->g, DFA_MAX_STATES);
+        c->masks = calloc(DFA_MAX_STATES, sizeof *c->masks);
+        if (!c->dfa || !c->masks) {
+            gdfa_free(c->dfa);
+            free(c->masks);
+            c->dfa = NULL, c->masks = NULL;
+            rc = err_oom("constraint: out of memory");
         }
     }
-    int rc = token_mask_walk_with(c->g, v, &s->st, mask, &c->walker);
-    if (!rc) { /* keep it: a new entry, or the least recently used one replaced */
-        if (!c->masks) c->masks = calloc(MASK_CACHE_ENTRIES, sizeof *c->masks);
-        mask_entry *slot = NULL;
-        if (c->masks && c->n_masks < MASK_CACHE_ENTRIES) {
-            slot = &c->masks[c->n_masks];
-            if ((slot->mask = malloc(words * sizeof *mask))) c->n_masks++;
-            else slot = NULL;
-        } else if (c->masks) {
-            slot = &c->masks[0];
-            for (int i = 1; i < c->n_masks; i++)
-                if (c->masks[i].last_used < slot->last_used) slot = &c->masks[i];
-            if (slot->vocab != v) { /* another vocabulary's mask may be smaller */
-                uint32_t *m = realloc(slot->mask, words * sizeof *mask);
-                if (m) slot->mask = m;
-                else slot = NULL;
-            }
-        }
-        if (slot && !gstate_copy(&slot->key, &s->st)) {
-            slot->vocab = v;
-            slot->last_used = c->clock;
-            memcpy(slot->mask, mask, words * sizeof *mask);
-        } else if (slot) {
-            slot->vocab = NULL; /* a half-written entry never matches */
+    if (!rc && c->vocab != v) {
+        drop_masks(c);
+        c->vocab = v;
+    }
+    for (int attempt = 0; !rc; attempt++) {
+        const int id = gdfa_intern(c->dfa, &s->st);
+        rc = id < 0 ? id : state_mask(c, v, id, mask, words);
+        if (rc != GDFA_FULL) break;
+        /* The table filled up: start it afresh, once; a walk that needs more
+         * states than it holds gets a DFA of its own. */
+        drop_masks(c);
+        gdfa_clear(c->dfa);
+        rc = 0;
+        if (attempt == 1) {
+            rc = token_mask_walk(c->g, v, &s->st, mask);
+            break;
         }
     }
     pthread_mutex_unlock(&c->mu);
