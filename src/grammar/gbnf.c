@@ -14,6 +14,7 @@
 #include "util/utf8.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -176,7 +177,11 @@ static int parse_postfix(gbnf_parser *ps, size_t mark) {
         break;
     default: return 0;
     }
-    if (gb_repeat_since(ps->b, mark, min, max)) return fail_at(ps, at, err_get());
+    if (gb_repeat_since(ps->b, mark, min, max)) {
+        char why[256]; /* err_get's buffer is rewritten by fail_at */
+        snprintf(why, sizeof why, "%s", err_get());
+        return fail_at(ps, at, why);
+    }
     return 0;
 }
 

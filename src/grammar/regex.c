@@ -191,7 +191,11 @@ static int parse_quantifier(rx_parser *ps, size_t mark, bool have_atom) {
     if (!have_atom) return rx_fail(ps, at, "nothing to repeat");
     if (*ps->p == '?' || *ps->p == '+') ps->p++; /* lazy or possessive: same language */
     if (*ps->p == '*' || *ps->p == '+' || *ps->p == '?') return rx_fail(ps, ps->p, "multiple repeat");
-    if (gb_repeat_since(ps->b, mark, min, max)) return rx_fail(ps, at, err_get());
+    if (gb_repeat_since(ps->b, mark, min, max)) {
+        char why[256]; /* err_get's buffer is rewritten by rx_fail */
+        snprintf(why, sizeof why, "%s", err_get());
+        return rx_fail(ps, at, why);
+    }
     return 0;
 }
 
