@@ -77,9 +77,10 @@ int gb_push_rule(grammar_builder *b, int rule);
 int gb_alt_end(grammar_builder *b);
 /* Pushes the UTF-8 bytes of `s`. */
 int gb_push_literal(grammar_builder *b, const char *s, size_t n);
-/* While on, code point classes leave out what a JSON string must escape
- * ('"', '\\', U+0000-U+001F): a regex inside a JSON string (JSON Schema
- * `pattern`) then never produces invalid JSON. */
+/* While on, code point classes produce what a JSON string must escape
+ * escaped ('"' as \", '\\' as \\, newline as \n; also \t \r \b \f) and
+ * leave out the other control characters: a regex inside a JSON string
+ * (JSON Schema `pattern`) then never produces invalid JSON. */
 void gb_set_json_string_mode(grammar_builder *b, bool on);
 bool gb_json_string_mode(const grammar_builder *b);
 /* Pushes one code point out of `ranges` (n pairs lo, hi; negated: every

@@ -236,8 +236,22 @@ int gb_push_codepoints(grammar_builder *b, const uint32_t *ranges, int n, bool n
         free(r);
         r = c, m = k;
     }
-    if (b->json_string_mode) { /* cut out 0x00-0x1F, '"' and '\\': (m ranges) minus them, at most m + 2 */
-        uint32_t *c = malloc(((size_t)m + 3) * 2 * sizeof *c);
+    /* Inside a JSON string: what JSON escapes is produced escaped (see below). */
+    char escapes[8];
+    int n_escapes = 0;
+    if (b->json_string_mode) {
+        static const struct {
+            uint32_t cp;
+            char esc;
+        } json_escapes[] = {{'"', '"'}, {'\\', '\\'}, {'\n', 'n'}, {'\t', 't'}, {'\r', 'r'}, {'\b', 'b'}, {'\f', 'f'}};
+        for (size_t e = 0; e < sizeof json_escapes / sizeof *json_escapes; e++)
+            for (int i = 0; i < m; i++)
+                if (r[2 * i] <= json_escapes[e].cp && json_escapes[e].cp <= r[2 * i + 1]) {
+                    escapes[n_escapes++] = json_escapes[e].esc;
+                    break;
+                }
+        /* Cut out 0x00-0x1F, '"' and '\\': m ranges minus them are at most 3m. */
+        uint32_t *c = malloc(((size_t)m * 3 + 1) * 2 * sizeof *c);
         if (!c) {
             free(r);
             return err_oom("grammar: out of memory");
@@ -263,13 +277,17 @@ int gb_push_codepoints(grammar_builder *b, const uint32_t *ranges, int n, bool n
         if (r[2 * i + 1] >= 0x80) wide = true;
     }
     int rc = 0;
-    if (!wide) {
+    if (!wide && !n_escapes) {
         if (!any_ascii) rc = err_set("grammar: a character class that matches nothing");
         else rc = gb_push_set(b, &ascii);
     } else {
         const int rule = gb_fresh_rule(b);
         rc = rule < 0;
         if (!rc && any_ascii) rc = gb_alt_begin(b, rule) || gb_push_set(b, &ascii) || gb_alt_end(b);
+        for (int e = 0; e < n_escapes && !rc; e++) {
+            const char esc[2] = {'\\', escapes[e]};
+            rc = gb_alt_begin(b, rule) || gb_push_literal(b, esc, 2) || gb_alt_end(b);
+        }
         for (int i = 0; i < m && !rc; i++)
             if (r[2 * i + 1] >= 0x80) rc = add_utf8_range(b, rule, r[2 * i] < 0x80 ? 0x80 : r[2 * i], r[2 * i + 1]);
         if (!rc) rc = gb_push_rule(b, rule);
