@@ -55,6 +55,28 @@ def corpus_files() -> list[tuple[str, str]]:
     return list(dict.fromkeys(out))
 
 
+def reachable_defs(root: dict, start) -> dict:
+    """The definitions a schema reaches through local $refs (so a request
+    carries only what it uses, not a whole 1 MB schema)."""
+    keep = {"definitions": {}, "$defs": {}}
+    todo = [start]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/"):
+                parts = ref[2:].split("/")
+                if parts[0] in keep and len(parts) >= 2 and parts[1] not in keep[parts[0]]:
+                    target = root.get(parts[0], {}).get(parts[1])
+                    if target is not None:
+                        keep[parts[0]][parts[1]] = target
+                        todo.append(target)
+            todo.extend(node.values())
+        elif isinstance(node, list):
+            todo.extend(node)
+    return {k: v for k, v in keep.items() if v}
+
+
 def entries() -> list[tuple[str, dict]]:
     seen, out = set(), []
     for pkg, path in corpus_files():
@@ -72,8 +94,9 @@ def entries() -> list[tuple[str, dict]]:
                 for d in defs:
                     if "/" in d or "~" in d:
                         continue
-                    sub = {k: v for k, v in root.items() if k in ("definitions", "$defs", "$schema")}
+                    sub = {k: v for k, v in root.items() if k == "$schema"}
                     sub["$ref"] = f"#/{key}/{d}"
+                    sub.update(reachable_defs(root, sub))
                     items.append((f"{name}#/{key}/{d}", sub))
         for n, s in items:
             k = json.dumps(s, sort_keys=True)
@@ -134,6 +157,7 @@ def main() -> int:
           file=sys.stderr)
     results = []
     with CllmServer(args.cllm, args.model, "--max-model-len", 2048, "--max-num-seqs", max(args.concurrency, 1),
+                    "--max-body-size", "8MiB",
                     threads=args.threads) as srv:
         with concurrent.futures.ThreadPoolExecutor(args.concurrency) as ex:
             futs = [ex.submit(run_one, srv, n, s, args.max_tokens, args.seed + i) for i, (n, s) in enumerate(items)]

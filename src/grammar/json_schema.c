@@ -3,8 +3,8 @@
  * token masks: tests/integration/test_grammar_masks.py checks it):
  *   type (one or a list), enum, const, anyOf, oneOf (as anyOf: the grammar
  *   cannot exclude a value that two branches both match), allOf of one
- *   schema, $ref to "#", "#/$defs/NAME" and "#/definitions/NAME" (recursion
- *   allowed), booleans as schemas;
+ *   schema, $ref within the schema ("#", "#/$defs/NAME", any "#/json/pointer";
+ *   recursion allowed), booleans as schemas;
  *   objects: properties (generated in their listed order), required,
  *   additionalProperties (false, true or a schema; absent means false, as
  *   XGrammar's strict mode and OpenAI's strict schemas);
@@ -261,14 +261,35 @@ static int alternatives_rule(js_ctx *c, json_t *list, const char *key) {
     return r;
 }
 
+/* A local reference: "#" or a JSON pointer "#/a/b/0" (~0 and ~1 escapes)
+ * into the root schema. */
 static json_t *resolve_ref(js_ctx *c, const char *ref) {
-    if (!strcmp(ref, "#")) return c->root;
-    const char *name = NULL;
-    json_t *defs = NULL;
-    if (!strncmp(ref, "#/$defs/", 8)) name = ref + 8, defs = json_object_get(c->root, "$defs");
-    else if (!strncmp(ref, "#/definitions/", 14)) name = ref + 14, defs = json_object_get(c->root, "definitions");
-    if (!name || strchr(name, '/') || strchr(name, '~') || strchr(name, '%')) return NULL;
-    return json_object_get(defs, name);
+    if (ref[0] != '#') return NULL;
+    json_t *at = c->root;
+    const char *p = ref + 1;
+    while (*p == '/' && at) {
+        p++;
+        char seg[256];
+        size_t n = 0;
+        for (; *p && *p != '/'; p++) {
+            char ch = *p;
+            if (ch == '~' && (p[1] == '0' || p[1] == '1')) ch = p[1] == '0' ? '~' : '/', p++;
+            else if (ch == '%') return NULL; /* URI-escaped pointers are not supported */
+            if (n + 1 >= sizeof seg) return NULL;
+            seg[n++] = ch;
+        }
+        seg[n] = 0;
+        if (json_is_object(at)) {
+            at = json_object_get(at, seg);
+        } else if (json_is_array(at)) {
+            char *end;
+            const long i = strtol(seg, &end, 10);
+            at = *seg && !*end && i >= 0 ? json_array_get(at, (size_t)i) : NULL;
+        } else {
+            at = NULL;
+        }
+    }
+    return *p ? NULL : at;
 }
 
 static int ref_rule_of(js_ctx *c, json_t *refv) {
@@ -277,8 +298,8 @@ static int ref_rule_of(js_ctx *c, json_t *refv) {
     for (int i = 0; i < c->n_refs; i++)
         if (!strcmp(c->refs[i].ref, ref)) return c->refs[i].rule;
     json_t *target = resolve_ref(c, ref);
-    if (!target) return err_set("JSON schema: cannot resolve $ref '%s' at %s (only #, #/$defs/NAME and "
-                                "#/definitions/NAME)", ref, c->path[0] ? c->path : "#");
+    if (!target) return err_set("JSON schema: cannot resolve $ref '%s' at %s (only references within the "
+                                "schema: # and #/JSON/pointer)", ref, c->path[0] ? c->path : "#");
     /* The rule exists before its body, so recursive references find it. */
     const int r = gb_fresh_rule(c->b);
     if (r < 0) return -1;

@@ -19,6 +19,8 @@ for crashes the fuzzers found) alone. The whole corpus stays well under 2 MB.
   chat_render   message lists, after one byte that picks template and flags
   tokenizer     strings of tests/data/tokenizer_strings.jsonl and invalid
                 UTF-8, after one byte that picks vocabulary and flags
+  grammar       GBNF grammars, regexes, JSON schemas and choice lists, after
+                one byte that picks the frontend
 """
 
 from __future__ import annotations
@@ -126,6 +128,22 @@ def tokenizer_seeds() -> None:
     seed("tokenizer", "invalid-utf8", bytes([0x1f]) + b"a\xff\xfe\xc3(\xe2\x82 \xf0\x9f\x98 hello\x00 \xed\xa0\x80")
 
 
+def grammar_seeds() -> None:
+    seeds = [
+        (0, 'root ::= "{" ws pair ("," ws pair)* "}"\nws ::= [ \\t\\n]*\npair ::= [a-z]+ ":" ws ("1" | "22")?'),
+        (0, 'root ::= ("\u00e9" | [^"\\\\\\x00-\\x1f]{2,5} | .)+ # comment'),
+        (1, r"^(\d{3}-)?[A-Za-z_]\w*(?:\.[a-z]+){1,3}|x.y$"),
+        (2, json.dumps({"type": "object", "properties": {"a": {"type": "integer", "minimum": -5, "maximum": 99},
+                                                         "b": {"type": "array", "items": {"$ref": "#"}}},
+                        "required": ["a"]})),
+        (6, json.dumps({"$defs": {"s": {"type": "string", "pattern": "^[a-c]+$"}}, "anyOf": [{"$ref": "#/$defs/s"},
+                                                                                           {"enum": [1, None]}]})),
+        (3, json.dumps(["red", "green", "gr\u00e9"])),
+    ]
+    for i, (kind, text) in enumerate(seeds):
+        seed("grammar", f"seed{i}", bytes([kind]) + text.encode())
+
+
 def main() -> int:
     gguf_seeds()
     hf_seeds()
@@ -133,6 +151,7 @@ def main() -> int:
     template_seeds()
     chat_render_seeds()
     tokenizer_seeds()
+    grammar_seeds()
     return 0
 
 
