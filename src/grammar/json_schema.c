@@ -5,7 +5,8 @@
  *   cannot exclude a value that two branches both match), allOf of one
  *   schema, $ref within the schema ("#", "#/$defs/NAME", any "#/json/pointer";
  *   recursion allowed), booleans as schemas;
- *   objects: properties (generated in their listed order), required,
+ *   objects: properties (generated in their listed order), required (a
+ *   required name "properties" lacks takes any value, after the others),
  *   additionalProperties (false, true or a schema; absent means false, as
  *   XGrammar's strict mode and OpenAI's strict schemas);
  *   arrays: items, prefixItems, minItems, maxItems;
@@ -170,7 +171,8 @@ static bool is_annotation(const char *k) {
                                       "$comment", "deprecated", "readOnly", "writeOnly", "$defs", "definitions",
                                       "markdownDescription", "deprecationMessage", "errorMessage",
                                       "contentMediaType", "contentEncoding", "example", "enumDescriptions",
-                                      "markdownEnumDescriptions", "$anchor", "strict", "name", NULL};
+                                      "markdownEnumDescriptions", "$anchor", "strict", "name", "$vocabulary",
+                                      "$dynamicAnchor", NULL};
     if (!strncmp(k, "x-", 2)) return true;
     for (int i = 0; ann[i]; i++)
         if (!strcmp(k, ann[i])) return true;
@@ -290,6 +292,14 @@ static json_t *resolve_ref(js_ctx *c, const char *ref) {
         }
     }
     return *p ? NULL : at;
+}
+
+/* Whether a "type" beside a $ref adds nothing: the target says the same type. */
+static bool type_implied_by_ref(js_ctx *c, json_t *refv, json_t *type) {
+    const char *ref = json_string_value(refv);
+    json_t *target = ref ? resolve_ref(c, ref) : NULL;
+    json_t *tt = json_object_get(target, "type");
+    return tt && json_equal(tt, type);
 }
 
 static int ref_rule_of(js_ctx *c, json_t *refv) {
@@ -592,23 +602,31 @@ static int object_schema(js_ctx *c, json_t *schema) {
            *addl = json_object_get(schema, "additionalProperties");
     if (props && !json_is_object(props)) return js_fail(c, "'%s' must be an object at %s", "properties");
     if (req && !json_is_array(req)) return js_fail(c, "'%s' must be an array at %s", "required");
-    const size_t n = props ? json_object_size(props) : 0;
     size_t i;
     json_t *v;
+    /* A required property that "properties" does not describe may hold any
+     * value: it is written after the described ones. */
+    json_t *all_props = props ? json_deep_copy(props) : json_object();
+    if (!all_props) return err_oom("JSON schema: out of memory");
     json_array_foreach(req, i, v) {
-        if (!json_is_string(v)) return js_fail(c, "'%s' must list strings at %s", "required");
-        if (!json_object_get(props, json_string_value(v)))
-            return err_set("JSON schema: required property '%s' is not in 'properties' at %s", json_string_value(v),
-                           c->path[0] ? c->path : "#");
+        if (!json_is_string(v)) {
+            json_decref(all_props);
+            return js_fail(c, "'%s' must list strings at %s", "required");
+        }
+        if (!json_object_get(all_props, json_string_value(v))) json_object_set_new(all_props, json_string_value(v), json_true());
     }
+    props = all_props;
+    const size_t n = json_object_size(props);
     int extra = -1; /* one additional "key": value pair */
     if (addl && !json_is_false(addl)) {
         const int vr = json_is_true(addl) ? value_rule(c) : sub_rule(c, addl, "additionalProperties");
         const int k = string_rule(c);
         extra = gb_fresh_rule(c->b);
         if (vr < 0 || k < 0 || extra < 0 || gb_alt_begin(c->b, extra) || gb_push_rule(c->b, k) || key_sep(c) ||
-            gb_push_rule(c->b, vr) || gb_alt_end(c->b))
+            gb_push_rule(c->b, vr) || gb_alt_end(c->b)) {
+            json_decref(all_props);
             return -1;
+        }
     }
     int *F = calloc(n + 1, sizeof *F), *S = calloc(n + 1, sizeof *S), *P = calloc(n + 1, sizeof *P);
     bool *opt = calloc(n + 1, sizeof *opt);
@@ -665,6 +683,7 @@ static int object_schema(js_ctx *c, json_t *schema) {
         rc = gb_alt_begin(c->b, r) || lit(c, "{") || ws(c) || gb_push_rule(c->b, F[0]) || ws(c) || lit(c, "}") ||
              gb_alt_end(c->b);
     free(F), free(S), free(P), free(opt);
+    json_decref(all_props);
     return rc || r < 0 ? -1 : r;
 }
 
@@ -704,11 +723,12 @@ static int schema_rule(js_ctx *c, json_t *schema) {
     if (check_keywords(c, schema)) return -1;
     json_t *v;
     if ((v = json_object_get(schema, "$ref"))) {
-        if (json_object_size(schema) > 1) {
-            const char *k;
-            json_t *x;
-            json_object_foreach(schema, k, x) if (strcmp(k, "$ref") && !is_annotation(k))
-                return js_fail(c, "keyword '%s' beside $ref is not supported at %s", k);
+        const char *k;
+        json_t *x;
+        json_object_foreach(schema, k, x) {
+            if (!strcmp(k, "$ref") || is_annotation(k) || (!strcmp(k, "type") && type_implied_by_ref(c, v, x)))
+                continue;
+            return js_fail(c, "keyword '%s' beside $ref is not supported at %s", k);
         }
         return ref_rule_of(c, v);
     }

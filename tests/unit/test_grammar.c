@@ -268,6 +268,14 @@ static void test_schema_strings_formats_enums_refs(void **state) {
     assert_true(matches(g, "{\"kids\": [{}, {\"kids\": [{\"kids\": []}]}]}"));
     assert_false(matches(g, "{\"kids\": [1]}"));
     grammar_free(g);
+    g = schema("{\"required\": [\"b\", \"a\"], \"properties\": {\"a\": {\"type\": \"integer\"}}}", false);
+    assert_true(matches(g, "{\"a\": 1, \"b\": [true]}")); /* b: any value, after the described ones */
+    assert_false(matches(g, "{\"a\": 1}"));
+    grammar_free(g);
+    g = schema("{\"$ref\": \"#/$defs/s\", \"type\": \"string\", \"$defs\": {\"s\": {\"type\": \"string\"}}}",
+               false); /* a type beside $ref that the target says too */
+    assert_true(matches(g, "\"x\""));
+    grammar_free(g);
     g = schema("{\"type\": [\"number\", \"null\"], \"minimum\": 0}", false);
     assert_true(matches(g, "1.5e-3"));
     assert_true(matches(g, "null"));
@@ -286,7 +294,8 @@ static void test_schema_errors_name_keyword_and_place(void **state) {
     assert_contains(schema_error("{\"type\": \"number\", \"maximum\": 3.5}"), "'maximum' on a non-integer");
     assert_contains(schema_error("{\"type\": \"integer\", \"minimum\": 5, \"maximum\": 4}"), "no integer fits");
     assert_contains(schema_error("{\"type\": \"thing\"}"), "unknown type 'thing'");
-    assert_contains(schema_error("{\"required\": [\"a\"], \"properties\": {}}"), "required property 'a'");
+    assert_contains(schema_error("{\"$ref\": \"#/$defs/s\", \"type\": \"integer\", \"$defs\": {\"s\": "
+                                 "{\"type\": \"string\"}}}"), "keyword 'type' beside $ref");
     assert_contains(schema_error("{\"type\": \"string\", \"pattern\": \"(a\"}"), "position");
     assert_contains(schema_error("false"), "matches nothing");
 }
