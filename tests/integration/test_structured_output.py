@@ -285,3 +285,21 @@ def test_cli_generate_constraints(run_cllm, real_model_path, tmp_path):
     assert r.returncode != 0 and "position" in r.stderr
     r = run_cllm("generate", "-m", real_model_path, "-p", "n", "--regex", "a", "--grammar", g, timeout=300)
     assert r.returncode != 0 and "at most one" in r.stderr
+
+
+def test_real_schema_corpus_sample(srv, repo_root):
+    """A small sample of bench/structured_corpus.py (SchemaStore schemas from
+    check-jsonschema, the JSON Schema metaschemas): a refusal is a 400 naming
+    what is unsupported, and every finished output validates."""
+    pytest.importorskip("check_jsonschema")
+    import random
+    import sys
+
+    sys.path.insert(0, str(repo_root / "bench"))
+    import structured_corpus
+
+    items = random.Random(4).sample(structured_corpus.entries(), 8)
+    results = [structured_corpus.run_one(srv, name, schema, 120, i) for i, (name, schema) in enumerate(items)]
+    for name, kind, detail, _ in results:
+        assert kind in ("valid", "refused", "length"), (name, kind, detail)
+    assert any(kind == "valid" for _, kind, _, _ in results)
