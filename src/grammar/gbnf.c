@@ -21,6 +21,7 @@
 typedef struct {
     const char *text, *p;
     grammar_builder *b;
+    int depth; /* of parentheses */
 } gbnf_parser;
 
 static int fail_at(gbnf_parser *ps, const char *where, const char *msg) {
@@ -200,8 +201,10 @@ static int parse_sequence(gbnf_parser *ps, bool nested) {
             if (gb_push_codepoints(ps->b, any, 1, false)) return -1;
         } else if (c == '(') {
             const char *open = ps->p++;
+            if (++ps->depth > 200) return fail_at(ps, open, "groups nested too deeply (over 200)");
             const int sub = gb_fresh_rule(ps->b);
             if (sub < 0 || parse_alternates(ps, sub, true)) return -1;
+            ps->depth--;
             skip_space(ps, true);
             if (*ps->p != ')') return fail_at(ps, open, "unclosed '('");
             ps->p++;

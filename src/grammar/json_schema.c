@@ -324,9 +324,11 @@ static int ref_rule_of(js_ctx *c, json_t *refv) {
     c->refs[c->n_refs++] = (ref_rule){copy, r};
     char saved_path[sizeof c->path];
     memcpy(saved_path, c->path, sizeof saved_path);
+    if (++c->depth > MAX_SCHEMA_DEPTH) return err_set("JSON schema nested too deeply at %s ($ref '%s')", c->path, ref);
     snprintf(c->path, sizeof c->path, "%s", ref);
     const int body = schema_rule(c, target);
     memcpy(c->path, saved_path, sizeof saved_path);
+    c->depth--;
     if (body < 0 || gb_alt_begin(c->b, r) || gb_push_rule(c->b, body) || gb_alt_end(c->b)) return -1;
     return r;
 }

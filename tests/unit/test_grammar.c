@@ -139,6 +139,12 @@ static void test_gbnf_errors_name_line_and_column(void **state) {
 
 static void test_gbnf_too_large_is_refused(void **state) {
     (void)state;
+    char *deep = malloc(100020);
+    strcpy(deep, "root ::= ");
+    memset(deep + 9, '(', 100000);
+    deep[100009] = 0;
+    assert_contains(gbnf_error(deep), "nested too deeply");
+    free(deep);
     char *text = malloc(200000);
     strcpy(text, "root ::=");
     for (int i = 0; i < 500; i++) snprintf(text + strlen(text), 100, " \"%d\"{1000}", i);
@@ -298,6 +304,14 @@ static void test_schema_errors_name_keyword_and_place(void **state) {
                                  "{\"type\": \"string\"}}}"), "keyword 'type' beside $ref");
     assert_contains(schema_error("{\"type\": \"string\", \"pattern\": \"(a\"}"), "position");
     assert_contains(schema_error("false"), "matches nothing");
+    /* A chain of references deeper than the bound is refused, not followed until the stack runs out. */
+    char *chain = malloc(400000);
+    strcpy(chain, "{\"$ref\": \"#/$defs/d0\", \"$defs\": {");
+    for (int i = 0; i < 5000; i++)
+        snprintf(chain + strlen(chain), 80, "%s\"d%d\": {\"$ref\": \"#/$defs/d%d\"}", i ? ", " : "", i, i + 1);
+    strcat(chain, ", \"d5000\": {\"type\": \"integer\"}}}");
+    assert_contains(schema_error(chain), "nested too deeply");
+    free(chain);
 }
 
 /* ---- recognizer state ---- */
