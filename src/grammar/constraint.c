@@ -11,11 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define COMPILE_CACHE_ENTRIES 64
-/* DFA states per constraint (about 1 KiB each), and masks kept: 512 of
- * gemma's 262k-token masks are 16 MiB. */
-#define DFA_MAX_STATES 4096
-#define MASK_CACHE_ENTRIES 512
+/* Bounds on memory: at most 32 compiled constraints are kept; each holds up
+ * to 2048 DFA states (about 1.1 KiB each) and 128 masks (with gemma's 262k
+ * tokens, 32 KiB each): about 6.5 MiB per constraint, 210 MiB in all. */
+#define COMPILE_CACHE_ENTRIES 32
+#define DFA_MAX_STATES 2048
+#define MASK_CACHE_ENTRIES 128
 
 struct constraint {
     atomic_int refs;
@@ -25,8 +26,10 @@ struct constraint {
     gdfa *dfa;          /* created at the first mask */
     const token_vocab *vocab; /* the masks' vocabulary */
     uint32_t **masks;   /* [DFA_MAX_STATES]: per DFA state, NULL until computed */
-    int32_t fifo[MASK_CACHE_ENTRIES]; /* states with a mask, oldest first (ring) */
-    int fifo_head, n_masks;
+    int32_t cached[MASK_CACHE_ENTRIES]; /* the states with a mask */
+    uint64_t used[MASK_CACHE_ENTRIES];  /* when each was last used (clock) */
+    int n_masks;
+    uint64_t clock;
     gscratch scratch;
 };
 
@@ -95,7 +98,7 @@ static void drop_masks(constraint *c) {
             free(c->masks[i]);
             c->masks[i] = NULL;
         }
-    c->n_masks = c->fifo_head = 0;
+    c->n_masks = 0;
 }
 
 static void constraint_destroy(constraint *c) {
@@ -240,26 +243,31 @@ int constraint_accept(constraint_state *s, const token_vocab *v, int32_t token) 
     return rc;
 }
 
-/* The mask of DFA state `id`, from the cache or walked and kept. */
+/* The mask of DFA state `id`, from the cache or walked and kept (the least
+ * recently used mask makes room). */
 static int state_mask(constraint *c, const token_vocab *v, int id, uint32_t *mask, size_t words) {
+    c->clock++;
     if (c->masks[id]) {
         memcpy(mask, c->masks[id], words * sizeof *mask);
+        for (int i = 0; i < c->n_masks; i++)
+            if (c->cached[i] == id) c->used[i] = c->clock;
         return 0;
     }
     const int rc = token_mask_walk_dfa(c->dfa, v, id, mask);
     if (rc) return rc;
-    if (c->n_masks == MASK_CACHE_ENTRIES) { /* forget the oldest */
-        const int old = c->fifo[c->fifo_head];
-        free(c->masks[old]);
-        c->masks[old] = NULL;
-        c->n_masks--;
-        c->fifo_head = (c->fifo_head + 1) % MASK_CACHE_ENTRIES;
-    }
-    if ((c->masks[id] = malloc(words * sizeof *mask))) {
-        memcpy(c->masks[id], mask, words * sizeof *mask);
-        c->fifo[(c->fifo_head + c->n_masks) % MASK_CACHE_ENTRIES] = id;
+    int slot = c->n_masks;
+    if (slot == MASK_CACHE_ENTRIES) {
+        slot = 0;
+        for (int i = 1; i < c->n_masks; i++)
+            if (c->used[i] < c->used[slot]) slot = i;
+        free(c->masks[c->cached[slot]]);
+        c->masks[c->cached[slot]] = NULL;
+    } else {
         c->n_masks++;
     }
+    c->cached[slot] = id;
+    c->used[slot] = c->clock;
+    if ((c->masks[id] = malloc(words * sizeof *mask))) memcpy(c->masks[id], mask, words * sizeof *mask);
     return 0;
 }
 
