@@ -424,7 +424,7 @@ grammar *gb_finish(grammar_builder *b, int root) {
     g->alt_count = malloc(b->n_rules * sizeof *g->alt_count);
     g->sets = malloc((b->n_sets ? b->n_sets : 1) * sizeof *g->sets);
     if (!g->elems || !g->alts || !g->alt_first || !g->alt_count || !g->sets) goto oom;
-    memcpy(g->sets, b->sets, b->n_sets * sizeof *g->sets);
+    if (b->n_sets) memcpy(g->sets, b->sets, b->n_sets * sizeof *g->sets);
     g->n_sets = (int)b->n_sets;
     size_t ai = 0, ei = 0;
     for (size_t r = 0; r < b->n_rules; r++) {
@@ -432,7 +432,8 @@ grammar *gb_finish(grammar_builder *b, int root) {
         g->alt_count[r] = (int32_t)b->rules[r].n_alts;
         for (size_t a = 0; a < b->rules[r].n_alts; a++) {
             g->alts[ai++] = (int32_t)ei;
-            memcpy(g->elems + ei, b->rules[r].alts[a].items, b->rules[r].alts[a].n * sizeof *g->elems);
+            if (b->rules[r].alts[a].n) /* an empty alternative has no items array */
+                memcpy(g->elems + ei, b->rules[r].alts[a].items, b->rules[r].alts[a].n * sizeof *g->elems);
             ei += b->rules[r].alts[a].n;
             g->elems[ei++] = (gelem){.kind = GE_END};
         }

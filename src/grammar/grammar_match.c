@@ -63,7 +63,7 @@ static int work_push(gscratch *w, const uint32_t *pos, uint32_t len, uint32_t to
     const size_t need = w->n + len + 2;
     if (vec_reserve((void **)&w->work, &w->cap, need, sizeof *w->work)) return -1;
     uint32_t *d = w->work + w->n;
-    memcpy(d, pos, len * sizeof *pos);
+    if (len) memcpy(d, pos, len * sizeof *pos);
     if (replace && len) d[len - 1] = top_replace;
     uint32_t n = len;
     if (extra) d[n++] = extra_pos;
@@ -155,8 +155,8 @@ int gstate_copy(gstate *dst, const gstate *src) {
         vec_reserve((void **)&dst->hashes, &cap_st, src->n_stacks ? (size_t)src->n_stacks : 1, sizeof *dst->hashes))
         return -1;
     dst->cap_stacks = (int)cap_st;
-    memcpy(dst->data, src->data, src->n * sizeof *src->data);
-    memcpy(dst->hashes, src->hashes, (size_t)src->n_stacks * sizeof *src->hashes);
+    if (src->n) memcpy(dst->data, src->data, src->n * sizeof *src->data);
+    if (src->n_stacks) memcpy(dst->hashes, src->hashes, (size_t)src->n_stacks * sizeof *src->hashes);
     dst->n = src->n;
     dst->n_stacks = src->n_stacks;
     dst->accept = src->accept;
@@ -166,7 +166,7 @@ int gstate_copy(gstate *dst, const gstate *src) {
 
 bool gstate_equal(const gstate *a, const gstate *b) {
     return a->hash == b->hash && a->accept == b->accept && a->n == b->n && a->n_stacks == b->n_stacks &&
-           !memcmp(a->data, b->data, a->n * sizeof *a->data);
+           (a->n == 0 || !memcmp(a->data, b->data, a->n * sizeof *a->data));
 }
 
 int gstate_advance_bytes(const grammar *g, gstate *s, const unsigned char *bytes, size_t n, gscratch *w) {
