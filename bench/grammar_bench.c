@@ -4,7 +4,7 @@
  *      not answer; median of --reps);
  *   3. token masks along a valid document: the first time each state is
  *      seen (a walk) and again (the cache), and applying a mask to logits;
- *   4. time per output token with and without a JSON schema, through the
+ *   4. time per output token with and without a constraint, through the
  *      engine at batch 1 and batch --batch (default 32), alternating the two
  *      --reps times. Both sides produce exactly --tokens tokens: the
  *      unconstrained side ignores end-of-generation, the constrained one
