@@ -9,6 +9,7 @@
 #include "engine/engine.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
+#include "util/file.h"
 #include "util/vec.h"
 
 #include <jansson.h>
@@ -27,7 +28,11 @@ typedef struct {
     bool ignore_eos;
     long beam_width;       /* 1: no beam search */
     double length_penalty; /* beam score = cumulative logprob / length^length_penalty */
+    const char *json_schema_file; /* structured output: at most one of these three */
+    const char *grammar_file;
+    const char *regex;
     /* derived from the settings above once they are parsed */
+    constraint *constraint;
     sampling_params sp;
     engine_config ec;
 } gen_options;
@@ -48,6 +53,12 @@ static const cli_option k_generate_options[] = {
     {.name = "--length-penalty", .kind = CLI_FLOAT, .offset = offsetof(gen_options, length_penalty), .metavar = "X",
      .min = -10, .max = 10, .default_text = "1",
      .help = "beam search ranks by cumulative logprob / length^X"},
+    {.name = "--json-schema", .kind = CLI_STRING, .offset = offsetof(gen_options, json_schema_file),
+     .metavar = "FILE", .help = "the output is JSON valid under the JSON Schema in FILE (see the README for the keywords)"},
+    {.name = "--grammar", .kind = CLI_STRING, .offset = offsetof(gen_options, grammar_file), .metavar = "FILE",
+     .help = "the output matches the GBNF grammar in FILE (llama.cpp's syntax; the start rule is root)"},
+    {.name = "--regex", .kind = CLI_STRING, .offset = offsetof(gen_options, regex), .metavar = "RE",
+     .help = "the output matches the regular expression RE (whole output)"},
     {0}};
 
 static const cli_section k_generate_sections[] = {
@@ -86,6 +97,32 @@ static int parse_options(int argc, char **argv, gen_options *o) {
     o->sp = cli_sampling_params(&o->sampling);
     o->ec = cli_engine_config(&o->engine);
     if (cli_spec_config(&o->spec, &o->ec.spec)) return cli_usage_error(&k_generate, "%s", err_get());
+    if (!!o->json_schema_file + !!o->grammar_file + !!o->regex > 1)
+        return cli_usage_error(&k_generate, "give at most one of --json-schema, --grammar and --regex");
+    return 0;
+}
+
+/* The constraint of --json-schema, --grammar or --regex (NULL: none asked). */
+static int load_constraint(gen_options *o) {
+    const char *file = o->json_schema_file ? o->json_schema_file : o->grammar_file;
+    if (!file && !o->regex) return 0;
+    json_t *spec;
+    if (o->regex) {
+        spec = json_string(o->regex);
+    } else {
+        size_t n;
+        char *text = file_read_all(file, &n);
+        if (!text) return -1;
+        json_error_t je;
+        spec = o->json_schema_file ? json_loadb(text, n, JSON_DECODE_ANY, &je) : json_stringn(text, n);
+        free(text);
+        if (!spec) return err_set("%s: malformed JSON at line %d column %d: %s", file, je.line, je.column, je.text);
+    }
+    if (!spec) return err_oom("out of memory");
+    const constraint_kind kind = o->regex ? CONSTRAINT_REGEX : o->json_schema_file ? CONSTRAINT_JSON_SCHEMA : CONSTRAINT_GBNF;
+    o->constraint = constraint_compile(kind, spec, NULL);
+    json_decref(spec);
+    if (!o->constraint) return err_prefix("%s: ", o->regex ? "--regex" : file);
     return 0;
 }
 
@@ -96,6 +133,7 @@ static request_params params_from_options(const gen_options *o) {
     p.ignore_eos = o->ignore_eos;
     if (o->beam_width > 1) p.beam_width = (int)o->beam_width;
     p.length_penalty = (float)o->length_penalty;
+    p.constraint = o->constraint;
     return p;
 }
 
@@ -351,8 +389,10 @@ int cmd_generate(int argc, char **argv) {
         fprintf(stderr, "cllm: %s\n", err_get());
         return 1;
     }
-    int rc = o.prompts_file ? run_batch(&o, m) : run_single(&o, m);
+    int rc = load_constraint(&o);
+    if (!rc) rc = o.prompts_file ? run_batch(&o, m) : run_single(&o, m);
     if (rc) fprintf(stderr, "cllm: %s\n", err_get());
+    constraint_release(o.constraint);
     model_free(m);
     return rc ? 1 : 0;
 }

@@ -27,6 +27,7 @@
 #include "engine/engine.h"
 
 #include "engine/beam.h"
+#include "engine/constrain.h"
 #include "engine/draft.h"
 #include "engine/finish.h"
 #include "engine/logprobs.h"
@@ -81,6 +82,7 @@ struct engine {
     char *text;      /* detokenized piece */
     size_t text_cap;
     beam_env beam;   /* what beam search sees of all this */
+    constrainer cons; /* structured output: the vocabulary index and a mask */
 
     /* Requests not yet finished, owned by the engine thread. */
     request **live;
@@ -262,6 +264,7 @@ engine *engine_create(model *m, const engine_config *cfg) {
     }
     e->fwd = forward_create(m, e->kv, cfg->max_num_batched_tokens, e->max_out, e->tp);
     e->smp = sampler_create(m->hp.n_vocab);
+    e->cons.tok = m->tok;
     if (!e->fwd || !e->smp || alloc_buffers(e) || collect_eog(e)) {
         if (!e->smp) err_set("out of memory");
         goto fail;
@@ -293,6 +296,7 @@ void engine_free(engine *e) {
     kv_cache_free(e->kv);
     tp_free(e->tp);
     sampler_free(e->smp);
+    constrainer_free(&e->cons);
     draft_free(e->draft);
     model_free(e->draft_model);
     free(e->draft_view);
@@ -337,6 +341,7 @@ static int check_request(const engine *e, const int32_t *prompt, int n_prompt, c
     if (p->beam_width > 1 && p->n > p->beam_width)
         return err_set("n (%d) must not exceed beam_width (%d)", p->n, p->beam_width);
     if (p->max_tokens < 0) return err_set("max_tokens must not be negative");
+    if (p->constraint && p->beam_width > 1) return err_set("structured output does not combine with beam search");
     if (p->logprobs > MAX_LOGPROBS) return err_set("logprobs must be at most %d", MAX_LOGPROBS);
     if ((long)n_prompt + p->max_tokens > e->cfg.max_model_len)
         return err_set("the prompt (%d tokens) plus max_tokens (%d) is %ld tokens, more than the maximum "
@@ -527,9 +532,17 @@ static int32_t sample_and_report(engine *e, sequence *s, float *logits) {
         for (int i = 0; i < p->n_stop_token_ids; i++)
             if (p->stop_token_ids[i] >= 0 && p->stop_token_ids[i] < nv) logits[p->stop_token_ids[i]] = -INFINITY;
     }
+    if (p->constraint && constrain_logits(&e->cons, &s->cons, logits, nv)) {
+        finish_seq(e, s, FINISH_ERROR, NULL, NULL, "", 0);
+        return -1;
+    }
     const int32_t tok = sampler_sample(e->smp, &p->sampling, &s->rng, logits, s->tokens, s->n_prompt,
                                        s->tokens + s->n_prompt, seq_n_output(s));
     if (tok < 0) { /* no token was possible: the model gave NaN or -inf everywhere */
+        finish_seq(e, s, FINISH_ERROR, NULL, NULL, "", 0);
+        return -1;
+    }
+    if (p->constraint && constrain_advance(&e->cons, &s->cons, tok)) {
         finish_seq(e, s, FINISH_ERROR, NULL, NULL, "", 0);
         return -1;
     }

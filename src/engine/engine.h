@@ -16,6 +16,7 @@
 
 #include "engine/sampler.h"
 #include "engine/spec.h"
+#include "grammar/constraint.h"
 #include "kv/kv_cache.h"
 #include "model/model.h"
 #include "util/histogram.h"
@@ -59,6 +60,8 @@ typedef struct {
     bool include_special_text; /* render control tokens in the text */
     int beam_width;           /* > 1: beam search with this many beams; the n best are reported */
     float length_penalty;     /* beam score = cumulative logprob / output_length^length_penalty */
+    constraint *constraint;   /* structured output (a grammar the output must match); NULL: none.
+                                 The request holds its own reference. */
 } request_params;
 
 request_params request_params_defaults(void);

@@ -19,6 +19,7 @@ static int copy_params(request_params *dst, const request_params *src) {
     dst->sampling.logit_bias = NULL;
     dst->stop_token_ids = NULL;
     dst->stop = NULL;
+    if (src->constraint) constraint_retain(src->constraint);
     if (src->sampling.n_logit_bias > 0) {
         logit_bias_entry *b = malloc((size_t)src->sampling.n_logit_bias * sizeof *b);
         if (!b) return -1;
@@ -42,6 +43,7 @@ static int copy_params(request_params *dst, const request_params *src) {
 }
 
 static void free_params(request_params *p) {
+    constraint_release(p->constraint);
     free((void *)p->sampling.logit_bias);
     free((void *)p->stop_token_ids);
     if (p->stop)
@@ -76,6 +78,10 @@ request *request_create(uint64_t id, const int32_t *prompt, int n_prompt, const 
             s->cand_lp = malloc((size_t)params->beam_width * 2 * sizeof *s->cand_lp);
             if (!s->cand_tok || !s->cand_lp) goto oom;
         }
+        if (params->constraint && constraint_state_init(&s->cons, params->constraint)) {
+            request_free(r);
+            return NULL;
+        }
         /* Sample i draws from its own stream of the request's seed. */
         rng_seed(&s->rng, params->sampling.seed + 0x9e3779b97f4a7c15ull * (uint64_t)i);
     }
@@ -94,6 +100,7 @@ void request_free(request *r) {
             free(r->seqs[i].held);
             free(r->seqs[i].cand_tok);
             free(r->seqs[i].cand_lp);
+            if (r->seqs[i].cons.c) constraint_state_free(&r->seqs[i].cons);
         }
     if (r->hyps)
         for (int i = 0; i < r->n_hyps; i++) free(r->hyps[i].tokens);

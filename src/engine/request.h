@@ -53,6 +53,8 @@ typedef struct {
     /* Beam search: the beam's score so far and its best next tokens. */
     double cum_logprob;
     bool beam_pending;
+    /* Structured output: where the output is in the request's grammar. */
+    constraint_state cons;
     int n_cand;
     int32_t *cand_tok;
     float *cand_lp;

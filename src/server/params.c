@@ -4,6 +4,8 @@
  * OpenAI's and vLLM's schemas. */
 #include "server/params.h"
 
+#include "server/structured.h"
+
 #include "util/buf.h"
 
 #include <errno.h>
@@ -348,16 +350,6 @@ static int parse_stream_options(const json_t *v, api_request *r, api_error *e) {
     return 0;
 }
 
-static int parse_response_format(const json_t *v, api_error *e) {
-    if (!json_is_object(v)) return type_error(e, "response_format", "an object", v);
-    const json_t *t = json_object_get(v, "type");
-    if (!json_is_string(t))
-        return api_fail(e, 400, "invalid_value", "response_format", "'response_format' needs a string 'type'");
-    if (!strcmp(json_string_value(t), "text") && json_object_size(v) == 1) return 0;
-    return api_fail(e, 400, "unsupported_field", "response_format",
-                    "'response_format' of type '%.32s' is not supported (only 'text')", json_string_value(t));
-}
-
 /* ---- accepted and ignored ---- */
 
 /* OpenAI fields that change nothing in the generated text: they are checked
@@ -449,7 +441,7 @@ static const struct {
     {"min_tokens", F_COMMON}, {"use_beam_search", F_COMMON}, {"best_of", F_COMMON}, {"length_penalty", F_COMMON},
     {"stream", F_COMMON}, {"stream_options", F_COMMON},
     {"prompt", F_COMPL}, {"echo", F_COMPL},
-    {"messages", F_CHAT}, {"max_completion_tokens", F_CHAT}, {"top_logprobs", F_CHAT}, {"response_format", F_CHAT},
+    {"messages", F_CHAT}, {"max_completion_tokens", F_CHAT}, {"top_logprobs", F_CHAT},
     {"tools", F_CHAT | F_COMPL_NULL}, {"tool_choice", F_CHAT | F_COMPL_NULL},
     {"parallel_tool_calls", F_CHAT | F_COMPL_NULL},
     /* OpenAI fields this server does not implement: a 400 naming them unless null. */
@@ -549,8 +541,6 @@ static int parse_field(const char *k, const json_t *v, int n_vocab, api_request 
         return get_bool(v, k, &r->stream, e);
     } else if (!strcmp(k, "stream_options")) {
         return parse_stream_options(v, r, e);
-    } else if (!strcmp(k, "response_format")) {
-        return parse_response_format(v, e);
     } else if (!strcmp(k, "tools")) {
         return api_parse_tools(v, &r->tools, e);
     } else if (!strcmp(k, "tool_choice")) {
@@ -601,6 +591,7 @@ int api_request_parse(const json_t *body, api_kind kind, int n_vocab, api_reques
     const json_t *val;
     json_object_foreach((json_t *)body, key, val) {
         const int where = field_kind(key);
+        if (structured_is_field(key)) continue; /* structured.c reads them */
         const ignored_check ignored = where ? NULL : ignored_field_check(key);
         if (ignored) {
             if (!json_is_null(val) && ignored(val, key, e)) return -1;
@@ -652,6 +643,10 @@ int api_request_parse(const json_t *body, api_kind kind, int n_vocab, api_reques
         return api_fail(e, 400, "invalid_value", "stream_options",
                         "'stream_options' is only allowed when 'stream' is true");
     if (apply_beam_search(r, e)) return -1;
+    if (structured_parse(body, &r->rp.constraint, e)) return -1;
+    if (r->rp.constraint && r->rp.beam_width > 1)
+        return api_fail(e, 400, "unsupported_field", "use_beam_search",
+                        "'use_beam_search' together with structured output is not supported by this server");
     if ((long long)r->n_prompts * r->rp.n > API_MAX_CHOICES)
         return api_fail(e, 400, "invalid_value", "n", "%d prompts times n = %d is more than %d choices",
                         r->n_prompts, r->rp.n, API_MAX_CHOICES);
@@ -671,5 +666,6 @@ void api_request_free(api_request *r) {
     free(r->stop_ids);
     free(r->bias);
     api_tools_free(&r->tools);
+    constraint_release(r->rp.constraint);
     *r = (api_request){0};
 }

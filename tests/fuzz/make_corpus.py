@@ -21,6 +21,8 @@ for crashes the fuzzers found) alone. The whole corpus stays well under 2 MB.
                 UTF-8, after one byte that picks vocabulary and flags
   tool_parse    model replies with tool calls in each format, after one
                 byte that picks the format and the stream's piece size
+  grammar       GBNF grammars, regexes, JSON schemas and choice lists, after
+                one byte that picks the frontend
 """
 
 from __future__ import annotations
@@ -143,6 +145,20 @@ def tool_parse_seeds() -> None:
     for i, reply in enumerate(TOOL_REPLIES):
         for flags in (i, i + 40, i + 100):  # the same format (flags % 5), other piece sizes
             seed("tool_parse", f"reply{i}-{flags}", bytes([flags]) + reply.encode())
+def grammar_seeds() -> None:
+    seeds = [
+        (0, 'root ::= "{" ws pair ("," ws pair)* "}"\nws ::= [ \\t\\n]*\npair ::= [a-z]+ ":" ws ("1" | "22")?'),
+        (0, 'root ::= ("\u00e9" | [^"\\\\\\x00-\\x1f]{2,5} | .)+ # comment'),
+        (1, r"^(\d{3}-)?[A-Za-z_]\w*(?:\.[a-z]+){1,3}|x.y$"),
+        (2, json.dumps({"type": "object", "properties": {"a": {"type": "integer", "minimum": -5, "maximum": 99},
+                                                         "b": {"type": "array", "items": {"$ref": "#"}}},
+                        "required": ["a"]})),
+        (6, json.dumps({"$defs": {"s": {"type": "string", "pattern": "^[a-c]+$"}}, "anyOf": [{"$ref": "#/$defs/s"},
+                                                                                           {"enum": [1, None]}]})),
+        (3, json.dumps(["red", "green", "gr\u00e9"])),
+    ]
+    for i, (kind, text) in enumerate(seeds):
+        seed("grammar", f"seed{i}", bytes([kind]) + text.encode())
 
 
 def main() -> int:
@@ -153,6 +169,7 @@ def main() -> int:
     chat_render_seeds()
     tokenizer_seeds()
     tool_parse_seeds()
+    grammar_seeds()
     return 0
 
 

@@ -105,7 +105,7 @@ CASES = [
      chat(tools=[{"type": "function", "function": {"name": "f"}}],
           tool_choice={"type": "function", "function": {"name": "g"}}), None, 400, "tool_choice"),
     ("unsupported best_of", "POST", C, compl(best_of=2), None, 400, "best_of"),
-    ("unsupported response_format", "POST", CH, chat(response_format={"type": "json_object"}), None, 400,
+    ("unknown response_format type", "POST", CH, chat(response_format={"type": "xml"}), None, 400,
      "response_format"),
     ("unknown field", "POST", C, compl(foo=1), None, 400, "foo"),
     ("chat field on completions", "POST", C, compl(messages=[]), None, 400, "messages"),

@@ -121,8 +121,8 @@ static const bad_case BAD[] = {
      "reasoning_effort", "unsupported_field"},
     {API_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"audio\": {\"voice\": \"alloy\"}}",
      "audio", "unsupported_field"},
-    {API_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"response_format\": {\"type\": \"json_object\"}}",
-     "response_format", "unsupported_field"},
+    {API_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"response_format\": {\"type\": \"xml\"}}",
+     "response_format", "invalid_value"},
 };
 
 static void test_bad_requests_name_the_field(void **state) {

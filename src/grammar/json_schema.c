@@ -1,0 +1,828 @@
+/* JSON Schema to grammar. Covered:
+ * The grammar is XGrammar's for the same schema (same language, so the same
+ * token masks: tests/integration/test_grammar_masks.py checks it):
+ *   type (one or a list), enum, const, anyOf, oneOf (as anyOf: the grammar
+ *   cannot exclude a value that two branches both match), allOf of one
+ *   schema, $ref within the schema ("#", "#/$defs/NAME", any "#/json/pointer";
+ *   recursion allowed), booleans as schemas;
+ *   objects: properties (generated in their listed order), required (a
+ *   required name "properties" lacks takes any value, after the others),
+ *   additionalProperties (false, true or a schema; absent means false, as
+ *   XGrammar's strict mode and OpenAI's strict schemas);
+ *   arrays: items, prefixItems, minItems, maxItems;
+ *   strings: minLength, maxLength, pattern (a regex, regex.c; searched as
+ *   JSON Schema says unless anchored with ^...$), format date, time,
+ *   date-time, email, uuid, ipv4, uri (a practical shape, not RFC 3986);
+ *   integers: minimum, maximum, exclusiveMinimum, exclusiveMaximum exactly
+ *   (a digit-range grammar), numbers: only a lower bound of 0 (no sign);
+ *   other number bounds are refused.
+ * Annotations (title, description, default, examples, $schema, $id,
+ * $comment, deprecated, readOnly, writeOnly, and any "x-..." key) are
+ * ignored; every other keyword is refused with its name and JSON pointer. */
+#include "grammar/json_schema.h"
+
+#include "grammar/regex.h"
+#include "util/error.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_SCHEMA_DEPTH 64
+
+typedef struct {
+    char *ref;
+    int rule;
+} ref_rule;
+
+typedef struct {
+    grammar_builder *b;
+    json_t *root;
+    bool any_ws;
+    int r_ws, r_string, r_char, r_number, r_integer, r_value, r_object, r_array;
+    ref_rule *refs;
+    int n_refs, cap_refs;
+    char path[512];
+    int depth;
+} js_ctx;
+
+static int js_fail(js_ctx *c, const char *fmt, const char *what) {
+    return err_set(fmt, what, c->path[0] ? c->path : "#");
+}
+
+static int push_path(js_ctx *c, const char *seg, size_t *saved) {
+    *saved = strlen(c->path);
+    if (!*saved) strcpy(c->path, "#");
+    const size_t at = strlen(c->path);
+    snprintf(c->path + at, sizeof c->path - at, "/%s", seg);
+    if (++c->depth > MAX_SCHEMA_DEPTH) return err_set("JSON schema nested too deeply at %s", c->path);
+    return 0;
+}
+
+static void pop_path(js_ctx *c, size_t saved) {
+    c->path[saved] = 0;
+    c->depth--;
+}
+
+static int lit(js_ctx *c, const char *s) { return gb_push_literal(c->b, s, strlen(s)); }
+
+/* ---- shared rules ---- */
+
+static int ws(js_ctx *c) {
+    if (!c->any_ws) return 0;
+    if (c->r_ws < 0) {
+        const int r = gb_fresh_rule(c->b);
+        if (r < 0) return -1;
+        byte_set s = {{0}};
+        byte_set_add_range(&s, ' ', ' '), byte_set_add_range(&s, '\t', '\n'), byte_set_add_range(&s, '\r', '\r');
+        if (gb_alt_begin(c->b, r) || gb_push_set(c->b, &s) || gb_repeat_since(c->b, 0, 0, -1) || gb_alt_end(c->b))
+            return -1;
+        c->r_ws = r;
+    }
+    return gb_push_rule(c->b, c->r_ws);
+}
+
+static int item_sep(js_ctx *c) { return c->any_ws ? ws(c) || lit(c, ",") || ws(c) : lit(c, ", "); }
+static int key_sep(js_ctx *c) { return c->any_ws ? ws(c) || lit(c, ":") || ws(c) : lit(c, ": "); }
+
+/* A rule from GBNF-like text is overkill here; rules are built by hand. */
+static int regex_rule(js_ctx *c, const char *re) {
+    const int r = regex_to_rule(c->b, re);
+    if (r < 0) return err_prefix("JSON schema at %s: ", c->path[0] ? c->path : "#");
+    return r;
+}
+
+/* One character of a JSON string (unescaped or an escape). */
+static int string_char_rule(js_ctx *c) {
+    if (c->r_char < 0) {
+        const int r = regex_rule(c, "[^\"\\\\\\x00-\\x1f]|\\\\([\"\\\\/bfnrt]|u[0-9a-fA-F]{4})");
+        if (r < 0) return -1;
+        c->r_char = r;
+    }
+    return c->r_char;
+}
+
+static int string_rule(js_ctx *c) {
+    if (c->r_string < 0) {
+        const int ch = string_char_rule(c), r = gb_fresh_rule(c->b);
+        if (ch < 0 || r < 0) return -1;
+        if (gb_alt_begin(c->b, r) || lit(c, "\"") || gb_push_rule(c->b, ch) || gb_repeat_since(c->b, 1, 0, -1) ||
+            lit(c, "\"") || gb_alt_end(c->b))
+            return -1;
+        c->r_string = r;
+    }
+    return c->r_string;
+}
+
+static int number_rule(js_ctx *c) {
+    if (c->r_number < 0 && (c->r_number = regex_rule(c, "-?(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][+-]?[0-9]+)?")) < 0)
+        return -1;
+    return c->r_number;
+}
+
+static int integer_rule(js_ctx *c) {
+    if (c->r_integer < 0 && (c->r_integer = regex_rule(c, "0|-?[1-9][0-9]*")) < 0) return -1;
+    return c->r_integer;
+}
+
+static int value_rule(js_ctx *c);
+
+/* "{" (key: value (, key: value)*)? "}" with any keys, or "[" values "]". */
+static int any_container_rule(js_ctx *c, bool object) {
+    int *slot = object ? &c->r_object : &c->r_array;
+    if (*slot >= 0) return *slot;
+    const int r = gb_fresh_rule(c->b), v = value_rule(c), k = string_rule(c);
+    if (r < 0 || v < 0 || k < 0) return -1;
+    *slot = r;
+    if (gb_alt_begin(c->b, r) || lit(c, object ? "{" : "[") || ws(c)) return -1;
+    const size_t mark_opt = gb_mark(c->b);
+    if (object && (gb_push_rule(c->b, k) || key_sep(c))) return -1;
+    if (gb_push_rule(c->b, v)) return -1;
+    const size_t mark_rep = gb_mark(c->b);
+    if (item_sep(c)) return -1;
+    if (object && (gb_push_rule(c->b, k) || key_sep(c))) return -1;
+    if (gb_push_rule(c->b, v) || gb_repeat_since(c->b, mark_rep, 0, -1) || gb_repeat_since(c->b, mark_opt, 0, 1) ||
+        ws(c) || lit(c, object ? "}" : "]") || gb_alt_end(c->b))
+        return -1;
+    return r;
+}
+
+static int value_rule(js_ctx *c) {
+    if (c->r_value >= 0) return c->r_value;
+    const int r = gb_fresh_rule(c->b);
+    if (r < 0) return -1;
+    c->r_value = r;
+    const int s = string_rule(c), n = number_rule(c), o = any_container_rule(c, true), a = any_container_rule(c, false);
+    if (s < 0 || n < 0 || o < 0 || a < 0) return -1;
+    const int parts[] = {o, a, s, n};
+    for (int i = 0; i < 4; i++)
+        if (gb_alt_begin(c->b, r) || gb_push_rule(c->b, parts[i]) || gb_alt_end(c->b)) return -1;
+    const char *words[] = {"true", "false", "null"};
+    for (int i = 0; i < 3; i++)
+        if (gb_alt_begin(c->b, r) || lit(c, words[i]) || gb_alt_end(c->b)) return -1;
+    return r;
+}
+
+/* ---- keyword checks ---- */
+
+static bool is_annotation(const char *k) {
+    static const char *const ann[] = {"title", "description", "default", "examples", "$schema", "$id", "id",
+                                      "$comment", "deprecated", "readOnly", "writeOnly", "$defs", "definitions",
+                                      "markdownDescription", "deprecationMessage", "errorMessage",
+                                      "contentMediaType", "contentEncoding", "example", "enumDescriptions",
+                                      "markdownEnumDescriptions", "$anchor", "strict", "name", "$vocabulary",
+                                      "$dynamicAnchor", NULL};
+    if (!strncmp(k, "x-", 2)) return true;
+    for (int i = 0; ann[i]; i++)
+        if (!strcmp(k, ann[i])) return true;
+    return false;
+}
+
+static bool in_list(const char *k, const char *const *list) {
+    for (int i = 0; list[i]; i++)
+        if (!strcmp(k, list[i])) return true;
+    return false;
+}
+
+static const char *const GENERIC_KEYS[] = {"type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "nullable",
+                                           NULL};
+static const char *const OBJECT_KEYS[] = {"properties", "required", "additionalProperties", NULL};
+static const char *const ARRAY_KEYS[] = {"items", "prefixItems", "minItems", "maxItems", NULL};
+static const char *const STRING_KEYS[] = {"minLength", "maxLength", "pattern", "format", NULL};
+static const char *const NUMBER_KEYS[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", NULL};
+
+static int check_keywords(js_ctx *c, json_t *schema) {
+    const char *k;
+    json_t *v;
+    json_object_foreach(schema, k, v) {
+        if (is_annotation(k) || in_list(k, GENERIC_KEYS) || in_list(k, OBJECT_KEYS) || in_list(k, ARRAY_KEYS) ||
+            in_list(k, STRING_KEYS) || in_list(k, NUMBER_KEYS))
+            continue;
+        return js_fail(c, "unsupported JSON Schema keyword '%s' at %s", k);
+    }
+    return 0;
+}
+
+/* ---- the schema kinds ---- */
+
+static int schema_rule(js_ctx *c, json_t *schema);
+
+static int sub_rule(js_ctx *c, json_t *schema, const char *seg) {
+    size_t saved;
+    if (push_path(c, seg, &saved)) return -1;
+    const int r = schema_rule(c, schema);
+    pop_path(c, saved);
+    return r;
+}
+
+/* A rule with one alternative per literal JSON text. */
+static int literals_rule(js_ctx *c, json_t *values) {
+    const int r = gb_fresh_rule(c->b);
+    if (r < 0) return -1;
+    size_t i;
+    json_t *v;
+    json_array_foreach(values, i, v) {
+        char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+        if (!text) return err_oom("JSON schema: out of memory");
+        /* Container literals keep the grammar's separators: re-dump with them. */
+        if (!c->any_ws && (json_is_object(v) || json_is_array(v))) {
+            free(text);
+            text = json_dumps(v, JSON_INDENT(0) | JSON_ENCODE_ANY);
+            if (!text) return err_oom("JSON schema: out of memory");
+            /* JSON_INDENT(0) puts newlines; rewrite ",\n" as ", " and ":" as ": " (jansson writes ": "). */
+            char *w = text;
+            for (const char *p = text; *p; p++) {
+                if (*p == '\n') {
+                    if (w > text && w[-1] == ',') *w++ = ' ';
+                    continue;
+                }
+                *w++ = *p;
+            }
+            *w = 0;
+        }
+        const int rc = gb_alt_begin(c->b, r) || lit(c, text) || gb_alt_end(c->b);
+        free(text);
+        if (rc) return -1;
+    }
+    return r;
+}
+
+static int alternatives_rule(js_ctx *c, json_t *list, const char *key) {
+    if (!json_is_array(list) || json_array_size(list) == 0) return js_fail(c, "'%s' must be a non-empty array at %s", key);
+    const int r = gb_fresh_rule(c->b);
+    if (r < 0) return -1;
+    size_t i;
+    json_t *v;
+    json_array_foreach(list, i, v) {
+        char seg[96];
+        snprintf(seg, sizeof seg, "%s/%zu", key, i);
+        const int s = sub_rule(c, v, seg);
+        if (s < 0 || gb_alt_begin(c->b, r) || gb_push_rule(c->b, s) || gb_alt_end(c->b)) return -1;
+    }
+    return r;
+}
+
+/* A local reference: "#" or a JSON pointer "#/a/b/0" (~0 and ~1 escapes)
+ * into the root schema. */
+static json_t *resolve_ref(js_ctx *c, const char *ref) {
+    if (ref[0] != '#') return NULL;
+    json_t *at = c->root;
+    const char *p = ref + 1;
+    while (*p == '/' && at) {
+        p++;
+        char seg[256];
+        size_t n = 0;
+        for (; *p && *p != '/'; p++) {
+            char ch = *p;
+            if (ch == '~' && (p[1] == '0' || p[1] == '1')) ch = p[1] == '0' ? '~' : '/', p++;
+            else if (ch == '%') return NULL; /* URI-escaped pointers are not supported */
+            if (n + 1 >= sizeof seg) return NULL;
+            seg[n++] = ch;
+        }
+        seg[n] = 0;
+        if (json_is_object(at)) {
+            at = json_object_get(at, seg);
+        } else if (json_is_array(at)) {
+            char *end;
+            const long i = strtol(seg, &end, 10);
+            at = *seg && !*end && i >= 0 ? json_array_get(at, (size_t)i) : NULL;
+        } else {
+            at = NULL;
+        }
+    }
+    return *p ? NULL : at;
+}
+
+/* Whether a "type" beside a $ref adds nothing: the target says the same type. */
+static bool type_implied_by_ref(js_ctx *c, json_t *refv, json_t *type) {
+    const char *ref = json_string_value(refv);
+    json_t *target = ref ? resolve_ref(c, ref) : NULL;
+    json_t *tt = json_object_get(target, "type");
+    return tt && json_equal(tt, type);
+}
+
+static int ref_rule_of(js_ctx *c, json_t *refv) {
+    const char *ref = json_string_value(refv);
+    if (!ref) return js_fail(c, "'%s' must be a string at %s", "$ref");
+    for (int i = 0; i < c->n_refs; i++)
+        if (!strcmp(c->refs[i].ref, ref)) return c->refs[i].rule;
+    json_t *target = resolve_ref(c, ref);
+    if (!target) return err_set("JSON schema: cannot resolve $ref '%s' at %s (only references within the "
+                                "schema: # and #/JSON/pointer)", ref, c->path[0] ? c->path : "#");
+    /* The rule exists before its body, so recursive references find it. */
+    const int r = gb_fresh_rule(c->b);
+    if (r < 0) return -1;
+    if (c->n_refs == c->cap_refs) {
+        c->cap_refs = c->cap_refs ? 2 * c->cap_refs : 8;
+        ref_rule *n = realloc(c->refs, (size_t)c->cap_refs * sizeof *n);
+        if (!n) return err_oom("JSON schema: out of memory");
+        c->refs = n;
+    }
+    char *copy = strdup(ref);
+    if (!copy) return err_oom("JSON schema: out of memory");
+    c->refs[c->n_refs++] = (ref_rule){copy, r};
+    char saved_path[sizeof c->path];
+    memcpy(saved_path, c->path, sizeof saved_path);
+    if (++c->depth > MAX_SCHEMA_DEPTH) return err_set("JSON schema nested too deeply at %s ($ref '%s')", c->path, ref);
+    snprintf(c->path, sizeof c->path, "%s", ref);
+    const int body = schema_rule(c, target);
+    memcpy(c->path, saved_path, sizeof saved_path);
+    c->depth--;
+    if (body < 0 || gb_alt_begin(c->b, r) || gb_push_rule(c->b, body) || gb_alt_end(c->b)) return -1;
+    return r;
+}
+
+static int get_count(js_ctx *c, json_t *schema, const char *key, long *out, long dflt) {
+    json_t *v = json_object_get(schema, key);
+    *out = dflt;
+    if (!v) return 0;
+    if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 10000)
+        return js_fail(c, "'%s' must be an integer in 0..10000 at %s", key);
+    *out = (long)json_integer_value(v);
+    return 0;
+}
+
+static const char *format_regex(const char *f) {
+    static const struct {
+        const char *name, *re;
+    } formats[] = {
+        {"date", "[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"},
+        {"time", "([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])"},
+        {"date-time", "[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
+                      "(\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])"},
+        {"email", "[a-zA-Z0-9_+-]+(\\.[a-zA-Z0-9_+-]+)*@[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?"
+                  "(\\.[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?)+"},
+        {"uuid", "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"},
+        {"ipv4", "((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"},
+        {"uri", "[a-zA-Z][a-zA-Z0-9+.-]*:[^ \"\\\\\\x00-\\x1f]+"},
+    };
+    for (size_t i = 0; i < sizeof formats / sizeof *formats; i++)
+        if (!strcmp(formats[i].name, f)) return formats[i].re;
+    return NULL;
+}
+
+static int string_schema(js_ctx *c, json_t *schema) {
+    json_t *pattern = json_object_get(schema, "pattern"), *format = json_object_get(schema, "format");
+    long min_len, max_len;
+    if (get_count(c, schema, "minLength", &min_len, 0) || get_count(c, schema, "maxLength", &max_len, -1)) return -1;
+    if (max_len >= 0 && max_len < min_len) return js_fail(c, "'%s' is below minLength at %s", "maxLength");
+    if (!pattern && !format && min_len == 0 && max_len < 0) return string_rule(c);
+    const int r = gb_fresh_rule(c->b);
+    if (r < 0) return -1;
+    int body;
+    if (pattern || format) {
+        if ((pattern && format) || min_len > 0 || max_len >= 0)
+            return js_fail(c, "'%s' with pattern, format and a length together is not supported at %s", "pattern");
+        if (pattern && !json_is_string(pattern)) return js_fail(c, "'%s' must be a string at %s", "pattern");
+        if (format && !json_is_string(format)) return js_fail(c, "'%s' must be a string at %s", "format");
+        const char *re;
+        char *owned = NULL;
+        if (format) {
+            if (!(re = format_regex(json_string_value(format))))
+                return js_fail(c, "unsupported string format '%s' at %s (supported: date, time, date-time, email, "
+                                  "uuid, ipv4, uri)", json_string_value(format));
+        } else {
+            /* JSON Schema patterns search; anchor them with .* where they are open. */
+            const char *p = json_string_value(pattern);
+            const size_t n = strlen(p);
+            const bool start = p[0] == '^', end = n > 0 && p[n - 1] == '$' && (n < 2 || p[n - 2] != '\\');
+            owned = malloc(n + 16);
+            if (!owned) return err_oom("JSON schema: out of memory");
+            snprintf(owned, n + 16, "%s(%.*s)%s", start ? "" : ".*", (int)(n - start - end), p + start, end ? "" : ".*");
+            re = owned;
+        }
+        gb_set_json_string_mode(c->b, true);
+        body = regex_rule(c, re);
+        gb_set_json_string_mode(c->b, false);
+        free(owned);
+        if (body < 0) return -1;
+        return gb_alt_begin(c->b, r) || lit(c, "\"") || gb_push_rule(c->b, body) || lit(c, "\"") || gb_alt_end(c->b)
+                   ? -1 : r;
+    }
+    const int ch = string_char_rule(c);
+    if (ch < 0 || gb_alt_begin(c->b, r) || lit(c, "\"")) return -1;
+    const size_t mark = gb_mark(c->b);
+    if (gb_push_rule(c->b, ch) || gb_repeat_since(c->b, mark, (int)min_len, (int)max_len) || lit(c, "\"") ||
+        gb_alt_end(c->b))
+        return -1;
+    return r;
+}
+
+/* ---- integer ranges as digit patterns ---- */
+
+static void range_digits(char *buf, size_t cap, long long lo, long long hi);
+
+/* Appends "|"-separated patterns for lo..hi (0 <= lo <= hi), the classic
+ * split into runs that share a prefix and end in [x-y] and free digits. */
+static void range_pos(char *out, size_t cap, long long lo, long long hi) {
+    if (lo > hi) return;
+    char a[24], b[24];
+    snprintf(a, sizeof a, "%lld", lo);
+    snprintf(b, sizeof b, "%lld", hi);
+    const size_t la = strlen(a), lb = strlen(b);
+    if (la < lb) { /* split at the digit count boundary */
+        long long p = 1;
+        for (size_t i = 0; i < la; i++) p *= 10;
+        range_pos(out, cap, lo, p - 1);
+        range_pos(out, cap, p, hi);
+        return;
+    }
+    /* Same length: find the first digit where they differ. */
+    size_t i = 0;
+    while (i < la && a[i] == b[i]) i++;
+    if (i == la) {
+        range_digits(out, cap, lo, hi);
+        return;
+    }
+    long long tail = 1;
+    for (size_t k = i + 1; k < la; k++) tail *= 10;
+    const long long lo_rest = lo % tail, hi_rest = hi % tail;
+    if (lo_rest != 0) { /* lo .. end of lo's block */
+        const long long end = lo - lo_rest + tail - 1;
+        range_pos(out, cap, lo, end);
+        range_pos(out, cap, end + 1, hi);
+        return;
+    }
+    if (hi_rest != tail - 1) {
+        const long long start = hi - hi_rest;
+        range_pos(out, cap, lo, start - 1);
+        range_pos(out, cap, start, hi);
+        return;
+    }
+    range_digits(out, cap, lo, hi);
+}
+
+/* lo..hi of equal length where the differing digits run to the end with lo's
+ * rest all 0 and hi's all 9: prefix [x-y] [0-9]{k}. */
+static void range_digits(char *out, size_t cap, long long lo, long long hi) {
+    char a[24], b[24], piece[96];
+    snprintf(a, sizeof a, "%lld", lo);
+    snprintf(b, sizeof b, "%lld", hi);
+    const size_t n = strlen(a);
+    size_t i = 0, w = 0;
+    while (i < n && a[i] == b[i]) piece[w++] = a[i++];
+    if (i < n) {
+        w += (size_t)snprintf(piece + w, sizeof piece - w, "[%c-%c]", a[i], b[i]);
+        if (n - i - 1 > 0) w += (size_t)snprintf(piece + w, sizeof piece - w, "[0-9]{%zu}", n - i - 1);
+    }
+    piece[w] = 0;
+    const size_t at = strlen(out);
+    snprintf(out + at, cap - at, "%s%s", at ? "|" : "", piece);
+}
+
+static int integer_schema(js_ctx *c, json_t *schema) {
+    bool has_lo = false, has_hi = false;
+    long long lo = 0, hi = 0;
+    const char *keys[] = {"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"};
+    for (int k = 0; k < 4; k++) {
+        json_t *v = json_object_get(schema, keys[k]);
+        if (!v) continue;
+        if (!json_is_number(v)) return js_fail(c, "'%s' must be a number at %s", keys[k]);
+        const double d = json_number_value(v);
+        if (fabs(d) > 1e15) return js_fail(c, "'%s' is out of the supported range (|x| <= 1e15) at %s", keys[k]);
+        long long b = k < 2 ? (long long)ceil(d) : (long long)floor(d);
+        if (k == 1 && (double)b == d) b++;
+        if (k == 3 && (double)b == d) b--;
+        if (k < 2) lo = has_lo && lo > b ? lo : b, has_lo = true;
+        else hi = has_hi && hi < b ? hi : b, has_hi = true;
+    }
+    if (!has_lo && !has_hi) return integer_rule(c);
+    if (has_lo && has_hi && lo > hi) return js_fail(c, "'%s' above maximum: no integer fits at %s", "minimum");
+    /* Build "-(neg)|(pos)" over the parts of the range. */
+    char *re = calloc(1, 65536), *part = calloc(1, 32768);
+    if (!re || !part) {
+        free(re), free(part);
+        return err_oom("JSON schema: out of memory");
+    }
+    const long long big = 999999999999999999LL;
+    /* Negative side: -a for a in max(1,-hi)..(-lo). */
+    if (!has_lo || lo < 0) {
+        const long long a_lo = has_hi && hi < 0 ? -hi : 1;
+        if (!has_lo) snprintf(part, 32768, "[1-9][0-9]*");
+        else range_pos(part, 32768, a_lo, -lo);
+        if (!has_lo && a_lo > 1) { /* any number >= a_lo: its digits and every longer number */
+            part[0] = 0;
+            char s[24];
+            snprintf(s, sizeof s, "%lld", a_lo);
+            long long p = 1;
+            for (size_t k = 0; k < strlen(s); k++) p *= 10;
+            range_pos(part, 32768, a_lo, p - 1);
+            const size_t at = strlen(part);
+            snprintf(part + at, 32768 - at, "|[1-9][0-9]{%zu,}", strlen(s));
+        }
+        snprintf(re + strlen(re), 65536 - strlen(re), "-(%s)", part);
+    }
+    if (!has_hi || hi >= 0) {
+        const long long p_lo = has_lo && lo > 0 ? lo : 0;
+        part[0] = 0;
+        if (!has_hi) {
+            char s[24];
+            snprintf(s, sizeof s, "%lld", p_lo);
+            long long p = 1;
+            for (size_t k = 0; k < strlen(s); k++) p *= 10;
+            range_pos(part, 32768, p_lo, p - 1 < big ? p - 1 : big);
+            const size_t at = strlen(part);
+            snprintf(part + at, 32768 - at, "|[1-9][0-9]{%zu,}", strlen(s));
+        } else {
+            range_pos(part, 32768, p_lo, hi);
+        }
+        snprintf(re + strlen(re), 65536 - strlen(re), "%s(%s)", re[0] ? "|" : "", part);
+    }
+    const int r = regex_rule(c, re);
+    free(re), free(part);
+    return r;
+}
+
+static int number_schema(js_ctx *c, json_t *schema) {
+    const char *keys[] = {"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"};
+    bool nonneg = false;
+    for (int k = 0; k < 4; k++) {
+        json_t *v = json_object_get(schema, keys[k]);
+        if (!v) continue;
+        if (k == 0 && json_is_number(v) && json_number_value(v) == 0) {
+            nonneg = true;
+            continue;
+        }
+        return js_fail(c, "'%s' on a non-integer number is not supported (only minimum 0) at %s", keys[k]);
+    }
+    if (!nonneg) return number_rule(c);
+    return regex_rule(c, "(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][+-]?[0-9]+)?");
+}
+
+static int array_schema(js_ctx *c, json_t *schema) {
+    json_t *items = json_object_get(schema, "items"), *prefix = json_object_get(schema, "prefixItems");
+    long min_items, max_items;
+    if (get_count(c, schema, "minItems", &min_items, 0) || get_count(c, schema, "maxItems", &max_items, -1)) return -1;
+    if (max_items >= 0 && max_items < min_items) return js_fail(c, "'%s' is below minItems at %s", "maxItems");
+    if (prefix && !json_is_array(prefix)) return js_fail(c, "'%s' must be an array at %s", "prefixItems");
+    if (json_is_array(items)) return js_fail(c, "'%s' as an array (draft 4 tuples) is not supported at %s; use "
+                                                "prefixItems", "items");
+    const long n_prefix = prefix ? (long)json_array_size(prefix) : 0;
+    if (n_prefix && min_items != 0 && min_items != n_prefix)
+        return js_fail(c, "'%s' with prefixItems must equal their count at %s", "minItems");
+    int item = -1;
+    if (!prefix || (items && !json_is_false(items))) {
+        item = items ? sub_rule(c, items, "items") : value_rule(c);
+        if (item < 0) return -1;
+    }
+    const int r = gb_fresh_rule(c->b);
+    if (r < 0 || gb_alt_begin(c->b, r) || lit(c, "[") || ws(c)) return -1;
+    if (n_prefix) {
+        for (long i = 0; i < n_prefix; i++) {
+            char seg[48];
+            snprintf(seg, sizeof seg, "prefixItems/%ld", i);
+            const int p = sub_rule(c, json_array_get(prefix, (size_t)i), seg);
+            if (p < 0 || (i && item_sep(c)) || gb_push_rule(c->b, p)) return -1;
+        }
+        if (item >= 0) {
+            const size_t mark = gb_mark(c->b);
+            const long more = max_items < 0 ? -1 : max_items - n_prefix;
+            if (more < 0 && max_items >= 0) return js_fail(c, "'%s' is below the prefixItems count at %s", "maxItems");
+            if (item_sep(c) || gb_push_rule(c->b, item) || gb_repeat_since(c->b, mark, 0, (int)more)) return -1;
+        }
+    } else if (max_items != 0) {
+        const size_t mark_opt = gb_mark(c->b);
+        if (gb_push_rule(c->b, item)) return -1;
+        const size_t mark = gb_mark(c->b);
+        const int min_more = min_items > 1 ? (int)min_items - 1 : 0;
+        const int max_more = max_items < 0 ? -1 : (int)max_items - 1;
+        if (item_sep(c) || gb_push_rule(c->b, item) || gb_repeat_since(c->b, mark, min_more, max_more)) return -1;
+        if (min_items == 0 && gb_repeat_since(c->b, mark_opt, 0, 1)) return -1;
+    }
+    if (ws(c) || lit(c, "]") || gb_alt_end(c->b)) return -1;
+    return r;
+}
+
+/* Properties in order, optional ones skippable, commas only between those
+ * present: F_i (nothing written yet, from property i) and S_i (something
+ * written). F_i ::= P_i S_{i+1} | F_{i+1} (the latter when i is optional);
+ * S_i ::= sep P_i S_{i+1} | S_{i+1} (likewise). The ends allow the
+ * additional properties, if any. */
+static int object_schema(js_ctx *c, json_t *schema) {
+    json_t *props = json_object_get(schema, "properties"), *req = json_object_get(schema, "required"),
+           *addl = json_object_get(schema, "additionalProperties");
+    if (props && !json_is_object(props)) return js_fail(c, "'%s' must be an object at %s", "properties");
+    if (req && !json_is_array(req)) return js_fail(c, "'%s' must be an array at %s", "required");
+    size_t i;
+    json_t *v;
+    /* A required property that "properties" does not describe may hold any
+     * value: it is written after the described ones. */
+    json_t *all_props = props ? json_deep_copy(props) : json_object();
+    if (!all_props) return err_oom("JSON schema: out of memory");
+    json_array_foreach(req, i, v) {
+        if (!json_is_string(v)) {
+            json_decref(all_props);
+            return js_fail(c, "'%s' must list strings at %s", "required");
+        }
+        if (!json_object_get(all_props, json_string_value(v))) json_object_set_new(all_props, json_string_value(v), json_true());
+    }
+    props = all_props;
+    const size_t n = json_object_size(props);
+    int extra = -1; /* one additional "key": value pair */
+    if (addl && !json_is_false(addl)) {
+        const int vr = json_is_true(addl) ? value_rule(c) : sub_rule(c, addl, "additionalProperties");
+        const int k = string_rule(c);
+        extra = gb_fresh_rule(c->b);
+        if (vr < 0 || k < 0 || extra < 0 || gb_alt_begin(c->b, extra) || gb_push_rule(c->b, k) || key_sep(c) ||
+            gb_push_rule(c->b, vr) || gb_alt_end(c->b)) {
+            json_decref(all_props);
+            return -1;
+        }
+    }
+    int *F = calloc(n + 1, sizeof *F), *S = calloc(n + 1, sizeof *S), *P = calloc(n + 1, sizeof *P);
+    bool *opt = calloc(n + 1, sizeof *opt);
+    int rc = !F || !S || !P || !opt ? err_oom("JSON schema: out of memory") : 0;
+    const char *key;
+    i = 0;
+    if (!rc) json_object_foreach(props, key, v) {
+        char seg[300];
+        snprintf(seg, sizeof seg, "properties/%.250s", key);
+        const int vr = sub_rule(c, v, seg);
+        P[i] = gb_fresh_rule(c->b);
+        if (vr < 0 || P[i] < 0) {
+            rc = -1;
+            break;
+        }
+        json_t *name = json_string(key);
+        char *quoted = name ? json_dumps(name, JSON_ENCODE_ANY) : NULL;
+        json_decref(name);
+        if (!quoted || gb_alt_begin(c->b, P[i]) || lit(c, quoted) || key_sep(c) || gb_push_rule(c->b, vr) ||
+            gb_alt_end(c->b))
+            rc = -1;
+        free(quoted);
+        if (rc) break;
+        opt[i] = true;
+        size_t j;
+        json_t *rv;
+        json_array_foreach(req, j, rv) if (!strcmp(json_string_value(rv), key)) opt[i] = false;
+        i++;
+    }
+    for (size_t k = 0; k <= n && !rc; k++)
+        if ((F[k] = gb_fresh_rule(c->b)) < 0 || (S[k] = gb_fresh_rule(c->b)) < 0) rc = -1;
+    if (!rc) { /* the ends: F_n ::= (extra (sep extra)*)?, S_n ::= (sep extra)* */
+        rc = gb_alt_begin(c->b, F[n]);
+        if (!rc && extra >= 0) {
+            const size_t m1 = gb_mark(c->b);
+            rc = gb_push_rule(c->b, extra) || gb_push_rule(c->b, S[n]) || gb_repeat_since(c->b, m1, 0, 1);
+        }
+        rc = rc || gb_alt_end(c->b) || gb_alt_begin(c->b, S[n]);
+        if (!rc && extra >= 0) {
+            const size_t m2 = gb_mark(c->b);
+            rc = item_sep(c) || gb_push_rule(c->b, extra) || gb_repeat_since(c->b, m2, 0, -1);
+        }
+        rc = rc || gb_alt_end(c->b);
+    }
+    for (size_t k = n; k-- > 0 && !rc;) {
+        rc = gb_alt_begin(c->b, F[k]) || gb_push_rule(c->b, P[k]) || gb_push_rule(c->b, S[k + 1]) || gb_alt_end(c->b);
+        if (!rc && opt[k]) rc = gb_alt_begin(c->b, F[k]) || gb_push_rule(c->b, F[k + 1]) || gb_alt_end(c->b);
+        rc = rc || gb_alt_begin(c->b, S[k]) || item_sep(c) || gb_push_rule(c->b, P[k]) ||
+             gb_push_rule(c->b, S[k + 1]) || gb_alt_end(c->b);
+        if (!rc && opt[k]) rc = gb_alt_begin(c->b, S[k]) || gb_push_rule(c->b, S[k + 1]) || gb_alt_end(c->b);
+    }
+    int r = -1;
+    if (!rc && (r = gb_fresh_rule(c->b)) >= 0)
+        rc = gb_alt_begin(c->b, r) || lit(c, "{") || ws(c) || gb_push_rule(c->b, F[0]) || ws(c) || lit(c, "}") ||
+             gb_alt_end(c->b);
+    free(F), free(S), free(P), free(opt);
+    json_decref(all_props);
+    return rc || r < 0 ? -1 : r;
+}
+
+static int typed_rule(js_ctx *c, json_t *schema, const char *type) {
+    if (!strcmp(type, "string")) return string_schema(c, schema);
+    if (!strcmp(type, "integer")) return integer_schema(c, schema);
+    if (!strcmp(type, "number")) return number_schema(c, schema);
+    if (!strcmp(type, "object")) return object_schema(c, schema);
+    if (!strcmp(type, "array")) return array_schema(c, schema);
+    const char *word = !strcmp(type, "boolean") ? NULL : !strcmp(type, "null") ? "null" : "";
+    if (word && !*word) return js_fail(c, "unknown type '%s' at %s", type);
+    const int r = gb_fresh_rule(c->b);
+    if (r < 0) return -1;
+    if (word) return gb_alt_begin(c->b, r) || lit(c, "null") || gb_alt_end(c->b) ? -1 : r;
+    return gb_alt_begin(c->b, r) || lit(c, "true") || gb_alt_end(c->b) || gb_alt_begin(c->b, r) || lit(c, "false") ||
+                   gb_alt_end(c->b)
+               ? -1 : r;
+}
+
+/* The keywords that imply a type when "type" is absent. */
+static const char *implied_type(json_t *schema) {
+    const char *k;
+    json_t *v;
+    json_object_foreach(schema, k, v) {
+        if (in_list(k, OBJECT_KEYS)) return "object";
+        if (in_list(k, ARRAY_KEYS)) return "array";
+        if (in_list(k, STRING_KEYS)) return "string";
+        if (in_list(k, NUMBER_KEYS)) return "number";
+    }
+    return NULL;
+}
+
+static int schema_rule(js_ctx *c, json_t *schema) {
+    if (json_is_true(schema)) return value_rule(c);
+    if (json_is_false(schema)) return js_fail(c, "schema '%s' at %s matches nothing", "false");
+    if (!json_is_object(schema)) return js_fail(c, "a schema must be an object or a boolean, %s at %s", "not this");
+    if (check_keywords(c, schema)) return -1;
+    json_t *v;
+    if ((v = json_object_get(schema, "$ref"))) {
+        const char *k;
+        json_t *x;
+        json_object_foreach(schema, k, x) {
+            if (!strcmp(k, "$ref") || is_annotation(k) || (!strcmp(k, "type") && type_implied_by_ref(c, v, x)))
+                continue;
+            return js_fail(c, "keyword '%s' beside $ref is not supported at %s", k);
+        }
+        return ref_rule_of(c, v);
+    }
+    if ((v = json_object_get(schema, "const"))) {
+        json_t *one = json_pack("[O]", v);
+        const int r = one ? literals_rule(c, one) : err_oom("JSON schema: out of memory");
+        json_decref(one);
+        return r;
+    }
+    if ((v = json_object_get(schema, "enum"))) {
+        if (!json_is_array(v) || !json_array_size(v)) return js_fail(c, "'%s' must be a non-empty array at %s", "enum");
+        return literals_rule(c, v);
+    }
+    if ((v = json_object_get(schema, "anyOf"))) return alternatives_rule(c, v, "anyOf");
+    if ((v = json_object_get(schema, "oneOf"))) return alternatives_rule(c, v, "oneOf");
+    if ((v = json_object_get(schema, "allOf"))) {
+        if (!json_is_array(v) || json_array_size(v) != 1)
+            return js_fail(c, "'%s' with more than one schema is not supported at %s", "allOf");
+        return sub_rule(c, json_array_get(v, 0), "allOf/0");
+    }
+    json_t *type = json_object_get(schema, "type");
+    const bool nullable = json_is_true(json_object_get(schema, "nullable"));
+    if (!type && !nullable) {
+        const char *t = implied_type(schema);
+        return t ? typed_rule(c, schema, t) : value_rule(c);
+    }
+    if (type && !json_is_string(type) && !json_is_array(type))
+        return js_fail(c, "'%s' must be a string or a list at %s", "type");
+    const int r = gb_fresh_rule(c->b);
+    if (r < 0) return -1;
+    json_t *types = json_is_array(type) ? json_incref(type) : type ? json_pack("[O]", type) : json_array();
+    if (nullable) json_array_append_new(types, json_string("null"));
+    size_t i;
+    int rc = 0;
+    json_array_foreach(types, i, v) {
+        if (!json_is_string(v)) {
+            rc = js_fail(c, "'%s' must list strings at %s", "type");
+            break;
+        }
+        const int t = typed_rule(c, schema, json_string_value(v));
+        if (t < 0 || gb_alt_begin(c->b, r) || gb_push_rule(c->b, t) || gb_alt_end(c->b)) {
+            rc = -1;
+            break;
+        }
+    }
+    json_decref(types);
+    return rc ? -1 : r;
+}
+
+static js_ctx ctx_new(grammar_builder *b, json_t *schema, const json_schema_options *opt) {
+    return (js_ctx){.b = b, .root = schema, .any_ws = opt && opt->any_whitespace, .r_ws = -1, .r_string = -1,
+                    .r_char = -1, .r_number = -1, .r_integer = -1, .r_value = -1, .r_object = -1, .r_array = -1};
+}
+
+static void ctx_free(js_ctx *c) {
+    for (int i = 0; i < c->n_refs; i++) free(c->refs[i].ref);
+    free(c->refs);
+}
+
+int json_schema_to_rule(grammar_builder *b, json_t *schema, const json_schema_options *opt) {
+    js_ctx c = ctx_new(b, schema, opt);
+    const int r = schema_rule(&c, schema);
+    ctx_free(&c);
+    return r;
+}
+
+/* The value alone: no whitespace before or after it, as XGrammar. */
+static grammar *finish_top(js_ctx *c, int body) {
+    ctx_free(c);
+    if (body < 0) {
+        gb_free(c->b);
+        return NULL;
+    }
+    return gb_finish(c->b, body);
+}
+
+grammar *grammar_from_json_schema(json_t *schema, const json_schema_options *opt) {
+    grammar_builder *b = gb_create();
+    if (!b) {
+        err_oom("JSON schema: out of memory");
+        return NULL;
+    }
+    js_ctx c = ctx_new(b, schema, opt);
+    return finish_top(&c, schema_rule(&c, schema));
+}
+
+grammar *grammar_json_object(const json_schema_options *opt) {
+    grammar_builder *b = gb_create();
+    if (!b) {
+        err_oom("JSON schema: out of memory");
+        return NULL;
+    }
+    js_ctx c = ctx_new(b, NULL, opt);
+    return finish_top(&c, any_container_rule(&c, true));
+}
