@@ -14,7 +14,7 @@
  * Templates whose calls are XML-like argument lists (<parameter=...>,
  * <arg_key>) or that never mention tools have no format here (NONE).
  * tool_parse.h reads the output; tool_format_call_schema builds the JSON
- * schema a constraint engine would enforce for tool_choice required or a
+ * schema the constraint engine enforces for tool_choice required or a
  * named function. */
 #ifndef CLLM_CHAT_TOOL_FORMAT_H
 #define CLLM_CHAT_TOOL_FORMAT_H

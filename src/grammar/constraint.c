@@ -63,11 +63,37 @@ static grammar *grammar_from_choice(json_t *spec) {
     return gb_finish(b, r);
 }
 
+/* prefix, one value of the schema, suffix: tool_choice "required" or a
+ * named function, in the markup of the model's tool-call format. */
+static grammar *grammar_tool_call(json_t *spec, const json_schema_options *opt) {
+    const json_t *prefix = json_object_get(spec, "prefix"), *suffix = json_object_get(spec, "suffix");
+    json_t *schema = json_object_get(spec, "schema");
+    if (!json_is_string(prefix) || !json_is_string(suffix) || !json_is_object(schema)) {
+        err_set("tool call: expected {\"prefix\": string, \"schema\": object, \"suffix\": string}");
+        return NULL;
+    }
+    grammar_builder *b = gb_create();
+    if (!b) {
+        err_oom("tool call: out of memory");
+        return NULL;
+    }
+    const int value = json_schema_to_rule(b, schema, opt);
+    const int root = value < 0 ? -1 : gb_fresh_rule(b);
+    if (root < 0 || gb_alt_begin(b, root) ||
+        gb_push_literal(b, json_string_value(prefix), json_string_length(prefix)) || gb_push_rule(b, value) ||
+        gb_push_literal(b, json_string_value(suffix), json_string_length(suffix)) || gb_alt_end(b)) {
+        gb_free(b);
+        return NULL;
+    }
+    return gb_finish(b, root);
+}
+
 static grammar *compile_grammar(constraint_kind kind, json_t *spec, const json_schema_options *opt) {
     switch (kind) {
     case CONSTRAINT_JSON_SCHEMA: return grammar_from_json_schema(spec, opt);
     case CONSTRAINT_JSON_OBJECT: return grammar_json_object(opt);
     case CONSTRAINT_CHOICE: return grammar_from_choice(spec);
+    case CONSTRAINT_TOOL_CALL: return grammar_tool_call(spec, opt);
     case CONSTRAINT_REGEX:
     case CONSTRAINT_GBNF:
         if (!json_is_string(spec)) {

@@ -28,6 +28,8 @@ typedef enum {
     CONSTRAINT_REGEX,       /* spec: a string */
     CONSTRAINT_CHOICE,      /* spec: an array of strings; the output is one of them */
     CONSTRAINT_GBNF,        /* spec: a string in llama.cpp's GBNF */
+    CONSTRAINT_TOOL_CALL,   /* spec: {"prefix": s, "schema": o, "suffix": s}: the literal prefix, one JSON
+                               value valid under the schema, the literal suffix (a forced tool call) */
 } constraint_kind;
 
 typedef struct constraint constraint;

@@ -49,8 +49,18 @@ static int prepare(server *s, http_req *r, api_kind kind, prepared *p, api_error
     int rc = api_request_parse(body, kind, tokenizer_n_vocab(tok), &p->req, e);
     if (!rc && p->req.model && !server_model_matches(s, p->req.model))
         rc = api_fail(e, 404, "model_not_found", "model", "The model '%.200s' does not exist.", p->req.model);
-    if (!rc && kind == API_CHAT)
-        rc = api_tools_resolve(&p->req.tools, chat_template_tool_format(s->tmpl), &p->tool_fmt, e);
+    if (!rc && kind == API_CHAT) {
+        constraint *forced = NULL;
+        rc = api_tools_resolve(&p->req.tools, chat_template_tool_format(s->tmpl), &p->tool_fmt, &forced, e);
+        if (forced && p->req.rp.constraint) {
+            constraint_release(forced);
+            rc = api_fail(e, 400, "invalid_value", "tool_choice",
+                          "a tool_choice that forces a call cannot be combined with structured output "
+                          "(response_format, structured_outputs, guided_*, grammar, json_schema)");
+        } else if (forced) {
+            p->req.rp.constraint = forced;
+        }
+    }
     if (rc) goto out;
     /* Markers that are control tokens ([TOOL_CALLS]) must reach the parser. */
     if (tool_format_needs_special_text(p->tool_fmt)) p->req.rp.include_special_text = true;

@@ -2,6 +2,7 @@
 #include "server/tools.h"
 
 #include "server/params.h"
+#include "util/error.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -148,8 +149,10 @@ int api_tools_check(const api_tools *t, api_error *e) {
 
 bool api_tools_offered(const api_tools *t) { return t->tools && t->choice != TOOL_CHOICE_NONE; }
 
-int api_tools_resolve(const api_tools *t, tool_format template_format, tool_format *out, api_error *e) {
+int api_tools_resolve(const api_tools *t, tool_format template_format, tool_format *out, constraint **forced,
+                      api_error *e) {
     *out = TOOL_FORMAT_NONE;
+    *forced = NULL;
     if (!api_tools_offered(t)) return 0;
     if (template_format == TOOL_FORMAT_NONE)
         return api_fail(e, 400, "unsupported_field", "tools",
@@ -164,15 +167,16 @@ int api_tools_resolve(const api_tools *t, tool_format template_format, tool_form
                             "tool_choice '%s' cannot be enforced in the '%s' format, whose calls name the function "
                             "in the markup; name one function instead",
                             what, tool_format_name(template_format));
-        /* The hook: with a constraint engine, the request's output is
-         * constrained to c.prefix, one JSON value matching c.schema, then
-         * c.suffix (repeatable while parallel_tool_calls), and this returns
-         * 0 with *out set. Until then the choice is refused, not faked. */
+        json_t *spec = json_pack("{s:s, s:O, s:s}", "prefix", c.prefix, "schema", c.schema, "suffix", c.suffix);
         tool_call_constraint_free(&c);
-        return api_fail(e, 400, "unsupported_field", "tool_choice",
-                        "tool_choice '%s' needs the constraint engine (a grammar that forces a well-formed call), "
-                        "which this server does not have yet; use \"auto\"",
-                        what);
+        if (!spec) return api_fail(e, 500, "out_of_memory", NULL, "out of memory");
+        *forced = constraint_compile(CONSTRAINT_TOOL_CALL, spec, NULL);
+        json_decref(spec);
+        if (!*forced)
+            return err_is_oom() ? api_fail(e, 500, "out_of_memory", NULL, "out of memory")
+                                : api_fail(e, 400, "invalid_value", "tools",
+                                           "the parameters of the tools cannot force a call (tool_choice '%s'): %s",
+                                           what, err_get());
     }
     *out = template_format;
     return 0;

@@ -10,6 +10,7 @@
 #define CLLM_SERVER_TOOLS_H
 
 #include "chat/tool_format.h"
+#include "grammar/constraint.h"
 #include "server/errors.h"
 
 #include <jansson.h>
@@ -38,11 +39,13 @@ int api_tools_check(const api_tools *t, api_error *e);
 bool api_tools_offered(const api_tools *t);
 
 /* Against the model's chat template: the format its output is read in, or a
- * 400 when tools are offered and the template has none, or when the choice
- * needs a constraint (required, a named function). The constraint that
- * would force the call is tool_format_call_schema's; attaching it is the
- * constraint engine's (see the README, "Tool calling"). */
-int api_tools_resolve(const api_tools *t, tool_format template_format, tool_format *out, api_error *e);
+ * 400 when tools are offered and the template has none. A choice that forces
+ * a call (required, a named function) also yields *forced (the caller owns
+ * it): a constraint on the output to the format's markup around one JSON
+ * value valid under tool_format_call_schema's schema, so the call is always
+ * well-formed; NULL otherwise. */
+int api_tools_resolve(const api_tools *t, tool_format template_format, tool_format *out, constraint **forced,
+                      api_error *e);
 
 /* The tool parts of chat message i (`role` already normalized): an
  * assistant's tool_calls, a tool result's tool_call_id, copied into `out`

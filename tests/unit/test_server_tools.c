@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "api_refused.h"
+#include "grammar/constraint.h"
 #include "server/params.h"
 #include "server/tool_output.h"
 
@@ -119,6 +120,17 @@ static void test_history_is_normalized(void **state) {
     json_decref(j);
 }
 
+/* Whether g takes exactly `text` (all of it, and may end there). */
+static bool grammar_takes(const grammar *g, const char *text) {
+    gstate st = {0};
+    gscratch w = {0};
+    bool ok = gstate_init(&st, g, &w) == 0 &&
+              gstate_advance_bytes(g, &st, (const unsigned char *)text, strlen(text), &w) == 1 && st.accept;
+    gstate_free(&st);
+    gscratch_free(&w);
+    return ok;
+}
+
 static void test_choice_against_the_template(void **state) {
     (void)state;
     static const struct {
@@ -134,10 +146,10 @@ static void test_choice_against_the_template(void **state) {
         {", 'tool_choice': 'none'", TOOL_FORMAT_NONE, TOOL_FORMAT_NONE, 0, NULL},
         /* a template without a tool format cannot be offered tools */
         {"", TOOL_FORMAT_NONE, TOOL_FORMAT_NONE, -1, "tools"},
-        /* required and named need the constraint engine */
-        {", 'tool_choice': 'required'", TOOL_FORMAT_HERMES, TOOL_FORMAT_NONE, -1, "tool_choice"},
-        {", 'tool_choice': {'type': 'function', 'function': {'name': 'f'}}", TOOL_FORMAT_HERMES, TOOL_FORMAT_NONE, -1,
-         "tool_choice"},
+        /* required and named: read as the template's format, and forced by a constraint */
+        {", 'tool_choice': 'required'", TOOL_FORMAT_HERMES, TOOL_FORMAT_HERMES, 0, NULL},
+        {", 'tool_choice': {'type': 'function', 'function': {'name': 'f'}}", TOOL_FORMAT_HERMES, TOOL_FORMAT_HERMES, 0,
+         NULL},
         /* any tool, in a format that spells the name in the markup: no one schema */
         {", 'tool_choice': 'required'", TOOL_FORMAT_FUNCTIONARY, TOOL_FORMAT_NONE, -1, "tool_choice"},
     };
@@ -149,7 +161,8 @@ static void test_choice_against_the_template(void **state) {
         api_error e = {0};
         assert_int_equal(api_request_parse(j, API_CHAT, NV, &r, &e), 0);
         tool_format got;
-        const int rc = api_tools_resolve(&r.tools, CASES[i].tmpl, &got, &e);
+        constraint *forced = NULL;
+        const int rc = api_tools_resolve(&r.tools, CASES[i].tmpl, &got, &forced, &e);
         if (rc != CASES[i].rc) fail_msg("case %zu: rc %d (%s)", i, rc, e.message);
         if (rc) {
             assert_int_equal(e.status, 400);
@@ -157,7 +170,17 @@ static void test_choice_against_the_template(void **state) {
         } else {
             assert_int_equal(got, CASES[i].want);
         }
-        if (i == 5 || i == 6) assert_non_null(strstr(e.message, "needs the constraint engine"));
+        if (i == 5 || i == 6) {
+            assert_non_null(forced);
+            const grammar *g = constraint_grammar(forced);
+            assert_true(grammar_takes(g, "<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>"));
+            assert_false(grammar_takes(g, "<tool_call>\n{\"name\": \"g\", \"arguments\": {}}\n</tool_call>"));
+            assert_false(grammar_takes(g, "Sure, calling f."));
+            assert_false(grammar_takes(g, "<tool_call>\n{\"name\": \"f\"}\n</tool_call>"));
+        } else {
+            assert_null(forced);
+        }
+        constraint_release(forced);
         if (i == 7) assert_non_null(strstr(e.message, "cannot be enforced in the 'functionary' format"));
         api_request_free(&r);
         json_decref(j);
