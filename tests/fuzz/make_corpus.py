@@ -23,6 +23,8 @@ for crashes the fuzzers found) alone. The whole corpus stays well under 2 MB.
                 byte that picks the format and the stream's piece size
   grammar       GBNF grammars, regexes, JSON schemas and choice lists, after
                 one byte that picks the frontend
+  http          raw HTTP/1.x requests (plain, JSON body, chunked, pipelined,
+                streamed reply, short and oversized bodies, Expect)
 """
 
 from __future__ import annotations
@@ -159,6 +161,22 @@ def grammar_seeds() -> None:
     ]
     for i, (kind, text) in enumerate(seeds):
         seed("grammar", f"seed{i}", bytes([kind]) + text.encode())
+def http_seeds() -> None:
+    body = json.dumps({"prompt": "hi", "max_tokens": 2}).encode()
+    requests = {
+        "get": b"GET /missing HTTP/1.1\r\nHost: x\r\nUser-Agent: fuzz\r\n\r\n",
+        "post-json": b"POST /json HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "
+        + str(len(body)).encode() + b"\r\n\r\n" + body,
+        "chunked": b"POST /json HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{\"a\":\r\n2\r\n1}\r\n0\r\n\r\n",
+        "stream": b"GET /stream HTTP/1.1\r\nHost: x\r\n\r\n",
+        "pipelined": b"GET /stream HTTP/1.1\r\nHost: x\r\n\r\nPOST /json HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n[]",
+        "http10": b"GET /stream HTTP/1.0\r\n\r\n",
+        "short-body": b"POST /json HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"a\"",
+        "too-large": b"POST /json HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n" + b"[" + b"1," * 2499 + b"1]",
+        "expect": b"POST /json HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n{}",
+    }
+    for name, data in requests.items():
+        seed("http", name, data)
 
 
 def main() -> int:
@@ -170,6 +188,7 @@ def main() -> int:
     tokenizer_seeds()
     tool_parse_seeds()
     grammar_seeds()
+    http_seeds()
     return 0
 
 
