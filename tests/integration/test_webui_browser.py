@@ -26,7 +26,7 @@ from server_util import CllmServer, tiny_model
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
 WAIT_S = 20
-MAX_MODEL_LEN = 4096
+MAX_MODEL_LEN = 32768  # a long reply: tens of seconds, stopped after about one
 STATS_RE = re.compile(r"(\d+) tokens(?: · ([\d.]+) tokens/s)?(?: · first token (\d+) ms)?"
                       r"(?: · prompt (\d+) tokens, (\d+) cached)?(?: · (\w+))?")
 
@@ -53,7 +53,7 @@ def browser():
 
 @pytest.fixture(scope="module")
 def server(cllm_bin, model_factory):
-    with CllmServer(cllm_bin, tiny_model(model_factory, n_ctx=MAX_MODEL_LEN), "--kv-cache-memory", "64MiB",
+    with CllmServer(cllm_bin, tiny_model(model_factory, n_ctx=MAX_MODEL_LEN), "--kv-cache-memory", "32MiB",
                     "--max-model-len", MAX_MODEL_LEN) as srv:
         yield srv
 
@@ -115,30 +115,54 @@ def served_name(srv, key=None):
     return srv.get("/v1/models", headers=srv.headers(key) or None).json()["data"][0]["id"]
 
 
+def stored_conversations(driver):
+    return json.loads(driver.execute_script("return localStorage.getItem('cllm.conversations')"))
+
+
+def prompt_tokens(srv, messages):
+    """The server's own count of a chat prompt (/tokenize, vLLM's shape)."""
+    r = srv.post("/tokenize", {"messages": messages, "add_generation_prompt": True})
+    assert r.status_code == 200, r.text
+    return r.json()["count"]
+
+
 def test_streams_replies_with_their_numbers_and_stops_a_long_one(browser, server, build_dir):
+    from selenium.webdriver.common.keys import Keys
+
     name = served_name(server)
     open_page(browser, server, name)
-    set_value(browser, "system-prompt", "You are a careful assistant. Answer in a few plain sentences, "
-                                        "and say when you do not know something.")
+    system = "You are a careful assistant. Answer in a few plain sentences, and say when you do not know something."
+    set_value(browser, "system-prompt", system)
     set_value(browser, "temperature", 0.8)
     set_value(browser, "top-p", 0.9)
     set_value(browser, "max-tokens", 12)
     css(browser, "#ignore-eos")[0].click()
 
-    first = send_and_wait(browser, "Hello! What can you tell me about paged attention?")
+    # The request carries the system prompt and the whole conversation: the
+    # page's prompt count is the server's count of exactly those messages.
+    question = "Hello! What can you tell me about paged attention?"
+    first = send_and_wait(browser, question)
     assert first["tokens"] == 12 and first["finish"] == "length", first
-    assert first["tokens_per_s"] > 0 and first["ttft_ms"] >= 0 and first["prompt"] > 20, first
-
-    # The second prompt repeats the first exchange: the server's prefix cache
-    # holds its blocks, and the page shows what the server counted.
-    hits = server.metrics()["vllm:prefix_cache_hits_total"]
+    assert first["tokens_per_s"] > 0 and first["ttft_ms"] >= 0 and first["cached"] == 0, first
+    history = [{"role": "system", "content": system}, {"role": "user", "content": question}]
+    assert first["prompt"] == prompt_tokens(server, history), first
     second = send_and_wait(browser, "And how does the prefix cache help?")
-    assert second["prompt"] > first["prompt"] + first["tokens"], (first, second)
-    assert 0 < second["cached"] <= second["prompt"], second
-    assert second["cached"] == server.metrics()["vllm:prefix_cache_hits_total"] - hits, second
+    stored = stored_conversations(browser)[0]["messages"]
+    assert [m["role"] for m in stored] == ["user", "assistant", "user", "assistant"]
+    history += [{"role": m["role"], "content": m["content"]} for m in stored[1:3]]
+    assert second["prompt"] == prompt_tokens(server, history), second
+
+    # The same question in a new conversation: the server's prefix cache holds
+    # its blocks, and the page shows what the server counted.
+    css(browser, "#new-chat")[0].click()
+    hits = server.metrics()["vllm:prefix_cache_hits_total"]
+    again = send_and_wait(browser, question)
+    assert again["prompt"] == first["prompt"] and 0 < again["cached"] < again["prompt"], again
+    assert again["cached"] == server.metrics()["vllm:prefix_cache_hits_total"] - hits, again
 
     # A long reply, watched as it grows, stopped mid-way.
-    set_value(browser, "max-tokens", MAX_MODEL_LEN - 512)
+    long_reply = MAX_MODEL_LEN - 512
+    set_value(browser, "max-tokens", long_reply)
     browser.execute_script("""
         window.__lengths = [];
         new MutationObserver(() => {
@@ -147,17 +171,15 @@ def test_streams_replies_with_their_numbers_and_stops_a_long_one(browser, server
         }).observe(document.getElementById('messages'), {subtree: true, childList: true, characterData: true});
     """)
     aborted = abort_count(server)
-    from selenium.webdriver.common.keys import Keys
-
     css(browser, "#input")[0].send_keys("Now tell me a very long story." + Keys.ENTER)
     wait(browser, lambda: len(set(browser.execute_script("return window.__lengths"))) >= 6,
          "a streamed reply (the reply's text changing in the page several times)")
     assert server.metrics()["vllm:num_requests_running"] == 1
     assert not css(browser, "#stop")[0].get_attribute("disabled")
     css(browser, "#stop")[0].click()
-    wait(browser, lambda: len(css(browser, "#messages .msg.assistant .stats")) == 3, "the stopped reply's numbers")
+    wait(browser, lambda: len(css(browser, "#messages .msg.assistant .stats")) == 2, "the stopped reply's numbers")
     stopped = parse_stats(assistant_replies(browser)[-1])
-    assert stopped["finish"] == "stopped" and 0 < stopped["tokens"] < MAX_MODEL_LEN - 512, stopped
+    assert stopped["finish"] == "stopped" and 0 < stopped["tokens"] < long_reply, stopped
     lengths = browser.execute_script("return window.__lengths")
     assert lengths == sorted(lengths), "the reply's text only grows while it streams"
 
@@ -177,19 +199,19 @@ def test_streams_replies_with_their_numbers_and_stops_a_long_one(browser, server
     artifacts.mkdir(parents=True, exist_ok=True)
     assert browser.save_screenshot(str(artifacts / "webui.png"))
 
-    # The conversation and the settings survive a reload (localStorage).
+    # The conversations and the settings survive a reload (localStorage).
     browser.refresh()
-    wait(browser, lambda: len(css(browser, "#messages .msg")) == 6, "the conversation after a reload")
-    assert [parse_stats(r)["finish"] for r in assistant_replies(browser)] == ["length", "length", "stopped"]
-    assert css(browser, "#max-tokens")[0].get_attribute("value") == str(MAX_MODEL_LEN - 512)
+    wait(browser, lambda: len(css(browser, "#messages .msg")) == 4, "the conversation after a reload")
+    assert [parse_stats(r)["finish"] for r in assistant_replies(browser)] == ["length", "stopped"]
+    assert css(browser, "#max-tokens")[0].get_attribute("value") == str(long_reply)
+    assert css(browser, "#system-prompt")[0].get_attribute("value") == system
     assert css(browser, "#ignore-eos")[0].is_selected()
-    assert len(css(browser, "#conversations li")) == 1
-    css(browser, "#new-chat")[0].click()
-    wait(browser, lambda: len(css(browser, "#conversations li")) == 2 and not css(browser, "#messages .msg"),
-         "a new, empty conversation")
+    assert len(css(browser, "#conversations li")) == 2
     css(browser, "#conversations li.current .delete")[0].click()
-    wait(browser, lambda: len(css(browser, "#conversations li")) == 1 and len(css(browser, "#messages .msg")) == 6,
-         "the old conversation back after deleting the new one")
+    wait(browser, lambda: len(css(browser, "#conversations li")) == 1 and len(css(browser, "#messages .msg")) == 4,
+         "the first conversation, after deleting the second")
+    assert [parse_stats(r)["finish"] for r in assistant_replies(browser)] == ["length", "length"]
+    assert len(stored_conversations(browser)) == 1
 
 
 def test_markdown_and_code_are_rendered_and_html_is_not_run(browser, server):
