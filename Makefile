@@ -39,8 +39,9 @@ SANITIZE_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:halt_on_error=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
 # The server's tests on synthetic models (requests good and hostile, API
-# keys, size bounds, NaN logits, concurrency, shutdown, slow clients, the chat page's files), about a minute against the
-# sanitizer build; any report stops the server and fails its test.
+# keys, size bounds, NaN logits, concurrency, shutdown, slow clients, the chat
+# page's files), about a minute against the sanitizer build; any report stops
+# the server and fails its test.
 SANITIZE_SERVER_TESTS = tests/integration/test_server_errors.py tests/integration/test_server_hostile_numbers.py \
 	tests/integration/test_server_auth.py tests/integration/test_server_bounds.py \
 	tests/integration/test_server_concurrency.py tests/integration/test_server_lifecycle.py \

@@ -125,8 +125,10 @@ function loadModel() {
 
 /* ---- Markdown ---- */
 
+const HTML_ESCAPES = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
+
 function escapeHtml(text) {
-  return String(text).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
+  return String(text).replace(/[&<>"']/g, (c) => HTML_ESCAPES[c]);
 }
 
 const renderer = new marked.Renderer();
@@ -272,7 +274,12 @@ function renderAll() {
 
 /* ---- settings ---- */
 
-const SETTING_INPUTS = { system: "system-prompt", temperature: "temperature", top_p: "top-p", max_tokens: "max-tokens" };
+const SETTING_INPUTS = {
+  system: "system-prompt",
+  temperature: "temperature",
+  top_p: "top-p",
+  max_tokens: "max-tokens",
+};
 
 function loadSettings() {
   const saved = loadJson(STORE.settings, {});
