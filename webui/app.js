@@ -186,7 +186,12 @@ function newConversation() {
 
 function deleteConversation(id) {
   conversations = conversations.filter((c) => c.id !== id);
-  if (currentId === id) currentId = conversations.length ? conversations[0].id : null;
+  if (currentId !== id) {
+    // Another one than the conversation shown (which may be streaming): only the list changes.
+    persist();
+    return renderConversationList();
+  }
+  currentId = conversations.length ? conversations[0].id : null;
   if (!currentConversation()) return newConversation();
   persist();
   renderAll();
