@@ -347,11 +347,25 @@ async function* sseEvents(body) {
   }
 }
 
+/* The messages a request carries: the conversation, less the exchanges whose
+ * reply failed before any text (chat templates want the roles to alternate). */
+function historyOf(messages) {
+  const history = [];
+  for (const m of messages) {
+    if (m.role === "assistant" && m.error && !m.content) {
+      if (history.length && history[history.length - 1].role === "user") history.pop();
+      continue;
+    }
+    history.push({ role: m.role, content: m.content });
+  }
+  return history;
+}
+
 async function send(text) {
   const conv = currentConversation();
   conv.messages.push({ role: "user", content: text });
   if (conv.title === UNTITLED) conv.title = text.slice(0, 48);
-  const history = conv.messages.map((m) => ({ role: m.role, content: m.content }));
+  const history = historyOf(conv.messages);
   const reply = { role: "assistant", content: "" };
   conv.messages.push(reply);
   persist();

@@ -119,9 +119,9 @@ def stored_conversations(driver):
     return json.loads(driver.execute_script("return localStorage.getItem('cllm.conversations')"))
 
 
-def prompt_tokens(srv, messages):
+def prompt_tokens(srv, messages, key=None):
     """The server's own count of a chat prompt (/tokenize, vLLM's shape)."""
-    r = srv.post("/tokenize", {"messages": messages, "add_generation_prompt": True})
+    r = srv.post("/tokenize", {"messages": messages, "add_generation_prompt": True}, headers=srv.headers(key) or None)
     assert r.status_code == 200, r.text
     return r.json()["count"]
 
@@ -256,6 +256,21 @@ def test_asks_for_the_api_key_once_and_sends_it(browser, cllm_bin, model_factory
         reply = send_and_wait(browser, "Hello with a key")
         assert 0 < reply["tokens"] <= 6 and reply["finish"] in ("length", "stop"), reply
         assert not css(browser, "#messages .msg .error")
+
+        # A request the server refuses: its message under the reply, and the
+        # page (and the server) carry on.
+        set_value(browser, "max-tokens", 10**9)
+        refused = send_and_wait(browser, "Too long a reply")
+        errors = css(browser, "#messages .msg.assistant .error")
+        assert len(errors) == 1 and errors[0].text.startswith("400: "), [e.text for e in errors]
+        assert "maximum context length is 4096 tokens" in errors[0].text and refused["tokens"] == 0
+        # The failed exchange is left out of the next request.
+        set_value(browser, "max-tokens", 6)
+        again = send_and_wait(browser, "Hello again")
+        assert 0 < again["tokens"] <= 6
+        stored = stored_conversations(browser)[0]["messages"]
+        sent = [{"role": m["role"], "content": m["content"]} for m in stored[:2] + stored[4:5]]
+        assert again["prompt"] == prompt_tokens(srv, sent, key)
 
         # Kept: a reload asks nothing.
         browser.refresh()
