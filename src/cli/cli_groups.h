@@ -46,7 +46,7 @@ typedef struct {
     long seed; /* -1: drawn from the clock */
 } cli_sampling_settings;
 
-/* --host, --port, --api-key, --api-key-file, --metrics-require-api-key,
+/* --host, --port, --api-key, --api-key-file, --metrics-require-api-key, --no-webui,
  * --served-model-name, --shutdown-timeout, --max-waiting, --max-body-size,
  * --timeout-keep-alive, --request-header-timeout, --request-body-timeout,
  * --max-connections-per-client */
@@ -56,6 +56,7 @@ typedef struct {
     const char *api_key;
     const char *api_key_file;
     bool metrics_require_api_key;
+    bool no_webui; /* GET / is not the chat page */
     const char *served_model_name;
     double shutdown_timeout;
     long max_waiting;

@@ -220,6 +220,7 @@ int cmd_serve(int argc, char **argv) {
                         .port = (int)ss->port,
                         .api_key = ss->api_key,
                         .metrics_require_key = ss->metrics_require_api_key,
+                        .webui = !ss->no_webui,
                         .served_name = served,
                         .model_path = o.model.path,
                         .max_body_bytes = ss->max_body_size,
@@ -295,6 +296,7 @@ int cmd_serve(int argc, char **argv) {
             "\"max_tokens\": 64}'\n",
             ss->host, server_port(&s), served, ec->max_model_len, key ? ", API key required" : "", ss->host,
             server_port(&s), key ? " -H 'Authorization: Bearer $KEY'" : "", served);
+    if (!ss->no_webui) fprintf(stderr, "  or chat in a browser at http://%s:%d/\n", ss->host, server_port(&s));
 
     const int sig = wait_signal(&set, -1);
     fprintf(stderr, "cllm serve: %s received\n", sig == SIGINT ? "SIGINT" : "SIGTERM");

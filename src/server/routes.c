@@ -1,6 +1,7 @@
 /* The router: path and method to handler, with the checks every request
  * passes first (API key on protected paths, the model being loaded, the body
- * size), plus the small endpoints: /health, /metrics, /v1/models. */
+ * size), plus the small endpoints: /health, /metrics, /v1/models, and the
+ * chat page's files (webui.h) unless it is turned off. */
 #include "server/routes.h"
 
 #include "server/auth.h"
@@ -8,6 +9,7 @@
 #include "server/metrics.h"
 #include "server/server.h"
 #include "server/tokenize.h"
+#include "server/webui.h"
 
 #include <string.h>
 
@@ -82,6 +84,11 @@ enum MHD_Result route_request(void *user, http_req *r) {
     if (found < 0 && !strncmp(r->path, "/v1/models/", 11) && r->path[11]) {
         allowed = "GET";
         if (!strcmp(method, "GET")) found = R_MODEL;
+    }
+    const webui_asset *page = s->cfg.webui ? webui_find(r->path) : NULL; /* the chat page: no key, any state */
+    if (page) {
+        if (!strcmp(method, "GET")) return webui_reply(r, page);
+        allowed = "GET";
     }
     if (found < 0) {
         if (allowed) {

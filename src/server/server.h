@@ -9,7 +9,8 @@
  * (and /v1/models/{id}), GET /health, GET /metrics, POST /tokenize,
  * POST /detokenize. With an API key, /v1/..., /tokenize and /detokenize need
  * "Authorization: Bearer KEY"; /metrics too when metrics_require_key;
- * /health always stays open. */
+ * /health always stays open. With webui, GET / is the chat page (webui.h),
+ * its files under /webui/, open without a key. */
 #ifndef CLLM_SERVER_SERVER_H
 #define CLLM_SERVER_SERVER_H
 
@@ -38,6 +39,7 @@ typedef struct {
     int port;                 /* 0: any free port (see server_port) */
     const char *api_key;      /* NULL or "": no key needed */
     bool metrics_require_key; /* /metrics needs the key too */
+    bool webui;               /* serve the chat page at / (webui.h) */
     const char *served_name;  /* the model id clients use */
     const char *model_path;   /* also accepted as a model id, as is its file name */
     size_t max_body_bytes;    /* larger bodies get 413 */
