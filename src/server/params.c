@@ -424,6 +424,8 @@ static ignored_check ignored_field_check(const char *name) {
     return NULL;
 }
 
+bool api_field_ignored(const char *name) { return ignored_field_check(name) != NULL; }
+
 /* ---- the field table ---- */
 
 enum { F_COMMON = 1, F_COMPL = 2, F_CHAT = 4, F_UNSUPPORTED = 8 };
