@@ -44,7 +44,8 @@ SANITIZE_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:halt_on_error=1 \
 SANITIZE_SERVER_TESTS = tests/integration/test_server_errors.py tests/integration/test_server_hostile_numbers.py \
 	tests/integration/test_server_auth.py tests/integration/test_server_bounds.py \
 	tests/integration/test_server_concurrency.py tests/integration/test_server_lifecycle.py \
-	tests/integration/test_server_nan_model.py tests/integration/test_server_slow_clients.py
+	tests/integration/test_server_nan_model.py tests/integration/test_server_slow_clients.py \
+	tests/integration/test_response_cache.py
 
 build-sanitize: setup
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCLLM_SANITIZE=ON >/dev/null
