@@ -170,7 +170,6 @@ static void stream_free(void *cls) {
     const bool unfinished = st->g->n_unfinished > 0;
     gen_unlock(st->g);
     if (unfinished) gen_abort(st->g); /* the client went away or the connection broke */
-    response_cache_store(st->srv->response_cache, st->p.cache_key, st->g);
     response_replay_free(st->replay);
     release_generation(st->srv, st->g, &st->p);
     stream_state_free(st);
@@ -282,6 +281,9 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *dst, size_t max) {
         }
         gen_unlock(st->g);
         if (done) {
+            /* Kept before [DONE] goes out: a client may repeat the request
+             * as soon as it reads it. */
+            response_cache_store(st->srv->response_cache, st->p.cache_key, st->g);
             sse_append_done(&st->out);
             st->ended = true;
         }
