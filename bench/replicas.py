@@ -7,7 +7,9 @@ what nginx and splitting the batch cost, not a speedup.
 
 usage: bench/replicas.py [--model PATH] [--cllm build/cllm] [--replicas 3] [--threads 2]
                          [--concurrency 32] [--num-prompts 128] [--input-len 128] [--output-len 64]
-                         [--append bench/RESULTS.md]
+                         [--repeats 2] [--append bench/RESULTS.md]
+The setups take turns (A B C A B C ...), so a change in the machine's load
+falls on all of them; each run is a row.
 Prints a Markdown section (and appends it to --append FILE when given)."""
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ def bench(cllm: Path, url: str, args, work: Path, label: str) -> dict:
 
 
 def run_setup(dt, cllm: Path, model: Path, n: int, behind_nginx: bool, args, work: Path) -> dict:
+    work.mkdir(exist_ok=True)
     serve = ["--threads", args.threads, "--served-model-name", "m", "--max-model-len", 1024,
              "--kv-cache-memory", "256MiB", "--max-num-seqs", args.concurrency]
     replicas = [dt.Replica(cllm, model, f"r{n}-{i}", work, serve) for i in range(n)]
@@ -91,6 +94,7 @@ def main():
     ap.add_argument("--num-prompts", type=int, default=128)
     ap.add_argument("--input-len", type=int, default=128)
     ap.add_argument("--output-len", type=int, default=64)
+    ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--append", type=Path)
     args = ap.parse_args()
     model = args.model or Path((ROOT / "build-model-path.txt").read_text().strip())
@@ -99,22 +103,23 @@ def main():
     with tempfile.TemporaryDirectory(prefix="cllm-replicas-") as tmp:
         work = Path(tmp)
         load_before = os.getloadavg()
-        for n, behind in ((1, False), (1, True), (args.replicas, True)):
-            res = run_setup(dt, args.cllm.resolve(), model, n, behind, args, work)
-            rows.append((n, behind, res))
+        for rnd in range(args.repeats):
+            for n, behind in ((1, False), (1, True), (args.replicas, True)):
+                res = run_setup(dt, args.cllm.resolve(), model, n, behind, args, work / f"{rnd}")
+                rows.append((n, behind, res, rnd + 1))
         load_after = os.getloadavg()
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = [f"## Replicas behind nginx, {now} (bench/replicas.py)", "",
              f"`bench/replicas.py --replicas {args.replicas} --threads {args.threads} --concurrency "
              f"{args.concurrency} --num-prompts {args.num_prompts} --input-len {args.input_len} --output-len "
-             f"{args.output_len}`: `cllm bench serve` (random prompts, streamed, `ignore_eos`) against "
+             f"{args.output_len} --repeats {args.repeats}`: `cllm bench serve` (random prompts, streamed, `ignore_eos`) against "
              f"`cllm serve {model.name}` replicas with `--threads {args.threads}` each. CPU: {cpu_model()}; load "
              f"average (1 min) {load_before[0]:.2f} before, {load_after[0]:.2f} after.", "",
              "| setup | completed / failed | requests/s | output tok/s | mean TTFT ms | p99 TTFT ms | mean TPOT ms |"
              " requests per replica |",
              "|---|---:|---:|---:|---:|---:|---:|---|"]
-    for n, behind, r in rows:
-        setup = f"{n} replica{'s' if n > 1 else ''}, {'behind nginx' if behind else 'direct'}"
+    for n, behind, r, rnd in sorted(rows, key=lambda row: (row[0], row[1], row[3])):
+        setup = f"{n} replica{'s' if n > 1 else ''}, {'behind nginx' if behind else 'direct'} (run {rnd})"
         lines.append(f"| {setup} | {r['completed']} / {r['failed']} | {r['request_throughput']:.2f} | "
                      f"{r['output_throughput']:.1f} | {r['mean_ttft_ms']:.0f} | {r['p99_ttft_ms']:.0f} | "
                      f"{r['mean_tpot_ms']:.1f} | {r['served']} |")
