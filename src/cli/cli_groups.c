@@ -152,6 +152,10 @@ const cli_group cli_server_group = {
         {.name = "--max-connections-per-client", .kind = CLI_INT,
          .offset = offsetof(cli_server_settings, max_connections_per_client), .metavar = "N", .min = 0,
          .max = 1 << 20, .help = "open connections per client IP address; 0 = no limit (e.g. behind a proxy)"},
+        {.name = "--response-cache-size", .kind = CLI_INT, .offset = offsetof(cli_server_settings, response_cache_size),
+         .metavar = "N", .min = 0, .max = 1 << 20,
+         .help = "answer exact repeats of deterministic requests (temperature 0 or a seed) from an LRU cache of N "
+                 "responses; 0 = off"},
         {0}},
 };
 

@@ -63,6 +63,7 @@ typedef struct {
     size_t max_body_size; /* 0: the server's default */
     long timeout_keep_alive, request_header_timeout, request_body_timeout; /* seconds */
     long max_connections_per_client; /* 0: no limit */
+    long response_cache_size;        /* entries; 0: off */
 } cli_server_settings;
 
 /* --speculative-config, --speculative-model, --num-speculative-tokens,

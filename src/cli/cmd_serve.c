@@ -225,6 +225,7 @@ int cmd_serve(int argc, char **argv) {
                         .model_path = o.model.path,
                         .max_body_bytes = ss->max_body_size,
                         .max_per_client = (int)ss->max_connections_per_client,
+                        .response_cache_size = (size_t)ss->response_cache_size,
                         .keep_alive_s = (int)ss->timeout_keep_alive,
                         .header_timeout_s = (int)ss->request_header_timeout,
                         .body_timeout_s = (int)ss->request_body_timeout};

@@ -13,6 +13,7 @@
 /* Also takes apart a gen that gen_create could not finish (n_prompts and n
  * still 0, the eventfd maybe -1). */
 static void gen_destroy(gen *g) {
+    if (g->tap_free) g->tap_free(g->tap_arg);
     for (int i = 0; i < g->n_prompts * g->n; i++) {
         buf_free(&g->choices[i].text);
         free(g->choices[i].lps);
@@ -83,13 +84,14 @@ static void push_logprobs(gen_choice *c, const token_logprobs *lp, bool *oom) {
     }
 }
 
-/* Runs on the engine thread: copy, count, signal; nothing here may block on
- * the HTTP side. */
-static void on_output(void *user, const engine_output *o) {
-    gen_sub *sub = user;
+/* Runs on the engine thread (or the thread of a replay): copy, count,
+ * signal; nothing here may block on the HTTP side. Returns whether it was the
+ * last output of sub's samples. */
+static bool apply_output(gen_sub *sub, const engine_output *o) {
     gen *g = sub->g;
     bool last = false;
     pthread_mutex_lock(&g->mu);
+    if (g->tap) g->tap(g->tap_arg, sub->prompt, o);
     if (o->index >= 0 && o->index < g->n) {
         gen_choice *c = &g->choices[sub->prompt * g->n + o->index];
         buf_append(&c->text, o->text, o->text_len);
@@ -116,8 +118,36 @@ static void on_output(void *user, const engine_output *o) {
     /* The stream it wakes is paused until then, so its connection (and
      * waker_arg) cannot go away before this call. */
     if (waker) waker(waker_arg);
+    return last;
+}
+
+static void on_output(void *user, const engine_output *o) {
+    gen_sub *sub = user;
     /* After its last sample finished, the engine never uses `user` again. */
-    if (last) unref(g);
+    if (apply_output(sub, o)) unref(sub->g);
+}
+
+void gen_feed(gen *g, int prompt, const engine_output *o) { (void)apply_output(&g->subs[prompt], o); }
+
+void gen_set_tap(gen *g, gen_tap_fn tap, void *arg, void (*free_arg)(void *)) {
+    g->tap = tap;
+    g->tap_arg = arg;
+    g->tap_free = free_arg;
+}
+
+void *gen_take_tap(gen *g) {
+    void *arg = g->tap_arg;
+    g->tap = NULL;
+    g->tap_arg = NULL;
+    g->tap_free = NULL;
+    return arg;
+}
+
+bool gen_succeeded(const gen *g) {
+    if (g->oom || g->n_unfinished > 0) return false;
+    for (int i = 0; i < g->n_prompts * g->n; i++)
+        if (g->choices[i].reason != FINISH_STOP && g->choices[i].reason != FINISH_LENGTH) return false;
+    return true;
 }
 
 int gen_submit(gen *g, int prompt, const int32_t *tokens, int n_tokens, const request_params *rp) {

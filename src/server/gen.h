@@ -41,6 +41,10 @@ typedef struct {
 
 typedef struct gen gen;
 
+/* Sees every output before gen applies it (under gen's lock): how a response
+ * is recorded for the response cache. */
+typedef void (*gen_tap_fn)(void *arg, int prompt, const engine_output *o);
+
 typedef struct {
     gen *g;
     int prompt;
@@ -70,6 +74,10 @@ struct gen {
      * output, then disarmed; NULL: none. */
     void (*waker)(http_req *);
     http_req *waker_arg;
+    /* NULL: none. tap_free(tap_arg) runs when g is freed. */
+    gen_tap_fn tap;
+    void *tap_arg;
+    void (*tap_free)(void *);
 };
 
 gen *gen_create(engine *e, gen_counters *counters, int n_prompts, int n);
@@ -78,6 +86,16 @@ gen *gen_create(engine *e, gen_counters *counters, int n_prompts, int n);
 int gen_submit(gen *g, int prompt, const int32_t *tokens, int n_tokens, const request_params *rp);
 /* Asks the engine to abort every submitted request (their callbacks still come). */
 void gen_abort(gen *g);
+/* Applies an output that does not come from the engine (a replay from the
+ * response cache), as the engine's callback would; e and counters may be NULL
+ * for such a gen, and nothing is submitted. */
+void gen_feed(gen *g, int prompt, const engine_output *o);
+/* Before the first output: every output goes to tap(arg, ...) too. */
+void gen_set_tap(gen *g, gen_tap_fn tap, void *arg, void (*free_arg)(void *));
+/* Caller holds the lock: removes the tap and hands its arg to the caller. */
+void *gen_take_tap(gen *g);
+/* Caller holds the lock: every choice finished with "stop" or "length". */
+bool gen_succeeded(const gen *g);
 /* Drops the HTTP side's reference. */
 void gen_release(gen *g);
 

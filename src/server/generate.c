@@ -11,6 +11,7 @@
 
 #include "chat/prompt.h"
 #include "server/prompt_limit.h"
+#include "server/response_cache.h"
 #include "server/responses.h"
 #include "server/sse.h"
 #include "util/utf8.h"
@@ -27,6 +28,7 @@ typedef struct {
     buf *echo;        /* per prompt, completions with echo */
     int n_prompts;
     tool_format tool_fmt; /* chat with tools offered: how replies write calls */
+    char *cache_key;  /* the response cache's key; NULL: not cacheable, or no cache */
 } prepared;
 
 static void prepared_free(prepared *p) {
@@ -37,6 +39,7 @@ static void prepared_free(prepared *p) {
     free(p->tokens);
     free(p->n_tokens);
     free(p->echo);
+    free(p->cache_key);
     api_request_free(&p->req);
 }
 
@@ -104,6 +107,8 @@ static int prepare(server *s, http_req *r, api_kind kind, prepared *p, api_error
             rc = prompt_context_error(e, param, s->max_model_len, n, p->req.max_tokens);
         }
     }
+    if (!rc && s->response_cache && response_cache_cacheable(&p->req))
+        p->cache_key = response_cache_key(body, kind, s->cfg.served_name);
 out:
     json_decref(body);
     return rc;
@@ -125,6 +130,7 @@ typedef struct {
     tool_stream *tool_streams; /* per choice, when tools are offered */
     buf out;
     bool started, ended, include_usage;
+    response_replay *replay; /* a response cache hit: outputs come from here, not the engine */
 } stream_state;
 
 /* Lets go of what a request's generation holds: g's reference, the server's
@@ -184,6 +190,7 @@ static void stream_free(void *cls) {
     const bool unfinished = st->g->n_unfinished > 0;
     gen_unlock(st->g);
     if (unfinished) gen_abort(st->g); /* the client went away or the connection broke */
+    response_replay_free(st->replay);
     release_generation(st->srv, st->g, &st->p);
     stream_state_free(st);
 }
@@ -301,6 +308,11 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *dst, size_t max) {
             st->started = true;
         }
         const bool done = stream_collect(st);
+        if (!done && st->out.len == 0 && st->replay) {
+            gen_unlock(st->g);
+            if (!response_replay_step(st->replay, st->g)) return MHD_CONTENT_READER_END_WITH_ERROR;
+            continue;
+        }
         if (!done && st->out.len == 0) {
             /* Paused before the waker is armed, both under the lock: an
              * output in between would otherwise resume a connection not yet
@@ -312,6 +324,9 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *dst, size_t max) {
         }
         gen_unlock(st->g);
         if (done) {
+            /* Kept before [DONE] goes out: a client may repeat the request
+             * as soon as it reads it. */
+            response_cache_store(st->srv->response_cache, st->p.cache_key, st->g);
             sse_append_done(&st->out);
             st->ended = true;
         }
@@ -350,6 +365,28 @@ static enum MHD_Result reply_complete(http_req *r, gen *g, const prepared *p, re
     return http_reply_json(r, 200, body);
 }
 
+/* Submits one engine request per prompt; on failure fills *e (503 when the
+ * queue is full). */
+static int submit_all(server *s, gen *g, prepared *p, api_error *e) {
+    if (!p->req.seed_given) {
+        uint64_t seed = 0;
+        if (getrandom(&seed, sizeof seed, GRND_NONBLOCK) != (ssize_t)sizeof seed) seed = (uint64_t)time(NULL);
+        p->req.rp.sampling.seed = seed;
+    }
+    for (int i = 0; i < p->n_prompts; i++) {
+        request_params rp = p->req.rp;
+        rp.max_tokens = (int)(p->req.max_tokens >= 0 ? p->req.max_tokens : s->max_model_len - p->n_tokens[i]);
+        if (gen_submit(g, i, p->tokens[i], p->n_tokens[i], &rp)) {
+            const char *why = err_get();
+            if (!strncmp(why, "queue full", 10))
+                return api_fail(e, 503, "queue_full", NULL, "The server is overloaded (%s); retry later", why);
+            if (err_is_oom()) return api_fail(e, 500, "out_of_memory", NULL, "the server ran out of memory: %s", why);
+            return api_fail(e, 400, "invalid_request", p->req.kind == API_CHAT ? "messages" : "prompt", "%s", why);
+        }
+    }
+    return 0;
+}
+
 enum MHD_Result handle_generation(server *s, http_req *r, api_kind kind) {
     api_error e;
     prepared p;
@@ -357,33 +394,23 @@ enum MHD_Result handle_generation(server *s, http_req *r, api_kind kind) {
         prepared_free(&p);
         return http_reply_error(r, &e);
     }
-    const int n = p.req.rp.n;
-    gen *g = gen_create(s->e, &s->counters, p.n_prompts, n);
+    /* A response cache hit never reaches the engine: its recorded outputs
+     * are fed into the gen instead. */
+    response_replay *hit = p.cache_key ? response_cache_lookup(s->response_cache, p.cache_key) : NULL;
+    if (s->response_cache) http_add_header(r, "X-Cllm-Cache", hit ? "hit" : p.cache_key ? "miss" : "bypass");
+    gen *g = hit ? gen_create(NULL, NULL, p.n_prompts, p.req.rp.n)
+                 : gen_create(s->e, &s->counters, p.n_prompts, p.req.rp.n);
     if (!g) {
+        response_replay_free(hit);
         prepared_free(&p);
         api_fail(&e, 500, "out_of_memory", NULL, "out of memory");
         return http_reply_error(r, &e);
     }
     atomic_fetch_add(&s->n_active, 1);
-    if (!p.req.seed_given) {
-        uint64_t seed = 0;
-        if (getrandom(&seed, sizeof seed, GRND_NONBLOCK) != (ssize_t)sizeof seed) seed = (uint64_t)time(NULL);
-        p.req.rp.sampling.seed = seed;
-    }
-    for (int i = 0; i < p.n_prompts; i++) {
-        request_params rp = p.req.rp;
-        rp.max_tokens = (int)(p.req.max_tokens >= 0 ? p.req.max_tokens : s->max_model_len - p.n_tokens[i]);
-        if (gen_submit(g, i, p.tokens[i], p.n_tokens[i], &rp)) {
-            const char *why = err_get();
-            if (!strncmp(why, "queue full", 10))
-                api_fail(&e, 503, "queue_full", NULL, "The server is overloaded (%s); retry later", why);
-            else if (err_is_oom())
-                api_fail(&e, 500, "out_of_memory", NULL, "the server ran out of memory: %s", why);
-            else
-                api_fail(&e, 400, "invalid_request", kind == API_CHAT ? "messages" : "prompt", "%s", why);
-            abandon_generation(s, g, &p);
-            return http_reply_error(r, &e);
-        }
+    if (!hit && p.cache_key) response_cache_record(g);
+    if (!hit && submit_all(s, g, &p, &e)) {
+        abandon_generation(s, g, &p);
+        return http_reply_error(r, &e);
     }
     resp_ctx ctx = {.kind = kind,
                     .model = s->cfg.served_name,
@@ -395,16 +422,23 @@ enum MHD_Result handle_generation(server *s, http_req *r, api_kind kind) {
     if (p.req.stream) {
         stream_state *st = stream_state_create(s, g, &p, &ctx, r);
         if (!st) {
+            response_replay_free(hit);
             abandon_generation(s, g, &p);
             api_fail(&e, 500, "out_of_memory", NULL, "out of memory");
             return http_reply_error(r, &e);
         }
+        st->replay = hit; /* a stream replays one output per read, as the engine would send them */
         return http_reply_stream(r, "text/event-stream; charset=utf-8", stream_read, st, stream_free);
+    }
+    const bool replayed = hit != NULL; /* then nothing more comes, even when the replay ran out of memory */
+    if (hit) {
+        response_replay_all(hit, g);
+        response_replay_free(hit);
     }
 
     for (;;) {
         gen_lock(g);
-        const bool done = g->n_unfinished == 0;
+        const bool done = g->n_unfinished == 0 || replayed;
         gen_unlock(g);
         if (done) break;
         if (gen_wait(g, r, 1000) == GEN_DISCONNECTED) {
@@ -413,6 +447,7 @@ enum MHD_Result handle_generation(server *s, http_req *r, api_kind kind) {
         }
     }
     enum MHD_Result rc = reply_complete(r, g, &p, &ctx);
+    response_cache_store(s->response_cache, p.cache_key, g);
     release_generation(s, g, &p);
     return rc;
 }

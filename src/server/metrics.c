@@ -112,6 +112,14 @@ void metrics_render(buf *b, const metrics_input *in) {
     static const char *const classes[] = {"", "1xx", "2xx", "3xx", "4xx", "5xx"};
     for (int c = 2; c <= 5; c++) sample(&o, "cllm:http_responses_total", "code", classes[c], (double)in->http[c]);
 
+    if (in->has_response_cache) {
+        const response_cache_stats *rc = &in->response_cache;
+        counter(&o, "cllm:response_cache_hits_total", "Cacheable requests answered from the response cache.",
+                rc->hits);
+        counter(&o, "cllm:response_cache_misses_total", "Cacheable requests not in the response cache.", rc->misses);
+        gauge(&o, "cllm:response_cache_entries", "Responses held in the response cache.", (double)rc->entries);
+    }
+
     histo(&o, "vllm:time_to_first_token_seconds", "Time from arrival to the first generated token.", &s->ttft);
     histo(&o, "vllm:time_per_output_token_seconds", "Mean time per output token after the first.", &s->tpot);
     histo(&o, "vllm:e2e_request_latency_seconds", "Time from arrival to the end of the request.", &s->e2e);

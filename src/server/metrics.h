@@ -12,11 +12,14 @@
  *   vllm:e2e_request_latency_seconds, vllm:request_queue_time_seconds  histograms
  *   cllm:kv_cache_blocks_total / _used, cllm:kv_cache_tokens_used  gauges
  *   cllm:http_responses_total{code="2xx"...}   counter
- *   cllm:server_ready                           gauge, 1 when the model is loaded */
+ *   cllm:server_ready                           gauge, 1 when the model is loaded
+ *   cllm:response_cache_hits_total / _misses_total  counters (cacheable requests), and
+ *   cllm:response_cache_entries                 gauge: only with a response cache */
 #ifndef CLLM_SERVER_METRICS_H
 #define CLLM_SERVER_METRICS_H
 
 #include "engine/engine.h"
+#include "server/response_cache.h"
 #include "util/buf.h"
 
 #include <stdbool.h>
@@ -28,6 +31,8 @@ typedef struct {
     engine_stats stats;                    /* zeros while loading */
     uint64_t finished[FINISH_ERROR + 1];   /* by finish_reason */
     uint64_t http[6];                      /* by status class */
+    bool has_response_cache;
+    response_cache_stats response_cache;
 } metrics_input;
 
 void metrics_render(buf *b, const metrics_input *in);

@@ -425,6 +425,8 @@ static ignored_check ignored_field_check(const char *name) {
     return NULL;
 }
 
+bool api_field_ignored(const char *name) { return ignored_field_check(name) != NULL; }
+
 /* ---- the field table ---- */
 
 /* F_COMPL_NULL: a chat field that completions accept only as null. */

@@ -56,6 +56,10 @@ typedef struct {
 int api_request_parse(const json_t *body, api_kind kind, int n_vocab, api_request *out, api_error *err);
 void api_request_free(api_request *r);
 
+/* Whether `name` is a field accepted and ignored because it changes no
+ * output (the IGNORED table: user, metadata, store, ...). */
+bool api_field_ignored(const char *name);
+
 /* Helpers shared with the tokenize endpoints. */
 /* Normalizes chat messages (developer -> system, text parts joined; tool
  * calls and tool results as tools.h says). */

@@ -48,6 +48,8 @@ static enum MHD_Result metrics(server *s, http_req *r) {
     }
     for (int i = 0; i <= FINISH_ERROR; i++) in.finished[i] = atomic_load(&s->counters.finished[i]);
     for (int i = 0; i < 6; i++) in.http[i] = atomic_load(&s->http.responses[i]);
+    in.has_response_cache = s->response_cache != NULL;
+    if (in.has_response_cache) response_cache_get_stats(s->response_cache, &in.response_cache);
     buf b = {0};
     metrics_render(&b, &in);
     enum MHD_Result rc;

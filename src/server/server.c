@@ -27,7 +27,14 @@ int server_start(server *s, const server_config *cfg) {
         .max_per_client = s->cfg.max_per_client > 0 ? (unsigned)s->cfg.max_per_client : 0,
         .max_connections = s->cfg.max_connections > 0 ? (unsigned)s->cfg.max_connections : 0,
     };
-    return http_server_start(&s->http, s->cfg.host, s->cfg.port, &limits, route_request, s);
+    if (s->cfg.response_cache_size && !(s->response_cache = response_cache_create(s->cfg.response_cache_size)))
+        return err_oom("out of memory for a response cache of %zu entries", s->cfg.response_cache_size);
+    if (http_server_start(&s->http, s->cfg.host, s->cfg.port, &limits, route_request, s)) {
+        response_cache_free(s->response_cache);
+        s->response_cache = NULL;
+        return -1;
+    }
+    return 0;
 }
 
 int server_port(const server *s) { return s->http.port; }
@@ -47,7 +54,11 @@ void server_drain(server *s) {
 
 int server_handling(server *s) { return http_server_handling(&s->http); }
 
-void server_stop(server *s) { http_server_stop(&s->http); }
+void server_stop(server *s) {
+    http_server_stop(&s->http);
+    response_cache_free(s->response_cache);
+    s->response_cache = NULL;
+}
 
 static const char *base_name(const char *p) {
     const char *b = strrchr(p, '/');

@@ -19,6 +19,7 @@
 #include "model/model.h"
 #include "server/gen.h"
 #include "server/http.h"
+#include "server/response_cache.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -48,6 +49,7 @@ typedef struct {
     int keep_alive_s;         /* see http_limits; 0: the defaults below */
     int header_timeout_s;
     int body_timeout_s;
+    size_t response_cache_size; /* entries; 0: no response cache */
 } server_config;
 
 #define SERVER_DEFAULT_KEEP_ALIVE_S 5
@@ -70,10 +72,11 @@ typedef struct server {
     _Atomic int n_active;
     _Atomic uint64_t next_id;
     gen_counters counters;
+    response_cache *response_cache; /* NULL: off */
 } server;
 
 /* Starts listening (state LOADING). Returns -1 with err_get() when the address
- * cannot be bound. */
+ * cannot be bound or the response cache cannot be made. */
 int server_start(server *s, const server_config *cfg);
 /* The port actually bound. */
 int server_port(const server *s);
@@ -83,8 +86,8 @@ void server_set_ready(server *s, model *m, engine *e, const chat_template *tmpl)
 void server_drain(server *s);
 /* Requests still being prepared or answered by a handler thread. */
 int server_handling(server *s);
-/* Closes every connection and joins the HTTP threads; server_handling must be
- * 0 and no stream still waiting for the engine. */
+/* Closes every connection and joins the HTTP threads, then frees the response
+ * cache; server_handling must be 0 and no stream still waiting for the engine. */
 void server_stop(server *s);
 
 /* Whether a request's "model" names the served model. */
