@@ -96,6 +96,7 @@ static request_params params_from_options(const gen_options *o) {
     p.ignore_eos = o->ignore_eos;
     if (o->beam_width > 1) p.beam_width = (int)o->beam_width;
     p.length_penalty = (float)o->length_penalty;
+    p.evict = o->ec.evict;
     return p;
 }
 
@@ -138,7 +139,9 @@ static int run_single(gen_options *o, model *m) {
         free(prompt);
         return err_set("the prompt has %d tokens but the context is %ld", n_prompt, n_ctx);
     }
-    if (o->sampling.max_tokens > n_ctx - n_prompt) o->sampling.max_tokens = n_ctx - n_prompt;
+    /* With eviction the output may run past the context: positions stay below --kv-budget. */
+    if (o->ec.evict.policy == KV_EVICT_NONE && o->sampling.max_tokens > n_ctx - n_prompt)
+        o->sampling.max_tokens = n_ctx - n_prompt;
     o->ec.max_model_len = (int)n_ctx;
     o->ec.max_num_seqs = (int)o->beam_width; /* every beam is a sequence */
     engine *e = engine_create(m, &o->ec);

@@ -17,6 +17,7 @@
 #include "engine/sampler.h"
 #include "engine/spec.h"
 #include "kv/kv_cache.h"
+#include "kv/kv_evict.h"
 #include "model/model.h"
 #include "util/histogram.h"
 
@@ -36,6 +37,7 @@ typedef struct {
     bool prefix_caching;
     int n_threads;               /* <= 0: all cores */
     int max_waiting;             /* submit fails when this many requests wait; 0 = no limit */
+    kv_evict_params evict;       /* the KV eviction of requests that name none (kv/kv_evict.h) */
     spec_config spec;            /* speculative decoding; method SPEC_NONE: off; with
                                     SPEC_DRAFT_MODEL the engine loads spec.model itself */
 } engine_config;
@@ -59,6 +61,7 @@ typedef struct {
     bool include_special_text; /* render control tokens in the text */
     int beam_width;           /* > 1: beam search with this many beams; the n best are reported */
     float length_penalty;     /* beam score = cumulative logprob / output_length^length_penalty */
+    kv_evict_params evict;    /* KV eviction past a per-sequence budget (kv/kv_evict.h); policy none: off */
 } request_params;
 
 request_params request_params_defaults(void);
@@ -85,6 +88,7 @@ typedef struct {
     int n_prompt_tokens;
     int n_cached_tokens;
     int n_output_tokens;
+    int n_evicted_tokens;      /* tokens of this sample evicted from its KV cache (kv/kv_evict.h) */
 } engine_output;
 
 typedef void (*engine_output_fn)(void *user, const engine_output *out);
@@ -97,6 +101,7 @@ typedef struct {
     int kv_tokens_used;  /* token slots holding data, for utilization */
     uint64_t prefix_queries, prefix_hits;
     uint64_t preemptions;
+    uint64_t kv_evictions, kv_evicted_tokens; /* compactions, and the tokens they evicted */
     uint64_t prompt_tokens, generation_tokens;
     uint64_t requests_finished;
     histogram ttft, tpot, e2e, queue;
