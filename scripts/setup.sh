@@ -18,6 +18,7 @@ apt_packages=(build-essential cmake pkg-config libjansson-dev libmicrohttpd-dev 
 if [ "$mode" = all ]; then
     apt_packages+=(gnuplot-nox)  # PNG charts of `cllm bench serve --plot` / `cllm bench plot`
     apt_packages+=(clang)        # libFuzzer and its sanitizers for `make fuzz` (tests/fuzz)
+    apt_packages+=(bible-kjv bible-kjv-text)  # public-domain long text for KV eviction (tests/ref/long_text.py)
 fi
 missing=()
 for p in "${apt_packages[@]}"; do

@@ -166,3 +166,20 @@ int kvm_compact(kv_manager *m, seq_kv *s, const int32_t *keep, int n_keep, kv_ke
     if (s->n_registered > first / bs) s->n_registered = first / bs;
     return 0;
 }
+
+int kvm_evict(kv_manager *m, seq_kv *s, const kv_evict_params *p, int n_cached, int n_new, float *scores,
+              kv_key_shift_fn shift, void *user) {
+    if (p->policy == KV_EVICT_NONE || n_cached + n_new <= p->budget) return 0;
+    const int n_keep = kv_evict_n_keep(p, n_new);
+    int32_t *keep = malloc((size_t)n_keep * sizeof *keep);
+    if (!keep || kv_evict_plan(p, n_cached, n_keep, scores, keep) || kvm_compact(m, s, keep, n_keep, shift, user)) {
+        free(keep);
+        return -1;
+    }
+    if (scores) { /* scores follow their slots */
+        for (int i = 0; i < n_keep; i++) scores[i] = scores[keep[i]];
+        memset(scores + n_keep, 0, (size_t)(p->budget - n_keep) * sizeof *scores);
+    }
+    free(keep);
+    return n_cached - n_keep;
+}

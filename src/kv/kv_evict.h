@@ -82,4 +82,12 @@ typedef void (*kv_key_shift_fn)(void *user, int layer, float *rows, int n_rows, 
  * copies. */
 int kvm_compact(kv_manager *m, seq_kv *s, const int32_t *keep, int n_keep, kv_key_shift_fn shift, void *user);
 
+/* Makes room for n_new tokens beside the n_cached a sequence holds: when they
+ * would pass the budget, plans (scores[budget] for h2o, moved with their
+ * slots; NULL otherwise) and compacts. Returns the tokens evicted (0 when
+ * they fit or the policy is none), or -1 (nothing changed) when the pool
+ * lacks blocks for copy-on-write or memory runs out. */
+int kvm_evict(kv_manager *m, seq_kv *s, const kv_evict_params *p, int n_cached, int n_new, float *scores,
+              kv_key_shift_fn shift, void *user);
+
 #endif
