@@ -2,8 +2,8 @@
  * chunk the sequence makes room as the engine's scheduler does (kvm_evict,
  * keys re-rotated by the model), then the chunk is computed with a logits
  * row per token. Chunks are at most PPL_LONG_CHUNK tokens and at most what
- * the policy lets one step add, so a token sees between the kept slots and
- * the whole budget. */
+ * fits up to the budget (kv_evict_room), so a token sees between the kept
+ * slots and the whole budget, as in the engine. */
 #include "cli/ppl_long.h"
 
 #include "kv/kv_manager.h"
@@ -75,8 +75,7 @@ int ppl_long_run(model *m, const int32_t *tokens, int n, const kv_evict_params *
     if (kv_evict_check(ev)) return -1;
     const bool evicts = ev->policy != KV_EVICT_NONE;
     const int budget = evicts ? ev->budget : n;
-    int chunk = evicts ? kv_evict_max_chunk(ev) : PPL_LONG_CHUNK;
-    if (chunk > PPL_LONG_CHUNK) chunk = PPL_LONG_CHUNK;
+    const int chunk = PPL_LONG_CHUNK;
     ppl_long_state st = {0};
     int rc = state_init(&st, m, budget, chunk, ev, dtype, n_threads);
     const int nv = m->hp.n_vocab;
@@ -84,7 +83,8 @@ int ppl_long_run(model *m, const int32_t *tokens, int n, const kv_evict_params *
     const int past_from = ev->budget > 0 ? ev->budget : n;
     const double t0 = now_seconds();
     for (int done = 0; !rc && done < n - 1;) {
-        const int c = n - 1 - done < chunk ? n - 1 - done : chunk;
+        int c = n - 1 - done < chunk ? n - 1 - done : chunk;
+        if (evicts && c > kv_evict_room(ev, n_cached)) c = kv_evict_room(ev, n_cached);
         const int gone = kvm_evict(&st.kvm, &st.seq, ev, n_cached, c, st.scores, model_shift_keys, m);
         if (gone < 0 || kvm_allocate(&st.kvm, &st.seq, n_cached - gone, c)) {
             rc = err_set("KV eviction or allocation failed at token %d", done);

@@ -6,8 +6,16 @@
 
 int evict_limit_chunk(const sequence *s, int n) {
     if (!seq_evicts(s)) return n;
-    const int max = kv_evict_max_chunk(&s->req->params.evict);
-    return n < max ? n : max;
+    const int room = kv_evict_room(&s->req->params.evict, seq_kv_len(s));
+    return n < room ? n : room;
+}
+
+int evict_prefix_limit(const sequence *s) {
+    /* h2o ranks tokens by the attention they received, which cached blocks never saw being computed. */
+    if (s->req->params.evict.policy == KV_EVICT_H2O) return 0;
+    /* Past the budget the sequence alone would have evicted: a longer hit would change what it keeps. */
+    return seq_evicts(s) && s->n_tokens > s->req->params.evict.budget + 1 ? s->req->params.evict.budget + 1
+                                                                          : s->n_tokens;
 }
 
 int evict_make_room(kv_manager *kvm, evict_env *env, sequence *s, int n_new) {

@@ -21,8 +21,14 @@ static inline bool seq_evicts(const sequence *s) { return s->req->params.evict.p
 /* The sequence's next KV position: tokens in its cache. */
 static inline int seq_kv_len(const sequence *s) { return s->n_computed - s->n_evicted; }
 
-/* The tokens a step may compute for the sequence, at most n. */
+/* The tokens a step may compute for the sequence, at most n: what fits up to
+ * its budget (kv_evict_room). */
 int evict_limit_chunk(const sequence *s, int n);
+/* How many of its leading tokens the prefix cache may be searched with: an
+ * evicting sequence takes no more than its budget from there, an h2o one
+ * nothing (its scores are the attention each token received, which a
+ * cached block's tokens never did here). */
+int evict_prefix_limit(const sequence *s);
 /* Makes room for n_new more tokens in the sequence's budget (nothing to do
  * when they fit, or without eviction). 0, or -1 when the pool lacks blocks
  * for copy-on-write (nothing changed). */

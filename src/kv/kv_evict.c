@@ -41,16 +41,16 @@ int kv_evict_check(const kv_evict_params *p) {
 
 static int window_of(const kv_evict_params *p) { return p->budget - sinks_of(p); }
 
-int kv_evict_max_chunk(const kv_evict_params *p) {
-    const int n = window_of(p) / 4;
-    return n > 1 ? n : 1;
+static int margin_of(const kv_evict_params *p) {
+    /* An eighth of what is not a sink: a key is re-rotated about eight times
+     * on its way through the cache. */
+    return window_of(p) / 8 > 1 ? window_of(p) / 8 : 1;
 }
 
-int kv_evict_n_keep(const kv_evict_params *p, int n_new) {
-    /* The margin: an eighth of what is not a sink, so a key is re-rotated
-     * about eight times on its way through the cache. */
-    const int margin = window_of(p) / 8 > 1 ? window_of(p) / 8 : 1;
-    return p->budget - n_new - margin;
+int kv_evict_n_keep(const kv_evict_params *p) { return p->budget - margin_of(p); }
+
+int kv_evict_room(const kv_evict_params *p, int n_cached) {
+    return n_cached < p->budget ? p->budget - n_cached : margin_of(p);
 }
 
 typedef struct {
@@ -170,7 +170,9 @@ int kvm_compact(kv_manager *m, seq_kv *s, const int32_t *keep, int n_keep, kv_ke
 int kvm_evict(kv_manager *m, seq_kv *s, const kv_evict_params *p, int n_cached, int n_new, float *scores,
               kv_key_shift_fn shift, void *user) {
     if (p->policy == KV_EVICT_NONE || n_cached + n_new <= p->budget) return 0;
-    const int n_keep = kv_evict_n_keep(p, n_new);
+    const int n_keep = kv_evict_n_keep(p);
+    if (n_new > p->budget - n_keep || n_keep >= n_cached)
+        return err_set("KV eviction: %d new tokens do not fit beside the %d kept of %d", n_new, n_keep, n_cached);
     int32_t *keep = malloc((size_t)n_keep * sizeof *keep);
     if (!keep || kv_evict_plan(p, n_cached, n_keep, scores, keep) || kvm_compact(m, s, keep, n_keep, shift, user)) {
         free(keep);

@@ -20,13 +20,17 @@
  * callback (rotations compose: R(new) = R(new - old) R(old)), so attention
  * reads every key as if it had been rotated at its slot.
  *
- * When a step would take the cache past the budget, the sequence is
- * compacted to the kept slots minus a margin (KV_EVICT_STEP of the budget),
- * so compaction, and the re-rotation of a key, happens once per that many
- * tokens and not once per token. Compaction moves rows down slot by slot
- * (kept slot i always comes from a slot >= i, so in place, like memmove),
- * block by block, then releases the blocks past the last kept slot: the
- * sequence never holds more than ceil(budget / block_size) blocks per group.
+ * A sequence fills its cache up to the budget; when it is full and needs a
+ * next token, it is compacted to the budget less a margin (an eighth of what
+ * is not a sink), and steps add at most what is left up to the budget. So
+ * compaction, and the re-rotation of a key, happens once per margin tokens
+ * and not once per token, and always at the same token counts whatever the
+ * chunking: a sequence keeps the same tokens alone, batched, chunked,
+ * preempted and recomputed, or started from the prefix cache (a hit is
+ * capped at the budget). Compaction moves rows down slot by slot (kept slot
+ * i always comes from a slot >= i, so in place, like memmove), block by
+ * block, then releases the blocks past the last kept slot: the sequence never
+ * holds more than ceil(budget / block_size) blocks per group.
  *
  * A block shared with another sequence (n > 1, beam search) or registered in
  * the prefix cache is never rewritten in place: it is copied first (copy on
@@ -59,12 +63,11 @@ int kv_evict_parse(const char *s, kv_evict_policy *out);
 /* 0, or -1 with err_get() saying which value is wrong and what is accepted. */
 int kv_evict_check(const kv_evict_params *p);
 
-/* Tokens one step of an evicting sequence may compute at most: chunks of a
- * long prompt fit beside what is kept. */
-int kv_evict_max_chunk(const kv_evict_params *p);
-/* Slots kept when `n_new` tokens must join a full cache: the budget less the
- * new tokens and the margin. */
-int kv_evict_n_keep(const kv_evict_params *p, int n_new);
+/* Slots a full cache is compacted to: the budget less the margin. */
+int kv_evict_n_keep(const kv_evict_params *p);
+/* Tokens the next step may add to a cache holding n_cached: up to the
+ * budget, or the margin when it is full (after compaction). */
+int kv_evict_room(const kv_evict_params *p, int n_cached);
 
 /* Chooses n_keep of the n_cached slots (n_keep < n_cached) and writes them to
  * keep[] in ascending order. scores[n_cached] (accumulated attention) is read
@@ -82,11 +85,12 @@ typedef void (*kv_key_shift_fn)(void *user, int layer, float *rows, int n_rows, 
  * copies. */
 int kvm_compact(kv_manager *m, seq_kv *s, const int32_t *keep, int n_keep, kv_key_shift_fn shift, void *user);
 
-/* Makes room for n_new tokens beside the n_cached a sequence holds: when they
- * would pass the budget, plans (scores[budget] for h2o, moved with their
- * slots; NULL otherwise) and compacts. Returns the tokens evicted (0 when
- * they fit or the policy is none), or -1 (nothing changed) when the pool
- * lacks blocks for copy-on-write or memory runs out. */
+/* Makes room for n_new (<= kv_evict_room) tokens beside the n_cached a
+ * sequence holds: when they would pass the budget, plans (scores[budget] for
+ * h2o, moved with their slots; NULL otherwise) and compacts to
+ * kv_evict_n_keep slots. Returns the tokens evicted (0 when they fit or the
+ * policy is none), or -1 (nothing changed) when the pool lacks blocks for
+ * copy-on-write or memory runs out. */
 int kvm_evict(kv_manager *m, seq_kv *s, const kv_evict_params *p, int n_cached, int n_new, float *scores,
               kv_key_shift_fn shift, void *user);
 
