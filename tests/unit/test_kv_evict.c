@@ -92,6 +92,13 @@ static void free_manager(kv_manager *m) {
     free(m);
 }
 
+/* Every block back in the pool, its invariants whole; then frees it all. */
+static void expect_all_returned(kv_manager *m) {
+    assert_int_equal(pool_n_in_use(m->pool), 0);
+    assert_int_equal(pool_check(m->pool), 0);
+    free_manager(m);
+}
+
 static float *row_at(kv_manager *m, const seq_kv *s, int il, int pos, int h, bool key) {
     const kv_cache *kv = m->cache;
     const int blk = kvm_table(s, kv->layer_group[il])[pos / BS];
@@ -142,9 +149,7 @@ static void test_compaction_moves_rows_and_frees_blocks(void **state) {
     /* Fits: nothing to do. */
     assert_int_equal(kvm_evict(m, &s, &p, n_keep, 2, NULL, add_delta, &log), 0);
     kvm_release(m, &s);
-    assert_int_equal(pool_n_in_use(m->pool), 0);
-    assert_int_equal(pool_check(m->pool), 0);
-    free_manager(m);
+    expect_all_returned(m);
 }
 
 static void test_shared_and_cached_blocks_are_copied_not_written(void **state) {
@@ -176,9 +181,7 @@ static void test_shared_and_cached_blocks_are_copied_not_written(void **state) {
     kvm_release(m, &a);
     kvm_release(m, &b);
     kvm_release(m, &c);
-    assert_int_equal(pool_n_in_use(m->pool), 0);
-    assert_int_equal(pool_check(m->pool), 0);
-    free_manager(m);
+    expect_all_returned(m);
 }
 
 static void test_no_blocks_for_copies_changes_nothing(void **state) {
@@ -197,8 +200,7 @@ static void test_no_blocks_for_copies_changes_nothing(void **state) {
     assert_int_equal(log.calls, 0);
     kvm_release(m, &a);
     kvm_release(m, &b);
-    assert_int_equal(pool_n_in_use(m->pool), 0);
-    free_manager(m);
+    expect_all_returned(m);
 }
 
 int main(void) {
