@@ -46,13 +46,14 @@ def n_groups_of(arch):
 
 
 @pytest.mark.parametrize("policy", POLICIES)
-@pytest.mark.parametrize("arch", ["llama", "gemma3"])
-def test_generates_four_times_its_budget_in_constant_blocks(harness, model_factory, arch, policy):
+@pytest.mark.parametrize("arch,kv_dtype", [("llama", "f16"), ("gemma3", "f16"), ("llama", "int8"),
+                                           ("gemma3", "fp8")])
+def test_generates_four_times_its_budget_in_constant_blocks(harness, model_factory, arch, kv_dtype, policy):
     # A trained context of 64 tokens; the budget is 40, the output 160 tokens.
     model = model_factory(arch, n_ctx=64)
     budget, bs = 40, 8
     req = evicting({"prompt": prompt_of(12, 1), "max_tokens": 4 * budget, "ignore_eos": True}, policy, budget)
-    res = harness(model, [req], block_size=bs, max_model_len=64)
+    res = harness(model, [req], block_size=bs, max_model_len=64, kv_dtype=kv_dtype)
     sample = res["requests"][0]["samples"][0]
     assert sample["finish"] == "length" and len(sample["tokens"]) == 4 * budget
     per_seq = n_groups_of(arch) * math.ceil(budget / bs)
