@@ -134,6 +134,9 @@ static int run_single(gen_options *o, model *m) {
         return err_set("the prompt is empty and the model adds no BOS token");
     }
     long n_ctx = o->engine.max_model_len > 0 ? o->engine.max_model_len : n_prompt + o->sampling.max_tokens;
+    /* An evicting sequence keeps its budget in the cache: the context must hold that much. */
+    if (o->engine.max_model_len == 0 && o->ec.evict.policy != KV_EVICT_NONE && n_ctx < o->ec.evict.budget)
+        n_ctx = o->ec.evict.budget;
     if (n_ctx > m->hp.n_ctx_train) n_ctx = m->hp.n_ctx_train;
     if (n_prompt >= n_ctx) {
         free(prompt);
