@@ -21,6 +21,7 @@ if [ "$mode" = all ]; then
     apt_packages+=(clang)        # libFuzzer and its sanitizers for `make fuzz` (tests/fuzz)
     apt_packages+=(chromium chromium-driver)  # the chat page's browser test (tests/integration/test_webui_browser.py)
     apt_packages+=(nginx)        # the load balancer of deploy/test (three replicas behind it)
+    apt_packages+=(bible-kjv bible-kjv-text)  # public-domain long text for KV eviction (tests/ref/long_text.py)
 fi
 missing=()
 for p in "${apt_packages[@]}"; do

@@ -191,6 +191,7 @@ int bench_offline(int argc, char **argv) {
         while (next < n && (!o.sequential || done == next)) {
             request_params p = request_params_defaults();
             p.max_tokens = olen[next];
+            p.evict = o.ec.evict;
             p.ignore_eos = true;
             p.sampling.temperature = 0;
             tim[next].t_submit = now_seconds();

@@ -82,7 +82,7 @@ int seq_runner_feed(seq_runner *r, const int32_t *tokens, int n, int start, floa
     int32_t *rows = malloc((size_t)r->max_batch * sizeof *rows);
     int rc = 0;
     if (!pos || !seq || !rows) rc = err_set("out of memory");
-    fwd_seq s;
+    fwd_seq s = {0};
     for (int g = 0; g < KV_MAX_GROUPS; g++) s.block_table[g] = r->table[g];
     const size_t nv = (size_t)r->m->hp.n_vocab;
     for (int done = 0; !rc && done < n;) {

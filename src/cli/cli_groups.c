@@ -21,6 +21,16 @@ static int parse_kv_dtype(const char *flag, const char *value, void *setting) {
 
 static json_t *kv_dtype_json(const void *setting) { return json_string(kv_dtype_name(*(const kv_dtype *)setting)); }
 
+static int parse_kv_eviction(const char *flag, const char *value, void *setting) {
+    if (kv_evict_parse(value, setting))
+        return err_set("%s: unknown KV eviction policy '%s' (accepted: " KV_EVICT_NAMES ")", flag, value);
+    return 0;
+}
+
+static json_t *kv_eviction_json(const void *setting) {
+    return json_string(kv_evict_name(*(const kv_evict_policy *)setting));
+}
+
 /* The block tables and the paged attention kernels take these three sizes. */
 static int parse_block_size(const char *flag, const char *value, void *setting) {
     char *end;
@@ -77,6 +87,19 @@ const cli_group cli_engine_group = {
          .help = "reuse the KV blocks of prompt prefixes already computed"},
         {.name = "--threads", .aliases = "-t", .kind = CLI_INT, .offset = offsetof(cli_engine_settings, threads),
          .metavar = "N", .min = 1, .max = 1024, .help = "compute threads", .default_text = "all cores"},
+        {.name = "--kv-eviction", .kind = CLI_CUSTOM, .offset = offsetof(cli_engine_settings, kv_eviction),
+         .metavar = "none|streaming|h2o|truncate",
+         .help = "evict KV entries past --kv-budget tokens per sequence, so it can run past its memory and the "
+                 "trained context: streaming = StreamingLLM (sink tokens + recent window), h2o = sinks + heavy "
+                 "hitters (most attention received) + recent window, truncate = recent window only; requests may "
+                 "name their own (kv_eviction)",
+         .parse = parse_kv_eviction, .to_json = kv_eviction_json},
+        {.name = "--kv-budget", .kind = CLI_INT, .offset = offsetof(cli_engine_settings, kv_budget),
+         .metavar = "N", .min = 1, .max = 1 << 24,
+         .help = "KV tokens one sequence keeps at most with --kv-eviction (at most --max-model-len)"},
+        {.name = "--kv-sink-tokens", .kind = CLI_INT, .offset = offsetof(cli_engine_settings, kv_sink_tokens),
+         .metavar = "S", .min = 0, .max = 1 << 20, .help = "first tokens always kept (attention sinks) by "
+         "--kv-eviction streaming and h2o"},
         {0}},
 };
 
@@ -193,7 +216,9 @@ cli_engine_settings cli_engine_defaults(void) {
     return (cli_engine_settings){.max_model_len = c.max_model_len, .max_num_seqs = c.max_num_seqs,
                                  .max_num_batched_tokens = c.max_num_batched_tokens, .block_size = c.block_size,
                                  .kv_cache_memory = c.kv_cache_bytes, .kv_cache_dtype = c.kv_type,
-                                 .prefix_caching = c.prefix_caching, .threads = c.n_threads};
+                                 .prefix_caching = c.prefix_caching, .threads = c.n_threads,
+                                 .kv_eviction = c.evict.policy, .kv_budget = c.evict.budget,
+                                 .kv_sink_tokens = c.evict.sink};
 }
 
 engine_config cli_engine_config(const cli_engine_settings *s) {
@@ -206,6 +231,7 @@ engine_config cli_engine_config(const cli_engine_settings *s) {
     c.kv_type = s->kv_cache_dtype;
     c.prefix_caching = s->prefix_caching;
     c.n_threads = (int)s->threads;
+    c.evict = (kv_evict_params){.policy = s->kv_eviction, .budget = (int)s->kv_budget, .sink = (int)s->kv_sink_tokens};
     return c;
 }
 

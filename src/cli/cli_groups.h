@@ -23,7 +23,8 @@ typedef struct {
 } cli_model_settings;
 
 /* --max-model-len, --max-num-seqs, --max-num-batched-tokens, --block-size,
- * --kv-cache-memory, --kv-cache-dtype, --enable-prefix-caching, --threads */
+ * --kv-cache-memory, --kv-cache-dtype, --enable-prefix-caching, --threads,
+ * --kv-eviction, --kv-budget, --kv-sink-tokens */
 typedef struct {
     long max_model_len;     /* 0: the command decides (from the prompts, the model, ...) */
     long max_num_seqs;
@@ -33,6 +34,9 @@ typedef struct {
     kv_dtype kv_cache_dtype;
     bool prefix_caching;
     long threads;           /* 0: all cores */
+    kv_evict_policy kv_eviction;
+    long kv_budget;         /* 0: not given */
+    long kv_sink_tokens;
 } cli_engine_settings;
 
 /* --max-tokens, --temperature, --top-k, --top-p, --min-p,

@@ -134,6 +134,7 @@ static request_params params_from_options(const gen_options *o) {
     if (o->beam_width > 1) p.beam_width = (int)o->beam_width;
     p.length_penalty = (float)o->length_penalty;
     p.constraint = o->constraint;
+    p.evict = o->ec.evict;
     return p;
 }
 
@@ -171,12 +172,17 @@ static int run_single(gen_options *o, model *m) {
         return err_set("the prompt is empty and the model adds no BOS token");
     }
     long n_ctx = o->engine.max_model_len > 0 ? o->engine.max_model_len : n_prompt + o->sampling.max_tokens;
+    /* An evicting sequence keeps its budget in the cache: the context must hold that much. */
+    if (o->engine.max_model_len == 0 && o->ec.evict.policy != KV_EVICT_NONE && n_ctx < o->ec.evict.budget)
+        n_ctx = o->ec.evict.budget;
     if (n_ctx > m->hp.n_ctx_train) n_ctx = m->hp.n_ctx_train;
     if (n_prompt >= n_ctx) {
         free(prompt);
         return err_set("the prompt has %d tokens but the context is %ld", n_prompt, n_ctx);
     }
-    if (o->sampling.max_tokens > n_ctx - n_prompt) o->sampling.max_tokens = n_ctx - n_prompt;
+    /* With eviction the output may run past the context: positions stay below --kv-budget. */
+    if (o->ec.evict.policy == KV_EVICT_NONE && o->sampling.max_tokens > n_ctx - n_prompt)
+        o->sampling.max_tokens = n_ctx - n_prompt;
     o->ec.max_model_len = (int)n_ctx;
     o->ec.max_num_seqs = (int)o->beam_width; /* every beam is a sequence */
     engine *e = engine_create(m, &o->ec);

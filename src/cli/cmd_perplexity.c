@@ -10,6 +10,7 @@
 #include "cli/cli_common.h"
 #include "cli/cli_groups.h"
 #include "cli/commands.h"
+#include "cli/ppl_long.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
@@ -27,6 +28,7 @@ typedef struct {
     cli_engine_settings engine; /* --max-model-len (the chunk), --threads, --kv-cache-dtype */
     const char *file;
     long max_chunks;
+    long long_tokens; /* > 0: one sequence of this many tokens (ppl_long.h) */
     bool json;
 } ppl_options;
 
@@ -35,6 +37,10 @@ static const cli_option k_ppl_options[] = {
      .required = true, .help = "the text to score"},
     {.name = "--chunks", .kind = CLI_INT, .offset = offsetof(ppl_options, max_chunks), .metavar = "N", .min = 1,
      .max = 1 << 30, .help = "score at most N chunks", .default_text = "all the text holds"},
+    {.name = "--tokens", .kind = CLI_INT, .offset = offsetof(ppl_options, long_tokens), .metavar = "N", .min = 2,
+     .max = 1 << 26,
+     .help = "score the first N tokens of the text as one sequence instead (every token after the first), the KV "
+             "cache kept to --kv-budget by --kv-eviction; none keeps all of it"},
     {.name = "--json", .kind = CLI_FLAG, .offset = offsetof(ppl_options, json),
      .help = "also print a JSON summary line"},
     {0}};
@@ -44,7 +50,7 @@ static const cli_section k_ppl_sections[] = {
     {.group = &cli_model_group, .offset = offsetof(ppl_options, model), .only = "--model"},
     {.group = &cli_engine_group,
      .offset = offsetof(ppl_options, engine),
-     .only = "--max-model-len --kv-cache-dtype --threads",
+     .only = "--max-model-len --kv-cache-dtype --threads --kv-eviction --kv-budget --kv-sink-tokens",
      .overrides = (const cli_override[]){
          {.name = "--max-model-len", .help = "tokens per chunk; the second half of each is scored", .min = 4,
           .max = 1 << 20},
@@ -68,6 +74,41 @@ static double nll_of(const float *logits, int n_vocab, int target) {
     double sum = 0;
     for (int i = 0; i < n_vocab; i++) sum += expf(logits[i] - max);
     return -((double)logits[target] - max - log(sum));
+}
+
+static void print_ppl(const char *label, double nll, double nll2, long count) {
+    const double mean = nll / count, ppl = exp(mean), var = nll2 / count - mean * mean;
+    const double err = var > 0 && count > 1 ? sqrt(var / (count - 1)) * ppl : 0;
+    printf("%s: PPL = %.4f +/- %.5f over %ld tokens\n", label, ppl, err, count);
+}
+
+/* --tokens N: one long sequence, evicting as the engine does. */
+static int run_long(const ppl_options *o, model *m, const int32_t *tokens, int n_tok, const char *file) {
+    if (n_tok < o->long_tokens) {
+        fprintf(stderr, "cllm perplexity: %s has %d tokens, fewer than --tokens %ld\n", file, n_tok, o->long_tokens);
+        return 1;
+    }
+    const int n = (int)o->long_tokens;
+    const kv_evict_params ev = {.policy = o->engine.kv_eviction, .budget = (int)o->engine.kv_budget,
+                                .sink = (int)o->engine.kv_sink_tokens};
+    fprintf(stderr, "cllm perplexity: %d tokens as one sequence, KV eviction %s, budget %d, %d sink tokens\n", n,
+            kv_evict_name(ev.policy), ev.budget, ev.sink);
+    ppl_long_result r;
+    if (ppl_long_run(m, tokens, n, &ev, o->engine.kv_cache_dtype, (int)o->engine.threads, &r)) {
+        fprintf(stderr, "cllm perplexity: %s\n", err_get());
+        return 1;
+    }
+    print_ppl("All tokens", r.nll, r.nll2, r.count);
+    if (r.count_past > 0) print_ppl("Past the budget", r.nll_past, r.nll2_past, r.count_past);
+    fprintf(stderr, "cllm perplexity: %ld tokens in %.1f s (%.1f tokens/s), %ld evicted\n", r.count, r.seconds,
+            r.count / r.seconds, r.evicted);
+    if (o->json)
+        printf("{\"ppl\": %.6f, \"scored_tokens\": %ld, \"ppl_past_budget\": %.6f, \"scored_past_budget\": %ld, "
+               "\"kv_eviction\": \"%s\", \"kv_budget\": %d, \"kv_sink_tokens\": %d, \"evicted\": %ld, "
+               "\"seconds\": %.3f}\n",
+               exp(r.nll / r.count), r.count, r.count_past ? exp(r.nll_past / r.count_past) : 0.0, r.count_past,
+               kv_evict_name(ev.policy), ev.budget, ev.sink, r.evicted, r.seconds);
+    return 0;
 }
 
 int cmd_perplexity(int argc, char **argv) {
@@ -98,6 +139,12 @@ int cmd_perplexity(int argc, char **argv) {
         fprintf(stderr, "cllm perplexity: %s\n", err_get());
         model_free(m);
         return 1;
+    }
+    if (o.long_tokens > 0) {
+        rc = run_long(&o, m, tokens, n_tok, file);
+        free(tokens);
+        model_free(m);
+        return rc;
     }
     if (n_ctx > m->hp.n_ctx_train)
         fprintf(stderr, "cllm perplexity: warning: --max-model-len %ld exceeds the model's trained context %d\n", n_ctx,

@@ -37,6 +37,7 @@
 #include "engine/stop_strings.h"
 #include "kv/kv_manager.h"
 #include "model/forward.h"
+#include "model/kv_shift.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/threadpool.h"
@@ -119,12 +120,13 @@ static void release_drafts(engine *e, request *r) {
 engine_config engine_config_defaults(void) {
     return (engine_config){.max_num_seqs = 64, .max_num_batched_tokens = 512, .max_model_len = 4096,
                            .block_size = 16, .kv_cache_bytes = (size_t)1 << 30, .kv_type = KV_F16,
-                           .prefix_caching = true, .max_waiting = 1024, .spec = spec_config_defaults()};
+                           .prefix_caching = true, .max_waiting = 1024, .spec = spec_config_defaults(),
+                           .evict = {.policy = KV_EVICT_NONE, .sink = KV_EVICT_DEFAULT_SINK}};
 }
 
 request_params request_params_defaults(void) {
     return (request_params){.sampling = sampling_defaults(), .max_tokens = 16, .n = 1, .logprobs = -1,
-                            .length_penalty = 1.0f};
+                            .length_penalty = 1.0f, .evict = {.policy = KV_EVICT_NONE, .sink = KV_EVICT_DEFAULT_SINK}};
 }
 
 const char *finish_reason_name(finish_reason r) {
@@ -200,6 +202,12 @@ engine *engine_create(model *m, const engine_config *cfg) {
     hist_init_seconds(&e->stats.e2e);
     hist_init_seconds(&e->stats.queue);
 
+    if (kv_evict_check(&cfg->evict)) goto fail;
+    if (cfg->evict.policy != KV_EVICT_NONE && cfg->evict.budget > e->cfg.max_model_len) {
+        err_set("--kv-budget %d is more than the maximum context length of %d", cfg->evict.budget,
+                e->cfg.max_model_len);
+        goto fail;
+    }
     kv_cache layout;
     kv_cache_layout(&m->kv, cfg->kv_type, cfg->block_size, &layout);
     const size_t block_bytes = kv_block_bytes(&layout);
@@ -219,6 +227,7 @@ engine *engine_create(model *m, const engine_config *cfg) {
     e->kv = kv_cache_create(&m->kv, cfg->kv_type, cfg->block_size, (int)n_blocks);
     if (!e->kv || kvm_init(&e->kvm, e->kv, cfg->prefix_caching)) goto fail;
     if (sched_init(&e->sched, &e->kvm, cfg->max_num_seqs, cfg->max_num_batched_tokens)) goto fail;
+    e->sched.evict = (evict_env){.key_shift = model_shift_keys, .key_shift_user = m};
     e->tp = tp_create(cfg->n_threads);
     if (!e->tp) {
         err_set("cannot create threads");
@@ -343,14 +352,22 @@ static int check_request(const engine *e, const int32_t *prompt, int n_prompt, c
     if (p->max_tokens < 0) return err_set("max_tokens must not be negative");
     if (p->constraint && p->beam_width > 1) return err_set("structured output does not combine with beam search");
     if (p->logprobs > MAX_LOGPROBS) return err_set("logprobs must be at most %d", MAX_LOGPROBS);
-    if ((long)n_prompt + p->max_tokens > e->cfg.max_model_len)
+    if (kv_evict_check(&p->evict)) return -1;
+    const bool evicts = p->evict.policy != KV_EVICT_NONE;
+    if (evicts && p->evict.budget > e->cfg.max_model_len)
+        return err_set("kv_budget %d is more than the maximum context length of %d (KV positions stay below the "
+                       "budget)",
+                       p->evict.budget, e->cfg.max_model_len);
+    if (evicts && p->beam_width > 1) return err_set("KV eviction does not combine with beam search");
+    if (!evicts && (long)n_prompt + p->max_tokens > e->cfg.max_model_len)
         return err_set("the prompt (%d tokens) plus max_tokens (%d) is %ld tokens, more than the maximum "
                        "context length of %d",
                        n_prompt, p->max_tokens, (long)n_prompt + p->max_tokens, e->cfg.max_model_len);
     const int nv = e->m->hp.n_vocab;
     for (int i = 0; i < n_prompt; i++)
         if (prompt[i] < 0 || prompt[i] >= nv) return err_set("token id %d is out of range [0, %d)", prompt[i], nv);
-    const int need = kvm_blocks_needed(&e->kvm, n_prompt + p->max_tokens, e->cfg.max_num_batched_tokens);
+    const int need = evicts ? kvm_blocks_needed_budget(&e->kvm, p->evict.budget)
+                            : kvm_blocks_needed(&e->kvm, n_prompt + p->max_tokens, e->cfg.max_num_batched_tokens);
     if (need > e->kv->n_blocks)
         return err_set("the request needs %d KV blocks but the whole cache has %d", need, e->kv->n_blocks);
     return 0;
@@ -570,7 +587,9 @@ static int32_t sample_and_report(engine *e, sequence *s, float *logits) {
         if (p->n_stop == 0) release = s->n_held;
         else if (stop_scan(p->stop, p->n_stop, s->held, s->n_held, &release)) why = FINISH_STOP, by_string = true;
     }
-    if (why == FINISH_NONE && (seq_n_output(s) >= p->max_tokens || s->n_tokens >= e->cfg.max_model_len))
+    /* An evicting sequence's positions stay below its budget: only max_tokens ends it. */
+    const bool at_max_len = !seq_evicts(s) && s->n_tokens >= e->cfg.max_model_len;
+    if (why == FINISH_NONE && (seq_n_output(s) >= p->max_tokens || at_max_len))
         why = FINISH_LENGTH;
     if (why != FINISH_NONE && !by_string) {
         /* The stream ends here: what was held back cannot become a stop string now. */
@@ -586,7 +605,8 @@ static int32_t sample_and_report(engine *e, sequence *s, float *logits) {
     engine_output out = {.request_id = r->id, .index = s->index, .n_new_tokens = 1,
                          .new_tokens = &s->tokens[s->n_tokens - 1], .logprobs = lpp,
                          .text = s->held ? s->held : "", .text_len = release, .n_prompt_tokens = s->n_prompt,
-                         .n_cached_tokens = r->n_cached_tokens, .n_output_tokens = seq_n_output(s)};
+                         .n_cached_tokens = r->n_cached_tokens, .n_output_tokens = seq_n_output(s),
+                         .n_evicted_tokens = s->n_evicted};
     if (r->on_output) r->on_output(r->user, &out);
     memmove(s->held, s->held + release, s->n_held - release);
     s->n_held -= release;
@@ -602,6 +622,7 @@ static void fork_samples(engine *e, sequence *s0, const float *logits) {
     for (int i = 1; i < r->n_seqs; i++) {
         sequence *c = &r->seqs[i];
         c->n_computed = s0->n_computed;
+        evict_fork(s0, c);
         if (kvm_fork(&e->kvm, &s0->kv, &c->kv) || sched_add_running(&e->sched, c)) {
             finish_seq(e, c, FINISH_ERROR, NULL, NULL, "", 0);
             continue;
@@ -624,7 +645,7 @@ static void propose_drafts(engine *e) {
     for (int i = 0; i < e->sched.running.n && rows_left > 0; i++) {
         sequence *s = e->sched.running.items[i];
         const request_params *p = &s->req->params;
-        if (p->beam_width > 1 || s->n_tokens - s->n_computed != 1) continue;
+        if (p->beam_width > 1 || seq_evicts(s) || s->n_tokens - s->n_computed != 1) continue;
         if (s->spec_skip > 0) { /* backing off after drafts that all failed */
             s->spec_skip--;
             continue;
@@ -698,7 +719,7 @@ static void update_gauges(engine *e) {
         for (int g = 0; g < e->kvm.n_groups; g++) {
             const block_list *l = &s->kv.lists[g];
             for (int b = 0; b < l->n; b++) {
-                const int filled = s->n_computed - b * bs;
+                const int filled = seq_kv_len(s) - b * bs;
                 if (l->ids[b] >= 0 && filled > 0) tokens_used += filled < bs ? filled : bs;
             }
         }
@@ -711,6 +732,8 @@ static void update_gauges(engine *e) {
     e->stats.prefix_queries = e->kvm.prefix_queries;
     e->stats.prefix_hits = e->kvm.prefix_hits;
     e->stats.preemptions = e->sched.n_preemptions;
+    e->stats.kv_evictions = e->sched.evict.n_evictions;
+    e->stats.kv_evicted_tokens = e->sched.evict.n_evicted_tokens;
     pthread_mutex_unlock(&e->stats_mu);
 }
 
@@ -722,7 +745,7 @@ static int layout_batch(engine *e, fwd_batch *fb) {
         for (int k = 0; k < s->n_scheduled; k++, t++) {
             const int at = s->n_computed + k; /* past n_tokens: a draft */
             e->b_tokens[t] = at < s->n_tokens ? s->tokens[at] : s->draft[at - s->n_tokens];
-            e->b_pos[t] = at;
+            e->b_pos[t] = at - s->n_evicted;
             e->b_seq[t] = i;
             if (at >= s->n_tokens - 1) { /* the last known token and each draft: logits */
                 e->b_rows[n_rows] = t;
@@ -730,6 +753,7 @@ static int layout_batch(engine *e, fwd_batch *fb) {
             }
         }
         for (int g = 0; g < e->kvm.n_groups; g++) e->b_seqs[i].block_table[g] = kvm_table(&s->kv, g);
+        e->b_seqs[i].attn_acc = s->attn_acc;
         if (s->req->t_scheduled == 0) {
             s->req->t_scheduled = now_seconds();
             pthread_mutex_lock(&e->stats_mu);
@@ -758,7 +782,8 @@ int engine_step(engine *e) {
                 sequence *s = e->batch.seqs[i];
                 if (s->n_draft > 0) continue; /* verify_drafts decides what is computed */
                 s->n_computed += s->n_scheduled;
-                kvm_commit(&e->kvm, &s->kv, s->tokens, s->n_computed);
+                /* Once tokens were evicted, blocks no longer follow the token chain. */
+                if (s->n_evicted == 0) kvm_commit(&e->kvm, &s->kv, s->tokens, s->n_computed);
             }
             const int nv = e->m->hp.n_vocab;
             for (int i = 0; i < n_rows;) {

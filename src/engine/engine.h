@@ -18,6 +18,7 @@
 #include "engine/spec.h"
 #include "grammar/constraint.h"
 #include "kv/kv_cache.h"
+#include "kv/kv_evict.h"
 #include "model/model.h"
 #include "util/histogram.h"
 
@@ -37,6 +38,7 @@ typedef struct {
     bool prefix_caching;
     int n_threads;               /* <= 0: all cores */
     int max_waiting;             /* submit fails when this many requests wait; 0 = no limit */
+    kv_evict_params evict;       /* the KV eviction of requests that name none (kv/kv_evict.h) */
     spec_config spec;            /* speculative decoding; method SPEC_NONE: off; with
                                     SPEC_DRAFT_MODEL the engine loads spec.model itself */
 } engine_config;
@@ -62,6 +64,7 @@ typedef struct {
     float length_penalty;     /* beam score = cumulative logprob / output_length^length_penalty */
     constraint *constraint;   /* structured output (a grammar the output must match); NULL: none.
                                  The request holds its own reference. */
+    kv_evict_params evict;    /* KV eviction past a per-sequence budget (kv/kv_evict.h); policy none: off */
 } request_params;
 
 request_params request_params_defaults(void);
@@ -88,6 +91,7 @@ typedef struct {
     int n_prompt_tokens;
     int n_cached_tokens;
     int n_output_tokens;
+    int n_evicted_tokens;      /* tokens of this sample evicted from its KV cache (kv/kv_evict.h) */
 } engine_output;
 
 typedef void (*engine_output_fn)(void *user, const engine_output *out);
@@ -100,6 +104,7 @@ typedef struct {
     int kv_tokens_used;  /* token slots holding data, for utilization */
     uint64_t prefix_queries, prefix_hits;
     uint64_t preemptions;
+    uint64_t kv_evictions, kv_evicted_tokens; /* compactions, and the tokens they evicted */
     uint64_t prompt_tokens, generation_tokens;
     uint64_t requests_finished;
     histogram ttft, tpot, e2e, queue;

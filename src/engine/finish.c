@@ -13,6 +13,7 @@ void finish_sequence(scheduler *sched, sequence *s, finish_reason why, const int
     engine_output out = {.request_id = r->id, .index = s->index, .n_new_tokens = toks ? n_toks : 0,
                          .new_tokens = toks, .logprobs = lp, .text = text, .text_len = text_len,
                          .finished = true, .reason = why, .n_prompt_tokens = s->n_prompt,
-                         .n_cached_tokens = r->n_cached_tokens, .n_output_tokens = seq_n_output(s)};
+                         .n_cached_tokens = r->n_cached_tokens, .n_output_tokens = seq_n_output(s),
+                         .n_evicted_tokens = s->n_evicted};
     if (report && r->on_output) r->on_output(r->user, &out);
 }

@@ -73,6 +73,10 @@ request *request_create(uint64_t id, const int32_t *prompt, int n_prompt, const 
         if (!s->tokens) goto oom;
         memcpy(s->tokens, prompt, (size_t)n_prompt * sizeof *prompt);
         s->n_tokens = n_prompt;
+        s->kv.keep_window_blocks = params->evict.policy != KV_EVICT_NONE;
+        if (params->evict.policy == KV_EVICT_H2O &&
+            !(s->attn_acc = calloc((size_t)params->evict.budget, sizeof *s->attn_acc)))
+            goto oom;
         if (beam) {
             s->cand_tok = malloc((size_t)params->beam_width * 2 * sizeof *s->cand_tok);
             s->cand_lp = malloc((size_t)params->beam_width * 2 * sizeof *s->cand_lp);
@@ -101,6 +105,7 @@ void request_free(request *r) {
             free(r->seqs[i].cand_tok);
             free(r->seqs[i].cand_lp);
             if (r->seqs[i].cons.c) constraint_state_free(&r->seqs[i].cons);
+            free(r->seqs[i].attn_acc);
         }
     if (r->hyps)
         for (int i = 0; i < r->n_hyps; i++) free(r->hyps[i].tokens);

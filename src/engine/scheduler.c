@@ -89,6 +89,7 @@ static void preempt(scheduler *s, sched_batch *b, sequence *victim) {
     victim->n_draft = 0;
     kvm_release(s->kvm, &victim->kv);
     victim->n_computed = 0;
+    evict_reset(victim);
     victim->preempted = true;
     s->n_preemptions++;
 }
@@ -114,15 +115,16 @@ static void add_to_batch(sched_batch *b, sequence *seq, int n) {
 static void schedule_running(scheduler *s, sched_batch *b, sequence *seq, bool *preempted_any) {
     const int budget = s->max_batched_tokens - b->n_tokens;
     const int remaining = seq->n_tokens - seq->n_computed;
-    int n = remaining < budget ? remaining : budget;
+    int n = evict_limit_chunk(seq, remaining < budget ? remaining : budget);
     if (seq->n_draft > 0) {
         /* A decode with drafts: they come after the token, as budget and blocks
          * allow; they never cost anyone else their place. */
         if (seq->n_draft > budget - n) seq->n_draft = budget - n > 0 ? budget - n : 0;
-        if (seq->n_draft > 0 && kvm_allocate(s->kvm, &seq->kv, seq->n_computed, n + seq->n_draft)) seq->n_draft = 0;
+        if (seq->n_draft > 0 && kvm_allocate(s->kvm, &seq->kv, seq_kv_len(seq), n + seq->n_draft))
+            seq->n_draft = 0;
         n += seq->n_draft;
     }
-    while (kvm_allocate(s->kvm, &seq->kv, seq->n_computed, n)) {
+    while (evict_make_room(s->kvm, &s->evict, seq, n) || kvm_allocate(s->kvm, &seq->kv, seq_kv_len(seq), n)) {
         sequence *victim = pick_victim(s);
         preempt(s, b, victim);
         *preempted_any = true;
@@ -166,14 +168,15 @@ void sched_schedule(scheduler *s, sched_batch *b) {
     while (s->waiting.n > 0 && b->n_tokens < s->max_batched_tokens && b->n_seqs < s->max_num_seqs &&
            s->running.n < s->max_num_seqs) {
         sequence *seq = s->waiting.items[0];
-        const int cached = kvm_match_prefix(s->kvm, &seq->kv, seq->tokens, seq->n_tokens);
+        const int cached = kvm_match_prefix(s->kvm, &seq->kv, seq->tokens, evict_prefix_limit(seq));
         seq->n_computed = cached;
         const int budget = s->max_batched_tokens - b->n_tokens;
         const int remaining = seq->n_tokens - seq->n_computed;
-        const int n = remaining < budget ? remaining : budget;
-        if (kvm_allocate(s->kvm, &seq->kv, seq->n_computed, n)) {
+        const int n = evict_limit_chunk(seq, remaining < budget ? remaining : budget);
+        if (evict_make_room(s->kvm, &s->evict, seq, n) || kvm_allocate(s->kvm, &seq->kv, seq_kv_len(seq), n)) {
             kvm_release(s->kvm, &seq->kv); /* the matched prefix stays cached */
             seq->n_computed = 0;
+            evict_reset(seq);
             break;
         }
         if (seq->index == 0 && seq->req->t_scheduled == 0) seq->req->n_cached_tokens = cached;

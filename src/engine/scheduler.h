@@ -8,10 +8,13 @@
  * the queue, to be recomputed (cheaply, if its blocks are still cached).
  * A decoding sequence with speculative drafts (n_draft > 0) computes them
  * after its token when the budget and the blocks allow; otherwise its drafts
- * are dropped (n_draft lowered), never another sequence preempted for them. */
+ * are dropped (n_draft lowered), never another sequence preempted for them.
+ * A sequence with KV eviction computes chunks that fit its budget, and is
+ * compacted (engine/evict.h) before its blocks are allocated. */
 #ifndef CLLM_ENGINE_SCHEDULER_H
 #define CLLM_ENGINE_SCHEDULER_H
 
+#include "engine/evict.h"
 #include "engine/request.h"
 #include "kv/kv_manager.h"
 
@@ -29,6 +32,7 @@ typedef struct {
     int max_batched_tokens;
     uint64_t admit_counter;
     uint64_t n_preemptions;
+    evict_env evict;
 } scheduler;
 
 typedef struct {

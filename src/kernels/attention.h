@@ -75,6 +75,12 @@ void attn_tile_ref(const paged_kv *kv, const int32_t *block_table, int kv_head, 
 void attn_tile_avx2(const paged_kv *kv, const int32_t *block_table, int kv_head, const attn_tile *t,
                     float scale);
 
+/* acc[j] += the sum over n_q query rows (q + i * q_stride) of softmax_j(scale
+ * * q.K[j]) for lo <= j <= hi: the attention key j receives from them (H2O's
+ * score, kv/kv_evict.h). */
+void attn_probs_accumulate(const paged_kv *kv, const int32_t *block_table, int kv_head, const float *q,
+                           size_t q_stride, int n_q, int lo, int hi, float scale, float *acc);
+
 /* The fast tile when the CPU has AVX2, else the reference. */
 attn_tile_fn attn_tile_best(void);
 

@@ -68,6 +68,7 @@ void kv_cache_layout(const kv_spec *spec, kv_dtype dtype, int block_size, kv_cac
     kv->n_kv_heads = spec->n_kv_heads;
     kv->head_dim_k = spec->head_dim_k;
     kv->head_dim_v = spec->head_dim_v;
+    kv->n_layers = spec->n_layers;
     kv->layers_per_group = size;
     kv->k_layer_bytes = (size_t)block_size * spec->n_kv_heads * kv_row_bytes(dtype, spec->head_dim_k);
     kv->v_layer_bytes = (size_t)block_size * spec->n_kv_heads * kv_row_bytes(dtype, spec->head_dim_v);

@@ -43,6 +43,7 @@ typedef struct {
     int head_dim_k;
     int head_dim_v;
     int n_blocks;
+    int n_layers;
     int layers_per_group;
     int n_groups;
     int group_window[KV_MAX_GROUPS];   /* sliding window in tokens; 0 = full attention */

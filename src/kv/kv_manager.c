@@ -27,9 +27,9 @@ void kvm_destroy(kv_manager *m) {
 
 static int window_of(const kv_manager *m, int g) { return m->cache->group_window[g]; }
 
-/* First logical block a query at `pos` can see in group g. */
-static int first_visible_block(const kv_manager *m, int g, int pos) {
-    const int w = window_of(m, g);
+/* First logical block a query at `pos` can see in group g (that s keeps). */
+static int first_visible_block(const kv_manager *m, const seq_kv *s, int g, int pos) {
+    const int w = s->keep_window_blocks ? 0 : window_of(m, g);
     const int first_pos = w && pos - w + 1 > 0 ? pos - w + 1 : 0;
     return first_pos / m->block_size;
 }
@@ -51,6 +51,10 @@ int kvm_blocks_needed(const kv_manager *m, int n_tokens, int max_chunk) {
     return total;
 }
 
+int kvm_blocks_needed_budget(const kv_manager *m, int budget) {
+    return m->n_groups * ((budget + m->block_size - 1) / m->block_size);
+}
+
 static int list_reserve(block_list *l, int n) {
     return vec_reserve((void **)&l->ids, &l->cap, (size_t)n, sizeof *l->ids);
 }
@@ -60,7 +64,7 @@ int kvm_blocks_to_allocate(const kv_manager *m, const seq_kv *s, int start, int 
     int count = 0;
     for (int g = 0; g < m->n_groups; g++) {
         const block_list *l = &s->lists[g];
-        for (int b = first_visible_block(m, g, start); b <= last; b++) {
+        for (int b = first_visible_block(m, s, g, start); b <= last; b++) {
             if (b >= l->n || l->ids[b] < 0) count++;
             else if (b >= start / bs && pool_refcount(m->pool, l->ids[b]) > 1) count++; /* copy on write */
         }
@@ -76,7 +80,7 @@ int kvm_allocate(kv_manager *m, seq_kv *s, int start, int n) {
         if (list_reserve(&s->lists[g], last + 1)) return -1;
     for (int g = 0; g < m->n_groups; g++) {
         block_list *l = &s->lists[g];
-        const int first = first_visible_block(m, g, start);
+        const int first = first_visible_block(m, s, g, start);
         /* Sliding window: nothing from `start` on can see these blocks any more. */
         for (int b = 0; b < first && b < l->n; b++)
             if (l->ids[b] >= 0) {
@@ -131,7 +135,7 @@ int kvm_match_prefix(kv_manager *m, seq_kv *s, const int32_t *tokens, int n) {
         h[k] = block_hash_chain(k ? h[k - 1] : chain_root(), tokens + (size_t)k * bs, bs);
         bool hit = true;
         for (int g = 0; g < m->n_groups && hit; g++)
-            if (!window_of(m, g) && !cached(m, h, k, g)) hit = false;
+            if ((!window_of(m, g) || s->keep_window_blocks) && !cached(m, h, k, g)) hit = false;
         if (!hit) break;
     }
     /* Sliding groups only need the blocks inside the window before position k*bs. */
@@ -139,14 +143,14 @@ int kvm_match_prefix(kv_manager *m, seq_kv *s, const int32_t *tokens, int n) {
         bool ok = true;
         for (int g = 0; g < m->n_groups && ok; g++)
             if (window_of(m, g))
-                for (int b = first_visible_block(m, g, k * bs); b < k && ok; b++) ok = cached(m, h, b, g);
+                for (int b = first_visible_block(m, s, g, k * bs); b < k && ok; b++) ok = cached(m, h, b, g);
         if (ok) break;
     }
     for (int g = 0; g < m->n_groups && k > 0; g++)
         if (list_reserve(&s->lists[g], k)) k = 0;
     for (int g = 0; g < m->n_groups && k > 0; g++) {
         block_list *l = &s->lists[g];
-        const int first = window_of(m, g) ? first_visible_block(m, g, k * bs) : 0;
+        const int first = first_visible_block(m, s, g, k * bs);
         for (int b = 0; b < k; b++) {
             l->ids[b] = b < first ? -1 : pool_lookup(m->pool, group_hash(h[b], g));
             if (l->ids[b] >= 0) pool_ref(m->pool, l->ids[b]);
@@ -187,6 +191,7 @@ int kvm_fork(kv_manager *m, const seq_kv *src, seq_kv *dst) {
     }
     dst->n_registered = src->n_registered;
     dst->last_hash = src->last_hash;
+    dst->keep_window_blocks = src->keep_window_blocks;
     return 0;
 }
 

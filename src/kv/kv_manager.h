@@ -23,6 +23,9 @@ typedef struct {
     block_list lists[KV_MAX_GROUPS];
     int n_registered;     /* leading full blocks whose hashes are in the cache */
     block_hash last_hash; /* chain hash of block n_registered - 1 */
+    /* Sliding groups keep every block (an evicting sequence: kv_evict.h moves
+     * old slots down to where a query can see them again). */
+    bool keep_window_blocks;
 } seq_kv;
 
 typedef struct {
@@ -43,6 +46,10 @@ void kvm_destroy(kv_manager *m);
 /* Blocks (all groups) that one sequence of n_tokens, computed in steps of at
  * most max_chunk tokens, holds at most. */
 int kvm_blocks_needed(const kv_manager *m, int n_tokens, int max_chunk);
+
+/* Blocks (all groups) that one evicting sequence (at most `budget` tokens in
+ * the cache, sliding groups included) holds at most. */
+int kvm_blocks_needed_budget(const kv_manager *m, int budget);
 
 /* For a sequence with no blocks yet: takes the longest cached prefix of
  * tokens[0..n) in whole blocks, leaving at least the last token to compute,

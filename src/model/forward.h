@@ -15,6 +15,9 @@ typedef struct {
     /* Logical block i of the sequence lives in physical block block_table[g][i]
      * of group g. Sliding groups may hold -1 for blocks that left the window. */
     const int32_t *block_table[KV_MAX_GROUPS];
+    /* When set (H2O eviction), the attention each KV position receives from
+     * this step's queries, summed over layers and heads, is added here. */
+    float *attn_acc;
 } fwd_seq;
 
 typedef struct {

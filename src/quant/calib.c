@@ -157,7 +157,7 @@ static void collect(void *user, int layer, fwd_linear_input which, const float *
 int calib_run_layer(calib_runner *r, int il, calib_inputs *capture, bool advance) {
     forward_ctx *f = forward_create(r->m, r->kv, r->max_len, 1, r->tp);
     if (!f) return -1;
-    fwd_seq seq;
+    fwd_seq seq = {0};
     for (int g = 0; g < KV_MAX_GROUPS; g++) seq.block_table[g] = r->table[g];
     int rc = 0;
     for (int s = 0; !rc && s < r->c->n_samples; s++) {

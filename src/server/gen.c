@@ -99,6 +99,7 @@ static bool apply_output(gen_sub *sub, const engine_output *o) {
         if (o->logprobs)
             for (int i = 0; i < o->n_new_tokens; i++) push_logprobs(c, &o->logprobs[i], &g->oom);
         c->n_tokens = o->n_output_tokens;
+        c->n_evicted = o->n_evicted_tokens;
         g->prompt_tokens[sub->prompt] = o->n_prompt_tokens;
         g->cached_tokens[sub->prompt] = o->n_cached_tokens;
         if (o->finished && !c->finished) {

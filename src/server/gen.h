@@ -32,6 +32,7 @@ typedef struct {
 typedef struct {
     buf text;              /* released text so far (stop strings never in it) */
     int n_tokens;          /* output tokens so far */
+    int n_evicted;         /* of its tokens, evicted from its KV cache (kv/kv_evict.h) */
     gen_logprob *lps;      /* [n_lps] when logprobs were asked for */
     int n_lps;
     size_t cap_lps;
@@ -70,6 +71,7 @@ struct gen {
     gen_choice *choices;
     int n_unfinished;
     bool oom;
+    bool evicting;         /* KV eviction is on: usage reports the evicted tokens */
     /* Called once (engine thread, after the lock is dropped) at the next
      * output, then disarmed; NULL: none. */
     void (*waker)(http_req *);

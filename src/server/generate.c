@@ -14,8 +14,10 @@
 #include "server/response_cache.h"
 #include "server/responses.h"
 #include "server/sse.h"
+#include "util/error.h"
 #include "util/utf8.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -43,6 +45,25 @@ static void prepared_free(prepared *p) {
     api_request_free(&p->req);
 }
 
+/* The request's KV eviction: the server's (--kv-eviction, --kv-budget,
+ * --kv-sink-tokens) with the fields the request gives over it. */
+static int apply_eviction(const server *s, api_request *q, api_error *e) {
+    kv_evict_params *ev = &q->rp.evict;
+    *ev = engine_get_config(s->e)->evict;
+    if (q->kv_eviction >= 0) ev->policy = (kv_evict_policy)q->kv_eviction;
+    if (q->kv_budget >= 0) ev->budget = (int)q->kv_budget;
+    if (q->kv_sink_tokens >= 0) ev->sink = (int)q->kv_sink_tokens;
+    if (kv_evict_check(ev)) return api_fail(e, 400, "invalid_value", "kv_budget", "%s", err_get());
+    if (ev->policy != KV_EVICT_NONE && ev->budget > s->max_model_len)
+        return api_fail(e, 400, "invalid_value", "kv_budget",
+                        "'kv_budget' (%d) must not exceed the maximum context length of %d", ev->budget,
+                        s->max_model_len);
+    if (ev->policy != KV_EVICT_NONE && q->use_beam_search)
+        return api_fail(e, 400, "unsupported_field", "kv_eviction",
+                        "'kv_eviction' together with 'use_beam_search' is not supported by this server");
+    return 0;
+}
+
 /* Body -> tokens per prompt, with every client mistake a 4xx in *e. */
 static int prepare(server *s, http_req *r, api_kind kind, prepared *p, api_error *e) {
     memset(p, 0, sizeof *p);
@@ -50,6 +71,7 @@ static int prepare(server *s, http_req *r, api_kind kind, prepared *p, api_error
     if (!body) return -1;
     const tokenizer *tok = s->m->tok;
     int rc = api_request_parse(body, kind, tokenizer_n_vocab(tok), &p->req, e);
+    if (!rc) rc = apply_eviction(s, &p->req, e);
     if (!rc && p->req.model && !server_model_matches(s, p->req.model))
         rc = api_fail(e, 404, "model_not_found", "model", "The model '%.200s' does not exist.", p->req.model);
     if (!rc && kind == API_CHAT) {
@@ -103,7 +125,8 @@ static int prepare(server *s, http_req *r, api_kind kind, prepared *p, api_error
         }
         if (n >= s->max_model_len) {
             rc = prompt_context_error(e, param, s->max_model_len, n, -1);
-        } else if (p->req.max_tokens >= 0 && p->req.max_tokens > s->max_model_len - n) {
+        } else if (p->req.max_tokens >= 0 && p->req.max_tokens > s->max_model_len - n &&
+                   p->req.rp.evict.policy == KV_EVICT_NONE) { /* an evicting sequence may run past it */
             rc = prompt_context_error(e, param, s->max_model_len, n, p->req.max_tokens);
         }
     }
@@ -375,7 +398,8 @@ static int submit_all(server *s, gen *g, prepared *p, api_error *e) {
     }
     for (int i = 0; i < p->n_prompts; i++) {
         request_params rp = p->req.rp;
-        rp.max_tokens = (int)(p->req.max_tokens >= 0 ? p->req.max_tokens : s->max_model_len - p->n_tokens[i]);
+        const long long max_tokens = p->req.max_tokens >= 0 ? p->req.max_tokens : s->max_model_len - p->n_tokens[i];
+        rp.max_tokens = (int)(max_tokens < INT_MAX - p->n_tokens[i] ? max_tokens : INT_MAX - p->n_tokens[i]);
         if (gen_submit(g, i, p->tokens[i], p->n_tokens[i], &rp)) {
             const char *why = err_get();
             if (!strncmp(why, "queue full", 10))
@@ -406,6 +430,7 @@ enum MHD_Result handle_generation(server *s, http_req *r, api_kind kind) {
         api_fail(&e, 500, "out_of_memory", NULL, "out of memory");
         return http_reply_error(r, &e);
     }
+    g->evicting = p.req.rp.evict.policy != KV_EVICT_NONE;
     atomic_fetch_add(&s->n_active, 1);
     if (!hit && p.cache_key) response_cache_record(g);
     if (!hit && submit_all(s, g, &p, &e)) {

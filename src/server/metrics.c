@@ -83,6 +83,9 @@ void metrics_render(buf *b, const metrics_input *in) {
             s->prefix_queries);
     counter(&o, "vllm:prefix_cache_hits_total", "Prompt tokens found in the prefix cache.", s->prefix_hits);
     counter(&o, "vllm:num_preemptions_total", "Sequences preempted (to be recomputed later).", s->preemptions);
+    counter(&o, "cllm:kv_evictions_total", "KV cache compactions by an eviction policy (--kv-eviction).",
+            s->kv_evictions);
+    counter(&o, "cllm:kv_evicted_tokens_total", "Tokens evicted from sequences' KV caches.", s->kv_evicted_tokens);
     counter(&o, "vllm:prompt_tokens_total", "Prompt tokens scheduled.", s->prompt_tokens);
     counter(&o, "vllm:generation_tokens_total", "Tokens generated.", s->generation_tokens);
     counter(&o, "vllm:spec_decode_num_drafts_total", "Speculative verifications (one per sequence and step).",

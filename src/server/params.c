@@ -441,6 +441,7 @@ static const struct {
     {"seed", F_COMMON}, {"presence_penalty", F_COMMON}, {"frequency_penalty", F_COMMON},
     {"repetition_penalty", F_COMMON}, {"logit_bias", F_COMMON}, {"logprobs", F_COMMON}, {"ignore_eos", F_COMMON},
     {"min_tokens", F_COMMON}, {"use_beam_search", F_COMMON}, {"best_of", F_COMMON}, {"length_penalty", F_COMMON},
+    {"kv_eviction", F_COMMON}, {"kv_budget", F_COMMON}, {"kv_sink_tokens", F_COMMON},
     {"stream", F_COMMON}, {"stream_options", F_COMMON},
     {"prompt", F_COMPL}, {"echo", F_COMPL},
     {"messages", F_CHAT}, {"max_completion_tokens", F_CHAT}, {"top_logprobs", F_CHAT},
@@ -531,6 +532,17 @@ static int parse_field(const char *k, const json_t *v, int n_vocab, api_request 
     } else if (!strcmp(k, "min_tokens")) {
         if (get_int(v, k, 0, INT_MAX, &x, e)) return -1;
         r->rp.min_tokens = (int)x;
+    } else if (!strcmp(k, "kv_eviction")) {
+        kv_evict_policy pol;
+        if (!json_is_string(v)) return type_error(e, k, "a string", v);
+        if (kv_evict_parse(json_string_value(v), &pol))
+            return api_fail(e, 400, "invalid_value", k, "'%s' must be one of " KV_EVICT_NAMES ", got '%.64s'", k,
+                            json_string_value(v));
+        r->kv_eviction = (int)pol;
+    } else if (!strcmp(k, "kv_budget")) {
+        return get_int(v, k, 1, INT_MAX, &r->kv_budget, e);
+    } else if (!strcmp(k, "kv_sink_tokens")) {
+        return get_int(v, k, 0, INT_MAX, &r->kv_sink_tokens, e);
     } else if (!strcmp(k, "use_beam_search")) {
         return get_bool(v, k, &r->use_beam_search, e);
     } else if (!strcmp(k, "best_of")) {
@@ -583,7 +595,8 @@ static int apply_beam_search(api_request *r, api_error *e) {
 }
 
 int api_request_parse(const json_t *body, api_kind kind, int n_vocab, api_request *r, api_error *e) {
-    *r = (api_request){.kind = kind, .max_tokens = -1, .logprobs = -1, .rp = request_params_defaults()};
+    *r = (api_request){.kind = kind, .max_tokens = -1, .logprobs = -1, .rp = request_params_defaults(),
+                       .kv_eviction = -1, .kv_budget = -1, .kv_sink_tokens = -1};
     r->rp.logprobs = -1;
     api_tools_init(&r->tools);
     if (!json_is_object(body)) return type_error(e, "body", "a JSON object", body);

@@ -45,6 +45,10 @@ typedef struct {
     bool seed_given;
     bool use_beam_search; /* vLLM's; the width is best_of, else n */
     int best_of;          /* 0: not given */
+    /* vLLM-style extra fields for KV eviction (kv/kv_evict.h); -1: not given,
+     * the server's --kv-eviction, --kv-budget, --kv-sink-tokens apply. */
+    int kv_eviction;      /* a kv_evict_policy */
+    long long kv_budget, kv_sink_tokens;
     char **stops;
     int32_t *stop_ids;
     logit_bias_entry *bias;

@@ -25,15 +25,21 @@ json_t *resp_string(const char *p, size_t n) {
 static json_t *lp_real(float v) { return json_real(isfinite(v) ? (double)v : -9999.0); }
 
 json_t *resp_usage(const gen *g) {
-    long prompt = 0, cached = 0, completion = 0;
+    long prompt = 0, cached = 0, completion = 0, evicted = 0;
     for (int i = 0; i < g->n_prompts; i++) {
         prompt += g->prompt_tokens[i];
         cached += g->cached_tokens[i];
     }
-    for (int i = 0; i < g->n_prompts * g->n; i++) completion += g->choices[i].n_tokens;
-    return json_pack("{s:I,s:I,s:I,s:{s:I}}", "prompt_tokens", (json_int_t)prompt, "completion_tokens",
-                     (json_int_t)completion, "total_tokens", (json_int_t)(prompt + completion),
-                     "prompt_tokens_details", "cached_tokens", (json_int_t)cached);
+    for (int i = 0; i < g->n_prompts * g->n; i++) {
+        completion += g->choices[i].n_tokens;
+        evicted += g->choices[i].n_evicted;
+    }
+    json_t *u = json_pack("{s:I,s:I,s:I,s:{s:I}}", "prompt_tokens", (json_int_t)prompt, "completion_tokens",
+                          (json_int_t)completion, "total_tokens", (json_int_t)(prompt + completion),
+                          "prompt_tokens_details", "cached_tokens", (json_int_t)cached);
+    /* Tokens dropped from the KV cache by the request's eviction policy, summed over its choices. */
+    if (u && g->evicting) json_object_set_new(u, "kv_evicted_tokens", json_integer((json_int_t)evicted));
+    return u;
 }
 
 static json_t *bytes_array(const char *p, size_t n) {

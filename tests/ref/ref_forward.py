@@ -214,9 +214,15 @@ def rope(x: np.ndarray, pos: np.ndarray, n_rot: int, base: float, freq_scale: fl
 
 def attention(q, k, v, pos, scale: float, n_swa: int = 0) -> np.ndarray:
     """q: [T, H, D]; k, v: [T, Hkv, D]; causal (and windowed when n_swa > 0)."""
+    return attention_at(q, k, v, pos, pos, scale, n_swa)
+
+
+def attention_at(q, k, v, q_pos, k_pos, scale: float, n_swa: int = 0) -> np.ndarray:
+    """q: [Tq, H, D] at positions q_pos; k, v: [Tk, Hkv, D] at k_pos; a query
+    sees the keys at or before its position (and within n_swa when > 0)."""
     T, H, D = q.shape
     group = H // k.shape[1]
-    diff = pos[:, None] - pos[None, :]  # query p minus key j
+    diff = q_pos[:, None] - k_pos[None, :]  # query p minus key j
     visible = diff >= 0
     if n_swa > 0:
         visible &= diff < n_swa
@@ -261,61 +267,70 @@ def kv_rows_8bit(x: np.ndarray, kind: str) -> np.ndarray:
     return (codes.astype(np.float32) * scale).astype(np.float64)
 
 
-def forward(m: RefModel, tokens: Sequence[int], kv_type: str = "f32") -> np.ndarray:
+def check_tokens(m: RefModel, tokens: Sequence[int]) -> np.ndarray:
     tokens = np.asarray(tokens, dtype=np.int64)
     if tokens.ndim != 1 or len(tokens) == 0:
         raise ValueError("tokens must be a non-empty 1-D sequence")
     if tokens.min() < 0 or tokens.max() >= m.n_vocab:
         raise ValueError("token id out of range")
-    T, D = len(tokens), m.head_dim
-    pos = np.arange(T)
-    gemma = m.arch == "gemma3"
-    rope_freqs = m.opt("rope_freqs.weight")
+    return tokens
 
+
+def embed(m: RefModel, tokens: np.ndarray) -> np.ndarray:
     x = m.t("token_embd.weight")[tokens]
+    return x * math.sqrt(m.n_embd) if m.arch == "gemma3" else x
+
+
+def is_local(m: RefModel, il: int) -> bool:
+    """A sliding-window layer (gemma3's local layers)."""
+    return m.arch == "gemma3" and il < len(m.swa_layers) and bool(m.swa_layers[il])
+
+
+def layer_qkv(m: RefModel, il: int, x: np.ndarray):
+    """Layer il's Q [T, H, D], K [T, Hkv, D], V [T, Hkv, Dv] before rope."""
+    T, D = x.shape[0], m.head_dim
+    p = f"blk.{il}."
+    h = rms_norm(x, m.t(p + "attn_norm.weight"), m.eps)
+    q = h @ m.t(p + "attn_q.weight").T
+    k = h @ m.t(p + "attn_k.weight").T
+    v = h @ m.t(p + "attn_v.weight").T
+    for name, y in (("attn_q.bias", q), ("attn_k.bias", k), ("attn_v.bias", v)):
+        b = m.opt(p + name)
+        if b is not None:
+            y += b
+    q = q.reshape(T, m.n_head, D)
+    k = k.reshape(T, m.n_head_kv, D)
+    v = v.reshape(T, m.n_head_kv, v.shape[1] // m.n_head_kv)
+    if m.arch == "gemma3":
+        q = rms_norm(q, m.t(p + "attn_q_norm.weight"), m.eps)
+        k = rms_norm(k, m.t(p + "attn_k_norm.weight"), m.eps)
+    return q, k, v
+
+
+def layer_rope(m: RefModel, il: int, x: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """Rope of layer il (its base: sliding layers have their own) at positions pos."""
+    base, fscale = (m.rope_base_swa, 1.0) if is_local(m, il) else (m.rope_base, m.freq_scale)
+    return rope(x, pos, m.n_rot, base, fscale, m.opt("rope_freqs.weight"), m.neox)
+
+
+def layer_rest(m: RefModel, il: int, x: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """The residual stream after layer il, given its attention output a [T, H, Dv]."""
+    gemma = m.arch == "gemma3"
+    p = f"blk.{il}."
+    a = a.reshape(x.shape[0], -1) @ m.t(p + "attn_output.weight").T
     if gemma:
-        x = x * math.sqrt(m.n_embd)
-    for il in range(m.n_layer):
-        p = f"blk.{il}."
-        h = rms_norm(x, m.t(p + "attn_norm.weight"), m.eps)
-        q = h @ m.t(p + "attn_q.weight").T
-        k = h @ m.t(p + "attn_k.weight").T
-        v = h @ m.t(p + "attn_v.weight").T
-        for name, y in (("attn_q.bias", q), ("attn_k.bias", k), ("attn_v.bias", v)):
-            b = m.opt(p + name)
-            if b is not None:
-                y += b
-        q = q.reshape(T, m.n_head, D)
-        k = k.reshape(T, m.n_head_kv, D)
-        v = v.reshape(T, m.n_head_kv, v.shape[1] // m.n_head_kv)
-        if gemma:
-            q = rms_norm(q, m.t(p + "attn_q_norm.weight"), m.eps)
-            k = rms_norm(k, m.t(p + "attn_k_norm.weight"), m.eps)
-        local = gemma and il < len(m.swa_layers) and m.swa_layers[il]
-        base, fscale = (m.rope_base_swa, 1.0) if local else (m.rope_base, m.freq_scale)
-        q = rope(q, pos, m.n_rot, base, fscale, rope_freqs, m.neox)
-        k = rope(k, pos, m.n_rot, base, fscale, rope_freqs, m.neox)
-        if kv_type == "f16":
-            k = k.astype(np.float16).astype(np.float64)
-            v = v.astype(np.float16).astype(np.float64)
-        elif kv_type in ROW_CODE_MAX:
-            k, v = kv_rows_8bit(k, kv_type), kv_rows_8bit(v, kv_type)
-        elif kv_type != "f32":
-            raise ValueError(f"kv_type {kv_type!r}")
-        a = attention(q, k, v, pos, 1.0 / math.sqrt(D), m.n_swa if local else 0)
-        a = a.reshape(T, -1) @ m.t(p + "attn_output.weight").T
-        if gemma:
-            a = rms_norm(a, m.t(p + "post_attention_norm.weight"), m.eps)
-        x = x + a
+        a = rms_norm(a, m.t(p + "post_attention_norm.weight"), m.eps)
+    x = x + a
+    h = rms_norm(x, m.t(p + "ffn_norm.weight"), m.eps)
+    g = h @ m.t(p + "ffn_gate.weight").T
+    u = h @ m.t(p + "ffn_up.weight").T
+    f = ((gelu_tanh(g) if gemma else silu(g)) * u) @ m.t(p + "ffn_down.weight").T
+    if gemma:
+        f = rms_norm(f, m.t(p + "post_ffw_norm.weight"), m.eps)
+    return x + f
 
-        h = rms_norm(x, m.t(p + "ffn_norm.weight"), m.eps)
-        g = h @ m.t(p + "ffn_gate.weight").T
-        u = h @ m.t(p + "ffn_up.weight").T
-        f = ((gelu_tanh(g) if gemma else silu(g)) * u) @ m.t(p + "ffn_down.weight").T
-        if gemma:
-            f = rms_norm(f, m.t(p + "post_ffw_norm.weight"), m.eps)
-        x = x + f
 
+def output_logits(m: RefModel, x: np.ndarray) -> np.ndarray:
     x = rms_norm(x, m.t("output_norm.weight"), m.eps)
     out_w = m.opt("output.weight")
     if out_w is None:
@@ -323,15 +338,44 @@ def forward(m: RefModel, tokens: Sequence[int], kv_type: str = "f32") -> np.ndar
     return x @ out_w.T
 
 
+def kv_round(k: np.ndarray, v: np.ndarray, kv_type: str):
+    """K and V as the cache stores them."""
+    if kv_type == "f16":
+        return k.astype(np.float16).astype(np.float64), v.astype(np.float16).astype(np.float64)
+    if kv_type in ROW_CODE_MAX:
+        return kv_rows_8bit(k, kv_type), kv_rows_8bit(v, kv_type)
+    if kv_type != "f32":
+        raise ValueError(f"kv_type {kv_type!r}")
+    return k, v
+
+
+def forward(m: RefModel, tokens: Sequence[int], kv_type: str = "f32") -> np.ndarray:
+    tokens = check_tokens(m, tokens)
+    T, D = len(tokens), m.head_dim
+    pos = np.arange(T)
+    x = embed(m, tokens)
+    for il in range(m.n_layer):
+        q, k, v = layer_qkv(m, il, x)
+        q, k = layer_rope(m, il, q, pos), layer_rope(m, il, k, pos)
+        k, v = kv_round(k, v, kv_type)
+        a = attention(q, k, v, pos, 1.0 / math.sqrt(D), m.n_swa if is_local(m, il) else 0)
+        x = layer_rest(m, il, x, a)
+    return output_logits(m, x)
+
+
+def load_cached(path: str) -> RefModel:
+    m = _CACHE.get(path)
+    if m is None:
+        m = _CACHE[path] = load(path)
+    return m
+
+
 _CACHE: Dict[str, RefModel] = {}
 
 
 def ref_logits(path: str, tokens: Sequence[int], kv_type: str = "f32") -> np.ndarray:
     """Logits [n_tokens, n_vocab] (float64) of `tokens` fed from position 0."""
-    m = _CACHE.get(path)
-    if m is None:
-        m = _CACHE[path] = load(path)
-    return forward(m, tokens, kv_type)
+    return forward(load_cached(path), tokens, kv_type)
 
 
 if __name__ == "__main__":

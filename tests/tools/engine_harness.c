@@ -2,8 +2,8 @@
  * reads JSON from stdin (engine config; requests with prompt token ids,
  * parameters, the step at which each arrives and optionally is aborted),
  * steps the engine until every request has finished, and prints JSON with
- * each request's tokens, text and finish reason per sample, plus the block
- * accounting at the end. Usage: engine_harness MODEL.gguf < scenario.json */
+ * each request's tokens, text, finish reason and evicted tokens per sample,
+ * plus the block accounting at the end and the blocks in use after each step. Usage: engine_harness MODEL.gguf < scenario.json */
 #include "engine/engine.h"
 #include "kv/block_pool.h"
 #include "model/model.h"
@@ -40,6 +40,7 @@ static void on_output(void *user, const engine_output *o) {
     free(cat);
     st->cached_tokens = o->n_cached_tokens;
     st->prompt_tokens = o->n_prompt_tokens;
+    json_object_set_new(s, "evicted", json_integer(o->n_evicted_tokens));
     if (o->finished) {
         json_object_set_new(s, "finish", json_string(finish_reason_name(o->reason)));
         st->finished++;
@@ -107,6 +108,7 @@ int main(int argc, char **argv) {
     req_state *st = calloc((size_t)n_req, sizeof *st);
     uint64_t *ids = calloc((size_t)n_req, sizeof *ids);
     int submitted = 0, step = 0, rc = 0;
+    json_t *blocks_per_step = json_array();
     for (;; step++) {
         for (int i = 0; i < n_req; i++) {
             json_t *r = json_array_get(reqs, (size_t)i);
@@ -129,6 +131,13 @@ int main(int argc, char **argv) {
                 p.logprobs = geti(r, "logprobs", -1);
                 p.beam_width = geti(r, "beam_width", 0);
                 p.length_penalty = (float)getf(r, "length_penalty", 1.0);
+                const char *policy = json_string_value(json_object_get(r, "kv_eviction"));
+                if (policy && kv_evict_parse(policy, &p.evict.policy)) {
+                    fprintf(stderr, "kv_eviction: unknown policy '%s'\n", policy);
+                    return 1;
+                }
+                p.evict.budget = geti(r, "kv_budget", 0);
+                p.evict.sink = geti(r, "kv_sink_tokens", p.evict.sink);
                 json_t *stops = json_object_get(r, "stop");
                 const char *stop_strs[8];
                 p.n_stop = (int)json_array_size(stops);
@@ -153,6 +162,9 @@ int main(int argc, char **argv) {
             if (geti(r, "abort", -1) == step && ids[i]) engine_abort(e, ids[i]);
         }
         int left = engine_step(e);
+        engine_stats now;
+        engine_get_stats(e, &now);
+        json_array_append_new(blocks_per_step, json_integer(now.kv_blocks_used));
         if (submitted == n_req && left == 0) break;
         if (step > 1000000) {
             fprintf(stderr, "scenario did not finish\n");
@@ -171,6 +183,9 @@ int main(int argc, char **argv) {
     json_object_set_new(out, "steps", json_integer(step + 1));
     json_object_set_new(out, "blocks_in_use", json_integer(stats.kv_blocks_used));
     json_object_set_new(out, "blocks_total", json_integer(stats.kv_blocks_total));
+    json_object_set_new(out, "blocks_per_step", blocks_per_step);
+    json_object_set_new(out, "kv_evictions", json_integer((json_int_t)stats.kv_evictions));
+    json_object_set_new(out, "kv_evicted_tokens", json_integer((json_int_t)stats.kv_evicted_tokens));
     json_object_set_new(out, "kv_dtype", json_string(kv_dtype_name(engine_get_config(e)->kv_type)));
     json_object_set_new(out, "kv_capacity_tokens", json_integer(engine_kv_capacity_tokens(e)));
     json_object_set_new(out, "preemptions", json_integer((json_int_t)stats.preemptions));

@@ -1,0 +1,13 @@
+/* Re-rotation of cached keys for KV eviction (kv/kv_evict.h): a key stored
+ * with RoPE at position p becomes the key at position p + delta. The rows are
+ * in the cache's dim order, rope pairs in halves (forward.c stores every
+ * family that way). */
+#ifndef CLLM_MODEL_KV_SHIFT_H
+#define CLLM_MODEL_KV_SHIFT_H
+
+#include "model/model.h"
+
+/* A kv_key_shift_fn; user is the const model. */
+void model_shift_keys(void *user, int layer, float *rows, int n_rows, int delta);
+
+#endif
