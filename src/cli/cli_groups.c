@@ -149,6 +149,15 @@ const cli_group cli_server_group = {
         {.name = "--max-connections-per-client", .kind = CLI_INT,
          .offset = offsetof(cli_server_settings, max_connections_per_client), .metavar = "N", .min = 0,
          .max = 1 << 20, .help = "open connections per client IP address; 0 = no limit (e.g. behind a proxy)"},
+        {.name = "--allowed-origins", .kind = CLI_STRING, .offset = offsetof(cli_server_settings, allowed_origins),
+         .metavar = "JSON", .default_text = "[]: no cross-origin access",
+         .help = "CORS: the origins browsers may call from, a JSON list such as '[\"http://localhost:3000\"]'; "
+                 "\"*\" allows any"},
+        {.name = "--allowed-methods", .kind = CLI_STRING, .offset = offsetof(cli_server_settings, allowed_methods),
+         .metavar = "JSON", .default_text = "[\"*\"]", .help = "CORS: the methods allowed cross-origin, a JSON list"},
+        {.name = "--allowed-headers", .kind = CLI_STRING, .offset = offsetof(cli_server_settings, allowed_headers),
+         .metavar = "JSON", .default_text = "[\"*\"]",
+         .help = "CORS: the request headers allowed cross-origin, a JSON list"},
         {0}},
 };
 

@@ -49,7 +49,8 @@ typedef struct {
 /* --host, --port, --api-key, --api-key-file, --metrics-require-api-key,
  * --served-model-name, --shutdown-timeout, --max-waiting, --max-body-size,
  * --timeout-keep-alive, --request-header-timeout, --request-body-timeout,
- * --max-connections-per-client */
+ * --max-connections-per-client, --allowed-origins, --allowed-methods,
+ * --allowed-headers */
 typedef struct {
     const char *host;
     long port;
@@ -62,6 +63,7 @@ typedef struct {
     size_t max_body_size; /* 0: the server's default */
     long timeout_keep_alive, request_header_timeout, request_body_timeout; /* seconds */
     long max_connections_per_client; /* 0: no limit */
+    const char *allowed_origins, *allowed_methods, *allowed_headers; /* JSON lists (CORS); NULL: not given */
 } cli_server_settings;
 
 /* --speculative-config, --speculative-model, --num-speculative-tokens,

@@ -10,11 +10,13 @@
 #include "server/generate.h"
 
 #include "chat/prompt.h"
+#include "server/bad_words.h"
 #include "server/prompt_limit.h"
 #include "server/responses.h"
 #include "server/sse.h"
 #include "util/utf8.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -26,6 +28,8 @@ typedef struct {
     int *n_tokens;
     buf *echo;        /* per prompt, completions with echo */
     int n_prompts;
+    chat_template *own_tmpl; /* the request's chat_template, parsed */
+    bad_word_seqs bad_words;
 } prepared;
 
 static void prepared_free(prepared *p) {
@@ -36,7 +40,22 @@ static void prepared_free(prepared *p) {
     free(p->tokens);
     free(p->n_tokens);
     free(p->echo);
+    if (p->own_tmpl) chat_template_free(p->own_tmpl);
+    bad_words_free(&p->bad_words);
     api_request_free(&p->req);
+}
+
+/* vLLM's truncate_prompt_tokens: the last N tokens of the prompt stay
+ * (N = -1: max_model_len). Returns the new count, or -1 with *e filled. */
+static int truncate_prompt(const api_request *req, int max_model_len, int32_t *tokens, int n, api_error *e) {
+    const long long keep = req->truncate_prompt_tokens < 0 ? max_model_len : req->truncate_prompt_tokens;
+    if (keep > max_model_len)
+        return api_fail(e, 400, "invalid_value", "truncate_prompt_tokens",
+                        "'truncate_prompt_tokens' (%lld) is more than the context (max_model_len %d)", keep,
+                        max_model_len);
+    if (!keep || n <= keep) return n;
+    memmove(tokens, tokens + (n - keep), (size_t)keep * sizeof *tokens);
+    return (int)keep;
 }
 
 /* Body -> tokens per prompt, with every client mistake a 4xx in *e. */
@@ -58,11 +77,27 @@ static int prepare(server *s, http_req *r, api_kind kind, prepared *p, api_error
         goto out;
     }
     const char *param = kind == API_CHAT ? "messages" : "prompt";
-    const prompt_budget budget = {.max_len = s->max_model_len, .room = 1};
+    const chat_template *tmpl = s->tmpl;
+    if (p->req.chat_template) {
+        if (!(p->own_tmpl = chat_template_parse(p->req.chat_template))) {
+            rc = api_fail(e, 400, "invalid_value", "chat_template", "'chat_template' cannot be parsed: %s",
+                          err_get());
+            goto out;
+        }
+        chat_template_set_trust_content(p->own_tmpl, chat_template_trusts_content(s->tmpl));
+        tmpl = p->own_tmpl;
+    }
+    const chat_render_opts opts = {.add_generation_prompt = p->req.add_generation_prompt,
+                                   .continue_final_message = p->req.continue_final_message,
+                                   .vars = p->req.template_vars};
+    /* A prompt to be truncated may be longer than the context (the body's
+     * size still bounds it). */
+    const prompt_budget budget = {.max_len = p->req.truncate_prompt_tokens ? INT_MAX / 2 : s->max_model_len,
+                                  .room = 1};
     for (int i = 0; i < p->n_prompts && !rc; i++) {
         int n;
         if (kind == API_CHAT) {
-            n = prompt_limit_chat(tok, s->tmpl, p->req.messages, true, &budget, param, &p->tokens[i], e);
+            n = prompt_limit_chat(tok, tmpl, p->req.messages, &opts, &budget, param, &p->tokens[i], e);
         } else if (p->req.prompts[i].text) {
             n = prompt_limit_text(tok, p->req.prompts[i].text, p->req.prompts[i].len, true, &budget, param,
                                   &p->tokens[i], e);
@@ -73,7 +108,7 @@ static int prepare(server *s, http_req *r, api_kind kind, prepared *p, api_error
             p->req.prompts[i].ids = NULL; /* moved */
             if (p->req.echo) prompt_decode(tok, p->tokens[i], n, true, &p->echo[i]);
         }
-        if (n < 0) {
+        if (n < 0 || (n = truncate_prompt(&p->req, s->max_model_len, p->tokens[i], n, e)) < 0) {
             rc = -1;
             break;
         }
@@ -88,7 +123,13 @@ static int prepare(server *s, http_req *r, api_kind kind, prepared *p, api_error
             rc = prompt_context_error(e, param, s->max_model_len, n, p->req.max_tokens);
         }
     }
+    if (!rc && p->req.bad_words && !(rc = bad_words_tokenize(tok, p->req.bad_words, &p->bad_words, e))) {
+        p->req.rp.bad_word_ids = p->bad_words.ids;
+        p->req.rp.bad_word_lens = p->bad_words.lens;
+        p->req.rp.n_bad_words = p->bad_words.n;
+    }
 out:
+    p->req.bad_words = NULL; /* it lived in the body */
     json_decref(body);
     return rc;
 }

@@ -54,7 +54,7 @@ typedef struct {
     _Atomic uint64_t responses[6]; /* by status class: [2] = 2xx ... [5] = 5xx */
 } http_server;
 
-#define HTTP_MAX_EXTRA_HEADERS 2
+#define HTTP_MAX_EXTRA_HEADERS 8
 
 struct http_req {
     http_server *http;

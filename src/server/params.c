@@ -424,6 +424,16 @@ static ignored_check ignored_field_check(const char *name) {
     return NULL;
 }
 
+int api_get_bool(const json_t *v, const char *field, bool *out, api_error *e) { return get_bool(v, field, out, e); }
+
+int api_get_int(const json_t *v, const char *field, long long lo, long long hi, long long *out, api_error *e) {
+    return get_int(v, field, lo, hi, out, e);
+}
+
+int api_type_error(api_error *e, const char *field, const char *want, const json_t *v) {
+    return type_error(e, field, want, v);
+}
+
 /* ---- the field table ---- */
 
 enum { F_COMMON = 1, F_COMPL = 2, F_CHAT = 4, F_UNSUPPORTED = 8 };
@@ -573,13 +583,15 @@ static int apply_beam_search(api_request *r, api_error *e) {
 }
 
 int api_request_parse(const json_t *body, api_kind kind, int n_vocab, api_request *r, api_error *e) {
-    *r = (api_request){.kind = kind, .max_tokens = -1, .logprobs = -1, .rp = request_params_defaults()};
+    *r = (api_request){.kind = kind, .max_tokens = -1, .logprobs = -1, .rp = request_params_defaults(),
+                       .add_generation_prompt = true};
     r->rp.logprobs = -1;
     if (!json_is_object(body)) return type_error(e, "body", "a JSON object", body);
     const int mine = kind == API_CHAT ? F_CHAT : F_COMPL;
     const char *key;
     const json_t *val;
     json_object_foreach((json_t *)body, key, val) {
+        if (api_vllm_field(key, kind)) continue; /* parsed after these */
         const int where = field_kind(key);
         const ignored_check ignored = where ? NULL : ignored_field_check(key);
         if (ignored) {
@@ -607,6 +619,7 @@ int api_request_parse(const json_t *body, api_kind kind, int n_vocab, api_reques
         }
         if (parse_field(FIELDS[i].name, v, n_vocab, r, e)) return -1;
     }
+    if (api_vllm_parse_all(body, n_vocab, r, e)) return -1;
     if (kind == API_COMPLETIONS && !r->prompts)
         return api_fail(e, 400, "missing_field", "prompt", "'prompt' is required");
     if (kind == API_CHAT && !r->messages)
@@ -628,7 +641,7 @@ int api_request_parse(const json_t *body, api_kind kind, int n_vocab, api_reques
         !r->stream)
         return api_fail(e, 400, "invalid_value", "stream_options",
                         "'stream_options' is only allowed when 'stream' is true");
-    if (apply_beam_search(r, e)) return -1;
+    if (apply_beam_search(r, e) || api_vllm_check(r, e)) return -1;
     if ((long long)r->n_prompts * r->rp.n > API_MAX_CHOICES)
         return api_fail(e, 400, "invalid_value", "n", "%d prompts times n = %d is more than %d choices",
                         r->n_prompts, r->rp.n, API_MAX_CHOICES);
@@ -647,5 +660,7 @@ void api_request_free(api_request *r) {
     free(r->stops);
     free(r->stop_ids);
     free(r->bias);
+    free(r->allowed_ids);
+    json_decref(r->template_vars);
     *r = (api_request){0};
 }

@@ -47,12 +47,32 @@ typedef struct {
     char **stops;
     int32_t *stop_ids;
     logit_bias_entry *bias;
+    /* vLLM's extra fields (params_vllm.c) */
+    long long truncate_prompt_tokens; /* 0: not given; -1: max_model_len; else keep the last N prompt tokens */
+    bool add_generation_prompt;       /* chat; default true */
+    bool continue_final_message;      /* chat */
+    const char *chat_template;        /* chat: this request's template (borrowed), or NULL */
+    json_t *template_vars;            /* chat: chat_template_kwargs and documents (owned), or NULL */
+    const json_t *bad_words;          /* a list of strings (borrowed), tokenized with the prompt */
+    int32_t *allowed_ids;             /* rp.allowed_token_ids points here */
 } api_request;
 
 /* Parses `body` (any JSON value). Returns 0, or -1 with *err filled (400).
  * On success free the request with api_request_free (also safe after -1). */
 int api_request_parse(const json_t *body, api_kind kind, int n_vocab, api_request *out, api_error *err);
 void api_request_free(api_request *r);
+
+/* vLLM's extra fields (params_vllm.c): whether `name` is one for `kind`;
+ * parsing them all from the body (in a fixed order; null is "not given");
+ * the checks across fields once every field is parsed. */
+bool api_vllm_field(const char *name, api_kind kind);
+int api_vllm_parse_all(const json_t *body, int n_vocab, api_request *r, api_error *e);
+int api_vllm_check(api_request *r, api_error *e);
+
+/* Field checks shared by the parsers: 0, or -1 with a 400 naming `field`. */
+int api_get_bool(const json_t *v, const char *field, bool *out, api_error *e);
+int api_get_int(const json_t *v, const char *field, long long lo, long long hi, long long *out, api_error *e);
+int api_type_error(api_error *e, const char *field, const char *want, const json_t *v);
 
 /* Helpers shared with the tokenize endpoints. */
 /* Normalizes chat messages (developer -> system, text parts joined). */

@@ -4,6 +4,7 @@
 #include "server/routes.h"
 
 #include "server/auth.h"
+#include "server/cors.h"
 #include "server/generate.h"
 #include "server/metrics.h"
 #include "server/server.h"
@@ -65,6 +66,13 @@ enum MHD_Result route_request(void *user, http_req *r) {
     api_error e;
     const bool is_head = !strcmp(r->method, "HEAD");
     const char *method = is_head ? "GET" : r->method;
+
+    /* CORS first: a preflight carries no API key, and every answer to an
+     * allowed origin (errors included) carries its header. */
+    static const cors_config no_cors;
+    const cors_config *cors = s->cfg.cors ? s->cfg.cors : &no_cors;
+    cors_annotate(cors, r);
+    if (cors_is_preflight(r)) return cors_answer_preflight(cors, r);
 
     if (s->cfg.api_key && *s->cfg.api_key && auth_path_protected(r->path, s->cfg.metrics_require_key) &&
         !auth_check(http_header(r, MHD_HTTP_HEADER_AUTHORIZATION), s->cfg.api_key)) {

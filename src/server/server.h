@@ -16,6 +16,7 @@
 #include "chat/template.h"
 #include "engine/engine.h"
 #include "model/model.h"
+#include "server/cors.h"
 #include "server/gen.h"
 #include "server/http.h"
 
@@ -46,6 +47,7 @@ typedef struct {
     int keep_alive_s;         /* see http_limits; 0: the defaults below */
     int header_timeout_s;
     int body_timeout_s;
+    const cors_config *cors;  /* cross-origin access; NULL: none (the caller keeps it alive) */
 } server_config;
 
 #define SERVER_DEFAULT_KEEP_ALIVE_S 5

@@ -112,7 +112,8 @@ static int tokenize_body(server *s, const json_t *body, int32_t **ids, bool *tok
     }
     json_t *msgs;
     if (api_parse_messages(messages, &msgs, e)) return -1;
-    const int n = prompt_limit_chat(tok, s->tmpl, msgs, add_gen, &budget, "messages", ids, e);
+    const chat_render_opts opts = {.add_generation_prompt = add_gen};
+    const int n = prompt_limit_chat(tok, s->tmpl, msgs, &opts, &budget, "messages", ids, e);
     json_decref(msgs);
     return n;
 }
