@@ -59,10 +59,8 @@ static int truncate_prompt(const api_request *req, int max_model_len, int32_t *t
 }
 
 /* Body -> tokens per prompt, with every client mistake a 4xx in *e. */
-static int prepare(server *s, http_req *r, api_kind kind, prepared *p, api_error *e) {
+static int prepare(server *s, json_t *body, api_kind kind, prepared *p, api_error *e) {
     memset(p, 0, sizeof *p);
-    json_t *body = http_body_json(r, e);
-    if (!body) return -1;
     const tokenizer *tok = s->m->tok;
     int rc = api_request_parse(body, kind, tokenizer_n_vocab(tok), &p->req, e);
     if (!rc && p->req.model && !server_model_matches(s, p->req.model))
@@ -149,6 +147,8 @@ typedef struct {
     bool *finish_sent;
     buf out;
     bool started, ended, include_usage;
+    const gen_shape *shape; /* NULL: OpenAI's chunks (else points at shape_copy) */
+    gen_shape shape_copy;
 } stream_state;
 
 /* Lets go of what a request's generation holds: g's reference, the server's
@@ -177,7 +177,8 @@ static void stream_state_free(stream_state *st) {
 
 /* The state of a streamed response over g (taking over p); NULL when out of
  * memory, and then g and p are still the caller's. */
-static stream_state *stream_state_create(server *s, gen *g, const prepared *p, const resp_ctx *ctx, http_req *r) {
+static stream_state *stream_state_create(server *s, gen *g, const prepared *p, const resp_ctx *ctx, http_req *r,
+                                         const gen_shape *shape) {
     stream_state *st = calloc(1, sizeof *st);
     if (!st) return NULL;
     const size_t nc = (size_t)p->n_prompts * (size_t)p->req.rp.n;
@@ -195,6 +196,10 @@ static stream_state *stream_state_create(server *s, gen *g, const prepared *p, c
     st->p = *p;
     st->req = r;
     st->include_usage = p->req.include_usage;
+    if (shape) {
+        st->shape_copy = *shape;
+        st->shape = &st->shape_copy;
+    }
     return st;
 }
 
@@ -206,6 +211,7 @@ static void stream_free(void *cls) {
     gen_unlock(st->g);
     if (unfinished) gen_abort(st->g); /* the client went away or the connection broke */
     release_generation(st->srv, st->g, &st->p);
+    if (st->shape) st->shape->free_ctx(st->shape->ctx);
     stream_state_free(st);
 }
 
@@ -217,13 +223,18 @@ static void stream_event(stream_state *st, json_t *j) {
 static void stream_error_event(stream_state *st, int status, const char *code, const char *msg) {
     api_error e;
     api_fail(&e, status, code, NULL, "%s", msg);
-    stream_event(st, api_error_json(&e));
+    if (st->shape) st->shape->stream_error(st->shape->ctx, &st->out, &e);
+    else stream_event(st, api_error_json(&e));
 }
 
 /* First events: chat announces the role of every choice; completions with
  * echo send the prompt text. */
 static void stream_start(stream_state *st) {
     gen *g = st->g;
+    if (st->shape) {
+        st->shape->stream_start(st->shape->ctx, &st->out);
+        return;
+    }
     for (int i = 0; i < g->n_prompts * g->n; i++) {
         const buf *echo = &st->p.echo[i / g->n];
         if (st->ctx.kind == API_CHAT) {
@@ -255,6 +266,12 @@ static bool stream_collect(stream_state *st) {
             continue;
         }
         if (!new_text && !new_lps && !fin) continue;
+        if (st->shape) {
+            if (new_text) st->shape->stream_delta(st->shape->ctx, &st->out, c->text.data + st->sent_text[i], new_text);
+            st->sent_text[i] = c->text.len;
+            st->finish_sent[i] = fin;
+            continue;
+        }
         json_t *lp = new_lps > 0 ? resp_logprobs(&st->ctx, c->lps, st->sent_lps[i], c->n_lps, &st->text_offset[i])
                                  : NULL;
         json_t *ch = resp_chunk_choice(&st->ctx, i, c->text.data ? c->text.data + st->sent_text[i] : "", new_text,
@@ -273,6 +290,8 @@ static bool stream_collect(stream_state *st) {
         stream_error_event(st, 500, "internal_error", "the engine failed while generating this request");
     } else if (done && aborted) {
         stream_error_event(st, 503, "aborted", "the request was aborted because the server is shutting down");
+    } else if (done && st->shape) {
+        st->shape->stream_end(st->shape->ctx, &st->out, g);
     } else if (done && st->include_usage) {
         json_t *last = resp_chunk(&st->ctx, json_array(), false);
         json_object_set_new(last, "usage", resp_usage(g));
@@ -310,7 +329,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *dst, size_t max) {
         }
         gen_unlock(st->g);
         if (done) {
-            sse_append_done(&st->out);
+            if (!st->shape) sse_append_done(&st->out);
             st->ended = true;
         }
     }
@@ -318,7 +337,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *dst, size_t max) {
 
 /* ---- the handler ---- */
 
-static enum MHD_Result reply_complete(http_req *r, gen *g, const prepared *p, resp_ctx *ctx) {
+static enum MHD_Result reply_complete(http_req *r, gen *g, const prepared *p, resp_ctx *ctx, const gen_shape *shape) {
     api_error e;
     gen_lock(g);
     bool failed = g->oom, aborted = false;
@@ -327,7 +346,9 @@ static enum MHD_Result reply_complete(http_req *r, gen *g, const prepared *p, re
         aborted |= g->choices[i].reason == FINISH_ABORT;
     }
     json_t *body = NULL;
-    if (!failed && !aborted) {
+    if (!failed && !aborted && shape) {
+        body = shape->body(shape->ctx, g);
+    } else if (!failed && !aborted) {
         json_t *choices = json_array();
         for (int i = 0; i < g->n_prompts * g->n; i++) {
             const buf *echo = &p->echo[i / g->n];
@@ -348,17 +369,24 @@ static enum MHD_Result reply_complete(http_req *r, gen *g, const prepared *p, re
     return http_reply_json(r, 200, body);
 }
 
-enum MHD_Result handle_generation(server *s, http_req *r, api_kind kind) {
+/* The ctx of a shape no stream took over. */
+static void free_shape(const gen_shape *shape) {
+    if (shape) shape->free_ctx(shape->ctx);
+}
+
+static enum MHD_Result generate(server *s, http_req *r, api_kind kind, json_t *body, const gen_shape *shape) {
     api_error e;
     prepared p;
-    if (prepare(s, r, kind, &p, &e)) {
+    if (prepare(s, body, kind, &p, &e)) {
         prepared_free(&p);
+        free_shape(shape);
         return http_reply_error(r, &e);
     }
     const int n = p.req.rp.n;
     gen *g = gen_create(s->e, &s->counters, p.n_prompts, n);
     if (!g) {
         prepared_free(&p);
+        free_shape(shape);
         api_fail(&e, 500, "out_of_memory", NULL, "out of memory");
         return http_reply_error(r, &e);
     }
@@ -380,15 +408,17 @@ enum MHD_Result handle_generation(server *s, http_req *r, api_kind kind) {
             else
                 api_fail(&e, 400, "invalid_request", kind == API_CHAT ? "messages" : "prompt", "%s", why);
             abandon_generation(s, g, &p);
+            free_shape(shape);
             return http_reply_error(r, &e);
         }
     }
     resp_ctx ctx = {.kind = kind, .model = s->cfg.served_name, .created = time(NULL), .tok = s->m->tok};
     server_new_id(s, kind == API_CHAT ? "chatcmpl-" : "cmpl-", ctx.id, sizeof ctx.id);
     if (p.req.stream) {
-        stream_state *st = stream_state_create(s, g, &p, &ctx, r);
+        stream_state *st = stream_state_create(s, g, &p, &ctx, r, shape);
         if (!st) {
             abandon_generation(s, g, &p);
+            free_shape(shape);
             api_fail(&e, 500, "out_of_memory", NULL, "out of memory");
             return http_reply_error(r, &e);
         }
@@ -402,10 +432,23 @@ enum MHD_Result handle_generation(server *s, http_req *r, api_kind kind) {
         if (done) break;
         if (gen_wait(g, r, 1000) == GEN_DISCONNECTED) {
             abandon_generation(s, g, &p);
+            free_shape(shape);
             return MHD_NO; /* nobody to answer; MHD closes the connection */
         }
     }
-    enum MHD_Result rc = reply_complete(r, g, &p, &ctx);
+    enum MHD_Result rc = reply_complete(r, g, &p, &ctx, shape);
     release_generation(s, g, &p);
+    free_shape(shape);
     return rc;
+}
+
+enum MHD_Result handle_generation(server *s, http_req *r, api_kind kind) {
+    api_error e;
+    json_t *body = http_body_json(r, &e);
+    if (!body) return http_reply_error(r, &e);
+    return generate(s, r, kind, body, NULL);
+}
+
+enum MHD_Result handle_generation_shaped(server *s, http_req *r, json_t *body, const gen_shape *shape) {
+    return generate(s, r, API_CHAT, body, shape);
 }

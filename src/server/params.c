@@ -434,6 +434,12 @@ int api_type_error(api_error *e, const char *field, const char *want, const json
     return type_error(e, field, want, v);
 }
 
+int api_ignored_field(const char *name, const json_t *v, api_error *e) {
+    const ignored_check check = ignored_field_check(name);
+    if (!check) return 0;
+    return json_is_null(v) || !check(v, name, e) ? 1 : -1;
+}
+
 /* ---- the field table ---- */
 
 enum { F_COMMON = 1, F_COMPL = 2, F_CHAT = 4, F_UNSUPPORTED = 8 };

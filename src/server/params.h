@@ -69,6 +69,10 @@ bool api_vllm_field(const char *name, api_kind kind);
 int api_vllm_parse_all(const json_t *body, int n_vocab, api_request *r, api_error *e);
 int api_vllm_check(api_request *r, api_error *e);
 
+/* OpenAI's accepted-and-ignored fields (IGNORED in params.c): 1 when `name`
+ * is one and v has its type (or is null), 0 when it is not one, -1 with *e. */
+int api_ignored_field(const char *name, const json_t *v, api_error *e);
+
 /* Field checks shared by the parsers: 0, or -1 with a 400 naming `field`. */
 int api_get_bool(const json_t *v, const char *field, bool *out, api_error *e);
 int api_get_int(const json_t *v, const char *field, long long lo, long long hi, long long *out, api_error *e);

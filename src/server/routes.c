@@ -7,12 +7,15 @@
 #include "server/cors.h"
 #include "server/generate.h"
 #include "server/metrics.h"
+#include "server/responses_api.h"
 #include "server/server.h"
 #include "server/tokenize.h"
 
 #include <string.h>
 
-typedef enum { R_HEALTH, R_METRICS, R_MODELS, R_MODEL, R_COMPLETIONS, R_CHAT, R_TOKENIZE, R_DETOKENIZE } route_id;
+typedef enum {
+    R_HEALTH, R_METRICS, R_MODELS, R_MODEL, R_COMPLETIONS, R_CHAT, R_RESPONSES, R_TOKENIZE, R_DETOKENIZE
+} route_id;
 
 static const struct {
     const char *path;
@@ -24,6 +27,7 @@ static const struct {
     {"/v1/models", "GET", R_MODELS},
     {"/v1/completions", "POST", R_COMPLETIONS},
     {"/v1/chat/completions", "POST", R_CHAT},
+    {"/v1/responses", "POST", R_RESPONSES},
     {"/tokenize", "POST", R_TOKENIZE},
     {"/detokenize", "POST", R_DETOKENIZE},
 };
@@ -133,6 +137,7 @@ enum MHD_Result route_request(void *user, http_req *r) {
     switch ((route_id)found) {
     case R_COMPLETIONS: return handle_generation(s, r, API_COMPLETIONS);
     case R_CHAT: return handle_generation(s, r, API_CHAT);
+    case R_RESPONSES: return handle_responses(s, r);
     case R_TOKENIZE: return handle_tokenize(s, r);
     case R_DETOKENIZE: return handle_detokenize(s, r);
     default: break;
