@@ -23,9 +23,8 @@ static void free_list(char **l) {
 
 /* A JSON list of strings into a NULL-terminated array; json NULL gives `dflt`. */
 static int parse_list(const char *flag, const char *json, const char *dflt, char ***out) {
-    json_error_t jerr;
-    json_t *v = json ? json_loads(json, JSON_DECODE_ANY, &jerr) : json_pack("[s]", dflt);
-    if (!v && !dflt) v = json_array();
+    json_error_t jerr = {.text = "out of memory"};
+    json_t *v = json ? json_loads(json, JSON_DECODE_ANY, &jerr) : dflt ? json_pack("[s]", dflt) : json_array();
     if (!v) return err_set("%s: not JSON (%s); give a list such as '[\"http://localhost:3000\"]'", flag, jerr.text);
     if (!json_is_array(v)) {
         json_decref(v);
