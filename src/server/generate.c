@@ -11,6 +11,7 @@
 
 #include "chat/prompt.h"
 #include "server/bad_words.h"
+#include "server/chat_request.h"
 #include "server/prompt_limit.h"
 #include "server/responses.h"
 #include "server/sse.h"
@@ -28,7 +29,7 @@ typedef struct {
     int *n_tokens;
     buf *echo;        /* per prompt, completions with echo */
     int n_prompts;
-    chat_template *own_tmpl; /* the request's chat_template, parsed */
+    chat_setup chat;  /* the template and rendering options */
     bad_word_seqs bad_words;
 } prepared;
 
@@ -40,7 +41,7 @@ static void prepared_free(prepared *p) {
     free(p->tokens);
     free(p->n_tokens);
     free(p->echo);
-    if (p->own_tmpl) chat_template_free(p->own_tmpl);
+    chat_setup_free(&p->chat);
     bad_words_free(&p->bad_words);
     api_request_free(&p->req);
 }
@@ -75,19 +76,7 @@ static int prepare(server *s, json_t *body, api_kind kind, prepared *p, api_erro
         goto out;
     }
     const char *param = kind == API_CHAT ? "messages" : "prompt";
-    const chat_template *tmpl = s->tmpl;
-    if (p->req.chat_template) {
-        if (!(p->own_tmpl = chat_template_parse(p->req.chat_template))) {
-            rc = api_fail(e, 400, "invalid_value", "chat_template", "'chat_template' cannot be parsed: %s",
-                          err_get());
-            goto out;
-        }
-        chat_template_set_trust_content(p->own_tmpl, chat_template_trusts_content(s->tmpl));
-        tmpl = p->own_tmpl;
-    }
-    const chat_render_opts opts = {.add_generation_prompt = p->req.add_generation_prompt,
-                                   .continue_final_message = p->req.continue_final_message,
-                                   .vars = p->req.template_vars};
+    if ((rc = chat_setup_init(&p->chat, &p->req, s->tmpl, e))) goto out;
     /* A prompt to be truncated may be longer than the context (the body's
      * size still bounds it). */
     const prompt_budget budget = {.max_len = p->req.truncate_prompt_tokens ? INT_MAX / 2 : s->max_model_len,
@@ -95,7 +84,8 @@ static int prepare(server *s, json_t *body, api_kind kind, prepared *p, api_erro
     for (int i = 0; i < p->n_prompts && !rc; i++) {
         int n;
         if (kind == API_CHAT) {
-            n = prompt_limit_chat(tok, tmpl, p->req.messages, &opts, &budget, param, &p->tokens[i], e);
+            n = prompt_limit_chat(tok, p->chat.tmpl, p->req.messages, &p->chat.opts, &budget, param, &p->tokens[i],
+                                  e);
         } else if (p->req.prompts[i].text) {
             n = prompt_limit_text(tok, p->req.prompts[i].text, p->req.prompts[i].len, true, &budget, param,
                                   &p->tokens[i], e);

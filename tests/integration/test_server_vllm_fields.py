@@ -214,3 +214,21 @@ def test_sampling_fields_refused_clearly(client):
     bad_request(lambda: complete(client, use_beam_search=True, n=2, bad_words=["x"]), "bad_words")
     # null means "not given", as everywhere
     assert complete(client, prompt_logprobs=None, bad_words=None, allowed_token_ids=None).choices[0].text
+
+
+def test_tokenize_takes_the_chat_fields(client, srv):
+    """vLLM's /tokenize renders messages with the same chat fields, so its
+    count is the chat request's usage.prompt_tokens."""
+    msgs = [{"role": "user", "content": "Count to ten."}, {"role": "assistant", "content": "one, two,"}]
+    for fields in ({"continue_final_message": True, "add_generation_prompt": False},
+                   {"add_generation_prompt": False},
+                   {"chat_template": TEMPLATE, "documents": [{"title": "t", "text": "x"}],
+                    "chat_template_kwargs": {"style": "terse"}}):
+        r = chat(client, msgs, max_tokens=1, **fields)
+        t = srv.post("/tokenize", {"messages": msgs, **fields})
+        assert t.status_code == 200, t.text
+        assert t.json()["count"] == r.usage.prompt_tokens, fields
+    r = srv.post("/tokenize", {"prompt": "x", "chat_template": TEMPLATE})
+    assert r.status_code == 400 and r.json()["error"]["param"] == "chat_template"
+    r = srv.post("/tokenize", {"messages": msgs, "continue_final_message": True})
+    assert r.status_code == 400 and r.json()["error"]["param"] == "continue_final_message"
