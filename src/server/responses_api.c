@@ -103,9 +103,10 @@ static json_t *to_messages(const json_t *body, api_error *e) {
         json_array_append_new(msgs, json_pack("{s:s,s:O}", "role", "user", "content", input));
         return msgs;
     }
-    if (!json_is_array(input)) {
+    if (!json_is_array(input) || json_array_size(input) == 0) {
         json_decref(msgs);
         if (!input || json_is_null(input)) api_fail(e, 400, "missing_field", "input", "'input' is required");
+        else if (json_is_array(input)) api_fail(e, 400, "invalid_value", "input", "'input' must not be empty");
         else api_type_error(e, "input", "a string or a list of message items", input);
         return NULL;
     }

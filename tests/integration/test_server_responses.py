@@ -159,6 +159,7 @@ def test_raw_stream_framing(srv):
      "input[0].content[0]"),
     ({"input": 5}, "input"),
     ({"input": None}, "input"),
+    ({"input": []}, "input"),
     ({"max_output_tokens": 0}, "max_output_tokens"),
     ({"temperature": 3}, "temperature"),
     ({"instructions": 1}, "instructions"),
