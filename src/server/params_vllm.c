@@ -118,7 +118,8 @@ static int parse_field(const char *k, const json_t *v, int n_vocab, api_request 
                                 api_json_type_name(d));
         }
         json_t *wrap = json_pack("{s:O}", "documents", v);
-        const int rc = wrap ? add_template_vars(wrap, k, r, e) : api_fail(e, 500, "out_of_memory", NULL, "out of memory");
+        const int rc =
+            wrap ? add_template_vars(wrap, k, r, e) : api_fail(e, 500, "out_of_memory", NULL, "out of memory");
         json_decref(wrap);
         return rc;
     } else if (!strcmp(k, "chat_template_kwargs")) {

@@ -49,7 +49,8 @@ static int content_part(const json_t *part, const char *param, json_t *parts, ap
     if (strcmp(t, "input_text") && strcmp(t, "output_text"))
         return api_fail(e, 400, "unsupported_content", param,
                         "content parts of type '%.32s' are not supported (only 'input_text' and 'output_text')", t);
-    if (!json_is_string(text)) return api_type_error(e, param, "a text part with a string 'text'", text ? text : json_null());
+    if (!json_is_string(text))
+        return api_type_error(e, param, "a text part with a string 'text'", text ? text : json_null());
     json_array_append_new(parts, json_pack("{s:s,s:O}", "type", "text", "text", text));
     return 0;
 }

@@ -176,7 +176,8 @@ def test_add_generation_prompt_false(client):
 
 TEMPLATE = ("{{ bos_token }}{% for d in documents %}[doc {{ loop.index }}: {{ d.title }}] {{ d.text }}\n{% endfor %}"
             "{% for m in messages %}{{ m.role | upper }}: {{ m.content }}\n{% endfor %}"
-            "{% if style %}Answer in a {{ style }} way.\n{% endif %}{% if add_generation_prompt %}ASSISTANT:{% endif %}")
+            "{% if style %}Answer in a {{ style }} way.\n{% endif %}"
+            "{% if add_generation_prompt %}ASSISTANT:{% endif %}")
 
 
 def test_chat_template_kwargs_and_documents(client):

@@ -72,7 +72,8 @@ static void test_bad_words_ban_the_last_token_after_the_rest(void **state) {
         int n_banned = 0;
         for (int k = 0; CASES[c].banned[k] >= 0; k++, n_banned++)
             if (isfinite(l[CASES[c].banned[k]])) fail_msg("case %zu: token %d not banned", c, CASES[c].banned[k]);
-        if (n_finite(l) != NV - n_banned) fail_msg("case %zu: %d tokens banned, want %d", c, NV - n_finite(l), n_banned);
+        if (n_finite(l) != NV - n_banned)
+            fail_msg("case %zu: %d tokens banned, want %d", c, NV - n_finite(l), n_banned);
     }
 }
 
