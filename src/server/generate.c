@@ -59,6 +59,32 @@ static int truncate_prompt(const api_request *req, int max_model_len, int32_t *t
     return (int)keep;
 }
 
+/* Whether token t may still be sampled at the first step under the request's
+ * masks: not banned by a one-token bad word, nor (before min_tokens) an end
+ * of generation or a stop token. */
+static bool first_step_possible(const tokenizer *tok, const request_params *rp, int32_t t) {
+    const int32_t *word = rp->bad_word_ids;
+    for (int i = 0; i < rp->n_bad_words; word += rp->bad_word_lens[i], i++)
+        if (rp->bad_word_lens[i] == 1 && word[0] == t) return false;
+    if (rp->min_tokens > 0) {
+        if (tokenizer_is_eog(tok, t)) return false; /* masked even with ignore_eos */
+        for (int i = 0; i < rp->n_stop_token_ids; i++)
+            if (rp->stop_token_ids[i] == t) return false;
+    }
+    return true;
+}
+
+/* allowed_token_ids that the other masks leave empty would give the engine
+ * no token to sample: the client's contradiction, a 400. */
+static int check_allowed_tokens(const tokenizer *tok, const request_params *rp, api_error *e) {
+    if (rp->n_allowed_token_ids == 0) return 0;
+    for (int i = 0; i < rp->n_allowed_token_ids; i++)
+        if (first_step_possible(tok, rp, rp->allowed_token_ids[i])) return 0;
+    return api_fail(e, 400, "invalid_value", "allowed_token_ids",
+                    "every token in 'allowed_token_ids' is banned by 'bad_words' or ends the text before "
+                    "'min_tokens', so nothing could be generated");
+}
+
 /* Body -> tokens per prompt, with every client mistake a 4xx in *e. */
 static int prepare(server *s, json_t *body, api_kind kind, prepared *p, api_error *e) {
     memset(p, 0, sizeof *p);
@@ -116,6 +142,7 @@ static int prepare(server *s, json_t *body, api_kind kind, prepared *p, api_erro
         p->req.rp.bad_word_lens = p->bad_words.lens;
         p->req.rp.n_bad_words = p->bad_words.n;
     }
+    if (!rc) rc = check_allowed_tokens(tok, &p->req.rp, e);
 out:
     p->req.bad_words = NULL; /* it lived in the body */
     json_decref(body);

@@ -205,7 +205,7 @@ def test_chat_fields_refused_clearly(client, srv):
     assert srv.get("/health").status_code == 200
 
 
-def test_sampling_fields_refused_clearly(client):
+def test_sampling_fields_refused_clearly(client, srv):
     bad_request(lambda: complete(client, prompt_logprobs=1), "prompt_logprobs")
     bad_request(lambda: complete(client, allowed_token_ids=[10 ** 7]), "allowed_token_ids")
     bad_request(lambda: complete(client, allowed_token_ids=[]), "allowed_token_ids")
@@ -213,6 +213,13 @@ def test_sampling_fields_refused_clearly(client):
     bad_request(lambda: complete(client, skip_special_tokens="no"), "skip_special_tokens")
     bad_request(lambda: complete(client, include_stop_str_in_output=1), "include_stop_str_in_output")
     bad_request(lambda: complete(client, use_beam_search=True, n=2, bad_words=["x"]), "bad_words")
+    # masks that leave nothing to sample are the client's contradiction, not a server error
+    eos = srv.tokenize(prompt="<eos>", add_special_tokens=False)
+    five = ids_of(srv, "five")
+    assert len(eos) == 1 and len(five) == 1
+    bad_request(lambda: complete(client, allowed_token_ids=eos, min_tokens=2), "allowed_token_ids")
+    bad_request(lambda: complete(client, allowed_token_ids=five, bad_words=["five"]), "allowed_token_ids")
+    assert complete(client, allowed_token_ids=five + eos, bad_words=["five"], max_tokens=2).choices[0].text == ""
     # null means "not given", as everywhere
     assert complete(client, prompt_logprobs=None, bad_words=None, allowed_token_ids=None).choices[0].text
 
