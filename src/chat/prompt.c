@@ -28,21 +28,55 @@ static json_t *token_string(const tokenizer *t, int32_t id) {
     return j ? j : json_string("");
 }
 
-static json_t *chat_context(const tokenizer *t, json_t *messages, json_t *tools, bool add_generation_prompt) {
+static json_t *chat_context(const tokenizer *t, json_t *messages, const chat_render_opts *o) {
     json_t *ctx = json_object();
+    const char *key;
+    json_t *val;
+    if (o->vars)
+        json_object_foreach(o->vars, key, val) json_object_set(ctx, key, val);
     json_object_set(ctx, "messages", messages);
-    if (tools) json_object_set(ctx, "tools", tools);
-    json_object_set_new(ctx, "add_generation_prompt", json_boolean(add_generation_prompt));
+    if (o->tools) json_object_set(ctx, "tools", o->tools);
+    json_object_set_new(ctx, "add_generation_prompt", json_boolean(o->add_generation_prompt));
     json_object_set_new(ctx, "bos_token", token_string(t, tokenizer_bos(t)));
     json_object_set_new(ctx, "eos_token", token_string(t, tokenizer_eos(t)));
     return ctx;
 }
 
-char *prompt_render_chat(const tokenizer *t, const chat_template *tmpl, json_t *messages, json_t *tools,
-                         bool add_generation_prompt) {
-    json_t *ctx = chat_context(t, messages, tools, add_generation_prompt);
-    char *text = chat_template_render(tmpl, ctx);
-    json_decref(ctx);
+static bool is_space(char ch) { return ch && strchr(" \t\n\r\f\v\x1c\x1d\x1e\x1f", ch); }
+
+/* continue_final_message, as transformers does it: the rendering ends right
+ * after the last occurrence of the final message's content stripped of
+ * surrounding whitespace, or after the whole content when the rendering has
+ * it there with its trailing whitespace (and it has no leading one).
+ * Returns the new length, or -1 with err_get() when the content does not
+ * appear in the rendering. */
+static long cut_after_final_message(json_t *messages, const char *text, size_t len) {
+    const json_t *content = json_object_get(json_array_get(messages, json_array_size(messages) - 1), "content");
+    const char *c = json_is_string(content) ? json_string_value(content) : "";
+    const size_t n = json_is_string(content) ? json_string_length(content) : 0;
+    size_t lead = 0, trail = 0;
+    while (lead < n && is_space(c[lead])) lead++;
+    while (trail < n - lead && is_space(c[n - 1 - trail])) trail++;
+    const size_t core_len = n - lead - trail;
+    const char *at = NULL;
+    for (const char *p = text; core_len <= len && p <= text + len - core_len; p++)
+        if (!memcmp(p, c + lead, core_len)) at = p;
+    if (!at)
+        return err_set("continue_final_message: the final message's content does not appear in the chat as the "
+                       "template renders it");
+    const size_t off = (size_t)(at - text);
+    if (lead == 0 && off + n <= len && !memcmp(at, c, n)) return (long)(off + n);
+    return (long)(off + core_len);
+}
+
+/* Renders with the options; a malloc'd string, or NULL with err_get().
+ * spans/nspans as chat_template_render_marked when spans is not NULL. */
+static char *render(const tokenizer *t, const chat_template *tmpl, json_t *messages, const chat_render_opts *o,
+                    chat_span **spans, size_t *nspans);
+
+char *prompt_render_chat(const tokenizer *t, const chat_template *tmpl, json_t *messages,
+                         const chat_render_opts *opts) {
+    char *text = render(t, tmpl, messages, opts, NULL, NULL);
     if (!text) err_prefix("cannot apply the chat template: ");
     return text;
 }
@@ -50,17 +84,35 @@ char *prompt_render_chat(const tokenizer *t, const chat_template *tmpl, json_t *
 /* The values of the context that are the model's, not the request's. */
 static const char *const k_trusted_context[] = {"bos_token", "eos_token", NULL};
 
+static char *render(const tokenizer *t, const chat_template *tmpl, json_t *messages, const chat_render_opts *o,
+                    chat_span **spans, size_t *nspans) {
+    json_t *ctx = chat_context(t, messages, o);
+    char *text = spans ? chat_template_render_marked(tmpl, ctx, k_trusted_context, spans, nspans)
+                       : chat_template_render(tmpl, ctx);
+    json_decref(ctx);
+    if (!text || !o->continue_final_message) return text;
+    const long cut = cut_after_final_message(messages, text, strlen(text));
+    if (cut < 0) {
+        free(text);
+        if (spans) free(*spans);
+        return NULL;
+    }
+    text[cut] = 0;
+    /* Spans past the cut go; one across it ends there. */
+    while (spans && *nspans && (*spans)[*nspans - 1].off >= (size_t)cut) --*nspans;
+    if (spans && *nspans && (*spans)[*nspans - 1].off + (*spans)[*nspans - 1].len > (size_t)cut)
+        (*spans)[*nspans - 1].len = (size_t)cut - (*spans)[*nspans - 1].off;
+    return text;
+}
+
 /* Renders and tokenizes: control tokens parsed in the template's text only,
  * not in what came from the request (unless the template trusts content). */
-static int render_and_encode(const tokenizer *t, const chat_template *tmpl, json_t *messages, json_t *tools,
-                             bool add_generation_prompt, int32_t **out) {
+static int render_and_encode(const tokenizer *t, const chat_template *tmpl, json_t *messages,
+                             const chat_render_opts *o, int32_t **out) {
     const bool trust = chat_template_trusts_content(tmpl);
-    json_t *ctx = chat_context(t, messages, tools, add_generation_prompt);
     chat_span *spans = NULL;
     size_t nspans = 0;
-    char *text = trust ? chat_template_render(tmpl, ctx)
-                       : chat_template_render_marked(tmpl, ctx, k_trusted_context, &spans, &nspans);
-    json_decref(ctx);
+    char *text = render(t, tmpl, messages, o, trust ? NULL : &spans, &nspans);
     if (!text) {
         err_prefix("cannot apply the chat template: ");
         return PROMPT_BAD_INPUT;
@@ -85,11 +137,11 @@ static int render_and_encode(const tokenizer *t, const chat_template *tmpl, json
     return n;
 }
 
-int prompt_encode_chat(const tokenizer *t, const chat_template *tmpl, json_t *messages, json_t *tools,
-                       bool add_generation_prompt, int32_t **out) {
+int prompt_encode_chat(const tokenizer *t, const chat_template *tmpl, json_t *messages, const chat_render_opts *opts,
+                       int32_t **out) {
     *out = NULL;
     int32_t *ids = NULL;
-    int n = render_and_encode(t, tmpl, messages, tools, add_generation_prompt, &ids);
+    int n = render_and_encode(t, tmpl, messages, opts, &ids);
     if (n < 0) return n;
     const int32_t bos = tokenizer_bos(t);
     if (tokenizer_add_bos(t) && bos >= 0 && (n == 0 || ids[0] != bos)) {

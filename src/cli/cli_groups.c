@@ -179,6 +179,15 @@ const cli_group cli_server_group = {
          .metavar = "N", .min = 0, .max = 1 << 20,
          .help = "answer exact repeats of deterministic requests (temperature 0 or a seed) from an LRU cache of N "
                  "responses; 0 = off"},
+        {.name = "--allowed-origins", .kind = CLI_STRING, .offset = offsetof(cli_server_settings, allowed_origins),
+         .metavar = "JSON", .default_text = "[]: no cross-origin access",
+         .help = "CORS: the origins browsers may call from, a JSON list such as '[\"http://localhost:3000\"]'; "
+                 "\"*\" allows any"},
+        {.name = "--allowed-methods", .kind = CLI_STRING, .offset = offsetof(cli_server_settings, allowed_methods),
+         .metavar = "JSON", .default_text = "[\"*\"]", .help = "CORS: the methods allowed cross-origin, a JSON list"},
+        {.name = "--allowed-headers", .kind = CLI_STRING, .offset = offsetof(cli_server_settings, allowed_headers),
+         .metavar = "JSON", .default_text = "[\"*\"]",
+         .help = "CORS: the request headers allowed cross-origin, a JSON list"},
         {0}},
 };
 

@@ -53,7 +53,8 @@ typedef struct {
 /* --host, --port, --api-key, --api-key-file, --metrics-require-api-key, --no-webui,
  * --served-model-name, --shutdown-timeout, --max-waiting, --max-body-size,
  * --timeout-keep-alive, --request-header-timeout, --request-body-timeout,
- * --max-connections-per-client */
+ * --max-connections-per-client, --allowed-origins, --allowed-methods,
+ * --allowed-headers */
 typedef struct {
     const char *host;
     long port;
@@ -68,6 +69,7 @@ typedef struct {
     long timeout_keep_alive, request_header_timeout, request_body_timeout; /* seconds */
     long max_connections_per_client; /* 0: no limit */
     long response_cache_size;        /* entries; 0: off */
+    const char *allowed_origins, *allowed_methods, *allowed_headers; /* JSON lists (CORS); NULL: not given */
 } cli_server_settings;
 
 /* --speculative-config, --speculative-model, --num-speculative-tokens,

@@ -129,7 +129,8 @@ int cmd_chat(int argc, char **argv) {
         }
         add_message(messages, "user", line);
         int32_t *toks = NULL;
-        const int n = prompt_encode_chat(m->tok, tmpl, messages, NULL, true, &toks);
+        const chat_render_opts opts = chat_render_defaults();
+        const int n = prompt_encode_chat(m->tok, tmpl, messages, &opts, &toks);
         if (n < 0) {
             fprintf(stderr, "cllm chat: %s\n", err_get());
             json_array_remove(messages, json_array_size(messages) - 1);

@@ -14,6 +14,7 @@
 #include "engine/engine.h"
 #include "model/model.h"
 #include "server/auth.h"
+#include "server/cors.h"
 #include "server/server.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -36,7 +37,13 @@ typedef struct {
     cli_spec_settings spec;
     spec_config sc; /* from spec, once parsed */
     char *key_from_file; /* --api-key-file's key (owned); server.api_key then points here */
+    cors_config cors;    /* from --allowed-origins, --allowed-methods, --allowed-headers */
 } serve_options;
+
+static void serve_options_free(serve_options *o) {
+    free(o->key_from_file);
+    cors_config_free(&o->cors);
+}
 
 static const cli_section k_serve_sections[] = {
     {.group = &cli_model_group, .offset = offsetof(serve_options, model)},
@@ -83,6 +90,8 @@ static int parse_options(int argc, char **argv, serve_options *o) {
             return cli_usage_error(&k_serve, "--api-key-file: %s", err_get());
         o->server.api_key = o->key_from_file;
     }
+    if (cors_config_parse(&o->cors, o->server.allowed_origins, o->server.allowed_methods, o->server.allowed_headers))
+        return cli_usage_error(&k_serve, "%s", err_get());
     if (o->server.metrics_require_api_key && !(o->server.api_key && *o->server.api_key))
         return cli_usage_error(&k_serve,
                                "--metrics-require-api-key needs a key (--api-key, --api-key-file or $CLLM_API_KEY)");
@@ -195,13 +204,13 @@ int cmd_serve(int argc, char **argv) {
     serve_options o;
     const int parsed = parse_options(argc, argv, &o);
     if (parsed) {
-        free(o.key_from_file);
+        serve_options_free(&o);
         return parsed < 0 ? 1 : 0;
     }
     const cli_server_settings *ss = &o.server;
     char *served = ss->served_model_name ? strdup(ss->served_model_name) : default_served_name(o.model.path);
     if (!served) {
-        free(o.key_from_file);
+        serve_options_free(&o);
         return 1;
     }
 
@@ -228,7 +237,8 @@ int cmd_serve(int argc, char **argv) {
                         .response_cache_size = (size_t)ss->response_cache_size,
                         .keep_alive_s = (int)ss->timeout_keep_alive,
                         .header_timeout_s = (int)ss->request_header_timeout,
-                        .body_timeout_s = (int)ss->request_body_timeout};
+                        .body_timeout_s = (int)ss->request_body_timeout,
+                        .cors = &o.cors};
     if (!sc.max_body_bytes) {
         const size_t for_context = (size_t)o.engine.max_model_len * SERVER_BODY_BYTES_PER_TOKEN;
         sc.max_body_bytes = for_context > SERVER_DEFAULT_MAX_BODY ? for_context : SERVER_DEFAULT_MAX_BODY;
@@ -236,7 +246,7 @@ int cmd_serve(int argc, char **argv) {
     if (server_start(&s, &sc)) {
         fprintf(stderr, "cllm serve: %s\n", err_get());
         free(served);
-        free(o.key_from_file);
+        serve_options_free(&o);
         return 1;
     }
     fprintf(stderr, "cllm serve: listening on http://%s:%d (loading %s; /health answers 503 until ready)\n", ss->host,
@@ -309,7 +319,7 @@ out:
     if (tmpl) chat_template_free(tmpl);
     if (m) model_free(m);
     free(served);
-    free(o.key_from_file);
+    serve_options_free(&o);
     if (rc == 0) fprintf(stderr, "cllm serve: stopped\n");
     return rc;
 }

@@ -35,6 +35,7 @@
 #include "engine/request.h"
 #include "engine/scheduler.h"
 #include "engine/stop_strings.h"
+#include "engine/token_mask.h"
 #include "kv/kv_manager.h"
 #include "model/forward.h"
 #include "model/kv_shift.h"
@@ -549,6 +550,7 @@ static int32_t sample_and_report(engine *e, sequence *s, float *logits) {
         for (int i = 0; i < p->n_stop_token_ids; i++)
             if (p->stop_token_ids[i] >= 0 && p->stop_token_ids[i] < nv) logits[p->stop_token_ids[i]] = -INFINITY;
     }
+    token_mask_apply(p, s->tokens + s->n_prompt, seq_n_output(s), logits, nv);
     if (p->constraint && constrain_logits(&e->cons, &s->cons, logits, nv)) {
         finish_seq(e, s, FINISH_ERROR, NULL, NULL, "", 0);
         return -1;
@@ -575,17 +577,19 @@ static int32_t sample_and_report(engine *e, sequence *s, float *logits) {
 
     finish_reason why = FINISH_NONE;
     bool by_string = false;
-    size_t release = 0;
-    if (is_stop_token(p, tok) || (!p->ignore_eos && tokenizer_is_eog(e->m->tok, tok))) {
-        why = FINISH_STOP; /* the stop token's own text is not part of the output */
-    } else {
+    size_t release = 0, stop_len = 0;
+    if (is_stop_token(p, tok) || (!p->ignore_eos && tokenizer_is_eog(e->m->tok, tok)))
+        why = FINISH_STOP; /* the stop token's own text is not part of the output, unless asked for */
+    if (why == FINISH_NONE || p->include_stop_str_in_output) {
         size_t n = detok_push(e->m->tok, &s->detok, tok, p->include_special_text, e->text, e->text_cap);
         if (seq_hold_text(s, e->text, n)) {
             finish_seq(e, s, FINISH_ERROR, NULL, NULL, "", 0);
             return -1;
         }
-        if (p->n_stop == 0) release = s->n_held;
-        else if (stop_scan(p->stop, p->n_stop, s->held, s->n_held, &release)) why = FINISH_STOP, by_string = true;
+        if (why != FINISH_NONE || p->n_stop == 0) release = s->n_held;
+        else if (stop_scan(p->stop, p->n_stop, s->held, s->n_held, &release, &stop_len))
+            why = FINISH_STOP, by_string = true;
+        if (by_string && p->include_stop_str_in_output) release += stop_len;
     }
     /* An evicting sequence's positions stay below its budget: only max_tokens ends it. */
     const bool at_max_len = !seq_evicts(s) && s->n_tokens >= e->cfg.max_model_len;

@@ -60,6 +60,15 @@ typedef struct {
     int n;                    /* parallel samples (>= 1) */
     int logprobs;             /* -1: none; else the chosen token's logprob plus this many alternatives */
     bool include_special_text; /* render control tokens in the text */
+    bool include_stop_str_in_output; /* the stop string (or stop token's text) ends the text */
+    const int32_t *allowed_token_ids; /* n_allowed_token_ids > 0: only these may be sampled (copied, sorted) */
+    int n_allowed_token_ids;
+    /* vLLM's bad_words as token sequences, back to back in bad_word_ids,
+     * bad_word_lens[i] tokens each: the last token of a sequence is banned
+     * when the output ends with the ones before it (copied). */
+    const int32_t *bad_word_ids;
+    const int *bad_word_lens;
+    int n_bad_words;
     int beam_width;           /* > 1: beam search with this many beams; the n best are reported */
     float length_penalty;     /* beam score = cumulative logprob / output_length^length_penalty */
     constraint *constraint;   /* structured output (a grammar the output must match); NULL: none.

@@ -14,24 +14,45 @@ static char *dup_str(const char *s) {
     return d;
 }
 
+/* A malloc'd copy of n items of `size` bytes; *out NULL when n is 0.
+ * Returns -1 when out of memory. */
+static int dup_items(const void *src, int n, size_t size, void *out) {
+    void *d = NULL;
+    if (n > 0) {
+        if (!(d = malloc((size_t)n * size))) return -1;
+        memcpy(d, src, (size_t)n * size);
+    }
+    memcpy(out, &d, sizeof d);
+    return 0;
+}
+
+static int cmp_token(const void *a, const void *b) {
+    const int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
 static int copy_params(request_params *dst, const request_params *src) {
     *dst = *src;
     dst->sampling.logit_bias = NULL;
     dst->stop_token_ids = NULL;
     dst->stop = NULL;
     if (src->constraint) constraint_retain(src->constraint);
-    if (src->sampling.n_logit_bias > 0) {
-        logit_bias_entry *b = malloc((size_t)src->sampling.n_logit_bias * sizeof *b);
-        if (!b) return -1;
-        memcpy(b, src->sampling.logit_bias, (size_t)src->sampling.n_logit_bias * sizeof *b);
-        dst->sampling.logit_bias = b;
-    }
-    if (src->n_stop_token_ids > 0) {
-        int32_t *ids = malloc((size_t)src->n_stop_token_ids * sizeof *ids);
-        if (!ids) return -1;
-        memcpy(ids, src->stop_token_ids, (size_t)src->n_stop_token_ids * sizeof *ids);
-        dst->stop_token_ids = ids;
-    }
+    dst->allowed_token_ids = NULL;
+    dst->bad_word_ids = NULL;
+    dst->bad_word_lens = NULL;
+    int n_bad_tokens = 0;
+    for (int i = 0; i < src->n_bad_words; i++) n_bad_tokens += src->bad_word_lens[i];
+    if (dup_items(src->sampling.logit_bias, src->sampling.n_logit_bias, sizeof *src->sampling.logit_bias,
+                  &dst->sampling.logit_bias) ||
+        dup_items(src->stop_token_ids, src->n_stop_token_ids, sizeof *src->stop_token_ids, &dst->stop_token_ids) ||
+        dup_items(src->allowed_token_ids, src->n_allowed_token_ids, sizeof *src->allowed_token_ids,
+                  &dst->allowed_token_ids) ||
+        dup_items(src->bad_word_ids, n_bad_tokens, sizeof *src->bad_word_ids, &dst->bad_word_ids) ||
+        dup_items(src->bad_word_lens, src->n_bad_words, sizeof *src->bad_word_lens, &dst->bad_word_lens))
+        return -1;
+    if (dst->n_allowed_token_ids > 0) /* sorted for token_mask_apply's merge */
+        qsort((void *)dst->allowed_token_ids, (size_t)dst->n_allowed_token_ids, sizeof *dst->allowed_token_ids,
+              cmp_token);
     if (src->n_stop > 0) {
         char **stops = calloc((size_t)src->n_stop, sizeof *stops);
         if (!stops) return -1;
@@ -46,6 +67,9 @@ static void free_params(request_params *p) {
     constraint_release(p->constraint);
     free((void *)p->sampling.logit_bias);
     free((void *)p->stop_token_ids);
+    free((void *)p->allowed_token_ids);
+    free((void *)p->bad_word_ids);
+    free((void *)p->bad_word_lens);
     if (p->stop)
         for (int i = 0; i < p->n_stop; i++) free((void *)p->stop[i]);
     free((void *)p->stop);

@@ -3,7 +3,8 @@
 
 #include <string.h>
 
-bool stop_scan(const char *const *stops, int n_stops, const char *held, size_t len, size_t *release) {
+bool stop_scan(const char *const *stops, int n_stops, const char *held, size_t len, size_t *release,
+               size_t *match_len) {
     size_t earliest = len + 1;
     for (int i = 0; i < n_stops; i++) {
         const size_t sl = strlen(stops[i]);
@@ -11,6 +12,7 @@ bool stop_scan(const char *const *stops, int n_stops, const char *held, size_t l
         for (size_t p = 0; p + sl <= len && p < earliest; p++)
             if (!memcmp(held + p, stops[i], sl)) {
                 earliest = p;
+                *match_len = sl;
                 break;
             }
     }

@@ -8,9 +8,11 @@
 #include <stddef.h>
 
 /* Looks at `held` (text not yet released). Returns true when a stop string
- * occurs in it; *release is then the length before the earliest occurrence.
- * Otherwise *release is how much can go out now: all but the longest suffix
- * that is a proper prefix of some stop string. */
-bool stop_scan(const char *const *stops, int n_stops, const char *held, size_t len, size_t *release);
+ * occurs in it; *release is then the length before the earliest occurrence
+ * and *match_len that stop string's length. Otherwise *release is how much
+ * can go out now: all but the longest suffix that is a proper prefix of some
+ * stop string. */
+bool stop_scan(const char *const *stops, int n_stops, const char *held, size_t len, size_t *release,
+               size_t *match_len);
 
 #endif

@@ -10,6 +10,8 @@
 #include "server/generate.h"
 
 #include "chat/prompt.h"
+#include "server/bad_words.h"
+#include "server/chat_request.h"
 #include "server/prompt_limit.h"
 #include "server/response_cache.h"
 #include "server/responses.h"
@@ -31,6 +33,8 @@ typedef struct {
     int n_prompts;
     tool_format tool_fmt; /* chat with tools offered: how replies write calls */
     char *cache_key;  /* the response cache's key; NULL: not cacheable, or no cache */
+    chat_setup chat;  /* the template and rendering options */
+    bad_word_seqs bad_words;
 } prepared;
 
 static void prepared_free(prepared *p) {
@@ -42,6 +46,8 @@ static void prepared_free(prepared *p) {
     free(p->n_tokens);
     free(p->echo);
     free(p->cache_key);
+    chat_setup_free(&p->chat);
+    bad_words_free(&p->bad_words);
     api_request_free(&p->req);
 }
 
@@ -64,19 +70,57 @@ static int apply_eviction(const server *s, api_request *q, api_error *e) {
     return 0;
 }
 
+/* vLLM's truncate_prompt_tokens: the last N tokens of the prompt stay
+ * (N = -1: max_model_len). Returns the new count, or -1 with *e filled. */
+static int truncate_prompt(const api_request *req, int max_model_len, int32_t *tokens, int n, api_error *e) {
+    const long long keep = req->truncate_prompt_tokens < 0 ? max_model_len : req->truncate_prompt_tokens;
+    if (keep > max_model_len)
+        return api_fail(e, 400, "invalid_value", "truncate_prompt_tokens",
+                        "'truncate_prompt_tokens' (%lld) is more than the context (max_model_len %d)", keep,
+                        max_model_len);
+    if (!keep || n <= keep) return n;
+    memmove(tokens, tokens + (n - keep), (size_t)keep * sizeof *tokens);
+    return (int)keep;
+}
+
+/* Whether token t may still be sampled at the first step under the request's
+ * masks: not banned by a one-token bad word, nor (before min_tokens) an end
+ * of generation or a stop token. */
+static bool first_step_possible(const tokenizer *tok, const request_params *rp, int32_t t) {
+    const int32_t *word = rp->bad_word_ids;
+    for (int i = 0; i < rp->n_bad_words; word += rp->bad_word_lens[i], i++)
+        if (rp->bad_word_lens[i] == 1 && word[0] == t) return false;
+    if (rp->min_tokens > 0) {
+        if (tokenizer_is_eog(tok, t)) return false; /* masked even with ignore_eos */
+        for (int i = 0; i < rp->n_stop_token_ids; i++)
+            if (rp->stop_token_ids[i] == t) return false;
+    }
+    return true;
+}
+
+/* allowed_token_ids that the other masks leave empty would give the engine
+ * no token to sample: the client's contradiction, a 400. */
+static int check_allowed_tokens(const tokenizer *tok, const request_params *rp, api_error *e) {
+    if (rp->n_allowed_token_ids == 0) return 0;
+    for (int i = 0; i < rp->n_allowed_token_ids; i++)
+        if (first_step_possible(tok, rp, rp->allowed_token_ids[i])) return 0;
+    return api_fail(e, 400, "invalid_value", "allowed_token_ids",
+                    "every token in 'allowed_token_ids' is banned by 'bad_words' or ends the text before "
+                    "'min_tokens', so nothing could be generated");
+}
+
 /* Body -> tokens per prompt, with every client mistake a 4xx in *e. */
-static int prepare(server *s, http_req *r, api_kind kind, prepared *p, api_error *e) {
+static int prepare(server *s, json_t *body, api_kind kind, prepared *p, api_error *e) {
     memset(p, 0, sizeof *p);
-    json_t *body = http_body_json(r, e);
-    if (!body) return -1;
     const tokenizer *tok = s->m->tok;
     int rc = api_request_parse(body, kind, tokenizer_n_vocab(tok), &p->req, e);
     if (!rc) rc = apply_eviction(s, &p->req, e);
     if (!rc && p->req.model && !server_model_matches(s, p->req.model))
         rc = api_fail(e, 404, "model_not_found", "model", "The model '%.200s' does not exist.", p->req.model);
+    if (!rc) rc = chat_setup_init(&p->chat, &p->req, s->tmpl, e);
     if (!rc && kind == API_CHAT) {
         constraint *forced = NULL;
-        rc = api_tools_resolve(&p->req.tools, chat_template_tool_format(s->tmpl), &p->tool_fmt, &forced, e);
+        rc = api_tools_resolve(&p->req.tools, chat_template_tool_format(p->chat.tmpl), &p->tool_fmt, &forced, e);
         if (forced && p->req.rp.constraint) {
             constraint_release(forced);
             rc = api_fail(e, 400, "invalid_value", "tool_choice",
@@ -98,12 +142,15 @@ static int prepare(server *s, http_req *r, api_kind kind, prepared *p, api_error
         goto out;
     }
     const char *param = kind == API_CHAT ? "messages" : "prompt";
-    const prompt_budget budget = {.max_len = s->max_model_len, .room = 1};
+    /* A prompt to be truncated may be longer than the context (the body's
+     * size still bounds it). */
+    const prompt_budget budget = {.max_len = p->req.truncate_prompt_tokens ? INT_MAX / 2 : s->max_model_len,
+                                  .room = 1};
     for (int i = 0; i < p->n_prompts && !rc; i++) {
         int n;
         if (kind == API_CHAT) {
-            json_t *tools = api_tools_offered(&p->req.tools) ? p->req.tools.tools : NULL;
-            n = prompt_limit_chat(tok, s->tmpl, p->req.messages, tools, true, &budget, param, &p->tokens[i], e);
+            n = prompt_limit_chat(tok, p->chat.tmpl, p->req.messages, &p->chat.opts, &budget, param, &p->tokens[i],
+                                  e);
         } else if (p->req.prompts[i].text) {
             n = prompt_limit_text(tok, p->req.prompts[i].text, p->req.prompts[i].len, true, &budget, param,
                                   &p->tokens[i], e);
@@ -114,7 +161,7 @@ static int prepare(server *s, http_req *r, api_kind kind, prepared *p, api_error
             p->req.prompts[i].ids = NULL; /* moved */
             if (p->req.echo) prompt_decode(tok, p->tokens[i], n, true, &p->echo[i]);
         }
-        if (n < 0) {
+        if (n < 0 || (n = truncate_prompt(&p->req, s->max_model_len, p->tokens[i], n, e)) < 0) {
             rc = -1;
             break;
         }
@@ -130,9 +177,16 @@ static int prepare(server *s, http_req *r, api_kind kind, prepared *p, api_error
             rc = prompt_context_error(e, param, s->max_model_len, n, p->req.max_tokens);
         }
     }
+    if (!rc && p->req.bad_words && !(rc = bad_words_tokenize(tok, p->req.bad_words, &p->bad_words, e))) {
+        p->req.rp.bad_word_ids = p->bad_words.ids;
+        p->req.rp.bad_word_lens = p->bad_words.lens;
+        p->req.rp.n_bad_words = p->bad_words.n;
+    }
+    if (!rc) rc = check_allowed_tokens(tok, &p->req.rp, e);
     if (!rc && s->response_cache && response_cache_cacheable(&p->req))
         p->cache_key = response_cache_key(body, kind, s->cfg.served_name);
 out:
+    p->req.bad_words = NULL; /* it lived in the body */
     json_decref(body);
     return rc;
 }
@@ -154,6 +208,8 @@ typedef struct {
     buf out;
     bool started, ended, include_usage;
     response_replay *replay; /* a response cache hit: outputs come from here, not the engine */
+    const gen_shape *shape; /* NULL: OpenAI's chunks (else points at shape_copy) */
+    gen_shape shape_copy;
 } stream_state;
 
 /* Lets go of what a request's generation holds: g's reference, the server's
@@ -183,7 +239,8 @@ static void stream_state_free(stream_state *st) {
 
 /* The state of a streamed response over g (taking over p); NULL when out of
  * memory, and then g and p are still the caller's. */
-static stream_state *stream_state_create(server *s, gen *g, const prepared *p, const resp_ctx *ctx, http_req *r) {
+static stream_state *stream_state_create(server *s, gen *g, const prepared *p, const resp_ctx *ctx, http_req *r,
+                                         const gen_shape *shape) {
     stream_state *st = calloc(1, sizeof *st);
     if (!st) return NULL;
     const size_t nc = (size_t)p->n_prompts * (size_t)p->req.rp.n;
@@ -203,6 +260,10 @@ static stream_state *stream_state_create(server *s, gen *g, const prepared *p, c
     st->p = *p;
     st->req = r;
     st->include_usage = p->req.include_usage;
+    if (shape) {
+        st->shape_copy = *shape;
+        st->shape = &st->shape_copy;
+    }
     return st;
 }
 
@@ -215,6 +276,7 @@ static void stream_free(void *cls) {
     if (unfinished) gen_abort(st->g); /* the client went away or the connection broke */
     response_replay_free(st->replay);
     release_generation(st->srv, st->g, &st->p);
+    if (st->shape) st->shape->free_ctx(st->shape->ctx);
     stream_state_free(st);
 }
 
@@ -226,13 +288,18 @@ static void stream_event(stream_state *st, json_t *j) {
 static void stream_error_event(stream_state *st, int status, const char *code, const char *msg) {
     api_error e;
     api_fail(&e, status, code, NULL, "%s", msg);
-    stream_event(st, api_error_json(&e));
+    if (st->shape) st->shape->stream_error(st->shape->ctx, &st->out, &e);
+    else stream_event(st, api_error_json(&e));
 }
 
 /* First events: chat announces the role of every choice; completions with
  * echo send the prompt text. */
 static void stream_start(stream_state *st) {
     gen *g = st->g;
+    if (st->shape) {
+        st->shape->stream_start(st->shape->ctx, &st->out);
+        return;
+    }
     for (int i = 0; i < g->n_prompts * g->n; i++) {
         const buf *echo = &st->p.echo[i / g->n];
         if (st->ctx.kind == API_CHAT) {
@@ -282,6 +349,12 @@ static bool stream_collect(stream_state *st) {
             continue;
         }
         if (!new_text && !new_lps && !fin) continue;
+        if (st->shape) {
+            if (new_text) st->shape->stream_delta(st->shape->ctx, &st->out, c->text.data + st->sent_text[i], new_text);
+            st->sent_text[i] = c->text.len;
+            st->finish_sent[i] = fin;
+            continue;
+        }
         json_t *lp = new_lps > 0 ? resp_logprobs(&st->ctx, c->lps, st->sent_lps[i], c->n_lps, &st->text_offset[i])
                                  : NULL;
         json_t *ch;
@@ -305,6 +378,8 @@ static bool stream_collect(stream_state *st) {
         stream_error_event(st, 500, "internal_error", "the engine failed while generating this request");
     } else if (done && aborted) {
         stream_error_event(st, 503, "aborted", "the request was aborted because the server is shutting down");
+    } else if (done && st->shape) {
+        st->shape->stream_end(st->shape->ctx, &st->out, g);
     } else if (done && st->include_usage) {
         json_t *last = resp_chunk(&st->ctx, json_array(), false);
         json_object_set_new(last, "usage", resp_usage(g));
@@ -350,7 +425,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *dst, size_t max) {
             /* Kept before [DONE] goes out: a client may repeat the request
              * as soon as it reads it. */
             response_cache_store(st->srv->response_cache, st->p.cache_key, st->g);
-            sse_append_done(&st->out);
+            if (!st->shape) sse_append_done(&st->out);
             st->ended = true;
         }
     }
@@ -358,7 +433,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *dst, size_t max) {
 
 /* ---- the handler ---- */
 
-static enum MHD_Result reply_complete(http_req *r, gen *g, const prepared *p, resp_ctx *ctx) {
+static enum MHD_Result reply_complete(http_req *r, gen *g, const prepared *p, resp_ctx *ctx, const gen_shape *shape) {
     api_error e;
     gen_lock(g);
     bool failed = g->oom, aborted = false;
@@ -367,7 +442,9 @@ static enum MHD_Result reply_complete(http_req *r, gen *g, const prepared *p, re
         aborted |= g->choices[i].reason == FINISH_ABORT;
     }
     json_t *body = NULL;
-    if (!failed && !aborted) {
+    if (!failed && !aborted && shape) {
+        body = shape->body(shape->ctx, g);
+    } else if (!failed && !aborted) {
         json_t *choices = json_array();
         for (int i = 0; i < g->n_prompts * g->n; i++) {
             const buf *echo = &p->echo[i / g->n];
@@ -411,11 +488,17 @@ static int submit_all(server *s, gen *g, prepared *p, api_error *e) {
     return 0;
 }
 
-enum MHD_Result handle_generation(server *s, http_req *r, api_kind kind) {
+/* The ctx of a shape no stream took over. */
+static void free_shape(const gen_shape *shape) {
+    if (shape) shape->free_ctx(shape->ctx);
+}
+
+static enum MHD_Result generate(server *s, http_req *r, api_kind kind, json_t *body, const gen_shape *shape) {
     api_error e;
     prepared p;
-    if (prepare(s, r, kind, &p, &e)) {
+    if (prepare(s, body, kind, &p, &e)) {
         prepared_free(&p);
+        free_shape(shape);
         return http_reply_error(r, &e);
     }
     /* A response cache hit never reaches the engine: its recorded outputs
@@ -427,6 +510,7 @@ enum MHD_Result handle_generation(server *s, http_req *r, api_kind kind) {
     if (!g) {
         response_replay_free(hit);
         prepared_free(&p);
+        free_shape(shape);
         api_fail(&e, 500, "out_of_memory", NULL, "out of memory");
         return http_reply_error(r, &e);
     }
@@ -435,6 +519,7 @@ enum MHD_Result handle_generation(server *s, http_req *r, api_kind kind) {
     if (!hit && p.cache_key) response_cache_record(g);
     if (!hit && submit_all(s, g, &p, &e)) {
         abandon_generation(s, g, &p);
+        free_shape(shape);
         return http_reply_error(r, &e);
     }
     resp_ctx ctx = {.kind = kind,
@@ -445,10 +530,11 @@ enum MHD_Result handle_generation(server *s, http_req *r, api_kind kind) {
                     .tool_parallel = p.req.tools.parallel};
     server_new_id(s, kind == API_CHAT ? "chatcmpl-" : "cmpl-", ctx.id, sizeof ctx.id);
     if (p.req.stream) {
-        stream_state *st = stream_state_create(s, g, &p, &ctx, r);
+        stream_state *st = stream_state_create(s, g, &p, &ctx, r, shape);
         if (!st) {
             response_replay_free(hit);
             abandon_generation(s, g, &p);
+            free_shape(shape);
             api_fail(&e, 500, "out_of_memory", NULL, "out of memory");
             return http_reply_error(r, &e);
         }
@@ -468,11 +554,24 @@ enum MHD_Result handle_generation(server *s, http_req *r, api_kind kind) {
         if (done) break;
         if (gen_wait(g, r, 1000) == GEN_DISCONNECTED) {
             abandon_generation(s, g, &p);
+            free_shape(shape);
             return MHD_NO; /* nobody to answer; MHD closes the connection */
         }
     }
-    enum MHD_Result rc = reply_complete(r, g, &p, &ctx);
+    enum MHD_Result rc = reply_complete(r, g, &p, &ctx, shape);
     response_cache_store(s->response_cache, p.cache_key, g);
     release_generation(s, g, &p);
+    free_shape(shape);
     return rc;
+}
+
+enum MHD_Result handle_generation(server *s, http_req *r, api_kind kind) {
+    api_error e;
+    json_t *body = http_body_json(r, &e);
+    if (!body) return http_reply_error(r, &e);
+    return generate(s, r, kind, body, NULL);
+}
+
+enum MHD_Result handle_generation_shaped(server *s, http_req *r, json_t *body, const gen_shape *shape) {
+    return generate(s, r, API_CHAT, body, shape);
 }

@@ -426,6 +426,21 @@ static ignored_check ignored_field_check(const char *name) {
 }
 
 bool api_field_ignored(const char *name) { return ignored_field_check(name) != NULL; }
+int api_get_bool(const json_t *v, const char *field, bool *out, api_error *e) { return get_bool(v, field, out, e); }
+
+int api_get_int(const json_t *v, const char *field, long long lo, long long hi, long long *out, api_error *e) {
+    return get_int(v, field, lo, hi, out, e);
+}
+
+int api_type_error(api_error *e, const char *field, const char *want, const json_t *v) {
+    return type_error(e, field, want, v);
+}
+
+int api_ignored_field(const char *name, const json_t *v, api_error *e) {
+    const ignored_check check = ignored_field_check(name);
+    if (!check) return 0;
+    return json_is_null(v) || !check(v, name, e) ? 1 : -1;
+}
 
 /* ---- the field table ---- */
 
@@ -596,7 +611,7 @@ static int apply_beam_search(api_request *r, api_error *e) {
 
 int api_request_parse(const json_t *body, api_kind kind, int n_vocab, api_request *r, api_error *e) {
     *r = (api_request){.kind = kind, .max_tokens = -1, .logprobs = -1, .rp = request_params_defaults(),
-                       .kv_eviction = -1, .kv_budget = -1, .kv_sink_tokens = -1};
+                       .kv_eviction = -1, .kv_budget = -1, .kv_sink_tokens = -1, .add_generation_prompt = true};
     r->rp.logprobs = -1;
     api_tools_init(&r->tools);
     if (!json_is_object(body)) return type_error(e, "body", "a JSON object", body);
@@ -605,6 +620,7 @@ int api_request_parse(const json_t *body, api_kind kind, int n_vocab, api_reques
     const char *key;
     const json_t *val;
     json_object_foreach((json_t *)body, key, val) {
+        if (api_vllm_field(key, kind)) continue; /* parsed after these */
         const int where = field_kind(key);
         if (structured_is_field(key)) continue; /* structured.c reads them */
         const ignored_check ignored = where ? NULL : ignored_field_check(key);
@@ -635,6 +651,7 @@ int api_request_parse(const json_t *body, api_kind kind, int n_vocab, api_reques
         }
         if (parse_field(FIELDS[i].name, v, n_vocab, r, e)) return -1;
     }
+    if (api_vllm_parse_all(body, n_vocab, r, e)) return -1;
     if (kind == API_COMPLETIONS && !r->prompts)
         return api_fail(e, 400, "missing_field", "prompt", "'prompt' is required");
     if (kind == API_CHAT && !r->messages)
@@ -657,7 +674,7 @@ int api_request_parse(const json_t *body, api_kind kind, int n_vocab, api_reques
         !r->stream)
         return api_fail(e, 400, "invalid_value", "stream_options",
                         "'stream_options' is only allowed when 'stream' is true");
-    if (apply_beam_search(r, e)) return -1;
+    if (apply_beam_search(r, e) || api_vllm_check(r, e)) return -1;
     if (structured_parse(body, &r->rp.constraint, e)) return -1;
     if (r->rp.constraint && r->rp.beam_width > 1)
         return api_fail(e, 400, "unsupported_field", "use_beam_search",
@@ -682,5 +699,7 @@ void api_request_free(api_request *r) {
     free(r->bias);
     api_tools_free(&r->tools);
     constraint_release(r->rp.constraint);
+    free(r->allowed_ids);
+    json_decref(r->template_vars);
     *r = (api_request){0};
 }

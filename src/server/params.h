@@ -53,6 +53,14 @@ typedef struct {
     int32_t *stop_ids;
     logit_bias_entry *bias;
     api_tools tools;      /* chat: tools, tool_choice, parallel_tool_calls */
+    /* vLLM's extra fields (params_vllm.c) */
+    long long truncate_prompt_tokens; /* 0: not given; -1: max_model_len; else keep the last N prompt tokens */
+    bool add_generation_prompt;       /* chat; default true */
+    bool continue_final_message;      /* chat */
+    const char *chat_template;        /* chat: this request's template (borrowed), or NULL */
+    json_t *template_vars;            /* chat: chat_template_kwargs and documents (owned), or NULL */
+    const json_t *bad_words;          /* a list of strings (borrowed), tokenized with the prompt */
+    int32_t *allowed_ids;             /* rp.allowed_token_ids points here */
 } api_request;
 
 /* Parses `body` (any JSON value). Returns 0, or -1 with *err filled (400).
@@ -63,6 +71,21 @@ void api_request_free(api_request *r);
 /* Whether `name` is a field accepted and ignored because it changes no
  * output (the IGNORED table: user, metadata, store, ...). */
 bool api_field_ignored(const char *name);
+/* vLLM's extra fields (params_vllm.c): whether `name` is one for `kind`;
+ * parsing them all from the body (in a fixed order; null is "not given");
+ * the checks across fields once every field is parsed. */
+bool api_vllm_field(const char *name, api_kind kind);
+int api_vllm_parse_all(const json_t *body, int n_vocab, api_request *r, api_error *e);
+int api_vllm_check(api_request *r, api_error *e);
+
+/* OpenAI's accepted-and-ignored fields (IGNORED in params.c): 1 when `name`
+ * is one and v has its type (or is null), 0 when it is not one, -1 with *e. */
+int api_ignored_field(const char *name, const json_t *v, api_error *e);
+
+/* Field checks shared by the parsers: 0, or -1 with a 400 naming `field`. */
+int api_get_bool(const json_t *v, const char *field, bool *out, api_error *e);
+int api_get_int(const json_t *v, const char *field, long long lo, long long hi, long long *out, api_error *e);
+int api_type_error(api_error *e, const char *field, const char *want, const json_t *v);
 
 /* Helpers shared with the tokenize endpoints. */
 /* Normalizes chat messages (developer -> system, text parts joined; tool

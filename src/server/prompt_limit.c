@@ -43,17 +43,16 @@ int prompt_limit_text(const tokenizer *t, const char *text, size_t len, bool add
     return n < 0 ? api_fail_prompt(e, n, "invalid_prompt", param) : n;
 }
 
-int prompt_limit_chat(const tokenizer *t, const chat_template *tmpl, json_t *messages, json_t *tools,
-                      bool add_generation_prompt,
+int prompt_limit_chat(const tokenizer *t, const chat_template *tmpl, json_t *messages, const chat_render_opts *opts,
                       const prompt_budget *b, const char *param, int32_t **out, api_error *e) {
     *out = NULL;
     /* Rendered twice when it fits (here and in prompt_encode_chat): the
      * second rendering is of a text the bound has kept small. */
-    char *text = prompt_render_chat(t, tmpl, messages, tools, add_generation_prompt);
+    char *text = prompt_render_chat(t, tmpl, messages, opts);
     if (!text) return api_fail_prompt(e, PROMPT_BAD_INPUT, "invalid_messages", param);
     const size_t len = strlen(text);
     free(text);
     if (check_bytes(t, len, b, param, e)) return -1;
-    const int n = prompt_encode_chat(t, tmpl, messages, tools, add_generation_prompt, out);
+    const int n = prompt_encode_chat(t, tmpl, messages, opts, out);
     return n < 0 ? api_fail_prompt(e, n, "invalid_messages", param) : n;
 }

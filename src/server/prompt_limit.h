@@ -9,6 +9,7 @@
 #ifndef CLLM_SERVER_PROMPT_LIMIT_H
 #define CLLM_SERVER_PROMPT_LIMIT_H
 
+#include "chat/prompt.h"
 #include "chat/template.h"
 #include "server/errors.h"
 #include "tokenizer/tokenizer.h"
@@ -36,9 +37,8 @@ typedef struct {
  * ran out. */
 int prompt_limit_text(const tokenizer *t, const char *text, size_t len, bool add_special, const prompt_budget *b,
                       const char *param, int32_t **out, api_error *e);
-/* The same for chat messages and tools (prompt_encode_chat). */
-int prompt_limit_chat(const tokenizer *t, const chat_template *tmpl, json_t *messages, json_t *tools,
-                      bool add_generation_prompt,
+/* The same for chat messages (prompt_encode_chat). */
+int prompt_limit_chat(const tokenizer *t, const chat_template *tmpl, json_t *messages, const chat_render_opts *opts,
                       const prompt_budget *b, const char *param, int32_t **out, api_error *e);
 
 #endif

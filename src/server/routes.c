@@ -5,15 +5,19 @@
 #include "server/routes.h"
 
 #include "server/auth.h"
+#include "server/cors.h"
 #include "server/generate.h"
 #include "server/metrics.h"
+#include "server/responses_api.h"
 #include "server/server.h"
 #include "server/tokenize.h"
 #include "server/webui.h"
 
 #include <string.h>
 
-typedef enum { R_HEALTH, R_METRICS, R_MODELS, R_MODEL, R_COMPLETIONS, R_CHAT, R_TOKENIZE, R_DETOKENIZE } route_id;
+typedef enum {
+    R_HEALTH, R_METRICS, R_MODELS, R_MODEL, R_COMPLETIONS, R_CHAT, R_RESPONSES, R_TOKENIZE, R_DETOKENIZE
+} route_id;
 
 static const struct {
     const char *path;
@@ -25,6 +29,7 @@ static const struct {
     {"/v1/models", "GET", R_MODELS},
     {"/v1/completions", "POST", R_COMPLETIONS},
     {"/v1/chat/completions", "POST", R_CHAT},
+    {"/v1/responses", "POST", R_RESPONSES},
     {"/tokenize", "POST", R_TOKENIZE},
     {"/detokenize", "POST", R_DETOKENIZE},
 };
@@ -69,6 +74,13 @@ enum MHD_Result route_request(void *user, http_req *r) {
     api_error e;
     const bool is_head = !strcmp(r->method, "HEAD");
     const char *method = is_head ? "GET" : r->method;
+
+    /* CORS first: a preflight carries no API key, and every answer to an
+     * allowed origin (errors included) carries its header. */
+    static const cors_config no_cors;
+    const cors_config *cors = s->cfg.cors ? s->cfg.cors : &no_cors;
+    cors_annotate(cors, r);
+    if (cors_is_preflight(r)) return cors_answer_preflight(cors, r);
 
     if (s->cfg.api_key && *s->cfg.api_key && auth_path_protected(r->path, s->cfg.metrics_require_key) &&
         !auth_check(http_header(r, MHD_HTTP_HEADER_AUTHORIZATION), s->cfg.api_key)) {
@@ -134,6 +146,7 @@ enum MHD_Result route_request(void *user, http_req *r) {
     switch ((route_id)found) {
     case R_COMPLETIONS: return handle_generation(s, r, API_COMPLETIONS);
     case R_CHAT: return handle_generation(s, r, API_CHAT);
+    case R_RESPONSES: return handle_responses(s, r);
     case R_TOKENIZE: return handle_tokenize(s, r);
     case R_DETOKENIZE: return handle_detokenize(s, r);
     default: break;

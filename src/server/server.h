@@ -17,6 +17,7 @@
 #include "chat/template.h"
 #include "engine/engine.h"
 #include "model/model.h"
+#include "server/cors.h"
 #include "server/gen.h"
 #include "server/http.h"
 #include "server/response_cache.h"
@@ -50,6 +51,7 @@ typedef struct {
     int header_timeout_s;
     int body_timeout_s;
     size_t response_cache_size; /* entries; 0: no response cache */
+    const cors_config *cors;  /* cross-origin access; NULL: none (the caller keeps it alive) */
 } server_config;
 
 #define SERVER_DEFAULT_KEEP_ALIVE_S 5

@@ -15,3 +15,10 @@ int sse_append_json(buf *b, const json_t *j) {
 }
 
 void sse_append_done(buf *b) { buf_puts(b, "data: [DONE]\n\n"); }
+
+int sse_append_event(buf *b, const char *name, const json_t *j) {
+    buf_puts(b, "event: ");
+    buf_puts(b, name);
+    buf_puts(b, "\n");
+    return sse_append_json(b, j);
+}

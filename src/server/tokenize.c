@@ -2,6 +2,7 @@
 #include "server/tokenize.h"
 
 #include "chat/prompt.h"
+#include "server/chat_request.h"
 #include "server/params.h"
 #include "server/prompt_limit.h"
 #include "server/responses.h"
@@ -88,9 +89,29 @@ static json_t *llama_tokens(const tokenizer *tok, const int32_t *ids, int n, boo
     return json_pack("{s:o}", "tokens", tokens);
 }
 
+/* messages as generation renders them, with vLLM's chat fields. */
+static int tokenize_messages(server *s, const json_t *body, const json_t *messages, const prompt_budget *budget,
+                             int32_t **ids, api_error *e) {
+    api_request req = {.kind = API_CHAT, .add_generation_prompt = true};
+    chat_setup chat = {0};
+    int n = -1;
+    /* vLLM's tokenize request takes the tools the template renders. */
+    api_tools_init(&req.tools);
+    const json_t *tools = json_object_get(body, "tools");
+    if (!api_parse_messages(messages, &req.messages, e) &&
+        !(tools && !json_is_null(tools) && api_parse_tools(tools, &req.tools, e)) &&
+        !api_vllm_parse_all(body, tokenizer_n_vocab(s->m->tok), &req, e) && !api_vllm_check(&req, e) &&
+        !chat_setup_init(&chat, &req, s->tmpl, e))
+        n = prompt_limit_chat(s->m->tok, chat.tmpl, req.messages, &chat.opts, budget, "messages", ids, e);
+    chat_setup_free(&chat);
+    api_request_free(&req);
+    return n;
+}
+
 static int tokenize_body(server *s, const json_t *body, int32_t **ids, bool *token_strs, api_error *e) {
     static const char *const allowed[] = {"model", "prompt", "messages", "tools", "add_special_tokens",
-                                          "add_generation_prompt", "return_token_strs", NULL};
+                                          "add_generation_prompt", "return_token_strs", "continue_final_message",
+                                          "chat_template", "chat_template_kwargs", "documents", NULL};
     if (check_fields(s, body, allowed, e)) return -1;
     if (opt_bool(body, "return_token_strs", false, token_strs, e)) return -1;
     const json_t *prompt = json_object_get(body, "prompt"), *messages = json_object_get(body, "messages");
@@ -98,32 +119,28 @@ static int tokenize_body(server *s, const json_t *body, int32_t **ids, bool *tok
     if (has_prompt == has_messages)
         return api_fail(e, 400, "invalid_value", "prompt", "give exactly one of 'prompt' and 'messages'");
     const tokenizer *tok = s->m->tok;
-    bool add_special, add_gen;
+    bool add_special;
     if (opt_bool(body, "add_special_tokens", has_prompt, &add_special, e)) return -1;
-    if (opt_bool(body, "add_generation_prompt", true, &add_gen, e)) return -1;
     /* A text longer than the context is refused, as generation would. */
     const prompt_budget budget = {.max_len = s->max_model_len, .room = 0};
     if (has_prompt) {
+        static const char *const chat_only[] = {"continue_final_message", "chat_template", "chat_template_kwargs",
+                                                "documents", NULL};
+        for (int i = 0; chat_only[i]; i++) {
+            const json_t *v = json_object_get(body, chat_only[i]);
+            if (v && !json_is_null(v))
+                return api_fail(e, 400, "invalid_value", chat_only[i], "'%s' applies to 'messages' only",
+                                chat_only[i]);
+        }
+        bool add_gen; /* meaningless for a prompt, but still a boolean */
+        if (opt_bool(body, "add_generation_prompt", true, &add_gen, e)) return -1;
         if (!json_is_string(prompt))
             return api_fail(e, 400, "invalid_type", "prompt", "'prompt' must be a string, got %s",
                             api_json_type_name(prompt));
         return prompt_limit_text(tok, json_string_value(prompt), json_string_length(prompt), add_special, &budget,
                                  "prompt", ids, e);
     }
-    /* vLLM's tokenize request takes the tools the template renders. */
-    api_tools tools;
-    api_tools_init(&tools);
-    const json_t *tv = json_object_get(body, "tools");
-    if (tv && !json_is_null(tv) && api_parse_tools(tv, &tools, e)) return -1;
-    json_t *msgs;
-    if (api_parse_messages(messages, &msgs, e)) {
-        api_tools_free(&tools);
-        return -1;
-    }
-    const int n = prompt_limit_chat(tok, s->tmpl, msgs, tools.tools, add_gen, &budget, "messages", ids, e);
-    json_decref(msgs);
-    api_tools_free(&tools);
-    return n;
+    return tokenize_messages(s, body, messages, &budget, ids, e);
 }
 
 enum MHD_Result handle_tokenize(server *s, http_req *r) {

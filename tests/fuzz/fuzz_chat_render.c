@@ -39,9 +39,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const chat_template *t = builtin(flags % N_TEMPLATES, flags & 8);
     const bool add_generation_prompt = flags & 4;
     int32_t *ids = NULL;
-    int n = prompt_encode_chat(vocab(), t, messages, NULL, add_generation_prompt, &ids);
+    const chat_render_opts opts = {.add_generation_prompt = add_generation_prompt,
+                                   .continue_final_message = !add_generation_prompt && (flags & 16)};
+    int n = prompt_encode_chat(vocab(), t, messages, &opts, &ids);
     if (n >= 0) free(ids);
-    char *text = prompt_render_chat(vocab(), t, messages, NULL, add_generation_prompt);
+    char *text = prompt_render_chat(vocab(), t, messages, &opts);
     free(text);
     json_decref(messages);
     return 0;

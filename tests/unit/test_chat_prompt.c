@@ -62,7 +62,8 @@ static int encode(const tokenizer *t, chat_template *tmpl, bool trust, const cha
                   int32_t *controls, int *ncontrols) {
     chat_template_set_trust_content(tmpl, trust);
     json_t *m = conversation(last);
-    int n = prompt_encode_chat(t, tmpl, m, NULL, true, ids);
+    const chat_render_opts opts = chat_render_defaults();
+    int n = prompt_encode_chat(t, tmpl, m, &opts, ids);
     json_decref(m);
     if (n < 0) fail_msg("prompt_encode_chat: %s", err_get());
     *ncontrols = 0;

@@ -123,6 +123,32 @@ static const bad_case BAD[] = {
      "audio", "unsupported_field"},
     {API_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"response_format\": {\"type\": \"xml\"}}",
      "response_format", "invalid_value"},
+    /* vLLM's extra fields */
+    {API_COMPLETIONS, "{\"prompt\": \"x\", \"skip_special_tokens\": 0}", "skip_special_tokens", "invalid_type"},
+    {API_COMPLETIONS, "{\"prompt\": \"x\", \"truncate_prompt_tokens\": 0}", "truncate_prompt_tokens",
+     "invalid_value"},
+    {API_COMPLETIONS, "{\"prompt\": \"x\", \"truncate_prompt_tokens\": -2}", "truncate_prompt_tokens",
+     "invalid_value"},
+    {API_COMPLETIONS, "{\"prompt\": \"x\", \"allowed_token_ids\": [1, 1000]}", "allowed_token_ids",
+     "invalid_value"},
+    {API_COMPLETIONS, "{\"prompt\": \"x\", \"allowed_token_ids\": []}", "allowed_token_ids", "invalid_value"},
+    {API_COMPLETIONS, "{\"prompt\": \"x\", \"bad_words\": [\"a\", 1]}", "bad_words", "invalid_type"},
+    {API_COMPLETIONS, "{\"prompt\": \"x\", \"prompt_logprobs\": 1}", "prompt_logprobs", "unsupported_field"},
+    {API_COMPLETIONS, "{\"prompt\": \"x\", \"add_generation_prompt\": false}", "add_generation_prompt",
+     "unknown_field"},
+    {API_COMPLETIONS, "{\"prompt\": \"x\", \"use_beam_search\": true, \"n\": 2, \"allowed_token_ids\": [1]}",
+     "allowed_token_ids", "unsupported_field"},
+    {API_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"continue_final_message\": true}",
+     "continue_final_message", "invalid_value"},
+    {API_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"chat_template\": 5}", "chat_template",
+     "invalid_type"},
+    {API_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"documents\": [1]}", "documents",
+     "invalid_type"},
+    {API_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"chat_template_kwargs\": []}",
+     "chat_template_kwargs", "invalid_type"},
+    {API_CHAT,
+     "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"chat_template_kwargs\": {\"messages\": []}}",
+     "chat_template_kwargs", "invalid_value"},
 };
 
 static void test_bad_requests_name_the_field(void **state) {
@@ -220,6 +246,44 @@ static void test_beam_search_fields(void **state) {
     }
 }
 
+static void test_vllm_fields_reach_the_request(void **state) {
+    (void)state;
+    json_t *j = load("{\"prompt\": \"x\", \"skip_special_tokens\": false, \"include_stop_str_in_output\": true, "
+                     "\"spaces_between_special_tokens\": false, \"truncate_prompt_tokens\": 5, "
+                     "\"allowed_token_ids\": [9, 3, 7], \"bad_words\": [\"no\"]}");
+    api_request r;
+    api_error e;
+    if (api_request_parse(j, API_COMPLETIONS, NV, &r, &e)) fail_msg("refused: %s", e.message);
+    assert_true(r.rp.include_special_text && r.rp.include_stop_str_in_output);
+    assert_int_equal(r.truncate_prompt_tokens, 5);
+    assert_int_equal(r.rp.n_allowed_token_ids, 3);
+    assert_int_equal(r.rp.allowed_token_ids[0], 9);
+    assert_int_equal(json_array_size(r.bad_words), 1);
+    api_request_free(&r);
+    json_decref(j);
+
+    /* chat: kwargs merge over the fields, as vLLM's; documents become a variable */
+    j = load("{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"add_generation_prompt\": true, "
+             "\"chat_template_kwargs\": {\"add_generation_prompt\": false, \"continue_final_message\": true, "
+             "\"style\": \"short\"}, \"documents\": [{\"title\": \"t\"}], \"chat_template\": \"{{ x }}\"}");
+    if (api_request_parse(j, API_CHAT, NV, &r, &e)) fail_msg("refused: %s", e.message);
+    assert_false(r.add_generation_prompt);
+    assert_true(r.continue_final_message);
+    assert_string_equal(r.chat_template, "{{ x }}");
+    assert_string_equal(json_string_value(json_object_get(r.template_vars, "style")), "short");
+    assert_int_equal(json_array_size(json_object_get(r.template_vars, "documents")), 1);
+    assert_int_equal(r.truncate_prompt_tokens, 0);
+    api_request_free(&r);
+    json_decref(j);
+
+    j = load("{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}]}");
+    if (api_request_parse(j, API_CHAT, NV, &r, &e)) fail_msg("refused: %s", e.message);
+    assert_true(r.add_generation_prompt && !r.continue_final_message && !r.template_vars && !r.chat_template);
+    assert_false(r.rp.include_special_text);
+    api_request_free(&r);
+    json_decref(j);
+}
+
 static void test_defaults_and_nulls(void **state) {
     (void)state;
     json_t *j = load("{\"prompt\": [[1, 2], [3]], \"temperature\": null, \"tools\": null, \"stop\": null}");
@@ -298,6 +362,7 @@ int main(void) {
         cmocka_unit_test(test_defaults_and_nulls),
         cmocka_unit_test(test_ignored_fields_are_accepted),
         cmocka_unit_test(test_beam_search_fields),
+        cmocka_unit_test(test_vllm_fields_reach_the_request),
         cmocka_unit_test(test_chat_messages_and_logprobs),
         cmocka_unit_test(test_error_does_not_depend_on_key_order),
     };
