@@ -165,6 +165,9 @@ static json_t *to_chat_body(const json_t *body, api_error *e) {
                 rc = api_fail(e, 400, "unsupported_field", k, "'truncation' may only be \"disabled\"");
         } else if (!strcmp(k, "text")) {
             rc = json_is_null(v) ? 0 : check_text(v, e);
+        } else if (!strcmp(k, "parallel_tool_calls")) {
+            /* Tools are refused here, so it changes nothing; the SDKs send it. */
+            if (!json_is_null(v) && !json_is_boolean(v)) rc = api_type_error(e, k, "a boolean", v);
         } else if (!strcmp(k, "stream_options")) {
             if (!json_is_null(v) && !json_is_object(v)) rc = api_type_error(e, k, "an object", v);
         } else if (in(REFUSED, k)) {

@@ -56,12 +56,30 @@ def accepted_fields(repo_root) -> dict:
             out[name] = {"F_COMMON": {"completions", "chat"}, "F_COMPL": {"completions"},
                          "F_CHAT": {"chat"}}[where]
     assert len(out) > 20
+    # Chat fields completions take as null only (tools, tool_choice, ...).
+    for name in re.findall(r'\{"(\w+)", F_CHAT \| F_COMPL_NULL\}', source_table(repo_root, "FIELDS")):
+        out[name] = {"chat"}
+    # vLLM's extra fields (params_vllm.c) and the structured-output fields
+    # (structured.c) are read outside that table.
+    vllm = (repo_root / "src" / "server" / "params_vllm.c").read_text()
+    for name, where in re.findall(r'\{"(\w+)", V_(BOTH|CHAT)\}', vllm):
+        if name not in REFUSED:
+            out[name] = {"completions", "chat"} if where == "BOTH" else {"chat"}
+    structured = (repo_root / "src" / "server" / "structured.c").read_text()
+    m = re.search(r"FIELDS\[\] = \{(.*?)\};", structured, re.S)
+    assert m, "no FIELDS table in structured.c"
+    for name in re.findall(r'"(\w+)"', m.group(1)):
+        out[name] = {"completions", "chat"}
     return out
 
 
 def ignored_fields(repo_root) -> set:
     return set(re.findall(r'\{"(\w+)", check_\w+\}', source_table(repo_root, "IGNORED")))
 
+
+# vLLM fields in params_vllm.c's table that the server refuses (a 400): not fields to walk.
+REFUSED = {"prompt_logprobs"}
+TOOL = {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}
 
 # field -> (extra fields in the base request, the change). The base request is
 # greedy (temperature 0) with a seed, so a change of temperature stays cacheable.
@@ -93,12 +111,37 @@ CHANGES = {
     "messages": ({}, {"messages": [{"role": "user", "content": "a different message"}]}),
     "max_completion_tokens": ({}, {"max_completion_tokens": 7}),
     "top_logprobs": ({"logprobs": True}, {"top_logprobs": 2}),
-    "response_format": ({}, {"response_format": {"type": "text"}}),
+    "response_format": ({}, {"response_format": {"type": "json_object"}}),
+    "kv_eviction": ({}, {"kv_eviction": "streaming", "kv_budget": 256}),
+    "kv_budget": ({}, {"kv_budget": 256}),
+    "kv_sink_tokens": ({}, {"kv_sink_tokens": 2}),
+    "tools": ({}, {"tools": [TOOL], "tool_choice": "none"}),
+    "tool_choice": ({"tools": [TOOL]}, {"tool_choice": "auto"}),
+    "parallel_tool_calls": ({}, {"parallel_tool_calls": False}),
+    "skip_special_tokens": ({}, {"skip_special_tokens": False}),
+    "spaces_between_special_tokens": ({}, {"spaces_between_special_tokens": False}),
+    "include_stop_str_in_output": ({}, {"include_stop_str_in_output": True}),
+    "truncate_prompt_tokens": ({}, {"truncate_prompt_tokens": 2}),
+    "allowed_token_ids": ({}, {"allowed_token_ids": [5, 6, 7]}),
+    "bad_words": ({}, {"bad_words": ["zzz"]}),
+    "add_generation_prompt": ({}, {"add_generation_prompt": False}),
+    "continue_final_message": ({"add_generation_prompt": False}, {"continue_final_message": True}),
+    "chat_template": ({}, {"chat_template": "{% for m in messages %}{{ m.content }}{% endfor %}"}),
+    "chat_template_kwargs": ({}, {"chat_template_kwargs": {"x": 1}}),
+    "documents": ({}, {"documents": [{"text": "a document"}]}),
+    "structured_outputs": ({}, {"structured_outputs": {"choice": ["a", "b"]}}),
+    "guided_json": ({}, {"guided_json": {"type": "object"}}),
+    "guided_regex": ({}, {"guided_regex": "[a-z]+"}),
+    "guided_choice": ({}, {"guided_choice": ["a", "b"]}),
+    "guided_grammar": ({}, {"guided_grammar": 'root ::= "a"+'}),
+    "guided_decoding_backend": ({"guided_regex": "[a-z]+"}, {"guided_decoding_backend": "xgrammar"}),
+    "grammar": ({}, {"grammar": 'root ::= "a"+'}),
+    "json_schema": ({}, {"json_schema": {"type": "object"}}),
 }
 CHAT_CHANGES = {"logprobs": ({}, {"logprobs": True})}
 DELIVERY = {"model", "stream", "stream_options"}
 IGNORED_VALUES = {"user": "u-1", "safety_identifier": "s-1", "prompt_cache_key": "k-1", "store": True,
-                  "metadata": {"a": "b"}, "service_tier": "auto", "parallel_tool_calls": False,
+                  "metadata": {"a": "b"}, "service_tier": "auto",
                   "modalities": ["text"], "prediction": {"type": "content", "content": "x"}}
 
 

@@ -220,13 +220,15 @@ def test_shutdown_timeout_holds_while_prompts_are_tokenized(cllm_bin, real_model
                      "--kv-cache-memory", "128MiB", "--shutdown-timeout", 1)
     try:
         words = "the of and to in is that it for was on are as with his they at be this from".split()
-        text = " ".join(words[i % len(words)] for i in range(380_000))  # 1.4 MB: a second or more each
+        text = " ".join(words[i % len(words)] for i in range(380_000))  # 1.4 MB, ~0.3 s or more each
         socks = []
-        for _ in range(8):
+        # More prompts than the 2 cores tokenize before the deadline (1.3 s
+        # after the signal), even on a fast idle machine.
+        for _ in range(24):
             s = socket.create_connection(("127.0.0.1", srv.port))
             s.sendall(request_bytes({"prompt": text, "max_tokens": 4}))
             socks.append(s)
-        time.sleep(0.5)  # the bodies are in; their handlers are tokenizing
+        time.sleep(0.3)  # the bodies are in; their handlers are tokenizing
         t0 = time.time()
         srv.send_signal(signal.SIGTERM)
         rc = srv.proc.wait(30)
