@@ -46,7 +46,7 @@ token_vocab *token_vocab_create(int n_vocab, const char *const *bytes, const int
     size_t at = 0;
     for (int i = 0; i < n_vocab; i++) {
         v->offset[i] = (uint32_t)at;
-        memcpy(v->bytes + at, bytes[i], (size_t)lens[i]);
+        if (lens[i] > 0) memcpy(v->bytes + at, bytes[i], (size_t)lens[i]); /* an empty token may have no bytes */
         at += (size_t)lens[i];
         if (lens[i] > v->max_len) v->max_len = lens[i];
         if (is_eog && is_eog[i]) v->is_eog[i] = true, v->eog_ids[v->n_eog++] = i;
