@@ -32,23 +32,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "integration"))
+sys.path.insert(0, str(REPO / "tests" / "ref"))
+from test_speculative import REWRITE_PROMPT  # noqa: E402  the prompt the identity tests use
 
-CODE = '''def moving_average(values, window):
-    if window <= 0:
-        raise ValueError("window must be positive")
-    out = []
-    total = 0.0
-    for i, v in enumerate(values):
-        total += v
-        if i >= window:
-            total -= values[i - window]
-        if i >= window - 1:
-            out.append(total / window)
-    return out
-'''
 WORKLOADS = {
-    "rewrite": ("Rewrite this Python function, renaming `values` to `xs` and changing nothing else.\n\n"
-                f"```python\n{CODE}```\n\nRewritten:\n```python\n"),
+    "rewrite": REWRITE_PROMPT,
     "chat": "Explain in a few paragraphs why the sky is blue and why sunsets are red.",
 }
 METHODS = {
