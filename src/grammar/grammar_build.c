@@ -210,8 +210,10 @@ int gb_push_codepoints(grammar_builder *b, const uint32_t *ranges, int n, bool n
     /* Normalize: sorted, merged, then complemented when negated. */
     uint32_t *r = malloc(((size_t)n + 1) * 2 * sizeof *r);
     if (!r) return err_oom("grammar: out of memory");
-    memcpy(r, ranges, (size_t)n * 2 * sizeof *r);
-    qsort(r, (size_t)n, 2 * sizeof *r, cmp_u32_pair);
+    if (n > 0) { /* an empty class "[]" or "[^]" passes no ranges at all */
+        memcpy(r, ranges, (size_t)n * 2 * sizeof *r);
+        qsort(r, (size_t)n, 2 * sizeof *r, cmp_u32_pair);
+    }
     int m = 0;
     for (int i = 0; i < n; i++) {
         if (m > 0 && r[2 * i] <= r[2 * (m - 1) + 1] + 1) {
