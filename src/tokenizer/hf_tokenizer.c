@@ -173,6 +173,39 @@ static int setup_spm(tokenizer *t, const hf_files *f) {
     return 0;
 }
 
+/* BERT's tokenizer: a BertNormalizer (or none), a BertPreTokenizer and a
+ * WordPiece model (wordpiece.c). */
+static int setup_wordpiece(tokenizer *t, const hf_files *f) {
+    t->kind = TOK_KIND_WORDPIECE;
+    json_t *norm = json_object_get(f->root, "normalizer"), *pt = json_object_get(f->root, "pre_tokenizer");
+    if (!str_is(json_object_get(pt, "type"), "BertPreTokenizer"))
+        return err_set("%s: a WordPiece tokenizer needs the BertPreTokenizer", f->path);
+    if (json_is_object(norm)) {
+        if (!str_is(json_object_get(norm, "type"), "BertNormalizer"))
+            return err_set("%s: normalizer '%.32s' is not supported with WordPiece (BertNormalizer)", f->path,
+                           type_of(norm) ? type_of(norm) : "?");
+        t->wp.clean_text = !json_is_false(json_object_get(norm, "clean_text"));
+        t->wp.chinese_chars = !json_is_false(json_object_get(norm, "handle_chinese_chars"));
+        t->wp.lowercase = !json_is_false(json_object_get(norm, "lowercase"));
+        json_t *strip = json_object_get(norm, "strip_accents");
+        t->wp.strip_accents = json_is_boolean(strip) ? json_is_true(strip) : t->wp.lowercase;
+    }
+    const char *prefix = json_string_value(json_object_get(f->model, "continuing_subword_prefix"));
+    if (!prefix) prefix = "##";
+    if (strlen(prefix) >= sizeof t->wp.prefix)
+        return err_set("%s: continuing_subword_prefix '%.16s' is too long", f->path, prefix);
+    snprintf(t->wp.prefix, sizeof t->wp.prefix, "%s", prefix);
+    json_t *mc = json_object_get(f->model, "max_input_chars_per_word");
+    t->wp.max_chars = json_is_integer(mc) && json_integer_value(mc) > 0 && json_integer_value(mc) < (1 << 20)
+                          ? (int)json_integer_value(mc)
+                          : 100;
+    return 0;
+}
+
+static int check_wordpiece_unk(const tokenizer *t, const hf_files *f) {
+    return t->unk < 0 ? err_set("%s: the WordPiece model's unk_token is not a token of the vocabulary", f->path) : 0;
+}
+
 /* --- vocabulary -------------------------------------------------------------- */
 
 typedef struct {
@@ -370,8 +403,10 @@ tokenizer *tokenizer_from_hf(const char *dir) {
         const char *ty = type_of(f.model);
         if (!json_is_object(f.model) || !ty) {
             rc = err_set("%s: no tokenizer model", path);
+        } else if (!strcmp(ty, "WordPiece")) {
+            rc = setup_wordpiece(t, &f);
         } else if (strcmp(ty, "BPE")) {
-            rc = err_set("%s: tokenizer model '%.32s' is not supported (BPE)", path, ty);
+            rc = err_set("%s: tokenizer model '%.32s' is not supported (BPE, WordPiece)", path, ty);
         } else if (json_string_value(json_object_get(f.model, "continuing_subword_prefix")) ||
                    json_string_value(json_object_get(f.model, "end_of_word_suffix"))) {
             rc = err_set("%s: BPE with subword prefixes or suffixes is not supported", path);
@@ -388,7 +423,11 @@ tokenizer *tokenizer_from_hf(const char *dir) {
             else rc = err_set("%s: neither a byte-level nor a byte-fallback BPE tokenizer", path);
         }
     }
-    if (!rc) rc = load_vocab(t, &f) || load_merges(t, &f) || load_special(t, &f) || tok_build_special(t) ? -1 : 0;
+    if (!rc)
+        rc = load_vocab(t, &f) || (t->kind != TOK_KIND_WORDPIECE && load_merges(t, &f)) || load_special(t, &f) ||
+                     tok_build_special(t) || (t->kind == TOK_KIND_WORDPIECE && check_wordpiece_unk(t, &f))
+                 ? -1
+                 : 0;
     if (!rc && t->kind == TOK_KIND_SPM) tok_load_byte_tokens(t);
     json_decref(f.root);
     json_decref(f.config);

@@ -77,7 +77,7 @@ int tok_merge_rank(const tokenizer *t, const char *text, const tok_sym *l, const
                    size_t *cap, double *rank);
 void tok_merge_free(tok_merge_state *m);
 
-typedef enum { TOK_KIND_SPM, TOK_KIND_BPE } tok_kind;
+typedef enum { TOK_KIND_SPM, TOK_KIND_BPE, TOK_KIND_WORDPIECE } tok_kind;
 
 /* Special-token trie node: children are a singly linked sibling list. */
 typedef struct {
@@ -132,6 +132,13 @@ struct tokenizer {
     uint8_t byte_enc_len[256];
     int16_t byte_dec[324];       /* that character's code point -> byte, or -1 */
     char pre[32];                /* the tokenizer.ggml.pre name of the regexes */
+
+    /* WordPiece: the BertNormalizer's switches and the model's settings. */
+    struct {
+        bool clean_text, chinese_chars, strip_accents, lowercase;
+        int max_chars;  /* a longer word is the unknown token */
+        char prefix[8]; /* of continuation pieces, "##" */
+    } wp;
 };
 
 /* tokenizer.c: the steps after the vocabulary arrays are filled, shared by
@@ -157,6 +164,14 @@ void bpe_free(tokenizer *t);
 int bpe_encode(const tokenizer *t, const char *text, size_t len, tokvec *out);
 /* Decodes a byte-level token text to the bytes it stands for. */
 int bpe_decode_text(const tokenizer *t, const char *text, size_t len, char *buf, int cap);
+
+/* wordpiece.c: normalizes, splits into words and encodes them (t->unk for
+ * what the vocabulary cannot spell). */
+int wordpiece_encode(const tokenizer *t, const char *text, size_t len, tokvec *out);
+/* A normal token's text as the WordPiece decoder joins it: a continuation
+ * without its prefix, any other piece after a space. tokenizer_token_to_piece's
+ * contract. */
+int wordpiece_piece(const tokenizer *t, const char *s, size_t n, char *buf, int cap);
 
 /* UTF-8: the sequence length llama.cpp assumes from a lead byte (1 for
  * continuation bytes and 2..4 from the high bits, no validation). */

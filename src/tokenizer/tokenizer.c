@@ -33,6 +33,8 @@ size_t tokenizer_max_token_bytes(const tokenizer *t) {
      * vocabulary without a token for some byte drops that byte (llama.cpp's
      * fallback), and then no bound holds. */
     const size_t n = t->max_text_len ? t->max_text_len : 1;
+    /* WordPiece: a whole word of any length can be the unknown token. */
+    if (t->kind == TOK_KIND_WORDPIECE) return SIZE_MAX;
     if (t->kind != TOK_KIND_BPE) return n;
     for (int b = 0; b < 256; b++)
         if (strtab_find(&t->vocab, t->byte_enc[b], t->byte_enc_len[b]) < 0) return SIZE_MAX;
@@ -537,6 +539,8 @@ int tokenizer_encode_guarded(const tokenizer *t, const char *text, size_t len, b
                             (text[f.off] == ' ' || (f.len >= 3 && !memcmp(text + f.off, "\xe2\x96\x81", 3))));
             rc = spm_encode(t, text + f.off, f.len, prefix, &v);
             prev_special = false;
+        } else if (t->kind == TOK_KIND_WORDPIECE) {
+            rc = wordpiece_encode(t, text + f.off, f.len, &v);
         } else {
             rc = bpe_encode(t, text + f.off, f.len, &v);
             prev_special = false;
@@ -598,6 +602,7 @@ int tokenizer_token_to_piece(const tokenizer *t, int32_t id, bool special, char 
     case TOK_TYPE_USER_DEFINED:
         return copy_out(buf, cap, s, n);
     case TOK_TYPE_NORMAL:
+        if (t->kind == TOK_KIND_WORDPIECE) return wordpiece_piece(t, s, n, buf, cap);
         return t->kind == TOK_KIND_SPM ? spm_unescape(s, n, buf, cap)
                                        : bpe_decode_text(t, s, n, buf, cap);
     case TOK_TYPE_BYTE: {
