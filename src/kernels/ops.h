@@ -19,6 +19,13 @@ void rope_angles(float *cs, int pos, int rope_dim, float base, float pos_scale, 
 /* Rotates the first rope_dim dims of each of n_heads heads of head_dim. */
 void rope_apply(float *x, int n_heads, int head_dim, int rope_dim, const float *cs, rope_pairs pairs);
 
+/* out = (x - mean(x)) / sqrt(var(x) + eps) * w + b: LayerNorm (BERT). out may
+ * alias x. */
+void layernorm(float *out, const float *x, const float *w, const float *b, int n, float eps);
+
+/* x = x * Phi(x), the exact (erf) GELU of BERT's FFN, in place. */
+void gelu_erf(float *x, int n);
+
 /* g = act(g) * u, elementwise. */
 void silu_mul(float *g, const float *u, int n);
 void gelu_tanh_mul(float *g, const float *u, int n);
@@ -27,6 +34,10 @@ void vec_add(float *y, const float *x, int n);
 void vec_scale(float *y, float s, int n);
 
 void rmsnorm_ref(float *out, const float *x, const float *w, int n, float eps);
+void layernorm_ref(float *out, const float *x, const float *w, const float *b, int n, float eps);
+void gelu_erf_ref(float *x, int n);
+void layernorm_avx2(float *out, const float *x, const float *w, const float *b, int n, float eps);
+void gelu_erf_avx2(float *x, int n);
 void silu_mul_ref(float *g, const float *u, int n);
 void gelu_tanh_mul_ref(float *g, const float *u, int n);
 void rmsnorm_avx2(float *out, const float *x, const float *w, int n, float eps);

@@ -81,3 +81,70 @@ void rmsnorm_avx2(float *out, const float *x, const float *w, int n, float eps) 
         for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), rv));
     for (; i < n; i++) out[i] = x[i] * r * (w ? w[i] : 1.0f);
 }
+
+/* Sums of a row in double lanes, as the references accumulate. */
+static double sum_pd(const float *x, int n, int *done) {
+    __m256d acc0 = _mm256_setzero_pd(), acc1 = _mm256_setzero_pd();
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_loadu_ps(x + i);
+        acc0 = _mm256_add_pd(acc0, _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
+        acc1 = _mm256_add_pd(acc1, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+    }
+    double lanes[4];
+    _mm256_storeu_pd(lanes, _mm256_add_pd(acc0, acc1));
+    *done = i;
+    return lanes[0] + lanes[1] + lanes[2] + lanes[3];
+}
+
+void layernorm_avx2(float *out, const float *x, const float *w, const float *b, int n, float eps) {
+    int i;
+    double sum = sum_pd(x, n, &i);
+    for (; i < n; i++) sum += x[i];
+    const double mean = sum / n;
+    const __m256d mv = _mm256_set1_pd(mean);
+    __m256d acc0 = _mm256_setzero_pd(), acc1 = _mm256_setzero_pd();
+    for (i = 0; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_loadu_ps(x + i);
+        const __m256d a = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(v)), mv);
+        const __m256d c = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)), mv);
+        acc0 = _mm256_fmadd_pd(a, a, acc0);
+        acc1 = _mm256_fmadd_pd(c, c, acc1);
+    }
+    double lanes[4];
+    _mm256_storeu_pd(lanes, _mm256_add_pd(acc0, acc1));
+    double ss = lanes[0] + lanes[1] + lanes[2] + lanes[3];
+    for (; i < n; i++) ss += (x[i] - mean) * (x[i] - mean);
+    const float m = (float)mean, r = (float)(1.0 / sqrt(ss / n + eps));
+    const __m256 mm = _mm256_set1_ps(m), rv = _mm256_set1_ps(r);
+    for (i = 0; i + 8 <= n; i += 8) {
+        const __m256 y = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), mm), rv);
+        _mm256_storeu_ps(out + i, _mm256_fmadd_ps(y, _mm256_loadu_ps(w + i), _mm256_loadu_ps(b + i)));
+    }
+    for (; i < n; i++) out[i] = (x[i] - m) * r * w[i] + b[i];
+}
+
+/* erf by Abramowitz and Stegun 7.1.26 (absolute error below 1.5e-7):
+ * erf(a) = 1 - t (a1 + t (a2 + ... + t a5)) exp(-a^2), t = 1 / (1 + p a),
+ * for a = |x|, the sign put back after. */
+void gelu_erf_avx2(float *x, int n) {
+    const __m256 sign = _mm256_set1_ps(-0.0f), one = _mm256_set1_ps(1.0f), half = _mm256_set1_ps(0.5f);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_loadu_ps(x + i);
+        const __m256 z = _mm256_mul_ps(v, _mm256_set1_ps(0.70710678118654752f));
+        const __m256 a = _mm256_andnot_ps(sign, z);
+        const __m256 t = _mm256_div_ps(one, _mm256_fmadd_ps(_mm256_set1_ps(0.3275911f), a, one));
+        __m256 p = _mm256_set1_ps(1.061405429f);
+        p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-1.453152027f));
+        p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(1.421413741f));
+        p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-0.284496736f));
+        p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(0.254829592f));
+        p = _mm256_mul_ps(p, t);
+        const __m256 e = exp256(_mm256_sub_ps(_mm256_setzero_ps(), _mm256_mul_ps(a, a)));
+        const __m256 erf_a = _mm256_fnmadd_ps(p, e, one);
+        const __m256 erf_z = _mm256_or_ps(erf_a, _mm256_and_ps(sign, z));
+        _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_mul_ps(half, v), _mm256_add_ps(one, erf_z)));
+    }
+    for (; i < n; i++) x[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678118654752f));
+}

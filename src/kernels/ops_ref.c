@@ -57,6 +57,19 @@ void gelu_tanh_mul_ref(float *g, const float *u, int n) {
     }
 }
 
+void layernorm_ref(float *out, const float *x, const float *w, const float *b, int n, float eps) {
+    double sum = 0, ss = 0;
+    for (int i = 0; i < n; i++) sum += x[i];
+    const double mean = sum / n;
+    for (int i = 0; i < n; i++) ss += (x[i] - mean) * (x[i] - mean);
+    const float m = (float)mean, r = (float)(1.0 / sqrt(ss / n + eps));
+    for (int i = 0; i < n; i++) out[i] = (x[i] - m) * r * w[i] + b[i];
+}
+
+void gelu_erf_ref(float *x, int n) {
+    for (int i = 0; i < n; i++) x[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678118654752f));
+}
+
 void vec_add(float *y, const float *x, int n) {
     for (int i = 0; i < n; i++) y[i] += x[i];
 }
@@ -69,6 +82,12 @@ void vec_scale(float *y, float s, int n) {
 void rmsnorm(float *out, const float *x, const float *w, int n, float eps) {
     (wtype_using_avx2() ? rmsnorm_avx2 : rmsnorm_ref)(out, x, w, n, eps);
 }
+
+void layernorm(float *out, const float *x, const float *w, const float *b, int n, float eps) {
+    (wtype_using_avx2() ? layernorm_avx2 : layernorm_ref)(out, x, w, b, n, eps);
+}
+
+void gelu_erf(float *x, int n) { (wtype_using_avx2() ? gelu_erf_avx2 : gelu_erf_ref)(x, n); }
 
 void silu_mul(float *g, const float *u, int n) { (wtype_using_avx2() ? silu_mul_avx2 : silu_mul_ref)(g, u, n); }
 

@@ -92,11 +92,67 @@ static void test_rope_rotates_pairs(void **state) {
     }
 }
 
+static void test_gelu_erf_agrees(void **state) {
+    (void)state;
+    if (!wtype_using_avx2()) skip();
+    const int lens[] = {1, 7, 8, 9, 64, 2051};
+    const float scales[] = {0.1f, 3.0f, 20.0f, 200.0f};
+    float a[2051], b[2051];
+    for (size_t li = 0; li < sizeof lens / sizeof *lens; li++)
+        for (size_t si = 0; si < sizeof scales / sizeof *scales; si++) {
+            const int n = lens[li];
+            fill(a, n, scales[si]);
+            memcpy(b, a, sizeof(float) * (size_t)n);
+            gelu_erf_avx2(a, n);
+            gelu_erf_ref(b, n);
+            /* The polynomial erf is within 1.5e-7 of libm's: x/2 times that. */
+            expect_close(a, b, n, 2e-6f, 2e-7f * scales[si], "gelu_erf");
+        }
+    /* Known values: GELU(1) = 0.8413447, GELU(-1) = -0.1586553, GELU(0) = 0. */
+    float v[3] = {1.0f, -1.0f, 0.0f};
+    gelu_erf_avx2(v, 3);
+    assert_true(fabsf(v[0] - 0.8413447f) < 1e-6f && fabsf(v[1] + 0.1586553f) < 1e-6f && v[2] == 0.0f);
+    float w8[8] = {1, -1, 0, 2, -2, 3, -3, 0.5f}, r8[8];
+    memcpy(r8, w8, sizeof w8);
+    gelu_erf_avx2(w8, 8);
+    gelu_erf_ref(r8, 8);
+    expect_close(w8, r8, 8, 2e-6f, 6e-7f, "gelu_erf (known)"); /* |x| <= 3 */
+    assert_true(fabsf(w8[0] - 0.8413447f) < 1e-6f && fabsf(w8[1] + 0.1586553f) < 1e-6f);
+}
+
+static void test_layernorm_agrees(void **state) {
+    (void)state;
+    if (!wtype_using_avx2()) skip();
+    const int lens[] = {1, 7, 8, 9, 384, 1031};
+    float x[1031], w[1031], bias[1031], a[1031], b[1031];
+    for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
+        const int n = lens[li];
+        fill(x, n, 5.0f);
+        for (int i = 0; i < n; i++) x[i] += 3.0f; /* a mean far from 0 */
+        fill(w, n, 1.0f);
+        fill(bias, n, 1.0f);
+        layernorm_avx2(a, x, w, bias, n, 1e-12f);
+        layernorm_ref(b, x, w, bias, n, 1e-12f);
+        expect_close(a, b, n, 1e-6f, 1e-6f, "layernorm");
+    }
+    /* The definition: zero mean, unit variance with w = 1, b = 0. */
+    const int n = 384;
+    for (int i = 0; i < n; i++) w[i] = 1.0f, bias[i] = 0.0f;
+    fill(x, n, 4.0f);
+    layernorm_ref(b, x, w, bias, n, 1e-12f);
+    double m = 0, v = 0;
+    for (int i = 0; i < n; i++) m += b[i];
+    for (int i = 0; i < n; i++) v += (b[i] - m / n) * (b[i] - m / n);
+    assert_true(fabs(m / n) < 1e-6 && fabs(v / n - 1.0) < 1e-5);
+}
+
 int main(void) {
     wtype_init();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_activations_agree),
         cmocka_unit_test(test_rmsnorm_agrees),
+        cmocka_unit_test(test_gelu_erf_agrees),
+        cmocka_unit_test(test_layernorm_agrees),
         cmocka_unit_test(test_rope_rotates_pairs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
