@@ -17,6 +17,7 @@ static const command k_commands[] = {
     {"info", cmd_info, "describe a model: architecture, sizes, memory"},
     {"bench", cmd_bench, "benchmarks: offline (engine) and serve (an OpenAI-compatible server)"},
     {"tokenize", cmd_tokenize, "print the token ids of text read from stdin"},
+    {"embed", cmd_embed, "print the embedding of each line read from stdin (a BERT embedding model)"},
     {"logits", cmd_logits, "write the logits of a token sequence (for tests)"},
     {"quantize", cmd_quantize, "quantize a model's weights (RTN, GPTQ, AWQ) into a new GGUF file"},
     {"perplexity", cmd_perplexity, "perplexity of a model on a text file, in chunks (as llama-perplexity)"},

@@ -166,6 +166,10 @@ static int add_matrix(tensor_table *tt, const char *gguf, const st_tensor *t) {
     return data && tensors_add(tt, gguf, type, 2, ne, data, t->nbytes) ? 0 : -1;
 }
 
+int hf_add_float_tensor(tensor_table *tt, const char *gguf_name, const st_tensor *t) {
+    return t->n_dims == 1 ? add_vector(tt, gguf_name, t, false) : add_matrix(tt, gguf_name, t);
+}
+
 /* A required companion tensor of a quantized layer, with its dtype and shape. */
 static const st_tensor *quant_part(const hf_source *s, const char *base, const char *part, st_dtype want,
                                    int n_dims, int64_t d0, int64_t d1) {
