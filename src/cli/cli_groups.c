@@ -179,6 +179,12 @@ const cli_group cli_server_group = {
          .metavar = "N", .min = 0, .max = 1 << 20,
          .help = "answer exact repeats of deterministic requests (temperature 0 or a seed) from an LRU cache of N "
                  "responses; 0 = off"},
+        {.name = "--max-embedding-inputs", .kind = CLI_INT,
+         .offset = offsetof(cli_server_settings, max_embedding_inputs), .metavar = "N", .min = 1, .max = 1 << 20,
+         .help = "an embedding model: the most inputs one /v1/embeddings request may send (OpenAI's limit)"},
+        {.name = "--embedding-cache-size", .kind = CLI_INT,
+         .offset = offsetof(cli_server_settings, embedding_cache_size), .metavar = "N", .min = 0, .max = 1 << 24,
+         .help = "an embedding model: keep the embeddings of the last N distinct text inputs (LRU); 0 = off"},
         {.name = "--allowed-origins", .kind = CLI_STRING, .offset = offsetof(cli_server_settings, allowed_origins),
          .metavar = "JSON", .default_text = "[]: no cross-origin access",
          .help = "CORS: the origins browsers may call from, a JSON list such as '[\"http://localhost:3000\"]'; "
@@ -294,5 +300,7 @@ cli_server_settings cli_server_defaults(void) {
                                  .max_waiting = 1024,
                                  .timeout_keep_alive = 5,
                                  .request_header_timeout = 10,
-                                 .request_body_timeout = 60};
+                                 .request_body_timeout = 60,
+                                 .max_embedding_inputs = 2048,
+                                 .embedding_cache_size = 1024};
 }

@@ -69,6 +69,8 @@ typedef struct {
     long timeout_keep_alive, request_header_timeout, request_body_timeout; /* seconds */
     long max_connections_per_client; /* 0: no limit */
     long response_cache_size;        /* entries; 0: off */
+    long max_embedding_inputs;       /* inputs per /v1/embeddings request */
+    long embedding_cache_size;       /* entries; 0: off */
     const char *allowed_origins, *allowed_methods, *allowed_headers; /* JSON lists (CORS); NULL: not given */
 } cli_server_settings;
 

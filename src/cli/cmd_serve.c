@@ -11,7 +11,9 @@
 #include "cli/cli_common.h"
 #include "cli/cli_groups.h"
 #include "cli/commands.h"
+#include "engine/embedder.h"
 #include "engine/engine.h"
+#include "model/encoder.h"
 #include "model/model.h"
 #include "server/auth.h"
 #include "server/cors.h"
@@ -200,6 +202,49 @@ static int engine_config_for(const serve_options *o, const model *m, engine_conf
     return 0;
 }
 
+/* An embedding model: the encoder and its embedder behind /v1/embeddings, no
+ * engine. --max-model-len may lower the model's input length;
+ * --max-num-batched-tokens bounds the tokens of one forward pass. Returns
+ * the exit code. */
+static int serve_encoder(server *s, const serve_options *o, const char *served, const sigset_t *set) {
+    encoder *enc = encoder_load(o->model.path);
+    if (!enc) {
+        fprintf(stderr, "cllm serve: %s\n", err_get());
+        return 1;
+    }
+    int rc = 1;
+    embedder *eb = NULL;
+    if (o->engine.max_model_len > enc->hp.n_pos) {
+        fprintf(stderr, "cllm serve: --max-model-len %ld is more than the model's %d positions\n",
+                o->engine.max_model_len, enc->hp.n_pos);
+        goto out;
+    }
+    if (o->engine.max_model_len > 0) enc->max_len = (int)o->engine.max_model_len;
+    const long batch = o->engine.max_num_batched_tokens > enc->max_len ? o->engine.max_num_batched_tokens : enc->max_len;
+    if (!(eb = embedder_create(enc, (int)o->engine.threads, (int)batch)) || server_set_ready_encoder(s, enc, eb)) {
+        fprintf(stderr, "cllm serve: %s\n", err_get());
+        goto out;
+    }
+    const cli_server_settings *ss = &o->server;
+    fprintf(stderr,
+            "cllm serve: ready. An embedding model: %d dimensions, %s pooling%s, inputs of up to %d tokens, %ld "
+            "tokens per forward pass, embedding cache of %ld entries\n"
+            "  curl http://%s:%d/v1/embeddings -H 'Content-Type: application/json' -d '{\"model\": \"%s\", "
+            "\"input\": [\"Hello!\"]}'\n",
+            enc->hp.n_embd, enc->pooling == POOL_CLS ? "CLS" : "mean", enc->normalize ? ", normalized" : "",
+            enc->max_len, batch, ss->embedding_cache_size, ss->host, server_port(s), served);
+    const int sig = wait_signal(set, -1);
+    fprintf(stderr, "cllm serve: %s received\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    server_drain(s);
+    wait_idle(s, set, now_s() + ss->shutdown_timeout, true);
+    rc = 0;
+out:
+    server_stop(s);
+    embedder_free(eb);
+    encoder_free(enc);
+    return rc;
+}
+
 int cmd_serve(int argc, char **argv) {
     serve_options o;
     const int parsed = parse_options(argc, argv, &o);
@@ -238,7 +283,9 @@ int cmd_serve(int argc, char **argv) {
                         .keep_alive_s = (int)ss->timeout_keep_alive,
                         .header_timeout_s = (int)ss->request_header_timeout,
                         .body_timeout_s = (int)ss->request_body_timeout,
-                        .cors = &o.cors};
+                        .cors = &o.cors,
+                        .max_embed_inputs = (int)ss->max_embedding_inputs,
+                        .embed_cache_size = (size_t)ss->embedding_cache_size};
     if (!sc.max_body_bytes) {
         const size_t for_context = (size_t)o.engine.max_model_len * SERVER_BODY_BYTES_PER_TOKEN;
         sc.max_body_bytes = for_context > SERVER_DEFAULT_MAX_BODY ? for_context : SERVER_DEFAULT_MAX_BODY;
@@ -255,7 +302,12 @@ int cmd_serve(int argc, char **argv) {
     int rc = 1;
     chat_template *tmpl = NULL;
     engine *e = NULL;
-    model *m = model_load(o.model.path);
+    model *m = NULL;
+    if (encoder_is_encoder_model(o.model.path)) {
+        rc = serve_encoder(&s, &o, served, &set);
+        goto out;
+    }
+    m = model_load(o.model.path);
     if (!m) {
         fprintf(stderr, "cllm serve: %s\n", err_get());
         goto out;

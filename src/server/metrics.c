@@ -122,6 +122,19 @@ void metrics_render(buf *b, const metrics_input *in) {
         counter(&o, "cllm:response_cache_misses_total", "Cacheable requests not in the response cache.", rc->misses);
         gauge(&o, "cllm:response_cache_entries", "Responses held in the response cache.", (double)rc->entries);
     }
+    if (in->has_embedder) {
+        const embedder_stats *es = &in->embedder;
+        counter(&o, "cllm:embedding_inputs_total", "Inputs embedded by the model (cache hits not counted).", es->inputs);
+        counter(&o, "cllm:embedding_tokens_total", "Tokens of the inputs embedded by the model.", es->tokens);
+        counter(&o, "cllm:embedding_forward_passes_total", "Forward passes of the embedding model.",
+                es->forward_passes);
+    }
+    if (in->has_embed_cache) {
+        const embed_cache_stats *ec = &in->embed_cache;
+        counter(&o, "cllm:embedding_cache_hits_total", "Text inputs answered from the embedding cache.", ec->hits);
+        counter(&o, "cllm:embedding_cache_misses_total", "Text inputs not in the embedding cache.", ec->misses);
+        gauge(&o, "cllm:embedding_cache_entries", "Embeddings held in the embedding cache.", (double)ec->entries);
+    }
 
     histo(&o, "vllm:time_to_first_token_seconds", "Time from arrival to the first generated token.", &s->ttft);
     histo(&o, "vllm:time_per_output_token_seconds", "Mean time per output token after the first.", &s->tpot);

@@ -14,11 +14,17 @@
  *   cllm:http_responses_total{code="2xx"...}   counter
  *   cllm:server_ready                           gauge, 1 when the model is loaded
  *   cllm:response_cache_hits_total / _misses_total  counters (cacheable requests), and
- *   cllm:response_cache_entries                 gauge: only with a response cache */
+ *   cllm:response_cache_entries                 gauge: only with a response cache
+ *   cllm:embedding_inputs_total, _tokens_total, _forward_passes_total  counters:
+ *                                               only for an embedding model
+ *   cllm:embedding_cache_hits_total / _misses_total  counters (text inputs), and
+ *   cllm:embedding_cache_entries                gauge: only with an embedding cache */
 #ifndef CLLM_SERVER_METRICS_H
 #define CLLM_SERVER_METRICS_H
 
+#include "engine/embedder.h"
 #include "engine/engine.h"
+#include "server/embed_cache.h"
 #include "server/response_cache.h"
 #include "util/buf.h"
 
@@ -33,6 +39,10 @@ typedef struct {
     uint64_t http[6];                      /* by status class */
     bool has_response_cache;
     response_cache_stats response_cache;
+    bool has_embedder;
+    embedder_stats embedder;
+    bool has_embed_cache;
+    embed_cache_stats embed_cache;
 } metrics_input;
 
 void metrics_render(buf *b, const metrics_input *in);

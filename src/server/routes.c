@@ -6,6 +6,7 @@
 
 #include "server/auth.h"
 #include "server/cors.h"
+#include "server/embeddings.h"
 #include "server/generate.h"
 #include "server/metrics.h"
 #include "server/responses_api.h"
@@ -16,7 +17,8 @@
 #include <string.h>
 
 typedef enum {
-    R_HEALTH, R_METRICS, R_MODELS, R_MODEL, R_COMPLETIONS, R_CHAT, R_RESPONSES, R_TOKENIZE, R_DETOKENIZE
+    R_HEALTH, R_METRICS, R_MODELS, R_MODEL, R_COMPLETIONS, R_CHAT, R_RESPONSES, R_TOKENIZE, R_DETOKENIZE,
+    R_EMBEDDINGS
 } route_id;
 
 static const struct {
@@ -32,6 +34,7 @@ static const struct {
     {"/v1/responses", "POST", R_RESPONSES},
     {"/tokenize", "POST", R_TOKENIZE},
     {"/detokenize", "POST", R_DETOKENIZE},
+    {"/v1/embeddings", "POST", R_EMBEDDINGS},
 };
 
 static json_t *model_card(server *s) {
@@ -43,7 +46,7 @@ static json_t *model_card(server *s) {
 static enum MHD_Result metrics(server *s, http_req *r) {
     metrics_input in = {.model_name = s->cfg.served_name};
     in.ready = atomic_load(&s->state) == SERVER_READY;
-    if (atomic_load(&s->state) != SERVER_LOADING) {
+    if (atomic_load(&s->state) != SERVER_LOADING && s->e) {
         engine_get_stats(s->e, &in.stats);
     } else {
         hist_init_seconds(&in.stats.ttft);
@@ -53,6 +56,12 @@ static enum MHD_Result metrics(server *s, http_req *r) {
     }
     for (int i = 0; i <= FINISH_ERROR; i++) in.finished[i] = atomic_load(&s->counters.finished[i]);
     for (int i = 0; i < 6; i++) in.http[i] = atomic_load(&s->http.responses[i]);
+    if (atomic_load(&s->state) != SERVER_LOADING && s->embedder) {
+        in.has_embedder = true;
+        embedder_get_stats(s->embedder, &in.embedder);
+    }
+    in.has_embed_cache = s->embed_cache != NULL;
+    if (in.has_embed_cache) embed_cache_get_stats(s->embed_cache, &in.embed_cache);
     in.has_response_cache = s->response_cache != NULL;
     if (in.has_response_cache) response_cache_get_stats(s->response_cache, &in.response_cache);
     buf b = {0};
@@ -143,7 +152,17 @@ enum MHD_Result route_request(void *user, http_req *r) {
         api_fail(&e, 503, "shutting_down", NULL, "The server is shutting down");
         return http_reply_error(r, &e);
     }
+    if (s->enc && found != R_EMBEDDINGS) {
+        /* vLLM's answer for an endpoint the model's task lacks. */
+        static const char *const api[] = {[R_COMPLETIONS] = "Completions", [R_CHAT] = "Chat Completions",
+                                          [R_RESPONSES] = "Responses", [R_TOKENIZE] = "Tokenize",
+                                          [R_DETOKENIZE] = "Detokenize"};
+        api_fail(&e, 400, "invalid_request_error", NULL,
+                 "The model does not support %s API (it is an embedding model: use /v1/embeddings)", api[found]);
+        return http_reply_error(r, &e);
+    }
     switch ((route_id)found) {
+    case R_EMBEDDINGS: return handle_embeddings(s, r);
     case R_COMPLETIONS: return handle_generation(s, r, API_COMPLETIONS);
     case R_CHAT: return handle_generation(s, r, API_CHAT);
     case R_RESPONSES: return handle_responses(s, r);

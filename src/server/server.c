@@ -3,6 +3,8 @@
  * (state, model, engine, counters) lives in the server struct. */
 #include "server/server.h"
 
+#include "server/embeddings.h"
+
 #include "server/routes.h"
 #include "util/error.h"
 
@@ -47,6 +49,17 @@ void server_set_ready(server *s, model *m, engine *e, const chat_template *tmpl)
     atomic_store(&s->state, SERVER_READY);
 }
 
+int server_set_ready_encoder(server *s, const encoder *enc, embedder *eb) {
+    if (s->cfg.embed_cache_size && !(s->embed_cache = embed_cache_create(s->cfg.embed_cache_size, enc->hp.n_embd)))
+        return -1;
+    if (!s->cfg.max_embed_inputs) s->cfg.max_embed_inputs = SERVER_DEFAULT_MAX_EMBED_INPUTS;
+    s->enc = enc;
+    s->embedder = eb;
+    s->max_model_len = enc->max_len;
+    atomic_store(&s->state, SERVER_READY);
+    return 0;
+}
+
 void server_drain(server *s) {
     atomic_store(&s->state, SERVER_DRAINING);
     http_server_quiesce(&s->http);
@@ -58,6 +71,8 @@ void server_stop(server *s) {
     http_server_stop(&s->http);
     response_cache_free(s->response_cache);
     s->response_cache = NULL;
+    embed_cache_free(s->embed_cache);
+    s->embed_cache = NULL;
 }
 
 static const char *base_name(const char *p) {

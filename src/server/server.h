@@ -15,9 +15,11 @@
 #define CLLM_SERVER_SERVER_H
 
 #include "chat/template.h"
+#include "engine/embedder.h"
 #include "engine/engine.h"
 #include "model/model.h"
 #include "server/cors.h"
+#include "server/embed_cache.h"
 #include "server/gen.h"
 #include "server/http.h"
 #include "server/response_cache.h"
@@ -52,6 +54,8 @@ typedef struct {
     int body_timeout_s;
     size_t response_cache_size; /* entries; 0: no response cache */
     const cors_config *cors;  /* cross-origin access; NULL: none (the caller keeps it alive) */
+    int max_embed_inputs;     /* inputs per /v1/embeddings request; 0: SERVER_DEFAULT_MAX_EMBED_INPUTS */
+    size_t embed_cache_size;  /* entries; 0: no embedding cache */
 } server_config;
 
 #define SERVER_DEFAULT_KEEP_ALIVE_S 5
@@ -64,9 +68,13 @@ typedef struct server {
     server_config cfg;
     http_server http;
     _Atomic int state;
-    /* Set once before state becomes READY, read-only after. */
+    /* Set once before state becomes READY, read-only after: a generative
+     * model with its engine, or an embedding model with its embedder. */
     model *m;
     engine *e;
+    const encoder *enc;
+    embedder *embedder;
+    embed_cache *embed_cache; /* NULL: off */
     const chat_template *tmpl;
     int max_model_len;
     time_t created;
@@ -84,6 +92,10 @@ int server_start(server *s, const server_config *cfg);
 int server_port(const server *s);
 /* Hands over the model, the started engine and the chat template. */
 void server_set_ready(server *s, model *m, engine *e, const chat_template *tmpl);
+/* The same for an embedding model: /v1/embeddings is served, the generation
+ * endpoints answer 400. Makes the embedding cache; -1 with err_get() when it
+ * cannot. */
+int server_set_ready_encoder(server *s, const encoder *enc, embedder *eb);
 /* Stops accepting connections; requests on open connections get 503. */
 void server_drain(server *s);
 /* Requests still being prepared or answered by a handler thread. */
