@@ -101,10 +101,11 @@ static int push_stripped(const tokenizer *t, cpvec *out, uint32_t cp) {
         return 0;
     }
     const wp_map *m = find_map(wp_nfd, wp_nfd_count, cp);
-    const uint32_t one[4] = {cp, 0, 0, 0};
-    const uint32_t *d = m ? m->to : one;
-    for (int i = 0; i < 4 && d[i]; i++)
-        if (!in_ranges(wp_mark_nonspacing, wp_mark_nonspacing_count, d[i]) && push_lowered(t, out, d[i])) return -1;
+    if (!m) /* its own decomposition (U+0000 included, which ends no list here) */
+        return in_ranges(wp_mark_nonspacing, wp_mark_nonspacing_count, cp) ? 0 : push_lowered(t, out, cp);
+    for (int i = 0; i < 4 && m->to[i]; i++)
+        if (!in_ranges(wp_mark_nonspacing, wp_mark_nonspacing_count, m->to[i]) && push_lowered(t, out, m->to[i]))
+            return -1;
     return 0;
 }
 
