@@ -48,7 +48,7 @@ SANITIZE_SERVER_TESTS = tests/integration/test_server_errors.py tests/integratio
 	tests/integration/test_server_nan_model.py tests/integration/test_server_slow_clients.py \
 	tests/integration/test_server_tools.py tests/integration/test_webui_routes.py \
 	tests/integration/test_response_cache.py tests/integration/test_server_cors.py \
-	tests/integration/test_server_compat_synthetic.py
+	tests/integration/test_server_compat_synthetic.py tests/integration/test_embeddings_synthetic.py
 
 build-sanitize: setup
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCLLM_SANITIZE=ON >/dev/null

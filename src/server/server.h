@@ -7,7 +7,8 @@
  *
  * Routes: POST /v1/completions, POST /v1/chat/completions, GET /v1/models
  * (and /v1/models/{id}), GET /health, GET /metrics, POST /tokenize,
- * POST /detokenize. With an API key, /v1/..., /tokenize and /detokenize need
+ * POST /detokenize; for an embedding model POST /v1/embeddings instead of
+ * the generation routes (embeddings.h). With an API key, /v1/..., /tokenize and /detokenize need
  * "Authorization: Bearer KEY"; /metrics too when metrics_require_key;
  * /health always stays open. With webui, GET / is the chat page (webui.h),
  * its files under /webui/, open without a key. */
