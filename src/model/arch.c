@@ -25,7 +25,7 @@ const arch_traits *arch_find(const char *name) {
     return NULL;
 }
 
-static int need_u32(const gguf_ctx *g, const char *arch, const char *suffix, int *out, int lo, int hi) {
+int meta_need_u32(const gguf_ctx *g, const char *arch, const char *suffix, int *out, int lo, int hi) {
     char key[128];
     uint32_t v;
     snprintf(key, sizeof key, "%s.%s", arch, suffix);
@@ -39,14 +39,14 @@ static int need_u32(const gguf_ctx *g, const char *arch, const char *suffix, int
     return 0;
 }
 
-static int opt_u32(const gguf_ctx *g, const char *arch, const char *suffix, int *out, int lo, int hi) {
+int meta_opt_u32(const gguf_ctx *g, const char *arch, const char *suffix, int *out, int lo, int hi) {
     char key[128];
     snprintf(key, sizeof key, "%s.%s", arch, suffix);
     if (!gguf_find(g, key)) return 0;
-    return need_u32(g, arch, suffix, out, lo, hi);
+    return meta_need_u32(g, arch, suffix, out, lo, hi);
 }
 
-static int opt_f32(const gguf_ctx *g, const char *arch, const char *suffix, float *out) {
+int meta_opt_f32(const gguf_ctx *g, const char *arch, const char *suffix, float *out) {
     char key[128];
     snprintf(key, sizeof key, "%s.%s", arch, suffix);
     if (!gguf_find(g, key)) return 0;
@@ -66,32 +66,32 @@ int hparams_from_gguf(const gguf_ctx *g, model_hparams *hp) {
         return err_set("unknown architecture '%s' (supported: llama, qwen2, gemma3)", arch);
     hp->rope = hp->traits->rope;
 
-    if (need_u32(g, arch, "block_count", &hp->n_layer, 1, CLLM_MAX_LAYERS) ||
-        need_u32(g, arch, "embedding_length", &hp->n_embd, 1, 1 << 16) ||
-        need_u32(g, arch, "feed_forward_length", &hp->n_ff, 1, 1 << 20) ||
-        need_u32(g, arch, "attention.head_count", &hp->n_head, 1, 1024) ||
-        need_u32(g, arch, "context_length", &hp->n_ctx_train, 1, HPARAMS_MAX_CTX))
+    if (meta_need_u32(g, arch, "block_count", &hp->n_layer, 1, CLLM_MAX_LAYERS) ||
+        meta_need_u32(g, arch, "embedding_length", &hp->n_embd, 1, 1 << 16) ||
+        meta_need_u32(g, arch, "feed_forward_length", &hp->n_ff, 1, 1 << 20) ||
+        meta_need_u32(g, arch, "attention.head_count", &hp->n_head, 1, 1024) ||
+        meta_need_u32(g, arch, "context_length", &hp->n_ctx_train, 1, HPARAMS_MAX_CTX))
         return -1;
     hp->n_head_kv = hp->n_head;
-    if (opt_u32(g, arch, "attention.head_count_kv", &hp->n_head_kv, 1, hp->n_head)) return -1;
+    if (meta_opt_u32(g, arch, "attention.head_count_kv", &hp->n_head_kv, 1, hp->n_head)) return -1;
     if (hp->n_head % hp->n_head_kv)
         return err_set("attention.head_count %d is not a multiple of head_count_kv %d", hp->n_head,
                        hp->n_head_kv);
     hp->head_dim_k = hp->n_embd / hp->n_head;
-    if (opt_u32(g, arch, "attention.key_length", &hp->head_dim_k, 1, 4096)) return -1;
+    if (meta_opt_u32(g, arch, "attention.key_length", &hp->head_dim_k, 1, 4096)) return -1;
     hp->head_dim_v = hp->head_dim_k;
-    if (opt_u32(g, arch, "attention.value_length", &hp->head_dim_v, 1, 4096)) return -1;
+    if (meta_opt_u32(g, arch, "attention.value_length", &hp->head_dim_v, 1, 4096)) return -1;
     if (hp->head_dim_k % 2) return err_set("head dimension %d is odd; rope needs pairs", hp->head_dim_k);
     hp->rope_dim = hp->head_dim_k;
-    if (opt_u32(g, arch, "rope.dimension_count", &hp->rope_dim, 2, hp->head_dim_k)) return -1;
+    if (meta_opt_u32(g, arch, "rope.dimension_count", &hp->rope_dim, 2, hp->head_dim_k)) return -1;
     if (hp->rope_dim % 2) return err_set("rope.dimension_count %d is odd", hp->rope_dim);
 
     hp->norm_eps = 1e-5f;
-    if (opt_f32(g, arch, "attention.layer_norm_rms_epsilon", &hp->norm_eps)) return -1;
+    if (meta_opt_f32(g, arch, "attention.layer_norm_rms_epsilon", &hp->norm_eps)) return -1;
     hp->rope_base = 10000.0f;
-    if (opt_f32(g, arch, "rope.freq_base", &hp->rope_base)) return -1;
+    if (meta_opt_f32(g, arch, "rope.freq_base", &hp->rope_base)) return -1;
     hp->rope_base_swa = hp->traits->rope_base_swa > 0 ? hp->traits->rope_base_swa : hp->rope_base;
-    if (opt_f32(g, arch, "rope.freq_base_swa", &hp->rope_base_swa)) return -1;
+    if (meta_opt_f32(g, arch, "rope.freq_base_swa", &hp->rope_base_swa)) return -1;
     if (hp->rope_base <= 0 || hp->rope_base_swa <= 0) return err_set("rope.freq_base must be positive");
 
     hp->rope_pos_scale = 1.0f;
@@ -100,7 +100,7 @@ int hparams_from_gguf(const gguf_ctx *g, model_hparams *hp) {
     gguf_str scaling;
     if (gguf_get_str(g, key, &scaling) && !gguf_str_eq(scaling, "none")) {
         float factor = 1.0f;
-        if (opt_f32(g, arch, "rope.scaling.factor", &factor)) return -1;
+        if (meta_opt_f32(g, arch, "rope.scaling.factor", &factor)) return -1;
         if (gguf_str_eq(scaling, "linear")) {
             if (factor <= 0) return err_set("rope.scaling.factor must be positive");
             hp->rope_pos_scale = 1.0f / factor;
@@ -111,18 +111,18 @@ int hparams_from_gguf(const gguf_ctx *g, model_hparams *hp) {
     }
 
     hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim_k);
-    if (opt_f32(g, arch, "attention.scale", &hp->attn_scale)) return -1;
+    if (meta_opt_f32(g, arch, "attention.scale", &hp->attn_scale)) return -1;
     if (!(hp->attn_scale > 0)) return err_set("%s.attention.scale must be positive", arch);
     hp->embd_scale = hp->traits->embd_scale_sqrt ? sqrtf((float)hp->n_embd) : 1.0f;
 
     if (hp->traits->swa_pattern > 0) {
-        if (opt_u32(g, arch, "attention.sliding_window", &hp->n_swa, 0, 1 << 24)) return -1;
+        if (meta_opt_u32(g, arch, "attention.sliding_window", &hp->n_swa, 0, 1 << 24)) return -1;
         snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", arch);
         /* One flag per layer, or (as llama.cpp's set_swa_pattern) a period n:
          * layer il slides unless il % n == n - 1; 0: no layer slides. */
         int period = hp->traits->swa_pattern;
         if (gguf_find(g, key) && !gguf_get_arr(g, key, GGUF_TYPE_BOOL) &&
-            need_u32(g, arch, "attention.sliding_window_pattern", &period, 0, CLLM_MAX_LAYERS))
+            meta_need_u32(g, arch, "attention.sliding_window_pattern", &period, 0, CLLM_MAX_LAYERS))
             return err_set("%s is neither a list of booleans nor a layer period", key);
         const gguf_value *pat = gguf_get_arr(g, key, GGUF_TYPE_BOOL);
         if (pat && pat->arr.n != (uint64_t)hp->n_layer)

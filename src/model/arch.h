@@ -65,6 +65,12 @@ const arch_traits *arch_find(const char *name);
 int hparams_check(const model_hparams *hp);
 /* Reads {arch}.* keys. n_vocab comes from the token embedding, set by the loader. */
 int hparams_from_gguf(const gguf_ctx *g, model_hparams *hp);
+/* GGUF metadata "{arch}.{suffix}": a required unsigned integer in [lo, hi],
+ * an optional one (absent: *out unchanged), an optional finite float. 0, or
+ * -1 with err_get() naming the key. */
+int meta_need_u32(const gguf_ctx *g, const char *arch, const char *suffix, int *out, int lo, int hi);
+int meta_opt_u32(const gguf_ctx *g, const char *arch, const char *suffix, int *out, int lo, int hi);
+int meta_opt_f32(const gguf_ctx *g, const char *arch, const char *suffix, float *out);
 /* Writes general.architecture and the {arch}.* keys that read back (with
  * hparams_from_gguf) as hp; the rope style is the family's, so rows laid out
  * for another style must be permuted by the caller (arch_write.c). */

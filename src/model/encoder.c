@@ -4,6 +4,8 @@
  * table, then bound with its shape checked. */
 #include "model/encoder.h"
 
+#include "format/gguf.h"
+#include "model/arch.h"
 #include "model/hf_source.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -48,7 +50,23 @@ static bool is_bert(json_t *cfg) {
     return type && !strcmp(type, "bert");
 }
 
+static bool is_dir(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static bool gguf_is_bert(const gguf_ctx *g) {
+    gguf_str arch;
+    return gguf_get_str(g, "general.architecture", &arch) && gguf_str_eq(arch, "bert");
+}
+
 bool encoder_is_encoder_model(const char *path) {
+    if (!is_dir(path)) {
+        gguf_ctx *g = gguf_open(path);
+        const bool yes = g && gguf_is_bert(g);
+        gguf_close(g);
+        return yes;
+    }
     int rc = 0;
     json_t *cfg = read_json(path, "config.json", &rc);
     const bool yes = cfg && is_bert(cfg);
@@ -279,6 +297,55 @@ int encoder_tokenize(const encoder *enc, const char *text, size_t len, int max_t
     return n;
 }
 
+/* llama.cpp's "bert": the hyper-parameters from bert.*, the tensors under
+ * their own names, the vocabulary as tokenizer.ggml.model "bert". */
+static int load_gguf(encoder *enc, const char *path) {
+    gguf_ctx *g = enc->gguf = gguf_open(path);
+    if (!g) return -1;
+    if (!gguf_is_bert(g)) return err_set("general.architecture is not \"bert\"");
+    encoder_hparams *hp = &enc->hp;
+    int pooling = 1; /* llama.cpp's LLAMA_POOLING_TYPE_MEAN; 2 is CLS */
+    hp->norm_eps = 1e-12f;
+    if (meta_need_u32(g, "bert", "block_count", &hp->n_layer, 1, ENCODER_MAX_LAYERS) ||
+        meta_need_u32(g, "bert", "embedding_length", &hp->n_embd, 1, 1 << 16) ||
+        meta_need_u32(g, "bert", "feed_forward_length", &hp->n_ff, 1, 1 << 20) ||
+        meta_need_u32(g, "bert", "attention.head_count", &hp->n_head, 1, 1024) ||
+        meta_need_u32(g, "bert", "context_length", &hp->n_pos, 1, 1 << 20) ||
+        meta_opt_f32(g, "bert", "attention.layer_norm_epsilon", &hp->norm_eps) ||
+        meta_opt_u32(g, "bert", "pooling_type", &pooling, 0, 16))
+        return -1;
+    if (pooling != 1 && pooling != 2) return err_set("bert.pooling_type %d is not supported (1: mean, 2: CLS)", pooling);
+    if (!(hp->norm_eps > 0)) return err_set("bert.attention.layer_norm_epsilon must be positive");
+    if (hp->n_embd % hp->n_head)
+        return err_set("embedding_length %d is not a multiple of head_count %d", hp->n_embd, hp->n_head);
+    hp->head_dim = hp->n_embd / hp->n_head;
+    enc->pooling = pooling == 2 ? POOL_CLS : POOL_MEAN;
+    enc->normalize = true;
+    enc->max_len = hp->n_pos;
+    for (int64_t i = 0; i < gguf_n_tensors(g); i++) {
+        const gguf_tensor_info *t = gguf_tensor_at(g, i);
+        if (!tensors_add(&enc->tensors, t->name, t->type, t->n_dims, t->ne, t->data, t->nbytes)) return -1;
+    }
+    if (tensors_finish(&enc->tensors)) return -1;
+    const model_tensor *emb = need(enc, "token_embd.weight"), *types = need(enc, "token_types.weight");
+    if (!emb || !types) return -1;
+    hp->n_vocab = (int)emb->ne[1];
+    hp->n_types = (int)types->ne[1];
+    if (!(enc->tok = tokenizer_from_gguf(g))) return -1;
+    gguf_str name;
+    if (gguf_get_str(g, "general.name", &name)) {
+        free(enc->name);
+        enc->name = gguf_str_dup(name);
+    }
+    return 0;
+}
+
+static int load_hf(encoder *enc, const char *dir) {
+    if (read_config(enc, dir) || read_sentence_transformers(enc, dir)) return -1;
+    if (!(enc->st = st_open_dir(dir)) || add_tensors(enc)) return -1;
+    return (enc->tok = tokenizer_from_hf(dir)) ? 0 : -1;
+}
+
 /* "models/all-MiniLM-L6-v2/" -> "all-MiniLM-L6-v2" */
 static char *folder_name(const char *path) {
     size_t n = strlen(path);
@@ -301,9 +368,11 @@ encoder *encoder_load(const char *path) {
         err_oom("out of memory");
         goto fail;
     }
-    if (read_config(enc, path) || read_sentence_transformers(enc, path)) goto fail;
-    if (!(enc->st = st_open_dir(path)) || add_tensors(enc) || bind_all(enc)) goto fail;
-    if (!(enc->tok = tokenizer_from_hf(path))) goto fail;
+    if ((is_dir(path) ? load_hf(enc, path) : load_gguf(enc, path)) || bind_all(enc)) goto fail;
+    if (!enc->name) {
+        err_oom("out of memory");
+        goto fail;
+    }
     if (tokenizer_n_vocab(enc->tok) > enc->hp.n_vocab) {
         err_set("tokenizer has %d tokens but the embedding only %d rows", tokenizer_n_vocab(enc->tok),
                 enc->hp.n_vocab);
@@ -321,6 +390,7 @@ void encoder_free(encoder *enc) {
     tokenizer_free(enc->tok);
     tensors_free(&enc->tensors);
     st_close(enc->st);
+    gguf_close(enc->gguf);
     free(enc->name);
     free(enc->path);
     free(enc);

@@ -5,7 +5,9 @@
  * optional L2 normalization. Loaded from a Hugging Face folder (config.json
  * model_type "bert", model.safetensors, tokenizer.json with WordPiece, and
  * sentence-transformers' modules.json, 1_Pooling/config.json and
- * sentence_bert_config.json when present). Tensors are bound under
+ * sentence_bert_config.json when present), or from a GGUF file of llama.cpp's
+ * "bert" architecture (bert.pooling_type; always normalized, as llama.cpp's
+ * embeddings are). Tensors are bound under
  * llama.cpp's names for its "bert" architecture (token_embd, position_embd,
  * token_types, token_embd_norm, blk.N.attn_q/attn_k/attn_v/attn_output,
  * attn_output_norm, ffn_up, ffn_down, layer_output_norm). Immutable after
@@ -22,6 +24,7 @@
 #include <stdint.h>
 
 typedef struct st_set st_set;
+typedef struct gguf_ctx gguf_ctx;
 typedef struct tokenizer tokenizer;
 
 #define ENCODER_MAX_LAYERS 128
@@ -45,7 +48,8 @@ typedef struct {
 
 typedef struct encoder {
     char *path, *name;
-    st_set *st;
+    st_set *st;     /* a Hugging Face folder's weights, or */
+    gguf_ctx *gguf; /* a GGUF file */
     tensor_table tensors;
     encoder_hparams hp;
     weight tok_embd, pos_embd, type_embd;
@@ -64,7 +68,8 @@ typedef struct encoder {
 } encoder;
 
 /* Whether path is a model this encoder loads (a folder whose config.json says
- * model_type "bert"), without loading it. */
+ * model_type "bert", or a GGUF file whose general.architecture is "bert"),
+ * without loading it. */
 bool encoder_is_encoder_model(const char *path);
 /* NULL with err_get() saying what is wrong. */
 encoder *encoder_load(const char *path);

@@ -137,7 +137,9 @@ struct tokenizer {
     struct {
         bool clean_text, chinese_chars, strip_accents, lowercase;
         int max_chars;  /* a longer word is the unknown token */
-        char prefix[8]; /* of continuation pieces, "##" */
+        char prefix[8]; /* of continuation pieces: "##" (tokenizer.json), "" (GGUF) */
+        char first[8];  /* of a word's first piece: "" (tokenizer.json), U+2581 (GGUF,
+                         * llama.cpp's converter marks word starts instead) */
     } wp;
 };
 

@@ -233,6 +233,12 @@ static int load_special(tokenizer *t, const gguf_ctx *g) {
     read_special_id(t, g, KEY("eom_token_id"), &t->eom);
     read_special_id(t, g, KEY("unknown_token_id"), &t->unk);
     read_special_id(t, g, KEY("padding_token_id"), &t->pad);
+    if (t->kind == TOK_KIND_WORDPIECE) { /* BERT: [CLS] text [SEP] ("seperator": llama.cpp's spelling) */
+        read_special_id(t, g, KEY("cls_token_id"), &t->bos);
+        read_special_id(t, g, KEY("seperator_token_id"), &t->eos);
+        if (t->unk < 0) t->unk = find_cstr(t, "[UNK]");
+        if (t->unk < 0) return err_set("tokenizer: a WordPiece vocabulary needs an unknown token (" KEY("unknown_token_id") ")");
+    }
     read_special_id(t, g, KEY("fim_pre_token_id"), &fim[0]);
     read_special_id(t, g, KEY("fim_suf_token_id"), &fim[1]);
     read_special_id(t, g, KEY("fim_mid_token_id"), &fim[2]);
@@ -243,6 +249,7 @@ static int load_special(tokenizer *t, const gguf_ctx *g) {
     bool b;
     if (gguf_get_bool(g, KEY("add_bos_token"), &b)) t->add_bos = b;
     if (gguf_get_bool(g, KEY("add_eos_token"), &b)) t->add_eos = b;
+    if (t->kind == TOK_KIND_WORDPIECE && gguf_get_bool(g, KEY("add_sep_token"), &b)) t->add_eos = b; /* [SEP] */
     if (t->add_bos && t->bos < 0)
         return err_set("tokenizer: " KEY("add_bos_token") " is true, but " KEY("bos_token_id")
                        " is not set");
@@ -385,9 +392,17 @@ tokenizer *tokenizer_from_gguf(const gguf_ctx *g) {
     } else if (gguf_str_eq(model, "gpt2")) {
         t->kind = TOK_KIND_BPE;
         t->bos = 11, t->eos = 11, t->unk = -1;
+    } else if (gguf_str_eq(model, "bert")) {
+        /* llama.cpp's WPM: [CLS] text [SEP], BERT's uncased normalizer. */
+        t->kind = TOK_KIND_WORDPIECE;
+        t->bos = t->eos = t->unk = -1;
+        t->add_bos = t->add_eos = true;
+        t->wp.clean_text = t->wp.chinese_chars = t->wp.strip_accents = t->wp.lowercase = true;
+        t->wp.max_chars = 100;
+        snprintf(t->wp.first, sizeof t->wp.first, "\xe2\x96\x81");
     } else {
         err_set("tokenizer: unsupported tokenizer model '%.*s' (" KEY("model")
-                "; supported: llama, gpt2)", (int)(model.len > 64 ? 64 : model.len), model.ptr);
+                "; supported: llama, gpt2, bert)", (int)(model.len > 64 ? 64 : model.len), model.ptr);
         free(t);
         return NULL;
     }

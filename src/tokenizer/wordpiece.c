@@ -11,9 +11,11 @@
  *  2. split into words at whitespace, and cut out every punctuation
  *     character (ASCII punctuation or Unicode P*) as a word of its own;
  *  3. each word, greedily from the left, into the longest vocabulary entry
- *     (continuations spelled with the "##" prefix); a word with a piece that
- *     matches nothing, or longer than max_input_chars_per_word characters,
- *     becomes the unknown token as a whole. */
+ *     (continuations spelled with the "##" prefix; in a GGUF vocabulary,
+ *     llama.cpp's converter marks a word's first piece with U+2581 instead
+ *     and continuations not at all); a word with a piece that matches
+ *     nothing, or longer than max_input_chars_per_word characters, becomes
+ *     the unknown token as a whole. */
 #include "tokenizer/tok_internal.h"
 #include "tokenizer/wordpiece_unicode.h"
 
@@ -127,7 +129,7 @@ static int normalize(const tokenizer *t, const char *text, size_t len, cpvec *ou
 }
 
 /* One word (code points w[0..n)) into vocabulary pieces, or the unknown
- * token. buf has room for the word's UTF-8, piece for that and the prefix. */
+ * token. buf has room for the word's UTF-8, piece for that and a prefix. */
 static int encode_word(const tokenizer *t, const uint32_t *w, size_t n, char *buf, char *piece, size_t *offs,
                        tokvec *out) {
     if (n > (size_t)t->wp.max_chars) return tokvec_push(out, t->unk);
@@ -137,20 +139,21 @@ static int encode_word(const tokenizer *t, const uint32_t *w, size_t n, char *bu
         bytes += (size_t)utf8_encode(buf + bytes, w[i]);
     }
     offs[n] = bytes;
-    const size_t plen = strlen(t->wp.prefix);
-    memcpy(piece, t->wp.prefix, plen);
     const size_t first = out->n;
     for (size_t start = 0; start < n;) {
+        const char *prefix = start ? t->wp.prefix : t->wp.first;
+        const size_t plen = strlen(prefix);
+        memcpy(piece, prefix, plen);
         int32_t id = -1;
         size_t end = n;
+        /* A continuation spelled with the word-start mark would read as a word's
+         * first piece in a GGUF vocabulary; tokenizer.json has none. */
+        const size_t flen = strlen(t->wp.first);
+        if (start && flen && offs[n] - offs[start] >= flen && !memcmp(buf + offs[start], t->wp.first, flen)) end = start;
         for (; end > start && id < 0; end--) {
             const size_t len = offs[end] - offs[start];
-            if (start == 0) {
-                id = strtab_find(&t->vocab, buf, len);
-            } else {
-                memcpy(piece + plen, buf + offs[start], len);
-                id = strtab_find(&t->vocab, piece, plen + len);
-            }
+            memcpy(piece + plen, buf + offs[start], len);
+            id = strtab_find(&t->vocab, piece, plen + len);
         }
         if (id < 0) {
             out->n = first;
@@ -167,7 +170,7 @@ int wordpiece_encode(const tokenizer *t, const char *text, size_t len, tokvec *o
     int rc = normalize(t, text, len, &cps);
     /* The longest word is every character: room for its UTF-8 and the prefix. */
     char *buf = rc ? NULL : malloc(cps.n * 4 + 1);
-    char *piece = rc ? NULL : malloc(cps.n * 4 + sizeof t->wp.prefix);
+    char *piece = rc ? NULL : malloc(cps.n * 4 + sizeof t->wp.prefix + sizeof t->wp.first);
     size_t *offs = rc ? NULL : malloc((cps.n + 1) * sizeof *offs);
     if (!rc && (!buf || !piece || !offs)) rc = err_oom("tokenizer: out of memory");
     size_t word = 0; /* start of the word being collected */
@@ -187,15 +190,22 @@ int wordpiece_encode(const tokenizer *t, const char *text, size_t len, tokvec *o
 }
 
 int wordpiece_piece(const tokenizer *t, const char *s, size_t n, char *buf, int cap) {
-    /* The WordPiece decoder: a continuation glues on, a word starts with a space. */
-    const size_t plen = strlen(t->wp.prefix);
-    const bool cont = plen && n >= plen && !memcmp(s, t->wp.prefix, plen);
-    const char *from = cont ? s + plen : s;
-    const size_t len = cont ? n - plen : n;
-    if (len + 1 > INT32_MAX) return -1;
+    /* The WordPiece decoder: a word's first piece after a space, a
+     * continuation glued on, each without its marking prefix. */
+    const size_t flen = strlen(t->wp.first), plen = strlen(t->wp.prefix);
+    bool starts_word;
+    size_t skip = 0;
+    if (flen) {
+        starts_word = n >= flen && !memcmp(s, t->wp.first, flen);
+        skip = starts_word ? flen : 0;
+    } else {
+        starts_word = !(plen && n >= plen && !memcmp(s, t->wp.prefix, plen));
+        skip = starts_word ? 0 : plen;
+    }
+    if (n - skip + 1 > INT32_MAX) return -1;
     int w = 0;
-    if (!cont && w++ < cap) buf[0] = ' ';
-    for (size_t i = 0; i < len; i++, w++)
-        if (w < cap) buf[w] = from[i];
+    if (starts_word && w++ < cap) buf[0] = ' ';
+    for (size_t i = skip; i < n; i++, w++)
+        if (w < cap) buf[w] = s[i];
     return w;
 }
