@@ -9,6 +9,7 @@
 #include "model/hf_source.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
+#include "util/file.h"
 
 #include <inttypes.h>
 #include <jansson.h>
@@ -346,15 +347,6 @@ static int load_hf(encoder *enc, const char *dir) {
     return (enc->tok = tokenizer_from_hf(dir)) ? 0 : -1;
 }
 
-/* "models/all-MiniLM-L6-v2/" -> "all-MiniLM-L6-v2" */
-static char *folder_name(const char *path) {
-    size_t n = strlen(path);
-    while (n > 1 && path[n - 1] == '/') n--;
-    size_t b = n;
-    while (b > 0 && path[b - 1] != '/') b--;
-    return strndup(path + b, n - b);
-}
-
 encoder *encoder_load(const char *path) {
     wtype_init();
     encoder *enc = calloc(1, sizeof *enc);
@@ -363,7 +355,7 @@ encoder *encoder_load(const char *path) {
         return NULL;
     }
     enc->path = strdup(path);
-    enc->name = folder_name(path);
+    enc->name = path_last_name(path);
     if (!enc->path || !enc->name) {
         err_oom("out of memory");
         goto fail;

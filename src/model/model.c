@@ -11,6 +11,7 @@
 #include "model/hf_source.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
+#include "util/file.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -210,15 +211,6 @@ static int load_gguf(model *m, const char *path) {
     return 0;
 }
 
-/* "models/Qwen2-0.5B/" -> "Qwen2-0.5B" */
-static char *folder_name(const char *path) {
-    size_t n = strlen(path);
-    while (n > 1 && path[n - 1] == '/') n--;
-    size_t b = n;
-    while (b > 0 && path[b - 1] != '/') b--;
-    return strndup(path + b, n - b);
-}
-
 static int load_hf(model *m, const char *dir) {
     hf_config cfg;
     if (hf_config_load(dir, &m->hp, &cfg)) return -1;
@@ -226,7 +218,7 @@ static int load_hf(model *m, const char *dir) {
     if (!m->hf || bind_all(m)) return -1;
     m->tok = tokenizer_from_hf(dir);
     if (!m->tok || tokenizer_hf_chat_template(dir, &m->chat_template)) return -1;
-    m->name = folder_name(dir);
+    m->name = path_last_name(dir);
     return 0;
 }
 

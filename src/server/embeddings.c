@@ -30,28 +30,8 @@ static void request_free(embed_request *q) {
     free(q->in);
 }
 
-static int check_fields(server *s, const json_t *body, api_error *e) {
-    static const char *const allowed[] = {"model", "input", "encoding_format", "dimensions", "user",
-                                          "truncate_prompt_tokens", NULL};
-    if (!json_is_object(body))
-        return api_fail(e, 400, "invalid_type", NULL, "the body must be a JSON object, got %s", api_json_type_name(body));
-    const char *key;
-    const json_t *val;
-    json_object_foreach((json_t *)body, key, val) {
-        bool ok = false;
-        for (int i = 0; allowed[i] && !ok; i++) ok = !strcmp(key, allowed[i]);
-        if (!ok) return api_fail(e, 400, "unknown_field", key, "Unrecognized request argument supplied: %.64s", key);
-    }
-    const json_t *m = json_object_get(body, "model");
-    if (m && !json_is_null(m)) {
-        if (!json_is_string(m))
-            return api_fail(e, 400, "invalid_type", "model", "'model' must be a string, got %s", api_json_type_name(m));
-        if (!server_model_matches(s, json_string_value(m)))
-            return api_fail(e, 404, "model_not_found", "model", "The model '%.200s' does not exist.",
-                            json_string_value(m));
-    }
-    return 0;
-}
+static const char *const k_fields[] = {"model", "input", "encoding_format", "dimensions", "user",
+                                      "truncate_prompt_tokens", NULL};
 
 /* "input" into q->in: texts, or token-id lists (checked against the vocabulary). */
 static int parse_input(server *s, const json_t *input, embed_request *q, api_error *e) {
@@ -253,7 +233,7 @@ enum MHD_Result handle_embeddings(server *s, http_req *r) {
     if (!body) return http_reply_error(r, &e);
     embed_request q = {0};
     float *out = NULL;
-    int rc = check_fields(s, body, &e) || parse_options(s, body, &q, &e) ||
+    int rc = server_check_fields(s, body, k_fields, &e) || parse_options(s, body, &q, &e) ||
                      parse_input(s, json_object_get(body, "input"), &q, &e)
                  ? -1
                  : 0;

@@ -95,3 +95,24 @@ void server_new_id(server *s, const char *prefix, char *out, size_t cap) {
     }
     snprintf(out, cap, "%s%016llx%016llx", prefix, (unsigned long long)r[0], (unsigned long long)r[1]);
 }
+
+int server_check_fields(server *s, const json_t *body, const char *const *allowed, api_error *e) {
+    if (!json_is_object(body))
+        return api_fail(e, 400, "invalid_type", NULL, "the body must be a JSON object, got %s", api_json_type_name(body));
+    const char *key;
+    const json_t *val;
+    json_object_foreach((json_t *)body, key, val) {
+        bool ok = false;
+        for (int i = 0; allowed[i] && !ok; i++) ok = !strcmp(key, allowed[i]);
+        if (!ok) return api_fail(e, 400, "unknown_field", key, "Unrecognized request argument supplied: %.64s", key);
+    }
+    const json_t *m = json_object_get(body, "model");
+    if (m && !json_is_null(m)) {
+        if (!json_is_string(m))
+            return api_fail(e, 400, "invalid_type", "model", "'model' must be a string, got %s", api_json_type_name(m));
+        if (!server_model_matches(s, json_string_value(m)))
+            return api_fail(e, 404, "model_not_found", "model", "The model '%.200s' does not exist.",
+                            json_string_value(m));
+    }
+    return 0;
+}

@@ -107,6 +107,10 @@ void server_stop(server *s);
 
 /* Whether a request's "model" names the served model. */
 bool server_model_matches(const server *s, const char *name);
+/* For the small endpoints: every key of the JSON body is one of `allowed`
+ * (NULL-terminated; else a 400 naming it), and "model", when given, is a
+ * name of the served model (else a 404). 0, or -1 with *e filled. */
+int server_check_fields(server *s, const json_t *body, const char *const *allowed, api_error *e);
 /* A fresh id such as "chatcmpl-5f0c...". */
 void server_new_id(server *s, const char *prefix, char *out, size_t cap);
 

@@ -11,29 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Checks that every key is one of `allowed` (NULL-terminated) and the model,
- * when given, is ours. */
-static int check_fields(server *s, const json_t *body, const char *const *allowed, api_error *e) {
-    if (!json_is_object(body))
-        return api_fail(e, 400, "invalid_type", NULL, "the body must be a JSON object, got %s", api_json_type_name(body));
-    const char *key;
-    const json_t *val;
-    json_object_foreach((json_t *)body, key, val) {
-        bool ok = false;
-        for (int i = 0; allowed[i] && !ok; i++) ok = !strcmp(key, allowed[i]);
-        if (!ok) return api_fail(e, 400, "unknown_field", key, "Unrecognized request argument supplied: %.64s", key);
-    }
-    const json_t *m = json_object_get(body, "model");
-    if (m && !json_is_null(m)) {
-        if (!json_is_string(m))
-            return api_fail(e, 400, "invalid_type", "model", "'model' must be a string, got %s", api_json_type_name(m));
-        if (!server_model_matches(s, json_string_value(m)))
-            return api_fail(e, 404, "model_not_found", "model", "The model '%.200s' does not exist.",
-                            json_string_value(m));
-    }
-    return 0;
-}
-
 static int opt_bool(const json_t *body, const char *key, bool def, bool *out, api_error *e) {
     const json_t *v = json_object_get(body, key);
     *out = def;
@@ -49,7 +26,7 @@ static int opt_bool(const json_t *body, const char *key, bool def, bool *out, ap
  * does here anyway, so only true is taken. */
 static int tokenize_llama_body(server *s, const json_t *body, int32_t **ids, bool *with_pieces, api_error *e) {
     static const char *const allowed[] = {"model", "content", "add_special", "with_pieces", "parse_special", NULL};
-    if (check_fields(s, body, allowed, e)) return -1;
+    if (server_check_fields(s, body, allowed, e)) return -1;
     const json_t *content = json_object_get(body, "content");
     if (!json_is_string(content))
         return api_fail(e, 400, "invalid_type", "content", "'content' must be a string, got %s",
@@ -112,7 +89,7 @@ static int tokenize_body(server *s, const json_t *body, int32_t **ids, bool *tok
     static const char *const allowed[] = {"model", "prompt", "messages", "tools", "add_special_tokens",
                                           "add_generation_prompt", "return_token_strs", "continue_final_message",
                                           "chat_template", "chat_template_kwargs", "documents", NULL};
-    if (check_fields(s, body, allowed, e)) return -1;
+    if (server_check_fields(s, body, allowed, e)) return -1;
     if (opt_bool(body, "return_token_strs", false, token_strs, e)) return -1;
     const json_t *prompt = json_object_get(body, "prompt"), *messages = json_object_get(body, "messages");
     const bool has_prompt = prompt && !json_is_null(prompt), has_messages = messages && !json_is_null(messages);
@@ -185,7 +162,7 @@ enum MHD_Result handle_detokenize(server *s, http_req *r) {
     static const char *const allowed[] = {"model", "tokens", NULL};
     int32_t *ids = NULL;
     int n = 0;
-    int rc = check_fields(s, body, allowed, &e);
+    int rc = server_check_fields(s, body, allowed, &e);
     if (!rc) {
         const json_t *t = json_object_get(body, "tokens");
         rc = t ? api_parse_token_ids(t, "tokens", tokenizer_n_vocab(s->m->tok), &ids, &n, &e)

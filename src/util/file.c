@@ -31,3 +31,11 @@ char *file_read_all(const char *path, size_t *len) {
     if (len) *len = b.len;
     return b.data;
 }
+
+char *path_last_name(const char *path) {
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/') n--;
+    size_t b = n;
+    while (b > 0 && path[b - 1] != '/') b--;
+    return strndup(path + b, n - b);
+}

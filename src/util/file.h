@@ -10,4 +10,8 @@
  * what went wrong ("PATH: cannot open: No such file or directory"). */
 char *file_read_all(const char *path, size_t *len);
 
+/* The last component of a path, trailing slashes ignored, malloc'd:
+ * "models/Qwen2-0.5B/" -> "Qwen2-0.5B". NULL when out of memory. */
+char *path_last_name(const char *path);
+
 #endif

@@ -49,9 +49,9 @@ def test_minilm_gguf_matches_llama_cpp_and_sentence_transformers(cllm_bin, minil
     cos = (got * ref).sum(1) / np.linalg.norm(ref, axis=1)
     assert cos.min() >= 0.999, f"sentence {int(cos.argmin())}: {cos.min()}"
     llm = llama_cpp.Llama(model_path=str(path), embedding=True, n_ctx=512, n_threads=2, verbose=False)
-    theirs = np.array(llm.embed(sentences[:20]))
+    theirs = np.array(llm.embed(sentences[:8]))
     theirs /= np.linalg.norm(theirs, axis=1, keepdims=True)
-    assert ((got[:20] * theirs).sum(1)).min() >= 0.9999
+    assert ((got[:8] * theirs).sum(1)).min() >= 0.9999
 
 
 def test_gguf_vocabulary_tokenizes_as_hf(cllm_bin, minilm_gguf):
