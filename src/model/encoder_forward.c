@@ -43,7 +43,8 @@ typedef struct {
     attn_job *jobs;
     attn_tile_fn tile;
     const encoder_layer *layer;
-    const float *bias;   /* of the rows worker's step */
+    float *rows;         /* the rows the bias steps add `bias` to, n_out wide */
+    const float *bias;
     int n_out;
 } pass;
 
@@ -125,13 +126,13 @@ static void ffn_residual_rows(void *ctx, long lo, long hi) {
 
 static void bias_rows(void *ctx, long lo, long hi) {
     pass *p = ctx;
-    for (long t = lo; t < hi; t++) vec_add(p->tmp + t * p->n_out, p->bias, p->n_out);
+    for (long t = lo; t < hi; t++) vec_add(p->rows + t * p->n_out, p->bias, p->n_out);
 }
 
 static void bias_gelu_rows(void *ctx, long lo, long hi) {
     pass *p = ctx;
     for (long t = lo; t < hi; t++) {
-        float *y = p->ff + t * p->n_out;
+        float *y = p->rows + t * p->n_out;
         vec_add(y, p->bias, p->n_out);
         gelu_erf(y, p->n_out);
     }
@@ -141,10 +142,8 @@ static void bias_gelu_rows(void *ctx, long lo, long hi) {
 static void linear(pass *p, threadpool *tp, const weight *w, const float *b, const float *x, float *y, int n_tok,
                    void *scratch) {
     matmul(tp, w, x, n_tok, y, scratch);
-    float *saved = p->tmp;
-    p->tmp = y, p->bias = b, p->n_out = (int)w->n_out;
+    p->rows = y, p->bias = b, p->n_out = (int)w->n_out;
     tp_for(tp, n_tok, 16, bias_rows, p);
-    p->tmp = saved;
 }
 
 static void run_layer(pass *p, threadpool *tp, const encoder_layer *l, int n_tok, int n_jobs, void *scratch) {
@@ -158,7 +157,7 @@ static void run_layer(pass *p, threadpool *tp, const encoder_layer *l, int n_tok
     p->bias = l->bo;
     tp_for(tp, n_tok, 16, attn_residual_rows, p);
     matmul(tp, &l->w_up, p->x, n_tok, p->ff, scratch);
-    p->bias = l->b_up, p->n_out = (int)l->w_up.n_out;
+    p->rows = p->ff, p->bias = l->b_up, p->n_out = (int)l->w_up.n_out;
     tp_for(tp, n_tok, 8, bias_gelu_rows, p);
     matmul(tp, &l->w_down, p->ff, n_tok, p->tmp, scratch);
     p->bias = l->b_down;

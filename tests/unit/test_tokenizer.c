@@ -463,8 +463,8 @@ static void test_load_errors(void **state) {
     expect_load_error(&b, "tokenizer.ggml.model");
 
     b = image_new();
-    kv_str(&b, "tokenizer.ggml.model", "bert");
-    expect_load_error(&b, "unsupported tokenizer model 'bert'");
+    kv_str(&b, "tokenizer.ggml.model", "t5");
+    expect_load_error(&b, "unsupported tokenizer model 't5'");
 
     b = image_new();
     kv_str(&b, "tokenizer.ggml.model", "llama");
