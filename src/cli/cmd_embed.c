@@ -33,7 +33,8 @@ static const cli_section k_embed_sections[] = {
      .offset = offsetof(embed_opts, model),
      .only = "--model",
      .overrides = (const cli_override[]){
-         {.name = "--model", .help = "a Hugging Face folder of a BERT embedding model", .required = true}, {0}}},
+         {.name = "--model", .help = "a BERT embedding model: a Hugging Face folder or a GGUF file", .required = true},
+         {0}}},
     {0}};
 
 static const cli_command k_embed = {

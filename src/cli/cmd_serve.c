@@ -65,7 +65,8 @@ static const cli_command k_serve = {
     .synopsis = "MODEL [options]",
     .about = "An OpenAI-compatible HTTP server (/v1/completions, /v1/chat/completions, /v1/models, /tokenize, "
              "/detokenize, /health, /metrics) over the continuous-batching engine. MODEL is a GGUF file or a Hugging "
-             "Face folder. It listens first (/health answers 503 while the model loads), refuses at start, with "
+             "Face folder; a BERT embedding model (config.json model_type \"bert\", or a GGUF \"bert\") serves "
+             "/v1/embeddings instead. It listens first (/health answers 503 while the model loads), refuses at start, with "
              "the numbers, a KV cache that cannot hold one --max-model-len request, and on SIGTERM or SIGINT lets "
              "running requests finish for --shutdown-timeout seconds; a second signal skips the wait.",
     .sections = k_serve_sections,
