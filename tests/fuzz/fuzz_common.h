@@ -142,4 +142,27 @@ static inline tokenizer *fuzz_bpe_tokenizer(const char *pre) {
     return t;
 }
 
+/* WordPiece as llama.cpp's GGUF stores BERT's (tokenizer.ggml.model "bert":
+ * U+2581 marks a word's first piece, continuations are bare), with [CLS]
+ * and [SEP] added around the text and the uncased BERT normalizer. */
+static inline tokenizer *fuzz_wordpiece_tokenizer(void) {
+    static const char *const k_tokens[] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "\xe2\x96\x81hello", "\xe2\x96\x81he",
+                                           "llo", "l", "o", "\xe2\x96\x81" "a", "\xe2\x96\x81" "e", "b",
+                                           "\xe2\x96\x81!", "\xe2\x96\x81\xe4\xbd\xa0", "\xe2\x96\x81i",
+                                           "\xcc\x87", "\xe2\x96\x81\xcf\x83"};
+    enum { N = sizeof k_tokens / sizeof k_tokens[0] };
+    int32_t types[N];
+    for (int i = 0; i < N; i++) types[i] = i == 1 ? TOK_TYPE_UNKNOWN : i < 4 ? TOK_TYPE_CONTROL : TOK_TYPE_NORMAL;
+    image b = image_new();
+    kv_str(&b, "tokenizer.ggml.model", "bert");
+    kv_strs(&b, "tokenizer.ggml.tokens", k_tokens, N);
+    kv_i32s(&b, "tokenizer.ggml.token_type", types, N);
+    kv_u32(&b, "tokenizer.ggml.bos_token_id", 2);
+    kv_u32(&b, "tokenizer.ggml.seperator_token_id", 3);
+    kv_u32(&b, "tokenizer.ggml.unknown_token_id", 1);
+    tokenizer *t = image_load(&b);
+    if (!t) abort();
+    return t;
+}
+
 #endif

@@ -1,7 +1,9 @@
 /* libFuzzer harness: fuzz bytes (any bytes, invalid UTF-8 included)
  * encoded and decoded by a small SentencePiece vocabulary (with and without
- * the space prefix) or a small byte-level BPE one (GPT-2, Llama 3 or Qwen2
- * pre-tokenizer), chosen by the first byte, which also picks add_special,
+ * the space prefix), a small byte-level BPE one (GPT-2, Llama 3 or Qwen2
+ * pre-tokenizer) or a small WordPiece one (BERT's normalizer: Unicode
+ * decomposition, case mapping, CJK and punctuation splits), chosen by the
+ * first byte, which also picks add_special,
  * parse_special and plain ranges for tokenizer_encode_guarded. The ids are
  * decoded piece by piece and through the streaming detokenizer. */
 #include "tokenizer/detok.h"
@@ -9,13 +11,15 @@
 
 #include "fuzz_common.h"
 
-enum { N_VOCABS = 5 };
+enum { N_VOCABS = 6 };
 
 static const tokenizer *vocab(int which) {
     static tokenizer *cache[N_VOCABS];
     if (!cache[which]) {
         static const char *const k_pre[] = {"gpt2", "llama3", "qwen2"};
-        cache[which] = which < 2 ? fuzz_spm_tokenizer(which == 1) : fuzz_bpe_tokenizer(k_pre[which - 2]);
+        cache[which] = which < 2   ? fuzz_spm_tokenizer(which == 1)
+                       : which < 5 ? fuzz_bpe_tokenizer(k_pre[which - 2])
+                                   : fuzz_wordpiece_tokenizer();
     }
     return cache[which];
 }
