@@ -32,6 +32,7 @@
 
 typedef struct {
     cli_list models; /* MODEL and each --model, in the order given */
+    long max_loaded_models; /* 0: all */
     cli_model_settings model;
     cli_engine_settings engine;
     cli_server_settings server;
@@ -46,6 +47,11 @@ static const cli_option k_models_options[] = {
      .metavar = "PATH",
      .help = "a model to serve (a GGUF file or a Hugging Face folder); repeat it to serve several, each with "
              "its own engine, routed by the request's \"model\" (the first is the default)"},
+    {.name = "--max-loaded-models", .kind = CLI_INT, .offset = offsetof(serve_options, max_loaded_models),
+     .metavar = "N", .min = 0, .max = 1 << 16,
+     .help = "with more models than this, keep at most N in memory: the first N load at start, the others on "
+             "their first request, unloading the least recently used idle one; each gets 1/N of the KV cache "
+             "memory", .default_text = "0: every model, loaded at start"},
     {0}};
 
 static const cli_section k_serve_sections[] = {
@@ -149,17 +155,7 @@ static bool wait_idle(server *s, const sigset_t *set, double deadline, bool hurr
 /* Returns only when everything could be stopped cleanly; otherwise (a handler
  * still tokenizing a huge prompt, a stream whose client does not read) the
  * process exits at once: the deadline covers every stage of a request. */
-static void abort_all(serve_models *ms) {
-    for (int i = 0; i < ms->n; i++) engine_abort_all(ms->v[i].e);
-}
-
-static bool any_work(serve_models *ms) {
-    for (int i = 0; i < ms->n; i++)
-        if (engine_has_work(ms->v[i].e)) return true;
-    return false;
-}
-
-static void shutdown_server(server *s, serve_models *ms, const sigset_t *set, double grace) {
+static void shutdown_server(server *s, const sigset_t *set, double grace) {
     server_drain(s);
     int active = in_flight(s);
     fprintf(stderr, "cllm serve: shutting down; %d request%s in flight, waiting up to %g s\n", active,
@@ -168,7 +164,7 @@ static void shutdown_server(server *s, serve_models *ms, const sigset_t *set, do
     active = in_flight(s);
     if (active > 0) {
         fprintf(stderr, "cllm serve: aborting %d request%s\n", active, active == 1 ? "" : "s");
-        abort_all(ms);
+        served_models_abort_all(&s->models);
         wait_idle(s, set, now_s() + ABORT_FLUSH_S, false);
         active = in_flight(s);
         if (active > 0) {
@@ -183,9 +179,9 @@ static void shutdown_server(server *s, serve_models *ms, const sigset_t *set, do
     server_stop(s);
     /* Requests whose client vanished may still be in the engine: end them so
      * their callbacks run before the engine is freed. */
-    abort_all(ms);
+    served_models_abort_all(&s->models);
     const double hard = now_s() + 30;
-    while (any_work(ms) && now_s() < hard) wait_signal(set, 0.01);
+    while (served_models_busy(&s->models) && now_s() < hard) wait_signal(set, 0.01);
 }
 
 static void raise_fd_limit(void) {
@@ -202,9 +198,13 @@ static void print_ready(const cli_server_settings *ss, const server *s, const se
     const int port = server_port(s);
     fprintf(stderr, "cllm serve: ready. OpenAI base URL http://%s:%d/v1%s; model%s:", ss->host, port,
             key ? ", API key required" : "", ms->n == 1 ? "" : "s (the first is the default)");
-    for (int i = 0; i < ms->n; i++)
-        fprintf(stderr, "%s \"%s\" (max_model_len %d)", i ? "," : "", ms->v[i].name,
-                engine_get_config(ms->v[i].e)->max_model_len);
+    for (int i = 0; i < ms->n; i++) {
+        if (ms->v[i].e)
+            fprintf(stderr, "%s \"%s\" (max_model_len %d)", i ? "," : "", ms->v[i].name,
+                    engine_get_config(ms->v[i].e)->max_model_len);
+        else
+            fprintf(stderr, "%s \"%s\" (loaded on its first request)", i ? "," : "", ms->v[i].name);
+    }
     fprintf(stderr,
             "\n  curl http://%s:%d/v1/chat/completions -H 'Content-Type: application/json'%s \\\n"
             "    -d '{\"model\": \"%s\", \"messages\": [{\"role\": \"user\", \"content\": \"Hello!\"}], "
@@ -239,6 +239,7 @@ int cmd_serve(int argc, char **argv) {
     raise_fd_limit();
 
     server s;
+    const served_model_loader loader = serve_models_loader(&ms);
     server_config sc = {.host = ss->host,
                         .port = (int)ss->port,
                         .api_key = ss->api_key,
@@ -246,6 +247,8 @@ int cmd_serve(int argc, char **argv) {
                         .webui = !ss->no_webui,
                         .models = ms.names,
                         .n_models = ms.n,
+                        .loader = &loader,
+                        .max_loaded_models = (int)o.max_loaded_models,
                         .max_body_bytes = ss->max_body_size,
                         .max_per_client = (int)ss->max_connections_per_client,
                         .response_cache_size = (size_t)ss->response_cache_size,
@@ -267,16 +270,20 @@ int cmd_serve(int argc, char **argv) {
             ss->host, server_port(&s), ms.n, ms.n == 1 ? "" : "s");
 
     int rc = 1;
-    const serve_engine_settings es = {
-        .model = &o.model, .engine = &o.engine, .spec = o.sc, .max_waiting = (int)ss->max_waiting};
+    const serve_engine_settings es = {.model = &o.model,
+                                      .engine = &o.engine,
+                                      .spec = o.sc,
+                                      .max_waiting = (int)ss->max_waiting,
+                                      .max_loaded = (int)o.max_loaded_models};
     if (serve_models_load(&ms, &es)) goto out;
-    for (int i = 0; i < ms.n; i++) server_set_model(&s, i, ms.v[i].m, ms.v[i].e, ms.v[i].tmpl);
+    for (int i = 0; i < ms.n; i++)
+        if (ms.v[i].e) server_set_model(&s, i, ms.v[i].m, ms.v[i].e, ms.v[i].tmpl);
     server_set_ready(&s);
     print_ready(ss, &s, &ms);
 
     const int sig = wait_signal(&set, -1);
     fprintf(stderr, "cllm serve: %s received\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
-    shutdown_server(&s, &ms, &set, ss->shutdown_timeout);
+    shutdown_server(&s, &set, ss->shutdown_timeout);
     rc = 0;
 out:
     server_stop(&s);

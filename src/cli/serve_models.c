@@ -63,9 +63,9 @@ static int engine_config_for(const serve_engine_settings *st, const serve_model 
     cfg->spec = st->spec;
     const long trained = sm->m->hp.n_ctx_train;
     if (st->engine->max_model_len > trained) {
-        fprintf(stderr,
-                "cllm serve: --max-model-len %ld is more than the trained context of %s (%ld tokens)\n",
-                st->engine->max_model_len, sm->name, trained);
+        err_set("--max-model-len %ld is more than the trained context of %s (%ld tokens)", st->engine->max_model_len,
+                sm->name, trained);
+        fprintf(stderr, "cllm serve: %s\n", err_get());
         return -1;
     }
     if (!cfg->max_model_len) cfg->max_model_len = (int)(trained < 8192 ? trained : 8192);
@@ -119,10 +119,27 @@ static void log_engine(const serve_model *sm) {
                 sm->name, ec->spec.model, ec->spec.num_speculative_tokens, ec->spec.disable_by_batch_size);
 }
 
-int serve_models_load(serve_models *ms, const serve_engine_settings *st) {
+/* Creates and starts model i's engine with kv_bytes of KV cache. */
+static int start_engine(serve_models *ms, int i, size_t kv_bytes) {
+    serve_model *sm = &ms->v[i];
+    engine_config cfg;
+    if (engine_config_for(&ms->st, sm, kv_bytes, &cfg)) return -1;
+    if (!(sm->e = engine_create(sm->m, &cfg))) {
+        fprintf(stderr, "cllm serve: cannot start the engine of %s: %s\n", sm->name, err_get());
+        return -1;
+    }
+    log_engine(sm);
+    if (engine_start(sm->e)) {
+        fprintf(stderr, "cllm serve: %s\n", err_get());
+        return -1;
+    }
+    return 0;
+}
+
+/* Every model loaded now: the budget split by KV bytes per token. */
+static int load_all(serve_models *ms, size_t total) {
     for (int i = 0; i < ms->n; i++)
-        if (load_one(&ms->v[i], st)) return -1;
-    const size_t total = kv_budget(st);
+        if (load_one(&ms->v[i], &ms->st)) return -1;
     size_t *per_token = calloc((size_t)ms->n, sizeof *per_token), *share = calloc((size_t)ms->n, sizeof *share);
     if (!per_token || !share) {
         free(per_token);
@@ -130,7 +147,7 @@ int serve_models_load(serve_models *ms, const serve_engine_settings *st) {
         fprintf(stderr, "cllm serve: out of memory\n");
         return -1;
     }
-    const kv_dtype dt = cli_engine_config(st->engine).kv_type;
+    const kv_dtype dt = cli_engine_config(ms->st.engine).kv_type;
     for (int i = 0; i < ms->n; i++) per_token[i] = kv_bytes_per_token(&ms->v[i].m->kv, dt);
     kv_share_split(total, per_token, ms->n, share);
     if (ms->n > 1) {
@@ -141,32 +158,68 @@ int serve_models_load(serve_models *ms, const serve_engine_settings *st) {
                     (double)share[i] / 1048576.0);
     }
     int rc = 0;
-    for (int i = 0; i < ms->n && !rc; i++) {
-        serve_model *sm = &ms->v[i];
-        engine_config cfg;
-        if (engine_config_for(st, sm, share[i], &cfg)) {
-            rc = -1;
-        } else if (!(sm->e = engine_create(sm->m, &cfg))) {
-            fprintf(stderr, "cllm serve: cannot start the engine of %s: %s\n", sm->name, err_get());
-            rc = -1;
-        } else {
-            log_engine(sm);
-            if (engine_start(sm->e)) {
-                fprintf(stderr, "cllm serve: %s\n", err_get());
-                rc = -1;
-            }
-        }
-    }
+    for (int i = 0; i < ms->n && !rc; i++) rc = start_engine(ms, i, share[i]);
     free(per_token);
     free(share);
     return rc;
 }
 
+bool serve_models_lazy(const serve_models *ms) { return ms->lazy_share > 0; }
+
+int serve_models_load(serve_models *ms, const serve_engine_settings *st) {
+    ms->st = *st;
+    const size_t total = kv_budget(st);
+    if (st->max_loaded <= 0 || st->max_loaded >= ms->n) return load_all(ms, total);
+    ms->lazy_share = total / (size_t)st->max_loaded;
+    fprintf(stderr,
+            "cllm serve: at most %d of %d models in memory (--max-loaded-models); KV cache budget %.1f MiB, "
+            "%.1f MiB for each model in memory; loading the first %d now, the others on their first request\n",
+            st->max_loaded, ms->n, (double)total / 1048576.0, (double)ms->lazy_share / 1048576.0, st->max_loaded);
+    for (int i = 0; i < st->max_loaded; i++)
+        if (load_one(&ms->v[i], &ms->st) || start_engine(ms, i, ms->lazy_share)) return -1;
+    return 0;
+}
+
+static void unload(serve_models *ms, int i) {
+    serve_model *sm = &ms->v[i];
+    engine_free(sm->e);
+    if (sm->tmpl) chat_template_free(sm->tmpl);
+    if (sm->m) model_free(sm->m);
+    sm->e = NULL;
+    sm->tmpl = NULL;
+    sm->m = NULL;
+}
+
+static int load_cb(void *user, int i, model **m, engine **e, const chat_template **tmpl) {
+    serve_models *ms = user;
+    serve_model *sm = &ms->v[i];
+    if (load_one(sm, &ms->st) || start_engine(ms, i, ms->lazy_share)) {
+        unload(ms, i); /* err_get() still says why */
+        return -1;
+    }
+    *m = sm->m;
+    *e = sm->e;
+    *tmpl = sm->tmpl;
+    return 0;
+}
+
+static void unload_cb(void *user, int i) {
+    serve_models *ms = user;
+    fprintf(stderr, "cllm serve: unloading %s (the least recently used, to make room)\n", ms->v[i].name);
+    unload(ms, i);
+}
+
+served_model_loader serve_models_loader(serve_models *ms) {
+    return (served_model_loader){.user = ms, .load = load_cb, .unload = unload_cb};
+}
+
 void serve_models_free(serve_models *ms) {
-    for (int i = 0; i < ms->n; i++) engine_free(ms->v[i].e);
+    for (int i = 0; i < ms->n; i++) { /* every engine stops before any model goes */
+        engine_free(ms->v[i].e);
+        ms->v[i].e = NULL;
+    }
     for (int i = 0; i < ms->n; i++) {
-        if (ms->v[i].tmpl) chat_template_free(ms->v[i].tmpl);
-        if (ms->v[i].m) model_free(ms->v[i].m);
+        unload(ms, i);
         free(ms->v[i].name);
     }
     free(ms->v);

@@ -35,9 +35,12 @@ typedef struct {
     char *cache_key;  /* the response cache's key; NULL: not cacheable, or no cache */
     chat_setup chat;  /* the template and rendering options */
     bad_word_seqs bad_words;
+    served_models *models; /* the table sm is held in, until prepared_free */
+    served_model *sm;      /* the model answering, held (served_models_acquire) */
 } prepared;
 
 static void prepared_free(prepared *p) {
+    if (p->sm) served_models_release(p->models, p->sm);
     for (int i = 0; i < p->n_prompts; i++) {
         free(p->tokens ? p->tokens[i] : NULL);
         if (p->echo) buf_free(&p->echo[i]);
@@ -111,8 +114,10 @@ static int check_allowed_tokens(const tokenizer *tok, const request_params *rp, 
 
 /* Body -> tokens per prompt for model sm (the one the body names), with
  * every client mistake a 4xx in *e. */
-static int prepare(server *s, const served_model *sm, json_t *body, api_kind kind, prepared *p, api_error *e) {
+static int prepare(server *s, served_model *sm, json_t *body, api_kind kind, prepared *p, api_error *e) {
     memset(p, 0, sizeof *p);
+    p->models = &s->models; /* sm is held; prepared_free lets it go */
+    p->sm = sm;
     const tokenizer *tok = sm->m->tok;
     const int max_model_len = sm->max_model_len;
     int rc = api_request_parse(body, kind, tokenizer_n_vocab(tok), &p->req, e);
@@ -497,6 +502,11 @@ static enum MHD_Result generate(server *s, served_model *sm, http_req *r, api_ki
                                 const gen_shape *shape) {
     api_error e;
     prepared p;
+    if (served_models_acquire(&s->models, sm, &e)) {
+        json_decref(body);
+        free_shape(shape);
+        return http_reply_error(r, &e);
+    }
     if (prepare(s, sm, body, kind, &p, &e)) {
         prepared_free(&p);
         free_shape(shape);

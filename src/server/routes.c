@@ -37,9 +37,11 @@ static const struct {
 };
 
 static json_t *model_card(const server *s, const served_model *sm) {
-    return json_pack("{s:s,s:s,s:I,s:s,s:s,s:i}", "id", sm->name, "object", "model", "created",
-                     (json_int_t)s->created, "owned_by", "cllm", "root", sm->path ? sm->path : "", "max_model_len",
-                     sm->max_model_len);
+    json_t *card = json_pack("{s:s,s:s,s:I,s:s,s:s}", "id", sm->name, "object", "model", "created",
+                             (json_int_t)s->created, "owned_by", "cllm", "root", sm->path ? sm->path : "");
+    /* unknown until a model loaded on demand (--max-loaded-models) first loads */
+    if (card && sm->max_model_len > 0) json_object_set_new(card, "max_model_len", json_integer(sm->max_model_len));
+    return card;
 }
 
 static json_t *model_list(const server *s) {
@@ -58,10 +60,11 @@ static enum MHD_Result metrics(server *s, http_req *r) {
             served_model *sm = &s->models.v[i];
             metrics_model *mm = &models[i];
             mm->name = sm->name;
-            mm->ready = state == SERVER_READY && sm->e;
-            if (state != SERVER_LOADING && sm->e) {
-                engine_get_stats(sm->e, &mm->stats);
-            } else {
+            /* an unloaded model (--max-loaded-models) shows zeros, and its
+             * engine's counters start again when it is loaded again */
+            const bool loaded = served_models_stats(&s->models, i, &mm->stats);
+            mm->ready = state == SERVER_READY && loaded;
+            if (!loaded) {
                 hist_init_seconds(&mm->stats.ttft);
                 hist_init_seconds(&mm->stats.tpot);
                 hist_init_seconds(&mm->stats.e2e);

@@ -7,7 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-int served_models_init(served_models *ms, const served_model_config *cfg, int n) {
+int served_models_init(served_models *ms, const served_model_config *cfg, int n, const served_model_loader *loader,
+                       int max_loaded) {
     *ms = (served_models){0};
     if (n < 1) return err_set("no model to serve");
     for (int i = 0; i < n; i++) {
@@ -19,20 +20,20 @@ int served_models_init(served_models *ms, const served_model_config *cfg, int n)
     if (!(ms->v = calloc((size_t)n, sizeof *ms->v))) return err_oom("out of memory for %d models", n);
     ms->n = n;
     for (int i = 0; i < n; i++) ms->v[i] = (served_model){.name = cfg[i].name, .path = cfg[i].path};
+    if (loader && loader->load) ms->loader = *loader;
+    ms->max_loaded = max_loaded > 0 && max_loaded < n ? max_loaded : n;
+    pthread_mutex_init(&ms->mu, NULL);
+    pthread_cond_init(&ms->cv, NULL);
     return 0;
 }
 
 void served_models_free(served_models *ms) {
+    if (ms->v) {
+        pthread_mutex_destroy(&ms->mu);
+        pthread_cond_destroy(&ms->cv);
+    }
     free(ms->v);
     *ms = (served_models){0};
-}
-
-void served_models_set(served_models *ms, int i, model *m, engine *e, const chat_template *tmpl) {
-    served_model *sm = &ms->v[i];
-    sm->m = m;
-    sm->e = e;
-    sm->tmpl = tmpl;
-    sm->max_model_len = engine_get_config(e)->max_model_len;
 }
 
 static const char *base_name(const char *p) {

@@ -17,8 +17,9 @@ int server_start(server *s, const server_config *cfg) {
     if (s->cfg.keep_alive_s <= 0) s->cfg.keep_alive_s = SERVER_DEFAULT_KEEP_ALIVE_S;
     if (s->cfg.header_timeout_s <= 0) s->cfg.header_timeout_s = SERVER_DEFAULT_HEADER_TIMEOUT_S;
     if (s->cfg.body_timeout_s <= 0) s->cfg.body_timeout_s = SERVER_DEFAULT_BODY_TIMEOUT_S;
-    if (served_models_init(&s->models, cfg->models, cfg->n_models)) return -1;
+    if (served_models_init(&s->models, cfg->models, cfg->n_models, cfg->loader, cfg->max_loaded_models)) return -1;
     s->cfg.models = NULL; /* copied into s->models */
+    s->cfg.loader = NULL;
     s->created = time(NULL);
     atomic_store(&s->state, SERVER_LOADING);
     const http_limits limits = {

@@ -46,6 +46,8 @@ typedef struct {
     bool webui;               /* serve the chat page at / (webui.h) */
     const served_model_config *models; /* what is served, the default first (copied) */
     int n_models;
+    const served_model_loader *loader; /* NULL: every model is handed over before ready and stays */
+    int max_loaded_models;             /* with a loader: in memory at most (served_models.h) */
     size_t max_body_bytes;    /* larger bodies get 413 */
     int max_connections;      /* 0: what the open-file limit allows */
     int max_per_client;       /* connections per client address; 0: no limit */

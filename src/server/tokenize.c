@@ -140,18 +140,9 @@ static int tokenize_body(const served_model *sm, const json_t *body, int32_t **i
     return tokenize_messages(sm, body, messages, &budget, ids, e);
 }
 
-/* The body's model, or NULL after freeing the body with a 404 in *e. */
-static const served_model *route(server *s, json_t *body, api_error *e) {
-    const served_model *sm = served_models_route(&s->models, body, e);
-    if (!sm) json_decref(body);
-    return sm;
-}
-
-enum MHD_Result handle_tokenize(server *s, http_req *r) {
+/* Answers /tokenize with sm, taking body. */
+static enum MHD_Result answer_tokenize(const served_model *sm, http_req *r, json_t *body) {
     api_error e;
-    json_t *body = http_body_json(r, &e);
-    const served_model *sm = body ? route(s, body, &e) : NULL;
-    if (!sm) return http_reply_error(r, &e);
     int32_t *ids = NULL;
     /* "content" is llama-server's request; everything else is vLLM's. */
     const bool llama = json_is_object(body) && json_object_get(body, "content");
@@ -183,11 +174,9 @@ enum MHD_Result handle_tokenize(server *s, http_req *r) {
     return http_reply_json(r, 200, out);
 }
 
-enum MHD_Result handle_detokenize(server *s, http_req *r) {
+/* Answers /detokenize with sm, taking body. */
+static enum MHD_Result answer_detokenize(const served_model *sm, http_req *r, json_t *body) {
     api_error e;
-    json_t *body = http_body_json(r, &e);
-    const served_model *sm = body ? route(s, body, &e) : NULL;
-    if (!sm) return http_reply_error(r, &e);
     static const char *const allowed[] = {"model", "tokens", NULL};
     int32_t *ids = NULL;
     int n = 0;
@@ -211,3 +200,29 @@ enum MHD_Result handle_detokenize(server *s, http_req *r) {
     buf_free(&text);
     return http_reply_json(r, 200, out);
 }
+
+/* The body's model, held until served_models_release; NULL after freeing
+ * the body, with a 404 (unknown) or 503 (not loadable) in *e. */
+static served_model *route(server *s, json_t *body, api_error *e) {
+    served_model *sm = served_models_route(&s->models, body, e);
+    if (sm && served_models_acquire(&s->models, sm, e)) sm = NULL;
+    if (!sm) json_decref(body);
+    return sm;
+}
+
+typedef enum MHD_Result (*answer_fn)(const served_model *sm, http_req *r, json_t *body);
+
+/* Parses the body, holds the model it names while `answer` runs. */
+static enum MHD_Result with_model(server *s, http_req *r, answer_fn answer) {
+    api_error e;
+    json_t *body = http_body_json(r, &e);
+    served_model *sm = body ? route(s, body, &e) : NULL;
+    if (!sm) return http_reply_error(r, &e);
+    const enum MHD_Result rc = answer(sm, r, body);
+    served_models_release(&s->models, sm);
+    return rc;
+}
+
+enum MHD_Result handle_tokenize(server *s, http_req *r) { return with_model(s, r, answer_tokenize); }
+
+enum MHD_Result handle_detokenize(server *s, http_req *r) { return with_model(s, r, answer_detokenize); }

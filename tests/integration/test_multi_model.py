@@ -283,3 +283,32 @@ def test_models_and_names_must_pair(run_cllm, paths):
     assert p.returncode == 1 and "both served as 'same'" in p.stderr, p.stderr
     p = run_cllm("serve", "--port", 0)
     assert p.returncode == 1 and "missing MODEL" in p.stderr, p.stderr
+
+
+def test_max_loaded_models_loads_on_demand_and_unloads_the_least_recently_used(cllm_bin, paths, reference):
+    with MultiServer(cllm_bin, paths, "--max-loaded-models", 1) as srv:
+        def loaded():
+            m = srv.metrics()
+            return {n: sample(m, "cllm:server_ready", n) for n in NAMES}
+
+        assert loaded() == {"llama": 1, "qwen": 0}
+        assert "64.0 MiB for each model in memory" in srv.log()
+        assert "max_model_len" not in srv.get("/v1/models/qwen").json()  # not known before its first load
+        c = client_of(srv)
+        prompt = PROMPTS[0]
+        assert completion(c, "qwen", prompt) == reference[("qwen", "completion", prompt)]
+        assert loaded() == {"llama": 0, "qwen": 1}
+        assert "unloading llama" in srv.log()
+        assert srv.get("/v1/models/qwen").json()["max_model_len"] == 2048
+        # /tokenize needs the model in memory too
+        assert srv.post("/tokenize", {"model": "llama", "prompt": "hi"}).status_code == 200
+        assert loaded() == {"llama": 1, "qwen": 0}
+        # interleaved from threads: each request waits for its model, and a
+        # model reloaded answers as before
+        jobs = [(name, kind, p) for name in NAMES for kind in ("completion", "chat_stream") for p in PROMPTS[:2]]
+        random.Random(3).shuffle(jobs)
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            results = list(pool.map(lambda job: (job, KINDS[job[1]](c, job[0], job[2])), jobs))
+        for job, got in results:
+            assert got == reference[job], job
+        assert sum(loaded().values()) == 1

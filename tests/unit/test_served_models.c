@@ -20,18 +20,18 @@ static const served_model_config TWO[] = {{.name = "llama", .path = "/m/qwen.ggu
 static void test_names_must_differ(void **state) {
     (void)state;
     served_models ms;
-    assert_int_equal(served_models_init(&ms, TWO, 0), -1);
+    assert_int_equal(served_models_init(&ms, TWO, 0, NULL, 0), -1);
     const served_model_config same[] = {{.name = "a", .path = "x"}, {.name = "a", .path = "y"}};
-    assert_int_equal(served_models_init(&ms, same, 2), -1);
+    assert_int_equal(served_models_init(&ms, same, 2, NULL, 0), -1);
     assert_non_null(strstr(err_get(), "two models are served as 'a'"));
     const served_model_config unnamed[] = {{.name = "", .path = "x"}};
-    assert_int_equal(served_models_init(&ms, unnamed, 1), -1);
+    assert_int_equal(served_models_init(&ms, unnamed, 1, NULL, 0), -1);
 }
 
 static void test_find_prefers_served_names(void **state) {
     (void)state;
     served_models ms;
-    assert_int_equal(served_models_init(&ms, TWO, 2), 0);
+    assert_int_equal(served_models_init(&ms, TWO, 2, NULL, 0), 0);
     assert_ptr_equal(served_models_find(&ms, "llama"), &ms.v[0]);
     /* "qwen.gguf" is model 0's file name and model 1's served name: the served name wins */
     assert_ptr_equal(served_models_find(&ms, "qwen.gguf"), &ms.v[1]);
@@ -53,7 +53,7 @@ static served_model *route_text(const served_models *ms, const char *body, api_e
 static void test_route_by_the_model_field(void **state) {
     (void)state;
     served_models ms;
-    assert_int_equal(served_models_init(&ms, TWO, 2), 0);
+    assert_int_equal(served_models_init(&ms, TWO, 2, NULL, 0), 0);
     api_error e = {0};
     assert_ptr_equal(route_text(&ms, "{\"prompt\": \"hi\"}", &e), &ms.v[0]);
     assert_ptr_equal(route_text(&ms, "{\"model\": null}", &e), &ms.v[0]);
@@ -68,7 +68,7 @@ static void test_route_by_the_model_field(void **state) {
     served_models_free(&ms);
 
     const served_model_config one[] = {{.name = "tiny", .path = NULL}};
-    assert_int_equal(served_models_init(&ms, one, 1), 0);
+    assert_int_equal(served_models_init(&ms, one, 1, NULL, 0), 0);
     assert_null(route_text(&ms, "{\"model\": \"x\"}", &e));
     assert_string_equal(e.message, "The model 'x' does not exist. Available model: 'tiny'");
     served_models_free(&ms);
