@@ -55,7 +55,7 @@ typedef struct {
     model *m;
     engine *e;
     const chat_template *tmpl;
-    int max_model_len;                        /* kept after an unload, for /v1/models */
+    _Atomic int max_model_len;                /* 0 until first loaded; kept after an unload, for /v1/models */
     gen_counters counters;                    /* finished sequences, by reason */
     _Atomic uint64_t cache_hits, cache_misses; /* its cacheable requests in the response cache */
     /* Under the table's lock: */

@@ -312,3 +312,18 @@ def test_max_loaded_models_loads_on_demand_and_unloads_the_least_recently_used(c
         for job, got in results:
             assert got == reference[job], job
         assert sum(loaded().values()) == 1
+
+
+def test_a_model_that_fails_to_load_on_demand_is_a_503(cllm_bin, paths, tmp_path):
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"GGUF" + bytes(60))
+    with CllmServer(cllm_bin, paths["llama"], "--model", broken, "--max-loaded-models", 1,
+                    "--served-model-name", "llama", "--kv-cache-memory", KV) as srv:
+        for _ in range(2):  # each request tries again
+            r = srv.post("/v1/completions", {"model": "broken", "prompt": "hi", "max_tokens": 2})
+            assert r.status_code == 503, r.text
+            err = r.json()["error"]
+            assert err["code"] == "model_load_failed" and "'broken'" in err["message"], err
+        r = srv.post("/v1/completions", {"prompt": "hi", "max_tokens": 2})
+        assert r.status_code == 200 and r.json()["model"] == "llama", r.text
+        assert srv.get("/health").status_code == 200
