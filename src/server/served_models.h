@@ -72,6 +72,7 @@ typedef struct {
     pthread_mutex_t mu;
     pthread_cond_t cv;          /* a load or unload finished, or a holder let go */
     uint64_t clock;
+    bool closing;               /* served_models_abort_all was called: no more loads */
 } served_models;
 
 /* Copies the names and paths (not the strings: the caller keeps them alive)
@@ -91,7 +92,8 @@ void served_models_release(served_models *ms, served_model *sm);
 bool served_models_loaded(served_models *ms, const served_model *sm);
 /* Model i's engine stats when it is loaded (else false, *out untouched). */
 bool served_models_stats(served_models *ms, int i, engine_stats *out);
-/* Aborts every loaded engine's requests; whether any engine still has work. */
+/* Aborts every loaded engine's requests, and from then on refuses (503) the
+ * requests still waiting for a model; whether any engine still has work. */
 void served_models_abort_all(served_models *ms);
 bool served_models_busy(served_models *ms);
 

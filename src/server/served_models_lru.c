@@ -80,6 +80,10 @@ int served_models_acquire(served_models *ms, served_model *sm, api_error *e) {
     pthread_mutex_lock(&ms->mu);
     int rc = 0;
     for (;;) {
+        if (ms->closing) {
+            rc = api_fail(e, 503, "shutting_down", NULL, "The server is shutting down");
+            break;
+        }
         if (sm->state == MODEL_LOADED) {
             sm->holders++;
             sm->last_use = ++ms->clock;
@@ -131,6 +135,8 @@ bool served_models_stats(served_models *ms, int i, engine_stats *out) {
 
 void served_models_abort_all(served_models *ms) {
     pthread_mutex_lock(&ms->mu);
+    ms->closing = true;
+    pthread_cond_broadcast(&ms->cv);
     for (int i = 0; i < ms->n; i++)
         if (ms->v[i].state == MODEL_LOADED) engine_abort_all(ms->v[i].e);
     pthread_mutex_unlock(&ms->mu);
