@@ -15,7 +15,7 @@
 /* Request fields left out of the key besides the ignored ones: they choose
  * how the same output is delivered, not what it is. */
 static const char *const DELIVERY_FIELDS[] = {
-    "model",          /* any alias of the one model served; the served name goes in instead */
+    "model",          /* an alias of the model that answers; its served name goes in instead */
     "stream",         /* a hit replays as a whole body or as SSE chunks alike */
     "stream_options", /* include_usage adds a usage chunk, built from the same counts */
 };
