@@ -10,6 +10,7 @@
 #include "chat/template.h"
 #include "cli/cli_common.h"
 #include "cli/cli_groups.h"
+#include "cli/cli_parallel.h"
 #include "cli/commands.h"
 #include "engine/engine.h"
 #include "model/model.h"
@@ -35,6 +36,7 @@ typedef struct {
     cli_engine_settings engine;
     cli_server_settings server;
     cli_spec_settings spec;
+    cli_parallel_settings parallel;
     spec_config sc; /* from spec, once parsed */
     char *key_from_file; /* --api-key-file's key (owned); server.api_key then points here */
     cors_config cors;    /* from --allowed-origins, --allowed-methods, --allowed-headers */
@@ -56,6 +58,7 @@ static const cli_section k_serve_sections[] = {
          {0}}},
     {.group = &cli_server_group, .offset = offsetof(serve_options, server)},
     {.group = &cli_spec_group, .offset = offsetof(serve_options, spec)},
+    {.group = &cli_parallel_group, .offset = offsetof(serve_options, parallel)},
     {0}};
 
 static const cli_command k_serve = {
@@ -72,7 +75,8 @@ static const cli_command k_serve = {
 };
 
 static int parse_options(int argc, char **argv, serve_options *o) {
-    *o = (serve_options){.engine = cli_engine_defaults(), .server = cli_server_defaults()};
+    *o = (serve_options){.engine = cli_engine_defaults(), .server = cli_server_defaults(),
+                         .parallel = {.tensor_parallel_size = 1}};
     o->engine.max_model_len = 0;
     o->engine.kv_cache_memory = 0;
     /* The key's sources, weakest first: $VLLM_API_KEY (vLLM's), $CLLM_API_KEY,
@@ -207,9 +211,26 @@ int cmd_serve(int argc, char **argv) {
         serve_options_free(&o);
         return parsed < 0 ? 1 : 0;
     }
+    /* Ranks above 0 of a tensor-parallel job serve nothing: they follow
+     * rank 0's batches until it stops, and leave the signals (mpirun passes
+     * them to every rank) to rank 0, which then lets them go. */
+    cli_tp tp;
+    if (cli_tp_join(&tp, o.parallel.tensor_parallel_size)) {
+        fprintf(stderr, "cllm serve: %s\n", err_get());
+        serve_options_free(&o);
+        return 1;
+    }
+    if (cli_tp_is_follower(&tp)) {
+        signal(SIGINT, SIG_IGN);
+        signal(SIGTERM, SIG_IGN);
+        const int follower_rc = cli_tp_follow(&tp, o.model.path, o.engine.threads);
+        serve_options_free(&o);
+        return follower_rc;
+    }
     const cli_server_settings *ss = &o.server;
     char *served = ss->served_model_name ? strdup(ss->served_model_name) : default_served_name(o.model.path);
     if (!served) {
+        cli_tp_leave(&tp);
         serve_options_free(&o);
         return 1;
     }
@@ -245,6 +266,7 @@ int cmd_serve(int argc, char **argv) {
     }
     if (server_start(&s, &sc)) {
         fprintf(stderr, "cllm serve: %s\n", err_get());
+        cli_tp_leave(&tp);
         free(served);
         serve_options_free(&o);
         return 1;
@@ -255,7 +277,7 @@ int cmd_serve(int argc, char **argv) {
     int rc = 1;
     chat_template *tmpl = NULL;
     engine *e = NULL;
-    model *m = model_load(o.model.path);
+    model *m = cli_tp_load(&tp, o.model.path);
     if (!m) {
         fprintf(stderr, "cllm serve: %s\n", err_get());
         goto out;
@@ -318,6 +340,7 @@ out:
     engine_free(e);
     if (tmpl) chat_template_free(tmpl);
     if (m) model_free(m);
+    cli_tp_leave(&tp);
     free(served);
     serve_options_free(&o);
     if (rc == 0) fprintf(stderr, "cllm serve: stopped\n");
