@@ -212,8 +212,9 @@ int cmd_serve(int argc, char **argv) {
         return parsed < 0 ? 1 : 0;
     }
     /* Ranks above 0 of a tensor-parallel job serve nothing: they follow
-     * rank 0's batches until it stops, and leave the signals (mpirun passes
-     * them to every rank) to rank 0, which then lets them go. */
+     * rank 0's batches until it stops. A graceful stop is a SIGTERM to rank
+     * 0, which then lets them go; mpirun, sent a signal, kills every rank
+     * within a second (OpenMPI's odls_base_sigkill_timeout). */
     cli_tp tp;
     if (cli_tp_join(&tp, o.parallel.tensor_parallel_size)) {
         fprintf(stderr, "cllm serve: %s\n", err_get());
@@ -221,8 +222,6 @@ int cmd_serve(int argc, char **argv) {
         return 1;
     }
     if (cli_tp_is_follower(&tp)) {
-        signal(SIGINT, SIG_IGN);
-        signal(SIGTERM, SIG_IGN);
         const int follower_rc = cli_tp_follow(&tp, o.model.path, o.engine.threads);
         serve_options_free(&o);
         return follower_rc;
@@ -273,6 +272,10 @@ int cmd_serve(int argc, char **argv) {
     }
     fprintf(stderr, "cllm serve: listening on http://%s:%d (loading %s; /health answers 503 until ready)\n", ss->host,
             server_port(&s), o.model.path);
+    if (tp.g)
+        fprintf(stderr,
+                "cllm serve: tensor parallel rank 0 of %ld, pid %d: send SIGTERM to this pid for a graceful stop\n",
+                o.parallel.tensor_parallel_size, (int)getpid());
 
     int rc = 1;
     chat_template *tmpl = NULL;
