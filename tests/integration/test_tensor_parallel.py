@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -119,6 +120,19 @@ def test_greedy_output_matches_one_process(mpi, cllm_bin, model_factory, tmp_pat
         assert a.get("texts", a["text"]) == b.get("texts", b["text"]), f"{arch}: prompt {a['index']} differs"
 
 
+@pytest.mark.parametrize("extra", [("--num-speculative-tokens", "4"), ("--beam-width", "3")],
+                         ids=["ngram-speculation", "beam-search"])
+def test_speculation_and_beam_search_match_one_process(mpi, cllm_bin, model_factory, extra):
+    """Drafts verified in the same forward, and beams that fork and copy
+    blocks on write, run on every rank as on one."""
+    args = ["generate", "-m", model_factory("llama", wtype="f16"), "-p", "one two three one two three one two",
+            "--max-tokens", "24", "--temperature", "0", "--threads", "1", "--ignore-eos", *extra]
+    one = _run([cllm_bin, *args], mpi)
+    tp = _run(_mpirun(2, cllm_bin, *args, "--tensor-parallel-size", "2"), mpi)
+    assert one.returncode == 0 and tp.returncode == 0, tp.stderr[-3000:]
+    assert tp.stdout == one.stdout
+
+
 def test_replicated_kv_head_on_four_ranks(mpi, cllm_bin, model_factory, tmp_path):
     """Gemma 3's one KV head over 4 ranks (each with one query head): every
     rank holds the KV head its query reads."""
@@ -162,6 +176,14 @@ def test_refuses_a_size_that_does_not_divide(mpi, cllm_bin, model_factory):
     assert "a tensor-parallel size of 3 does not divide the model's 4 attention heads" in r.stderr
 
 
+def test_refuses_kv_eviction(mpi, cllm_bin, model_factory):
+    """Eviction moves KV rows on rank 0 alone; the other ranks could not follow."""
+    r = _run(_mpirun(2, cllm_bin, "generate", "-m", model_factory("llama"), "-p", "hi", "--threads", "1",
+                     "--kv-eviction", "streaming", "--kv-budget", "64", "--tensor-parallel-size", "2"), mpi)
+    assert r.returncode != 0
+    assert "tensor parallelism does not combine with KV eviction" in r.stderr
+
+
 def test_refuses_a_job_of_another_size(mpi, cllm_bin, model_factory):
     """One process (an MPI singleton) asked for 2 ranks says how to start them."""
     r = _run([cllm_bin, "generate", "-m", model_factory("llama"), "-p", "hi", "--tensor-parallel-size", "2"], mpi)
@@ -176,6 +198,12 @@ def _rank0_pid(mpirun_pid: int) -> int:
         if b"OMPI_COMM_WORLD_RANK=0" in env:
             return int(child)
     raise AssertionError("no rank 0 under mpirun")
+
+
+def _kv_tokens(log: str) -> int:
+    m = re.search(r"KV cache [\d.]+ MiB \([^)]*\): (\d+) tokens", log)
+    assert m, log
+    return int(m.group(1))
 
 
 def test_serve_with_openai_client(mpi, cllm_bin, model_factory):
@@ -200,11 +228,14 @@ def test_serve_with_openai_client(mpi, cllm_bin, model_factory):
 
     with CllmServer(cllm_bin, model, *common, threads=1) as srv:
         want = ask(srv)
+        whole_kv = _kv_tokens(srv.log())
     srv = CllmServer(cllm_bin, model, *common, "--tensor-parallel-size", "2", threads=1, env=MPI_ENV,
                      launcher=(MPIRUN, *MPI_FLAGS, "-np", "2"))
     try:
         assert ask(srv) == want
         assert "tensor parallel rank 0 of 2" in srv.log()
+        # qwen2's 2 KV heads, one per rank: the same memory holds twice the tokens
+        assert _kv_tokens(srv.log()) == 2 * whole_kv
         os.kill(_rank0_pid(srv.proc.pid), signal.SIGTERM)
         assert srv.proc.wait(30) == 0, srv.log()[-3000:]
         assert "cllm serve: stopped" in srv.log()
