@@ -10,8 +10,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* Whether this build can run across processes. */
-bool comm_available(void);
 /* Joins the MPI job (MPI_Init_thread, MPI_THREAD_SERIALIZED: the engine's
  * thread makes the calls, one at a time). -1 with err_get() on failure. */
 int comm_join(int *rank, int *size);

@@ -8,8 +8,6 @@
 #include <mpi.h>
 #include <time.h>
 
-bool comm_available(void) { return true; }
-
 int comm_join(int *rank, int *size) {
     int provided = 0;
     if (MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
