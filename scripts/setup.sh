@@ -16,6 +16,7 @@ esac
 apt_packages=(build-essential cmake pkg-config libjansson-dev libmicrohttpd-dev libpcre2-dev
               libxxhash-dev libcmocka-dev libcurl4-openssl-dev)
 apt_packages+=(xxd libjs-marked libjs-highlight.js)  # the chat page, embedded at build time (cmake/webui.cmake)
+apt_packages+=(libopenmpi-dev openmpi-bin)  # tensor parallelism over MPI (--tensor-parallel-size; optional to build)
 if [ "$mode" = all ]; then
     apt_packages+=(gnuplot-nox)  # PNG charts of `cllm bench serve --plot` / `cllm bench plot`
     apt_packages+=(clang)        # libFuzzer and its sanitizers for `make fuzz` (tests/fuzz)

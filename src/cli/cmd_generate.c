@@ -5,6 +5,7 @@
  * in input order, with the total throughput on stderr. */
 #include "cli/cli_common.h"
 #include "cli/cli_groups.h"
+#include "cli/cli_parallel.h"
 #include "cli/commands.h"
 #include "engine/engine.h"
 #include "tokenizer/tokenizer.h"
@@ -23,6 +24,7 @@ typedef struct {
     cli_engine_settings engine;
     cli_sampling_settings sampling;
     cli_spec_settings spec;
+    cli_parallel_settings parallel;
     const char *prompt;
     const char *prompts_file;
     bool ignore_eos;
@@ -75,6 +77,7 @@ static const cli_section k_generate_sections[] = {
          {.name = "--kv-cache-memory", .default_text = "room for --max-num-seqs sequences of --max-model-len"},
          {0}}},
     {.group = &cli_spec_group, .offset = offsetof(gen_options, spec)},
+    {.group = &cli_parallel_group, .offset = offsetof(gen_options, parallel)},
     {0}};
 
 static const cli_command k_generate = {
@@ -88,7 +91,7 @@ static const cli_command k_generate = {
 
 static int parse_options(int argc, char **argv, gen_options *o) {
     *o = (gen_options){.engine = cli_engine_defaults(), .sampling = cli_sampling_defaults(), .beam_width = 1,
-                       .length_penalty = 1.0};
+                       .length_penalty = 1.0, .parallel = {.tensor_parallel_size = 1}};
     o->engine.max_model_len = 0;
     o->engine.kv_cache_memory = 0;
     const int rc = cli_parse(&k_generate, argc, argv, o);
@@ -390,15 +393,18 @@ int cmd_generate(int argc, char **argv) {
     gen_options o;
     const int parsed = parse_options(argc, argv, &o);
     if (parsed) return parsed < 0 ? 1 : 0;
-    model *m = model_load(o.model.path);
-    if (!m) {
+    cli_tp tp;
+    if (cli_tp_join(&tp, o.parallel.tensor_parallel_size)) {
         fprintf(stderr, "cllm: %s\n", err_get());
         return 1;
     }
-    int rc = load_constraint(&o);
+    if (cli_tp_is_follower(&tp)) return cli_tp_follow(&tp, o.model.path, o.engine.threads);
+    model *m = cli_tp_load(&tp, o.model.path);
+    int rc = m ? load_constraint(&o) : -1;
     if (!rc) rc = o.prompts_file ? run_batch(&o, m) : run_single(&o, m);
     if (rc) fprintf(stderr, "cllm: %s\n", err_get());
     constraint_release(o.constraint);
     model_free(m);
+    cli_tp_leave(&tp);
     return rc ? 1 : 0;
 }

@@ -12,6 +12,7 @@
 #include "chat/template.h"
 #include "cli/cli_common.h"
 #include "cli/cli_groups.h"
+#include "cli/cli_parallel.h"
 #include "cli/commands.h"
 #include "cli/serve_models.h"
 #include "engine/engine.h"
@@ -37,6 +38,7 @@ typedef struct {
     cli_engine_settings engine;
     cli_server_settings server;
     cli_spec_settings spec;
+    cli_parallel_settings parallel;
     spec_config sc; /* from spec, once parsed */
     char *key_from_file; /* --api-key-file's key (owned); server.api_key then points here */
     cors_config cors;    /* from --allowed-origins, --allowed-methods, --allowed-headers */
@@ -72,6 +74,7 @@ static const cli_section k_serve_sections[] = {
          {0}}},
     {.group = &cli_server_group, .offset = offsetof(serve_options, server)},
     {.group = &cli_spec_group, .offset = offsetof(serve_options, spec)},
+    {.group = &cli_parallel_group, .offset = offsetof(serve_options, parallel)},
     {0}};
 
 static const cli_command k_serve = {
@@ -96,7 +99,8 @@ static void serve_options_free(serve_options *o) {
 }
 
 static int parse_options(int argc, char **argv, serve_options *o) {
-    *o = (serve_options){.engine = cli_engine_defaults(), .server = cli_server_defaults()};
+    *o = (serve_options){.engine = cli_engine_defaults(), .server = cli_server_defaults(),
+                         .parallel = {.tensor_parallel_size = 1}};
     o->engine.max_model_len = 0;
     o->engine.kv_cache_memory = 0;
     /* The key's sources, weakest first: $VLLM_API_KEY (vLLM's), $CLLM_API_KEY,
@@ -220,10 +224,31 @@ int cmd_serve(int argc, char **argv) {
         serve_options_free(&o);
         return parsed < 0 ? 1 : 0;
     }
+    /* Ranks above 0 of a tensor-parallel job serve nothing: they follow
+     * rank 0's batches until it stops. A graceful stop is a SIGTERM to rank
+     * 0, which then lets them go; mpirun, sent a signal, kills every rank
+     * within a second (OpenMPI's odls_base_sigkill_timeout). */
+    if (o.parallel.tensor_parallel_size > 1 && o.models.n > 1) {
+        cli_usage_error(&k_serve, "--tensor-parallel-size serves one model; %d were given", o.models.n);
+        serve_options_free(&o);
+        return 1;
+    }
+    cli_tp tp;
+    if (cli_tp_join(&tp, o.parallel.tensor_parallel_size)) {
+        fprintf(stderr, "cllm serve: %s\n", err_get());
+        serve_options_free(&o);
+        return 1;
+    }
+    if (cli_tp_is_follower(&tp)) {
+        const int follower_rc = cli_tp_follow(&tp, o.models.items[0], o.engine.threads);
+        serve_options_free(&o);
+        return follower_rc;
+    }
     const cli_server_settings *ss = &o.server;
     serve_models ms;
     if (serve_models_plan(&ms, &o.models, &ss->served_model_names)) {
         cli_usage_error(&k_serve, "%s", err_get());
+        cli_tp_leave(&tp);
         serve_options_free(&o);
         return 1;
     }
@@ -263,18 +288,24 @@ int cmd_serve(int argc, char **argv) {
     if (server_start(&s, &sc)) {
         fprintf(stderr, "cllm serve: %s\n", err_get());
         serve_models_free(&ms);
+        cli_tp_leave(&tp);
         serve_options_free(&o);
         return 1;
     }
     fprintf(stderr, "cllm serve: listening on http://%s:%d (loading %d model%s; /health answers 503 until ready)\n",
             ss->host, server_port(&s), ms.n, ms.n == 1 ? "" : "s");
+    if (tp.g)
+        fprintf(stderr,
+                "cllm serve: tensor parallel rank 0 of %ld, pid %d: send SIGTERM to this pid for a graceful stop\n",
+                o.parallel.tensor_parallel_size, (int)getpid());
 
     int rc = 1;
     const serve_engine_settings es = {.model = &o.model,
                                       .engine = &o.engine,
                                       .spec = o.sc,
                                       .max_waiting = (int)ss->max_waiting,
-                                      .max_loaded = (int)o.max_loaded_models};
+                                      .max_loaded = (int)o.max_loaded_models,
+                                      .tp = &tp};
     if (serve_models_load(&ms, &es)) goto out;
     for (int i = 0; i < ms.n; i++)
         if (ms.v[i].e) server_set_model(&s, i, ms.v[i].m, ms.v[i].e, ms.v[i].tmpl);
@@ -289,6 +320,7 @@ out:
     server_stop(&s);
     serve_models_free(&ms);
     server_free(&s);
+    cli_tp_leave(&tp);
     serve_options_free(&o);
     if (rc == 0) fprintf(stderr, "cllm serve: stopped\n");
     return rc;

@@ -85,7 +85,8 @@ static size_t kv_budget(const serve_engine_settings *st) {
 
 static int load_one(serve_model *sm, const serve_engine_settings *st) {
     fprintf(stderr, "cllm serve: loading %s as '%s'\n", sm->path, sm->name);
-    if (!(sm->m = model_load(sm->path)) || !(sm->tmpl = load_chat_template(sm->m, st->model, "serve"))) {
+    sm->m = st->tp ? cli_tp_load(st->tp, sm->path) : model_load(sm->path);
+    if (!sm->m || !(sm->tmpl = load_chat_template(sm->m, st->model, "serve"))) {
         fprintf(stderr, "cllm serve: %s\n", err_get());
         return -1;
     }

@@ -16,6 +16,7 @@
 
 #include "chat/template.h"
 #include "cli/cli_groups.h"
+#include "cli/cli_parallel.h"
 #include "engine/engine.h"
 #include "model/model.h"
 #include "server/served_models.h"
@@ -39,6 +40,7 @@ typedef struct {
     spec_config spec;
     int max_waiting;
     int max_loaded; /* --max-loaded-models; 0: all */
+    cli_tp *tp;     /* the tensor-parallel job (one model only), or NULL: each model whole */
 } serve_engine_settings;
 
 typedef struct {

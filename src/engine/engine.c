@@ -204,6 +204,13 @@ engine *engine_create(model *m, const engine_config *cfg) {
     hist_init_seconds(&e->stats.queue);
 
     if (kv_evict_check(&cfg->evict)) goto fail;
+    if (m->tp.size > 1 && (cfg->evict.policy != KV_EVICT_NONE || cfg->spec.method == SPEC_LAYER_SKIP)) {
+        /* Eviction moves KV rows and layer_skip runs a view of the sharded
+         * model, neither of which the other ranks follow. */
+        err_set("tensor parallelism does not combine with %s",
+                cfg->evict.policy != KV_EVICT_NONE ? "KV eviction" : "layer_skip speculative decoding");
+        goto fail;
+    }
     if (cfg->evict.policy != KV_EVICT_NONE && cfg->evict.budget > e->cfg.max_model_len) {
         err_set("--kv-budget %d is more than the maximum context length of %d", cfg->evict.budget,
                 e->cfg.max_model_len);
@@ -227,6 +234,8 @@ engine *engine_create(model *m, const engine_config *cfg) {
     }
     e->kv = kv_cache_create(&m->kv, cfg->kv_type, cfg->block_size, (int)n_blocks);
     if (!e->kv || kvm_init(&e->kvm, e->kv, cfg->prefix_caching)) goto fail;
+    e->kv->on_copy = m->tp.on_kv_copy; /* copy on write, on every rank */
+    e->kv->on_copy_user = m->tp.user;
     if (sched_init(&e->sched, &e->kvm, cfg->max_num_seqs, cfg->max_num_batched_tokens)) goto fail;
     e->sched.evict = (evict_env){.key_shift = model_shift_keys, .key_shift_user = m};
     e->tp = tp_create(cfg->n_threads);
@@ -360,6 +369,7 @@ static int check_request(const engine *e, const int32_t *prompt, int n_prompt, c
                        "budget)",
                        p->evict.budget, e->cfg.max_model_len);
     if (evicts && p->beam_width > 1) return err_set("KV eviction does not combine with beam search");
+    if (evicts && e->m->tp.size > 1) return err_set("KV eviction does not combine with tensor parallelism");
     if (!evicts && (long)n_prompt + p->max_tokens > e->cfg.max_model_len)
         return err_set("the prompt (%d tokens) plus max_tokens (%d) is %ld tokens, more than the maximum "
                        "context length of %d",

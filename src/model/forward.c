@@ -290,6 +290,13 @@ static void capture(const forward_ctx *f, int il, fwd_linear_input which, const 
     if (f->hooks && f->hooks->linear_input) f->hooks->linear_input(f->hooks->user, il, which, x, n, n_in);
 }
 
+/* Tensor parallelism: each rank's output projection gave its heads' (or FFN
+ * columns') share of tmp; the ranks add theirs up. */
+static void sum_over_ranks(const forward_ctx *f, int n) {
+    const model_tp *tp = &f->m->tp;
+    if (tp->allreduce) tp->allreduce(tp->user, f->tmp, (size_t)n * f->m->hp.n_embd);
+}
+
 static void run_layer(forward_ctx *f, forward_step *s, int n) {
     const layer_weights *l = &f->m->w.layers[s->il];
     const model_hparams *hp = &f->m->hp;
@@ -303,6 +310,7 @@ static void run_layer(forward_ctx *f, forward_step *s, int n) {
     if (f->any_scores) for_each(s, attn_scores_seq, s->b->n_seqs);
     capture(f, s->il, FWD_IN_O, f->att, n, hp->n_head * hp->head_dim_v);
     matmul(f->tp, &l->wo, f->att, n, f->tmp, f->mm_scratch);
+    sum_over_ranks(f, n);
     for_each(s, attn_residual_row, n);
     capture(f, s->il, FWD_IN_UPGATE, f->xb, n, hp->n_embd);
     matmul(f->tp, &l->w_gate, f->xb, n, f->gate, f->mm_scratch);
@@ -310,6 +318,7 @@ static void run_layer(forward_ctx *f, forward_step *s, int n) {
     for_each(s, act_row, n);
     capture(f, s->il, FWD_IN_DOWN, f->gate, n, hp->n_ff);
     matmul(f->tp, &l->w_down, f->gate, n, f->tmp, f->mm_scratch);
+    sum_over_ranks(f, n);
     for_each(s, ffn_residual_row, n);
 }
 
@@ -336,6 +345,7 @@ static int check_batch(const forward_ctx *f, const fwd_batch *b) {
 
 int forward_run(forward_ctx *f, const fwd_batch *b, float *logits) {
     if (check_batch(f, b)) return -1;
+    if (f->m->tp.on_forward) f->m->tp.on_forward(f->m->tp.user, f->kv, b);
     const int n = b->n_tokens;
     forward_step s = {.f = f, .b = b};
     const fwd_hooks *h = f->hooks;

@@ -20,7 +20,7 @@ typedef struct {
     float *attn_acc;
 } fwd_seq;
 
-typedef struct {
+typedef struct fwd_batch {
     int n_tokens;
     const int32_t *tokens;  /* [n_tokens] */
     const int32_t *pos;     /* [n_tokens] position within its sequence */
