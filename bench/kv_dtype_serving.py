@@ -9,7 +9,7 @@ while /metrics is sampled for the sequences running at once and the blocks in
 use; preemptions are the counter's growth over the run.
 
 usage: bench/kv_dtype_serving.py [--model PATH] [--cllm build/cllm] [--dtypes f16 int8 fp8]
-                                 [--kv-cache-memory 512MiB] [--concurrency 32] [--num-prompts 64]
+                                 [--kv-cache-memory 256MiB] [--concurrency 32] [--num-prompts 64]
                                  [--input-len 2000] [--output-len 128] [--threads 2] [--repeats 1]
                                  [--append bench/RESULTS.md]
 The dtypes take turns (A B C A B C ... with --repeats), so a change in the
@@ -115,7 +115,8 @@ def main():
     ap.add_argument("--model", type=Path, default=None, help="default: the gemma-3-270m GGUF (build-model-path.txt)")
     ap.add_argument("--cllm", type=Path, default=ROOT / "build" / "cllm")
     ap.add_argument("--dtypes", nargs="+", default=["f16", "int8", "fp8"])
-    ap.add_argument("--kv-cache-memory", default="512MiB")
+    ap.add_argument("--kv-cache-memory", default="256MiB",
+                    help="the same for every dtype (256MiB: part 1's capacity table; f16 holds 14,562 tokens)")
     ap.add_argument("--concurrency", type=int, default=32)
     ap.add_argument("--num-prompts", type=int, default=64)
     ap.add_argument("--input-len", type=int, default=2000)
