@@ -104,9 +104,10 @@ def run_dtype(cllm: Path, model: Path, dtype: str, dataset: Path, args, work: Pa
             raise SystemExit(f"bench serve failed:\n{r.stdout}\n{r.stderr}")
         after = srv.metrics()
     res = json.loads(out.read_text())
+    preempted = "vllm:num_preemptions_total"
     res.update(dtype=dtype, capacity=int(capacity.group(1)) if capacity else None,
                max_running=sampler.max_running, max_blocks=sampler.max_blocks,
-               preemptions=int(after.get("vllm:num_preemptions_total", 0) - before.get("vllm:num_preemptions_total", 0)))
+               preemptions=int(after.get(preempted, 0) - before.get(preempted, 0)))
     return res
 
 
