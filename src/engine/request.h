@@ -29,7 +29,7 @@ typedef struct {
     int n_prompt;
     int n_computed;      /* tokens whose K/V are in the cache */
     int n_evicted;       /* of those, evicted (kv/kv_evict.h): token i sits at KV position i - n_evicted */
-    float *attn_acc;     /* h2o: accumulated attention of each KV slot [params.evict.budget] */
+    int64_t *attn_acc;   /* h2o: accumulated attention of each KV slot [params.evict.budget], ATTN_MASS_ONE units */
     seq_kv kv;
     rng_state rng;
     uint64_t admit_order; /* larger = admitted later; the preemption victim order */

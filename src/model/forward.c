@@ -38,7 +38,6 @@ struct forward_ctx {
     float *out_x;                /* [max_out][n_embd] */
     void *mm_scratch;
     const fwd_hooks *hooks;      /* NULL unless an offline tool installed some */
-    bool any_scores;             /* a sequence of this batch wants attention scores */
 };
 
 /* ---- parallel loops over token rows ---- */
@@ -213,6 +212,7 @@ static void attn_unit_run(const forward_step *s, int u) {
     const model_hparams *hp = &f->m->hp;
     const kv_cache *kv = f->kv;
     const attn_unit *a = &f->units[f->n_units - 1 - u];
+    const fwd_seq *fs = &s->b->seqs[s->b->seq[a->t0]];
     const int g = kv->layer_group[s->il];
     const paged_kv pk = layer_pages(kv, s->il);
     int32_t lo[ATTN_TILE_ROWS], hi[ATTN_TILE_ROWS];
@@ -225,29 +225,9 @@ static void attn_unit_run(const forward_step *s, int u) {
                             .out = f->att + ((size_t)a->t0 * hp->n_head + a->h0) * hp->head_dim_v,
                             .q_stride = (size_t)hp->n_head * hp->head_dim_k,
                             .out_stride = (size_t)hp->n_head * hp->head_dim_v,
-                            .lo = lo, .hi = hi, .n_tok = a->n_tok, .n_head = a->n_h};
-    f->attn(&pk, s->b->seqs[s->b->seq[a->t0]].block_table[g], a->kv_head, &tile, hp->attn_scale);
-}
-
-/* H2O's scores: adds the attention each key of sequence i received from the
- * sequence's tokens in this layer (one thread per sequence, so no races). */
-static void attn_scores_seq(const forward_step *s, int i) {
-    const fwd_seq *fs = &s->b->seqs[i];
-    if (!fs->attn_acc) return;
-    const forward_ctx *f = s->f;
-    const model_hparams *hp = &f->m->hp;
-    const kv_cache *kv = f->kv;
-    const paged_kv pk = layer_pages(kv, s->il);
-    const int group = hp->n_head / hp->n_head_kv;
-    for (int t = 0; t < s->b->n_tokens; t++) {
-        if (s->b->seq[t] != i) continue;
-        const int pos = s->b->pos[t];
-        for (int kh = 0; kh < hp->n_head_kv; kh++)
-            attn_probs_accumulate(&pk, fs->block_table[kv->layer_group[s->il]], kh,
-                                  f->q + ((size_t)t * hp->n_head + (size_t)kh * group) * hp->head_dim_k,
-                                  (size_t)hp->head_dim_k, group, first_key(kv, s->il, pos), pos, hp->attn_scale,
-                                  fs->attn_acc);
-    }
+                            .lo = lo, .hi = hi, .n_tok = a->n_tok, .n_head = a->n_h,
+                            .key_mass = fs->attn_acc};
+    f->attn(&pk, fs->block_table[g], a->kv_head, &tile, hp->attn_scale);
 }
 
 /* After the output projection: post-norm, residual, and the MLP's input norm. */
@@ -307,7 +287,6 @@ static void run_layer(forward_ctx *f, forward_step *s, int n) {
     matmul(f->tp, &l->wv, f->xb, n, f->v, f->mm_scratch);
     for_each(s, qkv_row, n);
     for_each(s, attn_unit_run, f->n_units);
-    if (f->any_scores) for_each(s, attn_scores_seq, s->b->n_seqs);
     capture(f, s->il, FWD_IN_O, f->att, n, hp->n_head * hp->head_dim_v);
     matmul(f->tp, &l->wo, f->att, n, f->tmp, f->mm_scratch);
     sum_over_ranks(f, n);
@@ -354,9 +333,6 @@ int forward_run(forward_ctx *f, const fwd_batch *b, float *logits) {
     else for_each(&s, embed_row, n);
     for_each(&s, rope_row, n);
     plan_attention(f, b);
-    f->any_scores = false;
-    for (int i = 0; i < b->n_seqs; i++)
-        if (b->seqs[i].attn_acc) f->any_scores = true;
     const int first = h ? h->first_layer : 0;
     const int last = h && h->last_layer >= 0 ? h->last_layer : f->m->hp.n_layer - 1;
     for (int il = first; il <= last; il++) {

@@ -16,8 +16,10 @@ typedef struct {
      * of group g. Sliding groups may hold -1 for blocks that left the window. */
     const int32_t *block_table[KV_MAX_GROUPS];
     /* When set (H2O eviction), the attention each KV position receives from
-     * this step's queries, summed over layers and heads, is added here. */
-    float *attn_acc;
+     * this step's queries, summed over layers and heads, is added here, in
+     * ATTN_MASS_ONE units (kernels/attention.h): the same sums whatever the
+     * batch, chunking or threads. */
+    int64_t *attn_acc;
 } fwd_seq;
 
 typedef struct fwd_batch {
