@@ -24,10 +24,18 @@
 typedef struct {
     int32_t token;
     float logprob;
+    int rank;              /* prompt logprobs only (vLLM's rank); else 0 */
     int n_top;
     int32_t top_tok[API_MAX_LOGPROBS];
     float top_lp[API_MAX_LOGPROBS];
 } gen_logprob;
+
+/* One prompt's prompt_logprobs: an entry per prompt token, the first without
+ * context (token only). items NULL until the engine reported them. */
+typedef struct {
+    gen_logprob *items;
+    int n;
+} gen_prompt_lps;
 
 typedef struct {
     buf text;              /* released text so far (stop strings never in it) */
@@ -68,6 +76,7 @@ struct gen {
     int n_prompts, n;      /* choices = n_prompts * n, index = prompt * n + sample */
     gen_sub *subs;
     int *prompt_tokens, *cached_tokens; /* per prompt, as the engine reports them */
+    gen_prompt_lps *prompt_lps;         /* per prompt, with prompt_logprobs */
     gen_choice *choices;
     int n_unfinished;
     bool oom;

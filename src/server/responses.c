@@ -5,6 +5,7 @@
 #include "util/utf8.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 const char *resp_finish_name(finish_reason r) { return r == FINISH_NONE ? NULL : finish_reason_name(r); }
@@ -101,6 +102,39 @@ json_t *resp_logprobs(const resp_ctx *c, const gen_logprob *lps, int from, int t
         }
         out = json_pack("{s:o,s:o,s:o,s:o}", "tokens", tokens, "token_logprobs", token_lps, "top_logprobs", tops,
                         "text_offset", offsets);
+    }
+    buf_free(&tmp);
+    return out;
+}
+
+/* {"logprob", "rank", "decoded_token"}, one entry of vLLM's prompt logprobs. */
+static json_t *prompt_entry(const resp_ctx *c, int32_t tok, float lp, int rank, buf *tmp) {
+    buf_reset(tmp);
+    token_bytes(c->tok, tok, tmp);
+    json_t *o = json_object();
+    json_object_set_new(o, "logprob", lp_real(lp));
+    json_object_set_new(o, "rank", json_integer(rank));
+    json_object_set_new(o, "decoded_token", resp_string(tmp->data ? tmp->data : "", tmp->len));
+    return o;
+}
+
+json_t *resp_prompt_logprobs(const resp_ctx *c, const gen_prompt_lps *p) {
+    if (!p->items) return json_null();
+    json_t *out = json_array();
+    json_array_append_new(out, json_null()); /* the first token has no context */
+    buf tmp = {0};
+    char key[16];
+    for (int i = 1; i < p->n; i++) {
+        const gen_logprob *l = &p->items[i];
+        json_t *d = json_object();
+        snprintf(key, sizeof key, "%d", (int)l->token);
+        json_object_set_new(d, key, prompt_entry(c, l->token, l->logprob, l->rank, &tmp));
+        for (int k = 0; k < l->n_top; k++) {
+            if (l->top_tok[k] == l->token) continue;
+            snprintf(key, sizeof key, "%d", (int)l->top_tok[k]);
+            json_object_set_new(d, key, prompt_entry(c, l->top_tok[k], l->top_lp[k], k + 1, &tmp));
+        }
+        json_array_append_new(out, d);
     }
     buf_free(&tmp);
     return out;
