@@ -4,7 +4,6 @@
 #include "engine/logprobs.h"
 #include "util/error.h"
 
-#include <math.h>
 #include <stdlib.h>
 
 /* Logits rows per output-head call: 16 rows of a 262k vocabulary are 16 MiB. */
@@ -24,16 +23,6 @@ static int ensure_scratch(prompt_lp_scratch *sc, int max_out, int n_vocab) {
     return 0;
 }
 
-/* 1 + the tokens other than tok at least as likely as tok (vLLM counts
- * logprobs >= the token's, itself included); NaN logits count as impossible. */
-static int rank_of(const float *logits, int n, int32_t tok) {
-    const float x = logits[tok];
-    if (isnan(x)) return n;
-    int rank = 0;
-    for (int i = 0; i < n; i++) rank += logits[i] >= x;
-    return rank;
-}
-
 /* Entry `pos` of the request's prompt logprobs from the logits that predict it. */
 static void fill_position(request *r, int pos, const float *logits, int n_vocab) {
     const int k = r->params.prompt_logprobs, stride = k ? k : 1;
@@ -47,7 +36,7 @@ static void fill_position(request *r, int pos, const float *logits, int n_vocab)
         top_lp[i] = logits[top_tok[i]] - lse;
         if (top_tok[i] == tok && !rank) rank = i + 1; /* as vLLM, whose top-k entry wins for the same id */
     }
-    if (!rank) rank = rank_of(logits, n_vocab, tok);
+    if (!rank) rank = logprobs_rank(logits, n_vocab, tok);
     r->prompt_lps[pos] = (token_logprobs){.token = tok, .logprob = logits[tok] - lse, .rank = rank, .n_top = n_top,
                                           .top_tokens = top_tok, .top_logprobs = top_lp};
 }

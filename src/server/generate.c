@@ -453,6 +453,9 @@ static enum MHD_Result reply_complete(http_req *r, gen *g, const prepared *p, re
                                      (long)utf8_count(echo->data, echo->len));
             if (prompt_lps && ctx->kind == API_COMPLETIONS)
                 json_object_set_new(ch, "prompt_logprobs", resp_prompt_logprobs(ctx, &g->prompt_lps[i / g->n]));
+            if (p->req.echo && p->req.logprobs >= 0)
+                json_object_set_new(ch, "logprobs",
+                                    resp_echo_logprobs(ctx, &g->prompt_lps[i / g->n], p->req.logprobs, &g->choices[i]));
             json_array_append_new(choices, ch);
         }
         body = resp_body(ctx, choices, resp_usage(g));

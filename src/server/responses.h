@@ -39,6 +39,11 @@ json_t *resp_logprobs(const resp_ctx *c, const gen_logprob *lps, int from, int t
  * "decoded_token"}, ...}, ...], the prompt token first, then its top
  * alternatives; null when the engine reported none. */
 json_t *resp_prompt_logprobs(const resp_ctx *c, const gen_prompt_lps *p);
+/* Completions' logprobs of an echoed prompt and the choice's output (OpenAI's
+ * echo with logprobs): the prompt's tokens first (the first with null logprob
+ * and alternatives), each with its first n_top alternatives, text offsets
+ * from the start of the prompt. */
+json_t *resp_echo_logprobs(const resp_ctx *c, const gen_prompt_lps *p, int n_top, const gen_choice *ch);
 /* A whole (non-streamed) choice; echo is prepended to completions text. */
 json_t *resp_choice(const resp_ctx *c, const gen_choice *ch, int index, const char *echo, size_t echo_len,
                     long text_offset0);

@@ -169,6 +169,30 @@ def test_prompt_only_echo_and_chat(srv):
     assert plain.choices[0].model_extra.get("prompt_logprobs") is None
 
 
+def test_echo_with_logprobs_scores_the_prompt(srv, model):
+    """OpenAI's echo with logprobs (how lm-evaluation-harness scores text with
+    max_tokens 0): the prompt's tokens come first in logprobs, the first with
+    null, as vLLM sends them."""
+    c = client_of(srv)
+    ref = log_softmax(ref_forward.ref_logits(str(model), TOKENS, kv_type="f32"))
+    want = [ref[j - 1, TOKENS[j]] for j in range(1, len(TOKENS))]
+    score = c.completions.create(model=NAME, prompt=TOKENS, echo=True, logprobs=1, max_tokens=0, temperature=0)
+    lp = score.choices[0].logprobs
+    assert len(lp.tokens) == len(lp.token_logprobs) == len(lp.top_logprobs) == len(TOKENS)
+    assert lp.token_logprobs[0] is None and lp.top_logprobs[0] is None
+    np.testing.assert_allclose(lp.token_logprobs[1:], want, atol=2e-3)
+    assert all(1 <= len(t) <= 2 for t in lp.top_logprobs[1:])
+    assert lp.text_offset[0] == 0 and lp.text_offset == sorted(lp.text_offset)
+    # With output tokens: the prompt's entries, then the same entries a request without echo gets.
+    r = c.completions.create(model=NAME, prompt=TOKENS, echo=True, logprobs=2, max_tokens=3, temperature=0)
+    plain = c.completions.create(model=NAME, prompt=TOKENS, logprobs=2, max_tokens=3, temperature=0)
+    lp, out = r.choices[0].logprobs, plain.choices[0].logprobs
+    assert len(lp.tokens) == len(TOKENS) + 3 and lp.tokens[len(TOKENS):] == out.tokens
+    np.testing.assert_allclose(lp.token_logprobs[1: len(TOKENS)], want, atol=2e-3)
+    assert lp.token_logprobs[len(TOKENS):] == out.token_logprobs and lp.top_logprobs[len(TOKENS):] == out.top_logprobs
+    assert all(1 <= len(t) <= 3 for t in lp.top_logprobs[1:])
+
+
 @pytest.mark.parametrize("value,stream,message", [
     (21, False, "greater than max allowed: 20"),
     (-1, False, "whole vocabulary"),
