@@ -92,8 +92,7 @@ static void push_logprobs(gen_choice *c, const token_logprobs *lp, bool *oom) {
     copy_logprob(&c->lps[c->n_lps++], lp);
 }
 
-/* The samples of a prompt report the same prompt logprobs: the first is kept. */
-static void keep_prompt_logprobs(gen_prompt_lps *p, const token_logprobs *lps, int n, bool *oom) {
+void gen_keep_prompt_logprobs(gen_prompt_lps *p, const token_logprobs *lps, int n, bool *oom) {
     if (p->items || n <= 0) return;
     if (!(p->items = malloc((size_t)n * sizeof *p->items))) {
         *oom = true;
@@ -118,7 +117,7 @@ static bool apply_output(gen_sub *sub, const engine_output *o) {
         if (o->logprobs)
             for (int i = 0; i < o->n_new_tokens; i++) push_logprobs(c, &o->logprobs[i], &g->oom);
         if (o->prompt_logprobs)
-            keep_prompt_logprobs(&g->prompt_lps[sub->prompt], o->prompt_logprobs, o->n_prompt_tokens, &g->oom);
+            gen_keep_prompt_logprobs(&g->prompt_lps[sub->prompt], o->prompt_logprobs, o->n_prompt_tokens, &g->oom);
         c->n_tokens = o->n_output_tokens;
         c->n_evicted = o->n_evicted_tokens;
         g->prompt_tokens[sub->prompt] = o->n_prompt_tokens;

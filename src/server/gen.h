@@ -37,6 +37,11 @@ typedef struct {
     int n;
 } gen_prompt_lps;
 
+/* Copies an engine output's prompt logprobs (n entries) into p unless p
+ * already holds them (the samples of a prompt report the same ones); sets
+ * *oom when out of memory. Free p->items with free(). */
+void gen_keep_prompt_logprobs(gen_prompt_lps *p, const token_logprobs *lps, int n, bool *oom);
+
 typedef struct {
     buf text;              /* released text so far (stop strings never in it) */
     int n_tokens;          /* output tokens so far */

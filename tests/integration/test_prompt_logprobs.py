@@ -12,11 +12,15 @@ choice, chat on the response body.
     lookup is skipped and cached_tokens is 0), and its blocks are published.
   - max_tokens 0 scores the prompt alone; echo and chat work with it.
   - k above 20, -1 (the whole vocabulary) and k > 0 with stream are a 400.
+  - `cllm generate --prompt-logprobs K` gives the same shape, checked
+    against numpy too.
   - On the real Gemma 3 270M GGUF, the values agree with llama-cpp-python
     (logits_all=True) within the quantization noise test_real_model.py
     measured between the two engines."""
 
 from __future__ import annotations
+
+import json
 
 import numpy as np
 import openai
@@ -191,6 +195,28 @@ def test_echo_with_logprobs_scores_the_prompt(srv, model):
     np.testing.assert_allclose(lp.token_logprobs[1: len(TOKENS)], want, atol=2e-3)
     assert lp.token_logprobs[len(TOKENS):] == out.token_logprobs and lp.top_logprobs[len(TOKENS):] == out.top_logprobs
     assert all(1 <= len(t) <= 3 for t in lp.top_logprobs[1:])
+
+
+def test_cli_generate(run_cllm, srv, model, tmp_path):
+    text = "hello there world"
+    tokens = srv.tokenize(prompt=text)
+    ref = log_softmax(ref_forward.ref_logits(str(model), tokens, kv_type="f32"))
+    want = [ref[j - 1, tokens[j]] for j in range(1, len(tokens))]
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text(json.dumps({"prompt": text, "max_tokens": 0}) + "\n")
+    common = ["-m", model, "--kv-cache-dtype", "f32", "--prompt-logprobs", 2, "--temperature", 0]
+    p = run_cllm("generate", "--prompts-file", prompts, *common)
+    assert p.returncode == 0, p.stderr
+    line = json.loads(p.stdout)
+    assert line["completion_tokens"] == 0
+    got, tables = as_arrays(line["prompt_logprobs"], tokens)
+    np.testing.assert_allclose(got, want, atol=2e-3)
+    assert all(len([v for v in d.values() if v[1] <= 2]) == 2 for d in tables.values())
+    # One prompt: the text on stdout, the prompt logprobs as a JSON line on stderr.
+    p = run_cllm("generate", "-p", text, "-n", 2, *common)
+    assert p.returncode == 0, p.stderr
+    [single] = [json.loads(s) for s in p.stderr.splitlines() if s.startswith('{"prompt_logprobs"')]
+    np.testing.assert_allclose(as_arrays(single["prompt_logprobs"], tokens)[0], want, atol=2e-3)
 
 
 @pytest.mark.parametrize("value,stream,message", [
