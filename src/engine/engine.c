@@ -451,6 +451,14 @@ static void finish_seq(engine *e, sequence *s, finish_reason why, const int32_t 
     finish_sequence(&e->sched, s, why, tok, tok ? 1 : 0, lp, text, text_len, true);
 }
 
+/* Ends every sample of a request, those not yet forked too: a request with
+ * max_tokens 0 that computed its prompt (for prompt_logprobs) ends with the
+ * prompt's logprobs and no tokens. */
+static void finish_request(engine *e, request *r, finish_reason why) {
+    for (int k = 0; k < r->n_seqs; k++)
+        finish_sequence(&e->sched, &r->seqs[k], why, NULL, 0, NULL, "", 0, k < r->params.n);
+}
+
 static void remove_live(engine *e, request *r) {
     for (int i = 0; i < e->n_live; i++)
         if (e->live[i] == r) {
@@ -499,8 +507,7 @@ static void take_inbox(engine *e) {
         request *r = in[i];
         if (vec_reserve((void **)&e->live, &e->cap_live, (size_t)e->n_live + 1, sizeof *e->live) ||
             sched_add_waiting(&e->sched, &r->seqs[0])) {
-            for (int k = 0; k < r->n_seqs; k++)
-                finish_sequence(&e->sched, &r->seqs[k], FINISH_ERROR, NULL, 0, NULL, "", 0, k < r->params.n);
+            finish_request(e, r, FINISH_ERROR);
             pthread_mutex_lock(&e->mu);
             e->n_unfinished--;
             pthread_mutex_unlock(&e->mu);
@@ -509,8 +516,7 @@ static void take_inbox(engine *e) {
         }
         e->live[e->n_live++] = r;
         if (r->params.max_tokens == 0 && r->params.prompt_logprobs < 0) /* nothing to generate or score */
-            for (int k = 0; k < r->n_seqs; k++)
-                finish_sequence(&e->sched, &r->seqs[k], FINISH_LENGTH, NULL, 0, NULL, "", 0, k < r->params.n);
+            finish_request(e, r, FINISH_LENGTH);
     }
     for (int i = 0; i < e->n_live; i++) {
         bool hit = all;
@@ -621,13 +627,6 @@ static int32_t sample_and_report(engine *e, sequence *s, float *logits) {
     s->n_held -= release;
     if (s->held) s->held[s->n_held] = 0;
     return tok;
-}
-
-/* A request with max_tokens 0 computed its prompt (for prompt_logprobs): each
- * of its samples ends there, with the prompt's logprobs and no tokens. */
-static void finish_prompt_only(engine *e, request *r) {
-    for (int k = 0; k < r->n_seqs; k++)
-        finish_sequence(&e->sched, &r->seqs[k], FINISH_LENGTH, NULL, 0, NULL, "", 0, k < r->params.n);
 }
 
 /* Sample 0 finished its prompt: create samples 1..n-1 sharing its blocks. */
@@ -797,11 +796,11 @@ int engine_step(engine *e) {
             if (prompt_lp_collect(&e->prompt_lp, e->fwd, e->max_out, e->m->hp.n_vocab, e->batch.seqs,
                                   e->batch.n_seqs))
                 for (int i = 0; i < e->batch.n_seqs; i++)
-                    if (seq_wants_prompt_logits(e->batch.seqs[i]))
-                        finish_seq(e, e->batch.seqs[i], FINISH_ERROR, NULL, NULL, "", 0);
+                    if (seq_wants_prompt_logits(e->batch.seqs[i])) finish_request(e, e->batch.seqs[i]->req, FINISH_ERROR);
             for (int i = 0; i < e->batch.n_seqs; i++) {
                 sequence *s = e->batch.seqs[i];
                 if (s->n_draft > 0) continue; /* verify_drafts decides what is computed */
+                if (s->status == SEQ_FINISHED) continue; /* its prompt logprobs failed: its blocks are gone */
                 s->n_computed += s->n_scheduled;
                 /* Once tokens were evicted, blocks no longer follow the token chain. */
                 if (s->n_evicted == 0) kvm_commit(&e->kvm, &s->kv, s->tokens, s->n_computed);
@@ -817,7 +816,7 @@ int engine_step(engine *e) {
                 }
                 if (s->status == SEQ_FINISHED) continue; /* aborted while running */
                 if (s->req->params.max_tokens == 0) { /* only the prompt, for its logprobs */
-                    finish_prompt_only(e, s->req);
+                    finish_request(e, s->req, FINISH_LENGTH);
                     continue;
                 }
                 if (s->req->params.beam_width > 1) {
