@@ -793,7 +793,7 @@ int engine_step(engine *e) {
             for (int i = 0; i < e->batch.n_seqs; i++)
                 finish_seq(e, e->batch.seqs[i], FINISH_ERROR, NULL, NULL, "", 0);
         } else {
-            if (prompt_lp_collect(&e->prompt_lp, e->fwd, e->max_out, e->m->hp.n_vocab, e->batch.seqs,
+            if (prompt_lp_collect(&e->prompt_lp, e->fwd, e->tp, e->max_out, e->m->hp.n_vocab, e->batch.seqs,
                                   e->batch.n_seqs))
                 for (int i = 0; i < e->batch.n_seqs; i++)
                     if (seq_wants_prompt_logits(e->batch.seqs[i])) finish_request(e, e->batch.seqs[i]->req, FINISH_ERROR);

@@ -6,8 +6,10 @@
 
 #include <stdlib.h>
 
-/* Logits rows per output-head call: 16 rows of a 262k vocabulary are 16 MiB. */
-#define PROMPT_LP_ROWS 16
+/* Logits rows per output-head call: each call streams the whole output
+ * matrix, so more rows read it fewer times; 32 rows of a 262k vocabulary
+ * are 32 MiB. */
+#define PROMPT_LP_ROWS 32
 
 static int ensure_scratch(prompt_lp_scratch *sc, int max_out, int n_vocab) {
     if (sc->logits) return 0;
@@ -41,16 +43,28 @@ static void fill_position(request *r, int pos, const float *logits, int n_vocab)
                                           .top_tokens = top_tok, .top_logprobs = top_lp};
 }
 
-static int flush(prompt_lp_scratch *sc, forward_ctx *f, int n_vocab, int n) {
+typedef struct {
+    const prompt_lp_scratch *sc;
+    int n_vocab;
+} fill_job;
+
+static void fill_rows(void *p, long lo, long hi) {
+    const fill_job *j = p;
+    for (long i = lo; i < hi; i++)
+        fill_position(j->sc->row_seq[i]->req, j->sc->row_pos[i], j->sc->logits + (size_t)i * j->n_vocab, j->n_vocab);
+}
+
+/* The output head over this group's rows, then their entries, a row per thread. */
+static int flush(prompt_lp_scratch *sc, forward_ctx *f, threadpool *tp, int n_vocab, int n) {
     if (n == 0) return 0;
     if (forward_logits(f, sc->rows, n, sc->logits)) return -1;
-    for (int i = 0; i < n; i++) fill_position(sc->row_seq[i]->req, sc->row_pos[i], sc->logits + (size_t)i * n_vocab,
-                                              n_vocab);
+    fill_job j = {sc, n_vocab};
+    tp_for(tp, n, 1, fill_rows, &j);
     return 0;
 }
 
-int prompt_lp_collect(prompt_lp_scratch *sc, forward_ctx *f, int max_out, int n_vocab, sequence *const *seqs,
-                      int n_seqs) {
+int prompt_lp_collect(prompt_lp_scratch *sc, forward_ctx *f, threadpool *tp, int max_out, int n_vocab,
+                      sequence *const *seqs, int n_seqs) {
     int t = 0, n = 0;
     for (int i = 0; i < n_seqs; i++) {
         sequence *s = seqs[i];
@@ -63,7 +77,7 @@ int prompt_lp_collect(prompt_lp_scratch *sc, forward_ctx *f, int max_out, int n_
             const int at = s->n_computed + k;
             if (at + 1 >= s->n_prompt) break;
             if (n == sc->max_rows) {
-                if (flush(sc, f, n_vocab, n)) return -1;
+                if (flush(sc, f, tp, n_vocab, n)) return -1;
                 n = 0;
             }
             sc->rows[n] = first + k;
@@ -71,7 +85,7 @@ int prompt_lp_collect(prompt_lp_scratch *sc, forward_ctx *f, int max_out, int n_
             sc->row_pos[n++] = at + 1;
         }
     }
-    if (flush(sc, f, n_vocab, n)) return -1;
+    if (flush(sc, f, tp, n_vocab, n)) return -1;
     for (int i = 0; i < n_seqs; i++)
         if (seq_wants_prompt_logits(seqs[i]) && seqs[i]->n_computed + seqs[i]->n_scheduled >= seqs[i]->n_prompt)
             seqs[i]->req->prompt_lps_done = true;
