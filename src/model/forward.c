@@ -38,6 +38,7 @@ struct forward_ctx {
     float *out_x;                /* [max_out][n_embd] */
     void *mm_scratch;
     const fwd_hooks *hooks;      /* NULL unless an offline tool installed some */
+    int last_tokens;             /* tokens of the last forward_run whose residual stream x holds */
 };
 
 /* ---- parallel loops over token rows ---- */
@@ -51,6 +52,7 @@ struct forward_step {
     const fwd_batch *b;
     int il;
     row_fn fn;
+    const int32_t *rows; /* the token rows whose logits are computed (final_norm_row) */
 };
 
 static void rows_worker(void *p, long lo, long hi) {
@@ -261,8 +263,7 @@ static void ffn_residual_row(const forward_step *s, int t) {
 static void final_norm_row(const forward_step *s, int i) {
     const model *m = s->f->m;
     const int e = m->hp.n_embd;
-    rmsnorm(s->f->out_x + (size_t)i * e, s->f->x + (size_t)s->b->out_rows[i] * e, m->w.output_norm, e,
-            m->hp.norm_eps);
+    rmsnorm(s->f->out_x + (size_t)i * e, s->f->x + (size_t)s->rows[i] * e, m->w.output_norm, e, m->hp.norm_eps);
 }
 
 /* Shows a linear input to the installed hook, if any. */
@@ -317,8 +318,6 @@ static int check_batch(const forward_ctx *f, const fwd_batch *b) {
                 return err_set("token %d (position %d) maps to invalid KV block %d", t, b->pos[t], blk);
         }
     }
-    for (int i = 0; i < b->n_out; i++)
-        if (b->out_rows[i] < 0 || b->out_rows[i] >= b->n_tokens) return err_set("invalid logit row %d", b->out_rows[i]);
     return 0;
 }
 
@@ -326,6 +325,7 @@ int forward_run(forward_ctx *f, const fwd_batch *b, float *logits) {
     if (check_batch(f, b)) return -1;
     if (f->m->tp.on_forward) f->m->tp.on_forward(f->m->tp.user, f->kv, b);
     const int n = b->n_tokens;
+    f->last_tokens = 0;
     forward_step s = {.f = f, .b = b};
     const fwd_hooks *h = f->hooks;
     const int n_embd = f->m->hp.n_embd;
@@ -343,9 +343,18 @@ int forward_run(forward_ctx *f, const fwd_batch *b, float *logits) {
         memcpy(h->x_out, f->x, (size_t)n * n_embd * sizeof(float));
         return 0;
     }
-    if (b->n_out == 0) return 0;
-    for_each(&s, final_norm_row, b->n_out);
-    matmul(f->tp, &f->m->w.output, f->out_x, b->n_out, logits, f->mm_scratch);
+    f->last_tokens = n;
+    return forward_logits(f, b->out_rows, b->n_out, logits);
+}
+
+int forward_logits(forward_ctx *f, const int32_t *rows, int n_rows, float *logits) {
+    if (n_rows < 0 || n_rows > f->max_out) return err_set("%d logit rows (limit %d)", n_rows, f->max_out);
+    for (int i = 0; i < n_rows; i++)
+        if (rows[i] < 0 || rows[i] >= f->last_tokens) return err_set("invalid logit row %d", rows[i]);
+    if (n_rows == 0) return 0;
+    forward_step s = {.f = f, .rows = rows};
+    for_each(&s, final_norm_row, n_rows);
+    matmul(f->tp, &f->m->w.output, f->out_x, n_rows, logits, f->mm_scratch);
     return 0;
 }
 

@@ -41,6 +41,11 @@ void forward_free(forward_ctx *f);
 
 /* Writes logits [n_out][n_vocab]. Returns 0, or -1 with err_get(). */
 int forward_run(forward_ctx *f, const fwd_batch *b, float *logits);
+/* Logits [n_rows][n_vocab] of more token rows of the last forward_run's batch
+ * (n_rows <= max_out per call; the batch's hidden states stay until the next
+ * run): how every position of a prompt chunk gets its logits without a
+ * [n_tokens][n_vocab] buffer. Returns 0, or -1 with err_get(). */
+int forward_logits(forward_ctx *f, const int32_t *rows, int n_rows, float *logits);
 
 /* ---- hooks for offline tools (quantization calibration, src/quant) ---- */
 

@@ -450,13 +450,22 @@ static enum MHD_Result reply_complete(http_req *r, gen *g, const prepared *p, re
     if (!failed && !aborted && shape) {
         body = shape->body(shape->ctx, g);
     } else if (!failed && !aborted) {
+        const bool prompt_lps = p->req.rp.prompt_logprobs >= 0;
         json_t *choices = json_array();
         for (int i = 0; i < g->n_prompts * g->n; i++) {
             const buf *echo = &p->echo[i / g->n];
-            json_array_append_new(choices, resp_choice(ctx, &g->choices[i], i, echo->data, echo->len,
-                                                       (long)utf8_count(echo->data, echo->len)));
+            json_t *ch = resp_choice(ctx, &g->choices[i], i, echo->data, echo->len,
+                                     (long)utf8_count(echo->data, echo->len));
+            if (prompt_lps && ctx->kind == API_COMPLETIONS)
+                json_object_set_new(ch, "prompt_logprobs", resp_prompt_logprobs(ctx, &g->prompt_lps[i / g->n]));
+            if (p->req.echo && p->req.logprobs >= 0)
+                json_object_set_new(ch, "logprobs",
+                                    resp_echo_logprobs(ctx, &g->prompt_lps[i / g->n], p->req.logprobs, &g->choices[i]));
+            json_array_append_new(choices, ch);
         }
         body = resp_body(ctx, choices, resp_usage(g));
+        if (prompt_lps && ctx->kind == API_CHAT) /* vLLM puts chat's on the body: one prompt */
+            json_object_set_new(body, "prompt_logprobs", resp_prompt_logprobs(ctx, &g->prompt_lps[0]));
     }
     gen_unlock(g);
     if (failed) {

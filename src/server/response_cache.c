@@ -105,6 +105,8 @@ void response_cache_get_stats(response_cache *c, response_cache_stats *out) {
 /* ---- the key ---- */
 
 bool response_cache_cacheable(const api_request *r) {
+    /* Prompt logprobs come once per prompt, beside the outputs a recording keeps: not cached. */
+    if (r->rp.prompt_logprobs >= 0) return false;
     return r->rp.sampling.temperature == 0 || r->seed_given || r->rp.beam_width > 1;
 }
 

@@ -95,7 +95,7 @@ CASES = [
     ("logprobs 21", "POST", C, compl(logprobs=21), None, 400, "logprobs"),
     ("chat logprobs int", "POST", CH, chat(logprobs=3), None, 400, "logprobs"),
     ("top_logprobs without logprobs", "POST", CH, chat(top_logprobs=2), None, 400, "top_logprobs"),
-    ("echo with logprobs", "POST", C, compl(echo=True, logprobs=1), None, 400, "echo"),
+    ("echo with logprobs, streamed", "POST", C, compl(echo=True, logprobs=1, stream=True), None, 400, "echo"),
     ("min_tokens over max_tokens", "POST", C, compl(min_tokens=10, max_tokens=2), None, 400, "min_tokens"),
     ("empty prompt list", "POST", C, compl(prompt=[]), None, 400, "prompt"),
     ("mixed prompt list", "POST", C, compl(prompt=["a", 1]), None, 400, "prompt"),
