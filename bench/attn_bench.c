@@ -4,14 +4,16 @@
  * over --ctx cached tokens of one kv head. Prints the best of --reps passes:
  * microseconds, KV bytes read and GB/s, and the time against f16. The shape
  * defaults to a gemma-3-270m global layer (head_dim 256, 4 query heads per
- * kv head, blocks of 16).
+ * kv head, blocks of 16). With --mass the tiles also add each key's
+ * attention mass (attn_tile.key_mass), as they do for an h2o sequence.
  *
- * usage: attn_bench [--ctx N] [--head-dim D] [--group G] [--reps R] */
+ * usage: attn_bench [--ctx N] [--head-dim D] [--group G] [--reps R] [--mass] */
 #include "kernels/attention.h"
 #include "kv/kv_cache.h"
 #include "util/time.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,12 +26,12 @@ static float frand(void) {
 
 /* Best seconds of `reps` passes of the tile of n_tok tokens x group heads at the end of the context. */
 static double time_tile(const paged_kv *kv, const int32_t *table, int ctx, int n_tok, int group, int reps,
-                        const float *q, float *out) {
+                        const float *q, float *out, int64_t *mass) {
     int32_t lo[ATTN_TILE_ROWS], hi[ATTN_TILE_ROWS];
     for (int i = 0; i < n_tok; i++) lo[i] = 0, hi[i] = ctx - n_tok + i;
     const attn_tile t = {.q = q, .out = out, .q_stride = (size_t)group * kv->head_dim_k,
                          .out_stride = (size_t)group * kv->head_dim_v, .lo = lo, .hi = hi, .n_tok = n_tok,
-                         .n_head = group};
+                         .n_head = group, .key_mass = mass};
     const attn_tile_fn fn = attn_tile_best();
     double best = 1e9;
     for (int r = 0; r < reps; r++) {
@@ -43,13 +45,16 @@ static double time_tile(const paged_kv *kv, const int32_t *table, int ctx, int n
 
 int main(int argc, char **argv) {
     int ctx = 4000, dim = 256, group = 4, reps = 20;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--ctx")) ctx = atoi(argv[i + 1]);
+    bool with_mass = false;
+    for (int i = 1; i < argc; i += 2) {
+        if (!strcmp(argv[i], "--mass")) with_mass = true, i--;
+        else if (i + 1 >= argc) ctx = 0; /* a flag without its value: the usage below */
+        else if (!strcmp(argv[i], "--ctx")) ctx = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--head-dim")) dim = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--group")) group = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
         else {
-            fprintf(stderr, "usage: attn_bench [--ctx N] [--head-dim D] [--group G] [--reps R]\n");
+            fprintf(stderr, "usage: attn_bench [--ctx N] [--head-dim D] [--group G] [--reps R] [--mass]\n");
             return 2;
         }
     }
@@ -64,8 +69,10 @@ int main(int argc, char **argv) {
     const int prefill_tok = ATTN_TILE_ROWS / group;
     float *q = malloc(sizeof(float) * ATTN_TILE_ROWS * dim), *out = malloc(sizeof(float) * ATTN_TILE_ROWS * dim);
     float *x = malloc(sizeof(float) * dim);
+    int64_t *mass = with_mass ? calloc((size_t)ctx, sizeof *mass) : NULL;
     for (int i = 0; i < ATTN_TILE_ROWS * dim; i++) q[i] = frand();
-    printf("context %d, head_dim %d, %d query heads per kv head, blocks of %d, 1 thread\n", ctx, dim, group, bs);
+    printf("context %d, head_dim %d, %d query heads per kv head, blocks of %d, 1 thread%s\n", ctx, dim, group, bs,
+           with_mass ? ", with key mass" : "");
     printf("%-10s %12s %10s %9s %8s %14s %8s\n", "dtype", "KV bytes", "decode us", "GB/s", "vs f16",
            "prefill us", "vs f16");
     double f16_decode = 0, f16_prefill = 0;
@@ -82,14 +89,14 @@ int main(int argc, char **argv) {
         }
         const paged_kv kv = {.k = k, .v = v, .k_block_stride = bs * row, .v_block_stride = bs * row, .dtype = t,
                              .block_size = bs, .n_kv_heads = 1, .head_dim_k = dim, .head_dim_v = dim};
-        const double dec = time_tile(&kv, table, ctx, 1, group, reps, q, out);
-        const double pre = time_tile(&kv, table, ctx, prefill_tok, group, reps, q, out);
+        const double dec = time_tile(&kv, table, ctx, 1, group, reps, q, out, mass);
+        const double pre = time_tile(&kv, table, ctx, prefill_tok, group, reps, q, out, mass);
         if (t == KV_F16) f16_decode = dec, f16_prefill = pre;
         const double bytes = 2.0 * ctx * row;
         printf("%-10s %12.0f %10.1f %9.2f %7.2fx %14.1f %7.2fx\n", kv_dtype_name(t), bytes, dec * 1e6,
                bytes / dec / 1e9, f16_decode / dec, pre * 1e6, f16_prefill / pre);
         free(k), free(v);
     }
-    free(table), free(q), free(out), free(x);
+    free(table), free(q), free(out), free(x), free(mass);
     return 0;
 }

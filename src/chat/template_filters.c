@@ -465,8 +465,11 @@ static int select_common(tpl_rt *r, const node *at, tv v, targs *a, bool attr, b
     }
     bool has_test = a->n > off;
     targs rest = *a;
-    rest.pos += off + (has_test ? 1 : 0);
-    rest.n -= off + (has_test ? 1 : 0);
+    const int skip = off + (has_test ? 1 : 0);
+    if (skip > 0) { /* with no arguments pos may be NULL: no pointer arithmetic on it */
+        rest.pos += skip;
+        rest.n -= skip;
+    }
     if (has_test && a->pos[off].kind != TV_STR)
         return tpl_rt_error(r, at, "test name must be a string");
     tlist *items;

@@ -62,7 +62,7 @@ typedef struct {
     const char *api_key_file;
     bool metrics_require_api_key;
     bool no_webui; /* GET / is not the chat page */
-    const char *served_model_name;
+    cli_list served_model_names; /* one per model, in order; fewer: the rest take their file names */
     double shutdown_timeout;
     long max_waiting;
     size_t max_body_size; /* 0: the server's default */

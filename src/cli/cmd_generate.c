@@ -2,11 +2,16 @@
  * produced (nothing else goes to stdout; speed goes to stderr), or run a file
  * of prompts through the engine together (--prompts-file: one prompt per line,
  * or JSON lines with per-prompt parameters) and print one JSON line per prompt
- * in input order, with the total throughput on stderr. */
+ * in input order, with the total throughput on stderr. --prompt-logprobs K
+ * adds vLLM's prompt_logprobs (the server's shape, server/responses.h): to each
+ * JSON line, or for one prompt as a JSON line on stderr. */
 #include "cli/cli_common.h"
 #include "cli/cli_groups.h"
+#include "cli/cli_parallel.h"
 #include "cli/commands.h"
 #include "engine/engine.h"
+#include "server/gen.h"
+#include "server/responses.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/file.h"
@@ -23,10 +28,12 @@ typedef struct {
     cli_engine_settings engine;
     cli_sampling_settings sampling;
     cli_spec_settings spec;
+    cli_parallel_settings parallel;
     const char *prompt;
     const char *prompts_file;
     bool ignore_eos;
     long beam_width;       /* 1: no beam search */
+    long prompt_logprobs;  /* -1: none */
     double length_penalty; /* beam score = cumulative logprob / length^length_penalty */
     const char *json_schema_file; /* structured output: at most one of these three */
     const char *grammar_file;
@@ -50,6 +57,10 @@ static const cli_option k_generate_options[] = {
     {.name = "--beam-width", .kind = CLI_INT, .offset = offsetof(gen_options, beam_width), .metavar = "N", .min = 1,
      .max = 64, .default_text = "1, no beam search",
      .help = "beam search with N beams (sampling options are then unused); the best beam is printed, at the end"},
+    {.name = "--prompt-logprobs", .kind = CLI_INT, .offset = offsetof(gen_options, prompt_logprobs), .metavar = "K",
+     .min = 0, .max = 20, .default_text = "none",
+     .help = "each prompt token's logprob, rank and K alternatives (vLLM's prompt_logprobs): one JSON line on "
+             "stderr, or a \"prompt_logprobs\" field in each --prompts-file line"},
     {.name = "--length-penalty", .kind = CLI_FLOAT, .offset = offsetof(gen_options, length_penalty), .metavar = "X",
      .min = -10, .max = 10, .default_text = "1",
      .help = "beam search ranks by cumulative logprob / length^X"},
@@ -75,6 +86,7 @@ static const cli_section k_generate_sections[] = {
          {.name = "--kv-cache-memory", .default_text = "room for --max-num-seqs sequences of --max-model-len"},
          {0}}},
     {.group = &cli_spec_group, .offset = offsetof(gen_options, spec)},
+    {.group = &cli_parallel_group, .offset = offsetof(gen_options, parallel)},
     {0}};
 
 static const cli_command k_generate = {
@@ -88,7 +100,7 @@ static const cli_command k_generate = {
 
 static int parse_options(int argc, char **argv, gen_options *o) {
     *o = (gen_options){.engine = cli_engine_defaults(), .sampling = cli_sampling_defaults(), .beam_width = 1,
-                       .length_penalty = 1.0};
+                       .prompt_logprobs = -1, .length_penalty = 1.0, .parallel = {.tensor_parallel_size = 1}};
     o->engine.max_model_len = 0;
     o->engine.kv_cache_memory = 0;
     const int rc = cli_parse(&k_generate, argc, argv, o);
@@ -132,6 +144,7 @@ static request_params params_from_options(const gen_options *o) {
     p.max_tokens = (int)o->sampling.max_tokens;
     p.ignore_eos = o->ignore_eos;
     if (o->beam_width > 1) p.beam_width = (int)o->beam_width;
+    p.prompt_logprobs = (int)o->prompt_logprobs;
     p.length_penalty = (float)o->length_penalty;
     p.constraint = o->constraint;
     p.evict = o->ec.evict;
@@ -152,10 +165,19 @@ typedef struct {
     double t_first;
     int n_out;
     bool done;
+    gen_prompt_lps prompt_lps;
+    bool oom;
 } stream_state;
+
+/* vLLM's prompt_logprobs of one prompt, as the server writes them. */
+static json_t *prompt_logprobs_json(const model *m, const gen_prompt_lps *p) {
+    const resp_ctx ctx = {.kind = API_COMPLETIONS, .tok = m->tok};
+    return resp_prompt_logprobs(&ctx, p);
+}
 
 static void on_stream(void *user, const engine_output *o) {
     stream_state *st = user;
+    if (o->prompt_logprobs) gen_keep_prompt_logprobs(&st->prompt_lps, o->prompt_logprobs, o->n_prompt_tokens, &st->oom);
     if (o->n_new_tokens && st->t_first == 0) st->t_first = now_seconds();
     fwrite(o->text, 1, o->text_len, stdout);
     fflush(stdout);
@@ -205,6 +227,16 @@ static int run_single(gen_options *o, model *m) {
         fprintf(stderr, "generation: %d tokens in %.3f s (%.1f tok/s)\n", st.n_out, t1 - st.t_first,
                 st.n_out > 1 ? (st.n_out - 1) / (t1 - st.t_first) : 0.0);
     }
+    if (!rc && st.oom) rc = err_oom("out of memory for the prompt logprobs");
+    if (!rc && p.prompt_logprobs >= 0) {
+        json_t *j = json_pack("{s:o}", "prompt_logprobs", prompt_logprobs_json(m, &st.prompt_lps));
+        char *s = j ? json_dumps(j, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
+        if (!s) rc = err_oom("out of memory for the prompt logprobs");
+        else fprintf(stderr, "%s\n", s);
+        free(s);
+        json_decref(j);
+    }
+    free(st.prompt_lps.items);
     if (!rc) report_spec(o, e);
     engine_free(e);
     free(prompt);
@@ -218,10 +250,13 @@ typedef struct {
     json_t *finish; /* array */
     int n_prompt;
     int n_out;
+    gen_prompt_lps prompt_lps;
+    bool oom;
 } batch_result;
 
 static void on_batch(void *user, const engine_output *o) {
     batch_result *r = user;
+    if (o->prompt_logprobs) gen_keep_prompt_logprobs(&r->prompt_lps, o->prompt_logprobs, o->n_prompt_tokens, &r->oom);
     json_t *t = json_array_get(r->texts, (size_t)o->index);
     const char *old = json_string_value(t);
     size_t ol = strlen(old);
@@ -357,6 +392,8 @@ static int run_batch(gen_options *o, model *m) {
     }
     const double dt = now_seconds() - t0;
     long out_tokens = 0;
+    for (int i = 0; i < n && !rc; i++)
+        if (res[i].oom) rc = err_oom("out of memory for the prompt logprobs of prompt %d", i + 1);
     for (int i = 0; i < n && !rc; i++) {
         out_tokens += res[i].n_out;
         json_t *line = json_pack("{s:i,s:O,s:O,s:i,s:i}", "index", i, "text", json_array_get(res[i].texts, 0),
@@ -366,6 +403,8 @@ static int run_batch(gen_options *o, model *m) {
             json_object_set(line, "texts", res[i].texts);
             json_object_set(line, "finish_reasons", res[i].finish);
         }
+        if (items[i].p.prompt_logprobs >= 0)
+            json_object_set_new(line, "prompt_logprobs", prompt_logprobs_json(m, &res[i].prompt_lps));
         char *s = json_dumps(line, JSON_COMPACT | JSON_ENSURE_ASCII);
         puts(s);
         free(s);
@@ -379,6 +418,7 @@ done:
     for (int i = 0; res && i < n; i++) {
         json_decref(res[i].texts);
         json_decref(res[i].finish);
+        free(res[i].prompt_lps.items);
     }
     free(res);
     engine_free(e);
@@ -390,15 +430,18 @@ int cmd_generate(int argc, char **argv) {
     gen_options o;
     const int parsed = parse_options(argc, argv, &o);
     if (parsed) return parsed < 0 ? 1 : 0;
-    model *m = model_load(o.model.path);
-    if (!m) {
+    cli_tp tp;
+    if (cli_tp_join(&tp, o.parallel.tensor_parallel_size)) {
         fprintf(stderr, "cllm: %s\n", err_get());
         return 1;
     }
-    int rc = load_constraint(&o);
+    if (cli_tp_is_follower(&tp)) return cli_tp_follow(&tp, o.model.path, o.engine.threads);
+    model *m = cli_tp_load(&tp, o.model.path);
+    int rc = m ? load_constraint(&o) : -1;
     if (!rc) rc = o.prompts_file ? run_batch(&o, m) : run_single(&o, m);
     if (rc) fprintf(stderr, "cllm: %s\n", err_get());
     constraint_release(o.constraint);
     model_free(m);
+    cli_tp_leave(&tp);
     return rc ? 1 : 0;
 }

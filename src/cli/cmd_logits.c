@@ -3,6 +3,7 @@
  * reference tests compare this against an independent numpy forward pass. */
 #include "cli/cli_common.h"
 #include "cli/cli_groups.h"
+#include "cli/cli_parallel.h"
 #include "cli/commands.h"
 #include "util/error.h"
 #include "util/vec.h"
@@ -15,6 +16,7 @@
 typedef struct {
     cli_model_settings model;
     cli_engine_settings engine; /* --kv-cache-dtype, --threads */
+    cli_parallel_settings parallel;
     const char *tokens;
     const char *out;
     long chunk;
@@ -36,6 +38,7 @@ static const cli_section k_logits_sections[] = {
      .only = "--model",
      .overrides = (const cli_override[]){{.name = "--model", .required = true}, {0}}},
     {.group = &cli_engine_group, .offset = offsetof(logits_options, engine), .only = "--kv-cache-dtype --threads"},
+    {.group = &cli_parallel_group, .offset = offsetof(logits_options, parallel)},
     {0}};
 
 static const cli_command k_logits = {
@@ -78,16 +81,27 @@ static int parse_tokens(const char *s, int32_t **out, int *n) {
 }
 
 int cmd_logits(int argc, char **argv) {
-    logits_options o = {.engine = cli_engine_defaults(), .chunk = 512};
+    logits_options o = {.engine = cli_engine_defaults(), .chunk = 512, .parallel = {.tensor_parallel_size = 1}};
     const int parsed = cli_parse(&k_logits, argc, argv, &o);
     if (parsed) return parsed < 0 ? 1 : 0;
     int32_t *tokens;
     int n;
     if (parse_tokens(o.tokens, &tokens, &n)) return 1;
-    model *m = model_load(o.model.path);
+    cli_tp tp;
+    if (cli_tp_join(&tp, o.parallel.tensor_parallel_size)) {
+        fprintf(stderr, "cllm: %s\n", err_get());
+        free(tokens);
+        return 1;
+    }
+    if (cli_tp_is_follower(&tp)) {
+        free(tokens);
+        return cli_tp_follow(&tp, o.model.path, o.engine.threads);
+    }
+    model *m = cli_tp_load(&tp, o.model.path);
     if (!m) {
         fprintf(stderr, "cllm: %s\n", err_get());
         free(tokens);
+        cli_tp_leave(&tp);
         return 1;
     }
     int rc = 1;
@@ -115,5 +129,6 @@ done:
     free(logits);
     free(tokens);
     model_free(m);
+    cli_tp_leave(&tp);
     return rc;
 }

@@ -1,8 +1,10 @@
-/* `cllm serve MODEL`: the OpenAI-compatible HTTP server (src/server/). Order
- * of events: listen first (so /health can say 503 while loading), load the
- * model, pick the chat template, create and start the engine (it refuses,
- * with the numbers, a KV budget that cannot hold one --max-model-len request),
- * print how to call it, then wait for SIGTERM/SIGINT. On a signal: stop
+/* `cllm serve MODEL` (or `--model a --model b ...`): the OpenAI-compatible
+ * HTTP server (src/server/). Order of events: listen first (so /health can
+ * say 503 while loading), load each model with its chat template, split the
+ * KV budget and create and start one engine per model (serve_models.h; an
+ * engine refuses, with the numbers, a KV share that cannot hold one
+ * --max-model-len request), print how to call it, then wait for
+ * SIGTERM/SIGINT. On a signal: stop
  * accepting, give running requests --shutdown-timeout seconds, abort the rest,
  * free everything and exit 0 (at once, freeing nothing, when a request is
  * still busy a moment after the abort). A second signal skips the grace
@@ -10,17 +12,16 @@
 #include "chat/template.h"
 #include "cli/cli_common.h"
 #include "cli/cli_groups.h"
+#include "cli/cli_parallel.h"
 #include "cli/commands.h"
+#include "cli/serve_models.h"
 #include "engine/embedder.h"
 #include "engine/engine.h"
 #include "model/encoder.h"
-#include "model/model.h"
 #include "server/auth.h"
 #include "server/cors.h"
 #include "server/server.h"
-#include "tokenizer/tokenizer.h"
 #include "util/error.h"
-#include "util/mem_size.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -33,49 +34,77 @@
 #include <unistd.h>
 
 typedef struct {
+    cli_list models; /* MODEL and each --model, in the order given */
+    long max_loaded_models; /* 0: all */
     cli_model_settings model;
     cli_engine_settings engine;
     cli_server_settings server;
     cli_spec_settings spec;
+    cli_parallel_settings parallel;
     spec_config sc; /* from spec, once parsed */
     char *key_from_file; /* --api-key-file's key (owned); server.api_key then points here */
     cors_config cors;    /* from --allowed-origins, --allowed-methods, --allowed-headers */
 } serve_options;
 
-static void serve_options_free(serve_options *o) {
-    free(o->key_from_file);
-    cors_config_free(&o->cors);
-}
+static const cli_option k_models_options[] = {
+    {.name = "--model", .aliases = "-m", .kind = CLI_LIST, .offset = offsetof(serve_options, models),
+     .metavar = "PATH",
+     .help = "a model to serve (a GGUF file or a Hugging Face folder); repeat it to serve several, each with "
+             "its own engine, routed by the request's \"model\" (the first is the default)"},
+    {.name = "--max-loaded-models", .kind = CLI_INT, .offset = offsetof(serve_options, max_loaded_models),
+     .metavar = "N", .min = 0, .max = 1 << 16,
+     .help = "with more models than this, keep at most N in memory: the first N load at start, the others on "
+             "their first request, unloading the least recently used idle one; each gets 1/N of the KV cache "
+             "memory", .default_text = "0: every model, loaded at start"},
+    {0}};
 
 static const cli_section k_serve_sections[] = {
-    {.group = &cli_model_group, .offset = offsetof(serve_options, model)},
+    {.group = &(const cli_group){"model options", k_models_options}},
+    {.group = &cli_model_group,
+     .offset = offsetof(serve_options, model),
+     .only = "--chat-template --chat-parse-special-in-content",
+     .overrides = (const cli_override[]){
+         {.name = "--chat-template", .help = "a Jinja chat template used instead of each model's own"}, {0}}},
     {.group = &cli_engine_group,
      .offset = offsetof(serve_options, engine),
      .overrides = (const cli_override[]){
          {.name = "--max-model-len", .help = "prompt + output tokens per request",
           .default_text = "the model's trained context, at most 8192"},
-         {.name = "--kv-cache-memory", .default_text = "1GiB, at most a quarter of the memory free now"},
+         {.name = "--kv-cache-memory",
+          .help = "KV cache memory for all models together, split in proportion to their KV bytes per token",
+          .default_text = "1GiB, at most a quarter of the memory free now"},
          {0}}},
     {.group = &cli_server_group, .offset = offsetof(serve_options, server)},
     {.group = &cli_spec_group, .offset = offsetof(serve_options, spec)},
+    {.group = &cli_parallel_group, .offset = offsetof(serve_options, parallel)},
     {0}};
 
 static const cli_command k_serve = {
     .name = "serve",
-    .synopsis = "MODEL [options]",
+    .synopsis = "MODEL [options], or --model A --model B ... [options]",
     .about = "An OpenAI-compatible HTTP server (/v1/completions, /v1/chat/completions, /v1/models, /tokenize, "
              "/detokenize, /health, /metrics) over the continuous-batching engine. MODEL is a GGUF file or a Hugging "
-             "Face folder; a BERT embedding model (config.json model_type \"bert\", or a GGUF \"bert\") serves "
-             "/v1/embeddings instead. It listens first (/health answers 503 while the model loads), refuses at start, with "
+             "Face folder; with several (--model, repeated) each gets its own engine and a share of the KV cache, "
+             "/v1/models lists them all and each request goes to the one its \"model\" names (the first without "
+             "it). A BERT embedding model (config.json model_type \"bert\", or a GGUF \"bert\") is served alone "
+             "and serves /v1/embeddings instead. It listens first (/health answers 503 while the models load), "
+             "refuses at start, with "
              "the numbers, a KV cache that cannot hold one --max-model-len request, and on SIGTERM or SIGINT lets "
              "running requests finish for --shutdown-timeout seconds; a second signal skips the wait.",
     .sections = k_serve_sections,
     .positionals = (const cli_positional[]){
-        {.metavar = "MODEL", .offset = offsetof(serve_options, model.path), .required = true}, {0}},
+        {.metavar = "MODEL", .offset = offsetof(serve_options, models), .required = true, .list = true}, {0}},
 };
 
+static void serve_options_free(serve_options *o) {
+    free(o->key_from_file);
+    cors_config_free(&o->cors);
+    cli_free(&k_serve, o);
+}
+
 static int parse_options(int argc, char **argv, serve_options *o) {
-    *o = (serve_options){.engine = cli_engine_defaults(), .server = cli_server_defaults()};
+    *o = (serve_options){.engine = cli_engine_defaults(), .server = cli_server_defaults(),
+                         .parallel = {.tensor_parallel_size = 1}};
     o->engine.max_model_len = 0;
     o->engine.kv_cache_memory = 0;
     /* The key's sources, weakest first: $VLLM_API_KEY (vLLM's), $CLLM_API_KEY,
@@ -99,17 +128,6 @@ static int parse_options(int argc, char **argv, serve_options *o) {
         return cli_usage_error(&k_serve,
                                "--metrics-require-api-key needs a key (--api-key, --api-key-file or $CLLM_API_KEY)");
     return 0;
-}
-
-/* "models/gemma-3-270m.gguf" -> "gemma-3-270m" */
-static char *default_served_name(const char *path) {
-    const char *b = strrchr(path, '/');
-    b = b && b[1] ? b + 1 : path;
-    char *s = strdup(b);
-    if (!s) return NULL;
-    const size_t n = strlen(s);
-    if (n > 5 && !strcmp(s + n - 5, ".gguf")) s[n - 5] = 0;
-    return s;
 }
 
 static double now_s(void) { return now_seconds(); }
@@ -145,7 +163,7 @@ static bool wait_idle(server *s, const sigset_t *set, double deadline, bool hurr
 /* Returns only when everything could be stopped cleanly; otherwise (a handler
  * still tokenizing a huge prompt, a stream whose client does not read) the
  * process exits at once: the deadline covers every stage of a request. */
-static void shutdown_server(server *s, engine *e, const sigset_t *set, double grace) {
+static void shutdown_server(server *s, const sigset_t *set, double grace) {
     server_drain(s);
     int active = in_flight(s);
     fprintf(stderr, "cllm serve: shutting down; %d request%s in flight, waiting up to %g s\n", active,
@@ -154,7 +172,7 @@ static void shutdown_server(server *s, engine *e, const sigset_t *set, double gr
     active = in_flight(s);
     if (active > 0) {
         fprintf(stderr, "cllm serve: aborting %d request%s\n", active, active == 1 ? "" : "s");
-        engine_abort_all(e);
+        served_models_abort_all(&s->models);
         wait_idle(s, set, now_s() + ABORT_FLUSH_S, false);
         active = in_flight(s);
         if (active > 0) {
@@ -169,9 +187,9 @@ static void shutdown_server(server *s, engine *e, const sigset_t *set, double gr
     server_stop(s);
     /* Requests whose client vanished may still be in the engine: end them so
      * their callbacks run before the engine is freed. */
-    engine_abort_all(e);
+    served_models_abort_all(&s->models);
     const double hard = now_s() + 30;
-    while (engine_has_work(e) && now_s() < hard) wait_signal(set, 0.01);
+    while (served_models_busy(&s->models) && now_s() < hard) wait_signal(set, 0.01);
 }
 
 static void raise_fd_limit(void) {
@@ -182,33 +200,33 @@ static void raise_fd_limit(void) {
     }
 }
 
-/* The engine's configuration: the settings, with --max-model-len checked
- * against the model and the defaults that depend on it and on free memory. */
-static int engine_config_for(const serve_options *o, const model *m, engine_config *cfg) {
-    *cfg = cli_engine_config(&o->engine);
-    cfg->spec = o->sc;
-    const long trained = m->hp.n_ctx_train;
-    if (o->engine.max_model_len > trained) {
-        fprintf(stderr, "cllm serve: --max-model-len %ld is more than the model's trained context of %ld tokens\n",
-                o->engine.max_model_len, trained);
-        return -1;
+/* The base URL, and a request to copy for each model. */
+static void print_ready(const cli_server_settings *ss, const server *s, const serve_models *ms) {
+    const bool key = ss->api_key && *ss->api_key;
+    const int port = server_port(s);
+    fprintf(stderr, "cllm serve: ready. OpenAI base URL http://%s:%d/v1%s; model%s:", ss->host, port,
+            key ? ", API key required" : "", ms->n == 1 ? "" : "s (the first is the default)");
+    for (int i = 0; i < ms->n; i++) {
+        if (ms->v[i].e)
+            fprintf(stderr, "%s \"%s\" (max_model_len %d)", i ? "," : "", ms->v[i].name,
+                    engine_get_config(ms->v[i].e)->max_model_len);
+        else
+            fprintf(stderr, "%s \"%s\" (loaded on its first request)", i ? "," : "", ms->v[i].name);
     }
-    if (!cfg->max_model_len) cfg->max_model_len = (int)(trained < 8192 ? trained : 8192);
-    cfg->max_waiting = (int)o->server.max_waiting;
-    if (!cfg->kv_cache_bytes) {
-        const size_t avail = mem_available_bytes();
-        cfg->kv_cache_bytes = (size_t)1 << 30;
-        if (avail && avail / 4 < cfg->kv_cache_bytes) cfg->kv_cache_bytes = avail / 4;
-    }
-    return 0;
+    fprintf(stderr,
+            "\n  curl http://%s:%d/v1/chat/completions -H 'Content-Type: application/json'%s \\\n"
+            "    -d '{\"model\": \"%s\", \"messages\": [{\"role\": \"user\", \"content\": \"Hello!\"}], "
+            "\"max_tokens\": 64}'\n",
+            ss->host, port, key ? " -H 'Authorization: Bearer $KEY'" : "", ms->v[0].name);
+    if (!ss->no_webui) fprintf(stderr, "  or chat in a browser at http://%s:%d/\n", ss->host, port);
 }
 
 /* An embedding model: the encoder and its embedder behind /v1/embeddings, no
  * engine. --max-model-len may lower the model's input length;
  * --max-num-batched-tokens bounds the tokens of one forward pass. Returns
  * the exit code. */
-static int serve_encoder(server *s, const serve_options *o, const char *served, const sigset_t *set) {
-    encoder *enc = encoder_load(o->model.path);
+static int serve_encoder(server *s, const serve_options *o, const char *path, const char *served, const sigset_t *set) {
+    encoder *enc = encoder_load(path);
     if (!enc) {
         fprintf(stderr, "cllm serve: %s\n", err_get());
         return 1;
@@ -222,10 +240,11 @@ static int serve_encoder(server *s, const serve_options *o, const char *served, 
     }
     if (o->engine.max_model_len > 0) enc->max_len = (int)o->engine.max_model_len;
     const long batch = o->engine.max_num_batched_tokens > enc->max_len ? o->engine.max_num_batched_tokens : enc->max_len;
-    if (!(eb = embedder_create(enc, (int)o->engine.threads, (int)batch)) || server_set_ready_encoder(s, enc, eb)) {
+    if (!(eb = embedder_create(enc, (int)o->engine.threads, (int)batch)) || server_set_encoder(s, enc, eb)) {
         fprintf(stderr, "cllm serve: %s\n", err_get());
         goto out;
     }
+    server_set_ready(s);
     const cli_server_settings *ss = &o->server;
     fprintf(stderr,
             "cllm serve: ready. An embedding model: %d dimensions, %s pooling%s, inputs of up to %d tokens, %ld "
@@ -236,8 +255,7 @@ static int serve_encoder(server *s, const serve_options *o, const char *served, 
             enc->max_len, batch, ss->embedding_cache_size, ss->host, server_port(s), served);
     const int sig = wait_signal(set, -1);
     fprintf(stderr, "cllm serve: %s received\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
-    server_drain(s);
-    wait_idle(s, set, now_s() + ss->shutdown_timeout, true);
+    shutdown_server(s, set, ss->shutdown_timeout);
     rc = 0;
 out:
     server_stop(s);
@@ -253,9 +271,44 @@ int cmd_serve(int argc, char **argv) {
         serve_options_free(&o);
         return parsed < 0 ? 1 : 0;
     }
+    /* Ranks above 0 of a tensor-parallel job serve nothing: they follow
+     * rank 0's batches until it stops. A graceful stop is a SIGTERM to rank
+     * 0, which then lets them go; mpirun, sent a signal, kills every rank
+     * within a second (OpenMPI's odls_base_sigkill_timeout). */
+    if (o.parallel.tensor_parallel_size > 1 && o.models.n > 1) {
+        cli_usage_error(&k_serve, "--tensor-parallel-size serves one model; %d were given", o.models.n);
+        serve_options_free(&o);
+        return 1;
+    }
+    /* An embedding model has no engine to share a server or a job with. (A
+     * lone model is looked at only once the server listens: reading it may
+     * take a while, and /health answers 503 meanwhile.) */
+    bool shared = false;
+    if (o.models.n > 1 || o.parallel.tensor_parallel_size > 1)
+        for (int i = 0; i < o.models.n; i++) shared |= encoder_is_encoder_model(o.models.items[i]);
+    if (shared) {
+        cli_usage_error(&k_serve,
+                        "an embedding model is served alone: without other --model, and with "
+                        "--tensor-parallel-size 1 (start one server per model)");
+        serve_options_free(&o);
+        return 1;
+    }
+    cli_tp tp;
+    if (cli_tp_join(&tp, o.parallel.tensor_parallel_size)) {
+        fprintf(stderr, "cllm serve: %s\n", err_get());
+        serve_options_free(&o);
+        return 1;
+    }
+    if (cli_tp_is_follower(&tp)) {
+        const int follower_rc = cli_tp_follow(&tp, o.models.items[0], o.engine.threads);
+        serve_options_free(&o);
+        return follower_rc;
+    }
     const cli_server_settings *ss = &o.server;
-    char *served = ss->served_model_name ? strdup(ss->served_model_name) : default_served_name(o.model.path);
-    if (!served) {
+    serve_models ms;
+    if (serve_models_plan(&ms, &o.models, &ss->served_model_names)) {
+        cli_usage_error(&k_serve, "%s", err_get());
+        cli_tp_leave(&tp);
         serve_options_free(&o);
         return 1;
     }
@@ -271,13 +324,16 @@ int cmd_serve(int argc, char **argv) {
     raise_fd_limit();
 
     server s;
+    const served_model_loader loader = serve_models_loader(&ms);
     server_config sc = {.host = ss->host,
                         .port = (int)ss->port,
                         .api_key = ss->api_key,
                         .metrics_require_key = ss->metrics_require_api_key,
                         .webui = !ss->no_webui,
-                        .served_name = served,
-                        .model_path = o.model.path,
+                        .models = ms.names,
+                        .n_models = ms.n,
+                        .loader = &loader,
+                        .max_loaded_models = (int)o.max_loaded_models,
                         .max_body_bytes = ss->max_body_size,
                         .max_per_client = (int)ss->max_connections_per_client,
                         .response_cache_size = (size_t)ss->response_cache_size,
@@ -293,85 +349,44 @@ int cmd_serve(int argc, char **argv) {
     }
     if (server_start(&s, &sc)) {
         fprintf(stderr, "cllm serve: %s\n", err_get());
-        free(served);
+        serve_models_free(&ms);
+        cli_tp_leave(&tp);
         serve_options_free(&o);
         return 1;
     }
-    fprintf(stderr, "cllm serve: listening on http://%s:%d (loading %s; /health answers 503 until ready)\n", ss->host,
-            server_port(&s), o.model.path);
+    fprintf(stderr, "cllm serve: listening on http://%s:%d (loading %d model%s; /health answers 503 until ready)\n",
+            ss->host, server_port(&s), ms.n, ms.n == 1 ? "" : "s");
+    if (tp.g)
+        fprintf(stderr,
+                "cllm serve: tensor parallel rank 0 of %ld, pid %d: send SIGTERM to this pid for a graceful stop\n",
+                o.parallel.tensor_parallel_size, (int)getpid());
 
     int rc = 1;
-    chat_template *tmpl = NULL;
-    engine *e = NULL;
-    model *m = NULL;
-    if (encoder_is_encoder_model(o.model.path)) {
-        rc = serve_encoder(&s, &o, served, &set);
+    if (ms.n == 1 && encoder_is_encoder_model(ms.v[0].path)) {
+        rc = serve_encoder(&s, &o, ms.v[0].path, ms.v[0].name, &set);
         goto out;
     }
-    m = model_load(o.model.path);
-    if (!m) {
-        fprintf(stderr, "cllm serve: %s\n", err_get());
-        goto out;
-    }
-    if (!(tmpl = load_chat_template(m, &o.model, "serve"))) {
-        fprintf(stderr, "cllm serve: %s\n", err_get());
-        goto out;
-    }
-    if (chat_template_tool_format(tmpl) != TOOL_FORMAT_NONE)
-        fprintf(stderr, "cllm serve: tool calls are read in the '%s' format the chat template shows\n",
-                tool_format_name(chat_template_tool_format(tmpl)));
-    else
-        fprintf(stderr, "cllm serve: the chat template shows no tool-call format; requests with tools get a 400\n");
-
-    engine_config cfg;
-    if (engine_config_for(&o, m, &cfg)) goto out;
-    if (!(e = engine_create(m, &cfg))) {
-        fprintf(stderr, "cllm serve: cannot start the engine: %s\n", err_get());
-        goto out;
-    }
-    const engine_config *ec = engine_get_config(e);
-    fprintf(stderr,
-            "cllm serve: KV cache %.1f MiB (%s, blocks of %d tokens, prefix caching %s): %d tokens; maximum "
-            "concurrency at %d tokens per request: %d\n",
-            (double)cfg.kv_cache_bytes / 1048576.0, kv_dtype_name(cfg.kv_type), ec->block_size,
-            ec->prefix_caching ? "on" : "off", engine_kv_capacity_tokens(e), ec->max_model_len,
-            engine_max_concurrency(e));
-    if (ec->spec.method == SPEC_NGRAM)
-        fprintf(stderr,
-                "cllm serve: speculative decoding: ngram, up to %d draft tokens, n-grams of %d to %d tokens, off "
-                "above %d running sequences\n",
-                ec->spec.num_speculative_tokens, ec->spec.prompt_lookup_min, ec->spec.prompt_lookup_max,
-                ec->spec.disable_by_batch_size);
-    else if (ec->spec.method == SPEC_DRAFT_MODEL)
-        fprintf(stderr,
-                "cllm serve: speculative decoding: draft model %s, up to %d draft tokens, off above %d running "
-                "sequences\n",
-                ec->spec.model, ec->spec.num_speculative_tokens, ec->spec.disable_by_batch_size);
-    if (engine_start(e)) {
-        fprintf(stderr, "cllm serve: %s\n", err_get());
-        goto out;
-    }
-    server_set_ready(&s, m, e, tmpl);
-    const bool key = ss->api_key && *ss->api_key;
-    fprintf(stderr,
-            "cllm serve: ready. OpenAI base URL http://%s:%d/v1, model \"%s\" (max_model_len %d)%s\n"
-            "  curl http://%s:%d/v1/chat/completions -H 'Content-Type: application/json'%s \\\n"
-            "    -d '{\"model\": \"%s\", \"messages\": [{\"role\": \"user\", \"content\": \"Hello!\"}], "
-            "\"max_tokens\": 64}'\n",
-            ss->host, server_port(&s), served, ec->max_model_len, key ? ", API key required" : "", ss->host,
-            server_port(&s), key ? " -H 'Authorization: Bearer $KEY'" : "", served);
-    if (!ss->no_webui) fprintf(stderr, "  or chat in a browser at http://%s:%d/\n", ss->host, server_port(&s));
+    const serve_engine_settings es = {.model = &o.model,
+                                      .engine = &o.engine,
+                                      .spec = o.sc,
+                                      .max_waiting = (int)ss->max_waiting,
+                                      .max_loaded = (int)o.max_loaded_models,
+                                      .tp = &tp};
+    if (serve_models_load(&ms, &es)) goto out;
+    for (int i = 0; i < ms.n; i++)
+        if (ms.v[i].e) server_set_model(&s, i, ms.v[i].m, ms.v[i].e, ms.v[i].tmpl);
+    server_set_ready(&s);
+    print_ready(ss, &s, &ms);
 
     const int sig = wait_signal(&set, -1);
     fprintf(stderr, "cllm serve: %s received\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
-    shutdown_server(&s, e, &set, ss->shutdown_timeout);
+    shutdown_server(&s, &set, ss->shutdown_timeout);
     rc = 0;
 out:
     server_stop(&s);
-    engine_free(e);
-    if (tmpl) chat_template_free(tmpl);
-    if (m) model_free(m);
-    free(served);
+    serve_models_free(&ms);
+    server_free(&s);
+    cli_tp_leave(&tp);
     serve_options_free(&o);
     if (rc == 0) fprintf(stderr, "cllm serve: stopped\n");
     return rc;

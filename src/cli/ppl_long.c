@@ -34,7 +34,8 @@ typedef struct {
     seq_kv seq;
     threadpool *tp;
     forward_ctx *fwd;
-    float *logits, *scores;
+    float *logits;
+    int64_t *scores; /* h2o: attention mass of each slot */
     int32_t *pos, *rows, *seq_of;
 } ppl_long_state;
 

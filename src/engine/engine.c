@@ -32,6 +32,7 @@
 #include "engine/finish.h"
 #include "engine/logprobs.h"
 #include "engine/ngram.h"
+#include "engine/prompt_logprobs.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
 #include "engine/stop_strings.h"
@@ -83,6 +84,7 @@ struct engine {
     float *raw;      /* [n_vocab]: unmodified logits, for logprobs */
     char *text;      /* detokenized piece */
     size_t text_cap;
+    prompt_lp_scratch prompt_lp; /* logits rows of prompt positions (prompt_logprobs) */
     beam_env beam;   /* what beam search sees of all this */
     constrainer cons; /* structured output: the vocabulary index and a mask */
 
@@ -126,7 +128,7 @@ engine_config engine_config_defaults(void) {
 }
 
 request_params request_params_defaults(void) {
-    return (request_params){.sampling = sampling_defaults(), .max_tokens = 16, .n = 1, .logprobs = -1,
+    return (request_params){.sampling = sampling_defaults(), .max_tokens = 16, .n = 1, .logprobs = -1, .prompt_logprobs = -1,
                             .length_penalty = 1.0f, .evict = {.policy = KV_EVICT_NONE, .sink = KV_EVICT_DEFAULT_SINK}};
 }
 
@@ -204,6 +206,13 @@ engine *engine_create(model *m, const engine_config *cfg) {
     hist_init_seconds(&e->stats.queue);
 
     if (kv_evict_check(&cfg->evict)) goto fail;
+    if (m->tp.size > 1 && (cfg->evict.policy != KV_EVICT_NONE || cfg->spec.method == SPEC_LAYER_SKIP)) {
+        /* Eviction moves KV rows and layer_skip runs a view of the sharded
+         * model, neither of which the other ranks follow. */
+        err_set("tensor parallelism does not combine with %s",
+                cfg->evict.policy != KV_EVICT_NONE ? "KV eviction" : "layer_skip speculative decoding");
+        goto fail;
+    }
     if (cfg->evict.policy != KV_EVICT_NONE && cfg->evict.budget > e->cfg.max_model_len) {
         err_set("--kv-budget %d is more than the maximum context length of %d", cfg->evict.budget,
                 e->cfg.max_model_len);
@@ -227,6 +236,8 @@ engine *engine_create(model *m, const engine_config *cfg) {
     }
     e->kv = kv_cache_create(&m->kv, cfg->kv_type, cfg->block_size, (int)n_blocks);
     if (!e->kv || kvm_init(&e->kvm, e->kv, cfg->prefix_caching)) goto fail;
+    e->kv->on_copy = m->tp.on_kv_copy; /* copy on write, on every rank */
+    e->kv->on_copy_user = m->tp.user;
     if (sched_init(&e->sched, &e->kvm, cfg->max_num_seqs, cfg->max_num_batched_tokens)) goto fail;
     e->sched.evict = (evict_env){.key_shift = model_shift_keys, .key_shift_user = m};
     e->tp = tp_create(cfg->n_threads);
@@ -321,6 +332,7 @@ void engine_free(engine *e) {
     free(e->logits);
     free(e->scratch);
     free(e->raw);
+    prompt_lp_free(&e->prompt_lp);
     free(e->spec_seqs);
     free(e->spec_want);
     free(e->text);
@@ -353,6 +365,7 @@ static int check_request(const engine *e, const int32_t *prompt, int n_prompt, c
     if (p->max_tokens < 0) return err_set("max_tokens must not be negative");
     if (p->constraint && p->beam_width > 1) return err_set("structured output does not combine with beam search");
     if (p->logprobs > MAX_LOGPROBS) return err_set("logprobs must be at most %d", MAX_LOGPROBS);
+    if (p->prompt_logprobs > MAX_LOGPROBS) return err_set("prompt_logprobs must be at most %d", MAX_LOGPROBS);
     if (kv_evict_check(&p->evict)) return -1;
     const bool evicts = p->evict.policy != KV_EVICT_NONE;
     if (evicts && p->evict.budget > e->cfg.max_model_len)
@@ -360,6 +373,7 @@ static int check_request(const engine *e, const int32_t *prompt, int n_prompt, c
                        "budget)",
                        p->evict.budget, e->cfg.max_model_len);
     if (evicts && p->beam_width > 1) return err_set("KV eviction does not combine with beam search");
+    if (evicts && e->m->tp.size > 1) return err_set("KV eviction does not combine with tensor parallelism");
     if (!evicts && (long)n_prompt + p->max_tokens > e->cfg.max_model_len)
         return err_set("the prompt (%d tokens) plus max_tokens (%d) is %ld tokens, more than the maximum "
                        "context length of %d",
@@ -447,6 +461,14 @@ static void finish_seq(engine *e, sequence *s, finish_reason why, const int32_t 
     finish_sequence(&e->sched, s, why, tok, tok ? 1 : 0, lp, text, text_len, true);
 }
 
+/* Ends every sample of a request, those not yet forked too: a request with
+ * max_tokens 0 that computed its prompt (for prompt_logprobs) ends with the
+ * prompt's logprobs and no tokens. */
+static void finish_request(engine *e, request *r, finish_reason why) {
+    for (int k = 0; k < r->n_seqs; k++)
+        finish_sequence(&e->sched, &r->seqs[k], why, NULL, 0, NULL, "", 0, k < r->params.n);
+}
+
 static void remove_live(engine *e, request *r) {
     for (int i = 0; i < e->n_live; i++)
         if (e->live[i] == r) {
@@ -495,8 +517,7 @@ static void take_inbox(engine *e) {
         request *r = in[i];
         if (vec_reserve((void **)&e->live, &e->cap_live, (size_t)e->n_live + 1, sizeof *e->live) ||
             sched_add_waiting(&e->sched, &r->seqs[0])) {
-            for (int k = 0; k < r->n_seqs; k++)
-                finish_sequence(&e->sched, &r->seqs[k], FINISH_ERROR, NULL, 0, NULL, "", 0, k < r->params.n);
+            finish_request(e, r, FINISH_ERROR);
             pthread_mutex_lock(&e->mu);
             e->n_unfinished--;
             pthread_mutex_unlock(&e->mu);
@@ -504,9 +525,8 @@ static void take_inbox(engine *e) {
             continue;
         }
         e->live[e->n_live++] = r;
-        if (r->params.max_tokens == 0) /* nothing to generate */
-            for (int k = 0; k < r->n_seqs; k++)
-                finish_sequence(&e->sched, &r->seqs[k], FINISH_LENGTH, NULL, 0, NULL, "", 0, k < r->params.n);
+        if (r->params.max_tokens == 0 && r->params.prompt_logprobs < 0) /* nothing to generate or score */
+            finish_request(e, r, FINISH_LENGTH);
     }
     for (int i = 0; i < e->n_live; i++) {
         bool hit = all;
@@ -611,6 +631,7 @@ static int32_t sample_and_report(engine *e, sequence *s, float *logits) {
                          .text = s->held ? s->held : "", .text_len = release, .n_prompt_tokens = s->n_prompt,
                          .n_cached_tokens = r->n_cached_tokens, .n_output_tokens = seq_n_output(s),
                          .n_evicted_tokens = s->n_evicted};
+    seq_attach_prompt_logprobs(s, &out);
     if (r->on_output) r->on_output(r->user, &out);
     memmove(s->held, s->held + release, s->n_held - release);
     s->n_held -= release;
@@ -782,9 +803,14 @@ int engine_step(engine *e) {
             for (int i = 0; i < e->batch.n_seqs; i++)
                 finish_seq(e, e->batch.seqs[i], FINISH_ERROR, NULL, NULL, "", 0);
         } else {
+            if (prompt_lp_collect(&e->prompt_lp, e->fwd, e->tp, e->max_out, e->m->hp.n_vocab, e->batch.seqs,
+                                  e->batch.n_seqs))
+                for (int i = 0; i < e->batch.n_seqs; i++)
+                    if (seq_wants_prompt_logits(e->batch.seqs[i])) finish_request(e, e->batch.seqs[i]->req, FINISH_ERROR);
             for (int i = 0; i < e->batch.n_seqs; i++) {
                 sequence *s = e->batch.seqs[i];
                 if (s->n_draft > 0) continue; /* verify_drafts decides what is computed */
+                if (s->status == SEQ_FINISHED) continue; /* its prompt logprobs failed: its blocks are gone */
                 s->n_computed += s->n_scheduled;
                 /* Once tokens were evicted, blocks no longer follow the token chain. */
                 if (s->n_evicted == 0) kvm_commit(&e->kvm, &s->kv, s->tokens, s->n_computed);
@@ -799,6 +825,10 @@ int engine_step(engine *e) {
                     continue;
                 }
                 if (s->status == SEQ_FINISHED) continue; /* aborted while running */
+                if (s->req->params.max_tokens == 0) { /* only the prompt, for its logprobs */
+                    finish_request(e, s->req, FINISH_LENGTH);
+                    continue;
+                }
                 if (s->req->params.beam_width > 1) {
                     beam_collect(&e->beam, s, row);
                     continue;

@@ -59,6 +59,9 @@ typedef struct {
     int n_stop;
     int n;                    /* parallel samples (>= 1) */
     int logprobs;             /* -1: none; else the chosen token's logprob plus this many alternatives */
+    int prompt_logprobs;      /* -1: none; else each prompt token's logprob (given the tokens before it)
+                                 plus this many alternatives: every prompt position is computed, none
+                                 taken from the prefix cache. With max_tokens 0 only the prompt runs. */
     bool include_special_text; /* render control tokens in the text */
     bool include_stop_str_in_output; /* the stop string (or stop token's text) ends the text */
     const int32_t *allowed_token_ids; /* n_allowed_token_ids > 0: only these may be sampled (copied, sorted) */
@@ -81,6 +84,7 @@ request_params request_params_defaults(void);
 typedef struct {
     int32_t token;
     float logprob;
+    int rank;                 /* prompt logprobs: 1 + the tokens at least as likely (vLLM's rank); else 0 */
     int n_top;
     const int32_t *top_tokens;
     const float *top_logprobs;
@@ -93,6 +97,9 @@ typedef struct {
                                   reports one output per token); a beam search reports all at the end */
     const int32_t *new_tokens;
     const token_logprobs *logprobs; /* [n_new_tokens] when asked for */
+    /* [n_prompt_tokens] with prompt_logprobs, on each sample's first output
+     * (entry 0 has no context: token only, n_top 0); NULL otherwise. */
+    const token_logprobs *prompt_logprobs;
     const char *text;          /* newly released text (whole UTF-8 characters) */
     size_t text_len;
     bool finished;

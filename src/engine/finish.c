@@ -15,5 +15,6 @@ void finish_sequence(scheduler *sched, sequence *s, finish_reason why, const int
                          .finished = true, .reason = why, .n_prompt_tokens = s->n_prompt,
                          .n_cached_tokens = r->n_cached_tokens, .n_output_tokens = seq_n_output(s),
                          .n_evicted_tokens = s->n_evicted};
+    if (report) seq_attach_prompt_logprobs(s, &out);
     if (report && r->on_output) r->on_output(r->user, &out);
 }

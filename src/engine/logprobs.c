@@ -14,6 +14,17 @@ float logprobs_logsumexp(const float *logits, int n) {
     return mx + (float)log(sum);
 }
 
+int logprobs_rank(const float *logits, int n, int32_t tok) {
+    const float x = logits[tok];
+    int rank = 0;
+    if (isnan(x)) {
+        for (int i = 0; i < n; i++) rank += !isnan(logits[i]);
+        return rank + 1;
+    }
+    for (int i = 0; i < n; i++) rank += logits[i] >= x; /* never true for NaN */
+    return rank;
+}
+
 int logprobs_top_k(const float *logits, int n, int k, logprobs_skip_fn skip, const void *ctx, int32_t *top) {
     if (k <= 0) return 0;
     int m = 0;

@@ -23,4 +23,9 @@ typedef bool (*logprobs_skip_fn)(const void *ctx, int32_t token);
  * An insertion into a short sorted list: k is small (<= 128). */
 int logprobs_top_k(const float *logits, int n, int k, logprobs_skip_fn skip, const void *ctx, int32_t *top);
 
+/* vLLM's rank of token tok: how many tokens are at least as likely, itself
+ * included (1: the most likely; ties count against it). NaN logits count as
+ * impossible: a NaN token ranks after every other. */
+int logprobs_rank(const float *logits, int n, int32_t tok);
+
 #endif

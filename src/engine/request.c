@@ -86,6 +86,14 @@ request *request_create(uint64_t id, const int32_t *prompt, int n_prompt, const 
     r->seqs = calloc((size_t)r->n_seqs, sizeof *r->seqs);
     if (!r->seqs) goto oom;
     if (beam && !(r->hyps = calloc((size_t)params->beam_width + 1, sizeof *r->hyps))) goto oom;
+    if (params->prompt_logprobs >= 0) {
+        const size_t k = (size_t)(params->prompt_logprobs ? params->prompt_logprobs : 1);
+        r->prompt_lps = calloc((size_t)n_prompt, sizeof *r->prompt_lps);
+        r->prompt_top_tok = malloc((size_t)n_prompt * k * sizeof *r->prompt_top_tok);
+        r->prompt_top_lp = malloc((size_t)n_prompt * k * sizeof *r->prompt_top_lp);
+        if (!r->prompt_lps || !r->prompt_top_tok || !r->prompt_top_lp) goto oom;
+        r->prompt_lps[0] = (token_logprobs){.token = prompt[0]};
+    }
     for (int i = 0; i < r->n_seqs; i++) {
         sequence *s = &r->seqs[i];
         s->req = r;
@@ -134,6 +142,9 @@ void request_free(request *r) {
     if (r->hyps)
         for (int i = 0; i < r->n_hyps; i++) free(r->hyps[i].tokens);
     free(r->hyps);
+    free(r->prompt_lps);
+    free(r->prompt_top_tok);
+    free(r->prompt_top_lp);
     free(r->seqs);
     free_params(&r->params);
     free(r);
@@ -154,3 +165,11 @@ int seq_hold_text(sequence *s, const char *text, size_t n) {
 }
 
 int seq_n_output(const sequence *s) { return s->n_tokens - s->n_prompt; }
+
+bool seq_wants_prompt_logits(const sequence *s) { return s->req->prompt_lps && !s->req->prompt_lps_done; }
+
+void seq_attach_prompt_logprobs(sequence *s, engine_output *out) {
+    if (!s->req->prompt_lps_done || s->prompt_lps_sent) return;
+    out->prompt_logprobs = s->req->prompt_lps;
+    s->prompt_lps_sent = true;
+}

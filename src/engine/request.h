@@ -29,7 +29,7 @@ typedef struct {
     int n_prompt;
     int n_computed;      /* tokens whose K/V are in the cache */
     int n_evicted;       /* of those, evicted (kv/kv_evict.h): token i sits at KV position i - n_evicted */
-    float *attn_acc;     /* h2o: accumulated attention of each KV slot [params.evict.budget] */
+    int64_t *attn_acc;   /* h2o: accumulated attention of each KV slot [params.evict.budget], ATTN_MASS_ONE units */
     seq_kv kv;
     rng_state rng;
     uint64_t admit_order; /* larger = admitted later; the preemption victim order */
@@ -60,6 +60,7 @@ typedef struct {
     int n_cand;
     int32_t *cand_tok;
     float *cand_lp;
+    bool prompt_lps_sent; /* its first output carried the request's prompt logprobs */
 } sequence;
 
 /* A finished beam-search hypothesis. */
@@ -83,6 +84,13 @@ struct request {
     int n_live_beams;       /* beam search: seqs[0..n_live_beams) are the live beams */
     beam_hyp *hyps;
     int n_hyps;
+    /* prompt_logprobs: one entry per prompt position, filled as the prompt's
+     * chunks are computed (engine/prompt_logprobs.h); their alternatives in
+     * prompt_top_tok/_lp, params.prompt_logprobs per position. */
+    token_logprobs *prompt_lps;
+    int32_t *prompt_top_tok;
+    float *prompt_top_lp;
+    bool prompt_lps_done;   /* every position computed */
     double t_arrival, t_scheduled, t_first_token, t_finished;
 };
 
@@ -93,5 +101,10 @@ void request_free(request *r);
 int seq_append_token(sequence *s, int32_t tok);
 int seq_hold_text(sequence *s, const char *text, size_t n);
 int seq_n_output(const sequence *s);
+/* Whether the sequence's prompt still needs logits at every position (so no
+ * prefix-cache lookup for it). */
+bool seq_wants_prompt_logits(const sequence *s);
+/* Puts the request's prompt logprobs on the sequence's first output. */
+void seq_attach_prompt_logprobs(sequence *s, engine_output *out);
 
 #endif

@@ -168,7 +168,9 @@ void sched_schedule(scheduler *s, sched_batch *b) {
     while (s->waiting.n > 0 && b->n_tokens < s->max_batched_tokens && b->n_seqs < s->max_num_seqs &&
            s->running.n < s->max_num_seqs) {
         sequence *seq = s->waiting.items[0];
-        const int cached = kvm_match_prefix(s->kvm, &seq->kv, seq->tokens, evict_prefix_limit(seq));
+        /* Prompt logprobs need every prompt position computed: no prefix-cache hit. */
+        const int limit = seq_wants_prompt_logits(seq) ? 0 : evict_prefix_limit(seq);
+        const int cached = kvm_match_prefix(s->kvm, &seq->kv, seq->tokens, limit);
         seq->n_computed = cached;
         const int budget = s->max_batched_tokens - b->n_tokens;
         const int remaining = seq->n_tokens - seq->n_computed;

@@ -51,12 +51,28 @@ void attn_paged_avx2(const paged_kv *kv, const int32_t *block_table, int kv_head
  * them on the stack (ATTN_TILE_ROWS x ATTN_MAX_BLOCK floats, 8 KB). */
 #define ATTN_TILE_ROWS 32
 
+/* Attention mass (H2O's score, kv/kv_evict.h) in fixed point: a probability
+ * of 1 is ATTN_MASS_ONE. Each row's probability of a key is rounded to a
+ * multiple of 1 / ATTN_MASS_ONE on its own, and sums of integers are exact,
+ * so the mass a key receives is the same bits whichever tiles, threads,
+ * chunks or batches add it up, in whatever order: tiles of one sequence add
+ * to its array concurrently. 2^24 is a float's resolution at 1, and an int64
+ * holds 2^39 probabilities of 1 (a key seen by every head of every layer of
+ * a million tokens). */
+#define ATTN_MASS_ONE (1 << 24)
+
 /* A tile of query rows: n_tok tokens of one sequence times the n_head query
  * heads that share one kv head. Row (i, j), token i and head j, reads
  * q + i * q_stride + j * head_dim_k and writes out + i * out_stride +
  * j * head_dim_v; token i sees key positions lo[i] <= p <= hi[i]. Every
  * position from the smallest lo to the largest hi must be written (true for
- * tokens of one sequence: keys up to a token's own position are). */
+ * tokens of one sequence: keys up to a token's own position are).
+ *
+ * When key_mass is set, each row's softmax probability of each key p it sees
+ * is also added to key_mass[p] (in ATTN_MASS_ONE units, atomically): once a
+ * row's max and sum are final, the tile sweeps its K blocks again for the
+ * scores (an online softmax knows a probability only after the last block),
+ * so the mass costs the Q.K half of the attention again and no memory. */
 typedef struct {
     const float *q;
     float *out;
@@ -66,6 +82,7 @@ typedef struct {
     const int32_t *hi; /* [n_tok] */
     int n_tok;
     int n_head; /* n_tok * n_head <= ATTN_TILE_ROWS */
+    int64_t *key_mass; /* NULL, or [hi + 1] at least */
 } attn_tile;
 
 typedef void (*attn_tile_fn)(const paged_kv *kv, const int32_t *block_table, int kv_head, const attn_tile *t,
@@ -74,12 +91,6 @@ typedef void (*attn_tile_fn)(const paged_kv *kv, const int32_t *block_table, int
 void attn_tile_ref(const paged_kv *kv, const int32_t *block_table, int kv_head, const attn_tile *t, float scale);
 void attn_tile_avx2(const paged_kv *kv, const int32_t *block_table, int kv_head, const attn_tile *t,
                     float scale);
-
-/* acc[j] += the sum over n_q query rows (q + i * q_stride) of softmax_j(scale
- * * q.K[j]) for lo <= j <= hi: the attention key j receives from them (H2O's
- * score, kv/kv_evict.h). */
-void attn_probs_accumulate(const paged_kv *kv, const int32_t *block_table, int kv_head, const float *q,
-                           size_t q_stride, int n_q, int lo, int hi, float scale, float *acc);
 
 /* The fast tile when the CPU has AVX2, else the reference. */
 attn_tile_fn attn_tile_best(void);

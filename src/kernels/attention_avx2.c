@@ -9,7 +9,9 @@
  *      across the block's keys, each V vector converted once for two rows.
  * A row's arithmetic (its dot products, hsum tree, exp, sums, the order of
  * its P.V updates) is the same whatever rows share its tile, so one row
- * (attn_paged_avx2, decode) gets the bits it gets inside a prefill tile. */
+ * (attn_paged_avx2, decode) gets the bits it gets inside a prefill tile.
+ * When the tile asks for key mass, a last sweep over the blocks computes the
+ * scores again and adds each row's final probabilities (mass_sweep). */
 #include "kernels/attention.h"
 
 #include <immintrin.h>
@@ -175,14 +177,17 @@ static ALWAYS_INLINE void pv_rows(int NR, kv_dtype dt, const tile_rows *tr, cons
 static int min_int(int a, int b) { return a < b ? a : b; }
 static int max_int(int a, int b) { return a > b ? a : b; }
 
-/* Step 2 for row r over the block's keys t0..t1 (block b): turns its raw dots
- * into p, updates m and l, and returns the factor for its accumulator, or a
- * negative number when the row sees none of these keys. */
-static float softmax_row(tile_rows *tr, int r, int b, int t0, int t1, float scale, float *s) {
+/* The keys row r sees in block b, as offsets a..e in the block: a > e when
+ * none. */
+static void row_span(const tile_rows *tr, int r, int b, int *a, int *e) {
     const int bs = tr->bs;
-    const int a = max_int(tr->lo[r], b * bs) - b * bs, e = min_int(tr->hi[r], b * bs + bs - 1) - b * bs;
-    if (a > e) return -1;
-    const int c0 = t0 & ~7, c1 = (t1 + 8) & ~7; /* whole 8-key chunks, within s's ATTN_MAX_BLOCK */
+    *a = max_int(tr->lo[r], b * bs) - b * bs;
+    *e = min_int(tr->hi[r], b * bs + bs - 1) - b * bs;
+}
+
+/* s[k] = scale * s[k] for the keys a..e, -inf for the others, over the whole
+ * 8-key chunks c0..c1; returns the largest. */
+static float scale_and_mask(float *s, int a, int e, int c0, int c1, float scale) {
     const __m256 sc = _mm256_set1_ps(scale), ninf = _mm256_set1_ps(-INFINITY);
     __m256 mx = ninf;
     for (int k = c0; k < c1; k += 8) {
@@ -196,7 +201,18 @@ static float softmax_row(tile_rows *tr, int r, int b, int t0, int t1, float scal
     }
     __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
     m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-    const float mb = _mm_cvtss_f32(_mm_max_ss(m4, _mm_movehdup_ps(m4)));
+    return _mm_cvtss_f32(_mm_max_ss(m4, _mm_movehdup_ps(m4)));
+}
+
+/* Step 2 for row r over the block's keys t0..t1 (block b): turns its raw dots
+ * into p, updates m and l, and returns the factor for its accumulator, or a
+ * negative number when the row sees none of these keys. */
+static float softmax_row(tile_rows *tr, int r, int b, int t0, int t1, float scale, float *s) {
+    int a, e;
+    row_span(tr, r, b, &a, &e);
+    if (a > e) return -1;
+    const int c0 = t0 & ~7, c1 = (t1 + 8) & ~7; /* whole 8-key chunks, within s's ATTN_MAX_BLOCK */
+    const float mb = scale_and_mask(s, a, e, c0, c1, scale);
     float c = 1;
     if (mb > tr->m[r]) {
         c = expf(tr->m[r] - mb);
@@ -211,6 +227,44 @@ static float softmax_row(tile_rows *tr, int r, int b, int t0, int t1, float scal
     }
     tr->l[r] = tr->l[r] * c + hsum1(sum);
     return c;
+}
+
+/* The mass sweep (attention.h): with every row's m and l final, block by
+ * block the dots again, then per row p = exp(s - m) / l in ATTN_MASS_ONE
+ * units, rounded to integers and summed over the rows per key (exactly: at
+ * most 32 rows of at most 2^24), then one atomic add per key of the block. */
+static ALWAYS_INLINE void mass_sweep(kv_dtype dt, const paged_kv *kv, const int32_t *block_table, int kv_head,
+                                     const tile_rows *tr, int jlo, int jhi, float scale, float s[][ATTN_MAX_BLOCK],
+                                     int64_t *key_mass) {
+    const int bs = tr->bs;
+    float w[ATTN_TILE_ROWS];
+    for (int r = 0; r < tr->n_rows; r++) w[r] = (float)ATTN_MASS_ONE / tr->l[r];
+    _Alignas(32) int32_t col[ATTN_MAX_BLOCK];
+    for (int b = jlo / bs; b <= jhi / bs; b++) {
+        const int t0 = max_int(jlo, b * bs) - b * bs, t1 = min_int(jhi, b * bs + bs - 1) - b * bs;
+        const int c0 = t0 & ~7, c1 = (t1 + 8) & ~7;
+        const uint8_t *kblk = kv->k + (size_t)block_table[b] * kv->k_block_stride +
+                              (size_t)kv_head * bs * kv_row_bytes(dt, tr->dk);
+        int r = 0;
+        for (; r + 2 <= tr->n_rows; r += 2) dots_rows(2, dt, tr, r, kblk, t0, t1, s);
+        if (r < tr->n_rows) dots_rows(1, dt, tr, r, kblk, t0, t1, s);
+        for (int k = c0; k < c1; k += 8) _mm256_store_si256((__m256i *)(col + k), _mm256_setzero_si256());
+        for (r = 0; r < tr->n_rows; r++) {
+            int a, e;
+            row_span(tr, r, b, &a, &e);
+            if (a > e) continue;
+            scale_and_mask(s[r], a, e, c0, c1, scale);
+            const __m256 mv = _mm256_set1_ps(tr->m[r]), wv = _mm256_set1_ps(w[r]);
+            for (int k = c0; k < c1; k += 8) {
+                const __m256 p = _mm256_mul_ps(exp8(_mm256_sub_ps(_mm256_loadu_ps(s[r] + k), mv)), wv);
+                const __m256i sum =
+                    _mm256_add_epi32(_mm256_load_si256((const __m256i *)(col + k)), _mm256_cvtps_epi32(p));
+                _mm256_store_si256((__m256i *)(col + k), sum);
+            }
+        }
+        for (int k = t0; k <= t1; k++)
+            if (col[k]) __atomic_fetch_add(&key_mass[b * bs + k], (int64_t)col[k], __ATOMIC_RELAXED);
+    }
 }
 
 static ALWAYS_INLINE void tile_body(kv_dtype dt, const paged_kv *kv, const int32_t *block_table, int kv_head,
@@ -255,6 +309,7 @@ static ALWAYS_INLINE void tile_body(kv_dtype dt, const paged_kv *kv, const int32
         for (; d + 8 <= tr.dv; d += 8) _mm256_storeu_ps(out + d, _mm256_mul_ps(inv, _mm256_loadu_ps(out + d)));
         for (; d < tr.dv; d++) out[d] *= 1.0f / tr.l[r];
     }
+    if (t->key_mass) mass_sweep(dt, kv, block_table, kv_head, &tr, jlo, jhi, scale, s, t->key_mass);
 }
 
 void attn_tile_avx2(const paged_kv *kv, const int32_t *block_table, int kv_head, const attn_tile *t,

@@ -121,6 +121,7 @@ void kv_cache_free(kv_cache *kv) {
 }
 
 void kv_cache_copy_block(kv_cache *kv, int src, int dst) {
+    if (kv->on_copy) kv->on_copy(kv->on_copy_user, kv, src, dst);
     const size_t kb = kv->layers_per_group * kv->k_layer_bytes, vb = kv->layers_per_group * kv->v_layer_bytes;
     memcpy(kv->k + (size_t)dst * kb, kv->k + (size_t)src * kb, kb);
     memcpy(kv->v + (size_t)dst * vb, kv->v + (size_t)src * vb, vb);

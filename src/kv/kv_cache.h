@@ -36,7 +36,7 @@ typedef struct {
     int window[KV_MAX_LAYERS]; /* each layer's sliding window in tokens; 0 = full attention */
 } kv_spec;
 
-typedef struct {
+typedef struct kv_cache {
     kv_dtype dtype;
     int block_size;
     int n_kv_heads;
@@ -53,6 +53,10 @@ typedef struct {
     size_t v_layer_bytes;
     uint8_t *k;
     uint8_t *v;
+    /* When set, told of every kv_cache_copy_block before it copies (tensor
+     * parallelism: the other ranks' caches copy the same block). */
+    void (*on_copy)(void *user, const struct kv_cache *kv, int src, int dst);
+    void *on_copy_user;
 } kv_cache;
 
 const char *kv_dtype_name(kv_dtype dtype);

@@ -54,7 +54,7 @@ int kv_evict_room(const kv_evict_params *p, int n_cached) {
 }
 
 typedef struct {
-    float score;
+    int64_t score;
     int32_t slot;
 } scored_slot;
 
@@ -70,7 +70,7 @@ static int by_slot(const void *a, const void *b) {
     return (i > j) - (i < j);
 }
 
-int kv_evict_plan(const kv_evict_params *p, int n_cached, int n_keep, const float *scores, int32_t *keep) {
+int kv_evict_plan(const kv_evict_params *p, int n_cached, int n_keep, const int64_t *scores, int32_t *keep) {
     int sink = sinks_of(p);
     if (sink > n_keep - 1) sink = n_keep - 1;
     int n = 0;
@@ -167,7 +167,7 @@ int kvm_compact(kv_manager *m, seq_kv *s, const int32_t *keep, int n_keep, kv_ke
     return 0;
 }
 
-int kvm_evict(kv_manager *m, seq_kv *s, const kv_evict_params *p, int n_cached, int n_new, float *scores,
+int kvm_evict(kv_manager *m, seq_kv *s, const kv_evict_params *p, int n_cached, int n_new, int64_t *scores,
               kv_key_shift_fn shift, void *user) {
     if (p->policy == KV_EVICT_NONE || n_cached + n_new <= p->budget) return 0;
     const int n_keep = kv_evict_n_keep(p);

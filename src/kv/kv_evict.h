@@ -70,9 +70,10 @@ int kv_evict_n_keep(const kv_evict_params *p);
 int kv_evict_room(const kv_evict_params *p, int n_cached);
 
 /* Chooses n_keep of the n_cached slots (n_keep < n_cached) and writes them to
- * keep[] in ascending order. scores[n_cached] (accumulated attention) is read
+ * keep[] in ascending order. scores[n_cached] (accumulated attention, in any
+ * fixed-point unit: the forward pass adds ATTN_MASS_ONE units) is read
  * by h2o only; ties go to the later slot. 0, or -1 with err_get() (memory). */
-int kv_evict_plan(const kv_evict_params *p, int n_cached, int n_keep, const float *scores, int32_t *keep);
+int kv_evict_plan(const kv_evict_params *p, int n_cached, int n_keep, const int64_t *scores, int32_t *keep);
 
 /* Re-rotates the keys of n_rows kv heads (each head_dim_k floats, in the
  * cache's dim order) of model layer `layer` by `delta` positions. */
@@ -91,7 +92,7 @@ int kvm_compact(kv_manager *m, seq_kv *s, const int32_t *keep, int n_keep, kv_ke
  * kv_evict_n_keep slots. Returns the tokens evicted (0 when they fit or the
  * policy is none), or -1 (nothing changed) when the pool lacks blocks for
  * copy-on-write or memory runs out. */
-int kvm_evict(kv_manager *m, seq_kv *s, const kv_evict_params *p, int n_cached, int n_new, float *scores,
+int kvm_evict(kv_manager *m, seq_kv *s, const kv_evict_params *p, int n_cached, int n_new, int64_t *scores,
               kv_key_shift_fn shift, void *user);
 
 #endif

@@ -62,7 +62,10 @@ static bool gguf_is_bert(const gguf_ctx *g) {
 }
 
 bool encoder_is_encoder_model(const char *path) {
-    if (!is_dir(path)) {
+    struct stat st;
+    if (stat(path, &st) || !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
+        return false; /* not opened: a FIFO would be read here instead of by the model's loader */
+    if (!S_ISDIR(st.st_mode)) {
         gguf_ctx *g = gguf_open(path);
         const bool yes = g && gguf_is_bert(g);
         gguf_close(g);

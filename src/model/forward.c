@@ -38,7 +38,7 @@ struct forward_ctx {
     float *out_x;                /* [max_out][n_embd] */
     void *mm_scratch;
     const fwd_hooks *hooks;      /* NULL unless an offline tool installed some */
-    bool any_scores;             /* a sequence of this batch wants attention scores */
+    int last_tokens;             /* tokens of the last forward_run whose residual stream x holds */
 };
 
 /* ---- parallel loops over token rows ---- */
@@ -52,6 +52,7 @@ struct forward_step {
     const fwd_batch *b;
     int il;
     row_fn fn;
+    const int32_t *rows; /* the token rows whose logits are computed (final_norm_row) */
 };
 
 static void rows_worker(void *p, long lo, long hi) {
@@ -213,6 +214,7 @@ static void attn_unit_run(const forward_step *s, int u) {
     const model_hparams *hp = &f->m->hp;
     const kv_cache *kv = f->kv;
     const attn_unit *a = &f->units[f->n_units - 1 - u];
+    const fwd_seq *fs = &s->b->seqs[s->b->seq[a->t0]];
     const int g = kv->layer_group[s->il];
     const paged_kv pk = layer_pages(kv, s->il);
     int32_t lo[ATTN_TILE_ROWS], hi[ATTN_TILE_ROWS];
@@ -225,29 +227,9 @@ static void attn_unit_run(const forward_step *s, int u) {
                             .out = f->att + ((size_t)a->t0 * hp->n_head + a->h0) * hp->head_dim_v,
                             .q_stride = (size_t)hp->n_head * hp->head_dim_k,
                             .out_stride = (size_t)hp->n_head * hp->head_dim_v,
-                            .lo = lo, .hi = hi, .n_tok = a->n_tok, .n_head = a->n_h};
-    f->attn(&pk, s->b->seqs[s->b->seq[a->t0]].block_table[g], a->kv_head, &tile, hp->attn_scale);
-}
-
-/* H2O's scores: adds the attention each key of sequence i received from the
- * sequence's tokens in this layer (one thread per sequence, so no races). */
-static void attn_scores_seq(const forward_step *s, int i) {
-    const fwd_seq *fs = &s->b->seqs[i];
-    if (!fs->attn_acc) return;
-    const forward_ctx *f = s->f;
-    const model_hparams *hp = &f->m->hp;
-    const kv_cache *kv = f->kv;
-    const paged_kv pk = layer_pages(kv, s->il);
-    const int group = hp->n_head / hp->n_head_kv;
-    for (int t = 0; t < s->b->n_tokens; t++) {
-        if (s->b->seq[t] != i) continue;
-        const int pos = s->b->pos[t];
-        for (int kh = 0; kh < hp->n_head_kv; kh++)
-            attn_probs_accumulate(&pk, fs->block_table[kv->layer_group[s->il]], kh,
-                                  f->q + ((size_t)t * hp->n_head + (size_t)kh * group) * hp->head_dim_k,
-                                  (size_t)hp->head_dim_k, group, first_key(kv, s->il, pos), pos, hp->attn_scale,
-                                  fs->attn_acc);
-    }
+                            .lo = lo, .hi = hi, .n_tok = a->n_tok, .n_head = a->n_h,
+                            .key_mass = fs->attn_acc};
+    f->attn(&pk, fs->block_table[g], a->kv_head, &tile, hp->attn_scale);
 }
 
 /* After the output projection: post-norm, residual, and the MLP's input norm. */
@@ -281,13 +263,19 @@ static void ffn_residual_row(const forward_step *s, int t) {
 static void final_norm_row(const forward_step *s, int i) {
     const model *m = s->f->m;
     const int e = m->hp.n_embd;
-    rmsnorm(s->f->out_x + (size_t)i * e, s->f->x + (size_t)s->b->out_rows[i] * e, m->w.output_norm, e,
-            m->hp.norm_eps);
+    rmsnorm(s->f->out_x + (size_t)i * e, s->f->x + (size_t)s->rows[i] * e, m->w.output_norm, e, m->hp.norm_eps);
 }
 
 /* Shows a linear input to the installed hook, if any. */
 static void capture(const forward_ctx *f, int il, fwd_linear_input which, const float *x, int n, int n_in) {
     if (f->hooks && f->hooks->linear_input) f->hooks->linear_input(f->hooks->user, il, which, x, n, n_in);
+}
+
+/* Tensor parallelism: each rank's output projection gave its heads' (or FFN
+ * columns') share of tmp; the ranks add theirs up. */
+static void sum_over_ranks(const forward_ctx *f, int n) {
+    const model_tp *tp = &f->m->tp;
+    if (tp->allreduce) tp->allreduce(tp->user, f->tmp, (size_t)n * f->m->hp.n_embd);
 }
 
 static void run_layer(forward_ctx *f, forward_step *s, int n) {
@@ -300,9 +288,9 @@ static void run_layer(forward_ctx *f, forward_step *s, int n) {
     matmul(f->tp, &l->wv, f->xb, n, f->v, f->mm_scratch);
     for_each(s, qkv_row, n);
     for_each(s, attn_unit_run, f->n_units);
-    if (f->any_scores) for_each(s, attn_scores_seq, s->b->n_seqs);
     capture(f, s->il, FWD_IN_O, f->att, n, hp->n_head * hp->head_dim_v);
     matmul(f->tp, &l->wo, f->att, n, f->tmp, f->mm_scratch);
+    sum_over_ranks(f, n);
     for_each(s, attn_residual_row, n);
     capture(f, s->il, FWD_IN_UPGATE, f->xb, n, hp->n_embd);
     matmul(f->tp, &l->w_gate, f->xb, n, f->gate, f->mm_scratch);
@@ -310,6 +298,7 @@ static void run_layer(forward_ctx *f, forward_step *s, int n) {
     for_each(s, act_row, n);
     capture(f, s->il, FWD_IN_DOWN, f->gate, n, hp->n_ff);
     matmul(f->tp, &l->w_down, f->gate, n, f->tmp, f->mm_scratch);
+    sum_over_ranks(f, n);
     for_each(s, ffn_residual_row, n);
 }
 
@@ -329,14 +318,14 @@ static int check_batch(const forward_ctx *f, const fwd_batch *b) {
                 return err_set("token %d (position %d) maps to invalid KV block %d", t, b->pos[t], blk);
         }
     }
-    for (int i = 0; i < b->n_out; i++)
-        if (b->out_rows[i] < 0 || b->out_rows[i] >= b->n_tokens) return err_set("invalid logit row %d", b->out_rows[i]);
     return 0;
 }
 
 int forward_run(forward_ctx *f, const fwd_batch *b, float *logits) {
     if (check_batch(f, b)) return -1;
+    if (f->m->tp.on_forward) f->m->tp.on_forward(f->m->tp.user, f->kv, b);
     const int n = b->n_tokens;
+    f->last_tokens = 0;
     forward_step s = {.f = f, .b = b};
     const fwd_hooks *h = f->hooks;
     const int n_embd = f->m->hp.n_embd;
@@ -344,9 +333,6 @@ int forward_run(forward_ctx *f, const fwd_batch *b, float *logits) {
     else for_each(&s, embed_row, n);
     for_each(&s, rope_row, n);
     plan_attention(f, b);
-    f->any_scores = false;
-    for (int i = 0; i < b->n_seqs; i++)
-        if (b->seqs[i].attn_acc) f->any_scores = true;
     const int first = h ? h->first_layer : 0;
     const int last = h && h->last_layer >= 0 ? h->last_layer : f->m->hp.n_layer - 1;
     for (int il = first; il <= last; il++) {
@@ -357,9 +343,18 @@ int forward_run(forward_ctx *f, const fwd_batch *b, float *logits) {
         memcpy(h->x_out, f->x, (size_t)n * n_embd * sizeof(float));
         return 0;
     }
-    if (b->n_out == 0) return 0;
-    for_each(&s, final_norm_row, b->n_out);
-    matmul(f->tp, &f->m->w.output, f->out_x, b->n_out, logits, f->mm_scratch);
+    f->last_tokens = n;
+    return forward_logits(f, b->out_rows, b->n_out, logits);
+}
+
+int forward_logits(forward_ctx *f, const int32_t *rows, int n_rows, float *logits) {
+    if (n_rows < 0 || n_rows > f->max_out) return err_set("%d logit rows (limit %d)", n_rows, f->max_out);
+    for (int i = 0; i < n_rows; i++)
+        if (rows[i] < 0 || rows[i] >= f->last_tokens) return err_set("invalid logit row %d", rows[i]);
+    if (n_rows == 0) return 0;
+    forward_step s = {.f = f, .rows = rows};
+    for_each(&s, final_norm_row, n_rows);
+    matmul(f->tp, &f->m->w.output, f->out_x, n_rows, logits, f->mm_scratch);
     return 0;
 }
 

@@ -16,11 +16,13 @@ typedef struct {
      * of group g. Sliding groups may hold -1 for blocks that left the window. */
     const int32_t *block_table[KV_MAX_GROUPS];
     /* When set (H2O eviction), the attention each KV position receives from
-     * this step's queries, summed over layers and heads, is added here. */
-    float *attn_acc;
+     * this step's queries, summed over layers and heads, is added here, in
+     * ATTN_MASS_ONE units (kernels/attention.h): the same sums whatever the
+     * batch, chunking or threads. */
+    int64_t *attn_acc;
 } fwd_seq;
 
-typedef struct {
+typedef struct fwd_batch {
     int n_tokens;
     const int32_t *tokens;  /* [n_tokens] */
     const int32_t *pos;     /* [n_tokens] position within its sequence */
@@ -39,6 +41,11 @@ void forward_free(forward_ctx *f);
 
 /* Writes logits [n_out][n_vocab]. Returns 0, or -1 with err_get(). */
 int forward_run(forward_ctx *f, const fwd_batch *b, float *logits);
+/* Logits [n_rows][n_vocab] of more token rows of the last forward_run's batch
+ * (n_rows <= max_out per call; the batch's hidden states stay until the next
+ * run): how every position of a prompt chunk gets its logits without a
+ * [n_tokens][n_vocab] buffer. Returns 0, or -1 with err_get(). */
+int forward_logits(forward_ctx *f, const int32_t *rows, int n_rows, float *logits);
 
 /* ---- hooks for offline tools (quantization calibration, src/quant) ---- */
 

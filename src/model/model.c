@@ -9,6 +9,7 @@
 #include "format/gguf.h"
 #include "model/hf_config.h"
 #include "model/hf_source.h"
+#include "model/shard.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/file.h"
@@ -273,7 +274,7 @@ static int repack_weights(model *m) {
     return 0;
 }
 
-static model *load(const char *path, bool repack) {
+static model *load(const char *path, bool repack, int tp_rank, int tp_size) {
     wtype_init();
     model *m = calloc(1, sizeof *m);
     if (!m) {
@@ -294,6 +295,7 @@ static model *load(const char *path, bool repack) {
         goto fail;
     }
     count_params(m);
+    if (model_shard(m, tp_rank, tp_size)) goto fail;
     model_kv_spec(&m->hp, &m->kv);
     if (repack && repack_weights(m)) goto fail;
     return m;
@@ -304,9 +306,11 @@ fail:
     return NULL;
 }
 
-model *model_load(const char *path) { return load(path, true); }
+model *model_load(const char *path) { return load(path, true, 0, 1); }
 
-model *model_load_as_stored(const char *path) { return load(path, false); }
+model *model_load_shard(const char *path, int rank, int size) { return load(path, true, rank, size); }
+
+model *model_load_as_stored(const char *path) { return load(path, false, 0, 1); }
 
 void model_free(model *m) {
     if (!m) return;

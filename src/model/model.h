@@ -35,6 +35,25 @@ typedef struct {
     layer_weights layers[CLLM_MAX_LAYERS];
 } model_weights;
 
+struct fwd_batch;
+
+/* Tensor parallelism: this process holds shard `rank` of `size` of the
+ * attention heads and FFN columns (model/shard.h). The hooks are set by the
+ * layer that talks to the other ranks (src/parallel) and are NULL while
+ * size is 1. */
+typedef struct {
+    int rank, size;
+    /* Sums x[n] over the ranks in place: forward.c calls it after the
+     * attention output and the FFN down projections. */
+    void (*allreduce)(void *user, float *x, size_t n);
+    /* Rank 0 only: called before each forward over kv, so the other ranks
+     * run the same batch, and before each copy of a KV block (copy on write),
+     * so theirs copy too. */
+    void (*on_forward)(void *user, const kv_cache *kv, const struct fwd_batch *b);
+    void (*on_kv_copy)(void *user, const kv_cache *kv, int src, int dst);
+    void *user;
+} model_tp;
+
 typedef struct model {
     char *path;
     char *name;
@@ -50,6 +69,7 @@ typedef struct model {
     size_t weight_bytes;  /* bytes of all tensors in the table */
     size_t repacked_bytes; /* of those, bytes also held in the x8 layout (weight_repack) */
     int64_t n_params;
+    model_tp tp;          /* rank 0 of 1 unless loaded with model_load_shard */
 } model;
 
 /* A GGUF file, or a directory holding a Hugging Face model (config.json,
@@ -58,6 +78,9 @@ typedef struct model {
  * (weight_repack; same results, unless CLLM_NO_REPACK is set to anything but
  * 0). NULL with err_get() saying why. */
 model *model_load(const char *path);
+/* Shard `rank` of `size` of the model for tensor parallelism
+ * (model/shard.h): hp and kv describe the shard. size 1 is model_load. */
+model *model_load_shard(const char *path, int rank, int size);
 /* The same with every weight as the file stores it: for tools that read or
  * replace the weights (cllm quantize, cllm info). */
 model *model_load_as_stored(const char *path);

@@ -98,13 +98,13 @@ static int parse_options(server *s, const json_t *body, embed_request *q, api_er
             return api_fail(e, 400, "invalid_value", "dimensions",
                             "Model \"%s\" does not support matryoshka representation, changing output dimensions "
                             "will lead to poor results.",
-                            s->cfg.served_name);
+                            s->models.v[0].name);
         bool listed = enc->n_matryoshka_dims == 0;
         for (int i = 0; i < enc->n_matryoshka_dims; i++) listed |= enc->matryoshka_dims[i] == d;
         if (!listed)
             return api_fail(e, 400, "invalid_value", "dimensions",
                             "Model \"%s\" only supports the matryoshka dimensions the config lists; %lld is not one",
-                            s->cfg.served_name, (long long)d);
+                            s->models.v[0].name, (long long)d);
         if (d < 1 || d > enc->hp.n_embd)
             return api_fail(e, 400, "invalid_value", "dimensions", "'dimensions' must be from 1 to %d, got %lld",
                             enc->hp.n_embd, (long long)d);
@@ -203,7 +203,7 @@ static json_t *embedding_value(float *v, int dims, bool base64) {
     return s;
 }
 
-static json_t *response_body(server *s, embed_request *q, float *out) {
+static json_t *response_body(server *s, const char *model_name, embed_request *q, float *out) {
     const int d = s->enc->hp.n_embd, dims = q->dims ? q->dims : d;
     json_t *data = json_array();
     long tokens = 0;
@@ -219,7 +219,7 @@ static json_t *response_body(server *s, embed_request *q, float *out) {
         }
     }
     if (!data) return NULL;
-    return json_pack("{s:s,s:o,s:s,s:{s:I,s:I}}", "object", "list", "data", data, "model", s->cfg.served_name,
+    return json_pack("{s:s,s:o,s:s,s:{s:I,s:I}}", "object", "list", "data", data, "model", model_name,
                      "usage", "prompt_tokens", (json_int_t)tokens, "total_tokens", (json_int_t)tokens);
 }
 
@@ -230,17 +230,21 @@ enum MHD_Result handle_embeddings(server *s, http_req *r) {
         return http_reply_error(r, &e);
     }
     json_t *body = http_body_json(r, &e);
-    if (!body) return http_reply_error(r, &e);
+    const served_model *sm = body ? served_models_route(&s->models, body, &e) : NULL;
+    if (!sm) {
+        json_decref(body);
+        return http_reply_error(r, &e);
+    }
     embed_request q = {0};
     float *out = NULL;
-    int rc = server_check_fields(s, body, k_fields, &e) || parse_options(s, body, &q, &e) ||
+    int rc = server_check_fields(body, k_fields, &e) || parse_options(s, body, &q, &e) ||
                      parse_input(s, json_object_get(body, "input"), &q, &e)
                  ? -1
                  : 0;
     if (!rc && !(out = malloc((size_t)q.n * (size_t)s->enc->hp.n_embd * sizeof *out)))
         rc = api_fail(&e, 500, "out_of_memory", NULL, "out of memory");
     if (!rc) rc = prepare_inputs(s, &q, out, &e) || embed_misses(s, &q, out, &e) ? -1 : 0;
-    json_t *reply = rc ? NULL : response_body(s, &q, out);
+    json_t *reply = rc ? NULL : response_body(s, sm->name, &q, out);
     if (!rc && !reply) rc = api_fail(&e, 500, "out_of_memory", NULL, "out of memory");
     free(out);
     request_free(&q);

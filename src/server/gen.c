@@ -23,6 +23,9 @@ static void gen_destroy(gen *g) {
     free(g->subs);
     free(g->prompt_tokens);
     free(g->cached_tokens);
+    if (g->prompt_lps)
+        for (int i = 0; i < g->n_prompts; i++) free(g->prompt_lps[i].items);
+    free(g->prompt_lps);
     free(g->choices);
     free(g);
 }
@@ -35,8 +38,9 @@ gen *gen_create(engine *e, gen_counters *counters, int n_prompts, int n) {
     g->subs = calloc((size_t)n_prompts, sizeof *g->subs);
     g->prompt_tokens = calloc((size_t)n_prompts, sizeof *g->prompt_tokens);
     g->cached_tokens = calloc((size_t)n_prompts, sizeof *g->cached_tokens);
+    g->prompt_lps = calloc((size_t)n_prompts, sizeof *g->prompt_lps);
     g->choices = calloc((size_t)n_prompts * (size_t)n, sizeof *g->choices);
-    if (g->efd < 0 || !g->subs || !g->prompt_tokens || !g->cached_tokens || !g->choices) {
+    if (g->efd < 0 || !g->subs || !g->prompt_tokens || !g->cached_tokens || !g->prompt_lps || !g->choices) {
         gen_destroy(g);
         return NULL;
     }
@@ -69,19 +73,33 @@ static void wake(gen *g) {
     (void)w;
 }
 
-static void push_logprobs(gen_choice *c, const token_logprobs *lp, bool *oom) {
-    if (vec_reserve((void **)&c->lps, &c->cap_lps, (size_t)c->n_lps + 1, sizeof *c->lps)) {
-        *oom = true;
-        return;
-    }
-    gen_logprob *d = &c->lps[c->n_lps++];
+static void copy_logprob(gen_logprob *d, const token_logprobs *lp) {
     d->token = lp->token;
     d->logprob = lp->logprob;
+    d->rank = lp->rank;
     d->n_top = lp->n_top < API_MAX_LOGPROBS ? lp->n_top : API_MAX_LOGPROBS;
     for (int i = 0; i < d->n_top; i++) {
         d->top_tok[i] = lp->top_tokens[i];
         d->top_lp[i] = lp->top_logprobs[i];
     }
+}
+
+static void push_logprobs(gen_choice *c, const token_logprobs *lp, bool *oom) {
+    if (vec_reserve((void **)&c->lps, &c->cap_lps, (size_t)c->n_lps + 1, sizeof *c->lps)) {
+        *oom = true;
+        return;
+    }
+    copy_logprob(&c->lps[c->n_lps++], lp);
+}
+
+void gen_keep_prompt_logprobs(gen_prompt_lps *p, const token_logprobs *lps, int n, bool *oom) {
+    if (p->items || n <= 0) return;
+    if (!(p->items = malloc((size_t)n * sizeof *p->items))) {
+        *oom = true;
+        return;
+    }
+    for (int i = 0; i < n; i++) copy_logprob(&p->items[i], &lps[i]);
+    p->n = n;
 }
 
 /* Runs on the engine thread (or the thread of a replay): copy, count,
@@ -98,6 +116,8 @@ static bool apply_output(gen_sub *sub, const engine_output *o) {
         if (c->text.oom) g->oom = true;
         if (o->logprobs)
             for (int i = 0; i < o->n_new_tokens; i++) push_logprobs(c, &o->logprobs[i], &g->oom);
+        if (o->prompt_logprobs)
+            gen_keep_prompt_logprobs(&g->prompt_lps[sub->prompt], o->prompt_logprobs, o->n_prompt_tokens, &g->oom);
         c->n_tokens = o->n_output_tokens;
         c->n_evicted = o->n_evicted_tokens;
         g->prompt_tokens[sub->prompt] = o->n_prompt_tokens;

@@ -24,10 +24,23 @@
 typedef struct {
     int32_t token;
     float logprob;
+    int rank;              /* prompt logprobs only (vLLM's rank); else 0 */
     int n_top;
     int32_t top_tok[API_MAX_LOGPROBS];
     float top_lp[API_MAX_LOGPROBS];
 } gen_logprob;
+
+/* One prompt's prompt_logprobs: an entry per prompt token, the first without
+ * context (token only). items NULL until the engine reported them. */
+typedef struct {
+    gen_logprob *items;
+    int n;
+} gen_prompt_lps;
+
+/* Copies an engine output's prompt logprobs (n entries) into p unless p
+ * already holds them (the samples of a prompt report the same ones); sets
+ * *oom when out of memory. Free p->items with free(). */
+void gen_keep_prompt_logprobs(gen_prompt_lps *p, const token_logprobs *lps, int n, bool *oom);
 
 typedef struct {
     buf text;              /* released text so far (stop strings never in it) */
@@ -68,6 +81,7 @@ struct gen {
     int n_prompts, n;      /* choices = n_prompts * n, index = prompt * n + sample */
     gen_sub *subs;
     int *prompt_tokens, *cached_tokens; /* per prompt, as the engine reports them */
+    gen_prompt_lps *prompt_lps;         /* per prompt, with prompt_logprobs */
     gen_choice *choices;
     int n_unfinished;
     bool oom;

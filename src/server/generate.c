@@ -35,9 +35,12 @@ typedef struct {
     char *cache_key;  /* the response cache's key; NULL: not cacheable, or no cache */
     chat_setup chat;  /* the template and rendering options */
     bad_word_seqs bad_words;
+    served_models *models; /* the table sm is held in, until prepared_free */
+    served_model *sm;      /* the model answering, held (served_models_acquire) */
 } prepared;
 
 static void prepared_free(prepared *p) {
+    if (p->sm) served_models_release(p->models, p->sm);
     for (int i = 0; i < p->n_prompts; i++) {
         free(p->tokens ? p->tokens[i] : NULL);
         if (p->echo) buf_free(&p->echo[i]);
@@ -53,17 +56,17 @@ static void prepared_free(prepared *p) {
 
 /* The request's KV eviction: the server's (--kv-eviction, --kv-budget,
  * --kv-sink-tokens) with the fields the request gives over it. */
-static int apply_eviction(const server *s, api_request *q, api_error *e) {
+static int apply_eviction(const served_model *sm, api_request *q, api_error *e) {
     kv_evict_params *ev = &q->rp.evict;
-    *ev = engine_get_config(s->e)->evict;
+    *ev = engine_get_config(sm->e)->evict;
     if (q->kv_eviction >= 0) ev->policy = (kv_evict_policy)q->kv_eviction;
     if (q->kv_budget >= 0) ev->budget = (int)q->kv_budget;
     if (q->kv_sink_tokens >= 0) ev->sink = (int)q->kv_sink_tokens;
     if (kv_evict_check(ev)) return api_fail(e, 400, "invalid_value", "kv_budget", "%s", err_get());
-    if (ev->policy != KV_EVICT_NONE && ev->budget > s->max_model_len)
+    if (ev->policy != KV_EVICT_NONE && ev->budget > sm->max_model_len)
         return api_fail(e, 400, "invalid_value", "kv_budget",
                         "'kv_budget' (%d) must not exceed the maximum context length of %d", ev->budget,
-                        s->max_model_len);
+                        sm->max_model_len);
     if (ev->policy != KV_EVICT_NONE && q->use_beam_search)
         return api_fail(e, 400, "unsupported_field", "kv_eviction",
                         "'kv_eviction' together with 'use_beam_search' is not supported by this server");
@@ -109,15 +112,17 @@ static int check_allowed_tokens(const tokenizer *tok, const request_params *rp, 
                     "'min_tokens', so nothing could be generated");
 }
 
-/* Body -> tokens per prompt, with every client mistake a 4xx in *e. */
-static int prepare(server *s, json_t *body, api_kind kind, prepared *p, api_error *e) {
+/* Body -> tokens per prompt for model sm (the one the body names), with
+ * every client mistake a 4xx in *e. */
+static int prepare(server *s, served_model *sm, json_t *body, api_kind kind, prepared *p, api_error *e) {
     memset(p, 0, sizeof *p);
-    const tokenizer *tok = s->m->tok;
+    p->models = &s->models; /* sm is held; prepared_free lets it go */
+    p->sm = sm;
+    const tokenizer *tok = sm->m->tok;
+    const int max_model_len = sm->max_model_len;
     int rc = api_request_parse(body, kind, tokenizer_n_vocab(tok), &p->req, e);
-    if (!rc) rc = apply_eviction(s, &p->req, e);
-    if (!rc && p->req.model && !server_model_matches(s, p->req.model))
-        rc = api_fail(e, 404, "model_not_found", "model", "The model '%.200s' does not exist.", p->req.model);
-    if (!rc) rc = chat_setup_init(&p->chat, &p->req, s->tmpl, e);
+    if (!rc) rc = apply_eviction(sm, &p->req, e);
+    if (!rc) rc = chat_setup_init(&p->chat, &p->req, sm->tmpl, e);
     if (!rc && kind == API_CHAT) {
         constraint *forced = NULL;
         rc = api_tools_resolve(&p->req.tools, chat_template_tool_format(p->chat.tmpl), &p->tool_fmt, &forced, e);
@@ -144,7 +149,7 @@ static int prepare(server *s, json_t *body, api_kind kind, prepared *p, api_erro
     const char *param = kind == API_CHAT ? "messages" : "prompt";
     /* A prompt to be truncated may be longer than the context (the body's
      * size still bounds it). */
-    const prompt_budget budget = {.max_len = p->req.truncate_prompt_tokens ? INT_MAX / 2 : s->max_model_len,
+    const prompt_budget budget = {.max_len = p->req.truncate_prompt_tokens ? INT_MAX / 2 : max_model_len,
                                   .room = 1};
     for (int i = 0; i < p->n_prompts && !rc; i++) {
         int n;
@@ -161,7 +166,7 @@ static int prepare(server *s, json_t *body, api_kind kind, prepared *p, api_erro
             p->req.prompts[i].ids = NULL; /* moved */
             if (p->req.echo) prompt_decode(tok, p->tokens[i], n, true, &p->echo[i]);
         }
-        if (n < 0 || (n = truncate_prompt(&p->req, s->max_model_len, p->tokens[i], n, e)) < 0) {
+        if (n < 0 || (n = truncate_prompt(&p->req, max_model_len, p->tokens[i], n, e)) < 0) {
             rc = -1;
             break;
         }
@@ -170,11 +175,11 @@ static int prepare(server *s, json_t *body, api_kind kind, prepared *p, api_erro
             rc = api_fail(e, 400, "invalid_value", param, "The %s is empty (and the model adds no BOS token)", param);
             break;
         }
-        if (n >= s->max_model_len) {
-            rc = prompt_context_error(e, param, s->max_model_len, n, -1);
-        } else if (p->req.max_tokens >= 0 && p->req.max_tokens > s->max_model_len - n &&
+        if (n >= max_model_len) {
+            rc = prompt_context_error(e, param, max_model_len, n, -1);
+        } else if (p->req.max_tokens >= 0 && p->req.max_tokens > max_model_len - n &&
                    p->req.rp.evict.policy == KV_EVICT_NONE) { /* an evicting sequence may run past it */
-            rc = prompt_context_error(e, param, s->max_model_len, n, p->req.max_tokens);
+            rc = prompt_context_error(e, param, max_model_len, n, p->req.max_tokens);
         }
     }
     if (!rc && p->req.bad_words && !(rc = bad_words_tokenize(tok, p->req.bad_words, &p->bad_words, e))) {
@@ -184,7 +189,7 @@ static int prepare(server *s, json_t *body, api_kind kind, prepared *p, api_erro
     }
     if (!rc) rc = check_allowed_tokens(tok, &p->req.rp, e);
     if (!rc && s->response_cache && response_cache_cacheable(&p->req))
-        p->cache_key = response_cache_key(body, kind, s->cfg.served_name);
+        p->cache_key = response_cache_key(body, kind, sm->name);
 out:
     p->req.bad_words = NULL; /* it lived in the body */
     json_decref(body);
@@ -445,13 +450,22 @@ static enum MHD_Result reply_complete(http_req *r, gen *g, const prepared *p, re
     if (!failed && !aborted && shape) {
         body = shape->body(shape->ctx, g);
     } else if (!failed && !aborted) {
+        const bool prompt_lps = p->req.rp.prompt_logprobs >= 0;
         json_t *choices = json_array();
         for (int i = 0; i < g->n_prompts * g->n; i++) {
             const buf *echo = &p->echo[i / g->n];
-            json_array_append_new(choices, resp_choice(ctx, &g->choices[i], i, echo->data, echo->len,
-                                                       (long)utf8_count(echo->data, echo->len)));
+            json_t *ch = resp_choice(ctx, &g->choices[i], i, echo->data, echo->len,
+                                     (long)utf8_count(echo->data, echo->len));
+            if (prompt_lps && ctx->kind == API_COMPLETIONS)
+                json_object_set_new(ch, "prompt_logprobs", resp_prompt_logprobs(ctx, &g->prompt_lps[i / g->n]));
+            if (p->req.echo && p->req.logprobs >= 0)
+                json_object_set_new(ch, "logprobs",
+                                    resp_echo_logprobs(ctx, &g->prompt_lps[i / g->n], p->req.logprobs, &g->choices[i]));
+            json_array_append_new(choices, ch);
         }
         body = resp_body(ctx, choices, resp_usage(g));
+        if (prompt_lps && ctx->kind == API_CHAT) /* vLLM puts chat's on the body: one prompt */
+            json_object_set_new(body, "prompt_logprobs", resp_prompt_logprobs(ctx, &g->prompt_lps[0]));
     }
     gen_unlock(g);
     if (failed) {
@@ -467,7 +481,7 @@ static enum MHD_Result reply_complete(http_req *r, gen *g, const prepared *p, re
 
 /* Submits one engine request per prompt; on failure fills *e (503 when the
  * queue is full). */
-static int submit_all(server *s, gen *g, prepared *p, api_error *e) {
+static int submit_all(const served_model *sm, gen *g, prepared *p, api_error *e) {
     if (!p->req.seed_given) {
         uint64_t seed = 0;
         if (getrandom(&seed, sizeof seed, GRND_NONBLOCK) != (ssize_t)sizeof seed) seed = (uint64_t)time(NULL);
@@ -475,7 +489,7 @@ static int submit_all(server *s, gen *g, prepared *p, api_error *e) {
     }
     for (int i = 0; i < p->n_prompts; i++) {
         request_params rp = p->req.rp;
-        const long long max_tokens = p->req.max_tokens >= 0 ? p->req.max_tokens : s->max_model_len - p->n_tokens[i];
+        const long long max_tokens = p->req.max_tokens >= 0 ? p->req.max_tokens : sm->max_model_len - p->n_tokens[i];
         rp.max_tokens = (int)(max_tokens < INT_MAX - p->n_tokens[i] ? max_tokens : INT_MAX - p->n_tokens[i]);
         if (gen_submit(g, i, p->tokens[i], p->n_tokens[i], &rp)) {
             const char *why = err_get();
@@ -493,10 +507,16 @@ static void free_shape(const gen_shape *shape) {
     if (shape) shape->free_ctx(shape->ctx);
 }
 
-static enum MHD_Result generate(server *s, http_req *r, api_kind kind, json_t *body, const gen_shape *shape) {
+static enum MHD_Result generate(server *s, served_model *sm, http_req *r, api_kind kind, json_t *body,
+                                const gen_shape *shape) {
     api_error e;
     prepared p;
-    if (prepare(s, body, kind, &p, &e)) {
+    if (served_models_acquire(&s->models, sm, &e)) {
+        json_decref(body);
+        free_shape(shape);
+        return http_reply_error(r, &e);
+    }
+    if (prepare(s, sm, body, kind, &p, &e)) {
         prepared_free(&p);
         free_shape(shape);
         return http_reply_error(r, &e);
@@ -504,9 +524,10 @@ static enum MHD_Result generate(server *s, http_req *r, api_kind kind, json_t *b
     /* A response cache hit never reaches the engine: its recorded outputs
      * are fed into the gen instead. */
     response_replay *hit = p.cache_key ? response_cache_lookup(s->response_cache, p.cache_key) : NULL;
+    if (p.cache_key) atomic_fetch_add(hit ? &sm->cache_hits : &sm->cache_misses, 1);
     if (s->response_cache) http_add_header(r, "X-Cllm-Cache", hit ? "hit" : p.cache_key ? "miss" : "bypass");
     gen *g = hit ? gen_create(NULL, NULL, p.n_prompts, p.req.rp.n)
-                 : gen_create(s->e, &s->counters, p.n_prompts, p.req.rp.n);
+                 : gen_create(sm->e, &sm->counters, p.n_prompts, p.req.rp.n);
     if (!g) {
         response_replay_free(hit);
         prepared_free(&p);
@@ -517,15 +538,15 @@ static enum MHD_Result generate(server *s, http_req *r, api_kind kind, json_t *b
     g->evicting = p.req.rp.evict.policy != KV_EVICT_NONE;
     atomic_fetch_add(&s->n_active, 1);
     if (!hit && p.cache_key) response_cache_record(g);
-    if (!hit && submit_all(s, g, &p, &e)) {
+    if (!hit && submit_all(sm, g, &p, &e)) {
         abandon_generation(s, g, &p);
         free_shape(shape);
         return http_reply_error(r, &e);
     }
     resp_ctx ctx = {.kind = kind,
-                    .model = s->cfg.served_name,
+                    .model = sm->name,
                     .created = time(NULL),
-                    .tok = s->m->tok,
+                    .tok = sm->m->tok,
                     .tool_fmt = p.tool_fmt,
                     .tool_parallel = p.req.tools.parallel};
     server_new_id(s, kind == API_CHAT ? "chatcmpl-" : "cmpl-", ctx.id, sizeof ctx.id);
@@ -569,9 +590,15 @@ enum MHD_Result handle_generation(server *s, http_req *r, api_kind kind) {
     api_error e;
     json_t *body = http_body_json(r, &e);
     if (!body) return http_reply_error(r, &e);
-    return generate(s, r, kind, body, NULL);
+    served_model *sm = served_models_route(&s->models, body, &e);
+    if (!sm) {
+        json_decref(body);
+        return http_reply_error(r, &e);
+    }
+    return generate(s, sm, r, kind, body, NULL);
 }
 
-enum MHD_Result handle_generation_shaped(server *s, http_req *r, json_t *body, const gen_shape *shape) {
-    return generate(s, r, API_CHAT, body, shape);
+enum MHD_Result handle_generation_shaped(server *s, served_model *sm, http_req *r, json_t *body,
+                                         const gen_shape *shape) {
+    return generate(s, sm, r, API_CHAT, body, shape);
 }

@@ -1,4 +1,5 @@
-/* The generation endpoints: POST /v1/completions and /v1/chat/completions. */
+/* The generation endpoints: POST /v1/completions and /v1/chat/completions,
+ * each answered by the model its body names (served_models_route). */
 #ifndef CLLM_SERVER_GENERATE_H
 #define CLLM_SERVER_GENERATE_H
 
@@ -24,8 +25,10 @@ typedef struct {
     void (*stream_error)(void *ctx, buf *out, const api_error *e);
 } gen_shape;
 
-/* As handle_generation for a chat body built by the caller (stolen),
- * answered in `shape` (its ctx is freed in every case). */
-enum MHD_Result handle_generation_shaped(server *s, http_req *r, json_t *body, const gen_shape *shape);
+/* As handle_generation for a chat body built by the caller (stolen), by
+ * model sm (routed by the caller), answered in `shape` (its ctx is freed in
+ * every case). */
+enum MHD_Result handle_generation_shaped(server *s, served_model *sm, http_req *r, json_t *body,
+                                         const gen_shape *shape);
 
 #endif

@@ -1,6 +1,7 @@
 /* See metrics.h. */
 #include "server/metrics.h"
 
+#include <stddef.h>
 #include <stdio.h>
 
 /* Label values escape backslash, double quote and newline. */
@@ -15,7 +16,7 @@ static void label_value(buf *b, const char *s) {
 
 typedef struct {
     buf *b;
-    const char *model;
+    const char *model; /* the model_name label; NULL: a server-wide sample */
 } out;
 
 static void head(out *o, const char *name, const char *type, const char *help) {
@@ -23,11 +24,15 @@ static void head(out *o, const char *name, const char *type, const char *help) {
 }
 
 static void labels(out *o, const char *extra_key, const char *extra_val) {
-    buf_puts(o->b, "{model_name=\"");
-    label_value(o->b, o->model);
-    buf_puts(o->b, "\"");
+    if (!o->model && !extra_key) return;
+    buf_puts(o->b, "{");
+    if (o->model) {
+        buf_puts(o->b, "model_name=\"");
+        label_value(o->b, o->model);
+        buf_puts(o->b, extra_key ? "\"," : "\"");
+    }
     if (extra_key) {
-        buf_printf(o->b, ",%s=\"", extra_key);
+        buf_printf(o->b, "%s=\"", extra_key);
         label_value(o->b, extra_val);
         buf_puts(o->b, "\"");
     }
@@ -40,19 +45,8 @@ static void sample(out *o, const char *name, const char *ek, const char *ev, dou
     buf_printf(o->b, " %.17g\n", v);
 }
 
-static void gauge(out *o, const char *name, const char *help, double v) {
-    head(o, name, "gauge", help);
-    sample(o, name, NULL, NULL, v);
-}
-
-static void counter(out *o, const char *name, const char *help, uint64_t v) {
-    head(o, name, "counter", help);
-    sample(o, name, NULL, NULL, (double)v);
-}
-
-static void histo(out *o, const char *name, const char *help, const histogram *h) {
+static void histo_samples(out *o, const char *name, const histogram *h) {
     char nm[128], le[32];
-    head(o, name, "histogram", help);
     snprintf(nm, sizeof nm, "%s_bucket", name);
     uint64_t cum = 0;
     for (int i = 0; i < h->n_bounds; i++) {
@@ -68,76 +62,153 @@ static void histo(out *o, const char *name, const char *help, const histogram *h
     sample(o, nm, NULL, NULL, (double)h->count);
 }
 
-void metrics_render(buf *b, const metrics_input *in) {
-    out o = {.b = b, .model = in->model_name ? in->model_name : ""};
-    const engine_stats *s = &in->stats;
-    gauge(&o, "cllm:server_ready", "1 when the model is loaded and requests are served.", in->ready ? 1 : 0);
-    gauge(&o, "vllm:num_requests_running", "Number of sequences running in the engine.", s->n_running);
-    gauge(&o, "vllm:num_requests_waiting", "Number of sequences waiting to be scheduled.", s->n_waiting);
-    gauge(&o, "vllm:kv_cache_usage_perc", "Fraction of KV cache blocks in use (0 to 1).",
-          s->kv_blocks_total > 0 ? (double)s->kv_blocks_used / s->kv_blocks_total : 0.0);
-    gauge(&o, "cllm:kv_cache_blocks_total", "KV cache blocks in the pool.", s->kv_blocks_total);
-    gauge(&o, "cllm:kv_cache_blocks_used", "KV cache blocks in use.", s->kv_blocks_used);
-    gauge(&o, "cllm:kv_cache_tokens_used", "KV cache token slots holding data.", s->kv_tokens_used);
-    counter(&o, "vllm:prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache.",
-            s->prefix_queries);
-    counter(&o, "vllm:prefix_cache_hits_total", "Prompt tokens found in the prefix cache.", s->prefix_hits);
-    counter(&o, "vllm:num_preemptions_total", "Sequences preempted (to be recomputed later).", s->preemptions);
-    counter(&o, "cllm:kv_evictions_total", "KV cache compactions by an eviction policy (--kv-eviction).",
-            s->kv_evictions);
-    counter(&o, "cllm:kv_evicted_tokens_total", "Tokens evicted from sequences' KV caches.", s->kv_evicted_tokens);
-    counter(&o, "vllm:prompt_tokens_total", "Prompt tokens scheduled.", s->prompt_tokens);
-    counter(&o, "vllm:generation_tokens_total", "Tokens generated.", s->generation_tokens);
-    counter(&o, "vllm:spec_decode_num_drafts_total", "Speculative verifications (one per sequence and step).",
-            s->spec_drafts);
-    counter(&o, "vllm:spec_decode_num_draft_tokens_total", "Speculative draft tokens verified.", s->spec_draft_tokens);
-    counter(&o, "vllm:spec_decode_num_accepted_tokens_total", "Speculative draft tokens accepted.",
-            s->spec_accepted_tokens);
-    head(&o, "vllm:spec_decode_num_accepted_tokens_per_pos", "counter",
-         "Speculative draft tokens accepted, by position in the draft (0 = first).");
-    for (int i = 0; i < s->spec_k && i < SPEC_MAX_TOKENS; i++) {
-        char pos[16];
-        snprintf(pos, sizeof pos, "%d", i);
-        sample(&o, "vllm:spec_decode_num_accepted_tokens_per_pos", "position", pos,
-               (double)s->spec_accepted_per_pos[i]);
-    }
+/* A metric read from each model's engine_stats: an int or a uint64_t field. */
+typedef struct {
+    const char *name, *type, *help;
+    size_t offset;
+    bool is_u64;
+} stat_row;
 
-    head(&o, "vllm:request_success_total", "counter", "Finished sequences by finish reason.");
+#define INT_ROW(n, t, h, f) {n, t, h, offsetof(engine_stats, f), false}
+#define U64_ROW(n, h, f) {n, "counter", h, offsetof(engine_stats, f), true}
+static const stat_row STAT_ROWS[] = {
+    INT_ROW("vllm:num_requests_running", "gauge", "Number of sequences running in the engine.", n_running),
+    INT_ROW("vllm:num_requests_waiting", "gauge", "Number of sequences waiting to be scheduled.", n_waiting),
+    INT_ROW("cllm:kv_cache_blocks_total", "gauge", "KV cache blocks in the pool.", kv_blocks_total),
+    INT_ROW("cllm:kv_cache_blocks_used", "gauge", "KV cache blocks in use.", kv_blocks_used),
+    INT_ROW("cllm:kv_cache_tokens_used", "gauge", "KV cache token slots holding data.", kv_tokens_used),
+    U64_ROW("vllm:prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache.", prefix_queries),
+    U64_ROW("vllm:prefix_cache_hits_total", "Prompt tokens found in the prefix cache.", prefix_hits),
+    U64_ROW("vllm:num_preemptions_total", "Sequences preempted (to be recomputed later).", preemptions),
+    U64_ROW("cllm:kv_evictions_total", "KV cache compactions by an eviction policy (--kv-eviction).", kv_evictions),
+    U64_ROW("cllm:kv_evicted_tokens_total", "Tokens evicted from sequences' KV caches.", kv_evicted_tokens),
+    U64_ROW("vllm:prompt_tokens_total", "Prompt tokens scheduled.", prompt_tokens),
+    U64_ROW("vllm:generation_tokens_total", "Tokens generated.", generation_tokens),
+    U64_ROW("vllm:spec_decode_num_drafts_total", "Speculative verifications (one per sequence and step).",
+            spec_drafts),
+    U64_ROW("vllm:spec_decode_num_draft_tokens_total", "Speculative draft tokens verified.", spec_draft_tokens),
+    U64_ROW("vllm:spec_decode_num_accepted_tokens_total", "Speculative draft tokens accepted.",
+            spec_accepted_tokens),
+};
+#undef INT_ROW
+#undef U64_ROW
+
+static double stat_value(const engine_stats *s, const stat_row *row) {
+    const char *p = (const char *)s + row->offset;
+    return row->is_u64 ? (double)*(const uint64_t *)p : (double)*(const int *)p;
+}
+
+static const struct {
+    const char *name, *help;
+    size_t offset;
+} HISTOGRAMS[] = {
+    {"vllm:time_to_first_token_seconds", "Time from arrival to the first generated token.",
+     offsetof(engine_stats, ttft)},
+    {"vllm:time_per_output_token_seconds", "Mean time per output token after the first.",
+     offsetof(engine_stats, tpot)},
+    {"vllm:e2e_request_latency_seconds", "Time from arrival to the end of the request.", offsetof(engine_stats, e2e)},
+    {"vllm:request_queue_time_seconds", "Time from arrival to first being scheduled.", offsetof(engine_stats, queue)},
+};
+
+static void model_metrics(out *o, const metrics_input *in) {
+    head(o, "cllm:server_ready", "gauge", "1 when the model is loaded and requests are served.");
+    for (int m = 0; m < in->n_models; m++) {
+        o->model = in->models[m].name;
+        sample(o, "cllm:server_ready", NULL, NULL, in->models[m].ready ? 1 : 0);
+    }
+    for (size_t r = 0; r < sizeof STAT_ROWS / sizeof *STAT_ROWS; r++) {
+        head(o, STAT_ROWS[r].name, STAT_ROWS[r].type, STAT_ROWS[r].help);
+        for (int m = 0; m < in->n_models; m++) {
+            o->model = in->models[m].name;
+            sample(o, STAT_ROWS[r].name, NULL, NULL, stat_value(&in->models[m].stats, &STAT_ROWS[r]));
+        }
+    }
+    head(o, "vllm:kv_cache_usage_perc", "gauge", "Fraction of KV cache blocks in use (0 to 1).");
+    for (int m = 0; m < in->n_models; m++) {
+        const engine_stats *s = &in->models[m].stats;
+        o->model = in->models[m].name;
+        sample(o, "vllm:kv_cache_usage_perc", NULL, NULL,
+               s->kv_blocks_total > 0 ? (double)s->kv_blocks_used / s->kv_blocks_total : 0.0);
+    }
+    head(o, "vllm:spec_decode_num_accepted_tokens_per_pos", "counter",
+         "Speculative draft tokens accepted, by position in the draft (0 = first).");
+    for (int m = 0; m < in->n_models; m++) {
+        const engine_stats *s = &in->models[m].stats;
+        o->model = in->models[m].name;
+        for (int i = 0; i < s->spec_k && i < SPEC_MAX_TOKENS; i++) {
+            char pos[16];
+            snprintf(pos, sizeof pos, "%d", i);
+            sample(o, "vllm:spec_decode_num_accepted_tokens_per_pos", "position", pos,
+                   (double)s->spec_accepted_per_pos[i]);
+        }
+    }
+    head(o, "vllm:request_success_total", "counter", "Finished sequences by finish reason.");
     static const struct {
         finish_reason r;
         const char *name;
     } reasons[] = {{FINISH_STOP, "stop"}, {FINISH_LENGTH, "length"}, {FINISH_ABORT, "abort"}, {FINISH_ERROR, "error"}};
-    for (size_t i = 0; i < sizeof reasons / sizeof *reasons; i++)
-        sample(&o, "vllm:request_success_total", "finished_reason", reasons[i].name,
-               (double)in->finished[reasons[i].r]);
+    for (int m = 0; m < in->n_models; m++) {
+        o->model = in->models[m].name;
+        for (size_t i = 0; i < sizeof reasons / sizeof *reasons; i++)
+            sample(o, "vllm:request_success_total", "finished_reason", reasons[i].name,
+                   (double)in->models[m].finished[reasons[i].r]);
+    }
+    if (in->has_response_cache) {
+        head(o, "cllm:response_cache_hits_total", "counter", "Cacheable requests answered from the response cache.");
+        for (int m = 0; m < in->n_models; m++) {
+            o->model = in->models[m].name;
+            sample(o, "cllm:response_cache_hits_total", NULL, NULL, (double)in->models[m].cache_hits);
+        }
+        head(o, "cllm:response_cache_misses_total", "counter", "Cacheable requests not in the response cache.");
+        for (int m = 0; m < in->n_models; m++) {
+            o->model = in->models[m].name;
+            sample(o, "cllm:response_cache_misses_total", NULL, NULL, (double)in->models[m].cache_misses);
+        }
+    }
+    for (size_t h = 0; h < sizeof HISTOGRAMS / sizeof *HISTOGRAMS; h++) {
+        head(o, HISTOGRAMS[h].name, "histogram", HISTOGRAMS[h].help);
+        for (int m = 0; m < in->n_models; m++) {
+            o->model = in->models[m].name;
+            histo_samples(o, HISTOGRAMS[h].name,
+                          (const histogram *)((const char *)&in->models[m].stats + HISTOGRAMS[h].offset));
+        }
+    }
+}
 
+/* A metric with one sample (of o->model, or server-wide). */
+static void single(out *o, const char *type, const char *name, const char *help, double v) {
+    head(o, name, type, help);
+    sample(o, name, NULL, NULL, v);
+}
+
+void metrics_render(buf *b, const metrics_input *in) {
+    out o = {.b = b};
+    model_metrics(&o, in);
+    o.model = NULL; /* the rest belongs to the whole server */
     head(&o, "cllm:http_responses_total", "counter", "HTTP responses by status class.");
     static const char *const classes[] = {"", "1xx", "2xx", "3xx", "4xx", "5xx"};
     for (int c = 2; c <= 5; c++) sample(&o, "cllm:http_responses_total", "code", classes[c], (double)in->http[c]);
-
     if (in->has_response_cache) {
-        const response_cache_stats *rc = &in->response_cache;
-        counter(&o, "cllm:response_cache_hits_total", "Cacheable requests answered from the response cache.",
-                rc->hits);
-        counter(&o, "cllm:response_cache_misses_total", "Cacheable requests not in the response cache.", rc->misses);
-        gauge(&o, "cllm:response_cache_entries", "Responses held in the response cache.", (double)rc->entries);
+        single(&o, "gauge", "cllm:response_cache_entries", "Responses held in the response cache.",
+               (double)in->response_cache_entries);
     }
+    o.model = in->n_models > 0 ? in->models[0].name : NULL; /* the embedding model, served alone */
     if (in->has_embedder) {
         const embedder_stats *es = &in->embedder;
-        counter(&o, "cllm:embedding_inputs_total", "Inputs embedded by the model (cache hits not counted).", es->inputs);
-        counter(&o, "cllm:embedding_tokens_total", "Tokens of the inputs embedded by the model.", es->tokens);
-        counter(&o, "cllm:embedding_forward_passes_total", "Forward passes of the embedding model.",
-                es->forward_passes);
+        single(&o, "counter", "cllm:embedding_inputs_total",
+               "Inputs embedded by the model (cache hits not counted).", (double)es->inputs);
+        single(&o, "counter", "cllm:embedding_tokens_total", "Tokens of the inputs embedded by the model.",
+               (double)es->tokens);
+        single(&o, "counter", "cllm:embedding_forward_passes_total", "Forward passes of the embedding model.",
+               (double)es->forward_passes);
     }
     if (in->has_embed_cache) {
         const embed_cache_stats *ec = &in->embed_cache;
-        counter(&o, "cllm:embedding_cache_hits_total", "Text inputs answered from the embedding cache.", ec->hits);
-        counter(&o, "cllm:embedding_cache_misses_total", "Text inputs not in the embedding cache.", ec->misses);
-        gauge(&o, "cllm:embedding_cache_entries", "Embeddings held in the embedding cache.", (double)ec->entries);
+        single(&o, "counter", "cllm:embedding_cache_hits_total", "Text inputs answered from the embedding cache.",
+               (double)ec->hits);
+        single(&o, "counter", "cllm:embedding_cache_misses_total", "Text inputs not in the embedding cache.",
+               (double)ec->misses);
+        single(&o, "gauge", "cllm:embedding_cache_entries", "Embeddings held in the embedding cache.",
+               (double)ec->entries);
     }
-
-    histo(&o, "vllm:time_to_first_token_seconds", "Time from arrival to the first generated token.", &s->ttft);
-    histo(&o, "vllm:time_per_output_token_seconds", "Mean time per output token after the first.", &s->tpot);
-    histo(&o, "vllm:e2e_request_latency_seconds", "Time from arrival to the end of the request.", &s->e2e);
-    histo(&o, "vllm:request_queue_time_seconds", "Time from arrival to first being scheduled.", &s->queue);
 }

@@ -664,9 +664,11 @@ int api_request_parse(const json_t *body, api_kind kind, int n_vocab, api_reques
         r->logprobs = r->logprobs == 0 ? (top >= 0 ? top : 0) : -1;
     }
     r->rp.logprobs = r->logprobs;
-    if (r->echo && r->logprobs >= 0)
+    if (r->echo && r->logprobs >= 0 && r->stream)
         return api_fail(e, 400, "unsupported_field", "echo",
-                        "'echo' together with 'logprobs' (prompt logprobs) is not supported by this server");
+                        "'echo' together with 'logprobs' and 'stream' is not supported by this server");
+    /* As vLLM: the echoed prompt's logprobs are its prompt logprobs. */
+    if (r->echo && r->logprobs >= 0 && r->rp.prompt_logprobs < r->logprobs) r->rp.prompt_logprobs = r->logprobs;
     if (r->include_usage && !r->stream)
         return api_fail(e, 400, "invalid_value", "stream_options",
                         "'stream_options' is only allowed when 'stream' is true");

@@ -2,8 +2,8 @@
  * vLLM does with it:
  *   sampling (both endpoints): skip_special_tokens, spaces_between_special_tokens,
  *     include_stop_str_in_output, truncate_prompt_tokens, allowed_token_ids,
- *     bad_words (tokenized with the prompt, generate.c); prompt_logprobs is
- *     refused (400) unless null;
+ *     bad_words (tokenized with the prompt, generate.c), prompt_logprobs (at
+ *     most API_MAX_LOGPROBS alternatives, and none with stream, as vLLM);
  *   chat: add_generation_prompt, continue_final_message, chat_template (this
  *     request's own), chat_template_kwargs and documents (template variables).
  * ignore_eos and min_tokens are in params.c's table. */
@@ -89,7 +89,17 @@ static int parse_field(const char *k, const json_t *v, int n_vocab, api_request 
             return api_fail(e, 400, "invalid_value", k, "'%s' must be at least 1, or -1 for the model's context", k);
         r->truncate_prompt_tokens = x;
     } else if (!strcmp(k, "prompt_logprobs")) {
-        return api_fail(e, 400, "unsupported_field", k, "'%s' is not supported by this server", k);
+        if (api_get_int(v, k, -1, LLONG_MAX, &x, e)) return -1;
+        if (x == -1) /* vLLM's whole vocabulary */
+            return api_fail(e, 400, "invalid_value", k,
+                            "Requested prompt logprobs of the whole vocabulary (-1), which is greater than max "
+                            "allowed: %d",
+                            API_MAX_LOGPROBS);
+        if (x > API_MAX_LOGPROBS)
+            return api_fail(e, 400, "invalid_value", k,
+                            "Requested prompt logprobs of %lld, which is greater than max allowed: %d", x,
+                            API_MAX_LOGPROBS);
+        rp->prompt_logprobs = (int)x;
     } else if (!strcmp(k, "allowed_token_ids")) {
         int n;
         if (api_parse_token_ids(v, k, n_vocab, &r->allowed_ids, &n, e)) return -1;
@@ -142,6 +152,9 @@ int api_vllm_check(api_request *r, api_error *e) {
         return api_fail(e, 400, "invalid_value", "continue_final_message",
                         "Cannot set both 'continue_final_message' and 'add_generation_prompt' to true (the latter "
                         "defaults to true)");
+    if (r->stream && r->rp.prompt_logprobs > 0)
+        return api_fail(e, 400, "invalid_value", "prompt_logprobs",
+                        "'prompt_logprobs' are not available when 'stream' is true");
     if (r->rp.beam_width > 1 && (r->rp.n_allowed_token_ids || r->bad_words))
         return api_fail(e, 400, "unsupported_field", r->bad_words ? "bad_words" : "allowed_token_ids",
                         "'%s' together with 'use_beam_search' is not supported by this server",

@@ -15,7 +15,7 @@
 /* Request fields left out of the key besides the ignored ones: they choose
  * how the same output is delivered, not what it is. */
 static const char *const DELIVERY_FIELDS[] = {
-    "model",          /* any alias of the one model served; the served name goes in instead */
+    "model",          /* an alias of the model that answers; its served name goes in instead */
     "stream",         /* a hit replays as a whole body or as SSE chunks alike */
     "stream_options", /* include_usage adds a usage chunk, built from the same counts */
 };
@@ -105,6 +105,8 @@ void response_cache_get_stats(response_cache *c, response_cache_stats *out) {
 /* ---- the key ---- */
 
 bool response_cache_cacheable(const api_request *r) {
+    /* Prompt logprobs come once per prompt, beside the outputs a recording keeps: not cached. */
+    if (r->rp.prompt_logprobs >= 0) return false;
     return r->rp.sampling.temperature == 0 || r->seed_given || r->rp.beam_width > 1;
 }
 

@@ -3,10 +3,12 @@
  * answered from memory without touching the engine.
  *
  * Key: the request body as canonical JSON (keys sorted, compact), with the
- * endpoint and the served model's name in it and without what cannot change
- * the output: null fields (null means "not given"), the accepted-and-ignored
- * fields (api_field_ignored: user, metadata, ...), "model" (every alias of
- * the one model served), and "stream" / "stream_options", which only choose
+ * endpoint and the served name of the model that answers it in it (one cache
+ * serves every model of the server, so the same body sent to two models is
+ * two entries) and without what cannot change the output: null fields (null
+ * means "not given"), the accepted-and-ignored fields (api_field_ignored:
+ * user, metadata, ...), "model" as the client spelled it (any alias of that
+ * model), and "stream" / "stream_options", which only choose
  * how the same output is delivered. The whole key is stored and compared, so
  * a hash collision cannot serve a wrong answer.
  *

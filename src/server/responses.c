@@ -5,6 +5,7 @@
 #include "util/utf8.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 const char *resp_finish_name(finish_reason r) { return r == FINISH_NONE ? NULL : finish_reason_name(r); }
@@ -59,6 +60,62 @@ static json_t *chat_entry(const resp_ctx *c, int32_t tok, float lp, buf *tmp) {
     return o;
 }
 
+/* The four parallel arrays of completions' logprobs. */
+typedef struct {
+    json_t *tokens, *token_lps, *tops, *offsets;
+} compl_lps;
+
+static compl_lps compl_lps_new(void) {
+    return (compl_lps){json_array(), json_array(), json_array(), json_array()};
+}
+
+static json_t *compl_lps_json(compl_lps *o) {
+    return json_pack("{s:o,s:o,s:o,s:o}", "tokens", o->tokens, "token_logprobs", o->token_lps, "top_logprobs", o->tops,
+                     "text_offset", o->offsets);
+}
+
+/* One token of completions' logprobs with its first n_top alternatives;
+ * no_context (an echoed prompt's first token): null logprob and alternatives. */
+static void compl_entry(const resp_ctx *c, compl_lps *o, const gen_logprob *l, int n_top, bool no_context,
+                        long *text_offset, buf *tmp) {
+    buf_reset(tmp);
+    token_bytes(c->tok, l->token, tmp);
+    json_t *ts = resp_string(tmp->data ? tmp->data : "", tmp->len);
+    json_array_append_new(o->offsets, json_integer(*text_offset));
+    *text_offset += (long)utf8_count(json_string_value(ts), json_string_length(ts));
+    json_array_append(o->tokens, ts);
+    if (no_context) {
+        json_array_append_new(o->token_lps, json_null());
+        json_array_append_new(o->tops, json_null());
+        json_decref(ts);
+        return;
+    }
+    json_array_append_new(o->token_lps, lp_real(l->logprob));
+    json_t *top = json_object();
+    for (int k = 0; k < n_top && k < l->n_top; k++) {
+        buf_reset(tmp);
+        token_bytes(c->tok, l->top_tok[k], tmp);
+        json_t *s = resp_string(tmp->data ? tmp->data : "", tmp->len);
+        if (!json_object_get(top, json_string_value(s)))
+            json_object_set_new(top, json_string_value(s), lp_real(l->top_lp[k]));
+        json_decref(s);
+    }
+    /* OpenAI: the sampled token is always among the alternatives. */
+    if (!json_object_get(top, json_string_value(ts))) json_object_set_new(top, json_string_value(ts), lp_real(l->logprob));
+    json_array_append_new(o->tops, top);
+    json_decref(ts);
+}
+
+json_t *resp_echo_logprobs(const resp_ctx *c, const gen_prompt_lps *p, int n_top, const gen_choice *ch) {
+    buf tmp = {0};
+    compl_lps o = compl_lps_new();
+    long off = 0;
+    for (int i = 0; i < p->n; i++) compl_entry(c, &o, &p->items[i], n_top, i == 0, &off, &tmp);
+    for (int i = 0; i < ch->n_lps; i++) compl_entry(c, &o, &ch->lps[i], ch->lps[i].n_top, false, &off, &tmp);
+    buf_free(&tmp);
+    return compl_lps_json(&o);
+}
+
 json_t *resp_logprobs(const resp_ctx *c, const gen_logprob *lps, int from, int to, long *text_offset) {
     buf tmp = {0};
     json_t *out;
@@ -74,33 +131,42 @@ json_t *resp_logprobs(const resp_ctx *c, const gen_logprob *lps, int from, int t
         }
         out = json_pack("{s:o,s:n}", "content", content, "refusal");
     } else {
-        json_t *tokens = json_array(), *token_lps = json_array(), *tops = json_array(), *offsets = json_array();
-        for (int i = from; i < to; i++) {
-            const gen_logprob *l = &lps[i];
-            buf_reset(&tmp);
-            token_bytes(c->tok, l->token, &tmp);
-            json_t *ts = resp_string(tmp.data ? tmp.data : "", tmp.len);
-            json_array_append_new(offsets, json_integer(*text_offset));
-            *text_offset += (long)utf8_count(json_string_value(ts), json_string_length(ts));
-            json_array_append(tokens, ts);
-            json_array_append_new(token_lps, lp_real(l->logprob));
-            json_t *top = json_object();
-            for (int k = 0; k < l->n_top; k++) {
-                buf_reset(&tmp);
-                token_bytes(c->tok, l->top_tok[k], &tmp);
-                json_t *s = resp_string(tmp.data ? tmp.data : "", tmp.len);
-                if (!json_object_get(top, json_string_value(s)))
-                    json_object_set_new(top, json_string_value(s), lp_real(l->top_lp[k]));
-                json_decref(s);
-            }
-            /* OpenAI: the sampled token is always among the alternatives. */
-            if (!json_object_get(top, json_string_value(ts)))
-                json_object_set_new(top, json_string_value(ts), lp_real(l->logprob));
-            json_array_append_new(tops, top);
-            json_decref(ts);
+        compl_lps o = compl_lps_new();
+        for (int i = from; i < to; i++) compl_entry(c, &o, &lps[i], lps[i].n_top, false, text_offset, &tmp);
+        out = compl_lps_json(&o);
+    }
+    buf_free(&tmp);
+    return out;
+}
+
+/* {"logprob", "rank", "decoded_token"}, one entry of vLLM's prompt logprobs. */
+static json_t *prompt_entry(const resp_ctx *c, int32_t tok, float lp, int rank, buf *tmp) {
+    buf_reset(tmp);
+    token_bytes(c->tok, tok, tmp);
+    json_t *o = json_object();
+    json_object_set_new(o, "logprob", lp_real(lp));
+    json_object_set_new(o, "rank", json_integer(rank));
+    json_object_set_new(o, "decoded_token", resp_string(tmp->data ? tmp->data : "", tmp->len));
+    return o;
+}
+
+json_t *resp_prompt_logprobs(const resp_ctx *c, const gen_prompt_lps *p) {
+    if (!p->items) return json_null();
+    json_t *out = json_array();
+    json_array_append_new(out, json_null()); /* the first token has no context */
+    buf tmp = {0};
+    char key[16];
+    for (int i = 1; i < p->n; i++) {
+        const gen_logprob *l = &p->items[i];
+        json_t *d = json_object();
+        snprintf(key, sizeof key, "%d", (int)l->token);
+        json_object_set_new(d, key, prompt_entry(c, l->token, l->logprob, l->rank, &tmp));
+        for (int k = 0; k < l->n_top; k++) {
+            if (l->top_tok[k] == l->token) continue;
+            snprintf(key, sizeof key, "%d", (int)l->top_tok[k]);
+            json_object_set_new(d, key, prompt_entry(c, l->top_tok[k], l->top_lp[k], k + 1, &tmp));
         }
-        out = json_pack("{s:o,s:o,s:o,s:o}", "tokens", tokens, "token_logprobs", token_lps, "top_logprobs", tops,
-                        "text_offset", offsets);
+        json_array_append_new(out, d);
     }
     buf_free(&tmp);
     return out;

@@ -2,7 +2,8 @@
  * and chat ("chat.completion" / "chat.completion.chunk"): bodies, stream
  * chunks, choices, usage and the two logprobs formats:
  *   completions: {"tokens", "token_logprobs", "top_logprobs": [{token: lp}], "text_offset"}
- *   chat:        {"content": [{"token", "logprob", "bytes", "top_logprobs": [...]}]} */
+ *   chat:        {"content": [{"token", "logprob", "bytes", "top_logprobs": [...]}]}
+ * and vLLM's prompt_logprobs (on each completions choice, on the chat body). */
 #ifndef CLLM_SERVER_RESPONSES_H
 #define CLLM_SERVER_RESPONSES_H
 
@@ -34,6 +35,15 @@ json_t *resp_usage(const gen *g);
 /* Logprobs of tokens [from, to) of a choice, in the endpoint's format.
  * *text_offset (completions) advances by the characters of each token. */
 json_t *resp_logprobs(const resp_ctx *c, const gen_logprob *lps, int from, int to, long *text_offset);
+/* vLLM's prompt_logprobs of one prompt: [null, {"<id>": {"logprob", "rank",
+ * "decoded_token"}, ...}, ...], the prompt token first, then its top
+ * alternatives; null when the engine reported none. */
+json_t *resp_prompt_logprobs(const resp_ctx *c, const gen_prompt_lps *p);
+/* Completions' logprobs of an echoed prompt and the choice's output (OpenAI's
+ * echo with logprobs): the prompt's tokens first (the first with null logprob
+ * and alternatives), each with its first n_top alternatives, text offsets
+ * from the start of the prompt. */
+json_t *resp_echo_logprobs(const resp_ctx *c, const gen_prompt_lps *p, int n_top, const gen_choice *ch);
 /* A whole (non-streamed) choice; echo is prepended to completions text. */
 json_t *resp_choice(const resp_ctx *c, const gen_choice *ch, int index, const char *echo, size_t echo_len,
                     long text_offset0);

@@ -323,7 +323,8 @@ enum MHD_Result handle_responses(server *s, http_req *r) {
     api_error e;
     json_t *body = http_body_json(r, &e);
     if (!body) return http_reply_error(r, &e);
-    json_t *chat = to_chat_body(body, &e);
+    served_model *sm = served_models_route(&s->models, body, &e);
+    json_t *chat = sm ? to_chat_body(body, &e) : NULL;
     resp_state *c = chat ? calloc(1, sizeof *c) : NULL;
     if (!c) {
         if (chat) api_fail(&e, 500, "out_of_memory", NULL, "out of memory");
@@ -333,11 +334,11 @@ enum MHD_Result handle_responses(server *s, http_req *r) {
     }
     server_new_id(s, "resp_", c->id, sizeof c->id);
     server_new_id(s, "msg_", c->msg_id, sizeof c->msg_id);
-    c->model = s->cfg.served_name;
+    c->model = sm->name;
     c->created_at = (long long)time(NULL);
     c->echo = echo_of(body);
     json_decref(body);
     const gen_shape shape = {.ctx = c, .free_ctx = free_state, .body = body_hook, .stream_start = stream_start,
                              .stream_delta = stream_delta, .stream_end = stream_end, .stream_error = stream_error};
-    return handle_generation_shaped(s, r, chat, &shape);
+    return handle_generation_shaped(s, sm, r, chat, &shape);
 }

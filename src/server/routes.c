@@ -1,7 +1,8 @@
 /* The router: path and method to handler, with the checks every request
- * passes first (API key on protected paths, the model being loaded, the body
- * size), plus the small endpoints: /health, /metrics, /v1/models, and the
- * chat page's files (webui.h) unless it is turned off. */
+ * passes first (API key on protected paths, the models being loaded, the body
+ * size), plus the small endpoints: /health, /metrics, /v1/models (every model
+ * served), and the chat page's files (webui.h) unless it is turned off. The
+ * endpoints that take a body pick their model from it (served_models_route). */
 #include "server/routes.h"
 
 #include "server/auth.h"
@@ -14,6 +15,7 @@
 #include "server/tokenize.h"
 #include "server/webui.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 typedef enum {
@@ -37,37 +39,61 @@ static const struct {
     {"/v1/embeddings", "POST", R_EMBEDDINGS},
 };
 
-static json_t *model_card(server *s) {
-    return json_pack("{s:s,s:s,s:I,s:s,s:s,s:i}", "id", s->cfg.served_name, "object", "model", "created",
-                     (json_int_t)s->created, "owned_by", "cllm", "root", s->cfg.model_path ? s->cfg.model_path : "",
-                     "max_model_len", s->max_model_len);
+static json_t *model_card(const server *s, const served_model *sm) {
+    json_t *card = json_pack("{s:s,s:s,s:I,s:s,s:s}", "id", sm->name, "object", "model", "created",
+                             (json_int_t)s->created, "owned_by", "cllm", "root", sm->path ? sm->path : "");
+    /* unknown until a model loaded on demand (--max-loaded-models) first loads */
+    if (card && sm->max_model_len > 0) json_object_set_new(card, "max_model_len", json_integer(sm->max_model_len));
+    return card;
+}
+
+static json_t *model_list(const server *s) {
+    json_t *data = json_array();
+    for (int i = 0; i < s->models.n; i++) json_array_append_new(data, model_card(s, &s->models.v[i]));
+    return json_pack("{s:s,s:o}", "object", "list", "data", data);
 }
 
 static enum MHD_Result metrics(server *s, http_req *r) {
-    metrics_input in = {.model_name = s->cfg.served_name};
-    in.ready = atomic_load(&s->state) == SERVER_READY;
-    if (atomic_load(&s->state) != SERVER_LOADING && s->e) {
-        engine_get_stats(s->e, &in.stats);
-    } else {
-        hist_init_seconds(&in.stats.ttft);
-        hist_init_seconds(&in.stats.tpot);
-        hist_init_seconds(&in.stats.e2e);
-        hist_init_seconds(&in.stats.queue);
-    }
-    for (int i = 0; i <= FINISH_ERROR; i++) in.finished[i] = atomic_load(&s->counters.finished[i]);
-    for (int i = 0; i < 6; i++) in.http[i] = atomic_load(&s->http.responses[i]);
-    if (atomic_load(&s->state) != SERVER_LOADING && s->embedder) {
-        in.has_embedder = true;
-        embedder_get_stats(s->embedder, &in.embedder);
-    }
-    in.has_embed_cache = s->embed_cache != NULL;
-    if (in.has_embed_cache) embed_cache_get_stats(s->embed_cache, &in.embed_cache);
-    in.has_response_cache = s->response_cache != NULL;
-    if (in.has_response_cache) response_cache_get_stats(s->response_cache, &in.response_cache);
+    const int state = atomic_load(&s->state);
+    metrics_model *models = calloc((size_t)s->models.n, sizeof *models);
+    metrics_input in = {.models = models, .n_models = s->models.n};
     buf b = {0};
-    metrics_render(&b, &in);
+    if (models) {
+        for (int i = 0; i < s->models.n; i++) {
+            served_model *sm = &s->models.v[i];
+            metrics_model *mm = &models[i];
+            mm->name = sm->name;
+            /* an unloaded model (--max-loaded-models) shows zeros, and its
+             * engine's counters start again when it is loaded again */
+            const bool loaded = served_models_stats(&s->models, i, &mm->stats);
+            mm->ready = state == SERVER_READY && (loaded || s->enc); /* an embedding model has no engine */
+            if (!loaded) {
+                hist_init_seconds(&mm->stats.ttft);
+                hist_init_seconds(&mm->stats.tpot);
+                hist_init_seconds(&mm->stats.e2e);
+                hist_init_seconds(&mm->stats.queue);
+            }
+            for (int k = 0; k <= FINISH_ERROR; k++) mm->finished[k] = atomic_load(&sm->counters.finished[k]);
+            mm->cache_hits = atomic_load(&sm->cache_hits);
+            mm->cache_misses = atomic_load(&sm->cache_misses);
+        }
+        for (int i = 0; i < 6; i++) in.http[i] = atomic_load(&s->http.responses[i]);
+        in.has_response_cache = s->response_cache != NULL;
+        if (in.has_response_cache) {
+            response_cache_stats rc;
+            response_cache_get_stats(s->response_cache, &rc);
+            in.response_cache_entries = rc.entries;
+        }
+        if (state != SERVER_LOADING && s->embedder) {
+            in.has_embedder = true;
+            embedder_get_stats(s->embedder, &in.embedder);
+        }
+        in.has_embed_cache = s->embed_cache != NULL;
+        if (in.has_embed_cache) embed_cache_get_stats(s->embed_cache, &in.embed_cache);
+        metrics_render(&b, &in);
+    }
     enum MHD_Result rc;
-    if (b.oom) {
+    if (!models || b.oom) {
         api_error e;
         api_fail(&e, 500, "out_of_memory", NULL, "out of memory");
         rc = http_reply_error(r, &e);
@@ -75,6 +101,7 @@ static enum MHD_Result metrics(server *s, http_req *r) {
         rc = http_reply(r, 200, "text/plain; version=0.0.4; charset=utf-8", b.data ? b.data : "", b.len);
     }
     buf_free(&b);
+    free(models);
     return rc;
 }
 
@@ -141,11 +168,13 @@ enum MHD_Result route_request(void *user, http_req *r) {
         return http_reply_error(r, &e);
     }
     switch ((route_id)found) {
-    case R_MODELS: return http_reply_json(r, 200, json_pack("{s:s,s:[o]}", "object", "list", "data", model_card(s)));
-    case R_MODEL:
-        if (server_model_matches(s, r->path + 11)) return http_reply_json(r, 200, model_card(s));
-        api_fail(&e, 404, "model_not_found", "model", "The model '%.200s' does not exist.", r->path + 11);
+    case R_MODELS: return http_reply_json(r, 200, model_list(s));
+    case R_MODEL: {
+        const served_model *sm = served_models_find(&s->models, r->path + 11);
+        if (sm) return http_reply_json(r, 200, model_card(s, sm));
+        served_models_not_found(&s->models, r->path + 11, &e);
         return http_reply_error(r, &e);
+    }
     default: break;
     }
     if (state == SERVER_DRAINING) {

@@ -19,6 +19,9 @@ int server_start(server *s, const server_config *cfg) {
     if (s->cfg.keep_alive_s <= 0) s->cfg.keep_alive_s = SERVER_DEFAULT_KEEP_ALIVE_S;
     if (s->cfg.header_timeout_s <= 0) s->cfg.header_timeout_s = SERVER_DEFAULT_HEADER_TIMEOUT_S;
     if (s->cfg.body_timeout_s <= 0) s->cfg.body_timeout_s = SERVER_DEFAULT_BODY_TIMEOUT_S;
+    if (served_models_init(&s->models, cfg->models, cfg->n_models, cfg->loader, cfg->max_loaded_models)) return -1;
+    s->cfg.models = NULL; /* copied into s->models */
+    s->cfg.loader = NULL;
     s->created = time(NULL);
     atomic_store(&s->state, SERVER_LOADING);
     const http_limits limits = {
@@ -29,11 +32,14 @@ int server_start(server *s, const server_config *cfg) {
         .max_per_client = s->cfg.max_per_client > 0 ? (unsigned)s->cfg.max_per_client : 0,
         .max_connections = s->cfg.max_connections > 0 ? (unsigned)s->cfg.max_connections : 0,
     };
-    if (s->cfg.response_cache_size && !(s->response_cache = response_cache_create(s->cfg.response_cache_size)))
+    if (s->cfg.response_cache_size && !(s->response_cache = response_cache_create(s->cfg.response_cache_size))) {
+        served_models_free(&s->models);
         return err_oom("out of memory for a response cache of %zu entries", s->cfg.response_cache_size);
+    }
     if (http_server_start(&s->http, s->cfg.host, s->cfg.port, &limits, route_request, s)) {
         response_cache_free(s->response_cache);
         s->response_cache = NULL;
+        served_models_free(&s->models);
         return -1;
     }
     return 0;
@@ -41,24 +47,21 @@ int server_start(server *s, const server_config *cfg) {
 
 int server_port(const server *s) { return s->http.port; }
 
-void server_set_ready(server *s, model *m, engine *e, const chat_template *tmpl) {
-    s->m = m;
-    s->e = e;
-    s->tmpl = tmpl;
-    s->max_model_len = engine_get_config(e)->max_model_len;
-    atomic_store(&s->state, SERVER_READY);
+void server_set_model(server *s, int i, model *m, engine *e, const chat_template *tmpl) {
+    served_models_set(&s->models, i, m, e, tmpl);
 }
 
-int server_set_ready_encoder(server *s, const encoder *enc, embedder *eb) {
+int server_set_encoder(server *s, const encoder *enc, embedder *eb) {
     if (s->cfg.embed_cache_size && !(s->embed_cache = embed_cache_create(s->cfg.embed_cache_size, enc->hp.n_embd)))
         return -1;
     if (!s->cfg.max_embed_inputs) s->cfg.max_embed_inputs = SERVER_DEFAULT_MAX_EMBED_INPUTS;
     s->enc = enc;
     s->embedder = eb;
-    s->max_model_len = enc->max_len;
-    atomic_store(&s->state, SERVER_READY);
+    atomic_store(&s->models.v[0].max_model_len, enc->max_len);
     return 0;
 }
+
+void server_set_ready(server *s) { atomic_store(&s->state, SERVER_READY); }
 
 void server_drain(server *s) {
     atomic_store(&s->state, SERVER_DRAINING);
@@ -75,17 +78,7 @@ void server_stop(server *s) {
     s->embed_cache = NULL;
 }
 
-static const char *base_name(const char *p) {
-    const char *b = strrchr(p, '/');
-    return b ? b + 1 : p;
-}
-
-bool server_model_matches(const server *s, const char *name) {
-    if (!strcmp(name, s->cfg.served_name)) return true;
-    if (s->cfg.model_path && (!strcmp(name, s->cfg.model_path) || !strcmp(name, base_name(s->cfg.model_path))))
-        return true;
-    return s->m && s->m->name && !strcmp(name, s->m->name);
-}
+void server_free(server *s) { served_models_free(&s->models); }
 
 void server_new_id(server *s, const char *prefix, char *out, size_t cap) {
     uint64_t r[2] = {0, 0};
@@ -96,7 +89,7 @@ void server_new_id(server *s, const char *prefix, char *out, size_t cap) {
     snprintf(out, cap, "%s%016llx%016llx", prefix, (unsigned long long)r[0], (unsigned long long)r[1]);
 }
 
-int server_check_fields(server *s, const json_t *body, const char *const *allowed, api_error *e) {
+int server_check_fields(const json_t *body, const char *const *allowed, api_error *e) {
     if (!json_is_object(body))
         return api_fail(e, 400, "invalid_type", NULL, "the body must be a JSON object, got %s", api_json_type_name(body));
     const char *key;
@@ -107,12 +100,7 @@ int server_check_fields(server *s, const json_t *body, const char *const *allowe
         if (!ok) return api_fail(e, 400, "unknown_field", key, "Unrecognized request argument supplied: %.64s", key);
     }
     const json_t *m = json_object_get(body, "model");
-    if (m && !json_is_null(m)) {
-        if (!json_is_string(m))
-            return api_fail(e, 400, "invalid_type", "model", "'model' must be a string, got %s", api_json_type_name(m));
-        if (!server_model_matches(s, json_string_value(m)))
-            return api_fail(e, 404, "model_not_found", "model", "The model '%.200s' does not exist.",
-                            json_string_value(m));
-    }
+    if (m && !json_is_null(m) && !json_is_string(m))
+        return api_fail(e, 400, "invalid_type", "model", "'model' must be a string, got %s", api_json_type_name(m));
     return 0;
 }

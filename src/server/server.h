@@ -1,9 +1,10 @@
 /* The OpenAI-compatible HTTP server: a libmicrohttpd daemon (http.h: a few
  * I/O threads for every socket, a thread per request being answered, so a
  * handler may block waiting for tokens without holding up anyone else), in
- * front of one engine. It listens before the model is
- * loaded (then /health answers 503) and becomes ready when the caller hands
- * it the model and the running engine.
+ * front of one engine per model served (served_models.h: requests go to the
+ * model their "model" field names). It listens before the models are
+ * loaded (then /health answers 503) and becomes ready when the caller has
+ * handed it every model with its running engine.
  *
  * Routes: POST /v1/completions, POST /v1/chat/completions, GET /v1/models
  * (and /v1/models/{id}), GET /health, GET /metrics, POST /tokenize,
@@ -24,6 +25,7 @@
 #include "server/gen.h"
 #include "server/http.h"
 #include "server/response_cache.h"
+#include "server/served_models.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -45,8 +47,10 @@ typedef struct {
     const char *api_key;      /* NULL or "": no key needed */
     bool metrics_require_key; /* /metrics needs the key too */
     bool webui;               /* serve the chat page at / (webui.h) */
-    const char *served_name;  /* the model id clients use */
-    const char *model_path;   /* also accepted as a model id, as is its file name */
+    const served_model_config *models; /* what is served, the default first (copied) */
+    int n_models;
+    const served_model_loader *loader; /* NULL: every model is handed over before ready and stays */
+    int max_loaded_models;             /* with a loader: in memory at most (served_models.h) */
     size_t max_body_bytes;    /* larger bodies get 413 */
     int max_connections;      /* 0: what the open-file limit allows */
     int max_per_client;       /* connections per client address; 0: no limit */
@@ -69,34 +73,34 @@ typedef struct server {
     server_config cfg;
     http_server http;
     _Atomic int state;
-    /* Set once before state becomes READY, read-only after: a generative
-     * model with its engine, or an embedding model with its embedder. */
-    model *m;
-    engine *e;
+    served_models models; /* each filled once before state becomes READY */
+    /* An embedding model, served alone (models has its one name): set once
+     * before state becomes READY, read-only after; NULL for generative models. */
     const encoder *enc;
     embedder *embedder;
     embed_cache *embed_cache; /* NULL: off */
-    const chat_template *tmpl;
-    int max_model_len;
     time_t created;
     /* Generation requests the HTTP side is still serving. */
     _Atomic int n_active;
     _Atomic uint64_t next_id;
-    gen_counters counters;
     response_cache *response_cache; /* NULL: off */
 } server;
 
-/* Starts listening (state LOADING). Returns -1 with err_get() when the address
- * cannot be bound or the response cache cannot be made. */
+/* Starts listening (state LOADING). Returns -1 with err_get() when the models'
+ * names clash, the address cannot be bound or the response cache cannot be
+ * made. */
 int server_start(server *s, const server_config *cfg);
 /* The port actually bound. */
 int server_port(const server *s);
-/* Hands over the model, the started engine and the chat template. */
-void server_set_ready(server *s, model *m, engine *e, const chat_template *tmpl);
-/* The same for an embedding model: /v1/embeddings is served, the generation
- * endpoints answer 400. Makes the embedding cache; -1 with err_get() when it
- * cannot. */
-int server_set_ready_encoder(server *s, const encoder *enc, embedder *eb);
+/* Hands over model i (in cfg.models' order), its started engine and its chat
+ * template. */
+void server_set_model(server *s, int i, model *m, engine *e, const chat_template *tmpl);
+/* Every model is set: requests are served (/health answers 200). */
+void server_set_ready(server *s);
+/* Hands over an embedding model (the one model of cfg.models) and its
+ * embedder: /v1/embeddings is served, the generation endpoints answer 400.
+ * Makes the embedding cache; -1 with err_get() when it cannot. */
+int server_set_encoder(server *s, const encoder *enc, embedder *eb);
 /* Stops accepting connections; requests on open connections get 503. */
 void server_drain(server *s);
 /* Requests still being prepared or answered by a handler thread. */
@@ -104,13 +108,15 @@ int server_handling(server *s);
 /* Closes every connection and joins the HTTP threads, then frees the response
  * cache; server_handling must be 0 and no stream still waiting for the engine. */
 void server_stop(server *s);
+/* After server_stop, once the engines are freed (their requests' callbacks
+ * count into the models' counters): frees the table of models. */
+void server_free(server *s);
 
-/* Whether a request's "model" names the served model. */
-bool server_model_matches(const server *s, const char *name);
 /* For the small endpoints: every key of the JSON body is one of `allowed`
  * (NULL-terminated; else a 400 naming it), and "model", when given, is a
- * name of the served model (else a 404). 0, or -1 with *e filled. */
-int server_check_fields(server *s, const json_t *body, const char *const *allowed, api_error *e);
+ * string or null (its name is routed by served_models_route). 0, or -1 with
+ * *e filled. */
+int server_check_fields(const json_t *body, const char *const *allowed, api_error *e);
 /* A fresh id such as "chatcmpl-5f0c...". */
 void server_new_id(server *s, const char *prefix, char *out, size_t cap);
 

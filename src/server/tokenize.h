@@ -4,7 +4,9 @@
  *               messages, as in vLLM) and "add_generation_prompt" (messages,
  *               default true) -> {"tokens": [...], "count": n, "max_model_len": L}
  *   /detokenize {"tokens": [...]} -> {"prompt": text}
- * The token counts are exactly what generation would see. */
+ * The token counts are exactly what generation would see, with the tokenizer
+ * and chat template of the model "model" names (the default model without
+ * it). */
 #ifndef CLLM_SERVER_TOKENIZE_H
 #define CLLM_SERVER_TOKENIZE_H
 

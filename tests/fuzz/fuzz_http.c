@@ -102,7 +102,9 @@ static enum MHD_Result handle(void *user, http_req *r) {
     const char *agent = http_header(r, "User-Agent");
     char text[512];
     const int n = snprintf(text, sizeof text, "%s %s not found (agent %s)", r->method, r->path, agent ? agent : "-");
-    return http_reply(r, 404, "text/plain", text, n > 0 ? (size_t)n : 0);
+    /* snprintf returns the untruncated length: a long path or agent exceeds text */
+    const size_t len = n < 0 ? 0 : (size_t)n < sizeof text ? (size_t)n : sizeof text - 1;
+    return http_reply(r, 404, "text/plain", text, len);
 }
 
 static http_server server;

@@ -27,9 +27,11 @@ METRIC_RE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$")
 
 class CllmServer:
     def __init__(self, cllm_bin, model, *args: str, api_key: Optional[str] = None, threads: int = 2,
-                 startup_timeout: float = 120, wait_ready: bool = True, env: Optional[dict] = None):
+                 startup_timeout: float = 120, wait_ready: bool = True, env: Optional[dict] = None,
+                 launcher: tuple = ()):
+        """`launcher` goes before the binary (e.g. mpirun and its flags)."""
         self.api_key = api_key
-        cmd = [str(cllm_bin), "serve", str(model), "--host", "127.0.0.1", "--port", "0",
+        cmd = [*launcher, str(cllm_bin), "serve", str(model), "--host", "127.0.0.1", "--port", "0",
                "--threads", str(threads), *map(str, args)]
         if api_key:
             cmd += ["--api-key", api_key]

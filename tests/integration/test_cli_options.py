@@ -225,5 +225,5 @@ def test_print_config_shows_defaults_and_positionals(run_cllm):
     assert doc["in"] == "in.gguf" and doc["out.gguf"] == "out.gguf"
     assert doc["keep"] == ["a", "b"] and doc["quiet"] is True and doc["bits"] == 4 and doc["method"] == "rtn"
     doc = config(run_cllm, "serve", "model.gguf", "--api-key", "secret")
-    assert doc["model"] == "model.gguf" and doc["port"] == 8000 and doc["max-model-len"] is None
+    assert doc["model"] == ["model.gguf"] and doc["port"] == 8000 and doc["max-model-len"] is None
     assert "secret" not in json.dumps(doc)

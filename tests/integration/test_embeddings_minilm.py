@@ -142,9 +142,24 @@ def test_bad_requests_get_400(server, body, param, words):
     assert err["param"] == param and words in err["message"], err
 
 
-def test_unknown_model_is_404(server):
+def test_unknown_model_is_404(server, minilm_path):
     r = server.post("/v1/embeddings", {"model": "nope", "input": "x"})
-    assert r.status_code == 404 and "nope" in r.json()["error"]["message"]
+    assert r.status_code == 404, r.text
+    err = r.json()["error"]
+    assert err["code"] == "model_not_found" and err["message"] == (
+        f"The model 'nope' does not exist. Available model: '{NAME}'")
+    # The served name and the path's aliases route to it, as on the generation endpoints.
+    for name in (NAME, str(minilm_path), None):
+        r = server.post("/v1/embeddings", {"model": name, "input": "x"})
+        assert r.status_code == 200 and r.json()["model"] == NAME, (name, r.text)
+
+
+def test_embedding_model_is_served_alone(run_cllm, minilm_path, model_factory):
+    llama = model_factory("llama")
+    for args in ([minilm_path, "--model", llama], [llama, "--model", minilm_path],
+                 [minilm_path, "--tensor-parallel-size", 2]):
+        p = run_cllm("serve", *args, "--port", 0)
+        assert p.returncode == 1 and "an embedding model is served alone" in p.stderr, (args, p.stderr)
 
 
 def test_truncate_prompt_tokens(server, reference):
@@ -176,6 +191,10 @@ def test_embedding_cache_hits_in_metrics(server, minilm_path):
     assert mid["cllm:embedding_cache_misses_total"] - before["cllm:embedding_cache_misses_total"] == 2
     assert after["cllm:embedding_cache_hits_total"] - mid["cllm:embedding_cache_hits_total"] == 1
     assert after["cllm:embedding_inputs_total"] == mid["cllm:embedding_inputs_total"]  # not recomputed
+    labeled = f'{{model_name="{NAME}"}}'  # the embedding samples are the model's, as the engine's are
+    assert after["cllm:embedding_cache_hits_total" + labeled] == after["cllm:embedding_cache_hits_total"]
+    assert after["cllm:embedding_forward_passes_total" + labeled] > 0
+    assert after["cllm:server_ready" + labeled] == 1
     assert second["data"][0]["embedding"] == first["data"][0]["embedding"]
     tok = Tokenizer.from_file(str(minilm_path / "tokenizer.json"))
     tok.no_padding()  # the file pads to 128

@@ -63,7 +63,7 @@ def accepted_fields(repo_root) -> dict:
     # (structured.c) are read outside that table.
     vllm = (repo_root / "src" / "server" / "params_vllm.c").read_text()
     for name, where in re.findall(r'\{"(\w+)", V_(BOTH|CHAT)\}', vllm):
-        if name not in REFUSED:
+        if name not in NOT_CACHED:
             out[name] = {"completions", "chat"} if where == "BOTH" else {"chat"}
     structured = (repo_root / "src" / "server" / "structured.c").read_text()
     m = re.search(r"FIELDS\[\] = \{(.*?)\};", structured, re.S)
@@ -77,8 +77,9 @@ def ignored_fields(repo_root) -> set:
     return set(re.findall(r'\{"(\w+)", check_\w+\}', source_table(repo_root, "IGNORED")))
 
 
-# vLLM fields in params_vllm.c's table that the server refuses (a 400): not fields to walk.
-REFUSED = {"prompt_logprobs"}
+# vLLM fields in params_vllm.c's table whose requests are never cached (X-Cllm-Cache: bypass,
+# test_prompt_logprobs_bypass_the_cache): not fields to walk.
+NOT_CACHED = {"prompt_logprobs"}
 TOOL = {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}
 
 # field -> (extra fields in the base request, the change). The base request is
@@ -351,3 +352,11 @@ def test_off_by_default(cllm_bin, model_factory):
         r = s.post("/v1/completions", {"prompt": "a", "max_tokens": 2, "temperature": 0})
         assert r.status_code == 200 and CACHE not in r.headers
         assert "response_cache" not in s.get("/metrics").text
+
+
+def test_prompt_logprobs_bypass_the_cache(srv):
+    """The engine reports prompt logprobs once per prompt, beside the outputs a recording keeps."""
+    body = {**base_request("completions", "prompt-logprobs"), "prompt_logprobs": 1}
+    for _ in range(2):
+        r = send(srv, "completions", body)
+        assert r.headers[CACHE] == "bypass" and r.json()["choices"][0]["prompt_logprobs"][0] is None

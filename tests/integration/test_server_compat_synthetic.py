@@ -67,7 +67,7 @@ def test_chat_fields_and_refusals(srv):
         if "truncate_prompt_tokens" not in fields:
             assert t.json()["count"] == r.json()["usage"]["prompt_tokens"]
     for fields, param in (({"chat_template": "{% if %}"}, "chat_template"),
-                          ({"prompt_logprobs": 2}, "prompt_logprobs"),
+                          ({"prompt_logprobs": 21}, "prompt_logprobs"),
                           ({"bad_words": [1]}, "bad_words"),
                           ({"continue_final_message": True}, "continue_final_message")):
         r = srv.post("/v1/chat/completions", {"messages": msgs, **fields})

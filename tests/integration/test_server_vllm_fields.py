@@ -206,7 +206,7 @@ def test_chat_fields_refused_clearly(client, srv):
 
 
 def test_sampling_fields_refused_clearly(client, srv):
-    bad_request(lambda: complete(client, prompt_logprobs=1), "prompt_logprobs")
+    bad_request(lambda: complete(client, prompt_logprobs=21), "prompt_logprobs")
     bad_request(lambda: complete(client, allowed_token_ids=[10 ** 7]), "allowed_token_ids")
     bad_request(lambda: complete(client, allowed_token_ids=[]), "allowed_token_ids")
     bad_request(lambda: complete(client, bad_words="five"), "bad_words")

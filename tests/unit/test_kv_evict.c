@@ -39,7 +39,7 @@ static void test_plan_streaming_truncate_h2o(void **state) {
 
     /* h2o: 2 sinks, 8 kept of 20; recent = 3, heavy = 3 from slots 2..16 by score (ties: later slot). */
     const kv_evict_params h2o = {.policy = KV_EVICT_H2O, .budget = 20, .sink = 2};
-    float scores[20] = {0};
+    int64_t scores[20] = {0};
     scores[5] = 3, scores[9] = 2, scores[12] = 2, scores[3] = 2, scores[18] = 100;
     assert_int_equal(kv_evict_plan(&h2o, 20, 8, scores, keep), 0);
     const int32_t want[8] = {0, 1, 5, 9, 12, 17, 18, 19};

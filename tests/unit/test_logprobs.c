@@ -1,7 +1,8 @@
 /* Log-probabilities from logits, as a request's logprobs and beam search's
  * candidates see them: the log-sum-exp normalizes, top-k ranks by logit with
  * the lower id first on ties, and a skipped token is never ranked; NaN
- * logits are impossible tokens, never ranked and not in the normalizer. */
+ * logits are impossible tokens, never ranked and not in the normalizer; a
+ * prompt token's rank (prompt_logprobs) counts the tokens at least as likely. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -70,12 +71,46 @@ static void test_nan_logits_are_impossible_tokens(void **state) {
     assert_true(logprobs_logsumexp(inf, 2) == INFINITY);
 }
 
+/* vLLM's rank: the tokens at least as likely, itself included; checked
+ * against counting by hand over random rows with ties. */
+static void test_rank_counts_tokens_at_least_as_likely(void **state) {
+    (void)state;
+    const float x[6] = {0.5f, 3, 1, 3, -INFINITY, 7};
+    assert_int_equal(logprobs_rank(x, 6, 5), 1);
+    assert_int_equal(logprobs_rank(x, 6, 1), 3); /* a tie with token 3 counts against both */
+    assert_int_equal(logprobs_rank(x, 6, 3), 3);
+    assert_int_equal(logprobs_rank(x, 6, 2), 4);
+    assert_int_equal(logprobs_rank(x, 6, 4), 6);
+    const float nan_row[4] = {1, NAN, 2, NAN};
+    assert_int_equal(logprobs_rank(nan_row, 4, 0), 2);  /* NaN is never more likely */
+    assert_int_equal(logprobs_rank(nan_row, 4, 1), 3); /* and ranks after every real token */
+    unsigned seed = 7;
+    float row[64];
+    for (int trial = 0; trial < 50; trial++) {
+        for (int i = 0; i < 64; i++) {
+            seed = seed * 1103515245u + 12345u;
+            row[i] = (float)((seed >> 16) % 16); /* many ties */
+        }
+        const int32_t tok = (int32_t)(seed % 64);
+        int want = 0;
+        for (int i = 0; i < 64; i++) want += row[i] >= row[tok];
+        assert_int_equal(logprobs_rank(row, 64, tok), want);
+        /* Nothing is more likely than the top-1 token: its rank is its ties. */
+        int32_t top;
+        logprobs_top_k(row, 64, 1, NULL, NULL, &top);
+        int ties = 0;
+        for (int i = 0; i < 64; i++) ties += row[i] == row[top];
+        assert_int_equal(logprobs_rank(row, 64, top), ties);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_logsumexp_normalizes_and_does_not_overflow),
         cmocka_unit_test(test_top_k_is_largest_first_lower_id_on_ties),
         cmocka_unit_test(test_top_k_never_ranks_a_skipped_token),
         cmocka_unit_test(test_nan_logits_are_impossible_tokens),
+        cmocka_unit_test(test_rank_counts_tokens_at_least_as_likely),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,6 +15,7 @@
 #include "server/sse.h"
 #include "util/utf8.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -82,23 +83,48 @@ static void test_error_object(void **state) {
     json_decref(j);
 }
 
+static void init_histograms(engine_stats *s) {
+    hist_init_seconds(&s->ttft);
+    hist_init_seconds(&s->tpot);
+    hist_init_seconds(&s->e2e);
+    hist_init_seconds(&s->queue);
+}
+
+/* Every line is a comment or "name{labels} value" / "name value", each
+ * sample after its family's # TYPE. */
+static void assert_every_line_a_sample(const char *t) {
+    char family[128] = "";
+    for (const char *p = t; *p;) {
+        const char *nl = strchr(p, '\n');
+        assert_non_null(nl);
+        if (!strncmp(p, "# TYPE ", 7)) {
+            const char *sp = memchr(p + 7, ' ', (size_t)(nl - p - 7));
+            assert_non_null(sp);
+            snprintf(family, sizeof family, "%.*s", (int)(sp - p - 7), p + 7);
+        } else if (*p != '#') {
+            assert_non_null(memchr(p, ' ', (size_t)(nl - p)));
+            assert_true(family[0] && !strncmp(p, family, strlen(family)));
+        }
+        p = nl + 1;
+    }
+}
+
 static void test_metrics_text(void **state) {
     (void)state;
-    metrics_input in = {.model_name = "m\"1", .ready = true};
-    in.stats.n_running = 3;
-    in.stats.n_waiting = 2;
-    in.stats.kv_blocks_total = 100;
-    in.stats.kv_blocks_used = 25;
-    in.stats.prefix_queries = 50;
-    in.stats.prefix_hits = 20;
-    in.stats.prompt_tokens = 77;
-    hist_init_seconds(&in.stats.ttft);
-    hist_init_seconds(&in.stats.tpot);
-    hist_init_seconds(&in.stats.e2e);
-    hist_init_seconds(&in.stats.queue);
-    hist_observe(&in.stats.ttft, 0.003);
-    hist_observe(&in.stats.ttft, 1000);
-    in.finished[FINISH_ABORT] = 4;
+    metrics_model m = {.name = "m\"1", .ready = true};
+    m.stats.n_running = 3;
+    m.stats.n_waiting = 2;
+    m.stats.kv_blocks_total = 100;
+    m.stats.kv_blocks_used = 25;
+    m.stats.prefix_queries = 50;
+    m.stats.prefix_hits = 20;
+    m.stats.prompt_tokens = 77;
+    init_histograms(&m.stats);
+    hist_observe(&m.stats.ttft, 0.003);
+    hist_observe(&m.stats.ttft, 1000);
+    m.finished[FINISH_ABORT] = 4;
+    metrics_input in = {.models = &m, .n_models = 1};
+    in.http[2] = 9;
     buf b = {0};
     metrics_render(&b, &in);
     assert_false(b.oom);
@@ -117,13 +143,54 @@ static void test_metrics_text(void **state) {
     assert_non_null(strstr(t, "vllm:time_to_first_token_seconds_bucket{model_name=\"m\\\"1\",le=\"+Inf\"} 2\n"));
     assert_non_null(strstr(t, "vllm:time_to_first_token_seconds_count{model_name=\"m\\\"1\"} 2\n"));
     assert_non_null(strstr(t, "vllm:e2e_request_latency_seconds_count{model_name=\"m\\\"1\"} 0\n"));
-    /* every line is a comment or "name{labels} value" */
-    for (const char *p = t; *p;) {
-        const char *nl = strchr(p, '\n');
-        assert_non_null(nl);
-        assert_true(*p == '#' || (memchr(p, '{', (size_t)(nl - p)) && memchr(p, ' ', (size_t)(nl - p))));
-        p = nl + 1;
-    }
+    /* the server's own counters carry no model_name */
+    assert_non_null(strstr(t, "\ncllm:http_responses_total{code=\"2xx\"} 9\n"));
+    assert_every_line_a_sample(t);
+    buf_free(&b);
+}
+
+static size_t count_of(const char *text, const char *needle) {
+    size_t n = 0;
+    for (const char *p = text; (p = strstr(p, needle)); p += strlen(needle)) n++;
+    return n;
+}
+
+/* Two models: each family is announced once, with one sample per model told
+ * apart by model_name; the response cache counts per model, its size once. */
+static void test_metrics_text_two_models(void **state) {
+    (void)state;
+    metrics_model m[2] = {{.name = "llama", .ready = true, .cache_hits = 5, .cache_misses = 6},
+                          {.name = "qwen", .ready = false, .cache_hits = 7, .cache_misses = 8}};
+    m[0].stats.n_running = 1;
+    m[1].stats.n_running = 2;
+    m[0].stats.generation_tokens = 10;
+    m[1].stats.generation_tokens = 20;
+    m[0].finished[FINISH_LENGTH] = 3;
+    m[1].finished[FINISH_STOP] = 4;
+    init_histograms(&m[0].stats);
+    init_histograms(&m[1].stats);
+    hist_observe(&m[1].stats.e2e, 0.5);
+    metrics_input in = {.models = m, .n_models = 2, .has_response_cache = true, .response_cache_entries = 11};
+    buf b = {0};
+    metrics_render(&b, &in);
+    assert_false(b.oom);
+    const char *t = b.data;
+    assert_int_equal(count_of(t, "# TYPE vllm:num_requests_running gauge\n"), 1);
+    assert_non_null(strstr(t, "vllm:num_requests_running{model_name=\"llama\"} 1\n"
+                              "vllm:num_requests_running{model_name=\"qwen\"} 2\n"));
+    assert_non_null(strstr(t, "vllm:generation_tokens_total{model_name=\"qwen\"} 20\n"));
+    assert_non_null(strstr(t, "cllm:server_ready{model_name=\"llama\"} 1\ncllm:server_ready{model_name=\"qwen\"} 0\n"));
+    assert_non_null(strstr(t, "vllm:request_success_total{model_name=\"llama\",finished_reason=\"length\"} 3\n"));
+    assert_non_null(strstr(t, "vllm:request_success_total{model_name=\"qwen\",finished_reason=\"stop\"} 4\n"));
+    assert_non_null(strstr(t, "vllm:request_success_total{model_name=\"qwen\",finished_reason=\"length\"} 0\n"));
+    assert_non_null(strstr(t, "vllm:e2e_request_latency_seconds_count{model_name=\"llama\"} 0\n"));
+    assert_non_null(strstr(t, "vllm:e2e_request_latency_seconds_count{model_name=\"qwen\"} 1\n"));
+    assert_int_equal(count_of(t, "# TYPE vllm:e2e_request_latency_seconds histogram\n"), 1);
+    assert_non_null(strstr(t, "cllm:response_cache_hits_total{model_name=\"qwen\"} 7\n"));
+    assert_non_null(strstr(t, "cllm:response_cache_misses_total{model_name=\"llama\"} 6\n"));
+    assert_non_null(strstr(t, "\ncllm:response_cache_entries 11\n"));
+    assert_int_equal(count_of(t, "cllm:http_responses_total{code="), 4);
+    assert_every_line_a_sample(t);
     buf_free(&b);
 }
 
@@ -229,6 +296,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sse_framing),  cmocka_unit_test(test_error_object),
         cmocka_unit_test(test_out_of_memory_is_a_server_error), cmocka_unit_test(test_metrics_text),
+        cmocka_unit_test(test_metrics_text_two_models),
         cmocka_unit_test(test_auth),         cmocka_unit_test(test_auth_key_file),         cmocka_unit_test(test_utf8),
         cmocka_unit_test(test_response_shapes),
     };

@@ -1,0 +1,229 @@
+/* See serve_models.h. */
+#include "cli/serve_models.h"
+
+#include "cli/cli_common.h"
+#include "kv/kv_share.h"
+#include "util/error.h"
+#include "util/mem_size.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* "models/gemma-3-270m.gguf" -> "gemma-3-270m" */
+static char *default_served_name(const char *path) {
+    const char *b = strrchr(path, '/');
+    b = b && b[1] ? b + 1 : path;
+    char *s = strdup(b);
+    if (!s) return NULL;
+    const size_t n = strlen(s);
+    if (n > 5 && !strcmp(s + n - 5, ".gguf")) s[n - 5] = 0;
+    return s;
+}
+
+int serve_models_plan(serve_models *ms, const cli_list *paths, const cli_list *names) {
+    *ms = (serve_models){0};
+    const int n = paths->n;
+    if (n == 0) return err_set("missing MODEL");
+    if (names->n > n)
+        return err_set("%d --served-model-name for %d model%s: give at most one per model, in the models' order",
+                       names->n, n, n == 1 ? "" : "s");
+    ms->v = calloc((size_t)n, sizeof *ms->v);
+    ms->names = calloc((size_t)n, sizeof *ms->names);
+    if (!ms->v || !ms->names) {
+        serve_models_free(ms);
+        return err_oom("out of memory");
+    }
+    ms->n = n;
+    for (int i = 0; i < n; i++) {
+        serve_model *sm = &ms->v[i];
+        sm->path = paths->items[i];
+        sm->name = i < names->n ? strdup(names->items[i]) : default_served_name(sm->path);
+        if (!sm->name) {
+            serve_models_free(ms);
+            return err_oom("out of memory");
+        }
+        ms->names[i] = (served_model_config){.name = sm->name, .path = sm->path};
+        for (int j = 0; j < i; j++)
+            if (!strcmp(ms->v[j].name, sm->name)) {
+                err_set("models %d (%s) and %d (%s) are both served as '%s'; name each with --served-model-name",
+                        j + 1, ms->v[j].path, i + 1, sm->path, sm->name);
+                serve_models_free(ms);
+                return -1;
+            }
+    }
+    return 0;
+}
+
+/* One model's engine configuration: the settings, with --max-model-len checked
+ * against the model and defaulting to its trained context (at most 8192). */
+static int engine_config_for(const serve_engine_settings *st, const serve_model *sm, size_t kv_bytes,
+                             engine_config *cfg) {
+    *cfg = cli_engine_config(st->engine);
+    cfg->spec = st->spec;
+    const long trained = sm->m->hp.n_ctx_train;
+    if (st->engine->max_model_len > trained) {
+        err_set("--max-model-len %ld is more than the trained context of %s (%ld tokens)", st->engine->max_model_len,
+                sm->name, trained);
+        fprintf(stderr, "cllm serve: %s\n", err_get());
+        return -1;
+    }
+    if (!cfg->max_model_len) cfg->max_model_len = (int)(trained < 8192 ? trained : 8192);
+    cfg->max_waiting = st->max_waiting;
+    cfg->kv_cache_bytes = kv_bytes;
+    return 0;
+}
+
+/* --kv-cache-memory, else 1 GiB or a quarter of the memory free now. */
+static size_t kv_budget(const serve_engine_settings *st) {
+    if (st->engine->kv_cache_memory) return st->engine->kv_cache_memory;
+    const size_t avail = mem_available_bytes();
+    size_t bytes = (size_t)1 << 30;
+    if (avail && avail / 4 < bytes) bytes = avail / 4;
+    return bytes;
+}
+
+static int load_one(serve_model *sm, const serve_engine_settings *st) {
+    fprintf(stderr, "cllm serve: loading %s as '%s'\n", sm->path, sm->name);
+    sm->m = st->tp ? cli_tp_load(st->tp, sm->path) : model_load(sm->path);
+    if (!sm->m || !(sm->tmpl = load_chat_template(sm->m, st->model, "serve"))) {
+        fprintf(stderr, "cllm serve: %s\n", err_get());
+        return -1;
+    }
+    if (chat_template_tool_format(sm->tmpl) != TOOL_FORMAT_NONE)
+        fprintf(stderr, "cllm serve: %s: tool calls are read in the '%s' format the chat template shows\n", sm->name,
+                tool_format_name(chat_template_tool_format(sm->tmpl)));
+    else
+        fprintf(stderr, "cllm serve: %s: the chat template shows no tool-call format; requests with tools get a 400\n",
+                sm->name);
+    return 0;
+}
+
+static void log_engine(const serve_model *sm) {
+    const engine_config *ec = engine_get_config(sm->e);
+    fprintf(stderr,
+            "cllm serve: %s: KV cache %.1f MiB (%s, blocks of %d tokens, prefix caching %s): %d tokens; maximum "
+            "concurrency at %d tokens per request: %d\n",
+            sm->name, (double)ec->kv_cache_bytes / 1048576.0, kv_dtype_name(ec->kv_type), ec->block_size,
+            ec->prefix_caching ? "on" : "off", engine_kv_capacity_tokens(sm->e), ec->max_model_len,
+            engine_max_concurrency(sm->e));
+    if (ec->spec.method == SPEC_NGRAM)
+        fprintf(stderr,
+                "cllm serve: %s: speculative decoding: ngram, up to %d draft tokens, n-grams of %d to %d tokens, off "
+                "above %d running sequences\n",
+                sm->name, ec->spec.num_speculative_tokens, ec->spec.prompt_lookup_min, ec->spec.prompt_lookup_max,
+                ec->spec.disable_by_batch_size);
+    else if (ec->spec.method == SPEC_DRAFT_MODEL)
+        fprintf(stderr,
+                "cllm serve: %s: speculative decoding: draft model %s, up to %d draft tokens, off above %d running "
+                "sequences\n",
+                sm->name, ec->spec.model, ec->spec.num_speculative_tokens, ec->spec.disable_by_batch_size);
+}
+
+/* Creates and starts model i's engine with kv_bytes of KV cache. */
+static int start_engine(serve_models *ms, int i, size_t kv_bytes) {
+    serve_model *sm = &ms->v[i];
+    engine_config cfg;
+    if (engine_config_for(&ms->st, sm, kv_bytes, &cfg)) return -1;
+    if (!(sm->e = engine_create(sm->m, &cfg))) {
+        fprintf(stderr, "cllm serve: cannot start the engine of %s: %s\n", sm->name, err_get());
+        return -1;
+    }
+    log_engine(sm);
+    if (engine_start(sm->e)) {
+        fprintf(stderr, "cllm serve: %s\n", err_get());
+        return -1;
+    }
+    return 0;
+}
+
+/* Every model loaded now: the budget split by KV bytes per token. */
+static int load_all(serve_models *ms, size_t total) {
+    for (int i = 0; i < ms->n; i++)
+        if (load_one(&ms->v[i], &ms->st)) return -1;
+    size_t *per_token = calloc((size_t)ms->n, sizeof *per_token), *share = calloc((size_t)ms->n, sizeof *share);
+    if (!per_token || !share) {
+        free(per_token);
+        free(share);
+        fprintf(stderr, "cllm serve: out of memory\n");
+        return -1;
+    }
+    const kv_dtype dt = cli_engine_config(ms->st.engine).kv_type;
+    for (int i = 0; i < ms->n; i++) per_token[i] = kv_bytes_per_token(&ms->v[i].m->kv, dt);
+    kv_share_split(total, per_token, ms->n, share);
+    if (ms->n > 1) {
+        fprintf(stderr, "cllm serve: KV cache budget %.1f MiB over %d models, in proportion to their KV bytes per "
+                        "token (%s):\n", (double)total / 1048576.0, ms->n, kv_dtype_name(dt));
+        for (int i = 0; i < ms->n; i++)
+            fprintf(stderr, "cllm serve:   %s: %zu bytes per token, %.1f MiB\n", ms->v[i].name, per_token[i],
+                    (double)share[i] / 1048576.0);
+    }
+    int rc = 0;
+    for (int i = 0; i < ms->n && !rc; i++) rc = start_engine(ms, i, share[i]);
+    free(per_token);
+    free(share);
+    return rc;
+}
+
+bool serve_models_lazy(const serve_models *ms) { return ms->lazy_share > 0; }
+
+int serve_models_load(serve_models *ms, const serve_engine_settings *st) {
+    ms->st = *st;
+    const size_t total = kv_budget(st);
+    if (st->max_loaded <= 0 || st->max_loaded >= ms->n) return load_all(ms, total);
+    ms->lazy_share = total / (size_t)st->max_loaded;
+    fprintf(stderr,
+            "cllm serve: at most %d of %d models in memory (--max-loaded-models); KV cache budget %.1f MiB, "
+            "%.1f MiB for each model in memory; loading the first %d now, the others on their first request\n",
+            st->max_loaded, ms->n, (double)total / 1048576.0, (double)ms->lazy_share / 1048576.0, st->max_loaded);
+    for (int i = 0; i < st->max_loaded; i++)
+        if (load_one(&ms->v[i], &ms->st) || start_engine(ms, i, ms->lazy_share)) return -1;
+    return 0;
+}
+
+static void unload(serve_models *ms, int i) {
+    serve_model *sm = &ms->v[i];
+    engine_free(sm->e);
+    if (sm->tmpl) chat_template_free(sm->tmpl);
+    if (sm->m) model_free(sm->m);
+    sm->e = NULL;
+    sm->tmpl = NULL;
+    sm->m = NULL;
+}
+
+static int load_cb(void *user, int i, model **m, engine **e, const chat_template **tmpl) {
+    serve_models *ms = user;
+    serve_model *sm = &ms->v[i];
+    if (load_one(sm, &ms->st) || start_engine(ms, i, ms->lazy_share)) {
+        unload(ms, i); /* err_get() still says why */
+        return -1;
+    }
+    *m = sm->m;
+    *e = sm->e;
+    *tmpl = sm->tmpl;
+    return 0;
+}
+
+static void unload_cb(void *user, int i) {
+    serve_models *ms = user;
+    fprintf(stderr, "cllm serve: unloading %s (the least recently used, to make room)\n", ms->v[i].name);
+    unload(ms, i);
+}
+
+served_model_loader serve_models_loader(serve_models *ms) {
+    return (served_model_loader){.user = ms, .load = load_cb, .unload = unload_cb};
+}
+
+void serve_models_free(serve_models *ms) {
+    for (int i = 0; i < ms->n; i++) { /* every engine stops before any model goes */
+        engine_free(ms->v[i].e);
+        ms->v[i].e = NULL;
+    }
+    for (int i = 0; i < ms->n; i++) {
+        unload(ms, i);
+        free(ms->v[i].name);
+    }
+    free(ms->v);
+    free(ms->names);
+    *ms = (serve_models){0};
+}

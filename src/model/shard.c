@@ -1,0 +1,105 @@
+/* See shard.h. */
+#include "model/shard.h"
+
+#include "format/wtype_geom.h"
+#include "util/error.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+/* Keeps rows [r0, r0 + n) of w: a view further into the same data. */
+static void keep_rows(weight *w, int64_t r0, int64_t n) {
+    w->data = (const uint8_t *)w->data + (size_t)r0 * w->row_bytes;
+    w->n_out = n;
+}
+
+/* Keeps columns [c0, c0 + n) of every row of w, copied into memory the model
+ * owns. The cut must fall on the type's blocks: a row is a run of blocks,
+ * so the share is a byte range of each row. */
+static int keep_cols(model *m, weight *w, int64_t c0, int64_t n, int size) {
+    if (w->perm) return err_set("tensor '%s': act-order weights cannot be split by columns", w->name);
+    const int bs = wtype_block_size(w->type);
+    if (bs <= 0 || wtype_row_block(w->type))
+        return err_set("tensor '%s': %s rows are one block each and cannot be split by columns", w->name,
+                       wtype_name(w->type));
+    if (c0 % bs || n % bs)
+        return err_set("tensor '%s': a tensor-parallel size of %d gives each rank %" PRId64 " of its %" PRId64
+                       " columns, not a multiple of the %s block of %d; choose a size that divides the columns "
+                       "into whole blocks",
+                       w->name, size, n, w->n_in, wtype_name(w->type), bs);
+    const size_t row_bytes = wtype_row_size(w->type, n), skip = wtype_row_size(w->type, c0);
+    if (c0 && !skip) return err_set("tensor '%s': cannot size a column share of %s", w->name, wtype_name(w->type));
+    uint8_t *out = tensors_alloc(&m->tensors, row_bytes * (size_t)w->n_out);
+    if (!out) return -1;
+    for (int64_t r = 0; r < w->n_out; r++)
+        memcpy(out + (size_t)r * row_bytes, (const uint8_t *)w->data + (size_t)r * w->row_bytes + skip, row_bytes);
+    w->data = out;
+    w->n_in = n;
+    w->row_bytes = row_bytes;
+    return 0;
+}
+
+static const float *vec_part(const float *v, int64_t off) { return v ? v + off : NULL; }
+
+/* The heads and FFN columns of one rank. */
+typedef struct {
+    int q0, n_q;   /* query heads */
+    int kv0, n_kv; /* KV heads */
+    int f0, n_f;   /* FFN hidden columns */
+} shard_share;
+
+static int share_of(const model_hparams *hp, int rank, int size, shard_share *s) {
+    if (hp->n_head % size)
+        return err_set("a tensor-parallel size of %d does not divide the model's %d attention heads", size,
+                       hp->n_head);
+    if (hp->n_ff % size)
+        return err_set("a tensor-parallel size of %d does not divide the model's %d FFN columns", size, hp->n_ff);
+    if (hp->n_head_kv % size && size % hp->n_head_kv)
+        return err_set("a tensor-parallel size of %d neither divides the model's %d KV heads nor is a multiple "
+                       "of them (to replicate each KV head)",
+                       size, hp->n_head_kv);
+    s->n_q = hp->n_head / size;
+    s->q0 = rank * s->n_q;
+    if (hp->n_head_kv % size == 0) {
+        s->n_kv = hp->n_head_kv / size;
+        s->kv0 = rank * s->n_kv;
+    } else { /* several ranks share each KV head: the one their query heads read */
+        s->n_kv = 1;
+        s->kv0 = s->q0 / (hp->n_head / hp->n_head_kv);
+    }
+    s->n_f = hp->n_ff / size;
+    s->f0 = rank * s->n_f;
+    return 0;
+}
+
+static int shard_layer(model *m, layer_weights *l, const shard_share *s, int size) {
+    const model_hparams *hp = &m->hp;
+    const int dk = hp->head_dim_k, dv = hp->head_dim_v;
+    keep_rows(&l->wq, (int64_t)s->q0 * dk, (int64_t)s->n_q * dk);
+    keep_rows(&l->wk, (int64_t)s->kv0 * dk, (int64_t)s->n_kv * dk);
+    keep_rows(&l->wv, (int64_t)s->kv0 * dv, (int64_t)s->n_kv * dv);
+    l->bq = vec_part(l->bq, (int64_t)s->q0 * dk);
+    l->bk = vec_part(l->bk, (int64_t)s->kv0 * dk);
+    l->bv = vec_part(l->bv, (int64_t)s->kv0 * dv);
+    keep_rows(&l->w_gate, s->f0, s->n_f);
+    keep_rows(&l->w_up, s->f0, s->n_f);
+    if (keep_cols(m, &l->wo, (int64_t)s->q0 * dv, (int64_t)s->n_q * dv, size) ||
+        keep_cols(m, &l->w_down, s->f0, s->n_f, size))
+        return -1;
+    return 0;
+}
+
+int model_shard(model *m, int rank, int size) {
+    if (size < 1 || rank < 0 || rank >= size) return err_set("invalid tensor-parallel rank %d of %d", rank, size);
+    m->tp.rank = rank;
+    m->tp.size = size;
+    if (size == 1) return 0;
+    shard_share s = {0};
+    if (share_of(&m->hp, rank, size, &s)) return -1;
+    for (int il = 0; il < m->hp.n_layer; il++)
+        if (shard_layer(m, &m->w.layers[il], &s, size)) return err_prefix("tensor parallel: ");
+    m->hp.n_head = s.n_q;
+    m->hp.n_head_kv = s.n_kv;
+    m->hp.n_ff = s.n_f;
+    return 0;
+}
