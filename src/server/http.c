@@ -250,6 +250,21 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     http_deadlines_enter(&h->deadlines, tracked(conn), CONN_AWAITING_HEADERS);
 }
 
+/* libmicrohttpd's own MHD_quiesce_daemon is not used: in 0.9.75 it removes
+ * the listen socket from each epoll worker's set while that worker may be
+ * removing it too, and the loser's ENOENT aborts the process ("Failed to
+ * remove listen FD from epoll set", seen on SIGTERM while deadlines were
+ * cutting connections). The accept policy below needs no shared state but
+ * this flag. */
+void http_server_quiesce(http_server *h) { atomic_store(&h->quiesced, true); }
+
+static enum MHD_Result on_accept_policy(void *cls, const struct sockaddr *addr, socklen_t addrlen) {
+    (void)addr;
+    (void)addrlen;
+    http_server *h = cls;
+    return atomic_load(&h->quiesced) ? MHD_NO : MHD_YES;
+}
+
 /* Room for connections under the open-file limit, less some for the model,
  * the engine and the handlers' eventfds. */
 static unsigned connections_allowed(void) {
@@ -279,7 +294,7 @@ int http_server_start(http_server *h, const char *host, int port, const http_lim
     unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME;
     if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
     h->daemon = MHD_start_daemon(
-        flags, 0, NULL, NULL, on_access, h, MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_NOTIFY_COMPLETED,
+        flags, 0, on_accept_policy, h, on_access, h, MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_NOTIFY_COMPLETED,
         on_completed, h, MHD_OPTION_NOTIFY_CONNECTION, on_connection, h, MHD_OPTION_THREAD_POOL_SIZE,
         h->limits.io_threads, MHD_OPTION_CONNECTION_LIMIT, h->limits.max_connections,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, h->limits.max_per_client, MHD_OPTION_CONNECTION_TIMEOUT,
@@ -293,12 +308,6 @@ int http_server_start(http_server *h, const char *host, int port, const http_lim
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
     h->port = di ? di->port : port;
     return 0;
-}
-
-void http_server_quiesce(http_server *h) {
-    if (!h->daemon) return;
-    MHD_socket fd = MHD_quiesce_daemon(h->daemon);
-    if (fd != MHD_INVALID_SOCKET) close(fd);
 }
 
 /* How long http_server_stop waits for handler threads that already started

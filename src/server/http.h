@@ -51,6 +51,7 @@ typedef struct {
     http_deadlines deadlines;
     _Atomic int n_handling; /* handler threads running */
     _Atomic bool stopping;  /* http_server_stop began: requests get 503 on the I/O thread */
+    _Atomic bool quiesced;  /* http_server_quiesce called: new connections are closed at once */
     _Atomic uint64_t responses[6]; /* by status class: [2] = 2xx ... [5] = 5xx */
 } http_server;
 
@@ -80,7 +81,9 @@ struct http_req {
  * address cannot be bound. */
 int http_server_start(http_server *h, const char *host, int port, const http_limits *limits,
                       http_handler handler, void *user);
-/* Stops accepting connections; open ones are still served. */
+/* From now a new connection is closed as soon as it is accepted (the client
+ * sees it reset, as a load balancer sees a refusal); open ones are still
+ * served. */
 void http_server_quiesce(http_server *h);
 /* Closes every connection and joins the threads. New requests get 503 on
  * the I/O threads from now, and handler threads get 2 s to return: none may
