@@ -1,8 +1,9 @@
-/* UTF-8 decoding and Python's character classes and case mappings, looked up
- * in the generated tables of template_unicode_data.c by binary search. */
+/* UTF-8 decoding and Python's character classes and case mappings for the
+ * interpreter: util/unicode.h's, with the ASCII fast paths and the output
+ * into the interpreter's string buffers. */
 #include "chat/template_internal.h"
-#include "chat/template_unicode.h"
 
+#include "util/unicode.h"
 #include "util/utf8.h"
 
 uint32_t tpl_utf8_next(const char *s, size_t n, size_t *i) {
@@ -32,98 +33,45 @@ uint32_t tpl_utf8_next(const char *s, size_t n, size_t *i) {
 
 size_t tpl_utf8_len(tstr s) { return utf8_count(s.p, s.n); }
 
-static const tpl_range *find_range(const tpl_range *r, int n, uint32_t cp) {
-    int lo = 0, hi = n - 1;
-    while (lo <= hi) {
-        int mid = (lo + hi) / 2;
-        if (cp < r[mid].lo)
-            hi = mid - 1;
-        else if (cp > r[mid].hi)
-            lo = mid + 1;
-        else
-            return &r[mid];
-    }
-    return NULL;
-}
-
-static bool in_ranges(const tpl_range *r, int n, uint32_t cp) {
-    return find_range(r, n, cp) != NULL;
-}
-
-bool tpl_py_isspace(uint32_t cp) {
-    if (cp < 0x80) return (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20);
-    return cp == 0x85 || cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) ||
-           cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000;
-}
+bool tpl_py_isspace(uint32_t cp) { return unicode_is_space(cp); }
 
 bool tpl_py_isprintable(uint32_t cp) {
     if (cp < 0x80) return cp >= 0x20 && cp < 0x7F;
-    return !in_ranges(tpl_nonprintable, tpl_nonprintable_count, cp);
+    return unicode_is_printable(cp);
 }
 
 int tpl_py_decimal(uint32_t cp) {
     if (cp < 0x80) return cp >= '0' && cp <= '9' ? (int)(cp - '0') : -1;
-    const tpl_range *run = find_range(tpl_decimal, tpl_decimal_count, cp);
-    return run ? (int)((cp - run->lo) % 10) : -1; /* runs of ten, from 0 */
+    return unicode_decimal_value(cp);
 }
 
-bool tpl_py_iscase_ignorable(uint32_t cp) {
-    return in_ranges(tpl_case_ignorable, tpl_case_ignorable_count, cp);
+bool tpl_py_iscase_ignorable(uint32_t cp) { return unicode_is_case_ignorable(cp); }
+
+bool tpl_py_iscased(uint32_t cp) {
+    if (cp < 0x80) return (cp | 0x20) >= 'a' && (cp | 0x20) <= 'z';
+    return unicode_is_cased(cp);
 }
 
-static bool is_cased(uint32_t cp) {
-    return in_ranges(tpl_cased, tpl_cased_count, cp);
-}
-
-static const tpl_case_run *find_run(const tpl_case_run *r, int n, uint32_t cp) {
-    int lo = 0, hi = n - 1;
-    while (lo <= hi) {
-        int mid = (lo + hi) / 2;
-        if (cp < r[mid].lo)
-            hi = mid - 1;
-        else if (cp > r[mid].hi)
-            lo = mid + 1;
-        else
-            return (cp - r[mid].lo) % (uint32_t)r[mid].stride == 0 ? &r[mid] : NULL;
-    }
-    return NULL;
-}
-
-static uint32_t map_single(const tpl_case_run *r, int n, uint32_t cp) {
-    const tpl_case_run *run = find_run(r, n, cp);
-    return run ? (uint32_t)((int32_t)cp + run->delta) : cp;
-}
-
-static int put_mapped(sbuf *b, uint32_t cp, const tpl_case_run *r, int nr, const tpl_case_multi *m,
-                      int nm) {
-    for (int i = 0; i < nm; i++)
-        if (m[i].cp == cp) {
-            for (int k = 0; k < 3 && m[i].to[k]; k++)
-                if (tpl_sb_put_cp(b, m[i].to[k])) return -1;
-            return 0;
-        }
-    return tpl_sb_put_cp(b, map_single(r, nr, cp));
+static int put_mapped(sbuf *b, const uint32_t *cps, int n) {
+    for (int i = 0; i < n; i++)
+        if (tpl_sb_put_cp(b, cps[i])) return -1;
+    return 0;
 }
 
 int tpl_py_upper_cp(sbuf *b, uint32_t cp) {
     if (cp < 0x80) return tpl_sb_putc(b, (char)(cp >= 'a' && cp <= 'z' ? cp - 32 : cp));
-    return put_mapped(b, cp, tpl_upper_runs, tpl_upper_runs_count, tpl_upper_multi,
-                      tpl_upper_multi_count);
+    uint32_t m[UNICODE_MAX_CASE_MAP];
+    return put_mapped(b, m, unicode_to_upper(cp, m));
 }
 
 int tpl_py_title_cp(sbuf *b, uint32_t cp) {
     if (cp < 0x80) return tpl_sb_putc(b, (char)(cp >= 'a' && cp <= 'z' ? cp - 32 : cp));
-    return put_mapped(b, cp, tpl_title_runs, tpl_title_runs_count, tpl_title_multi,
-                      tpl_title_multi_count);
+    uint32_t m[UNICODE_MAX_CASE_MAP];
+    return put_mapped(b, m, unicode_to_title(cp, m));
 }
 
 int tpl_py_lower_cp(sbuf *b, uint32_t cp) {
     if (cp < 0x80) return tpl_sb_putc(b, (char)(cp >= 'A' && cp <= 'Z' ? cp + 32 : cp));
-    return put_mapped(b, cp, tpl_lower_runs, tpl_lower_runs_count, tpl_lower_multi,
-                      tpl_lower_multi_count);
-}
-
-bool tpl_py_iscased(uint32_t cp) {
-    if (cp < 0x80) return (cp | 0x20) >= 'a' && (cp | 0x20) <= 'z';
-    return is_cased(cp);
+    uint32_t m[UNICODE_MAX_CASE_MAP];
+    return put_mapped(b, m, unicode_to_lower(cp, m));
 }

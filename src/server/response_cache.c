@@ -1,16 +1,15 @@
-/* See response_cache.h. A chained hash table (xxHash of the key) over
- * entries that also form a list from most to least recently used; one mutex
- * guards both and the reference counts. An entry's recorded outputs never
+/* See response_cache.h. An lru_map of entries; one mutex guards it and the
+ * reference counts. An entry's recorded outputs never
  * change once it is in the table, so replays read them without the lock. */
 #include "server/response_cache.h"
 
 #include "util/buf.h"
+#include "util/lru_map.h"
 #include "util/vec.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <xxhash.h>
 
 /* Request fields left out of the key besides the ignored ones: they choose
  * how the same output is delivered, not what it is. */
@@ -32,11 +31,10 @@ typedef struct {
     int n_prompt_tokens, n_cached_tokens, n_output_tokens;
 } recorded_output;
 
-typedef struct entry {
+typedef struct {
+    lru_node node; /* first: an lru_node * is the entry's address */
     char *key;
-    uint64_t hash;
     int refs; /* one while in the table, one per replay */
-    struct entry *newer, *older, *next_in_bucket;
     recorded_output *outs;
     size_t n_outs, cap_outs;
     buf text;
@@ -47,10 +45,7 @@ typedef struct entry {
 
 struct response_cache {
     pthread_mutex_t mu;
-    entry **buckets;
-    size_t n_buckets; /* a power of two, at least twice the capacity */
-    entry *newest, *oldest;
-    size_t n, capacity;
+    lru_map map;
     uint64_t hits, misses;
 };
 
@@ -73,11 +68,7 @@ static void entry_free(void *arg) {
 response_cache *response_cache_create(size_t capacity) {
     response_cache *c = calloc(1, sizeof *c);
     if (!c) return NULL;
-    c->capacity = capacity;
-    c->n_buckets = 16;
-    while (c->n_buckets < 2 * capacity) c->n_buckets *= 2;
-    c->buckets = calloc(c->n_buckets, sizeof *c->buckets);
-    if (!c->buckets) {
+    if (lru_map_init(&c->map, capacity)) {
         free(c);
         return NULL;
     }
@@ -87,18 +78,18 @@ response_cache *response_cache_create(size_t capacity) {
 
 void response_cache_free(response_cache *c) {
     if (!c) return;
-    for (entry *e = c->newest, *next; e; e = next) {
-        next = e->older;
-        entry_free(e);
+    for (lru_node *n = c->map.newest, *older; n; n = older) {
+        older = n->older;
+        entry_free(n);
     }
+    lru_map_destroy(&c->map);
     pthread_mutex_destroy(&c->mu);
-    free(c->buckets);
     free(c);
 }
 
 void response_cache_get_stats(response_cache *c, response_cache_stats *out) {
     pthread_mutex_lock(&c->mu);
-    *out = (response_cache_stats){.hits = c->hits, .misses = c->misses, .entries = c->n, .capacity = c->capacity};
+    *out = (response_cache_stats){.hits = c->hits, .misses = c->misses, .entries = c->map.n, .capacity = c->map.capacity};
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -133,57 +124,17 @@ char *response_cache_key(const json_t *body, api_kind kind, const char *served_n
 
 /* ---- the table ---- */
 
-static entry **bucket_of(response_cache *c, uint64_t hash) { return &c->buckets[hash & (c->n_buckets - 1)]; }
-
-static entry *find(response_cache *c, const char *key, uint64_t hash) {
-    for (entry *e = *bucket_of(c, hash); e; e = e->next_in_bucket)
-        if (e->hash == hash && !strcmp(e->key, key)) return e;
-    return NULL;
-}
-
-static void list_unlink(response_cache *c, entry *e) {
-    if (e->newer) e->newer->older = e->older;
-    else c->newest = e->older;
-    if (e->older) e->older->newer = e->newer;
-    else c->oldest = e->newer;
-    e->newer = e->older = NULL;
-}
-
-static void list_push_newest(response_cache *c, entry *e) {
-    e->older = c->newest;
-    e->newer = NULL;
-    if (c->newest) c->newest->newer = e;
-    c->newest = e;
-    if (!c->oldest) c->oldest = e;
-}
-
 /* Caller holds the lock; returns the entry to free when that was the last
  * reference (outside the lock), else NULL. */
-static entry *unref_locked(entry *e) { return --e->refs == 0 ? e : NULL; }
-
-static entry *evict_oldest(response_cache *c) {
-    entry *e = c->oldest;
-    for (entry **p = bucket_of(c, e->hash); *p; p = &(*p)->next_in_bucket) {
-        if (*p == e) {
-            *p = e->next_in_bucket;
-            break;
-        }
-    }
-    list_unlink(c, e);
-    c->n--;
-    return unref_locked(e);
-}
+static entry *unref_locked(entry *e) { return e && --e->refs == 0 ? e : NULL; }
 
 response_replay *response_cache_lookup(response_cache *c, const char *key) {
-    const uint64_t hash = XXH3_64bits(key, strlen(key));
     response_replay *rp = malloc(sizeof *rp);
     pthread_mutex_lock(&c->mu);
-    entry *e = rp ? find(c, key, hash) : NULL;
+    entry *e = rp ? (entry *)lru_map_get(&c->map, key, strlen(key)) : NULL;
     if (e) {
         c->hits++;
         e->refs++;
-        list_unlink(c, e);
-        list_push_newest(c, e);
     } else {
         c->misses++;
     }
@@ -263,20 +214,15 @@ void response_cache_store(response_cache *c, const char *key, gen *g) {
         entry_free(e);
         return;
     }
-    e->hash = XXH3_64bits(key, strlen(key));
+    e->node.key = e->key;
+    e->node.key_len = strlen(key);
     e->refs = 1;
-    entry *dead = NULL;
+    entry *dead;
     pthread_mutex_lock(&c->mu);
-    if (find(c, key, e->hash)) { /* a concurrent twin got there first */
+    if (lru_map_get(&c->map, key, e->node.key_len)) /* a concurrent twin got there first */
         dead = e;
-    } else {
-        entry **b = bucket_of(c, e->hash);
-        e->next_in_bucket = *b;
-        *b = e;
-        list_push_newest(c, e);
-        c->n++;
-        if (c->n > c->capacity) dead = evict_oldest(c);
-    }
+    else
+        dead = unref_locked((entry *)lru_map_insert(&c->map, &e->node));
     pthread_mutex_unlock(&c->mu);
     entry_free(dead);
 }

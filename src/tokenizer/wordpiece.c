@@ -17,34 +17,12 @@
  *     nothing, or longer than max_input_chars_per_word characters, becomes
  *     the unknown token as a whole. */
 #include "tokenizer/tok_internal.h"
-#include "tokenizer/wordpiece_unicode.h"
 
 #include "util/error.h"
+#include "util/unicode.h"
 #include "util/utf8.h"
 
 #include <string.h>
-
-static bool in_ranges(const wp_range *r, int n, uint32_t cp) {
-    int lo = 0, hi = n - 1;
-    while (lo <= hi) {
-        const int mid = (lo + hi) / 2;
-        if (cp < r[mid].lo) hi = mid - 1;
-        else if (cp > r[mid].hi) lo = mid + 1;
-        else return true;
-    }
-    return false;
-}
-
-static const wp_map *find_map(const wp_map *m, int n, uint32_t cp) {
-    int lo = 0, hi = n - 1;
-    while (lo <= hi) {
-        const int mid = (lo + hi) / 2;
-        if (cp < m[mid].cp) hi = mid - 1;
-        else if (cp > m[mid].cp) lo = mid + 1;
-        else return &m[mid];
-    }
-    return NULL;
-}
 
 /* Rust's char::is_whitespace (the White_Space property). */
 static bool is_whitespace(uint32_t c) {
@@ -54,7 +32,7 @@ static bool is_whitespace(uint32_t c) {
 
 static bool is_control(uint32_t c) {
     if (c == '\t' || c == '\n' || c == '\r') return false;
-    return in_ranges(wp_other, wp_other_count, c);
+    return unicode_is_other(c);
 }
 
 static bool is_chinese(uint32_t c) {
@@ -65,7 +43,7 @@ static bool is_chinese(uint32_t c) {
 
 static bool is_punct(uint32_t c) {
     const bool ascii = (c >= 33 && c <= 47) || (c >= 58 && c <= 64) || (c >= 91 && c <= 96) || (c >= 123 && c <= 126);
-    return ascii || in_ranges(wp_punct, wp_punct_count, c);
+    return ascii || unicode_is_punct(c);
 }
 
 /* A growable code-point array. */
@@ -86,28 +64,20 @@ static int cp_push(cpvec *a, uint32_t cp) {
 }
 
 static int push_lowered(const tokenizer *t, cpvec *out, uint32_t cp) {
-    const wp_map *m = t->wp.lowercase ? find_map(wp_lower, wp_lower_count, cp) : NULL;
-    if (!m) return cp_push(out, cp);
-    for (int i = 0; i < 4 && m->to[i]; i++)
-        if (cp_push(out, m->to[i])) return -1;
+    if (!t->wp.lowercase) return cp_push(out, cp);
+    uint32_t m[UNICODE_MAX_CASE_MAP];
+    const int n = unicode_to_lower(cp, m);
+    for (int i = 0; i < n; i++)
+        if (cp_push(out, m[i])) return -1;
     return 0;
 }
 
 /* NFD of one character, nonspacing marks dropped, then lowercased. */
 static int push_stripped(const tokenizer *t, cpvec *out, uint32_t cp) {
-    if (cp >= 0xAC00 && cp <= 0xD7A3) { /* Hangul syllable: L V (T), all letters */
-        const uint32_t s = cp - 0xAC00;
-        const uint32_t parts[3] = {0x1100 + s / 588, 0x1161 + (s % 588) / 28, s % 28 ? 0x11A7 + s % 28 : 0};
-        for (int i = 0; i < 3 && parts[i]; i++)
-            if (push_lowered(t, out, parts[i])) return -1;
-        return 0;
-    }
-    const wp_map *m = find_map(wp_nfd, wp_nfd_count, cp);
-    if (!m) /* its own decomposition (U+0000 included, which ends no list here) */
-        return in_ranges(wp_mark_nonspacing, wp_mark_nonspacing_count, cp) ? 0 : push_lowered(t, out, cp);
-    for (int i = 0; i < 4 && m->to[i]; i++)
-        if (!in_ranges(wp_mark_nonspacing, wp_mark_nonspacing_count, m->to[i]) && push_lowered(t, out, m->to[i]))
-            return -1;
+    uint32_t d[UNICODE_MAX_DECOMPOSITION];
+    const int n = unicode_nfd(cp, d);
+    for (int i = 0; i < n; i++)
+        if (!unicode_is_nonspacing_mark(d[i]) && push_lowered(t, out, d[i])) return -1;
     return 0;
 }
 

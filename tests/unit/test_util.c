@@ -10,7 +10,9 @@
 
 #include "util/error.h"
 #include "util/file.h"
+#include "util/lru_map.h"
 #include "util/mem_size.h"
+#include "util/unicode.h"
 #include "util/utf8.h"
 #include "util/vec.h"
 
@@ -255,6 +257,167 @@ static void test_file_read_all_gives_the_bytes_nul_terminated(void **state) {
     assert_string_equal(err_get(), want);
 }
 
+/* ---- lru_map ---- */
+
+typedef struct {
+    lru_node node;
+    char key[16];
+} lru_item;
+
+static lru_item *lru_item_new(const char *key) {
+    lru_item *it = calloc(1, sizeof *it);
+    snprintf(it->key, sizeof it->key, "%s", key);
+    it->node.key = it->key;
+    it->node.key_len = strlen(it->key);
+    return it;
+}
+
+/* The keys from newest to oldest, space-separated. */
+static void lru_order(const lru_map *m, char *out, size_t cap) {
+    out[0] = 0;
+    for (const lru_node *n = m->newest; n; n = n->older) {
+        strncat(out, (const char *)n->key, cap - strlen(out) - 1);
+        if (n->older) strncat(out, " ", cap - strlen(out) - 1);
+        assert_ptr_equal(n->older ? n->older->newer : m->oldest, n);
+    }
+}
+
+static void test_lru_map_evicts_the_least_recently_used(void **state) {
+    (void)state;
+    lru_map m;
+    assert_int_equal(lru_map_init(&m, 3), 0);
+    char order[64];
+    assert_null(lru_map_insert(&m, &lru_item_new("a")->node));
+    assert_null(lru_map_insert(&m, &lru_item_new("b")->node));
+    assert_null(lru_map_insert(&m, &lru_item_new("c")->node));
+    lru_order(&m, order, sizeof order);
+    assert_string_equal(order, "c b a");
+    lru_node *a = lru_map_get(&m, "a", 1); /* a hit makes "a" the newest */
+    assert_non_null(a);
+    assert_string_equal(((lru_item *)a)->key, "a");
+    lru_order(&m, order, sizeof order);
+    assert_string_equal(order, "a c b");
+    lru_node *out = lru_map_insert(&m, &lru_item_new("d")->node); /* over capacity: "b" leaves */
+    assert_non_null(out);
+    assert_string_equal(((lru_item *)out)->key, "b");
+    free(out);
+    assert_null(lru_map_get(&m, "b", 1));
+    assert_int_equal(m.n, 3);
+    lru_order(&m, order, sizeof order);
+    assert_string_equal(order, "d a c");
+    for (lru_node *n = m.newest, *older; n; n = older) {
+        older = n->older;
+        free(n);
+    }
+    lru_map_destroy(&m);
+}
+
+static void test_lru_map_compares_whole_keys(void **state) {
+    (void)state;
+    lru_map m;
+    assert_int_equal(lru_map_init(&m, 100), 0);
+    char k[16];
+    for (int i = 0; i < 100; i++) { /* more keys than buckets/2: chains form */
+        snprintf(k, sizeof k, "k%d", i);
+        assert_null(lru_map_insert(&m, &lru_item_new(k)->node));
+    }
+    assert_null(lru_map_get(&m, "k", 1));    /* a prefix is another key */
+    assert_null(lru_map_get(&m, "k100", 4)); /* so is a longer one */
+    assert_null(lru_map_get(&m, "k5\0", 3)); /* bytes, not a C string: the NUL counts */
+    assert_non_null(lru_map_get(&m, "k50", 2)); /* "k5": the length decides */
+    for (int i = 0; i < 100; i++) {
+        snprintf(k, sizeof k, "k%d", i);
+        const lru_node *n = lru_map_get(&m, k, strlen(k));
+        assert_non_null(n);
+        assert_string_equal(((const lru_item *)n)->key, k);
+    }
+    for (lru_node *n = m.newest, *older; n; n = older) {
+        older = n->older;
+        free(n);
+    }
+    lru_map_destroy(&m);
+}
+
+/* ---- unicode (values from Python 3.11's str methods and unicodedata) ---- */
+
+static void test_unicode_case_maps_may_expand(void **state) {
+    (void)state;
+    uint32_t m[UNICODE_MAX_CASE_MAP];
+    assert_int_equal(unicode_to_lower(0x130, m), 2); /* "İ".lower() == "i\u0307" */
+    assert_int_equal(m[0], 'i');
+    assert_int_equal(m[1], 0x307);
+    assert_int_equal(unicode_to_upper(0xDF, m), 2); /* "ß".upper() == "SS" */
+    assert_int_equal(m[0], 'S');
+    assert_int_equal(m[1], 'S');
+    assert_int_equal(unicode_to_upper(0x390, m), 3); /* "ΐ".upper() == "Ϊ́" */
+    assert_int_equal(m[0], 0x399);
+    assert_int_equal(m[1], 0x308);
+    assert_int_equal(m[2], 0x301);
+    assert_int_equal(unicode_to_title(0x1C6, m), 1); /* "ǆ".title() == "ǅ", not "Ǆ" */
+    assert_int_equal(m[0], 0x1C5);
+    assert_int_equal(unicode_to_upper(0x1C6, m), 1);
+    assert_int_equal(m[0], 0x1C4);
+    assert_int_equal(unicode_to_lower(0x3A3, m), 1); /* "Σ" alone: σ (final sigma needs context) */
+    assert_int_equal(m[0], 0x3C3);
+    assert_int_equal(unicode_to_lower(0x10400, m), 1); /* Deseret, beyond the BMP */
+    assert_int_equal(m[0], 0x10428);
+    assert_int_equal(unicode_to_lower(0x4E2D, m), 1); /* uncased: itself */
+    assert_int_equal(m[0], 0x4E2D);
+    assert_int_equal(unicode_to_lower('Q', m), 1);
+    assert_int_equal(m[0], 'q');
+}
+
+static void test_unicode_nfd_decomposes_fully_and_computes_hangul(void **state) {
+    (void)state;
+    uint32_t d[UNICODE_MAX_DECOMPOSITION];
+    assert_int_equal(unicode_nfd(0xE9, d), 2); /* é */
+    assert_int_equal(d[0], 'e');
+    assert_int_equal(d[1], 0x301);
+    assert_int_equal(unicode_nfd(0x1E69, d), 3); /* ṩ: s, dot below, dot above (canonical order) */
+    assert_int_equal(d[0], 's');
+    assert_int_equal(d[1], 0x323);
+    assert_int_equal(d[2], 0x307);
+    assert_int_equal(unicode_nfd(0xD55C, d), 3); /* 한: ᄒ ᅡ ᆫ */
+    assert_int_equal(d[0], 0x1112);
+    assert_int_equal(d[1], 0x1161);
+    assert_int_equal(d[2], 0x11AB);
+    assert_int_equal(unicode_nfd(0xAC00, d), 2); /* 가: no final consonant */
+    assert_int_equal(d[0], 0x1100);
+    assert_int_equal(d[1], 0x1161);
+    assert_int_equal(unicode_nfd('a', d), 1);
+    assert_int_equal(d[0], 'a');
+}
+
+static void test_unicode_classes_follow_python(void **state) {
+    (void)state;
+    assert_true(unicode_is_printable(' '));
+    assert_false(unicode_is_printable(0xA0));   /* no-break space: a separator */
+    assert_false(unicode_is_printable(0x2028)); /* line separator */
+    assert_false(unicode_is_printable(0x200B)); /* zero width space: Cf */
+    assert_false(unicode_is_printable(0x378));  /* unassigned */
+    assert_true(unicode_is_printable(0xE9));
+    assert_true(unicode_is_other(0xAD));        /* soft hyphen: Cf */
+    assert_true(unicode_is_other(0xE000));      /* private use */
+    assert_false(unicode_is_other('a'));
+    assert_true(unicode_is_punct(0x3001));      /* 、 */
+    assert_true(unicode_is_punct(0xBF));        /* ¿ */
+    assert_false(unicode_is_punct('$'));        /* Sc, not P */
+    assert_true(unicode_is_nonspacing_mark(0x301));
+    assert_false(unicode_is_nonspacing_mark(0x903)); /* Mc */
+    assert_true(unicode_is_space(0x3000));
+    assert_true(unicode_is_space(0x1C));  /* Python counts the file separators */
+    assert_false(unicode_is_space(0x200B));
+    assert_true(unicode_is_cased(0x1C5));
+    assert_false(unicode_is_cased(0x4E2D));
+    assert_true(unicode_is_case_ignorable('\''));
+    assert_true(unicode_is_case_ignorable(0x301));
+    assert_false(unicode_is_case_ignorable('a'));
+    assert_int_equal(unicode_decimal_value(0x663), 3); /* ٣ */
+    assert_int_equal(unicode_decimal_value(0xFF19), 9); /* fullwidth 9 */
+    assert_int_equal(unicode_decimal_value(0xB2), -1);  /* ² is a digit, not a decimal */
+    assert_int_equal(unicode_decimal_value('x'), -1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_utf8_accepts_well_formed_text),
@@ -271,6 +434,11 @@ int main(void) {
         cmocka_unit_test(test_vec_reserve_doubles_and_keeps_the_items),
         cmocka_unit_test(test_vec_reserve_refuses_an_overflowing_size_and_keeps_the_array),
         cmocka_unit_test(test_file_read_all_gives_the_bytes_nul_terminated),
+        cmocka_unit_test(test_lru_map_evicts_the_least_recently_used),
+        cmocka_unit_test(test_unicode_case_maps_may_expand),
+        cmocka_unit_test(test_unicode_nfd_decomposes_fully_and_computes_hangul),
+        cmocka_unit_test(test_unicode_classes_follow_python),
+        cmocka_unit_test(test_lru_map_compares_whole_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
