@@ -15,7 +15,6 @@
 #include "cli/cli_parallel.h"
 #include "cli/commands.h"
 #include "cli/serve_models.h"
-#include "engine/embedder.h"
 #include "engine/engine.h"
 #include "model/encoder.h"
 #include "server/auth.h"
@@ -86,9 +85,9 @@ static const cli_command k_serve = {
              "/detokenize, /health, /metrics) over the continuous-batching engine. MODEL is a GGUF file or a Hugging "
              "Face folder; with several (--model, repeated) each gets its own engine and a share of the KV cache, "
              "/v1/models lists them all and each request goes to the one its \"model\" names (the first without "
-             "it). A BERT embedding model (config.json model_type \"bert\", or a GGUF \"bert\") is served alone "
-             "and serves /v1/embeddings instead. It listens first (/health answers 503 while the models load), "
-             "refuses at start, with "
+             "it). A BERT embedding model (config.json model_type \"bert\", or a GGUF \"bert\") serves "
+             "/v1/embeddings instead, alone or beside generative models. It listens first (/health answers 503 "
+             "while the models load), refuses at start, with "
              "the numbers, a KV cache that cannot hold one --max-model-len request, and on SIGTERM or SIGINT lets "
              "running requests finish for --shutdown-timeout seconds; a second signal skips the wait.",
     .sections = k_serve_sections,
@@ -200,68 +199,43 @@ static void raise_fd_limit(void) {
     }
 }
 
-/* The base URL, and a request to copy for each model. */
+/* The base URL, and a request to copy: for the first generative model and
+ * the first embedding model. */
 static void print_ready(const cli_server_settings *ss, const server *s, const serve_models *ms) {
     const bool key = ss->api_key && *ss->api_key;
     const int port = server_port(s);
     fprintf(stderr, "cllm serve: ready. OpenAI base URL http://%s:%d/v1%s; model%s:", ss->host, port,
             key ? ", API key required" : "", ms->n == 1 ? "" : "s (the first is the default)");
+    const char *chat = NULL, *embed = NULL;
     for (int i = 0; i < ms->n; i++) {
-        if (ms->v[i].e)
-            fprintf(stderr, "%s \"%s\" (max_model_len %d)", i ? "," : "", ms->v[i].name,
-                    engine_get_config(ms->v[i].e)->max_model_len);
+        const serve_model *sm = &ms->v[i];
+        if (sm->enc) {
+            fprintf(stderr, "%s \"%s\" (embeddings, %d dimensions, inputs of up to %d tokens)", i ? "," : "",
+                    sm->name, sm->enc->hp.n_embd, sm->enc->max_len);
+            if (!embed) embed = sm->name;
+            continue;
+        }
+        if (sm->e)
+            fprintf(stderr, "%s \"%s\" (max_model_len %d)", i ? "," : "", sm->name,
+                    engine_get_config(sm->e)->max_model_len);
         else
-            fprintf(stderr, "%s \"%s\" (loaded on its first request)", i ? "," : "", ms->v[i].name);
+            fprintf(stderr, "%s \"%s\" (loaded on its first request)", i ? "," : "", sm->name);
+        if (!chat) chat = sm->name;
     }
-    fprintf(stderr,
-            "\n  curl http://%s:%d/v1/chat/completions -H 'Content-Type: application/json'%s \\\n"
-            "    -d '{\"model\": \"%s\", \"messages\": [{\"role\": \"user\", \"content\": \"Hello!\"}], "
-            "\"max_tokens\": 64}'\n",
-            ss->host, port, key ? " -H 'Authorization: Bearer $KEY'" : "", ms->v[0].name);
-    if (!ss->no_webui) fprintf(stderr, "  or chat in a browser at http://%s:%d/\n", ss->host, port);
-}
-
-/* An embedding model: the encoder and its embedder behind /v1/embeddings, no
- * engine. --max-model-len may lower the model's input length;
- * --max-num-batched-tokens bounds the tokens of one forward pass. Returns
- * the exit code. */
-static int serve_encoder(server *s, const serve_options *o, const char *path, const char *served, const sigset_t *set) {
-    encoder *enc = encoder_load(path);
-    if (!enc) {
-        fprintf(stderr, "cllm serve: %s\n", err_get());
-        return 1;
-    }
-    int rc = 1;
-    embedder *eb = NULL;
-    if (o->engine.max_model_len > enc->hp.n_pos) {
-        fprintf(stderr, "cllm serve: --max-model-len %ld is more than the model's %d positions\n",
-                o->engine.max_model_len, enc->hp.n_pos);
-        goto out;
-    }
-    if (o->engine.max_model_len > 0) enc->max_len = (int)o->engine.max_model_len;
-    const long batch = o->engine.max_num_batched_tokens > enc->max_len ? o->engine.max_num_batched_tokens : enc->max_len;
-    if (!(eb = embedder_create(enc, (int)o->engine.threads, (int)batch)) || server_set_encoder(s, enc, eb)) {
-        fprintf(stderr, "cllm serve: %s\n", err_get());
-        goto out;
-    }
-    server_set_ready(s);
-    const cli_server_settings *ss = &o->server;
-    fprintf(stderr,
-            "cllm serve: ready. An embedding model: %d dimensions, %s pooling%s, inputs of up to %d tokens, %ld "
-            "tokens per forward pass, embedding cache of %ld entries\n"
-            "  curl http://%s:%d/v1/embeddings -H 'Content-Type: application/json' -d '{\"model\": \"%s\", "
-            "\"input\": [\"Hello!\"]}'\n",
-            enc->hp.n_embd, enc->pooling == POOL_CLS ? "CLS" : "mean", enc->normalize ? ", normalized" : "",
-            enc->max_len, batch, ss->embedding_cache_size, ss->host, server_port(s), served);
-    const int sig = wait_signal(set, -1);
-    fprintf(stderr, "cllm serve: %s received\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
-    shutdown_server(s, set, ss->shutdown_timeout);
-    rc = 0;
-out:
-    server_stop(s);
-    embedder_free(eb);
-    encoder_free(enc);
-    return rc;
+    const char *auth = key ? " -H 'Authorization: Bearer $KEY'" : "";
+    fprintf(stderr, "\n");
+    if (chat)
+        fprintf(stderr,
+                "  curl http://%s:%d/v1/chat/completions -H 'Content-Type: application/json'%s \\\n"
+                "    -d '{\"model\": \"%s\", \"messages\": [{\"role\": \"user\", \"content\": \"Hello!\"}], "
+                "\"max_tokens\": 64}'\n",
+                ss->host, port, auth, chat);
+    if (embed)
+        fprintf(stderr,
+                "  curl http://%s:%d/v1/embeddings -H 'Content-Type: application/json'%s \\\n"
+                "    -d '{\"model\": \"%s\", \"input\": [\"Hello!\"]}'\n",
+                ss->host, port, auth, embed);
+    if (chat && !ss->no_webui) fprintf(stderr, "  or chat in a browser at http://%s:%d/\n", ss->host, port);
 }
 
 int cmd_serve(int argc, char **argv) {
@@ -280,16 +254,11 @@ int cmd_serve(int argc, char **argv) {
         serve_options_free(&o);
         return 1;
     }
-    /* An embedding model has no engine to share a server or a job with. (A
-     * lone model is looked at only once the server listens: reading it may
-     * take a while, and /health answers 503 meanwhile.) */
-    bool shared = false;
-    if (o.models.n > 1 || o.parallel.tensor_parallel_size > 1)
-        for (int i = 0; i < o.models.n; i++) shared |= encoder_is_encoder_model(o.models.items[i]);
-    if (shared) {
-        cli_usage_error(&k_serve,
-                        "an embedding model is served alone: without other --model, and with "
-                        "--tensor-parallel-size 1 (start one server per model)");
+    /* An embedding model has no engine to share a tensor-parallel job with.
+     * (Otherwise models are looked at only once the server listens: reading
+     * them may take a while, and /health answers 503 meanwhile.) */
+    if (o.parallel.tensor_parallel_size > 1 && encoder_is_encoder_model(o.models.items[0])) {
+        cli_usage_error(&k_serve, "an embedding model is served with --tensor-parallel-size 1");
         serve_options_free(&o);
         return 1;
     }
@@ -362,10 +331,6 @@ int cmd_serve(int argc, char **argv) {
                 o.parallel.tensor_parallel_size, (int)getpid());
 
     int rc = 1;
-    if (ms.n == 1 && encoder_is_encoder_model(ms.v[0].path)) {
-        rc = serve_encoder(&s, &o, ms.v[0].path, ms.v[0].name, &set);
-        goto out;
-    }
     const serve_engine_settings es = {.model = &o.model,
                                       .engine = &o.engine,
                                       .spec = o.sc,
@@ -373,8 +338,13 @@ int cmd_serve(int argc, char **argv) {
                                       .max_loaded = (int)o.max_loaded_models,
                                       .tp = &tp};
     if (serve_models_load(&ms, &es)) goto out;
-    for (int i = 0; i < ms.n; i++)
+    for (int i = 0; i < ms.n; i++) {
         if (ms.v[i].e) server_set_model(&s, i, ms.v[i].m, ms.v[i].e, ms.v[i].tmpl);
+        if (ms.v[i].enc && server_set_encoder(&s, i, ms.v[i].enc, ms.v[i].eb)) {
+            fprintf(stderr, "cllm serve: %s\n", err_get());
+            goto out;
+        }
+    }
     server_set_ready(&s);
     print_ready(ss, &s, &ms);
 

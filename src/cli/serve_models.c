@@ -137,10 +137,16 @@ static int start_engine(serve_models *ms, int i, size_t kv_bytes) {
     return 0;
 }
 
-/* Every model loaded now: the budget split by KV bytes per token. */
+/* Every generative model loaded now: the budget split by KV bytes per token
+ * (an embedding model's share is 0). */
 static int load_all(serve_models *ms, size_t total) {
-    for (int i = 0; i < ms->n; i++)
+    int n_gen = 0;
+    for (int i = 0; i < ms->n; i++) {
+        if (ms->v[i].enc) continue;
         if (load_one(&ms->v[i], &ms->st)) return -1;
+        n_gen++;
+    }
+    if (n_gen == 0) return 0;
     size_t *per_token = calloc((size_t)ms->n, sizeof *per_token), *share = calloc((size_t)ms->n, sizeof *share);
     if (!per_token || !share) {
         free(per_token);
@@ -149,17 +155,19 @@ static int load_all(serve_models *ms, size_t total) {
         return -1;
     }
     const kv_dtype dt = cli_engine_config(ms->st.engine).kv_type;
-    for (int i = 0; i < ms->n; i++) per_token[i] = kv_bytes_per_token(&ms->v[i].m->kv, dt);
+    for (int i = 0; i < ms->n; i++) per_token[i] = ms->v[i].m ? kv_bytes_per_token(&ms->v[i].m->kv, dt) : 0;
     kv_share_split(total, per_token, ms->n, share);
-    if (ms->n > 1) {
+    if (n_gen > 1) {
         fprintf(stderr, "cllm serve: KV cache budget %.1f MiB over %d models, in proportion to their KV bytes per "
-                        "token (%s):\n", (double)total / 1048576.0, ms->n, kv_dtype_name(dt));
+                        "token (%s):\n", (double)total / 1048576.0, n_gen, kv_dtype_name(dt));
         for (int i = 0; i < ms->n; i++)
-            fprintf(stderr, "cllm serve:   %s: %zu bytes per token, %.1f MiB\n", ms->v[i].name, per_token[i],
-                    (double)share[i] / 1048576.0);
+            if (ms->v[i].m)
+                fprintf(stderr, "cllm serve:   %s: %zu bytes per token, %.1f MiB\n", ms->v[i].name, per_token[i],
+                        (double)share[i] / 1048576.0);
     }
     int rc = 0;
-    for (int i = 0; i < ms->n && !rc; i++) rc = start_engine(ms, i, share[i]);
+    for (int i = 0; i < ms->n && !rc; i++)
+        if (ms->v[i].m) rc = start_engine(ms, i, share[i]);
     free(per_token);
     free(share);
     return rc;
@@ -167,22 +175,62 @@ static int load_all(serve_models *ms, size_t total) {
 
 bool serve_models_lazy(const serve_models *ms) { return ms->lazy_share > 0; }
 
+/* An embedding model, its input length checked against --max-model-len, and
+ * its embedder. */
+static int load_encoder(serve_models *ms, serve_model *sm, bool alone) {
+    fprintf(stderr, "cllm serve: loading %s as '%s' (an embedding model)\n", sm->path, sm->name);
+    if (!(sm->enc = encoder_load(sm->path))) {
+        fprintf(stderr, "cllm serve: %s\n", err_get());
+        return -1;
+    }
+    const long want = ms->st.engine->max_model_len;
+    if (want > sm->enc->hp.n_pos && alone) {
+        fprintf(stderr, "cllm serve: --max-model-len %ld is more than the model's %d positions\n", want,
+                sm->enc->hp.n_pos);
+        return -1;
+    }
+    if (want > 0 && want < sm->enc->max_len) sm->enc->max_len = (int)want;
+    const long batch = ms->st.engine->max_num_batched_tokens;
+    ms->embed_batch_tokens = batch > sm->enc->max_len ? batch : sm->enc->max_len;
+    if (!(sm->eb = embedder_create(sm->enc, (int)ms->st.engine->threads, (int)ms->embed_batch_tokens))) {
+        fprintf(stderr, "cllm serve: %s\n", err_get());
+        return -1;
+    }
+    fprintf(stderr,
+            "cllm serve: %s: %d dimensions, %s pooling%s, inputs of up to %d tokens, %ld tokens per forward pass\n",
+            sm->name, sm->enc->hp.n_embd, sm->enc->pooling == POOL_CLS ? "CLS" : "mean",
+            sm->enc->normalize ? ", normalized" : "", sm->enc->max_len, ms->embed_batch_tokens);
+    return 0;
+}
+
 int serve_models_load(serve_models *ms, const serve_engine_settings *st) {
     ms->st = *st;
+    int n_gen = 0;
+    for (int i = 0; i < ms->n; i++) {
+        if (!encoder_is_encoder_model(ms->v[i].path)) n_gen++;
+        else if (load_encoder(ms, &ms->v[i], ms->n == 1)) return -1;
+    }
     const size_t total = kv_budget(st);
-    if (st->max_loaded <= 0 || st->max_loaded >= ms->n) return load_all(ms, total);
+    if (st->max_loaded <= 0 || st->max_loaded >= n_gen) return load_all(ms, total);
     ms->lazy_share = total / (size_t)st->max_loaded;
     fprintf(stderr,
             "cllm serve: at most %d of %d models in memory (--max-loaded-models); KV cache budget %.1f MiB, "
             "%.1f MiB for each model in memory; loading the first %d now, the others on their first request\n",
-            st->max_loaded, ms->n, (double)total / 1048576.0, (double)ms->lazy_share / 1048576.0, st->max_loaded);
-    for (int i = 0; i < st->max_loaded; i++)
+            st->max_loaded, n_gen, (double)total / 1048576.0, (double)ms->lazy_share / 1048576.0, st->max_loaded);
+    for (int i = 0, loaded = 0; i < ms->n && loaded < st->max_loaded; i++) {
+        if (ms->v[i].enc) continue;
         if (load_one(&ms->v[i], &ms->st) || start_engine(ms, i, ms->lazy_share)) return -1;
+        loaded++;
+    }
     return 0;
 }
 
 static void unload(serve_models *ms, int i) {
     serve_model *sm = &ms->v[i];
+    embedder_free(sm->eb);
+    encoder_free(sm->enc);
+    sm->eb = NULL;
+    sm->enc = NULL;
     engine_free(sm->e);
     if (sm->tmpl) chat_template_free(sm->tmpl);
     if (sm->m) model_free(sm->m);
@@ -215,9 +263,11 @@ served_model_loader serve_models_loader(serve_models *ms) {
 }
 
 void serve_models_free(serve_models *ms) {
-    for (int i = 0; i < ms->n; i++) { /* every engine stops before any model goes */
+    for (int i = 0; i < ms->n; i++) { /* every engine and embedder stops before any model goes */
         engine_free(ms->v[i].e);
         ms->v[i].e = NULL;
+        embedder_free(ms->v[i].eb);
+        ms->v[i].eb = NULL;
     }
     for (int i = 0; i < ms->n; i++) {
         unload(ms, i);

@@ -10,14 +10,22 @@
  * the loader given to the server (server/served_models.h), which unloads the
  * least recently used idle model to make room. The budget is then split
  * evenly into N shares, one per model in memory: a model's KV bytes per token
- * are only known once it is loaded. */
+ * are only known once it is loaded.
+ *
+ * An embedding model (a BERT encoder: encoder_is_encoder_model) among them
+ * gets an encoder and an embedder instead of an engine: it is always loaded
+ * at start, takes no KV budget and does not count in --max-loaded-models.
+ * --max-model-len lowers its input length when smaller than the model's;
+ * served alone, a larger one is an error, as for a generative model. */
 #ifndef CLLM_CLI_SERVE_MODELS_H
 #define CLLM_CLI_SERVE_MODELS_H
 
 #include "chat/template.h"
 #include "cli/cli_groups.h"
 #include "cli/cli_parallel.h"
+#include "engine/embedder.h"
 #include "engine/engine.h"
+#include "model/encoder.h"
 #include "model/model.h"
 #include "server/served_models.h"
 
@@ -30,6 +38,8 @@ typedef struct {
     model *m;
     chat_template *tmpl;
     engine *e;
+    encoder *enc;        /* an embedding model: these instead of m, tmpl and e */
+    embedder *eb;
 } serve_model;
 
 /* What every model's engine shares: the settings, the speculative decoding
@@ -49,6 +59,7 @@ typedef struct {
     served_model_config *names; /* [n], for server_config: views of path and name */
     serve_engine_settings st;   /* from serve_models_load, for later loads */
     size_t lazy_share;          /* KV bytes of each model loaded on demand; 0: none is */
+    long embed_batch_tokens;    /* tokens per forward pass of the embedding models */
 } serve_models;
 
 /* The models to serve, in the order given (MODEL and --model alike); names
@@ -56,9 +67,10 @@ typedef struct {
  * than models, or two models under one name. */
 int serve_models_plan(serve_models *ms, const cli_list *paths, const cli_list *names);
 
-/* Loads each model (the first st->max_loaded of them, when that is fewer)
- * and its chat template, splits the KV budget, creates and starts each
- * engine, logging what each got. Returns -1 after printing why (what was
+/* Loads each embedding model and its embedder, and each generative model
+ * (the first st->max_loaded of them, when that is fewer) and its chat
+ * template, splits the KV budget, creates and starts each engine, logging
+ * what each got. Returns -1 after printing why (what was
  * loaded stays for serve_models_free). */
 int serve_models_load(serve_models *ms, const serve_engine_settings *st);
 /* Whether models not loaded yet are loaded on demand. */
@@ -66,7 +78,7 @@ bool serve_models_lazy(const serve_models *ms);
 /* The loader the server uses for them (user: ms). */
 served_model_loader serve_models_loader(serve_models *ms);
 
-/* Stops and frees the engines, templates and models. */
+/* Stops and frees the engines and embedders, templates and models. */
 void serve_models_free(serve_models *ms);
 
 #endif

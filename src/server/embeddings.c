@@ -34,7 +34,7 @@ static const char *const k_fields[] = {"model", "input", "encoding_format", "dim
                                       "truncate_prompt_tokens", NULL};
 
 /* "input" into q->in: texts, or token-id lists (checked against the vocabulary). */
-static int parse_input(server *s, const json_t *input, embed_request *q, api_error *e) {
+static int parse_input(const server *s, const served_model *sm, const json_t *input, embed_request *q, api_error *e) {
     if (!input || json_is_null(input)) return api_fail(e, 400, "missing_field", "input", "'input' is required");
     const bool one_text = json_is_string(input);
     if (!one_text && !json_is_array(input))
@@ -67,7 +67,7 @@ static int parse_input(server *s, const json_t *input, embed_request *q, api_err
                 return api_fail(e, 400, "invalid_value", "input", "'input[%zu]' is an empty list of token ids", i);
             char param[32];
             snprintf(param, sizeof param, one_ids ? "input" : "input[%zu]", i);
-            if (api_parse_token_ids(item, param, s->enc->hp.n_vocab, &in->ids, &in->n_ids, e)) return -1;
+            if (api_parse_token_ids(item, param, sm->enc->hp.n_vocab, &in->ids, &in->n_ids, e)) return -1;
         } else {
             return api_fail(e, 400, "invalid_type", "input",
                             "'input[%zu]' must be a string or a list of token ids, got %s", i, api_json_type_name(item));
@@ -78,8 +78,8 @@ static int parse_input(server *s, const json_t *input, embed_request *q, api_err
     return 0;
 }
 
-static int parse_options(server *s, const json_t *body, embed_request *q, api_error *e) {
-    const encoder *enc = s->enc;
+static int parse_options(const served_model *sm, const json_t *body, embed_request *q, api_error *e) {
+    const encoder *enc = sm->enc;
     const json_t *fmt = json_object_get(body, "encoding_format");
     if (fmt && !json_is_null(fmt)) {
         const char *f = json_string_value(fmt);
@@ -98,13 +98,13 @@ static int parse_options(server *s, const json_t *body, embed_request *q, api_er
             return api_fail(e, 400, "invalid_value", "dimensions",
                             "Model \"%s\" does not support matryoshka representation, changing output dimensions "
                             "will lead to poor results.",
-                            s->models.v[0].name);
+                            sm->name);
         bool listed = enc->n_matryoshka_dims == 0;
         for (int i = 0; i < enc->n_matryoshka_dims; i++) listed |= enc->matryoshka_dims[i] == d;
         if (!listed)
             return api_fail(e, 400, "invalid_value", "dimensions",
                             "Model \"%s\" only supports the matryoshka dimensions the config lists; %lld is not one",
-                            s->models.v[0].name, (long long)d);
+                            sm->name, (long long)d);
         if (d < 1 || d > enc->hp.n_embd)
             return api_fail(e, 400, "invalid_value", "dimensions", "'dimensions' must be from 1 to %d, got %lld",
                             enc->hp.n_embd, (long long)d);
@@ -128,14 +128,14 @@ static int parse_options(server *s, const json_t *body, embed_request *q, api_er
 
 /* Each input's tokens (texts from the cache when they are there; their
  * vectors go straight to out), checked against the model's length. */
-static int prepare_inputs(server *s, embed_request *q, float *out, api_error *e) {
-    const encoder *enc = s->enc;
+static int prepare_inputs(const served_model *sm, embed_request *q, float *out, api_error *e) {
+    const encoder *enc = sm->enc;
     const int d = enc->hp.n_embd;
     for (int i = 0; i < q->n; i++) {
         embed_input *in = &q->in[i];
         if (in->text) {
-            if (s->embed_cache &&
-                embed_cache_get(s->embed_cache, in->text, in->len, q->truncate, out + (size_t)i * d, &in->n_ids)) {
+            if (sm->embed_cache &&
+                embed_cache_get(sm->embed_cache, in->text, in->len, q->truncate, out + (size_t)i * d, &in->n_ids)) {
                 in->cached = true;
                 continue;
             }
@@ -155,8 +155,8 @@ static int prepare_inputs(server *s, embed_request *q, float *out, api_error *e)
     return 0;
 }
 
-static int embed_misses(server *s, embed_request *q, float *out, api_error *e) {
-    const int d = s->enc->hp.n_embd;
+static int embed_misses(const served_model *sm, embed_request *q, float *out, api_error *e) {
+    const int d = sm->enc->hp.n_embd;
     const int32_t **ids = malloc((size_t)q->n * sizeof *ids);
     int *lens = malloc((size_t)q->n * sizeof *lens), *where = malloc((size_t)q->n * sizeof *where);
     float *vecs = malloc((size_t)q->n * (size_t)d * sizeof *vecs);
@@ -164,13 +164,13 @@ static int embed_misses(server *s, embed_request *q, float *out, api_error *e) {
     int n = 0;
     for (int i = 0; i < q->n && !rc; i++)
         if (!q->in[i].cached) ids[n] = q->in[i].ids, lens[n] = q->in[i].n_ids, where[n++] = i;
-    if (!rc && n > 0 && embedder_embed(s->embedder, (const int32_t *const *)ids, lens, n, vecs))
+    if (!rc && n > 0 && embedder_embed(sm->embedder, (const int32_t *const *)ids, lens, n, vecs))
         rc = api_fail(e, 500, err_is_oom() ? "out_of_memory" : "internal_error", NULL, "%s", err_get());
     for (int k = 0; k < n && !rc; k++) {
         const embed_input *in = &q->in[where[k]];
         memcpy(out + (size_t)where[k] * d, vecs + (size_t)k * d, (size_t)d * sizeof *vecs);
-        if (s->embed_cache && in->text)
-            embed_cache_put(s->embed_cache, in->text, in->len, q->truncate, vecs + (size_t)k * d, in->n_ids);
+        if (sm->embed_cache && in->text)
+            embed_cache_put(sm->embed_cache, in->text, in->len, q->truncate, vecs + (size_t)k * d, in->n_ids);
     }
     free(vecs);
     free(where);
@@ -203,13 +203,13 @@ static json_t *embedding_value(float *v, int dims, bool base64) {
     return s;
 }
 
-static json_t *response_body(server *s, const char *model_name, embed_request *q, float *out) {
-    const int d = s->enc->hp.n_embd, dims = q->dims ? q->dims : d;
+static json_t *response_body(const served_model *sm, embed_request *q, float *out) {
+    const int d = sm->enc->hp.n_embd, dims = q->dims ? q->dims : d;
     json_t *data = json_array();
     long tokens = 0;
     for (int i = 0; i < q->n && data; i++) {
         float *v = out + (size_t)i * d;
-        if (dims < d) cut_dims(s->enc, v, dims);
+        if (dims < d) cut_dims(sm->enc, v, dims);
         tokens += q->in[i].n_ids;
         json_t *item = json_pack("{s:s,s:i,s:o*}", "object", "embedding", "index", i, "embedding",
                                  embedding_value(v, dims, q->base64));
@@ -219,32 +219,29 @@ static json_t *response_body(server *s, const char *model_name, embed_request *q
         }
     }
     if (!data) return NULL;
-    return json_pack("{s:s,s:o,s:s,s:{s:I,s:I}}", "object", "list", "data", data, "model", model_name,
+    return json_pack("{s:s,s:o,s:s,s:{s:I,s:I}}", "object", "list", "data", data, "model", sm->name,
                      "usage", "prompt_tokens", (json_int_t)tokens, "total_tokens", (json_int_t)tokens);
 }
 
 enum MHD_Result handle_embeddings(server *s, http_req *r) {
     api_error e;
-    if (!s->enc) {
-        api_fail(&e, 400, "invalid_request_error", NULL, "The model does not support Embeddings API");
-        return http_reply_error(r, &e);
-    }
     json_t *body = http_body_json(r, &e);
     const served_model *sm = body ? served_models_route(&s->models, body, &e) : NULL;
+    if (sm && served_models_check_task(sm, true, "Embeddings", &e)) sm = NULL;
     if (!sm) {
         json_decref(body);
         return http_reply_error(r, &e);
     }
     embed_request q = {0};
     float *out = NULL;
-    int rc = server_check_fields(body, k_fields, &e) || parse_options(s, body, &q, &e) ||
-                     parse_input(s, json_object_get(body, "input"), &q, &e)
+    int rc = server_check_fields(body, k_fields, &e) || parse_options(sm, body, &q, &e) ||
+                     parse_input(s, sm, json_object_get(body, "input"), &q, &e)
                  ? -1
                  : 0;
-    if (!rc && !(out = malloc((size_t)q.n * (size_t)s->enc->hp.n_embd * sizeof *out)))
+    if (!rc && !(out = malloc((size_t)q.n * (size_t)sm->enc->hp.n_embd * sizeof *out)))
         rc = api_fail(&e, 500, "out_of_memory", NULL, "out of memory");
-    if (!rc) rc = prepare_inputs(s, &q, out, &e) || embed_misses(s, &q, out, &e) ? -1 : 0;
-    json_t *reply = rc ? NULL : response_body(s, sm->name, &q, out);
+    if (!rc) rc = prepare_inputs(sm, &q, out, &e) || embed_misses(sm, &q, out, &e) ? -1 : 0;
+    json_t *reply = rc ? NULL : response_body(sm, &q, out);
     if (!rc && !reply) rc = api_fail(&e, 500, "out_of_memory", NULL, "out of memory");
     free(out);
     request_free(&q);

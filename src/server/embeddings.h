@@ -1,5 +1,6 @@
-/* POST /v1/embeddings, OpenAI's shape, when the served model is an embedding
- * model (model/encoder.h); any other model answers it with vLLM's 400.
+/* POST /v1/embeddings, OpenAI's shape, for a served model that is an
+ * embedding model (model/encoder.h; "model" picks it, as for the other
+ * endpoints); a generative model answers it with vLLM's 400.
  *
  * Request: "input" (a string, a list of strings, a list of token ids, or a
  * list of lists of token ids; at most --max-embedding-inputs of them, none

@@ -591,6 +591,8 @@ enum MHD_Result handle_generation(server *s, http_req *r, api_kind kind) {
     json_t *body = http_body_json(r, &e);
     if (!body) return http_reply_error(r, &e);
     served_model *sm = served_models_route(&s->models, body, &e);
+    if (sm && served_models_check_task(sm, false, kind == API_CHAT ? "Chat Completions" : "Completions", &e))
+        sm = NULL;
     if (!sm) {
         json_decref(body);
         return http_reply_error(r, &e);

@@ -181,6 +181,45 @@ static void single(out *o, const char *type, const char *name, const char *help,
     sample(o, name, NULL, NULL, v);
 }
 
+static double emb_inputs(const metrics_model *mm) { return (double)mm->embedder.inputs; }
+static double emb_tokens(const metrics_model *mm) { return (double)mm->embedder.tokens; }
+static double emb_passes(const metrics_model *mm) { return (double)mm->embedder.forward_passes; }
+static double emb_cache_hits(const metrics_model *mm) { return (double)mm->embed_cache.hits; }
+static double emb_cache_misses(const metrics_model *mm) { return (double)mm->embed_cache.misses; }
+static double emb_cache_entries(const metrics_model *mm) { return (double)mm->embed_cache.entries; }
+
+static const struct {
+    bool of_cache; /* the embedding cache's, else the embedder's */
+    const char *type, *name, *help;
+    double (*value)(const metrics_model *mm);
+} EMBEDDING_ROWS[] = {
+    {false, "counter", "cllm:embedding_inputs_total", "Inputs embedded by the model (cache hits not counted).",
+     emb_inputs},
+    {false, "counter", "cllm:embedding_tokens_total", "Tokens of the inputs embedded by the model.", emb_tokens},
+    {false, "counter", "cllm:embedding_forward_passes_total", "Forward passes of the embedding model.", emb_passes},
+    {true, "counter", "cllm:embedding_cache_hits_total", "Text inputs answered from the embedding cache.",
+     emb_cache_hits},
+    {true, "counter", "cllm:embedding_cache_misses_total", "Text inputs not in the embedding cache.",
+     emb_cache_misses},
+    {true, "gauge", "cllm:embedding_cache_entries", "Embeddings held in the embedding cache.", emb_cache_entries},
+};
+
+/* One sample per embedding model that has the row's stats; a row no model
+ * has is left out. */
+static void embedding_metrics(out *o, const metrics_input *in) {
+    for (size_t r = 0; r < sizeof EMBEDDING_ROWS / sizeof *EMBEDDING_ROWS; r++) {
+        bool headed = false;
+        for (int m = 0; m < in->n_models; m++) {
+            const metrics_model *mm = &in->models[m];
+            if (!(EMBEDDING_ROWS[r].of_cache ? mm->has_embed_cache : mm->has_embedder)) continue;
+            if (!headed) head(o, EMBEDDING_ROWS[r].name, EMBEDDING_ROWS[r].type, EMBEDDING_ROWS[r].help);
+            headed = true;
+            o->model = mm->name;
+            sample(o, EMBEDDING_ROWS[r].name, NULL, NULL, EMBEDDING_ROWS[r].value(mm));
+        }
+    }
+}
+
 void metrics_render(buf *b, const metrics_input *in) {
     out o = {.b = b};
     model_metrics(&o, in);
@@ -192,23 +231,5 @@ void metrics_render(buf *b, const metrics_input *in) {
         single(&o, "gauge", "cllm:response_cache_entries", "Responses held in the response cache.",
                (double)in->response_cache_entries);
     }
-    o.model = in->n_models > 0 ? in->models[0].name : NULL; /* the embedding model, served alone */
-    if (in->has_embedder) {
-        const embedder_stats *es = &in->embedder;
-        single(&o, "counter", "cllm:embedding_inputs_total",
-               "Inputs embedded by the model (cache hits not counted).", (double)es->inputs);
-        single(&o, "counter", "cllm:embedding_tokens_total", "Tokens of the inputs embedded by the model.",
-               (double)es->tokens);
-        single(&o, "counter", "cllm:embedding_forward_passes_total", "Forward passes of the embedding model.",
-               (double)es->forward_passes);
-    }
-    if (in->has_embed_cache) {
-        const embed_cache_stats *ec = &in->embed_cache;
-        single(&o, "counter", "cllm:embedding_cache_hits_total", "Text inputs answered from the embedding cache.",
-               (double)ec->hits);
-        single(&o, "counter", "cllm:embedding_cache_misses_total", "Text inputs not in the embedding cache.",
-               (double)ec->misses);
-        single(&o, "gauge", "cllm:embedding_cache_entries", "Embeddings held in the embedding cache.",
-               (double)ec->entries);
-    }
+    embedding_metrics(&o, in);
 }

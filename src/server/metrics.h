@@ -22,8 +22,7 @@
  *                                               only for an embedding model
  *   cllm:embedding_cache_hits_total / _misses_total  counters (text inputs), and
  *   cllm:embedding_cache_entries                gauge: only with an embedding cache
- * The embedding samples carry the model_name of the embedding model, which is
- * served alone (models[0]). */
+ * The embedding samples are those of each embedding model served. */
 #ifndef CLLM_SERVER_METRICS_H
 #define CLLM_SERVER_METRICS_H
 
@@ -43,6 +42,10 @@ typedef struct {
     engine_stats stats;                  /* zeros while loading */
     uint64_t finished[FINISH_ERROR + 1]; /* by finish_reason */
     uint64_t cache_hits, cache_misses;   /* with a response cache */
+    bool has_embedder;                   /* an embedding model, loaded */
+    embedder_stats embedder;
+    bool has_embed_cache;
+    embed_cache_stats embed_cache;
 } metrics_model;
 
 typedef struct {
@@ -51,10 +54,6 @@ typedef struct {
     uint64_t http[6];                    /* by status class */
     bool has_response_cache;
     size_t response_cache_entries;
-    bool has_embedder;
-    embedder_stats embedder;
-    bool has_embed_cache;
-    embed_cache_stats embed_cache;
 } metrics_input;
 
 void metrics_render(buf *b, const metrics_input *in);

@@ -324,6 +324,7 @@ enum MHD_Result handle_responses(server *s, http_req *r) {
     json_t *body = http_body_json(r, &e);
     if (!body) return http_reply_error(r, &e);
     served_model *sm = served_models_route(&s->models, body, &e);
+    if (sm && served_models_check_task(sm, false, "Responses", &e)) sm = NULL;
     json_t *chat = sm ? to_chat_body(body, &e) : NULL;
     resp_state *c = chat ? calloc(1, sizeof *c) : NULL;
     if (!c) {

@@ -65,9 +65,9 @@ static enum MHD_Result metrics(server *s, http_req *r) {
             mm->name = sm->name;
             /* an unloaded model (--max-loaded-models) shows zeros, and its
              * engine's counters start again when it is loaded again */
-            const bool loaded = served_models_stats(&s->models, i, &mm->stats);
-            mm->ready = state == SERVER_READY && (loaded || s->enc); /* an embedding model has no engine */
-            if (!loaded) {
+            const bool running = served_models_stats(&s->models, i, &mm->stats);
+            mm->ready = state == SERVER_READY && served_models_loaded(&s->models, sm);
+            if (!running) { /* not loaded, or an embedding model: no engine */
                 hist_init_seconds(&mm->stats.ttft);
                 hist_init_seconds(&mm->stats.tpot);
                 hist_init_seconds(&mm->stats.e2e);
@@ -84,12 +84,14 @@ static enum MHD_Result metrics(server *s, http_req *r) {
             response_cache_get_stats(s->response_cache, &rc);
             in.response_cache_entries = rc.entries;
         }
-        if (state != SERVER_LOADING && s->embedder) {
-            in.has_embedder = true;
-            embedder_get_stats(s->embedder, &in.embedder);
+        for (int i = 0; i < s->models.n; i++) {
+            const served_model *sm = &s->models.v[i];
+            if (!served_models_loaded(&s->models, sm) || !sm->embedder) continue; /* set once, before ready */
+            models[i].has_embedder = true;
+            embedder_get_stats(sm->embedder, &models[i].embedder);
+            models[i].has_embed_cache = sm->embed_cache != NULL;
+            if (sm->embed_cache) embed_cache_get_stats(sm->embed_cache, &models[i].embed_cache);
         }
-        in.has_embed_cache = s->embed_cache != NULL;
-        if (in.has_embed_cache) embed_cache_get_stats(s->embed_cache, &in.embed_cache);
         metrics_render(&b, &in);
     }
     enum MHD_Result rc;
@@ -179,15 +181,6 @@ enum MHD_Result route_request(void *user, http_req *r) {
     }
     if (state == SERVER_DRAINING) {
         api_fail(&e, 503, "shutting_down", NULL, "The server is shutting down");
-        return http_reply_error(r, &e);
-    }
-    if (s->enc && found != R_EMBEDDINGS) {
-        /* vLLM's answer for an endpoint the model's task lacks. */
-        static const char *const api[] = {[R_COMPLETIONS] = "Completions", [R_CHAT] = "Chat Completions",
-                                          [R_RESPONSES] = "Responses", [R_TOKENIZE] = "Tokenize",
-                                          [R_DETOKENIZE] = "Detokenize"};
-        api_fail(&e, 400, "invalid_request_error", NULL,
-                 "The model does not support %s API (it is an embedding model: use /v1/embeddings)", api[found]);
         return http_reply_error(r, &e);
     }
     switch ((route_id)found) {

@@ -28,6 +28,7 @@ int served_models_init(served_models *ms, const served_model_config *cfg, int n,
 }
 
 void served_models_free(served_models *ms) {
+    for (int i = 0; i < ms->n; i++) embed_cache_free(ms->v[i].embed_cache);
     if (ms->v) {
         pthread_mutex_destroy(&ms->mu);
         pthread_cond_destroy(&ms->cv);
@@ -69,4 +70,13 @@ served_model *served_models_route(const served_models *ms, const json_t *body, a
     served_model *sm = served_models_find(ms, json_string_value(m));
     if (!sm) served_models_not_found(ms, json_string_value(m), e);
     return sm;
+}
+
+int served_models_check_task(const served_model *sm, bool embeddings, const char *api, api_error *e) {
+    if (embeddings == (sm->enc != NULL)) return 0;
+    /* vLLM's answer for an endpoint the model's task lacks, and what to use instead. */
+    return api_fail(e, 400, "invalid_request_error", "model", "The model '%.200s' does not support %s API (%s)",
+                    sm->name, api,
+                    embeddings ? "it generates text: use /v1/completions or /v1/chat/completions"
+                               : "it is an embedding model: use /v1/embeddings");
 }

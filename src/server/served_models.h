@@ -16,13 +16,22 @@
  * requests for a model being loaded wait for it, and a load that fails is a
  * 503 for the request that tried (the next one tries again). A request
  * holds its model from served_models_acquire to served_models_release, so a
- * model is never unloaded under one. */
+ * model is never unloaded under one.
+ *
+ * An embedding model (a BERT encoder) sits in the same table: it has an
+ * encoder and an embedder instead of a model and an engine, serves
+ * /v1/embeddings only (a generation request naming it is a 400, as is an
+ * embeddings request naming a generative model), is set before serving and
+ * is never unloaded, nor counted in max_loaded. */
 #ifndef CLLM_SERVER_SERVED_MODELS_H
 #define CLLM_SERVER_SERVED_MODELS_H
 
 #include "chat/template.h"
+#include "engine/embedder.h"
 #include "engine/engine.h"
+#include "model/encoder.h"
 #include "model/model.h"
+#include "server/embed_cache.h"
 #include "server/errors.h"
 #include "server/gen.h"
 
@@ -55,6 +64,10 @@ typedef struct {
     model *m;
     engine *e;
     const chat_template *tmpl;
+    /* An embedding model has these instead (set once, before serving): */
+    const encoder *enc;
+    embedder *embedder;
+    embed_cache *embed_cache; /* NULL: no cache (--embedding-cache-size 0) */
     _Atomic int max_model_len;                /* 0 until first loaded; kept after an unload, for /v1/models */
     gen_counters counters;                    /* finished sequences, by reason */
     _Atomic uint64_t cache_hits, cache_misses; /* its cacheable requests in the response cache */
@@ -84,13 +97,22 @@ void served_models_free(served_models *ms);
 /* Hands over a loaded model, its started engine and its chat template. */
 void served_models_set(served_models *ms, int i, model *m, engine *e, const chat_template *tmpl);
 
+/* Hands over an embedding model: its encoder, embedder and cache (NULL:
+ * none; the table then owns it: served_models_free frees it). */
+void served_models_set_encoder(served_models *ms, int i, const encoder *enc, embedder *eb, embed_cache *cache);
+/* 0 when sm serves what the request asks (embeddings: an embedding model;
+ * otherwise a generative one), else -1 with a 400 in *e naming `api` (as
+ * vLLM words it: "Completions", "Chat Completions", "Embeddings", ...). */
+int served_models_check_task(const served_model *sm, bool embeddings, const char *api, api_error *e);
+
 /* Holds sm for a request, loading it first when it is not in memory. Returns
  * 0, or -1 with a 503 in *e when it could not be loaded. */
 int served_models_acquire(served_models *ms, served_model *sm, api_error *e);
 void served_models_release(served_models *ms, served_model *sm);
 /* Whether sm is in memory now (its engine running). */
 bool served_models_loaded(served_models *ms, const served_model *sm);
-/* Model i's engine stats when it is loaded (else false, *out untouched). */
+/* Model i's engine stats when its engine runs (else false, *out untouched:
+ * not loaded, or an embedding model). */
 bool served_models_stats(served_models *ms, int i, engine_stats *out);
 /* Aborts every loaded engine's requests, and from then on refuses (503) the
  * requests still waiting for a model; whether any engine still has work. */

@@ -26,9 +26,22 @@ void served_models_set(served_models *ms, int i, model *m, engine *e, const chat
     pthread_mutex_unlock(&ms->mu);
 }
 
+void served_models_set_encoder(served_models *ms, int i, const encoder *enc, embedder *eb, embed_cache *cache) {
+    pthread_mutex_lock(&ms->mu);
+    served_model *sm = &ms->v[i];
+    sm->enc = enc;
+    sm->embedder = eb;
+    sm->embed_cache = cache;
+    sm->max_model_len = enc->max_len;
+    sm->state = MODEL_LOADED;
+    pthread_cond_broadcast(&ms->cv);
+    pthread_mutex_unlock(&ms->mu);
+}
+
+/* Generative models in memory (embedding models stay, and do not count). */
 static int resident(const served_models *ms) {
     int n = 0;
-    for (int i = 0; i < ms->n; i++) n += ms->v[i].state != MODEL_UNLOADED;
+    for (int i = 0; i < ms->n; i++) n += ms->v[i].state != MODEL_UNLOADED && !ms->v[i].enc;
     return n;
 }
 
@@ -39,7 +52,7 @@ static served_model *idle_victim(served_models *ms) {
     served_model *best = NULL;
     for (int i = 0; i < ms->n; i++) {
         served_model *sm = &ms->v[i];
-        if (sm->state != MODEL_LOADED || sm->holders > 0 || engine_has_work(sm->e)) continue;
+        if (sm->state != MODEL_LOADED || !sm->e || sm->holders > 0 || engine_has_work(sm->e)) continue;
         if (!best || sm->last_use < best->last_use) best = sm;
     }
     return best;
@@ -127,10 +140,10 @@ bool served_models_loaded(served_models *ms, const served_model *sm) {
 
 bool served_models_stats(served_models *ms, int i, engine_stats *out) {
     pthread_mutex_lock(&ms->mu);
-    const bool loaded = ms->v[i].state == MODEL_LOADED;
-    if (loaded) engine_get_stats(ms->v[i].e, out);
+    const bool running = ms->v[i].state == MODEL_LOADED && ms->v[i].e;
+    if (running) engine_get_stats(ms->v[i].e, out);
     pthread_mutex_unlock(&ms->mu);
-    return loaded;
+    return running;
 }
 
 void served_models_abort_all(served_models *ms) {
@@ -138,14 +151,14 @@ void served_models_abort_all(served_models *ms) {
     ms->closing = true;
     pthread_cond_broadcast(&ms->cv);
     for (int i = 0; i < ms->n; i++)
-        if (ms->v[i].state == MODEL_LOADED) engine_abort_all(ms->v[i].e);
+        if (ms->v[i].state == MODEL_LOADED && ms->v[i].e) engine_abort_all(ms->v[i].e);
     pthread_mutex_unlock(&ms->mu);
 }
 
 bool served_models_busy(served_models *ms) {
     pthread_mutex_lock(&ms->mu);
     bool busy = false;
-    for (int i = 0; i < ms->n && !busy; i++) busy = ms->v[i].state == MODEL_LOADED && engine_has_work(ms->v[i].e);
+    for (int i = 0; i < ms->n && !busy; i++) busy = ms->v[i].state == MODEL_LOADED && ms->v[i].e && engine_has_work(ms->v[i].e);
     pthread_mutex_unlock(&ms->mu);
     return busy;
 }

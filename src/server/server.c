@@ -4,7 +4,6 @@
 #include "server/server.h"
 
 #include "server/embeddings.h"
-
 #include "server/routes.h"
 #include "util/error.h"
 
@@ -19,6 +18,7 @@ int server_start(server *s, const server_config *cfg) {
     if (s->cfg.keep_alive_s <= 0) s->cfg.keep_alive_s = SERVER_DEFAULT_KEEP_ALIVE_S;
     if (s->cfg.header_timeout_s <= 0) s->cfg.header_timeout_s = SERVER_DEFAULT_HEADER_TIMEOUT_S;
     if (s->cfg.body_timeout_s <= 0) s->cfg.body_timeout_s = SERVER_DEFAULT_BODY_TIMEOUT_S;
+    if (s->cfg.max_embed_inputs <= 0) s->cfg.max_embed_inputs = SERVER_DEFAULT_MAX_EMBED_INPUTS;
     if (served_models_init(&s->models, cfg->models, cfg->n_models, cfg->loader, cfg->max_loaded_models)) return -1;
     s->cfg.models = NULL; /* copied into s->models */
     s->cfg.loader = NULL;
@@ -51,13 +51,10 @@ void server_set_model(server *s, int i, model *m, engine *e, const chat_template
     served_models_set(&s->models, i, m, e, tmpl);
 }
 
-int server_set_encoder(server *s, const encoder *enc, embedder *eb) {
-    if (s->cfg.embed_cache_size && !(s->embed_cache = embed_cache_create(s->cfg.embed_cache_size, enc->hp.n_embd)))
-        return -1;
-    if (!s->cfg.max_embed_inputs) s->cfg.max_embed_inputs = SERVER_DEFAULT_MAX_EMBED_INPUTS;
-    s->enc = enc;
-    s->embedder = eb;
-    atomic_store(&s->models.v[0].max_model_len, enc->max_len);
+int server_set_encoder(server *s, int i, const encoder *enc, embedder *eb) {
+    embed_cache *cache = NULL;
+    if (s->cfg.embed_cache_size && !(cache = embed_cache_create(s->cfg.embed_cache_size, enc->hp.n_embd))) return -1;
+    served_models_set_encoder(&s->models, i, enc, eb, cache);
     return 0;
 }
 
@@ -74,8 +71,6 @@ void server_stop(server *s) {
     http_server_stop(&s->http);
     response_cache_free(s->response_cache);
     s->response_cache = NULL;
-    embed_cache_free(s->embed_cache);
-    s->embed_cache = NULL;
 }
 
 void server_free(server *s) { served_models_free(&s->models); }

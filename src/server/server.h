@@ -74,11 +74,6 @@ typedef struct server {
     http_server http;
     _Atomic int state;
     served_models models; /* each filled once before state becomes READY */
-    /* An embedding model, served alone (models has its one name): set once
-     * before state becomes READY, read-only after; NULL for generative models. */
-    const encoder *enc;
-    embedder *embedder;
-    embed_cache *embed_cache; /* NULL: off */
     time_t created;
     /* Generation requests the HTTP side is still serving. */
     _Atomic int n_active;
@@ -97,10 +92,10 @@ int server_port(const server *s);
 void server_set_model(server *s, int i, model *m, engine *e, const chat_template *tmpl);
 /* Every model is set: requests are served (/health answers 200). */
 void server_set_ready(server *s);
-/* Hands over an embedding model (the one model of cfg.models) and its
- * embedder: /v1/embeddings is served, the generation endpoints answer 400.
- * Makes the embedding cache; -1 with err_get() when it cannot. */
-int server_set_encoder(server *s, const encoder *enc, embedder *eb);
+/* Hands over model i when it is an embedding model, and its embedder: it
+ * serves /v1/embeddings (and generation requests naming it get a 400). Makes
+ * its embedding cache; -1 with err_get() when it cannot. */
+int server_set_encoder(server *s, int i, const encoder *enc, embedder *eb);
 /* Stops accepting connections; requests on open connections get 503. */
 void server_drain(server *s);
 /* Requests still being prepared or answered by a handler thread. */

@@ -185,9 +185,10 @@ static enum MHD_Result answer_detokenize(const served_model *sm, http_req *r, js
 
 /* The body's model, held until served_models_release; NULL after freeing
  * the body, with a 404 (unknown) or 503 (not loadable) in *e. */
-static served_model *route(server *s, json_t *body, api_error *e) {
+static served_model *route(server *s, json_t *body, const char *api, api_error *e) {
     served_model *sm = served_models_route(&s->models, body, e);
-    if (sm && served_models_acquire(&s->models, sm, e)) sm = NULL;
+    if (sm && (served_models_check_task(sm, false, api, e) || served_models_acquire(&s->models, sm, e)))
+        sm = NULL;
     if (!sm) json_decref(body);
     return sm;
 }
@@ -195,16 +196,16 @@ static served_model *route(server *s, json_t *body, api_error *e) {
 typedef enum MHD_Result (*answer_fn)(const served_model *sm, http_req *r, json_t *body);
 
 /* Parses the body, holds the model it names while `answer` runs. */
-static enum MHD_Result with_model(server *s, http_req *r, answer_fn answer) {
+static enum MHD_Result with_model(server *s, http_req *r, const char *api, answer_fn answer) {
     api_error e;
     json_t *body = http_body_json(r, &e);
-    served_model *sm = body ? route(s, body, &e) : NULL;
+    served_model *sm = body ? route(s, body, api, &e) : NULL;
     if (!sm) return http_reply_error(r, &e);
     const enum MHD_Result rc = answer(sm, r, body);
     served_models_release(&s->models, sm);
     return rc;
 }
 
-enum MHD_Result handle_tokenize(server *s, http_req *r) { return with_model(s, r, answer_tokenize); }
+enum MHD_Result handle_tokenize(server *s, http_req *r) { return with_model(s, r, "Tokenize", answer_tokenize); }
 
-enum MHD_Result handle_detokenize(server *s, http_req *r) { return with_model(s, r, answer_detokenize); }
+enum MHD_Result handle_detokenize(server *s, http_req *r) { return with_model(s, r, "Detokenize", answer_detokenize); }

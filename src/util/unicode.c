@@ -110,7 +110,8 @@ int unicode_nfd(uint32_t cp, uint32_t out[UNICODE_MAX_DECOMPOSITION]) {
         else if (cp > unicode_nfd_map[mid].cp) lo = mid + 1;
         else {
             int n = 0;
-            for (; n < UNICODE_MAX_DECOMPOSITION && unicode_nfd_map[mid].to[n]; n++) out[n] = unicode_nfd_map[mid].to[n];
+            const uint32_t *to = unicode_nfd_map[mid].to;
+            for (; n < UNICODE_MAX_DECOMPOSITION && to[n]; n++) out[n] = to[n];
             return n;
         }
     }

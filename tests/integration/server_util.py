@@ -119,6 +119,20 @@ class CllmServer:
                 out[name] = value
         return out
 
+    def wait_idle(self, timeout: float = 10) -> dict:
+        """The metrics once no request runs or waits and no KV block is in use
+        (a finished request's sequence is freed by the engine's next step,
+        just after its answer went out); AssertionError after timeout."""
+        deadline = time.time() + timeout
+        while True:
+            m = self.metrics()
+            if (m["vllm:num_requests_running"] == 0 and m["vllm:num_requests_waiting"] == 0
+                    and m["cllm:kv_cache_blocks_used"] == 0):
+                return m
+            if time.time() > deadline:
+                raise AssertionError(f"not idle {timeout} s after the requests ended: {m}")
+            time.sleep(0.02)
+
     def tokenize(self, **body) -> list[int]:
         r = self.post("/tokenize", body)
         assert r.status_code == 200, r.text

@@ -154,12 +154,44 @@ def test_unknown_model_is_404(server, minilm_path):
         assert r.status_code == 200 and r.json()["model"] == NAME, (name, r.text)
 
 
-def test_embedding_model_is_served_alone(run_cllm, minilm_path, model_factory):
-    llama = model_factory("llama")
-    for args in ([minilm_path, "--model", llama], [llama, "--model", minilm_path],
-                 [minilm_path, "--tensor-parallel-size", 2]):
-        p = run_cllm("serve", *args, "--port", 0)
-        assert p.returncode == 1 and "an embedding model is served alone" in p.stderr, (args, p.stderr)
+def test_embedding_model_beside_generative_models(cllm_bin, run_cllm, minilm_path, model_factory, reference):
+    sentences, ref = reference
+    llama, qwen = model_factory("llama"), model_factory("qwen2")
+    # Either order; the embedding model takes no KV share and is not counted by --max-loaded-models.
+    for first, others in ((minilm_path, [llama, qwen]), (llama, [minilm_path, qwen])):
+        args = [a for m in others for a in ("--model", m)]
+        with CllmServer(cllm_bin, first, *args, "--served-model-name", "first", "--kv-cache-memory", "32MiB",
+                        "--max-loaded-models", "1") as srv:
+            names = {m["id"]: m for m in srv.get("/v1/models").json()["data"]}
+            embed_name = "first" if first == minilm_path else "all-MiniLM-L6-v2"
+            gen_names = [n for n in names if n != embed_name]
+            assert names[embed_name]["max_model_len"] == 256
+            got = srv.post("/v1/embeddings", {"model": embed_name, "input": sentences[:8]}).json()
+            assert got["model"] == embed_name
+            vecs = np.array([d["embedding"] for d in got["data"]])
+            assert cosines(vecs, ref[:8]).min() >= 0.999
+            for name in gen_names:  # the second loads by evicting the first; the embedding model stays
+                r = srv.post("/v1/chat/completions", {"model": name, "max_tokens": 3,
+                                                      "messages": [{"role": "user", "content": "hi"}]})
+                assert r.status_code == 200 and r.json()["usage"]["completion_tokens"] == 3, r.text
+                r = srv.post("/v1/embeddings", {"model": name, "input": "hello"})
+                assert r.status_code == 400, r.text
+                assert r.json()["error"]["message"].startswith(
+                    f"The model '{name}' does not support Embeddings API"), r.text
+            r = srv.post("/v1/completions", {"model": embed_name, "prompt": "hi"})
+            assert r.status_code == 400
+            assert "does not support Completions API (it is an embedding model" in r.json()["error"]["message"]
+            r = srv.post("/tokenize", {"model": embed_name, "prompt": "hi"})
+            assert r.status_code == 400 and "does not support Tokenize API" in r.json()["error"]["message"]
+            again = srv.post("/v1/embeddings", {"model": embed_name, "input": sentences[:1]}).json()
+            assert again["data"][0]["embedding"] == got["data"][0]["embedding"]
+            m = srv.metrics()
+            assert m[f'cllm:embedding_inputs_total{{model_name="{embed_name}"}}'] == 8
+            assert m[f'cllm:server_ready{{model_name="{embed_name}"}}'] == 1
+            assert not any(k.startswith("cllm:embedding_inputs_total") and n in k for k in m for n in gen_names)
+            assert srv.get("/health").status_code == 200
+    p = run_cllm("serve", minilm_path, "--tensor-parallel-size", 2, "--port", 0)
+    assert p.returncode == 1 and "an embedding model is served with --tensor-parallel-size 1" in p.stderr, p.stderr
 
 
 def test_truncate_prompt_tokens(server, reference):
@@ -238,7 +270,8 @@ def test_generative_model_answers_embeddings_with_400(cllm_bin, model_factory):
     with CllmServer(cllm_bin, model_factory("llama"), "--max-model-len", "64") as srv:
         r = srv.post("/v1/embeddings", {"input": "hello"})
         assert r.status_code == 400
-        assert r.json()["error"]["message"] == "The model does not support Embeddings API"
+        msg = r.json()["error"]["message"]
+        assert msg.startswith("The model '") and "does not support Embeddings API (it generates text" in msg, msg
 
 
 def test_cli_embed_matches_the_server(cllm_bin, minilm_path, server, reference):
