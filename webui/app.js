@@ -108,7 +108,13 @@ function loadModel() {
         const resp = await api("/v1/models");
         if (resp.ok) {
           const body = await resp.json();
-          modelId = body.data[0].id;
+          // The first model that chats: an embedding model (task "embed") serves /v1/embeddings only.
+          const chat = body.data.find((m) => m.task !== "embed");
+          if (!chat) {
+            showStatus("This server has no model that generates text; it serves embeddings only.");
+            return null;
+          }
+          modelId = chat.id;
           $("model-name").textContent = modelId;
           showStatus("");
           return modelId;

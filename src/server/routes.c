@@ -40,8 +40,10 @@ static const struct {
 };
 
 static json_t *model_card(const server *s, const served_model *sm) {
-    json_t *card = json_pack("{s:s,s:s,s:I,s:s,s:s}", "id", sm->name, "object", "model", "created",
-                             (json_int_t)s->created, "owned_by", "cllm", "root", sm->path ? sm->path : "");
+    /* "task" is cllm's (vLLM's --task names): which endpoints the model serves. */
+    json_t *card = json_pack("{s:s,s:s,s:I,s:s,s:s,s:s}", "id", sm->name, "object", "model", "created",
+                             (json_int_t)s->created, "owned_by", "cllm", "root", sm->path ? sm->path : "", "task",
+                             sm->enc ? "embed" : "generate");
     /* unknown until a model loaded on demand (--max-loaded-models) first loads */
     if (card && sm->max_model_len > 0) json_object_set_new(card, "max_model_len", json_integer(sm->max_model_len));
     return card;

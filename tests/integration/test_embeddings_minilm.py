@@ -166,6 +166,8 @@ def test_embedding_model_beside_generative_models(cllm_bin, run_cllm, minilm_pat
             embed_name = "first" if first == minilm_path else "all-MiniLM-L6-v2"
             gen_names = [n for n in names if n != embed_name]
             assert names[embed_name]["max_model_len"] == 256
+            assert {n: m["task"] for n, m in names.items()} == {n: "embed" if n == embed_name else "generate"
+                                                                for n in names}
             got = srv.post("/v1/embeddings", {"model": embed_name, "input": sentences[:8]}).json()
             assert got["model"] == embed_name
             vecs = np.array([d["embedding"] for d in got["data"]])

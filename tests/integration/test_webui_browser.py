@@ -287,3 +287,17 @@ def test_asks_for_the_api_key_once_and_sends_it(browser, cllm_bin, model_factory
         css(browser, "#key-input")[0].send_keys(key)
         css(browser, "#key-save")[0].click()
         wait(browser, lambda: css(browser, "#model-name")[0].text == name, "the model's name with the key again")
+
+
+def test_page_chats_with_the_first_generative_model(browser, cllm_bin, model_factory):
+    """An embedding model listed first (task "embed" in /v1/models) is not the one the page chats with."""
+    import contextlib
+    import io
+    from pathlib import Path
+
+    pkg = pytest.importorskip("all_minilm_l6_v2")
+    with contextlib.redirect_stdout(io.StringIO()):
+        minilm = Path(pkg.get_model_path())
+    with CllmServer(cllm_bin, minilm, "--model", tiny_model(model_factory), "--served-model-name", "embedder",
+                    "--served-model-name", "chatter", "--kv-cache-memory", "16MiB") as srv:
+        open_page(browser, srv, "chatter")
