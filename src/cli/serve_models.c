@@ -190,16 +190,16 @@ static int load_encoder(serve_models *ms, serve_model *sm, bool alone) {
         return -1;
     }
     if (want > 0 && want < sm->enc->max_len) sm->enc->max_len = (int)want;
-    const long batch = ms->st.engine->max_num_batched_tokens;
-    ms->embed_batch_tokens = batch > sm->enc->max_len ? batch : sm->enc->max_len;
-    if (!(sm->eb = embedder_create(sm->enc, (int)ms->st.engine->threads, (int)ms->embed_batch_tokens))) {
+    const long asked = ms->st.engine->max_num_batched_tokens;
+    const long batch = asked > sm->enc->max_len ? asked : sm->enc->max_len; /* one whole input at least */
+    if (!(sm->eb = embedder_create(sm->enc, (int)ms->st.engine->threads, (int)batch))) {
         fprintf(stderr, "cllm serve: %s\n", err_get());
         return -1;
     }
     fprintf(stderr,
             "cllm serve: %s: %d dimensions, %s pooling%s, inputs of up to %d tokens, %ld tokens per forward pass\n",
             sm->name, sm->enc->hp.n_embd, sm->enc->pooling == POOL_CLS ? "CLS" : "mean",
-            sm->enc->normalize ? ", normalized" : "", sm->enc->max_len, ms->embed_batch_tokens);
+            sm->enc->normalize ? ", normalized" : "", sm->enc->max_len, batch);
     return 0;
 }
 

@@ -59,7 +59,6 @@ typedef struct {
     served_model_config *names; /* [n], for server_config: views of path and name */
     serve_engine_settings st;   /* from serve_models_load, for later loads */
     size_t lazy_share;          /* KV bytes of each model loaded on demand; 0: none is */
-    long embed_batch_tokens;    /* tokens per forward pass of the embedding models */
 } serve_models;
 
 /* The models to serve, in the order given (MODEL and --model alike); names
