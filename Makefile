@@ -49,7 +49,8 @@ SANITIZE_SERVER_TESTS = tests/integration/test_server_errors.py tests/integratio
 	tests/integration/test_server_tools.py tests/integration/test_webui_routes.py \
 	tests/integration/test_response_cache.py tests/integration/test_server_cors.py \
 	tests/integration/test_server_compat_synthetic.py tests/integration/test_embeddings_synthetic.py \
-	tests/integration/test_prompt_logprobs.py
+	tests/integration/test_prompt_logprobs.py tests/integration/test_multi_model.py \
+	tests/integration/test_tensor_parallel.py
 
 build-sanitize: setup
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCLLM_SANITIZE=ON >/dev/null
