@@ -173,7 +173,7 @@ def test_embedding_model_beside_generative_models(cllm_bin, run_cllm, minilm_pat
             vecs = np.array([d["embedding"] for d in got["data"]])
             assert cosines(vecs, ref[:8]).min() >= 0.999
             for name in gen_names:  # the second loads by evicting the first; the embedding model stays
-                r = srv.post("/v1/chat/completions", {"model": name, "max_tokens": 3,
+                r = srv.post("/v1/chat/completions", {"model": name, "max_tokens": 3, "ignore_eos": True,
                                                       "messages": [{"role": "user", "content": "hi"}]})
                 assert r.status_code == 200 and r.json()["usage"]["completion_tokens"] == 3, r.text
                 r = srv.post("/v1/embeddings", {"model": name, "input": "hello"})
