@@ -7,6 +7,7 @@
 #include "bench/serve.h"
 #include "cli/cli_common.h"
 #include "cli/cli_groups.h"
+#include "format/json_file.h"
 #include "util/error.h"
 
 #include <curl/curl.h>
@@ -239,7 +240,7 @@ static int plot_files(int argc, char **argv) {
     int rc = res ? 0 : 1;
     for (int i = 0; !rc && i < n; i++) {
         json_error_t je;
-        res[i] = json_load_file(o.results.items[i], 0, &je);
+        res[i] = json_file_load(o.results.items[i], 0, &je);
         if (!json_is_object(res[i]) || !json_is_array(json_object_get(res[i], "ttfts"))) {
             fprintf(stderr, "cllm bench plot: %s is not a result of `cllm bench serve --save-result`%s%s\n",
                     o.results.items[i], res[i] ? "" : ": ", res[i] ? "" : je.text);

@@ -6,6 +6,7 @@
  * cross-checked against the index's weight_map. */
 #include "format/safetensors.h"
 
+#include "format/json_file.h"
 #include "util/error.h"
 #include "util/vec.h"
 
@@ -286,7 +287,7 @@ static bool plain_file_name(const char *f) {
 
 static int open_index(st_set *s, const char *dir, const char *index_path) {
     json_error_t jerr;
-    json_t *root = json_load_file(index_path, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *root = json_file_load(index_path, JSON_REJECT_DUPLICATES, &jerr);
     if (!root) return err_set("%s: not valid JSON: %s (line %d)", index_path, jerr.text, jerr.line);
     int rc = 0;
     json_t *map = json_object_get(root, "weight_map");

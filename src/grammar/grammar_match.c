@@ -19,6 +19,7 @@ void gstate_free(gstate *s) {
 void gscratch_free(gscratch *w) {
     free(w->work);
     free(w->cur);
+    free(w->slots);
     *w = (gscratch){0};
 }
 
@@ -35,14 +36,40 @@ static uint64_t stack_hash(const uint32_t *pos, uint32_t len) {
     return h;
 }
 
-/* Adds a stack whose top is a byte set, unless the state has it already. */
-static int add_stack(gstate *s, const uint32_t *pos, uint32_t len) {
-    const uint64_t h = stack_hash(pos, len);
+static uint32_t slot_of(uint64_t h, uint32_t mask) {
+    return (uint32_t)(h ^ h >> 32) & mask;
+}
+
+/* Makes room in the index for one more stack of s: a table twice as large,
+ * s's stacks entered again. */
+static int index_grow(const gstate *s, gscratch *w) {
+    uint32_t n = w->n_slots ? w->n_slots : 64;
+    while (n < 2 * ((uint32_t)s->n_stacks + 1)) n *= 2;
+    gslot *slots = calloc(n, sizeof *slots);
+    if (!slots) return err_oom("grammar: out of memory");
+    free(w->slots);
+    w->slots = slots;
+    w->n_slots = n;
     size_t off = 0;
-    for (int i = 0; i < s->n_stacks; i++) {
-        const uint32_t l = s->data[off];
-        if (s->hashes[i] == h && l == len && !memcmp(s->data + off + 1, pos, len * sizeof *pos)) return 0;
-        off += 1 + l;
+    for (int k = 0; k < s->n_stacks; k++) {
+        uint32_t i = slot_of(s->hashes[k], n - 1);
+        while (slots[i].gen == w->gen) i = (i + 1) & (n - 1);
+        slots[i] = (gslot){s->hashes[k], (uint32_t)off, w->gen};
+        off += 1 + s->data[off];
+    }
+    return 0;
+}
+
+/* Adds a stack whose top is a byte set, unless the state has it already. */
+static int add_stack(gstate *s, gscratch *w, const uint32_t *pos, uint32_t len) {
+    const uint64_t h = stack_hash(pos, len);
+    if (2 * ((uint32_t)s->n_stacks + 1) > w->n_slots && index_grow(s, w)) return -1;
+    const uint32_t mask = w->n_slots - 1;
+    uint32_t i = slot_of(h, mask);
+    for (; w->slots[i].gen == w->gen; i = (i + 1) & mask) {
+        const gslot *sl = &w->slots[i];
+        if (sl->hash == h && s->data[sl->off] == len && !memcmp(s->data + sl->off + 1, pos, len * sizeof *pos))
+            return 0;
     }
     if (s->n_stacks >= GRAMMAR_MAX_STACKS)
         return err_set("grammar too ambiguous: more than %d parses at once", GRAMMAR_MAX_STACKS);
@@ -50,6 +77,7 @@ static int add_stack(gstate *s, const uint32_t *pos, uint32_t len) {
     if (vec_reserve((void **)&s->hashes, &cap_st, (size_t)s->n_stacks + 1, sizeof *s->hashes)) return -1;
     s->cap_stacks = (int)cap_st;
     if (vec_reserve((void **)&s->data, &s->cap, s->n + 1 + len, sizeof *s->data)) return -1;
+    w->slots[i] = (gslot){h, (uint32_t)s->n, w->gen};
     s->data[s->n] = len;
     memcpy(s->data + s->n + 1, pos, len * sizeof *pos);
     s->n += 1 + len;
@@ -72,10 +100,15 @@ static int work_push(gscratch *w, const uint32_t *pos, uint32_t len, uint32_t to
     return 0;
 }
 
-/* Expands the stacks on the work list into `out`. */
+/* Expands the stacks on the work list into `out`, which is empty. */
 static int expand(const grammar *g, gstate *out, gscratch *w) {
     long steps = 0;
     int rc = 0;
+    /* A new generation empties the index without touching it. */
+    if (++w->gen == 0) {
+        if (w->slots) memset(w->slots, 0, w->n_slots * sizeof *w->slots);
+        w->gen = 1;
+    }
     while (w->n > 0) {
         if (++steps > MAX_EXPANSIONS) {
             rc = err_set("grammar too ambiguous: more than %d expansion steps for one byte", MAX_EXPANSIONS);
@@ -97,7 +130,7 @@ static int expand(const grammar *g, gstate *out, gscratch *w) {
         const uint32_t top = cur[len - 1];
         const gelem e = g->elems[top];
         if (e.kind == GE_BYTES) {
-            if ((rc = add_stack(out, cur, len))) break;
+            if ((rc = add_stack(out, w, cur, len))) break;
         } else if (e.kind == GE_END) {
             if ((rc = work_push(w, cur, len - 1, 0, false, false, 0))) break;
         } else {

@@ -28,12 +28,23 @@ typedef struct {
     uint64_t hash;    /* of the whole state */
 } gstate;
 
+/* A stack of the state being built, by hash: finds a duplicate in O(1)
+ * where a scan of every stack made an ambiguous grammar's advance quadratic
+ * (up to GRAMMAR_MAX_STACKS squared comparisons per byte). */
+typedef struct {
+    uint64_t hash;
+    uint32_t off; /* of the stack in gstate.data */
+    uint32_t gen; /* the slot holds a stack of this expansion when equal to gscratch.gen */
+} gslot;
+
 /* Working memory for advancing; one per thread. */
 typedef struct {
     uint32_t *work; /* stacks waiting to be expanded */
     size_t n, cap;
     uint32_t *cur;  /* the stack being expanded */
     size_t cap_cur;
+    gslot *slots;   /* open addressing, a power of two, at most half full */
+    uint32_t n_slots, gen;
 } gscratch;
 
 void gstate_free(gstate *s);

@@ -11,6 +11,7 @@
  *    convert_hf_to_gguf.py computes rope_freqs.weight. */
 #include "model/hf_config.h"
 
+#include "format/json_file.h"
 #include "util/error.h"
 
 #include <jansson.h>
@@ -215,7 +216,7 @@ static int read_quant_config(const char *dir, json_t *root, hf_config *cfg) {
     if (!f) return 0;
     fclose(f);
     json_error_t jerr;
-    json_t *qroot = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *qroot = json_file_load(path, JSON_REJECT_DUPLICATES, &jerr);
     if (!qroot) return err_set("%s: not valid JSON: %s (line %d)", path, jerr.text, jerr.line);
     cfg_obj c = {path, qroot};
     int rc = json_is_object(qroot) ? read_quant(&c, cfg) : err_set("%s: not a JSON object", path);
@@ -307,7 +308,7 @@ int hf_config_load(const char *dir, model_hparams *hp, hf_config *cfg) {
     char path[4096];
     snprintf(path, sizeof path, "%s/config.json", dir);
     json_error_t jerr;
-    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *root = json_file_load(path, JSON_REJECT_DUPLICATES, &jerr);
     if (!root) {
         FILE *f = fopen(path, "rb");
         if (!f) return err_set("%s: missing (a Hugging Face model folder needs config.json)", path);

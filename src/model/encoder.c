@@ -5,6 +5,7 @@
 #include "model/encoder.h"
 
 #include "format/gguf.h"
+#include "format/json_file.h"
 #include "model/arch.h"
 #include "model/hf_source.h"
 #include "tokenizer/tokenizer.h"
@@ -27,7 +28,7 @@ static json_t *read_json(const char *dir, const char *file, int *rc) {
     struct stat st;
     if (stat(path, &st) != 0) return NULL;
     json_error_t jerr;
-    json_t *j = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *j = json_file_load(path, JSON_REJECT_DUPLICATES, &jerr);
     if (!j || !json_is_object(j)) {
         *rc = j ? err_set("%s: not a JSON object", path) : err_set("%s: not valid JSON: %s (line %d)", path, jerr.text, jerr.line);
         json_decref(j);
@@ -145,7 +146,7 @@ static int read_sentence_transformers(encoder *enc, const char *dir) {
     if (!f) return 0;
     fclose(f);
     json_error_t jerr;
-    json_t *mods = json_load_file(path, 0, &jerr);
+    json_t *mods = json_file_load(path, 0, &jerr);
     if (!json_is_array(mods)) {
         json_decref(mods);
         return err_set("%s: not a JSON list", path);

@@ -20,6 +20,7 @@
  * add_bos_token, add_eos_token), else from the post-processor's template. */
 #include "tokenizer/tok_internal.h"
 
+#include "format/json_file.h"
 #include "util/error.h"
 #include "util/file.h"
 
@@ -381,9 +382,9 @@ static json_t *load_json(const char *dir, const char *file, bool required, char 
         if (required) *rc = err_set("%s: missing", path);
         return NULL;
     }
-    json_error_t jerr;
-    json_t *j = json_loadf(fp, JSON_ALLOW_NUL, &jerr);
     fclose(fp);
+    json_error_t jerr;
+    json_t *j = json_file_load(path, JSON_ALLOW_NUL, &jerr);
     if (!j) *rc = err_set("%s: not valid JSON: %s (line %d)", path, jerr.text, jerr.line);
     else if (!json_is_object(j)) *rc = err_set("%s: not a JSON object", path);
     return j;

@@ -26,14 +26,18 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-/* How long the harness reads the reply after shutting its sending side
- * (a complete request is answered within a few milliseconds). A request left
- * incomplete by the input is only cut by the server's header or body
- * deadline (1 s here), so waiting for that would cost a second per such
- * input: the harness closes its side instead and moves on. Whether the
- * deadlines cut every stalled connection is tested by
- * tests/integration/test_server_slow_clients.py, not here. */
-#define READ_WAIT_MS 20
+/* How long the harness waits for more of the reply after shutting its
+ * sending side. A complete request is answered within a millisecond, and a
+ * streamed reply pauses well under one between events. A request the input
+ * left incomplete gets no answer (the server cuts it only at its header or
+ * body deadline, 1 s here), nor does a keep-alive connection close after its
+ * answer; waiting for either would cost a second per input, so the harness
+ * closes its side once nothing came for REPLY_IDLE_MS, and after
+ * REPLY_MAX_MS in any case. Whether the deadlines cut every stalled
+ * connection is tested by tests/integration/test_server_slow_clients.py,
+ * not here. */
+#define REPLY_IDLE_MS 2
+#define REPLY_MAX_MS 50
 
 typedef struct {
     http_req *r;
@@ -149,7 +153,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     send_all(fd, data, size);
     shutdown(fd, SHUT_WR);
-    const double give_up = now_seconds() + READ_WAIT_MS / 1000.0;
+    const double start = now_seconds(), last_call = start + REPLY_MAX_MS / 1000.0;
+    double give_up = start + REPLY_IDLE_MS / 1000.0;
     char sink[4096];
     for (;;) {
         const double left = give_up - now_seconds();
@@ -158,6 +163,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (poll(&p, 1, (int)(left * 1000) + 1) <= 0) continue;
         const ssize_t n = recv(fd, sink, sizeof sink, 0);
         if (n <= 0) break; /* closed (or reset) by the server */
+        give_up = now_seconds() + REPLY_IDLE_MS / 1000.0;
+        if (give_up > last_call) give_up = last_call;
     }
     close(fd);
     return 0;

@@ -30,7 +30,11 @@ fi
 known=$(grep -v '^#' tests/fuzz/known_crashes.txt 2>/dev/null | awk '{print $1}' || true)
 artifacts="$BUILD/artifacts"
 mkdir -p "$artifacts"
-work=$(mktemp -d)
+# In memory where the machine has a tmpfs: hf_folder writes four files per
+# input, and on a disk-backed /tmp their writeback halves its rate.
+tmp_root=${TMPDIR:-/tmp}
+if [ -d /dev/shm ] && [ -w /dev/shm ]; then tmp_root=/dev/shm; fi
+work=$(mktemp -d "$tmp_root/cllm-fuzz.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 failed=()
 for name in $FUZZ_HARNESSES; do
@@ -44,8 +48,15 @@ for name in $FUZZ_HARNESSES; do
     log="$artifacts/$name.log"
     echo "== fuzz_$name: ${SECONDS_EACH}s over $(ls "$corpus" | wc -l) corpus files"
     # TMPDIR: the folder harnesses write their files into goes away with $work.
+    # http's server threads allocate and free after the input that caused
+    # it returns, so libFuzzer's leak check after each input (a scan of the
+    # whole heap whenever mallocs and frees differ) runs after nearly every
+    # input, finds nothing and halves the rate; leaks are still reported
+    # when the run ends.
+    extra=()
+    if [ "$name" = http ]; then extra=(-detect_leaks=0); fi
     if TMPDIR="$work/tmp-$name" "$BUILD/fuzz_$name" -max_total_time="$SECONDS_EACH" -timeout=25 \
-        -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts/$name-" "$corpus" >"$log" 2>&1; then
+        -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts/$name-" "${extra[@]}" "$corpus" >"$log" 2>&1; then
         execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?')
         rate=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?')
         echo "   ok: $execs executions, $rate/s"

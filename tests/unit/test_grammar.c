@@ -343,6 +343,53 @@ static void test_state_copy_is_a_rollback_point(void **state) {
     grammar_free(g);
 }
 
+/* Different parses that reach the same stack are one stack: x's two
+ * alternatives both match "a" and return to the same place, so each byte
+ * doubles the distinct stacks (the frame below is "b" or "c") while the
+ * parses that reach them quadruple. 5 * 2^k stacks after k bytes: the
+ * state stays under GRAMMAR_MAX_STACKS through 8 bytes only because the
+ * duplicates are merged, and the index that finds them grows from 64 slots
+ * on the way. */
+static void test_ambiguous_parses_merge_into_distinct_stacks(void **state) {
+    (void)state;
+    grammar *g = gbnf("root ::= e\ne ::= x e \"b\" | x e \"c\" | \"\"\nx ::= \"a\" | [a]\n");
+    gstate st = {0};
+    gscratch w = {0}, fresh = {0};
+    assert_int_equal(gstate_init(&st, g, &w), 0);
+    for (int k = 1; k <= 8; k++) {
+        assert_int_equal(gstate_advance_bytes(g, &st, (const unsigned char *)"a", 1, &w), 1);
+        assert_int_equal(st.n_stacks, 5 << k);
+        /* No stack twice. */
+        size_t off_i = 0;
+        for (int i = 0; i < st.n_stacks; i++) {
+            size_t off_j = off_i + 1 + st.data[off_i];
+            for (int j = i + 1; j < st.n_stacks; j++) {
+                const bool same = st.data[off_i] == st.data[off_j] &&
+                                  !memcmp(st.data + off_i, st.data + off_j, (1 + st.data[off_i]) * sizeof *st.data);
+                assert_false(same);
+                off_j += 1 + st.data[off_j];
+            }
+            off_i += 1 + st.data[off_i];
+        }
+    }
+    /* The same state from a scratch that has not been used before. */
+    gstate again = {0};
+    assert_int_equal(gstate_init(&again, g, &fresh), 0);
+    assert_int_equal(gstate_advance_bytes(g, &again, (const unsigned char *)"aaaaaaaa", 8, &fresh), 1);
+    assert_true(gstate_equal(&again, &st));
+    /* A ninth byte would need 2,560. */
+    assert_int_equal(gstate_advance_bytes(g, &st, (const unsigned char *)"a", 1, &w), -1);
+    assert_contains(err_get(), "too ambiguous");
+    /* Endings still match after all that. */
+    assert_true(matches(g, "aabc"));
+    assert_false(matches(g, "aab"));
+    gstate_free(&st);
+    gstate_free(&again);
+    gscratch_free(&w);
+    gscratch_free(&fresh);
+    grammar_free(g);
+}
+
 /* ---- token masks ---- */
 
 static token_vocab *small_vocab(void) {
@@ -472,6 +519,7 @@ int main(void) {
         cmocka_unit_test(test_schema_strings_formats_enums_refs),
         cmocka_unit_test(test_schema_errors_name_keyword_and_place),
         cmocka_unit_test(test_state_copy_is_a_rollback_point),
+        cmocka_unit_test(test_ambiguous_parses_merge_into_distinct_stacks),
         cmocka_unit_test(test_masks_equal_token_by_token_check),
         cmocka_unit_test(test_compile_cache_returns_the_same_constraint),
         cmocka_unit_test(test_choice_and_json_object),
