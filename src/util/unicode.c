@@ -5,15 +5,23 @@
 
 #include <stddef.h>
 
-static const unicode_range *find_range(const unicode_range *r, int n, uint32_t cp) {
+/* The entry holding cp in a table sorted by code point, or NULL. Every
+ * entry (of `size` bytes) starts with its first code point, lo; hi_off is
+ * where its last one, hi, lies (0 for a single code point: hi is lo). */
+static const void *find_entry(const void *table, int n, size_t size, size_t hi_off, uint32_t cp) {
     int lo = 0, hi = n - 1;
     while (lo <= hi) {
         const int mid = (lo + hi) / 2;
-        if (cp < r[mid].lo) hi = mid - 1;
-        else if (cp > r[mid].hi) lo = mid + 1;
-        else return &r[mid];
+        const char *e = (const char *)table + (size_t)mid * size;
+        if (cp < *(const uint32_t *)e) hi = mid - 1;
+        else if (cp > *(const uint32_t *)(e + hi_off)) lo = mid + 1;
+        else return e;
     }
     return NULL;
+}
+
+static const unicode_range *find_range(const unicode_range *r, int n, uint32_t cp) {
+    return find_entry(r, n, sizeof *r, offsetof(unicode_range, hi), cp);
 }
 
 static bool in_ranges(const unicode_range *r, int n, uint32_t cp) { return find_range(r, n, cp) != NULL; }
@@ -45,30 +53,13 @@ int unicode_decimal_value(uint32_t cp) {
 }
 
 static const unicode_case_run *find_run(const unicode_case_run *r, int n, uint32_t cp) {
-    int lo = 0, hi = n - 1;
-    while (lo <= hi) {
-        const int mid = (lo + hi) / 2;
-        if (cp < r[mid].lo) hi = mid - 1;
-        else if (cp > r[mid].hi) lo = mid + 1;
-        else return (cp - r[mid].lo) % (uint32_t)r[mid].stride == 0 ? &r[mid] : NULL;
-    }
-    return NULL;
-}
-
-static const unicode_map3 *find_map3(const unicode_map3 *m, int n, uint32_t cp) {
-    int lo = 0, hi = n - 1;
-    while (lo <= hi) {
-        const int mid = (lo + hi) / 2;
-        if (cp < m[mid].cp) hi = mid - 1;
-        else if (cp > m[mid].cp) lo = mid + 1;
-        else return &m[mid];
-    }
-    return NULL;
+    const unicode_case_run *run = find_entry(r, n, sizeof *r, offsetof(unicode_case_run, hi), cp);
+    return run && (cp - run->lo) % (uint32_t)run->stride == 0 ? run : NULL;
 }
 
 static int case_map(uint32_t cp, const unicode_case_run *runs, int n_runs, const unicode_map3 *multi, int n_multi,
                     uint32_t out[UNICODE_MAX_CASE_MAP]) {
-    const unicode_map3 *m = find_map3(multi, n_multi, cp);
+    const unicode_map3 *m = find_entry(multi, n_multi, sizeof *multi, 0, cp);
     if (m) {
         int n = 0;
         for (; n < UNICODE_MAX_CASE_MAP && m->to[n]; n++) out[n] = m->to[n];
@@ -103,17 +94,11 @@ int unicode_nfd(uint32_t cp, uint32_t out[UNICODE_MAX_DECOMPOSITION]) {
         out[2] = 0x11A7 + s % 28;
         return 3;
     }
-    int lo = 0, hi = unicode_nfd_map_count - 1;
-    while (lo <= hi) {
-        const int mid = (lo + hi) / 2;
-        if (cp < unicode_nfd_map[mid].cp) hi = mid - 1;
-        else if (cp > unicode_nfd_map[mid].cp) lo = mid + 1;
-        else {
-            int n = 0;
-            const uint32_t *to = unicode_nfd_map[mid].to;
-            for (; n < UNICODE_MAX_DECOMPOSITION && to[n]; n++) out[n] = to[n];
-            return n;
-        }
+    const unicode_map4 *m = find_entry(unicode_nfd_map, unicode_nfd_map_count, sizeof *unicode_nfd_map, 0, cp);
+    if (m) {
+        int n = 0;
+        for (; n < UNICODE_MAX_DECOMPOSITION && m->to[n]; n++) out[n] = m->to[n];
+        return n;
     }
     out[0] = cp;
     return 1;
