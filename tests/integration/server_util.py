@@ -44,6 +44,7 @@ class CllmServer:
                                      env=run_env)
         self._lines: list[str] = []
         self._port_found = threading.Event()
+        self._ready_line = threading.Event()
         self.port: Optional[int] = None
         self._reader = threading.Thread(target=self._read_stderr, daemon=True)
         self._reader.start()
@@ -57,7 +58,10 @@ class CllmServer:
             if m and self.port is None:
                 self.port = int(m.group(2))
                 self._port_found.set()
+            if "cllm serve: ready." in line:
+                self._ready_line.set()
         self._port_found.set()
+        self._ready_line.set()
 
     def log(self) -> str:
         return "".join(self._lines)
@@ -76,6 +80,10 @@ class CllmServer:
                 raise RuntimeError(f"cllm serve exited with {self.proc.returncode}:\n{self.log()}")
             try:
                 if requests.get(self.url("/health"), timeout=5).status_code == 200:
+                    # The server prints "ready." just after /health turns 200; once this
+                    # thread has read it, log() holds everything the server wrote while
+                    # loading (the reader thread may lag on a loaded machine).
+                    self._ready_line.wait(max(1.0, deadline - time.time()))
                     return
             except requests.ConnectionError:
                 pass
@@ -140,6 +148,12 @@ class CllmServer:
 
     def send_signal(self, sig=signal.SIGTERM):
         self.proc.send_signal(sig)
+
+    def wait_exit(self, timeout: float = 60) -> int:
+        """The exit code, once the process has ended and log() holds all it wrote."""
+        rc = self.proc.wait(timeout)
+        self._reader.join(5)
+        return rc
 
     def stop(self, sig=signal.SIGTERM, timeout: float = 60) -> int:
         if self.proc.poll() is None:

@@ -152,7 +152,7 @@ def test_sigterm_lets_short_requests_finish_and_aborts_long_ones(cllm_bin, real_
                 requests.get(srv.url("/health"), timeout=5)
             assert keep_alive.get(srv.url("/health"), timeout=5).status_code == 503
             short.join(60)
-        rc = srv.proc.wait(60)
+        rc = srv.wait_exit(60)
         elapsed = time.time() - t0
         for t in threads:
             t.join(60)

@@ -231,7 +231,7 @@ def test_shutdown_timeout_holds_while_prompts_are_tokenized(cllm_bin, real_model
         time.sleep(0.3)  # the bodies are in; their handlers are tokenizing
         t0 = time.time()
         srv.send_signal(signal.SIGTERM)
-        rc = srv.proc.wait(30)
+        rc = srv.wait_exit(30)
         elapsed = time.time() - t0
         for s in socks:
             s.close()
@@ -269,7 +269,7 @@ def test_sigterm_while_kept_alive_clients_keep_asking(cllm_bin, model_factory):
         time.sleep(0.5)
         t0 = time.time()
         srv.send_signal(signal.SIGTERM)
-        rc = srv.proc.wait(30)
+        rc = srv.wait_exit(30)
         elapsed = time.time() - t0
         stop.set()
         for t in threads:

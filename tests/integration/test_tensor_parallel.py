@@ -242,7 +242,7 @@ def test_serve_with_openai_client(mpi, cllm_bin, model_factory):
         # qwen2's 2 KV heads, one per rank: the same memory holds twice the tokens
         assert _kv_tokens(srv.log()) == 2 * whole_kv
         os.kill(_rank0_pid(srv.proc.pid), signal.SIGTERM)
-        assert srv.proc.wait(30) == 0, srv.log()[-3000:]
+        assert srv.wait_exit(30) == 0, srv.log()[-3000:]
         assert "cllm serve: stopped" in srv.log()
     finally:
         srv.kill()
