@@ -2,12 +2,16 @@
  * server/tool_output.c). The first byte picks the format; the rest is the
  * reply. The reply is read whole (message.tool_calls) and as a stream cut
  * into pieces of a size the first byte also picks, each call's parse over the
- * text so far. Whatever the bytes, this must end without a crash, a leak or
+ * text so far. A long reply is cut into at most MAX_STREAM_STEPS pieces: every
+ * step re-reads the text so far, so byte-sized pieces of a 4 KB reply cost
+ * quadratic time and held a campaign to a few hundred inputs per second. Whatever the bytes, this must end without a crash, a leak or
  * an out-of-bounds read, and every span a parse reports lies in the text. */
 #include "chat/tool_parse.h"
 #include "server/tool_output.h"
 
 #include "fuzz_common.h"
+
+#define MAX_STREAM_STEPS 64
 
 static void check_spans(const tool_parse_result *r, size_t len) {
     for (int i = 0; i < r->n_content; i++)
@@ -21,9 +25,10 @@ static void check_spans(const tool_parse_result *r, size_t len) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1) return 0;
     const tool_format f = (tool_format)(1 + data[0] % 5);
-    const size_t step = 1 + (data[0] >> 3);
     const char *text = (const char *)data + 1;
     const size_t len = size - 1;
+    size_t step = 1 + (data[0] >> 3);
+    if (step < len / MAX_STREAM_STEPS) step = len / MAX_STREAM_STEPS;
     tool_parse_result r;
     tool_parse(f, text, len, true, &r);
     check_spans(&r, len);
