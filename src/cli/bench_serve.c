@@ -239,11 +239,10 @@ static int plot_files(int argc, char **argv) {
     json_t **res = calloc((size_t)n, sizeof *res);
     int rc = res ? 0 : 1;
     for (int i = 0; !rc && i < n; i++) {
-        json_error_t je;
-        res[i] = json_file_load(o.results.items[i], 0, &je);
+        res[i] = json_file_load(o.results.items[i], 0, NULL);
         if (!json_is_object(res[i]) || !json_is_array(json_object_get(res[i], "ttfts"))) {
             fprintf(stderr, "cllm bench plot: %s is not a result of `cllm bench serve --save-result`%s%s\n",
-                    o.results.items[i], res[i] ? "" : ": ", res[i] ? "" : je.text);
+                    o.results.items[i], res[i] ? "" : ": ", res[i] ? "" : err_get());
             rc = 1;
         }
     }

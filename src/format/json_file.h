@@ -6,10 +6,14 @@
 #define CLLM_FORMAT_JSON_FILE_H
 
 #include <jansson.h>
+#include <stdbool.h>
 
-/* json_load_file's contract: the value in the file at path, or NULL with
- * *error filled (a file that cannot be opened or read: "PATH: cannot open:
- * REASON", line -1). */
-json_t *json_file_load(const char *path, size_t flags, json_error_t *error);
+/* The JSON value in the file at path (jansson's decoding flags), or NULL.
+ * Where absent is not NULL, a path that does not exist is not an error: NULL
+ * with *absent true and nothing set in err_get(), so that a reader of an
+ * optional file needs no probe of its own. Otherwise err_get() says what was
+ * wrong: "PATH: cannot open: REASON" (an absent file when absent is NULL) or
+ * "PATH: not valid JSON: TEXT (line N)". */
+json_t *json_file_load(const char *path, size_t flags, bool *absent);
 
 #endif

@@ -286,9 +286,8 @@ static bool plain_file_name(const char *f) {
 }
 
 static int open_index(st_set *s, const char *dir, const char *index_path) {
-    json_error_t jerr;
-    json_t *root = json_file_load(index_path, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root) return err_set("%s: not valid JSON: %s (line %d)", index_path, jerr.text, jerr.line);
+    json_t *root = json_file_load(index_path, JSON_REJECT_DUPLICATES, NULL);
+    if (!root) return -1;
     int rc = 0;
     json_t *map = json_object_get(root, "weight_map");
     if (!json_is_object(map) || json_object_size(map) == 0)

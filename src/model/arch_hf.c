@@ -212,12 +212,9 @@ static int read_quant_config(const char *dir, json_t *root, hf_config *cfg) {
     }
     /* AutoGPTQ before transformers integration: a separate file. */
     snprintf(path, sizeof path, "%s/quantize_config.json", dir);
-    FILE *f = fopen(path, "rb");
-    if (!f) return 0;
-    fclose(f);
-    json_error_t jerr;
-    json_t *qroot = json_file_load(path, JSON_REJECT_DUPLICATES, &jerr);
-    if (!qroot) return err_set("%s: not valid JSON: %s (line %d)", path, jerr.text, jerr.line);
+    bool absent;
+    json_t *qroot = json_file_load(path, JSON_REJECT_DUPLICATES, &absent);
+    if (!qroot) return absent ? 0 : -1;
     cfg_obj c = {path, qroot};
     int rc = json_is_object(qroot) ? read_quant(&c, cfg) : err_set("%s: not a JSON object", path);
     json_decref(qroot);
@@ -307,14 +304,9 @@ int hf_config_load(const char *dir, model_hparams *hp, hf_config *cfg) {
     memset(cfg, 0, sizeof *cfg);
     char path[4096];
     snprintf(path, sizeof path, "%s/config.json", dir);
-    json_error_t jerr;
-    json_t *root = json_file_load(path, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root) {
-        FILE *f = fopen(path, "rb");
-        if (!f) return err_set("%s: missing (a Hugging Face model folder needs config.json)", path);
-        fclose(f);
-        return err_set("%s: not valid JSON: %s (line %d)", path, jerr.text, jerr.line);
-    }
+    bool absent;
+    json_t *root = json_file_load(path, JSON_REJECT_DUPLICATES, &absent);
+    if (!root) return absent ? err_set("%s: missing (a Hugging Face model folder needs config.json)", path) : -1;
     int rc = 0;
     cfg_obj top = {path, root};
     bool bad = false;

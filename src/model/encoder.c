@@ -25,12 +25,14 @@
 static json_t *read_json(const char *dir, const char *file, int *rc) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, file);
-    struct stat st;
-    if (stat(path, &st) != 0) return NULL;
-    json_error_t jerr;
-    json_t *j = json_file_load(path, JSON_REJECT_DUPLICATES, &jerr);
-    if (!j || !json_is_object(j)) {
-        *rc = j ? err_set("%s: not a JSON object", path) : err_set("%s: not valid JSON: %s (line %d)", path, jerr.text, jerr.line);
+    bool absent;
+    json_t *j = json_file_load(path, JSON_REJECT_DUPLICATES, &absent);
+    if (!j) {
+        if (!absent) *rc = -1;
+        return NULL;
+    }
+    if (!json_is_object(j)) {
+        *rc = err_set("%s: not a JSON object", path);
         json_decref(j);
         return NULL;
     }
@@ -142,11 +144,9 @@ static int read_sentence_transformers(encoder *enc, const char *dir) {
     if (rc) return -1;
     char path[4096];
     snprintf(path, sizeof path, "%s/modules.json", dir);
-    FILE *f = fopen(path, "rb");
-    if (!f) return 0;
-    fclose(f);
-    json_error_t jerr;
-    json_t *mods = json_file_load(path, 0, &jerr);
+    bool absent;
+    json_t *mods = json_file_load(path, 0, &absent);
+    if (!mods) return absent ? 0 : -1;
     if (!json_is_array(mods)) {
         json_decref(mods);
         return err_set("%s: not a JSON list", path);

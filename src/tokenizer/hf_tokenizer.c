@@ -24,6 +24,7 @@
 #include "util/error.h"
 #include "util/file.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
@@ -377,16 +378,12 @@ static int load_special(tokenizer *t, const hf_files *f) {
 
 static json_t *load_json(const char *dir, const char *file, bool required, char *path, size_t cap, int *rc) {
     snprintf(path, cap, "%s/%s", dir, file);
-    FILE *fp = fopen(path, "rb");
-    if (!fp) {
-        if (required) *rc = err_set("%s: missing", path);
-        return NULL;
-    }
-    fclose(fp);
-    json_error_t jerr;
-    json_t *j = json_file_load(path, JSON_ALLOW_NUL, &jerr);
-    if (!j) *rc = err_set("%s: not valid JSON: %s (line %d)", path, jerr.text, jerr.line);
-    else if (!json_is_object(j)) *rc = err_set("%s: not a JSON object", path);
+    bool absent;
+    json_t *j = json_file_load(path, JSON_ALLOW_NUL, &absent);
+    if (!j) {
+        if (!absent) *rc = -1;
+        else if (required) *rc = err_set("%s: missing", path);
+    } else if (!json_is_object(j)) *rc = err_set("%s: not a JSON object", path);
     return j;
 }
 
@@ -464,9 +461,9 @@ int tokenizer_hf_chat_template(const char *dir, char **out) {
     json_decref(cfg);
     /* Newer transformers save the template beside the config. */
     snprintf(path, sizeof path, "%s/chat_template.jinja", dir);
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return 0; /* none: not an error */
-    fclose(fp);
     *out = file_read_all(path, NULL);
-    return *out ? 0 : -1;
+    if (*out) return 0;
+    if (errno != ENOENT) return -1;
+    err_clear(); /* none: not an error */
+    return 0;
 }

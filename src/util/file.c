@@ -12,7 +12,9 @@
 char *file_read_all(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
     if (!f) {
-        err_set("%s: cannot open: %s", path, strerror(errno));
+        const int why = errno;
+        err_set("%s: cannot open: %s", path, strerror(why));
+        errno = why; /* callers tell an absent file (ENOENT) apart */
         return NULL;
     }
     buf b = {0};

@@ -7,7 +7,8 @@
 
 /* The contents of path, NUL-terminated (the NUL not counted in *len; len may
  * be NULL), to be freed by the caller. NULL with err_get() naming the path and
- * what went wrong ("PATH: cannot open: No such file or directory"). */
+ * what went wrong ("PATH: cannot open: No such file or directory"); when it
+ * could not be opened, errno says why (ENOENT: there is no such file). */
 char *file_read_all(const char *path, size_t *len);
 
 /* The last component of a path, trailing slashes ignored, malloc'd:

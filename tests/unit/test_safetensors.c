@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "format/json_file.h"
 #include "format/safetensors.h"
 #include "util/error.h"
 
@@ -279,6 +280,46 @@ static void test_sharded_folder(void **state) {
     remove_dir(dir);
 }
 
+/* The JSON file reader beside it (format/json_file.c): an absent file is
+ * told apart from a broken one only where the caller asks. */
+static void test_json_file_load(void **state) {
+    (void)state;
+    char dir[] = "/tmp/cllm_json_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[512];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    bool absent = false;
+    assert_null(json_file_load(path, 0, &absent));
+    assert_true(absent);
+    assert_null(strstr(err_get(), "cannot open")); /* absence asked about is not an error */
+    assert_null(json_file_load(path, 0, NULL));
+    char want[600];
+    snprintf(want, sizeof want, "%s: cannot open: No such file or directory", path);
+    assert_string_equal(err_get(), want);
+
+    write_text(dir, "config.json", "{\"a\": 1,\n \"b\": }");
+    assert_null(json_file_load(path, 0, &absent));
+    assert_false(absent);
+    snprintf(want, sizeof want, "%s: not valid JSON: ", path);
+    assert_memory_equal(err_get(), want, strlen(want));
+    assert_non_null(strstr(err_get(), "(line 2)"));
+
+    write_text(dir, "config.json", "{\"a\": 1, \"a\": 2}");
+    json_t *j = json_file_load(path, 0, &absent);
+    assert_non_null(j);
+    assert_false(absent);
+    assert_int_equal(json_integer_value(json_object_get(j, "a")), 2);
+    json_decref(j);
+    assert_null(json_file_load(path, JSON_REJECT_DUPLICATES, &absent)); /* the flags reach the decoder */
+    assert_non_null(strstr(err_get(), "duplicate"));
+
+    snprintf(path, sizeof path, "%s", dir); /* a folder: there, but not readable as a file */
+    assert_null(json_file_load(path, 0, &absent));
+    assert_false(absent);
+    assert_non_null(strstr(err_get(), path));
+    remove_dir(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid_image),
@@ -288,6 +329,7 @@ int main(void) {
         cmocka_unit_test(test_every_truncation_is_refused),
         cmocka_unit_test(test_random_corruption_never_crashes),
         cmocka_unit_test(test_sharded_folder),
+        cmocka_unit_test(test_json_file_load),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
