@@ -34,9 +34,19 @@
 #define TPL_MAX_DEPTH 400              /* nesting of statements and expressions */
 #define TPL_MAX_EVAL_DEPTH 1000        /* evaluation frames, macro calls included */
 #define TPL_PARSE_BUDGET (64u << 20)   /* bytes of tree per template */
+#ifndef CLLM_FUZZ_LIMITS
 #define TPL_RENDER_BUDGET (256u << 20) /* bytes a render may allocate */
 #define TPL_MAX_OUTPUT (64u << 20)     /* bytes of rendered text */
 #define TPL_MAX_STEPS 10000000L        /* statements, loop iterations, calls (~1 s) */
+#else
+/* The libFuzzer build (CLLM_FUZZ): under its sanitizers a template that runs
+ * to the limits above takes 8 s per render, near the harness's timeout and
+ * the time of thousands of ordinary inputs. Smaller limits take the same
+ * paths. */
+#define TPL_RENDER_BUDGET (16u << 20)
+#define TPL_MAX_OUTPUT (1u << 20)
+#define TPL_MAX_STEPS 100000L
+#endif
 #define TPL_MAX_RANGE 100000           /* jinja2's sandbox MAX_RANGE */
 
 /* --- arena ------------------------------------------------------------------ */
