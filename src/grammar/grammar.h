@@ -20,8 +20,14 @@
 /* Bounds on one grammar: a request past them is refused (400). */
 #define GRAMMAR_MAX_RULES 20000
 #define GRAMMAR_MAX_ELEMS 400000
-#define GRAMMAR_MAX_DEPTH 512   /* stack frames of one recognizer stack */
+#define GRAMMAR_MAX_DEPTH 512 /* stack frames of one recognizer stack */
+#ifndef CLLM_FUZZ_LIMITS
 #define GRAMMAR_MAX_STACKS 2048 /* stacks of one recognizer state */
+#else
+/* The libFuzzer build: an ambiguous grammar at 2,048 stacks took half a
+ * second per input under its sanitizers; fewer take the same paths. */
+#define GRAMMAR_MAX_STACKS 256
+#endif
 
 typedef struct {
     uint64_t bits[4];
