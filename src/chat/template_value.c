@@ -831,6 +831,8 @@ static int repeat(tpl_rt *r, const node *at, tv seq, int64_t times, tv *out) {
     tpl_arena *a = tpl_rt_arena(r);
     if (times < 0) times = 0;
     if (seq.kind == TV_STR) {
+        /* Nothing to repeat: no output limit would end 10^10 empty appends. */
+        if (seq.u.s.n == 0) times = 0;
         if (seq.u.s.n && (uint64_t)times > TPL_MAX_OUTPUT / seq.u.s.n)
             return tpl_rt_error(r, at, "string repetition too large");
         sbuf b;
