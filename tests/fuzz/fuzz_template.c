@@ -1,10 +1,12 @@
 /* libFuzzer harness: a chat template from fuzz bytes, parsed
  * (chat_template_parse) and, when it parses, rendered against a fixed small
  * conversation both plainly and with the request text marked
- * (chat_template_render_marked); the two renderings must be equal and the
- * marked spans ordered and inside the output. A bad or runaway template must
+ * (chat_template_render_marked); the two renderings must be equal (or the
+ * marked one out of memory, see below) and the marked spans ordered and
+ * inside the output. A bad or runaway template must
  * give an error message, never a crash, a hang or a leak. */
 #include "chat/template.h"
+#include "util/error.h"
 
 #include "fuzz_common.h"
 
@@ -39,8 +41,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     chat_span *spans = NULL;
     size_t n_spans = 0;
     char *marked = chat_template_render_marked(t, context(), k_trusted, &spans, &n_spans);
-    if (!plain != !marked) __builtin_trap();
-    if (plain) {
+    /* Marking copies every value computed from request data (the context
+     * but bos_token and eos_token) with its taint, so the marked render may
+     * run out of its memory budget where the plain one did not ({% set l =
+     * tools * 28000 %} under CLLM_FUZZ_LIMITS), never the other way. */
+    if (!plain && marked) __builtin_trap();
+    if (plain && !marked && !strstr(err_get(), "memory limit exceeded")) __builtin_trap();
+    if (plain && marked) {
         if (strcmp(plain, marked)) __builtin_trap();
         const size_t len = strlen(marked);
         size_t end = 0;
