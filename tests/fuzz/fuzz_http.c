@@ -16,9 +16,11 @@
 #include "util/time.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,12 +130,33 @@ static void start_server(void) {
     server_port = server.port;
 }
 
+/* libFuzzer's timeout alarm (SIGALRM, every few seconds) interrupts
+ * whatever call the harness is in; each call here goes on after EINTR. */
+
+/* Connects to the server; false when it cannot. */
+static bool connect_server(int fd) {
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)server_port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0) return true;
+    if (errno != EINTR) return false;
+    /* The interrupted connect goes on in the kernel: wait for its result. */
+    struct pollfd p = {.fd = fd, .events = POLLOUT};
+    int rc;
+    while ((rc = poll(&p, 1, 1000)) < 0 && errno == EINTR) {}
+    int err = 0;
+    socklen_t len = sizeof err;
+    return rc > 0 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0;
+}
+
 /* Sends what the socket takes now; a server that closed early is fine. */
 static void send_all(int fd, const uint8_t *data, size_t size) {
     while (size > 0) {
         struct pollfd p = {.fd = fd, .events = POLLOUT};
-        if (poll(&p, 1, 1000) <= 0) return;
+        const int ready = poll(&p, 1, 1000);
+        if (ready < 0 && errno == EINTR) continue;
+        if (ready <= 0) return;
         const ssize_t n = send(fd, data, size, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n < 0 && errno == EINTR) continue;
         if (n <= 0) return;
         data += n;
         size -= (size_t)n;
@@ -145,9 +168,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     pthread_once(&once, start_server);
     const int fd = socket(AF_INET, SOCK_STREAM, 0);
     if (fd < 0) abort();
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)server_port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+    if (!connect_server(fd)) {
         perror("fuzz_http: connect");
         abort();
     }
@@ -162,6 +183,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         struct pollfd p = {.fd = fd, .events = POLLIN};
         if (poll(&p, 1, (int)(left * 1000) + 1) <= 0) continue;
         const ssize_t n = recv(fd, sink, sizeof sink, 0);
+        if (n < 0 && errno == EINTR) continue;
         if (n <= 0) break; /* closed (or reset) by the server */
         give_up = now_seconds() + REPLY_IDLE_MS / 1000.0;
         if (give_up > last_call) give_up = last_call;
