@@ -2,10 +2,11 @@
  * server/tool_output.c). The first byte picks the format; the rest is the
  * reply. The reply is read whole (message.tool_calls) and as a stream cut
  * into pieces of a size the first byte also picks, each call's parse over the
- * text so far. A long reply is cut into at most MAX_STREAM_STEPS pieces: every
- * step re-reads the text so far, so byte-sized pieces of a 4 KB reply cost
- * quadratic time and held a campaign to a few hundred inputs per second. Whatever the bytes, this must end without a crash, a leak or
- * an out-of-bounds read, and every span a parse reports lies in the text. */
+ * text so far. A long reply is cut into at most MAX_STREAM_STEPS pieces:
+ * every step re-reads the text so far, so byte-sized pieces of a 4 KB reply
+ * cost quadratic time and held a campaign to a few hundred inputs per second.
+ * Whatever the bytes, this must end without a crash, a leak or an
+ * out-of-bounds read, and every span a parse reports lies in the text. */
 #include "chat/tool_parse.h"
 #include "server/tool_output.h"
 
