@@ -4,13 +4,13 @@
  * into pieces of a size the first byte also picks, each call's parse over the
  * text so far. A long reply is cut into at most MAX_STREAM_STEPS pieces:
  * every step re-reads the text so far (and parses each call's arguments as
- * JSON, over a third of a step's time), so byte-sized pieces of a 4 KB reply cost
- * quadratic time and held a campaign to a few hundred inputs per second;
- * 64 pieces still fell to 1,100 a second as the corpus grew, 16 run twice as
- * many inputs. A reply under 16 times the piece size the first byte picks
- * (1-32 bytes) is still cut at that size.
- * Whatever the bytes, this must end without a crash, a leak or an
- * out-of-bounds read, and every span a parse reports lies in the text. */
+ * JSON, over a third of a step's time), so byte-sized pieces of a 4 KB
+ * reply cost quadratic time and held a campaign to a few hundred inputs per
+ * second; 64 pieces still fell to 1,100 a second as the corpus grew, 16 run
+ * twice as many inputs. A reply under 16 times the piece size the first
+ * byte picks (1-32 bytes) is still cut at that size. Whatever the bytes,
+ * this must end without a crash, a leak or an out-of-bounds read, and every
+ * span a parse reports lies in the text. */
 #include "chat/tool_parse.h"
 #include "server/tool_output.h"
 
