@@ -225,6 +225,17 @@ static int put_token(vocab_entry *v, int64_t n, int64_t id, const char *s, size_
     return 0;
 }
 
+/* One past the largest token id a tokenizer.json may name (vocabularies today
+ * stay under 300,000). Ids no entry names are filled with [PADn] tokens. */
+#ifndef CLLM_FUZZ_LIMITS
+#define HF_TOKEN_ID_LIMIT (1 << 24)
+#else
+/* The libFuzzer build: an input naming one id near 1 << 24 made the loader
+ * write and index millions of [PAD] tokens (400 inputs a second, falling);
+ * a smaller limit takes the same paths. */
+#define HF_TOKEN_ID_LIMIT (1 << 16)
+#endif
+
 static int load_vocab(tokenizer *t, const hf_files *f) {
     json_t *vocab = json_object_get(f->model, "vocab"), *added = json_object_get(f->root, "added_tokens");
     if (!json_is_object(vocab) || json_object_size(vocab) == 0) return err_set("%s: model.vocab is missing", f->path);
@@ -233,14 +244,16 @@ static int load_vocab(tokenizer *t, const hf_files *f) {
     const char *key;
     json_t *v;
     json_object_foreach(vocab, key, v) {
-        if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) >= (1 << 24))
+        if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+            json_integer_value(v) >= HF_TOKEN_ID_LIMIT)
             return err_set("%s: vocab entry '%.40s' has an invalid id", f->path, key);
         if (json_integer_value(v) >= n) n = json_integer_value(v) + 1;
     }
     size_t i;
     json_array_foreach(added, i, v) {
         json_t *id = json_object_get(v, "id");
-        if (!json_is_integer(id) || json_integer_value(id) < 0 || json_integer_value(id) >= (1 << 24))
+        if (!json_is_integer(id) || json_integer_value(id) < 0 ||
+            json_integer_value(id) >= HF_TOKEN_ID_LIMIT)
             return err_set("%s: added_tokens[%zu] has an invalid id", f->path, i);
         if (json_integer_value(id) >= n) n = json_integer_value(id) + 1;
     }
