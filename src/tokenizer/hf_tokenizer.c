@@ -236,6 +236,11 @@ static int put_token(vocab_entry *v, int64_t n, int64_t id, const char *s, size_
 #define HF_TOKEN_ID_LIMIT (1 << 16)
 #endif
 
+static bool token_id_valid(const json_t *id) {
+    return json_is_integer(id) && json_integer_value(id) >= 0 &&
+           json_integer_value(id) < HF_TOKEN_ID_LIMIT;
+}
+
 static int load_vocab(tokenizer *t, const hf_files *f) {
     json_t *vocab = json_object_get(f->model, "vocab"), *added = json_object_get(f->root, "added_tokens");
     if (!json_is_object(vocab) || json_object_size(vocab) == 0) return err_set("%s: model.vocab is missing", f->path);
@@ -244,16 +249,14 @@ static int load_vocab(tokenizer *t, const hf_files *f) {
     const char *key;
     json_t *v;
     json_object_foreach(vocab, key, v) {
-        if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-            json_integer_value(v) >= HF_TOKEN_ID_LIMIT)
+        if (!token_id_valid(v))
             return err_set("%s: vocab entry '%.40s' has an invalid id", f->path, key);
         if (json_integer_value(v) >= n) n = json_integer_value(v) + 1;
     }
     size_t i;
     json_array_foreach(added, i, v) {
         json_t *id = json_object_get(v, "id");
-        if (!json_is_integer(id) || json_integer_value(id) < 0 ||
-            json_integer_value(id) >= HF_TOKEN_ID_LIMIT)
+        if (!token_id_valid(id))
             return err_set("%s: added_tokens[%zu] has an invalid id", f->path, i);
         if (json_integer_value(id) >= n) n = json_integer_value(id) + 1;
     }
