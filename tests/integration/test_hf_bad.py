@@ -178,6 +178,13 @@ CASES = {
     "tokenizer-unigram": Case(LLAMA, _edit_json("tokenizer.json", lambda d: d["model"].update(type="Unigram")),
                               ("unigram",)),
     "tokenizer-config-not-json": Case(LLAMA, _write("tokenizer_config.json", "{"), ("tokenizer_config.json",)),
+    "tokenizer-negative-id": Case(LLAMA, _edit_json("tokenizer.json", lambda d: d["model"]["vocab"].update({"bad-id": -1})),
+                                  ("invalid id",), ("bad-id",)),
+    "tokenizer-id-past-limit": Case(LLAMA, _edit_json("tokenizer.json",
+                                                      lambda d: d["model"]["vocab"].update({"bad-id": 1 << 24})),
+                                    ("invalid id",), ("bad-id",)),
+    "tokenizer-added-id-not-integer": Case(LLAMA, _edit_json("tokenizer.json", lambda d: d["added_tokens"][1].update(id="1")),
+                                           ("invalid id",), ("added_tokens[1]",)),
     # quantized checkpoints
     "gptq-missing-qzeros": Case(GPTQ, _edit_header(lambda h: h.pop(Q + ".qzeros")), ("missing",),
                                 (Q + ".qzeros",)),
