@@ -83,7 +83,7 @@ static const cli_section k_generate_sections[] = {
      .offset = offsetof(gen_options, engine),
      .overrides = (const cli_override[]){
          {.name = "--max-model-len", .default_text = "the longest prompt + --max-tokens, at most the trained context"},
-         {.name = "--kv-cache-memory", .default_text = "room for --max-num-seqs sequences of --max-model-len"},
+         {.name = "--kv-cache-memory", .default_text = "room for --max-num-seqs sequences of --max-model-len (of --kv-budget with eviction)"},
          {0}}},
     {.group = &cli_spec_group, .offset = offsetof(gen_options, spec)},
     {.group = &cli_parallel_group, .offset = offsetof(gen_options, parallel)},
@@ -165,6 +165,7 @@ typedef struct {
     double t_first;
     int n_out;
     bool done;
+    bool failed; /* the engine ended the request with FINISH_ERROR */
     gen_prompt_lps prompt_lps;
     bool oom;
 } stream_state;
@@ -183,6 +184,7 @@ static void on_stream(void *user, const engine_output *o) {
     fflush(stdout);
     st->n_out = o->n_output_tokens;
     if (o->finished) st->done = true;
+    if (o->finished && o->reason == FINISH_ERROR) st->failed = true;
 }
 
 static int run_single(gen_options *o, model *m) {
@@ -227,6 +229,9 @@ static int run_single(gen_options *o, model *m) {
         fprintf(stderr, "generation: %d tokens in %.3f s (%.1f tok/s)\n", st.n_out, t1 - st.t_first,
                 st.n_out > 1 ? (st.n_out - 1) / (t1 - st.t_first) : 0.0);
     }
+    if (!rc && st.failed)
+        rc = err_set("the engine ended the request with an error (out of memory, or a KV cache too small for its "
+                     "next step: raise --kv-cache-memory)");
     if (!rc && st.oom) rc = err_oom("out of memory for the prompt logprobs");
     if (!rc && p.prompt_logprobs >= 0) {
         json_t *j = json_pack("{s:o}", "prompt_logprobs", prompt_logprobs_json(m, &st.prompt_lps));

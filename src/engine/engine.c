@@ -222,16 +222,28 @@ engine *engine_create(model *m, const engine_config *cfg) {
     kv_cache_layout(&m->kv, cfg->kv_type, cfg->block_size, &layout);
     const size_t block_bytes = kv_block_bytes(&layout);
     kv_manager probe = {.cache = &layout, .n_groups = layout.n_groups, .block_size = cfg->block_size};
-    const int need = kvm_blocks_needed(&probe, e->cfg.max_model_len, cfg->max_num_batched_tokens);
+    int need = kvm_blocks_needed(&probe, e->cfg.max_model_len, cfg->max_num_batched_tokens);
+    /* With eviction a sequence holds no more than its budget, whatever max_model_len is. */
+    if (cfg->evict.policy != KV_EVICT_NONE) {
+        const int by_budget = kvm_blocks_needed_budget(&probe, cfg->evict.budget);
+        if (by_budget < need) need = by_budget;
+    }
     long n_blocks = cfg->kv_cache_blocks > 0 ? cfg->kv_cache_blocks : (long)(cfg->kv_cache_bytes / block_bytes);
     if (cfg->kv_cache_blocks <= 0 && cfg->kv_cache_bytes == 0) n_blocks = (long)need * cfg->max_num_seqs;
     if (n_blocks > (1L << 30)) n_blocks = 1L << 30;
     if (n_blocks < need) {
-        err_set("the KV cache budget (%ld blocks of %zu bytes = %.1f MiB) cannot hold one request of "
-                "max_model_len %d tokens, which needs %d blocks (%.1f MiB); raise the KV cache memory or "
-                "lower max_model_len",
-                n_blocks, block_bytes, n_blocks * (double)block_bytes / 1048576.0, e->cfg.max_model_len, need,
-                need * (double)block_bytes / 1048576.0);
+        if (cfg->evict.policy != KV_EVICT_NONE)
+            err_set("the KV cache budget (%ld blocks of %zu bytes = %.1f MiB) cannot hold one sequence of "
+                    "--kv-budget %d tokens, which needs %d blocks (%.1f MiB); raise the KV cache memory or "
+                    "lower the budget",
+                    n_blocks, block_bytes, n_blocks * (double)block_bytes / 1048576.0, cfg->evict.budget, need,
+                    need * (double)block_bytes / 1048576.0);
+        else
+            err_set("the KV cache budget (%ld blocks of %zu bytes = %.1f MiB) cannot hold one request of "
+                    "max_model_len %d tokens, which needs %d blocks (%.1f MiB); raise the KV cache memory or "
+                    "lower max_model_len",
+                    n_blocks, block_bytes, n_blocks * (double)block_bytes / 1048576.0, e->cfg.max_model_len,
+                    need, need * (double)block_bytes / 1048576.0);
         goto fail;
     }
     e->kv = kv_cache_create(&m->kv, cfg->kv_type, cfg->block_size, (int)n_blocks);
@@ -791,11 +803,23 @@ static int layout_batch(engine *e, fwd_batch *fb) {
     return n_rows;
 }
 
+/* A sequence the whole pool cannot hold ends with an error rather than being
+ * recomputed and preempted forever (check_request sizes requests so that
+ * this should not happen; it is the guard that keeps the loop live). */
+static void end_starved(engine *e) {
+    for (int i = e->sched.waiting.n - 1; i >= 0; i--) {
+        sequence *s = e->sched.waiting.items[i];
+        if (!s->kv_starved) continue;
+        finish_seq(e, s, FINISH_ERROR, NULL, NULL, "", 0);
+    }
+}
+
 int engine_step(engine *e) {
     take_inbox(e);
     reap(e);
     propose_drafts(e);
     sched_schedule(&e->sched, &e->batch);
+    end_starved(e);
     if (e->batch.n_seqs > 0) {
         fwd_batch fb;
         const int n_rows = layout_batch(e, &fb);

@@ -36,6 +36,8 @@ typedef struct {
     bool scheduled;       /* in this step's batch */
     int n_scheduled;
     bool preempted;       /* during this step's scheduling */
+    bool kv_starved;      /* preempted itself with no other sequence running: the pool can never hold its
+                             next step, so the engine ends it with an error instead of recomputing it forever */
     detok_state detok;
     char *held;           /* text not yet released (stop strings) */
     size_t n_held, cap_held;

@@ -128,7 +128,10 @@ static void schedule_running(scheduler *s, sched_batch *b, sequence *seq, bool *
         sequence *victim = pick_victim(s);
         preempt(s, b, victim);
         *preempted_any = true;
-        if (victim == seq) return;
+        if (victim == seq) {
+            seq->kv_starved = s->running.n == 1; /* nobody else holds blocks: waiting cannot help */
+            return;
+        }
     }
     add_to_batch(b, seq, n);
 }

@@ -9,6 +9,8 @@
  * A decoding sequence with speculative drafts (n_draft > 0) computes them
  * after its token when the budget and the blocks allow; otherwise its drafts
  * are dropped (n_draft lowered), never another sequence preempted for them.
+ * A sequence that must preempt itself while it runs alone is marked
+ * kv_starved: recomputing it would only come back to the same point.
  * A sequence with KV eviction computes chunks that fit its budget, and is
  * compacted (engine/evict.h) before its blocks are allocated. */
 #ifndef CLLM_ENGINE_SCHEDULER_H

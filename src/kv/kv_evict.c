@@ -135,11 +135,18 @@ static void move_slot(kv_manager *m, const block_list *l, int g, int from, int t
 int kvm_compact(kv_manager *m, seq_kv *s, const int32_t *keep, int n_keep, kv_key_shift_fn shift, void *user) {
     const int bs = m->block_size, first = first_moved(keep, n_keep);
     const int last_block = n_keep > 0 ? (n_keep - 1) / bs : -1;
-    int copies = 0;
+    /* Free blocks the copies need at their peak: each takes one, and a block
+     * this sequence alone holds (hashed, refcount 1) goes back to the pool as
+     * soon as it is copied, so only the shared ones stay taken. */
+    int taken = 0, peak = 0;
     for (int g = 0; g < m->n_groups; g++)
-        for (int b = first / bs; b <= last_block && first < n_keep; b++)
-            if (needs_copy(m, &s->lists[g], b)) copies++;
-    if (copies > pool_n_available(m->pool)) return -1;
+        for (int b = first / bs; b <= last_block && first < n_keep; b++) {
+            const block_list *l = &s->lists[g];
+            if (!needs_copy(m, l, b)) continue;
+            if (++taken > peak) peak = taken;
+            if (pool_refcount(m->pool, l->ids[b]) == 1) taken--;
+        }
+    if (peak > pool_n_available(m->pool)) return -1;
     float *buf = malloc((size_t)m->cache->n_kv_heads * m->cache->head_dim_k * sizeof *buf);
     if (!buf) return -1;
     for (int g = 0; g < m->n_groups; g++) {

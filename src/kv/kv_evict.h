@@ -81,7 +81,9 @@ typedef void (*kv_key_shift_fn)(void *user, int layer, float *rows, int n_rows, 
 
 /* Moves slot keep[i] to slot i in every group (keep ascending, keep[i] >= i),
  * re-rotating keys by i - keep[i] with shift, and releases the blocks past
- * slot n_keep - 1. Written blocks that are shared or hashed are copied first.
+ * slot n_keep - 1. Written blocks that are shared or hashed are copied first;
+ * a copied block the sequence alone held returns to the pool at once, so a
+ * sequence that shares nothing needs one free block, however many it copies.
  * All or nothing: -1 (nothing changed) when the pool lacks blocks for the
  * copies. */
 int kvm_compact(kv_manager *m, seq_kv *s, const int32_t *keep, int n_keep, kv_key_shift_fn shift, void *user);

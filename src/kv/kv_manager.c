@@ -52,7 +52,7 @@ int kvm_blocks_needed(const kv_manager *m, int n_tokens, int max_chunk) {
 }
 
 int kvm_blocks_needed_budget(const kv_manager *m, int budget) {
-    return m->n_groups * ((budget + m->block_size - 1) / m->block_size);
+    return m->n_groups * ((budget + m->block_size - 1) / m->block_size) + 1;
 }
 
 static int list_reserve(block_list *l, int n) {

@@ -48,7 +48,8 @@ void kvm_destroy(kv_manager *m);
 int kvm_blocks_needed(const kv_manager *m, int n_tokens, int max_chunk);
 
 /* Blocks (all groups) that one evicting sequence (at most `budget` tokens in
- * the cache, sliding groups included) holds at most. */
+ * the cache, sliding groups included) needs at most: what it holds, and the
+ * one free block its compaction copies into (kvm_compact). */
 int kvm_blocks_needed_budget(const kv_manager *m, int budget);
 
 /* For a sequence with no blocks yet: takes the longest cached prefix of

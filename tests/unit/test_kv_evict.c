@@ -203,6 +203,43 @@ static void test_no_blocks_for_copies_changes_nothing(void **state) {
     expect_all_returned(m);
 }
 
+/* A sequence alone whose blocks are all in the prefix cache copies each one it
+ * writes, but each original goes back to the pool as it is copied: one free
+ * block is enough (cllm generate's pool is sized so; it used to need one per
+ * copy, failed, and preempted itself forever). */
+static void test_cached_blocks_alone_need_one_free_block(void **state) {
+    (void)state;
+    for (int spare = 0; spare <= 1; spare++) {
+        kv_manager *m = make_manager(15 + spare); /* the sequence's 5 blocks in each of 3 groups, + spare */
+        assert_int_equal(m->n_groups, 3);
+        seq_kv a = {.keep_window_blocks = true};
+        int32_t tokens[40];
+        for (int i = 0; i < 40; i++) tokens[i] = 7 + i;
+        assert_int_equal(kvm_allocate(m, &a, 0, 40), 0);
+        fill(m, &a, 40);
+        kvm_commit(m, &a, tokens, 40);
+        const int32_t first = kvm_table(&a, 0)[0];
+        const kv_evict_params p = {.policy = KV_EVICT_TRUNCATE, .budget = 40};
+        shift_log log = {0};
+        const int n_keep = kv_evict_n_keep(&p);
+        const int gone = kvm_evict(m, &a, &p, 40, 1, NULL, add_delta, &log);
+        if (!spare) {
+            assert_int_equal(gone, -1); /* no block to copy into: nothing changed */
+            assert_int_equal(kvm_table(&a, 0)[0], first);
+            assert_int_equal(log.calls, 0);
+        } else {
+            assert_int_equal(gone, 40 - n_keep);
+            int32_t keep[40];
+            for (int i = 0; i < n_keep; i++) keep[i] = 40 - n_keep + i;
+            check_moved(m, &a, keep, n_keep);
+            assert_int_equal(pool_n_in_use(m->pool), m->n_groups * ((n_keep + BS - 1) / BS));
+            assert_int_equal(pool_check(m->pool), 0);
+        }
+        kvm_release(m, &a);
+        expect_all_returned(m);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plan_streaming_truncate_h2o),
@@ -210,6 +247,7 @@ int main(void) {
         cmocka_unit_test(test_compaction_moves_rows_and_frees_blocks),
         cmocka_unit_test(test_shared_and_cached_blocks_are_copied_not_written),
         cmocka_unit_test(test_no_blocks_for_copies_changes_nothing),
+        cmocka_unit_test(test_cached_blocks_alone_need_one_free_block),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
