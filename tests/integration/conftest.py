@@ -89,3 +89,20 @@ def model_factory(tmp_path_factory):
         return path
 
     return make
+
+
+# test_doc_examples.py's results, one row per README/docs command, printed at the end of the run.
+DOC_EXAMPLE_ROWS = pytest.StashKey[list]()
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    rows = config.stash.get(DOC_EXAMPLE_ROWS, [])
+    if not rows:
+        return
+    counts = {}
+    for _, result, _ in rows:
+        counts[result] = counts.get(result, 0) + 1
+    terminalreporter.section("README and docs examples")
+    terminalreporter.write_line(", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
+    for where, result, detail in rows:
+        terminalreporter.write_line(f"{where:<18} {result:<16} {detail}")
