@@ -231,5 +231,10 @@ void metrics_render(buf *b, const metrics_input *in) {
         single(&o, "gauge", "cllm:response_cache_entries", "Responses held in the response cache.",
                (double)in->response_cache_entries);
     }
+    single(&o, "counter", "cllm:constraint_cache_hits_total",
+           "Structured-output constraints found already compiled (a schema, grammar or regex seen before).",
+           (double)in->constraint_cache_hits);
+    single(&o, "counter", "cllm:constraint_cache_misses_total", "Structured-output constraints compiled anew.",
+           (double)in->constraint_cache_misses);
     embedding_metrics(&o, in);
 }

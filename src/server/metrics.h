@@ -22,6 +22,8 @@
  *                                               only for an embedding model
  *   cllm:embedding_cache_hits_total / _misses_total  counters (text inputs), and
  *   cllm:embedding_cache_entries                gauge: only with an embedding cache
+ *   cllm:constraint_cache_hits_total / _misses_total  counters, server-wide: structured-output
+ *                                               constraints found compiled / compiled anew
  * The embedding samples are those of each embedding model served. */
 #ifndef CLLM_SERVER_METRICS_H
 #define CLLM_SERVER_METRICS_H
@@ -54,6 +56,7 @@ typedef struct {
     uint64_t http[6];                    /* by status class */
     bool has_response_cache;
     size_t response_cache_entries;
+    uint64_t constraint_cache_hits, constraint_cache_misses; /* constraint_cache_stats */
 } metrics_input;
 
 void metrics_render(buf *b, const metrics_input *in);

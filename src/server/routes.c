@@ -5,6 +5,7 @@
  * endpoints that take a body pick their model from it (served_models_route). */
 #include "server/routes.h"
 
+#include "grammar/constraint.h"
 #include "server/auth.h"
 #include "server/cors.h"
 #include "server/embeddings.h"
@@ -80,6 +81,7 @@ static enum MHD_Result metrics(server *s, http_req *r) {
             mm->cache_misses = atomic_load(&sm->cache_misses);
         }
         for (int i = 0; i < 6; i++) in.http[i] = atomic_load(&s->http.responses[i]);
+        constraint_cache_stats(&in.constraint_cache_hits, &in.constraint_cache_misses);
         in.has_response_cache = s->response_cache != NULL;
         if (in.has_response_cache) {
             response_cache_stats rc;

@@ -212,15 +212,28 @@ def test_speculative_decoding_same_output(srv, spec_srv):
         spec = complete(spec_srv, prompt, max_tokens=40, **kw)["choices"][0]["text"]
         assert spec == plain
     m = spec_srv.metrics()
-    assert m.get("vllm:spec_decode_num_draft_tokens_total", 1) > 0
+    assert "vllm:spec_decode_num_draft_tokens_total" in m, "the speculative server exports no draft counter"
+    assert m["vllm:spec_decode_num_draft_tokens_total"] > 0, "no draft was verified: nothing was speculated"
 
 
 def test_same_constraint_twice(srv):
-    schema = {"type": "object", "properties": {"k": {"type": "integer", "minimum": 0, "maximum": 999}},
-              "required": ["k"]}
+    # A schema no other test sends, so the first request compiles it.
+    schema = {"type": "object", "properties": {"twice": {"type": "integer", "minimum": 0, "maximum": 997}},
+              "required": ["twice"]}
+    texts, counts = [], []
     for _ in range(2):
-        out = complete(srv, "k as JSON:", guided_json=schema, max_tokens=20)
+        before = srv.metrics()
+        out = complete(srv, "twice as JSON:", guided_json=schema, max_tokens=20)
+        assert out["choices"][0]["finish_reason"] == "stop", out["choices"][0]
         valid_json(out["choices"][0]["text"], schema)
+        texts.append(out["choices"][0]["text"])
+        after = srv.metrics()
+        counts.append((after["cllm:constraint_cache_misses_total"] - before["cllm:constraint_cache_misses_total"],
+                       after["cllm:constraint_cache_hits_total"] - before["cllm:constraint_cache_hits_total"]))
+    # The first compiles (a miss); the second gets the first one's compiled constraint and its mask cache
+    # (a hit, nothing compiled): greedy, the same text.
+    assert counts == [(1, 0), (0, 1)], counts
+    assert texts[0] == texts[1]
 
 
 BAD = [

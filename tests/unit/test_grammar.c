@@ -470,11 +470,19 @@ static void test_compile_cache_returns_the_same_constraint(void **state) {
     json_t *a = json_loads("{\"type\": \"object\", \"properties\": {\"x\": {\"type\": \"integer\"}}}", 0, NULL);
     json_t *b = json_loads("{\"type\": \"object\",   \"properties\": {\"x\": {\"type\": \"integer\"}}}", 0, NULL);
     json_t *other = json_loads("{\"type\": \"object\", \"properties\": {\"y\": {\"type\": \"integer\"}}}", 0, NULL);
+    uint64_t hits0, misses0, hits, misses;
+    constraint_cache_stats(&hits0, &misses0);
     constraint *ca = constraint_compile(CONSTRAINT_JSON_SCHEMA, a, NULL);
+    constraint_cache_stats(&hits, &misses);
+    assert_true(hits == hits0 && misses == misses0 + 1); /* first sight: compiled */
     constraint *cb = constraint_from_json_schema(b);
+    constraint_cache_stats(&hits, &misses);
+    assert_true(hits == hits0 + 1 && misses == misses0 + 1); /* the same schema spelled apart: a hit */
     constraint *co = constraint_compile(CONSTRAINT_JSON_SCHEMA, other, NULL);
     const json_schema_options ws = {.any_whitespace = true};
     constraint *cw = constraint_compile(CONSTRAINT_JSON_SCHEMA, a, &ws);
+    constraint_cache_stats(&hits, &misses);
+    assert_true(hits == hits0 + 1 && misses == misses0 + 3); /* another schema, other options: misses */
     assert_ptr_equal(ca, cb);
     assert_ptr_not_equal(ca, co);
     assert_ptr_not_equal(ca, cw);
