@@ -29,11 +29,10 @@ def default_model() -> str:
 
 
 def make_prompt_ids(llm, n: int) -> list[int]:
-    ids = llm.tokenize(TEXT.encode(), add_bos=False, special=False)
-    out = [llm.token_bos()]
-    while len(out) < n:
-        out += ids
-    return out[:n]
+    """BOS and the first n - 1 ids of TEXT repeated, tokenized as one text (ids
+    of TEXT glued together are not: ". " + "The" tokenizes as "." + " The")."""
+    ids = llm.tokenize((TEXT * (n // 8 + 1)).encode(), add_bos=False, special=False)
+    return [llm.token_bos()] + ids[:n - 1]
 
 
 def run_llamacpp(llm, prompt_ids, n_gen):
@@ -46,17 +45,27 @@ def run_llamacpp(llm, prompt_ids, n_gen):
         llm.eval([tok])
         tok = llm.sample(top_k=1)
     perf = llama_cpp.llama_perf_context(llm.ctx)
+    # the rates are of the tokens asked for: the prompt in one batch, then one token per step
+    if perf.n_p_eval != len(prompt_ids) or perf.n_eval != n_gen - 1:
+        raise SystemExit(f"llama.cpp evaluated {perf.n_p_eval} prompt tokens and {perf.n_eval} single steps, "
+                         f"asked for {len(prompt_ids)} and {n_gen - 1}")
     pp = perf.n_p_eval / (perf.t_p_eval_ms / 1000.0)
     tg = perf.n_eval / (perf.t_eval_ms / 1000.0)
     return pp, tg
 
 
-def run_cllm(cllm, model, prompt_text, n_gen, threads):
+def run_cllm(cllm, model, prompt_text, n_prompt, n_gen, threads):
     p = subprocess.run([cllm, "generate", "-m", model, "-p", prompt_text, "-n", str(n_gen), "--temperature", "0",
                         "--ignore-eos", "-t", str(threads)], capture_output=True, text=True, check=True)
-    pp = float(re.search(r"prompt: \d+ tokens in [\d.]+ s \(([\d.]+) tok/s\)", p.stderr).group(1))
-    tg = float(re.search(r"generation: \d+ tokens in [\d.]+ s \(([\d.]+) tok/s\)", p.stderr).group(1))
-    return pp, tg
+    rates = []
+    for what, want in (("prompt", n_prompt), ("generation", n_gen)):
+        m = re.search(what + r": (\d+) tokens in [\d.]+ s \(([\d.]+) tok/s\)", p.stderr)
+        if not m:
+            raise SystemExit(f"cllm printed no {what} timing line:\n{p.stderr}")
+        if int(m.group(1)) != want:  # a rate over other tokens than llama.cpp's compares nothing
+            raise SystemExit(f"cllm {what}: {m.group(1)} tokens, asked for {want}")
+        rates.append(float(m.group(2)))
+    return rates[0], rates[1]
 
 
 def main() -> int:
@@ -80,9 +89,11 @@ def main() -> int:
         ids = make_prompt_ids(llm, args.prompt_tokens)
         # The same ids for cllm: detokenize them (BOS is added by cllm), check the count.
         prompt_text = llm.detokenize(ids[1:]).decode()
+        if llm.tokenize(prompt_text.encode(), add_bos=False, special=False) != ids[1:]:
+            raise SystemExit(f"the {len(ids)}-token prompt does not tokenize back to its ids")
         res = {"cllm": [], "llama.cpp": []}
         for _ in range(args.reps):
-            res["cllm"].append(run_cllm(args.cllm, model, prompt_text, args.gen_tokens, threads))
+            res["cllm"].append(run_cllm(args.cllm, model, prompt_text, len(ids), args.gen_tokens, threads))
             res["llama.cpp"].append(run_llamacpp(llm, ids, args.gen_tokens))
         med = {k: (statistics.median(x[0] for x in v), statistics.median(x[1] for x in v)) for k, v in res.items()}
         rows.append((threads, med))

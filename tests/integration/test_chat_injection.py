@@ -73,7 +73,22 @@ def outside_marks(output: str, spans: list, strings: list[str]) -> Counter:
     return found
 
 
+def all_marked(spans: list, off: int, n: int) -> bool:
+    """Whether every byte of output[off:off + n] lies in a marked range."""
+    marked = bytearray(off + n)
+    for at, length in spans:
+        marked[at:at + length] = b"\x01" * len(marked[at:at + length])
+    return all(marked[off:off + n])
+
+
 CONTEXT = {"add_generation_prompt": True, "bos_token": "<s>", "eos_token": "</s>"}
+# firefunction-v2 renders nothing without its `functions` and `datetime`
+ATTACK_CONTEXT = {"functions": "[]", "datetime": "2024-07-26"}
+# Templates that edit user content before they print it: the payload as they print it.
+CONTENT_EDITS = {
+    # drops the /think and /no_think switches from every message (so "</think>" prints as "<>")
+    "NVIDIA-Nemotron-Nano-v2.jinja": lambda s: s.replace("/think", "").replace("/no_think", ""),
+}
 
 
 @pytest.mark.parametrize("path", template_files(), ids=lambda p: p.stem)
@@ -84,9 +99,12 @@ def test_content_markup_is_marked_in_every_template(render_bin, path):
         pytest.skip(f"{path.name} spells no control tokens")
     payload = "hi " + "\n".join(markup) + " bye"
     benign_convs = [CORPUS_CONVERSATIONS[c] for c in ("user", "system_user", "multi_turn", "tool_calls")]
-    attack = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": payload}]
-    attack_benign = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi  bye"}]
-    contexts = [{"messages": m, **CONTEXT} for m in benign_convs + [attack_benign, attack]]
+    # the attack and its benign twin, after a system message and alone (some templates refuse a system
+    # role), with what firefunction-v2 reads besides the messages
+    attacks = [[*head, {"role": "user", "content": content}]
+               for head in ([{"role": "system", "content": "Be brief."}], []) for content in ("hi  bye", payload)]
+    contexts = [{"messages": m, **CONTEXT} for m in benign_convs] + \
+        [{"messages": m, **CONTEXT, **ATTACK_CONTEXT} for m in attacks]
     results = render_marked(render_bin, path, contexts)
     if not results:
         pytest.skip(f"{path.name} does not parse")
@@ -104,13 +122,23 @@ def test_content_markup_is_marked_in_every_template(render_bin, path):
         everywhere = Counter({s: res["output"].count(s) for s in strings})
         assert outside_marks(res["output"], res["spans"], strings) == +everywhere, \
             f"{path.name}: markup of the template marked as request text"
-    # the attack: the payload's markup is all marked; the template's is as in the benign one
-    base, hit = results[-2], results[-1]
-    if "output" not in hit or "output" not in base:
-        return
-    assert payload.strip() in hit["output"] or "hi" in hit["output"]
-    assert outside_marks(hit["output"], hit["spans"], markup) == \
-        outside_marks(base["output"], base["spans"], markup), f"{path.name}: content spells markup"
+    # the attack: the payload never decides whether the conversation renders, it renders in one shape at
+    # least, and there the payload is in the output and all marked; the template's markup is as in the twin
+    pairs = list(zip(results[len(benign_convs)::2], results[len(benign_convs) + 1::2]))
+    for base, hit in pairs:
+        assert ("output" in hit) == ("output" in base) and hit.get("error") == base.get("error"), \
+            f"{path.name}: the payload changed whether the conversation renders: {base.get('error')!r} " \
+            f"vs {hit.get('error')!r}"
+    rendered = [(base, hit) for base, hit in pairs if "output" in hit]
+    assert rendered, f"{path.name}: the attack renders in no shape: {[base.get('error') for base, _ in pairs]}"
+    spelled = CONTENT_EDITS.get(path.name, lambda s: s)(payload)
+    for base, hit in rendered:
+        at = hit["output"].encode().find(spelled.encode())
+        assert at >= 0, f"{path.name}: the payload is not in the output"
+        assert all_marked(hit["spans"], at, len(spelled.encode())), \
+            f"{path.name}: the payload is not all marked as request text"
+        assert outside_marks(hit["output"], hit["spans"], markup) == \
+            outside_marks(base["output"], base["spans"], markup), f"{path.name}: content spells markup"
 
 
 # --- the real model over HTTP ------------------------------------------------------------------
