@@ -129,10 +129,13 @@ def test_samples_prefix_cache_and_preemption_beside_eviction(harness, model_fact
     assert tokens_of(cached, 2) == tokens_of(cached, 0)
     assert tokens_of(cached, 1) == alone
     assert cached["blocks_in_use"] == 0 and shared["blocks_in_use"] == 0
-    # Too few blocks for all of them: sequences are preempted and recomputed.
+    # Too few blocks for all of them: sequences admitted with a 16-token chunk grow to their budget and
+    # preempt one another, and are recomputed. (A compaction needs one spare block, not one per block it
+    # copies, so whole-budget admissions alone would never preempt.)
     reqs = [evicting({"prompt": prompt_of(40, 30 + i), "max_tokens": 60, "ignore_eos": True}, policy, 32)
             for i in range(6)]
-    res = harness(model, reqs, block_size=8, kv_cache_blocks=70, max_num_seqs=6, max_model_len=64)
+    res = harness(model, reqs, block_size=8, kv_cache_blocks=70, max_num_seqs=6, max_model_len=64,
+                  max_num_batched_tokens=16)
     assert res["preemptions"] > 0
     for i in range(6):
         assert len(tokens_of(res, i)) == 60
