@@ -46,34 +46,12 @@ int arg_memory(const char *cmd, const char *opt, const char *val, size_t *out) {
 int seq_runner_init(seq_runner *r, model *m, int n_ctx, int max_batch, kv_dtype dtype, int n_threads) {
     *r = (seq_runner){.m = m, .n_ctx = n_ctx, .max_batch = max_batch};
     const int bs = 16;
-    const int n_blocks = (n_ctx + bs - 1) / bs;
-    kv_cache layout;
-    kv_cache_layout(&m->kv, dtype, bs, &layout);
-    /* Each group gets its own contiguous run of blocks. */
-    r->kv = kv_cache_create(&m->kv, dtype, bs, n_blocks * layout.n_groups);
-    r->tp = tp_create(n_threads);
-    if (!r->kv || !r->tp) goto fail;
-    for (int g = 0; g < layout.n_groups; g++) {
-        r->table[g] = malloc((size_t)n_blocks * sizeof(int32_t));
-        if (!r->table[g]) goto fail;
-        for (int i = 0; i < n_blocks; i++) r->table[g][i] = g * n_blocks + i;
-    }
-    r->fwd = forward_create(m, r->kv, max_batch, max_batch, r->tp);
-    if (!r->fwd) goto fail;
-    return 0;
-fail:
-    if (!r->tp) err_set("cannot create threads");
-    seq_runner_free(r);
-    return -1;
+    const runner_config rc = {.kv_type = dtype, .block_size = bs, .identity_blocks = (n_ctx + bs - 1) / bs,
+                              .max_tokens = max_batch, .max_out = max_batch, .n_threads = n_threads};
+    return runner_init(&r->run, m, &rc);
 }
 
-void seq_runner_free(seq_runner *r) {
-    forward_free(r->fwd);
-    kv_cache_free(r->kv);
-    tp_free(r->tp);
-    for (int g = 0; g < KV_MAX_GROUPS; g++) free(r->table[g]);
-    r->fwd = NULL, r->kv = NULL, r->tp = NULL;
-}
+void seq_runner_free(seq_runner *r) { runner_destroy(&r->run); }
 
 int seq_runner_feed(seq_runner *r, const int32_t *tokens, int n, int start, float *logits, bool all_logits) {
     if (start + n > r->n_ctx) return err_set("%d tokens exceed the context of %d", start + n, r->n_ctx);
@@ -82,8 +60,7 @@ int seq_runner_feed(seq_runner *r, const int32_t *tokens, int n, int start, floa
     int32_t *rows = malloc((size_t)r->max_batch * sizeof *rows);
     int rc = 0;
     if (!pos || !seq || !rows) rc = err_set("out of memory");
-    fwd_seq s = {0};
-    for (int g = 0; g < KV_MAX_GROUPS; g++) s.block_table[g] = r->table[g];
+    const fwd_seq s = runner_identity_seq(&r->run);
     const size_t nv = (size_t)r->m->hp.n_vocab;
     for (int done = 0; !rc && done < n;) {
         const int chunk = n - done < r->max_batch ? n - done : r->max_batch;
@@ -99,7 +76,7 @@ int seq_runner_feed(seq_runner *r, const int32_t *tokens, int n, int start, floa
             rows[0] = chunk - 1;
             b.out_rows = rows;
         }
-        rc = forward_run(r->fwd, &b, all_logits ? logits + (size_t)done * nv : logits);
+        rc = runner_run(&r->run, &b, all_logits ? logits + (size_t)done * nv : logits);
         done += chunk;
     }
     free(pos);

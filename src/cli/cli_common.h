@@ -1,7 +1,7 @@
 /* Helpers shared by the subcommands: number and size parsing with clear
  * errors (the option tables of cli_options.h use them), and a single-sequence
- * runner (one model, a KV cache whose block table is the identity, the
- * forward pass) for commands that do not need the engine. */
+ * runner (a model runner, model/runner.h, with identity block tables) for
+ * commands that do not need the engine. */
 #ifndef CLLM_CLI_COMMON_H
 #define CLLM_CLI_COMMON_H
 
@@ -9,9 +9,8 @@
 #include "engine/engine.h"
 #include "engine/sampler.h"
 #include "kv/kv_cache.h"
-#include "model/forward.h"
 #include "model/model.h"
-#include "util/threadpool.h"
+#include "model/runner.h"
 #include "util/file.h"
 #include "util/time.h"
 
@@ -29,12 +28,9 @@ int arg_memory(const char *cmd, const char *opt, const char *val, size_t *out);
 
 typedef struct {
     model *m;
-    kv_cache *kv;
-    threadpool *tp;
-    forward_ctx *fwd;
+    runner run;
     int n_ctx;
     int max_batch;
-    int32_t *table[KV_MAX_GROUPS];
 } seq_runner;
 
 /* Loads nothing: wraps an already loaded model for one sequence of up to n_ctx tokens. */

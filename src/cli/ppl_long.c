@@ -1,4 +1,5 @@
-/* See ppl_long.h. One sequence over a kv_manager of its own: before each
+/* See ppl_long.h. One sequence on a model runner of its own (model/runner.h,
+ * with a block manager and no prefix cache): before each
  * chunk the sequence makes room as the engine's scheduler does (kvm_evict,
  * keys re-rotated by the model), then the chunk is computed with a logits
  * row per token. Chunks are at most PPL_LONG_CHUNK tokens and at most what
@@ -7,10 +8,9 @@
 #include "cli/ppl_long.h"
 
 #include "kv/kv_manager.h"
-#include "model/forward.h"
 #include "model/kv_shift.h"
+#include "model/runner.h"
 #include "util/error.h"
-#include "util/threadpool.h"
 #include "util/time.h"
 
 #include <math.h>
@@ -29,22 +29,16 @@ static double nll_of(const float *logits, int n_vocab, int target) {
 }
 
 typedef struct {
-    kv_cache *kv;
-    kv_manager kvm;
+    runner run;
     seq_kv seq;
-    threadpool *tp;
-    forward_ctx *fwd;
     float *logits;
     int64_t *scores; /* h2o: attention mass of each slot */
     int32_t *pos, *rows, *seq_of;
 } ppl_long_state;
 
 static void state_free(ppl_long_state *st) {
-    kvm_release(&st->kvm, &st->seq);
-    if (st->kvm.pool) kvm_destroy(&st->kvm);
-    forward_free(st->fwd);
-    kv_cache_free(st->kv);
-    tp_free(st->tp);
+    if (st->run.kvm.pool) kvm_release(&st->run.kvm, &st->seq);
+    runner_destroy(&st->run);
     free(st->logits), free(st->scores), free(st->pos), free(st->rows), free(st->seq_of);
 }
 
@@ -53,13 +47,10 @@ static int state_init(ppl_long_state *st, model *m, int budget, int chunk, const
     kv_cache layout;
     kv_cache_layout(&m->kv, dtype, PPL_LONG_BLOCK, &layout);
     const int n_blocks = layout.n_groups * ((budget + PPL_LONG_BLOCK - 1) / PPL_LONG_BLOCK);
-    st->kv = kv_cache_create(&m->kv, dtype, PPL_LONG_BLOCK, n_blocks);
-    if (!st->kv || kvm_init(&st->kvm, st->kv, false)) return -1;
+    const runner_config rc = {.kv_type = dtype, .block_size = PPL_LONG_BLOCK, .n_blocks = n_blocks,
+                              .block_manager = true, .max_tokens = chunk, .max_out = chunk, .n_threads = n_threads};
+    if (runner_init(&st->run, m, &rc)) return -1;
     st->seq.keep_window_blocks = ev->policy != KV_EVICT_NONE;
-    st->tp = tp_create(n_threads);
-    if (!st->tp) return err_set("cannot create threads");
-    st->fwd = forward_create(m, st->kv, chunk, chunk, st->tp);
-    if (!st->fwd) return -1;
     st->logits = malloc((size_t)chunk * m->hp.n_vocab * sizeof *st->logits);
     st->pos = malloc((size_t)chunk * sizeof *st->pos);
     st->rows = malloc((size_t)chunk * sizeof *st->rows);
@@ -86,19 +77,19 @@ int ppl_long_run(model *m, const int32_t *tokens, int n, const kv_evict_params *
     for (int done = 0; !rc && done < n - 1;) {
         int c = n - 1 - done < chunk ? n - 1 - done : chunk;
         if (evicts && c > kv_evict_room(ev, n_cached)) c = kv_evict_room(ev, n_cached);
-        const int gone = kvm_evict(&st.kvm, &st.seq, ev, n_cached, c, st.scores, model_shift_keys, m);
-        if (gone < 0 || kvm_allocate(&st.kvm, &st.seq, n_cached - gone, c)) {
+        const int gone = kvm_evict(&st.run.kvm, &st.seq, ev, n_cached, c, st.scores, model_shift_keys, m);
+        if (gone < 0 || kvm_allocate(&st.run.kvm, &st.seq, n_cached - gone, c)) {
             rc = err_set("KV eviction or allocation failed at token %d", done);
             break;
         }
         n_cached -= gone;
         out->evicted += gone;
         fwd_seq fs = {.attn_acc = st.scores};
-        for (int g = 0; g < st.kvm.n_groups; g++) fs.block_table[g] = kvm_table(&st.seq, g);
+        for (int g = 0; g < st.run.kvm.n_groups; g++) fs.block_table[g] = kvm_table(&st.seq, g);
         for (int i = 0; i < c; i++) st.pos[i] = n_cached + i, st.rows[i] = i;
         const fwd_batch b = {.n_tokens = c, .tokens = tokens + done, .pos = st.pos, .seq = st.seq_of, .n_seqs = 1,
                              .seqs = &fs, .n_out = c, .out_rows = st.rows};
-        if ((rc = forward_run(st.fwd, &b, st.logits))) break;
+        if ((rc = runner_run(&st.run, &b, st.logits))) break;
         for (int i = 0; i < c; i++) {
             const double v = nll_of(st.logits + (size_t)i * nv, nv, tokens[done + i + 1]);
             out->nll += v, out->nll2 += v * v, out->count++;

@@ -1,11 +1,12 @@
-/* See draft.h. The runner keeps its own kv_cache, kv_manager (no prefix
- * cache: draft blocks are never shared) and forward context; the batch
+/* See draft.h. The draft runs on a model runner of its own (model/runner.h:
+ * a KV cache and block manager with no prefix cache, since draft blocks are
+ * never shared, and a forward context), on the target's threads; the batch
  * layout mirrors engine.c's. */
 #include "engine/draft.h"
 
 #include "engine/sampler.h"
 #include "kv/kv_manager.h"
-#include "model/forward.h"
+#include "model/runner.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
@@ -14,9 +15,7 @@
 
 struct draft_runner {
     const model *m;
-    kv_cache *kv;
-    kv_manager kvm;
-    forward_ctx *fwd;
+    runner run;
     int max_tokens, max_seqs;
     int32_t *tok, *pos, *seq, *rows;
     fwd_seq *seqs;
@@ -57,9 +56,9 @@ draft_runner *draft_create(const model *draft, const model *target, int n_seqs, 
     kv_cache_layout(&draft->kv, KV_F16, block_size, &layout);
     kv_manager probe = {.cache = &layout, .n_groups = layout.n_groups, .block_size = block_size};
     const int n_blocks = kvm_blocks_needed(&probe, max_model_len, max_tokens) * n_seqs;
-    d->kv = kv_cache_create(&draft->kv, KV_F16, block_size, n_blocks);
-    if (!d->kv || kvm_init(&d->kvm, d->kv, false)) goto fail;
-    d->fwd = forward_create(draft, d->kv, max_tokens, n_seqs, tp);
+    const runner_config rc = {.kv_type = KV_F16, .block_size = block_size, .n_blocks = n_blocks,
+                              .block_manager = true, .max_tokens = max_tokens, .max_out = n_seqs, .tp = tp};
+    if (runner_init(&d->run, draft, &rc)) goto fail;
     const size_t T = (size_t)max_tokens, S = (size_t)n_seqs;
     d->tok = malloc(T * sizeof *d->tok);
     d->pos = malloc(T * sizeof *d->pos);
@@ -68,7 +67,7 @@ draft_runner *draft_create(const model *draft, const model *target, int n_seqs, 
     d->seqs = calloc(S, sizeof *d->seqs);
     d->row_seq = calloc(S, sizeof *d->row_seq);
     d->logits = malloc(S * (size_t)draft->hp.n_vocab * sizeof *d->logits);
-    if (!d->fwd || !d->tok || !d->pos || !d->seq || !d->rows || !d->seqs || !d->row_seq ||
+    if (!d->tok || !d->pos || !d->seq || !d->rows || !d->seqs || !d->row_seq ||
         !d->logits) {
         err_set("out of memory for the draft model's buffers");
         goto fail;
@@ -81,9 +80,7 @@ fail:
 
 void draft_free(draft_runner *d) {
     if (!d) return;
-    forward_free(d->fwd);
-    if (d->kvm.pool) kvm_destroy(&d->kvm);
-    kv_cache_free(d->kv);
+    runner_destroy(&d->run);
     free(d->tok);
     free(d->pos);
     free(d->seq);
@@ -95,7 +92,7 @@ void draft_free(draft_runner *d) {
 }
 
 void draft_release(draft_runner *d, sequence *s) {
-    kvm_release(&d->kvm, &s->draft_kv);
+    kvm_release(&d->run.kvm, &s->draft_kv);
     s->draft_computed = 0;
 }
 
@@ -115,7 +112,7 @@ static void sync(draft_runner *d, sequence *s) {
     }
     if (valid > s->n_tokens - 1) valid = s->n_tokens - 1;
     s->draft_computed = valid;
-    kvm_truncate(&d->kvm, &s->draft_kv, valid);
+    kvm_truncate(&d->run.kvm, &s->draft_kv, valid);
 }
 
 void draft_rollback(draft_runner *d, sequence *s) {
@@ -138,7 +135,7 @@ static void draft_round(draft_runner *d, sequence **seqs, const int *upto, int n
         if (count <= 0) continue;
         if (count > d->max_tokens - t) count = d->max_tokens - t;
         if (count <= 0) break;
-        if (kvm_allocate(&d->kvm, &s->draft_kv, s->draft_computed, count)) {
+        if (kvm_allocate(&d->run.kvm, &s->draft_kv, s->draft_computed, count)) {
             /* The pool is full: this sequence starts over later, its blocks freed for the others.
              */
             draft_release(d, s);
@@ -149,7 +146,7 @@ static void draft_round(draft_runner *d, sequence **seqs, const int *upto, int n
             d->pos[t] = s->draft_computed + k;
             d->seq[t] = n_seqs;
         }
-        for (int g = 0; g < d->kvm.n_groups; g++)
+        for (int g = 0; g < d->run.kvm.n_groups; g++)
             d->seqs[n_seqs].block_table[g] = kvm_table(&s->draft_kv, g);
         n_seqs++;
         s->draft_computed += count;
@@ -167,7 +164,7 @@ static void draft_round(draft_runner *d, sequence **seqs, const int *upto, int n
                           .seqs = d->seqs,
                           .n_out = n_rows,
                           .out_rows = d->rows};
-    if (forward_run(d->fwd, &fb, d->logits)) {
+    if (runner_run(&d->run, &fb, d->logits)) {
         for (int i = 0; i < n; i++)
             draft_release(d, seqs[i]); /* recomputed later */
         return;

@@ -40,6 +40,7 @@
 #include "kv/kv_manager.h"
 #include "model/forward.h"
 #include "model/kv_shift.h"
+#include "model/runner.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/threadpool.h"
@@ -58,11 +59,8 @@
 struct engine {
     model *m;
     engine_config cfg;
-    kv_cache *kv;
-    kv_manager kvm;
+    runner run; /* KV cache and its block manager, forward pass, threads */
     scheduler sched;
-    threadpool *tp;
-    forward_ctx *fwd;
     sampler *smp;
     model *draft_model;  /* method draft_model: loaded from spec.model, owned */
     model *draft_view;   /* method layer_skip: the target with fewer layers (shares its weights) */
@@ -246,17 +244,6 @@ engine *engine_create(model *m, const engine_config *cfg) {
                     need, need * (double)block_bytes / 1048576.0);
         goto fail;
     }
-    e->kv = kv_cache_create(&m->kv, cfg->kv_type, cfg->block_size, (int)n_blocks);
-    if (!e->kv || kvm_init(&e->kvm, e->kv, cfg->prefix_caching)) goto fail;
-    e->kv->on_copy = m->tp.on_kv_copy; /* copy on write, on every rank */
-    e->kv->on_copy_user = m->tp.user;
-    if (sched_init(&e->sched, &e->kvm, cfg->max_num_seqs, cfg->max_num_batched_tokens)) goto fail;
-    e->sched.evict = (evict_env){.key_shift = model_shift_keys, .key_shift_user = m};
-    e->tp = tp_create(cfg->n_threads);
-    if (!e->tp) {
-        err_set("cannot create threads");
-        goto fail;
-    }
     if (cfg->spec.method != SPEC_NONE) {
         /* Rows for the drafts of every sequence a speculating step may hold. */
         const int n_spec = cfg->spec.disable_by_batch_size < cfg->max_num_seqs ? cfg->spec.disable_by_batch_size
@@ -265,6 +252,15 @@ engine *engine_create(model *m, const engine_config *cfg) {
         e->max_draft_rows = rows < cfg->max_num_batched_tokens ? (int)rows : cfg->max_num_batched_tokens;
     }
     e->max_out = cfg->max_num_seqs + e->max_draft_rows;
+    const runner_config rc = {.kv_type = cfg->kv_type, .block_size = cfg->block_size, .n_blocks = (int)n_blocks,
+                              .block_manager = true, .prefix_caching = cfg->prefix_caching,
+                              .max_tokens = cfg->max_num_batched_tokens, .max_out = e->max_out,
+                              .n_threads = cfg->n_threads};
+    if (runner_init(&e->run, m, &rc)) goto fail;
+    e->run.kv->on_copy = m->tp.on_kv_copy; /* copy on write, on every rank */
+    e->run.kv->on_copy_user = m->tp.user;
+    if (sched_init(&e->sched, &e->run.kvm, cfg->max_num_seqs, cfg->max_num_batched_tokens)) goto fail;
+    e->sched.evict = (evict_env){.key_shift = model_shift_keys, .key_shift_user = m};
     if (cfg->spec.method == SPEC_DRAFT_MODEL) {
         e->draft_model = model_load(cfg->spec.model);
         if (!e->draft_model) {
@@ -289,21 +285,20 @@ engine *engine_create(model *m, const engine_config *cfg) {
     if (e->draft_model || e->draft_view) {
         const int n_spec = e->max_draft_rows / cfg->spec.num_speculative_tokens;
         e->draft = draft_create(e->draft_model ? e->draft_model : e->draft_view, m, n_spec > 0 ? n_spec : 1,
-                                e->cfg.max_model_len, cfg->max_num_batched_tokens, cfg->block_size, e->tp);
+                                e->cfg.max_model_len, cfg->max_num_batched_tokens, cfg->block_size, e->run.tp);
         if (!e->draft) {
             err_prefix("speculative decoding: ");
             goto fail;
         }
     }
-    e->fwd = forward_create(m, e->kv, cfg->max_num_batched_tokens, e->max_out, e->tp);
     e->smp = sampler_create(m->hp.n_vocab);
     e->cons.tok = m->tok;
-    if (!e->fwd || !e->smp || alloc_buffers(e) || collect_eog(e)) {
+    if (!e->smp || alloc_buffers(e) || collect_eog(e)) {
         if (!e->smp) err_set("out of memory");
         goto fail;
     }
     e->beam = (beam_env){.tok = m->tok, .n_vocab = m->hp.n_vocab, .max_model_len = e->cfg.max_model_len,
-                         .kvm = &e->kvm, .sched = &e->sched, .text = e->text, .text_cap = e->text_cap};
+                         .kvm = &e->run.kvm, .sched = &e->sched, .text = e->text, .text_cap = e->text_cap};
     e->stats.kv_blocks_total = (int)n_blocks;
     e->stats.spec_k = cfg->spec.method != SPEC_NONE ? cfg->spec.num_speculative_tokens : 0;
     return e;
@@ -324,13 +319,10 @@ void engine_free(engine *e) {
     free(e->inbox);
     free(e->aborts);
     sched_destroy(&e->sched);
-    kvm_destroy(&e->kvm);
-    forward_free(e->fwd);
-    kv_cache_free(e->kv);
-    tp_free(e->tp);
     sampler_free(e->smp);
     constrainer_free(&e->cons);
-    draft_free(e->draft);
+    draft_free(e->draft); /* before the runner: it runs on the runner's threads */
+    runner_destroy(&e->run);
     model_free(e->draft_model);
     free(e->draft_view);
     free(e->eog_ids);
@@ -357,13 +349,13 @@ void engine_free(engine *e) {
 const engine_config *engine_get_config(const engine *e) { return &e->cfg; }
 
 int engine_max_concurrency(const engine *e) {
-    return e->kv->n_blocks / kvm_blocks_needed(&e->kvm, e->cfg.max_model_len, e->cfg.max_num_batched_tokens);
+    return e->run.kv->n_blocks / kvm_blocks_needed(&e->run.kvm, e->cfg.max_model_len, e->cfg.max_num_batched_tokens);
 }
 
 int engine_kv_capacity_tokens(const engine *e) {
     /* Tokens the cache holds when every group needs a block per block_size tokens
      * (sequences within the sliding window); longer ones fit more. */
-    return (int)((long)e->kv->n_blocks * e->kv->block_size / e->kv->n_groups);
+    return (int)((long)e->run.kv->n_blocks * e->run.kv->block_size / e->run.kv->n_groups);
 }
 
 /* ---- submission (any thread) ---- */
@@ -393,10 +385,10 @@ static int check_request(const engine *e, const int32_t *prompt, int n_prompt, c
     const int nv = e->m->hp.n_vocab;
     for (int i = 0; i < n_prompt; i++)
         if (prompt[i] < 0 || prompt[i] >= nv) return err_set("token id %d is out of range [0, %d)", prompt[i], nv);
-    const int need = evicts ? kvm_blocks_needed_budget(&e->kvm, p->evict.budget)
-                            : kvm_blocks_needed(&e->kvm, n_prompt + p->max_tokens, e->cfg.max_num_batched_tokens);
-    if (need > e->kv->n_blocks)
-        return err_set("the request needs %d KV blocks but the whole cache has %d", need, e->kv->n_blocks);
+    const int need = evicts ? kvm_blocks_needed_budget(&e->run.kvm, p->evict.budget)
+                            : kvm_blocks_needed(&e->run.kvm, n_prompt + p->max_tokens, e->cfg.max_num_batched_tokens);
+    if (need > e->run.kv->n_blocks)
+        return err_set("the request needs %d KV blocks but the whole cache has %d", need, e->run.kv->n_blocks);
     return 0;
 }
 
@@ -660,7 +652,7 @@ static void fork_samples(engine *e, sequence *s0, const float *logits) {
         sequence *c = &r->seqs[i];
         c->n_computed = s0->n_computed;
         evict_fork(s0, c);
-        if (kvm_fork(&e->kvm, &s0->kv, &c->kv) || sched_add_running(&e->sched, c)) {
+        if (kvm_fork(&e->run.kvm, &s0->kv, &c->kv) || sched_add_running(&e->sched, c)) {
             finish_seq(e, c, FINISH_ERROR, NULL, NULL, "", 0);
             continue;
         }
@@ -740,8 +732,8 @@ static void verify_drafts(engine *e, sequence *s, float *rows) {
     if (s->status == SEQ_FINISHED) return; /* its blocks are released */
     /* Verified: everything before the token just emitted. */
     s->n_computed = computed < s->n_tokens - 1 ? computed : s->n_tokens - 1;
-    kvm_truncate(&e->kvm, &s->kv, s->n_computed);
-    kvm_commit(&e->kvm, &s->kv, s->tokens, s->n_computed);
+    kvm_truncate(&e->run.kvm, &s->kv, s->n_computed);
+    kvm_commit(&e->run.kvm, &s->kv, s->tokens, s->n_computed);
     if (e->draft) draft_rollback(e->draft, s);
 }
 
@@ -750,10 +742,10 @@ static void verify_drafts(engine *e, sequence *s, float *rows) {
 static void update_gauges(engine *e) {
     /* Token slots holding K/V: per live block, the computed positions it covers. */
     int tokens_used = 0;
-    const int bs = e->kv->block_size;
+    const int bs = e->run.kv->block_size;
     for (int i = 0; i < e->sched.running.n; i++) {
         const sequence *s = e->sched.running.items[i];
-        for (int g = 0; g < e->kvm.n_groups; g++) {
+        for (int g = 0; g < e->run.kvm.n_groups; g++) {
             const block_list *l = &s->kv.lists[g];
             for (int b = 0; b < l->n; b++) {
                 const int filled = seq_kv_len(s) - b * bs;
@@ -764,10 +756,10 @@ static void update_gauges(engine *e) {
     pthread_mutex_lock(&e->stats_mu);
     e->stats.n_running = e->sched.running.n;
     e->stats.n_waiting = e->sched.waiting.n;
-    e->stats.kv_blocks_used = pool_n_in_use(e->kvm.pool);
+    e->stats.kv_blocks_used = pool_n_in_use(e->run.kvm.pool);
     e->stats.kv_tokens_used = tokens_used;
-    e->stats.prefix_queries = e->kvm.prefix_queries;
-    e->stats.prefix_hits = e->kvm.prefix_hits;
+    e->stats.prefix_queries = e->run.kvm.prefix_queries;
+    e->stats.prefix_hits = e->run.kvm.prefix_hits;
     e->stats.preemptions = e->sched.n_preemptions;
     e->stats.kv_evictions = e->sched.evict.n_evictions;
     e->stats.kv_evicted_tokens = e->sched.evict.n_evicted_tokens;
@@ -789,7 +781,7 @@ static int layout_batch(engine *e, fwd_batch *fb) {
                 e->b_row_seq[n_rows++] = s;
             }
         }
-        for (int g = 0; g < e->kvm.n_groups; g++) e->b_seqs[i].block_table[g] = kvm_table(&s->kv, g);
+        for (int g = 0; g < e->run.kvm.n_groups; g++) e->b_seqs[i].block_table[g] = kvm_table(&s->kv, g);
         e->b_seqs[i].attn_acc = s->attn_acc;
         if (s->req->t_scheduled == 0) {
             s->req->t_scheduled = now_seconds();
@@ -823,11 +815,11 @@ int engine_step(engine *e) {
     if (e->batch.n_seqs > 0) {
         fwd_batch fb;
         const int n_rows = layout_batch(e, &fb);
-        if (forward_run(e->fwd, &fb, e->logits)) {
+        if (runner_run(&e->run, &fb, e->logits)) {
             for (int i = 0; i < e->batch.n_seqs; i++)
                 finish_seq(e, e->batch.seqs[i], FINISH_ERROR, NULL, NULL, "", 0);
         } else {
-            if (prompt_lp_collect(&e->prompt_lp, e->fwd, e->tp, e->max_out, e->m->hp.n_vocab, e->batch.seqs,
+            if (prompt_lp_collect(&e->prompt_lp, e->run.fwd, e->run.tp, e->max_out, e->m->hp.n_vocab, e->batch.seqs,
                                   e->batch.n_seqs))
                 for (int i = 0; i < e->batch.n_seqs; i++)
                     if (seq_wants_prompt_logits(e->batch.seqs[i])) finish_request(e, e->batch.seqs[i]->req, FINISH_ERROR);
@@ -837,7 +829,7 @@ int engine_step(engine *e) {
                 if (s->status == SEQ_FINISHED) continue; /* its prompt logprobs failed: its blocks are gone */
                 s->n_computed += s->n_scheduled;
                 /* Once tokens were evicted, blocks no longer follow the token chain. */
-                if (s->n_evicted == 0) kvm_commit(&e->kvm, &s->kv, s->tokens, s->n_computed);
+                if (s->n_evicted == 0) kvm_commit(&e->run.kvm, &s->kv, s->tokens, s->n_computed);
             }
             const int nv = e->m->hp.n_vocab;
             for (int i = 0; i < n_rows;) {

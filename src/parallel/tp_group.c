@@ -3,6 +3,7 @@
  * abort the job with a message. */
 #include "parallel/tp_group.h"
 
+#include "model/runner.h"
 #include "parallel/tp_comm.h"
 #include "parallel/tp_plan.h"
 #include "util/error.h"
@@ -95,34 +96,25 @@ void tp_group_attach(tp_group *g, model *m) {
 
 typedef struct {
     model *m;
-    int n_threads;
     threadpool *tp;
-    kv_cache *kv;
-    forward_ctx *fwd;
-    int fwd_tokens; /* the batch size fwd has room for */
+    runner run; /* the leader's KV cache mirrored (blocks, dtype, block size); run.kv NULL before the first */
 } follower;
 
 static int follower_kv(follower *f, const tp_msg_header *h) {
-    forward_free(f->fwd);
-    f->fwd = NULL;
-    f->fwd_tokens = 0;
-    kv_cache_free(f->kv);
-    f->kv = kv_cache_create(&f->m->kv, (kv_dtype)h->a, h->b, h->c);
-    return f->kv ? 0 : -1;
+    runner_destroy(&f->run);
+    /* Scratch for one token to start with; forwards grow it to their batch. */
+    const runner_config rc = {.kv_type = (kv_dtype)h->a, .block_size = h->b, .n_blocks = h->c, .max_tokens = 1,
+                              .max_out = 1, .tp = f->tp};
+    return runner_init(&f->run, f->m, &rc);
 }
 
 static int follower_forward(follower *f, tp_group *g, const tp_msg_header *h) {
     if (tp_plan_reserve(&g->plan, h) || comm_bcast(g->plan.data, g->plan.len * sizeof *g->plan.data, false))
         return -1;
-    if (!f->kv) return err_set("a forward came before its KV cache");
-    if (tp_plan_decode(&g->plan, h, f->kv->block_size)) return -1;
-    if (h->a > f->fwd_tokens) { /* scratch for the largest batch so far */
-        forward_free(f->fwd);
-        f->fwd = forward_create(f->m, f->kv, h->a, 1, f->tp);
-        if (!f->fwd) return -1;
-        f->fwd_tokens = h->a;
-    }
-    return forward_run(f->fwd, &g->plan.batch, NULL);
+    if (!f->run.kv) return err_set("a forward came before its KV cache");
+    if (tp_plan_decode(&g->plan, h, f->run.kv->block_size)) return -1;
+    if (runner_reserve(&f->run, h->a)) return -1; /* scratch for the largest batch so far */
+    return runner_run(&f->run, &g->plan.batch, NULL);
 }
 
 int tp_group_follow(tp_group *g, model *m, int n_threads) {
@@ -139,13 +131,13 @@ int tp_group_follow(tp_group *g, model *m, int n_threads) {
         }
         if (h.kind == TP_MSG_KV_INIT) rc = follower_kv(&f, &h);
         else if (h.kind == TP_MSG_FORWARD) rc = follower_forward(&f, g, &h);
-        else if (h.kind == TP_MSG_KV_COPY && f.kv && h.a >= 0 && h.b >= 0 && h.a < f.kv->n_blocks && h.b < f.kv->n_blocks)
-            kv_cache_copy_block(f.kv, h.a, h.b);
+        else if (h.kind == TP_MSG_KV_COPY && f.run.kv && h.a >= 0 && h.b >= 0 && h.a < f.run.kv->n_blocks &&
+                 h.b < f.run.kv->n_blocks)
+            kv_cache_copy_block(f.run.kv, h.a, h.b);
         else rc = err_set("unexpected message %d", h.kind);
         if (rc) break;
     }
-    forward_free(f.fwd);
-    kv_cache_free(f.kv);
+    runner_destroy(&f.run);
     tp_free(f.tp);
     return rc ? err_prefix("rank %d: ", g->rank) : 0;
 }

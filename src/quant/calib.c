@@ -1,7 +1,7 @@
 /* Calibration samples and the layer-at-a-time runner; see calib.h. */
 #include "quant/calib.h"
 
-#include "kv/kv_cache.h"
+#include "model/runner.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/file.h"
@@ -82,10 +82,8 @@ void calib_inputs_free(calib_inputs *in) {
 struct calib_runner {
     model *m;
     const calib_set *c;
-    threadpool *tp;
-    kv_cache *kv;
+    runner run; /* identity block tables: one sample at a time */
     int max_len;
-    int32_t *table[KV_MAX_GROUPS];
     int32_t *pos, *seq;
     float **stream; /* per sample [len][n_embd] */
     bool have_stream;
@@ -96,23 +94,20 @@ calib_runner *calib_runner_new(model *m, const calib_set *c, threadpool *tp) {
     if (!r) goto oom;
     r->m = m;
     r->c = c;
-    r->tp = tp;
     for (int s = 0; s < c->n_samples; s++)
         if (c->len[s] > r->max_len) r->max_len = c->len[s];
-    const int n_blocks = (r->max_len + CALIB_KV_BLOCK - 1) / CALIB_KV_BLOCK;
-    kv_cache layout;
-    kv_cache_layout(&m->kv, KV_F32, CALIB_KV_BLOCK, &layout);
-    r->kv = kv_cache_create(&m->kv, KV_F32, CALIB_KV_BLOCK, n_blocks * layout.n_groups);
+    const runner_config rc = {.kv_type = KV_F32, .block_size = CALIB_KV_BLOCK,
+                              .identity_blocks = (r->max_len + CALIB_KV_BLOCK - 1) / CALIB_KV_BLOCK,
+                              .max_tokens = r->max_len, .max_out = 1, .tp = tp};
+    if (runner_init(&r->run, m, &rc)) {
+        free(r);
+        return NULL;
+    }
     r->pos = malloc((size_t)r->max_len * sizeof *r->pos);
     r->seq = calloc((size_t)r->max_len, sizeof *r->seq);
     r->stream = calloc((size_t)c->n_samples, sizeof *r->stream);
-    if (!r->kv || !r->pos || !r->seq || !r->stream) goto oom;
+    if (!r->pos || !r->seq || !r->stream) goto oom;
     for (int i = 0; i < r->max_len; i++) r->pos[i] = i;
-    for (int g = 0; g < layout.n_groups; g++) {
-        r->table[g] = malloc((size_t)n_blocks * sizeof(int32_t));
-        if (!r->table[g]) goto oom;
-        for (int i = 0; i < n_blocks; i++) r->table[g][i] = g * n_blocks + i;
-    }
     for (int s = 0; s < c->n_samples; s++) {
         r->stream[s] = malloc((size_t)c->len[s] * m->hp.n_embd * sizeof(float));
         if (!r->stream[s]) goto oom;
@@ -126,8 +121,7 @@ oom:
 
 void calib_runner_free(calib_runner *r) {
     if (!r) return;
-    kv_cache_free(r->kv);
-    for (int g = 0; g < KV_MAX_GROUPS; g++) free(r->table[g]);
+    runner_destroy(&r->run);
     if (r->stream)
         for (int s = 0; s < r->c->n_samples; s++) free(r->stream[s]);
     free(r->stream);
@@ -155,21 +149,20 @@ static void collect(void *user, int layer, fwd_linear_input which, const float *
 }
 
 int calib_run_layer(calib_runner *r, int il, calib_inputs *capture, bool advance) {
-    forward_ctx *f = forward_create(r->m, r->kv, r->max_len, 1, r->tp);
-    if (!f) return -1;
-    fwd_seq seq = {0};
-    for (int g = 0; g < KV_MAX_GROUPS; g++) seq.block_table[g] = r->table[g];
+    /* The layers before il were quantized since the last call: scratch for their new types. */
+    if (runner_refresh(&r->run)) return -1;
+    const fwd_seq seq = runner_identity_seq(&r->run);
     int rc = 0;
     for (int s = 0; !rc && s < r->c->n_samples; s++) {
         const fwd_hooks h = {.linear_input = capture ? collect : NULL, .user = capture, .first_layer = il,
                              .last_layer = il, .x_in = r->have_stream ? r->stream[s] : NULL,
                              .x_out = advance ? r->stream[s] : NULL};
-        forward_set_hooks(f, &h);
+        forward_set_hooks(r->run.fwd, &h);
         const fwd_batch b = {.n_tokens = r->c->len[s], .tokens = r->c->tokens[s], .pos = r->pos, .seq = r->seq,
                              .n_seqs = 1, .seqs = &seq, .n_out = 0};
-        rc = forward_run(f, &b, NULL);
+        rc = runner_run(&r->run, &b, NULL);
     }
-    forward_free(f);
+    forward_set_hooks(r->run.fwd, NULL); /* h lived in the loop */
     if (!rc && capture)
         for (int i = 0; i < 4; i++)
             if (capture->n_rows[i] < 0) rc = err_set("out of memory collecting calibration inputs");
