@@ -1,14 +1,13 @@
 /* See ppl_long.h. One sequence on a model runner of its own (model/runner.h,
- * with a block manager and no prefix cache): before each
- * chunk the sequence makes room as the engine's scheduler does (kvm_evict,
- * keys re-rotated by the model), then the chunk is computed with a logits
- * row per token. Chunks are at most PPL_LONG_CHUNK tokens and at most what
- * fits up to the budget (kv_evict_room), so a token sees between the kept
- * slots and the whole budget, as in the engine. */
+ * with a block manager and no prefix cache): before each chunk the sequence
+ * makes room as the engine's scheduler does (kvm_evict; the runner moves the
+ * rows, keys re-rotated by the model), then the chunk is computed with a
+ * logits row per token. Chunks are at most PPL_LONG_CHUNK tokens and at most
+ * what fits up to the budget (kv_evict_room), so a token sees between the
+ * kept slots and the whole budget, as in the engine. */
 #include "cli/ppl_long.h"
 
 #include "kv/kv_manager.h"
-#include "model/kv_shift.h"
 #include "model/runner.h"
 #include "util/error.h"
 #include "util/time.h"
@@ -77,8 +76,8 @@ int ppl_long_run(model *m, const int32_t *tokens, int n, const kv_evict_params *
     for (int done = 0; !rc && done < n - 1;) {
         int c = n - 1 - done < chunk ? n - 1 - done : chunk;
         if (evicts && c > kv_evict_room(ev, n_cached)) c = kv_evict_room(ev, n_cached);
-        const int gone = kvm_evict(&st.run.kvm, &st.seq, ev, n_cached, c, st.scores, model_shift_keys, m);
-        if (gone < 0 || kvm_allocate(&st.run.kvm, &st.seq, n_cached - gone, c)) {
+        const int gone = kvm_evict(&st.run.kvm, &st.seq, ev, n_cached, c, st.scores);
+        if (gone < 0 || kvm_allocate(&st.run.kvm, &st.seq, n_cached - gone, c) || runner_apply(&st.run)) {
             rc = err_set("KV eviction or allocation failed at token %d", done);
             break;
         }

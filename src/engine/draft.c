@@ -164,7 +164,7 @@ static void draft_round(draft_runner *d, sequence **seqs, const int *upto, int n
                           .seqs = d->seqs,
                           .n_out = n_rows,
                           .out_rows = d->rows};
-    if (runner_run(&d->run, &fb, d->logits)) {
+    if (runner_apply(&d->run) || runner_run(&d->run, &fb, d->logits)) {
         for (int i = 0; i < n; i++)
             draft_release(d, seqs[i]); /* recomputed later */
         return;

@@ -39,7 +39,6 @@
 #include "engine/token_mask.h"
 #include "kv/kv_manager.h"
 #include "model/forward.h"
-#include "model/kv_shift.h"
 #include "model/runner.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -260,7 +259,6 @@ engine *engine_create(model *m, const engine_config *cfg) {
     e->run.kv->on_copy = m->tp.on_kv_copy; /* copy on write, on every rank */
     e->run.kv->on_copy_user = m->tp.user;
     if (sched_init(&e->sched, &e->run.kvm, cfg->max_num_seqs, cfg->max_num_batched_tokens)) goto fail;
-    e->sched.evict = (evict_env){.key_shift = model_shift_keys, .key_shift_user = m};
     if (cfg->spec.method == SPEC_DRAFT_MODEL) {
         e->draft_model = model_load(cfg->spec.model);
         if (!e->draft_model) {
@@ -812,10 +810,12 @@ int engine_step(engine *e) {
     propose_drafts(e);
     sched_schedule(&e->sched, &e->batch);
     end_starved(e);
+    /* The block copies and compactions the schedule decided, before anything reads the cache. */
+    const int applied = runner_apply(&e->run);
     if (e->batch.n_seqs > 0) {
         fwd_batch fb;
         const int n_rows = layout_batch(e, &fb);
-        if (runner_run(&e->run, &fb, e->logits)) {
+        if (applied || runner_run(&e->run, &fb, e->logits)) {
             for (int i = 0; i < e->batch.n_seqs; i++)
                 finish_seq(e, e->batch.seqs[i], FINISH_ERROR, NULL, NULL, "", 0);
         } else {

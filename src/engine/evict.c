@@ -19,8 +19,7 @@ int evict_prefix_limit(const sequence *s) {
 }
 
 int evict_make_room(kv_manager *kvm, evict_env *env, sequence *s, int n_new) {
-    const int n = kvm_evict(kvm, &s->kv, &s->req->params.evict, seq_kv_len(s), n_new, s->attn_acc, env->key_shift,
-                            env->key_shift_user);
+    const int n = kvm_evict(kvm, &s->kv, &s->req->params.evict, seq_kv_len(s), n_new, s->attn_acc);
     if (n <= 0) return n;
     s->n_evicted += n;
     env->n_evictions++;

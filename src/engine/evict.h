@@ -2,8 +2,9 @@
  * kv/kv_evict.h): before a step computes a sequence's next tokens, the
  * scheduler asks for room; when the tokens would take the cache past the
  * request's budget, the kept slots are chosen and the sequence's blocks
- * compacted, and the sequence's token i moves to KV position i - n_evicted.
- * The model re-rotates the moved keys (the key_shift callback). */
+ * compacted in the books, and the sequence's token i moves to KV position
+ * i - n_evicted. The rows themselves move, keys re-rotated, when the model
+ * runner applies the step's KV plan (runner_apply), before the forward. */
 #ifndef CLLM_ENGINE_EVICT_H
 #define CLLM_ENGINE_EVICT_H
 
@@ -11,8 +12,6 @@
 #include "kv/kv_evict.h"
 
 typedef struct {
-    kv_key_shift_fn key_shift;
-    void *key_shift_user;
     uint64_t n_evictions;      /* compactions */
     uint64_t n_evicted_tokens; /* tokens they evicted */
 } evict_env;

@@ -107,81 +107,66 @@ static int first_moved(const int32_t *keep, int n_keep) {
     return i;
 }
 
-/* Moves one token's rows (every kv head of every layer of group g) from slot
- * `from` to slot `to`, re-rotating the keys. */
-static void move_slot(kv_manager *m, const block_list *l, int g, int from, int to, float *buf,
-                      kv_key_shift_fn shift, void *user) {
-    const kv_cache *kv = m->cache;
-    const int bs = kv->block_size;
-    const size_t k_row = kv_row_bytes(kv->dtype, kv->head_dim_k), v_row = kv_row_bytes(kv->dtype, kv->head_dim_v);
-    const int src = l->ids[from / bs], dst = l->ids[to / bs];
-    for (int il = 0; il < kv->n_layers; il++) {
-        if (kv->layer_group[il] != g) continue;
-        const uint8_t *ks = kv_k_block(kv, il, src), *vs = kv_v_block(kv, il, src);
-        uint8_t *kd = kv_k_block(kv, il, dst), *vd = kv_v_block(kv, il, dst);
-        for (int h = 0; h < kv->n_kv_heads; h++) {
-            const uint8_t *row = ks + ((size_t)h * bs + from % bs) * k_row;
-            for (int d = 0; d < kv->head_dim_k; d++) buf[(size_t)h * kv->head_dim_k + d] = kv_row_value(kv->dtype, row, d);
-        }
-        shift(user, il, buf, kv->n_kv_heads, to - from);
-        for (int h = 0; h < kv->n_kv_heads; h++) {
-            kv_row_store(kv->dtype, buf + (size_t)h * kv->head_dim_k, kd + ((size_t)h * bs + to % bs) * k_row,
-                         kv->head_dim_k);
-            memcpy(vd + ((size_t)h * bs + to % bs) * v_row, vs + ((size_t)h * bs + from % bs) * v_row, v_row);
-        }
-    }
-}
-
-int kvm_compact(kv_manager *m, seq_kv *s, const int32_t *keep, int n_keep, kv_key_shift_fn shift, void *user) {
+int kvm_compact(kv_manager *m, seq_kv *s, const int32_t *keep, int n_keep) {
     const int bs = m->block_size, first = first_moved(keep, n_keep);
     const int last_block = n_keep > 0 ? (n_keep - 1) / bs : -1;
     /* Free blocks the copies need at their peak: each takes one, and a block
      * this sequence alone holds (hashed, refcount 1) goes back to the pool as
      * soon as it is copied, so only the shared ones stay taken. */
-    int taken = 0, peak = 0;
+    int taken = 0, peak = 0, copies = 0;
     for (int g = 0; g < m->n_groups; g++)
         for (int b = first / bs; b <= last_block && first < n_keep; b++) {
             const block_list *l = &s->lists[g];
             if (!needs_copy(m, l, b)) continue;
+            copies++;
             if (++taken > peak) peak = taken;
             if (pool_refcount(m->pool, l->ids[b]) == 1) taken--;
         }
-    if (peak > pool_n_available(m->pool)) return -1;
-    float *buf = malloc((size_t)m->cache->n_kv_heads * m->cache->head_dim_k * sizeof *buf);
-    if (!buf) return -1;
+    if (peak > pool_n_available(m->pool) || kv_plan_reserve(&m->plan, copies + 1)) return -1;
+    /* The move's own copy of the block lists and of keep, taken before anything changes. */
+    int32_t *ids[KV_MAX_GROUPS] = {0}, *keep_copy = NULL;
+    int n_ids[KV_MAX_GROUPS] = {0};
+    bool ok = first >= n_keep || (keep_copy = malloc((size_t)n_keep * sizeof *keep_copy));
+    for (int g = 0; ok && first < n_keep && g < m->n_groups; g++) {
+        n_ids[g] = s->lists[g].n;
+        ok = (ids[g] = malloc((size_t)(n_ids[g] > 0 ? n_ids[g] : 1) * sizeof *ids[g])) != NULL;
+    }
+    if (!ok) {
+        for (int g = 0; g < KV_MAX_GROUPS; g++) free(ids[g]);
+        free(keep_copy);
+        return err_oom("out of memory compacting the KV cache");
+    }
+    /* Written blocks made private (whole copies: later kept slots may still be read from them). */
     for (int g = 0; g < m->n_groups; g++) {
         block_list *l = &s->lists[g];
-        for (int i = first; i < n_keep; i++) {
-            if (i == first || i % bs == 0) {
-                /* Entering a block we write: make it private (a whole copy, since
-                 * later kept slots may still be read from it). */
-                const int b = i / bs;
-                if (needs_copy(m, l, b)) {
-                    const int copy = pool_alloc(m->pool);
-                    kv_cache_copy_block(m->cache, l->ids[b], copy);
-                    pool_unref(m->pool, l->ids[b]);
-                    l->ids[b] = copy;
-                }
+        for (int b = first / bs; b <= last_block && first < n_keep; b++)
+            if (needs_copy(m, l, b)) {
+                const int copy = pool_alloc(m->pool);
+                kv_plan_copy(&m->plan, l->ids[b], copy);
+                pool_unref(m->pool, l->ids[b]);
+                l->ids[b] = copy;
             }
-            move_slot(m, l, g, keep[i], i, buf, shift, user);
-        }
-        for (; l->n > last_block + 1; l->n--)
-            if (l->ids[l->n - 1] >= 0) pool_unref(m->pool, l->ids[l->n - 1]);
     }
-    free(buf);
+    if (first < n_keep) { /* the lists as they are now, copies in, released blocks still listed */
+        for (int g = 0; g < m->n_groups; g++) memcpy(ids[g], s->lists[g].ids, (size_t)n_ids[g] * sizeof *ids[g]);
+        memcpy(keep_copy, keep, (size_t)n_keep * sizeof *keep);
+        kv_plan_move(&m->plan, m->n_groups, ids, n_ids, keep_copy, n_keep, first);
+    }
+    for (int g = 0; g < m->n_groups; g++)
+        for (block_list *l = &s->lists[g]; l->n > last_block + 1; l->n--)
+            if (l->ids[l->n - 1] >= 0) pool_unref(m->pool, l->ids[l->n - 1]);
     /* The hash chain no longer describes the moved blocks. */
     if (s->n_registered > first / bs) s->n_registered = first / bs;
     return 0;
 }
 
-int kvm_evict(kv_manager *m, seq_kv *s, const kv_evict_params *p, int n_cached, int n_new, int64_t *scores,
-              kv_key_shift_fn shift, void *user) {
+int kvm_evict(kv_manager *m, seq_kv *s, const kv_evict_params *p, int n_cached, int n_new, int64_t *scores) {
     if (p->policy == KV_EVICT_NONE || n_cached + n_new <= p->budget) return 0;
     const int n_keep = kv_evict_n_keep(p);
     if (n_new > p->budget - n_keep || n_keep >= n_cached)
         return err_set("KV eviction: %d new tokens do not fit beside the %d kept of %d", n_new, n_keep, n_cached);
     int32_t *keep = malloc((size_t)n_keep * sizeof *keep);
-    if (!keep || kv_evict_plan(p, n_cached, n_keep, scores, keep) || kvm_compact(m, s, keep, n_keep, shift, user)) {
+    if (!keep || kv_evict_plan(p, n_cached, n_keep, scores, keep) || kvm_compact(m, s, keep, n_keep)) {
         free(keep);
         return -1;
     }

@@ -75,18 +75,17 @@ int kv_evict_room(const kv_evict_params *p, int n_cached);
  * by h2o only; ties go to the later slot. 0, or -1 with err_get() (memory). */
 int kv_evict_plan(const kv_evict_params *p, int n_cached, int n_keep, const int64_t *scores, int32_t *keep);
 
-/* Re-rotates the keys of n_rows kv heads (each head_dim_k floats, in the
- * cache's dim order) of model layer `layer` by `delta` positions. */
-typedef void (*kv_key_shift_fn)(void *user, int layer, float *rows, int n_rows, int delta);
 
-/* Moves slot keep[i] to slot i in every group (keep ascending, keep[i] >= i),
- * re-rotating keys by i - keep[i] with shift, and releases the blocks past
- * slot n_keep - 1. Written blocks that are shared or hashed are copied first;
- * a copied block the sequence alone held returns to the pool at once, so a
- * sequence that shares nothing needs one free block, however many it copies.
- * All or nothing: -1 (nothing changed) when the pool lacks blocks for the
- * copies. */
-int kvm_compact(kv_manager *m, seq_kv *s, const int32_t *keep, int n_keep, kv_key_shift_fn shift, void *user);
+/* Compacts the sequence's blocks: slot keep[i] goes to slot i in every group
+ * (keep ascending, keep[i] >= i), keys re-rotated by i - keep[i], and the
+ * blocks past slot n_keep - 1 are released. Written blocks that are shared or
+ * hashed get private copies first; a copied block the sequence alone held
+ * returns to the pool at once, so a sequence that shares nothing needs one
+ * free block, however many it copies. The books change now; the copies and
+ * the moves are recorded in m->plan for the runner (kv_plan.h). All or
+ * nothing: -1 (nothing changed) when the pool lacks blocks for the copies,
+ * or memory runs out. */
+int kvm_compact(kv_manager *m, seq_kv *s, const int32_t *keep, int n_keep);
 
 /* Makes room for n_new (<= kv_evict_room) tokens beside the n_cached a
  * sequence holds: when they would pass the budget, plans (scores[budget] for
@@ -94,7 +93,6 @@ int kvm_compact(kv_manager *m, seq_kv *s, const int32_t *keep, int n_keep, kv_ke
  * kv_evict_n_keep slots. Returns the tokens evicted (0 when they fit or the
  * policy is none), or -1 (nothing changed) when the pool lacks blocks for
  * copy-on-write or memory runs out. */
-int kvm_evict(kv_manager *m, seq_kv *s, const kv_evict_params *p, int n_cached, int n_new, int64_t *scores,
-              kv_key_shift_fn shift, void *user);
+int kvm_evict(kv_manager *m, seq_kv *s, const kv_evict_params *p, int n_cached, int n_new, int64_t *scores);
 
 #endif

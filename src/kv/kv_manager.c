@@ -23,6 +23,7 @@ int kvm_init(kv_manager *m, kv_cache *cache, bool prefix_caching) {
 void kvm_destroy(kv_manager *m) {
     pool_free(m->pool);
     m->pool = NULL;
+    kv_plan_free(&m->plan);
 }
 
 static int window_of(const kv_manager *m, int g) { return m->cache->group_window[g]; }
@@ -74,8 +75,10 @@ int kvm_blocks_to_allocate(const kv_manager *m, const seq_kv *s, int start, int 
 
 int kvm_allocate(kv_manager *m, seq_kv *s, int start, int n) {
     if (n <= 0) return 0;
-    if (kvm_blocks_to_allocate(m, s, start, n) > pool_n_available(m->pool)) return -1;
+    const int need = kvm_blocks_to_allocate(m, s, start, n);
+    if (need > pool_n_available(m->pool)) return -1;
     const int bs = m->block_size, last = (start + n - 1) / bs;
+    if (kv_plan_reserve(&m->plan, need)) return -1; /* the copies below cannot then fail to be recorded */
     for (int g = 0; g < m->n_groups; g++)
         if (list_reserve(&s->lists[g], last + 1)) return -1;
     for (int g = 0; g < m->n_groups; g++) {
@@ -93,7 +96,7 @@ int kvm_allocate(kv_manager *m, seq_kv *s, int start, int n) {
                 l->ids[b] = pool_alloc(m->pool);
             } else if (b >= start / bs && pool_refcount(m->pool, l->ids[b]) > 1) {
                 const int copy = pool_alloc(m->pool);
-                kv_cache_copy_block(m->cache, l->ids[b], copy);
+                kv_plan_copy(&m->plan, l->ids[b], copy);
                 pool_unref(m->pool, l->ids[b]);
                 l->ids[b] = copy;
             }

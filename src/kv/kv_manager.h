@@ -3,12 +3,14 @@
  * needs, release of blocks that left a sliding window, copy-on-write of shared
  * blocks before they are written, registration of full blocks in the prefix
  * cache, fork (n > 1, beam search) and release. The scheduler decides who
- * runs; this file answers "can it get the blocks" and keeps the books. */
+ * runs; this file answers "can it get the blocks" and keeps the books, and
+ * records the data moves they imply (kv_plan.h) without making them. */
 #ifndef CLLM_KV_KV_MANAGER_H
 #define CLLM_KV_KV_MANAGER_H
 
 #include "kv/block_pool.h"
 #include "kv/kv_cache.h"
+#include "kv/kv_plan.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -38,6 +40,9 @@ typedef struct {
      * and found there (counted by the scheduler on admission). */
     uint64_t prefix_queries;
     uint64_t prefix_hits;
+    /* The block copies and compactions decided since the runner last applied
+     * them (kv_plan.h): this file never moves KV data itself. */
+    kv_plan plan;
 } kv_manager;
 
 int kvm_init(kv_manager *m, kv_cache *cache, bool prefix_caching);
@@ -60,8 +65,10 @@ int kvm_match_prefix(kv_manager *m, seq_kv *s, const int32_t *tokens, int n);
 /* Blocks kvm_allocate(start, n) would take from the pool. */
 int kvm_blocks_to_allocate(const kv_manager *m, const seq_kv *s, int start, int n);
 /* Makes positions [start, start + n) writable: allocates missing blocks,
- * copies shared ones, releases sliding blocks no query from `start` on can
- * see. All or nothing: -1 (nothing changed) when the pool lacks blocks. */
+ * gives shared ones a private copy (recorded in m->plan, for the runner to
+ * carry out before the forward pass), releases sliding blocks no query from
+ * `start` on can see. All or nothing: -1 (nothing changed) when the pool
+ * lacks blocks or memory. */
 int kvm_allocate(kv_manager *m, seq_kv *s, int start, int n);
 
 /* After the forward wrote KV for positions < n_computed: registers every newly

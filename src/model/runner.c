@@ -1,6 +1,7 @@
 /* See runner.h. */
 #include "model/runner.h"
 
+#include "model/kv_shift.h"
 #include "util/error.h"
 
 #include <stdlib.h>
@@ -61,4 +62,10 @@ int runner_refresh(runner *r) {
     forward_free(r->fwd);
     r->fwd = NULL;
     return runner_reserve(r, r->max_tokens);
+}
+
+int runner_apply(runner *r) {
+    if (!r->kvm.pool) return 0;
+    /* model_shift_keys reads the model only. */
+    return kv_plan_apply(&r->kvm.plan, r->kv, model_shift_keys, (void *)r->m);
 }

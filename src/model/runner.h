@@ -6,7 +6,8 @@
  * tensor-parallel follower, `cllm generate`'s and `cllm logits`' single
  * sequence, long perplexity and quantization calibration all run through a
  * runner; none creates a KV cache or a forward context of its own. It never
- * decides who runs: the caller brings the batch and the block tables.
+ * decides who runs: the caller brings the batch and the block tables, and the
+ * runner carries out the data moves the block manager only recorded.
  *
  * A runner of one sequence (no block manager) may ask for identity block
  * tables: each group's blocks in one contiguous run, so logical block i of
@@ -58,6 +59,11 @@ int runner_reserve(runner *r, int max_tokens);
  * forward's scratch, sized by the weight types, is made anew. 0, or -1 with
  * err_get() (the runner then has no forward until a reserve succeeds). */
 int runner_refresh(runner *r);
+
+/* Carries out the block copies and compactions the block manager recorded
+ * (kv/kv_plan.h), keys re-rotated by the model's rope: before every forward
+ * pass over blocks the scheduler touched. 0, or -1 with err_get(). */
+int runner_apply(runner *r);
 
 /* One forward pass: logits [b->n_out][n_vocab]. 0, or -1 with err_get(). */
 static inline int runner_run(runner *r, const fwd_batch *b, float *logits) { return forward_run(r->fwd, b, logits); }

@@ -75,6 +75,26 @@ static void add_delta(void *user, int layer, float *rows, int n_rows, int delta)
     for (int i = 0; i < n_rows * DIM; i++) rows[i] += (float)delta;
 }
 
+/* kvm_evict, then what it recorded carried out, as the runner does before a
+ * forward pass; until then no row of the cache has moved. */
+static int evict_now(kv_manager *m, seq_kv *s, const kv_evict_params *p, int n_cached, int n_new, shift_log *log) {
+    const kv_cache *kv = m->cache;
+    const size_t k_bytes = (size_t)kv->n_blocks * kv->layers_per_group * kv->k_layer_bytes;
+    const size_t v_bytes = (size_t)kv->n_blocks * kv->layers_per_group * kv->v_layer_bytes;
+    uint8_t *k = malloc(k_bytes), *v = malloc(v_bytes);
+    assert_true(k && v);
+    memcpy(k, kv->k, k_bytes);
+    memcpy(v, kv->v, v_bytes);
+    const int gone = kvm_evict(m, s, p, n_cached, n_new, NULL);
+    assert_memory_equal(k, kv->k, k_bytes); /* the books changed, the data not yet */
+    assert_memory_equal(v, kv->v, v_bytes);
+    free(k);
+    free(v);
+    if (gone < 0) assert_int_equal(m->plan.n, 0); /* refused: nothing recorded */
+    assert_int_equal(kv_plan_apply(&m->plan, m->cache, add_delta, log), 0);
+    return gone;
+}
+
 static kv_manager *make_manager(int n_blocks) {
     kv_spec spec = {.n_layers = 3, .n_kv_heads = 2, .head_dim_k = DIM, .head_dim_v = DIM};
     spec.window[1] = 8; /* a sliding layer: its own group */
@@ -137,7 +157,7 @@ static void test_compaction_moves_rows_and_frees_blocks(void **state) {
     assert_int_equal(pool_n_in_use(m->pool), m->n_groups * 5);
     const kv_evict_params p = {.policy = KV_EVICT_STREAMING, .budget = 40, .sink = 3};
     shift_log log = {0};
-    const int gone = kvm_evict(m, &s, &p, 40, 2, NULL, add_delta, &log);
+    const int gone = evict_now(m, &s, &p, 40, 2, &log);
     const int n_keep = kv_evict_n_keep(&p); /* 40 - 37 / 8 = 36 */
     assert_int_equal(gone, 40 - n_keep);
     int32_t keep[40];
@@ -147,7 +167,7 @@ static void test_compaction_moves_rows_and_frees_blocks(void **state) {
     assert_int_equal(log.calls, 3 * (n_keep - 3)); /* every layer of every moved token, sinks untouched */
     assert_int_equal(pool_n_in_use(m->pool), m->n_groups * ((n_keep + BS - 1) / BS));
     /* Fits: nothing to do. */
-    assert_int_equal(kvm_evict(m, &s, &p, n_keep, 2, NULL, add_delta, &log), 0);
+    assert_int_equal(evict_now(m, &s, &p, n_keep, 2, &log), 0);
     kvm_release(m, &s);
     expect_all_returned(m);
 }
@@ -165,7 +185,7 @@ static void test_shared_and_cached_blocks_are_copied_not_written(void **state) {
     const int32_t before = kvm_table(&b, 0)[1];
     const kv_evict_params p = {.policy = KV_EVICT_TRUNCATE, .budget = 40};
     shift_log log = {0};
-    assert_int_equal(kvm_evict(m, &a, &p, 40, 1, NULL, add_delta, &log), 40 - kv_evict_n_keep(&p));
+    assert_int_equal(evict_now(m, &a, &p, 40, 1, &log), 40 - kv_evict_n_keep(&p));
     /* a's blocks are new copies; b still holds the originals, with their data and hashes. */
     assert_int_not_equal(kvm_table(&a, 0)[1], before);
     assert_int_equal(kvm_table(&b, 0)[1], before);
@@ -195,7 +215,7 @@ static void test_no_blocks_for_copies_changes_nothing(void **state) {
     const int32_t first = kvm_table(&a, 0)[0];
     const kv_evict_params p = {.policy = KV_EVICT_TRUNCATE, .budget = 40};
     shift_log log = {0};
-    assert_int_equal(kvm_evict(m, &a, &p, 40, 1, NULL, add_delta, &log), -1);
+    assert_int_equal(evict_now(m, &a, &p, 40, 1, &log), -1);
     assert_int_equal(kvm_table(&a, 0)[0], first);
     assert_int_equal(log.calls, 0);
     kvm_release(m, &a);
@@ -222,7 +242,7 @@ static void test_cached_blocks_alone_need_one_free_block(void **state) {
         const kv_evict_params p = {.policy = KV_EVICT_TRUNCATE, .budget = 40};
         shift_log log = {0};
         const int n_keep = kv_evict_n_keep(&p);
-        const int gone = kvm_evict(m, &a, &p, 40, 1, NULL, add_delta, &log);
+        const int gone = evict_now(m, &a, &p, 40, 1, &log);
         if (!spare) {
             assert_int_equal(gone, -1); /* no block to copy into: nothing changed */
             assert_int_equal(kvm_table(&a, 0)[0], first);

@@ -34,6 +34,14 @@ typedef struct {
     int last_start; /* start of the last allocation: what the tables were trimmed to */
 } fake_seq;
 
+/* kvm_allocate, then the copies it recorded carried out, as the runner does before a forward pass. */
+static int allocate_now(kv_manager *m, seq_kv *s, int start, int n) {
+    const int rc = kvm_allocate(m, s, start, n);
+    if (!rc) assert_int_equal(kv_plan_apply(&m->plan, m->cache, NULL, NULL), 0);
+    else assert_int_equal(m->plan.n, 0); /* refused: nothing recorded */
+    return rc;
+}
+
 static uint64_t g_rng = 0x1234567;
 static uint32_t rnd(uint32_t n) {
     g_rng = g_rng * 6364136223846793005ull + 1442695040888963407ull;
@@ -140,7 +148,7 @@ static void run_walk(bool sliding, int n_blocks, int iters) {
             if (n > s->n_tokens - s->n_computed) n = s->n_tokens - s->n_computed;
             int before = pool_n_available(m.pool);
             int want = kvm_blocks_to_allocate(&m, &s->kv, s->n_computed, n);
-            if (kvm_allocate(&m, &s->kv, s->n_computed, n) == 0) {
+            if (allocate_now(&m, &s->kv, s->n_computed, n) == 0) {
                 s->last_start = s->n_computed;
                 s->n_computed += n;
                 kvm_commit(&m, &s->kv, s->tokens, s->n_computed);
@@ -155,7 +163,7 @@ static void run_walk(bool sliding, int n_blocks, int iters) {
             const int b = s->n_computed / 8;
             const bool shared = b < s->kv.lists[0].n && s->kv.lists[0].ids[b] >= 0 &&
                                 pool_refcount(m.pool, s->kv.lists[0].ids[b]) > 1;
-            if (kvm_allocate(&m, &s->kv, s->n_computed, 1) == 0) {
+            if (allocate_now(&m, &s->kv, s->n_computed, 1) == 0) {
                 for (int g = 0; g < m.n_groups; g++)
                     assert_int_equal(pool_refcount(m.pool, s->kv.lists[g].ids[b]), 1);
                 cows += shared;
@@ -280,9 +288,9 @@ static bool speculative_step(kv_manager *m, fake_seq *s, int *n_rejected, int *n
     if (s->n_tokens + n_draft + 1 > MAX_TOK) n_draft = MAX_TOK - s->n_tokens - 1;
     if (n_draft < 0) return false;
     const int start = s->n_computed; /* == n_tokens - 1 */
-    if (kvm_allocate(m, &s->kv, start, 1 + n_draft)) {
+    if (allocate_now(m, &s->kv, start, 1 + n_draft)) {
         n_draft = 0; /* as the scheduler does: drop the drafts, keep the decode */
-        if (kvm_allocate(m, &s->kv, start, 1)) return false;
+        if (allocate_now(m, &s->kv, start, 1)) return false;
     }
     int32_t batch[10];
     batch[0] = s->tokens[start];
@@ -346,7 +354,7 @@ static void run_rollback_walk(bool sliding, int n_blocks, int iters) {
             /* prefill a chunk, short of the last token (decoded with drafts) */
             int n = 1 + (int)rnd(24);
             if (n > s->n_tokens - 1 - s->n_computed) n = s->n_tokens - 1 - s->n_computed;
-            if (kvm_allocate(&m, &s->kv, s->n_computed, n) == 0) {
+            if (allocate_now(&m, &s->kv, s->n_computed, n) == 0) {
                 write_positions(&m, s, s->tokens + s->n_computed, s->n_computed, n);
                 s->last_start = s->n_computed;
                 s->n_computed += n;
