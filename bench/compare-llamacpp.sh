@@ -19,6 +19,10 @@
 #      prompts of its own (random tokens, a new seed per race, disjoint slices
 #      per level) and the warm-up request uses a prompt of its own, so neither
 #      engine's prefix cache answers any measured prompt.
+# A failed round does not shrink a median unseen: the row then says
+# "(n of N rounds)" (and a serving row with failed requests "(n of N
+# requests)"). A TTFT row is a P99 only over 20 or more requests; with
+# fewer (concurrency 1 and 4 by default) it is the max, and says so.
 # It prints the CPU model and flags and one Markdown table per race with the
 # ratios and the issue's targets met or missed, and appends them to
 # bench/RESULTS.md.
@@ -70,7 +74,7 @@ while [ $# -gt 0 ]; do
     --no-append) APPEND=0; shift ;;
     --build-only) BUILD_ONLY=1; shift ;;
     --quick) QUICK=1; shift ;;
-    -h|--help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "compare-llamacpp: unknown option '$1'" >&2; exit 2 ;;
     esac
 done
@@ -170,7 +174,17 @@ wait_health() { # url pid name
     log "$3 did not become ready"; return 1
 }
 
-median() { python3 -c 'import statistics,sys; v=[float(x) for x in sys.argv[1:] if x!="nan"]; print(f"{statistics.median(v):.1f}" if v else "nan")' "$@"; }
+# median N VALUES...: the median of a row's N rounds; a failed round (nan, or
+# no value at all) is left out and the value then says "(n of N rounds)".
+median() {
+    python3 -c '
+import statistics, sys
+want, v = int(sys.argv[1]), [float(x) for x in sys.argv[2:] if x != "nan"]
+m = f"{statistics.median(v):.1f}" if v else "nan"
+print(m if len(v) == want else f"{m} ({len(v)} of {want} rounds)")' "$@"
+}
+# A failed single-stream round keeps its log: failed-NAME-SEED.log.
+keep_failed() { cp "$WORK/$1.log" "$WORK/failed-$1-$2.log" 2>/dev/null || true; log "$1 failed (seed $2): $WORK/failed-$1-$2.log"; }
 
 # ---- memory bandwidth and the single-stream bound ----
 
@@ -195,14 +209,17 @@ cllm_pp() { # env threads len seed -> tok/s
     local out=$WORK/cllm_pp.json
     env $1 "$CLLM" bench offline -m "$MODEL" -t "$2" --sequential --num-prompts 1 --input-len "$3" \
         --output-len 1 --max-model-len $(( $3 + 8 )) --seed "$4" --save-result "$out" >"$WORK/cllm_pp.log" 2>&1 \
-        || { echo nan; return; }
-    python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(f'{$3/(r[\"median_ttft_ms\"]/1e3):.1f}')" "$out"
+        || { keep_failed cllm_pp "$4"; echo nan; return; }
+    python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(f'{$3/(r[\"median_ttft_ms\"]/1e3):.1f}')" "$out" \
+        || echo nan
 }
 cllm_tg() { # env threads seed -> tok/s
     local out=$WORK/cllm_tg.json
     env $1 "$CLLM" bench offline -m "$MODEL" -t "$2" --sequential --num-prompts 1 --input-len 8 \
-        --output-len "$TG_LEN" --seed "$3" --save-result "$out" >"$WORK/cllm_tg.log" 2>&1 || { echo nan; return; }
-    python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(f'{1e3/r[\"mean_tpot_ms\"]:.1f}')" "$out"
+        --output-len "$TG_LEN" --seed "$3" --save-result "$out" >"$WORK/cllm_tg.log" 2>&1 \
+        || { keep_failed cllm_tg "$3"; echo nan; return; }
+    python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(f'{1e3/r[\"mean_tpot_ms\"]:.1f}')" "$out" \
+        || echo nan
 }
 llama_one() { # bin_dir threads pp tg -> tok/s of the one test
     "$1/llama-bench" -m "$MODEL" -t "$2" -p "$3" -n "$4" -r 1 -o json 2>>"$WORK/llama-bench.err" \
@@ -269,10 +286,10 @@ for RACE in $RACES; do
     done
     SS_ROWS=""
     for len in $PP_LENS; do
-        SS_ROWS+="prompt $len tokens, $THREADS threads (tok/s)|$(median ${C[pp$len]})|$(median ${L[pp$len]})|up;"
+        SS_ROWS+="prompt $len tokens, $THREADS threads (tok/s)|$(median "$REPS" ${C[pp$len]})|$(median "$REPS" ${L[pp$len]})|up;"
     done
     for t in $THREAD_LIST; do
-        SS_ROWS+="decode $TG_LEN tokens, $t thread(s) (tok/s)|$(median ${C[tg$t]})|$(median ${L[tg$t]})|up;"
+        SS_ROWS+="decode $TG_LEN tokens, $t thread(s) (tok/s)|$(median "$REPS" ${C[tg$t]})|$(median "$REPS" ${L[tg$t]})|up;"
     done
     unset C L
 
@@ -344,19 +361,27 @@ for RACE in $RACES; do
 import json, os, sys
 work, race, levels, ss, threads, bound, out_len = sys.argv[1:8]
 levels, threads, out_len = levels.split(), int(threads), int(out_len)
-def num(x):
+def num(x):  # 51.2, "51.2" or "51.2 (2 of 3 rounds)"
     try:
-        return float(x)
-    except ValueError:
+        return float(str(x).split()[0])
+    except (ValueError, IndexError):
         return float("nan")
+def lost(*cells):  # the "(n of N rounds)" marks of a row's cells, for the targets line
+    marks = [f"{eng} {c[c.index('('):]}" for eng, c in zip(("cllm", "llama.cpp"), cells) if "(" in c]
+    return f" [{'; '.join(marks)}]" if marks else ""
+P99_MIN = 20  # fewer samples than this: the P99 is the max, so the row reports the max and says so
 def ratio(a, b, lower_better=False):
     a, b = num(a), num(b)
     return (b / a if lower_better else a / b) if a > 0 and b > 0 else float("nan")
-rows, notes, vals = [], [], {}
+rows, notes, vals, marks = [], [], {}, {}
 for spec in filter(None, ss.split(";")):
     name, mine, theirs, _ = spec.split("|")
     rows.append((name, mine, theirs, False))
     vals[name] = (num(mine), num(theirs))
+    marks[name] = lost(mine, theirs)
+    if marks[name]:
+        notes.append(f"{name.split(' (')[0]}: a median over fewer rounds than asked{marks[name]} "
+                     f"(logs: cllm {work}/failed-*.log, llama.cpp {work}/llama-*.err)")
 tg1 = vals.get(f"decode 128 tokens, 1 thread(s) (tok/s)") or next((v for k, v in vals.items() if k.startswith("decode") and ", 1 thread" in k), None)
 tgn = next((v for k, v in vals.items() if k.startswith("decode") and f", {threads} thread" in k), None)
 if tg1 and tgn and threads > 1:
@@ -365,6 +390,19 @@ b = num(bound)
 if tgn and b > 0:
     rows.append((f"decode at {threads} threads, % of the DRAM bound ({bound} tok/s)", f"{100 * tgn[0] / b:.0f}",
                  f"{100 * tgn[1] / b:.0f}", False))
+def get(r, key, fmt="{:.1f}"):  # r: one engine's result at one level, or None
+    if not r:
+        return "nan"
+    v = fmt.format(r[key])
+    return f"{v} ({r['completed']} of {r['completed'] + r['failed']} requests)" if r["failed"] else v
+def ttft_ms(r):  # the TTFTs of the requests that completed
+    return [t * 1e3 for t, e in zip(r["ttfts"], r["errors"]) if not e] if r else []
+def ttft_stat(res):  # both engines' TTFT at one level: ("P99" or "max", samples, cllm, llama.cpp)
+    counts = [len(ttft_ms(r)) for r in res.values() if r]
+    n = min(counts) if counts else 0
+    if n >= P99_MIN:
+        return "P99", n, *(get(res[eng], "p99_ttft_ms") if ttft_ms(res[eng]) else "nan" for eng in ("cllm", "llama"))
+    return "max", n, *(f"{max(ttft_ms(res[eng])):.1f}" if ttft_ms(res[eng]) else "nan" for eng in ("cllm", "llama"))
 serve = {}
 for c in levels:
     res = {}
@@ -372,9 +410,6 @@ for c in levels:
         p = os.path.join(work, f"{race}-{eng}-c{c}.json")
         res[eng] = json.load(open(p)) if os.path.exists(p) else None
     serve[c] = res
-    def get(eng, key, fmt="{:.1f}"):
-        r = res[eng]
-        return fmt.format(r[key]) if r else "nan"
     for eng in ("cllm", "llama"):
         r = res[eng]
         if r is None:
@@ -385,11 +420,13 @@ for c in levels:
         elif any(o != out_len for o in r["output_lens"]):
             notes.append(f"{eng} at concurrency {c}: output lengths {sorted(set(r['output_lens']))}, not all {out_len}")
     n = res["cllm"]["completed"] + res["cllm"]["failed"] if res["cllm"] else "?"
-    rows.append((f"serve c={c} ({n} req): output throughput (tok/s)", get("cllm", "output_throughput"),
-                 get("llama", "output_throughput"), False))
-    rows.append((f"serve c={c}: P99 TTFT (ms)", get("cllm", "p99_ttft_ms"), get("llama", "p99_ttft_ms"), True))
-    rows.append((f"serve c={c}: median TPOT (ms)", get("cllm", "median_tpot_ms", "{:.2f}"),
-                 get("llama", "median_tpot_ms", "{:.2f}"), True))
+    rows.append((f"serve c={c} ({n} req): output throughput (tok/s)", get(res["cllm"], "output_throughput"),
+                 get(res["llama"], "output_throughput"), False))
+    stat, k, mine, theirs = ttft_stat(res)
+    rows.append((f"serve c={c}: P99 TTFT (ms)" if stat == "P99" else
+                 f"serve c={c}: max TTFT (ms; {k} requests, under {P99_MIN}: no P99)", mine, theirs, True))
+    rows.append((f"serve c={c}: median TPOT (ms)", get(res["cllm"], "median_tpot_ms", "{:.2f}"),
+                 get(res["llama"], "median_tpot_ms", "{:.2f}"), True))
 print("| measure | cllm | llama.cpp | cllm advantage |")
 print("|---|---:|---:|---:|")
 for name, mine, theirs, lower in rows:
@@ -406,10 +443,10 @@ t = []
 for k, (a, bb) in vals.items():
     if k.startswith("decode"):
         r = ratio(a, bb)
-        t.append(f"{k.split(' (')[0]}: {r:.2f}x llama.cpp (target 1.15x, {mark(r >= 1.15)})")
+        t.append(f"{k.split(' (')[0]}: {r:.2f}x llama.cpp{marks[k]} (target 1.15x, {mark(r >= 1.15)})")
     if k.startswith("prompt"):
         r = ratio(a, bb)
-        t.append(f"{k.split(' (')[0]}: {r:.2f}x (target 1.5x, {mark(r >= 1.5)})")
+        t.append(f"{k.split(' (')[0]}: {r:.2f}x{marks[k]} (target 1.5x, {mark(r >= 1.5)})")
 if tg1 and tgn and threads > 1:
     s = tgn[0] / tg1[0]
     t.append(f"decode {threads} threads / 1 thread: {s:.2f}x (target 1.6x, {mark(s >= 1.6)})")
@@ -420,11 +457,13 @@ for c in levels:
     res = serve[c]
     if res["cllm"] and res["llama"]:
         r = ratio(res["cllm"]["output_throughput"], res["llama"]["output_throughput"])
-        lower = res["cllm"]["p99_ttft_ms"] < res["llama"]["p99_ttft_ms"]
+        stat, k, mine, theirs = ttft_stat(res)
+        lower = num(mine) < num(theirs)
+        stat = "P99 TTFT" if stat == "P99" else f"max TTFT ({k} requests, too few for a P99)"
         if c == "1":
             t.append(f"serving c=1: {r:.2f}x output throughput (target 1.0x, {mark(r >= 1.0)})")
         elif c in ("16", "32"):
-            t.append(f"serving c={c}: {r:.2f}x output throughput, P99 TTFT {'lower' if lower else 'not lower'} "
+            t.append(f"serving c={c}: {r:.2f}x output throughput, {stat} {'lower' if lower else 'not lower'} "
                      f"(target 2.0x with lower P99 TTFT, {mark(r >= 2.0 and lower)})")
 print()
 print("Targets: " + "; ".join(t) + ".")
@@ -442,8 +481,8 @@ Machine: $CPU, $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB; CPU fla
 Model: $(basename "$MODEL") ($MODEL_MIB MiB of weights), $THREADS threads for both engines unless a row says otherwise.
 cllm $COMMIT ($CLLM); llama.cpp (llama-bench, llama-server) from the llama-cpp-python ${LLAMA_VERSION:-?} sdist.
 Command: bench/compare-llamacpp.sh --threads $THREADS --reps $REPS --race "$RACES".
-Single stream: cllm bench offline --sequential (prompt: time to first token of a prompt of that length; decode: $TG_LEN tokens after an 8-token prompt, time per output token) vs llama-bench -p N / -n $TG_LEN, median of $REPS rounds interleaved between the engines, a fresh process and prompt each round.
-Serving: cllm bench serve, random prompts ($IN_LEN tokens in, $OUT_LEN out, ignore_eos), new ones for every race and concurrency level and a separate warm-up prompt, so no prefix cache answers a measured prompt; --max-concurrency c; llama-server with -np c (continuous batching), cllm serve with --max-num-seqs $(( MAXC > 64 ? MAXC : 64 )).
+Single stream: cllm bench offline --sequential (prompt: time to first token of a prompt of that length; decode: $TG_LEN tokens after an 8-token prompt, time per output token) vs llama-bench -p N / -n $TG_LEN, median of $REPS rounds interleaved between the engines, a fresh process and prompt each round; a value from fewer rounds (some failed) says "(n of $REPS rounds)".
+Serving: cllm bench serve, random prompts ($IN_LEN tokens in, $OUT_LEN out, ignore_eos), new ones for every race and concurrency level and a separate warm-up prompt, so no prefix cache answers a measured prompt; --max-concurrency c; llama-server with -np c (continuous batching), cllm serve with --max-num-seqs $(( MAXC > 64 ? MAXC : 64 )). TTFT: the P99 where a level has 20 or more completed requests, else the max (the row says so).
 Bandwidth (bench/membw, $THREADS threads, best of 10): ${BW_DRAM} GB/s streaming from a 2 GiB buffer; the single-stream bound is that over the weight bytes per token ($MODEL_BYTES bytes, every tensor including the tied output matrix) = $BOUND tok/s.
 $REPORT
 MD
