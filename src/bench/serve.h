@@ -17,8 +17,8 @@
 #ifndef CLLM_BENCH_SERVE_H
 #define CLLM_BENCH_SERVE_H
 
-#include "engine/sampler.h"
 #include "util/buf.h"
+#include "util/rng.h"
 
 #include <jansson.h>
 #include <stdbool.h>

@@ -5,6 +5,8 @@
 #ifndef CLLM_ENGINE_SAMPLER_H
 #define CLLM_ENGINE_SAMPLER_H
 
+#include "util/rng.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -28,15 +30,6 @@ typedef struct {
 
 /* The defaults of a plain request: temperature 1, no filters, no penalties. */
 sampling_params sampling_defaults(void);
-
-typedef struct {
-    uint64_t s[4];
-} rng_state;
-
-void rng_seed(rng_state *r, uint64_t seed);
-uint64_t rng_next(rng_state *r);
-/* Uniform in [0, 1). */
-double rng_uniform(rng_state *r);
 
 /* Scratch sized for one vocabulary; one per thread that samples. */
 typedef struct sampler sampler;

@@ -1,11 +1,14 @@
 """The layering of src/ holds, and the build guard that keeps it holding works.
 
-Each layer is a static library whose include path holds only its own and
-lower layers' folders (CMakeLists.txt). These tests compile a probe file with
-a layer's real compile command, taken from compile_commands.json: an upward
-include must fail to build, while the same probe including a lower layer
-builds. scripts/check_layers.py lists every include edge and fails on an
-upward one; it is run here on the tree and on a copy with an upward include.
+Each layer is a static library that declares the layers it uses
+(CLLM_USES_<layer> in CMakeLists.txt: a DAG), and whose include path holds
+only its own folder and those of what it uses, directly or through them.
+These tests compile a probe file with a layer's real compile command, taken
+from compile_commands.json: an upward include, or one sideways to a lower
+layer it does not use (kernels -> chat), must fail to build, while the same
+probe including a layer it uses builds. scripts/check_layers.py lists every
+include edge and fails on one not declared; it is run here on the tree and on
+copies with an upward and an undeclared include.
 """
 
 from __future__ import annotations
@@ -56,11 +59,36 @@ def test_upward_include_fails_to_build(build_dir, tmp_path, layer_source, upward
     assert upward in bad.stderr and "No such file" in bad.stderr, bad.stderr
 
 
+@pytest.mark.parametrize("layer_source, undeclared, used", [
+    ("src/kernels/matmul.c", "chat/template.h", "format/wtype_geom.h"),
+    ("src/bench/serve_data.c", "engine/engine.h", "util/rng.h"),
+    ("src/kv/kv_cache.c", "tokenizer/tokenizer.h", "kernels/kv_row.h"),
+    ("src/chat/template.c", "grammar/grammar.h", "tokenizer/tokenizer.h"),
+])
+def test_include_of_a_lower_layer_not_used_fails_to_build(build_dir, tmp_path, layer_source, undeclared, used):
+    ok = _compile_probe(build_dir, tmp_path, layer_source, used)
+    assert ok.returncode == 0, f"a probe including {used} should build with {layer_source}'s flags:\n{ok.stderr}"
+    bad = _compile_probe(build_dir, tmp_path, layer_source, undeclared)
+    assert bad.returncode != 0, f"{layer_source}'s layer could include {undeclared}, which it does not declare"
+    assert undeclared in bad.stderr and "No such file" in bad.stderr, bad.stderr
+
+
+def test_check_layers_names_an_undeclared_include(repo_root, tmp_path):
+    src = tmp_path / "src"
+    shutil.copytree(repo_root / "src", src)
+    target = src / "kernels" / "matmul.c"
+    target.write_text('#include "chat/template.h"\n' + target.read_text())
+    r = subprocess.run([sys.executable, str(repo_root / "scripts" / "check_layers.py"), "--src", str(src)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1
+    assert 'matmul.c:1: #include "chat/template.h": kernels does not declare that it uses chat' in r.stderr
+
+
 def test_check_layers_passes_on_the_tree(repo_root):
     r = subprocess.run([sys.executable, str(repo_root / "scripts" / "check_layers.py"), "--edges"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
-    assert "follow the layer order" in r.stdout
+    assert "follow the declared uses" in r.stdout
     assert "engine -> kv:" in r.stdout and "kv -> model" not in r.stdout
 
 
