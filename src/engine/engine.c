@@ -1,9 +1,11 @@
-/* The engine loop; see engine.h. One step: take new requests and aborts from
- * the inbox, schedule a batch, lay it out flat for the forward pass (tokens,
- * positions, sequence of each token, block tables, rows that need logits), run
- * the forward, then for each sequence that reached the end of its known
- * tokens: sample, detokenize, apply stop conditions, report. Beam requests go
- * to beam.c instead of the sampler. The calls run one way, from here down:
+/* The engine loop; see engine.h. One step (engine_step): take new requests
+ * and aborts from the inbox, propose speculative drafts, schedule a batch
+ * (scheduler.c: who runs, and the KV block copies and compactions, only
+ * recorded), have the model runner apply those and run the batch laid out
+ * flat (tokens, positions, sequence of each token, block tables, rows that
+ * need logits), then postprocess (postprocess.c): sample, verify drafts,
+ * fork, detokenize, apply stop conditions, report. Beam requests go to
+ * beam.c instead of the sampler. The calls run one way, from here down:
  * beam.c gets what it needs as a beam_env, and both end sequences through
  * finish.c.
  *
@@ -26,17 +28,16 @@
  * leave no trace. */
 #include "engine/engine.h"
 
+#include "engine/engine_internal.h"
+
 #include "engine/beam.h"
 #include "engine/constrain.h"
 #include "engine/draft.h"
 #include "engine/finish.h"
-#include "engine/logprobs.h"
 #include "engine/ngram.h"
 #include "engine/prompt_logprobs.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
-#include "engine/stop_strings.h"
-#include "engine/token_mask.h"
 #include "kv/kv_manager.h"
 #include "model/forward.h"
 #include "model/runner.h"
@@ -46,70 +47,10 @@
 #include "util/time.h"
 #include "util/vec.h"
 
-#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#define MAX_LOGPROBS 20
-#define MAX_SAMPLES 64
-
-struct engine {
-    model *m;
-    engine_config cfg;
-    runner run; /* KV cache and its block manager, forward pass, threads */
-    scheduler sched;
-    sampler *smp;
-    model *draft_model;  /* method draft_model: loaded from spec.model, owned */
-    model *draft_view;   /* method layer_skip: the target with fewer layers (shares its weights) */
-    draft_runner *draft;
-    int32_t *eog_ids;
-    int n_eog_ids;
-
-    /* Batch layout, sized for max_num_batched_tokens / max_num_seqs. */
-    sched_batch batch;
-    int32_t *b_tokens, *b_pos, *b_seq, *b_rows;
-    fwd_seq *b_seqs;
-    sequence **b_row_seq;
-    int max_out;     /* logits rows per step: max_num_seqs + max_draft_rows */
-    int max_draft_rows; /* speculative draft tokens per step, all sequences */
-    float *logits;   /* [max_out][n_vocab] */
-    sequence **spec_seqs; /* [max_num_seqs]: this step's sequences for the draft model */
-    int *spec_want;       /* [max_num_seqs]: the drafts each may take */
-    float *scratch;  /* [n_vocab]: a copy of a logits row for a forked sample */
-    float *raw;      /* [n_vocab]: unmodified logits, for logprobs */
-    char *text;      /* detokenized piece */
-    size_t text_cap;
-    prompt_lp_scratch prompt_lp; /* logits rows of prompt positions (prompt_logprobs) */
-    beam_env beam;   /* what beam search sees of all this */
-    constrainer cons; /* structured output: the vocabulary index and a mask */
-
-    /* Requests not yet finished, owned by the engine thread. */
-    request **live;
-    int n_live;
-    size_t cap_live;
-
-    /* Inbox, under mu. */
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    request **inbox;
-    int n_inbox;
-    size_t cap_inbox;
-    uint64_t *aborts;
-    int n_aborts;
-    size_t cap_aborts;
-    bool abort_all;
-    int n_unfinished; /* inbox + live, under mu */
-    uint64_t next_id;
-
-    pthread_t loop;
-    bool loop_running;
-    bool loop_stop;
-
-    pthread_mutex_t stats_mu;
-    engine_stats stats;
-};
 
 /* A request's draft-model blocks go back before it is freed. */
 static void release_drafts(engine *e, request *r) {
@@ -458,15 +399,15 @@ static void observe_finished(engine *e, request *r) {
     pthread_mutex_unlock(&e->stats_mu);
 }
 
-static void finish_seq(engine *e, sequence *s, finish_reason why, const int32_t *tok,
-                       const token_logprobs *lp, const char *text, size_t text_len) {
+void engine_finish_seq(engine *e, sequence *s, finish_reason why, const int32_t *tok, const token_logprobs *lp,
+                       const char *text, size_t text_len) {
     finish_sequence(&e->sched, s, why, tok, tok ? 1 : 0, lp, text, text_len, true);
 }
 
 /* Ends every sample of a request, those not yet forked too: a request with
  * max_tokens 0 that computed its prompt (for prompt_logprobs) ends with the
  * prompt's logprobs and no tokens. */
-static void finish_request(engine *e, request *r, finish_reason why) {
+void engine_finish_request(engine *e, request *r, finish_reason why) {
     for (int k = 0; k < r->n_seqs; k++)
         finish_sequence(&e->sched, &r->seqs[k], why, NULL, 0, NULL, "", 0, k < r->params.n);
 }
@@ -519,7 +460,7 @@ static void take_inbox(engine *e) {
         request *r = in[i];
         if (vec_reserve((void **)&e->live, &e->cap_live, (size_t)e->n_live + 1, sizeof *e->live) ||
             sched_add_waiting(&e->sched, &r->seqs[0])) {
-            finish_request(e, r, FINISH_ERROR);
+            engine_finish_request(e, r, FINISH_ERROR);
             pthread_mutex_lock(&e->mu);
             e->n_unfinished--;
             pthread_mutex_unlock(&e->mu);
@@ -528,7 +469,7 @@ static void take_inbox(engine *e) {
         }
         e->live[e->n_live++] = r;
         if (r->params.max_tokens == 0 && r->params.prompt_logprobs < 0) /* nothing to generate or score */
-            finish_request(e, r, FINISH_LENGTH);
+            engine_finish_request(e, r, FINISH_LENGTH);
     }
     for (int i = 0; i < e->n_live; i++) {
         bool hit = all;
@@ -537,126 +478,6 @@ static void take_inbox(engine *e) {
     }
     free(in);
     free(ab);
-}
-
-/* ---- sampling ---- */
-
-static void compute_logprobs(const float *raw, int nv, int32_t tok, int n_top, token_logprobs *lp,
-                             int32_t *top_tok, float *top_lp) {
-    const float lse = logprobs_logsumexp(raw, nv);
-    const int k = logprobs_top_k(raw, nv, n_top, NULL, NULL, top_tok);
-    for (int i = 0; i < k; i++) top_lp[i] = raw[top_tok[i]] - lse;
-    *lp = (token_logprobs){.token = tok, .logprob = raw[tok] - lse, .n_top = k, .top_tokens = top_tok,
-                           .top_logprobs = top_lp};
-}
-
-static bool is_stop_token(const request_params *p, int32_t tok) {
-    for (int i = 0; i < p->n_stop_token_ids; i++)
-        if (p->stop_token_ids[i] == tok) return true;
-    return false;
-}
-
-/* Samples the next token of `s` from `logits` (modified), then reports it.
- * Returns the token, or -1 when the sequence ended with an error. */
-static int32_t sample_and_report(engine *e, sequence *s, float *logits) {
-    request *r = s->req;
-    const request_params *p = &r->params;
-    const int nv = e->m->hp.n_vocab;
-    token_logprobs lp;
-    int32_t top_tok[MAX_LOGPROBS];
-    float top_lp[MAX_LOGPROBS];
-    /* Logprobs are of the model's distribution, before bias, penalties and temperature. */
-    if (p->logprobs >= 0) memcpy(e->raw, logits, (size_t)nv * sizeof *logits);
-    if (seq_n_output(s) < p->min_tokens) {
-        for (int i = 0; i < e->n_eog_ids; i++) logits[e->eog_ids[i]] = -INFINITY;
-        for (int i = 0; i < p->n_stop_token_ids; i++)
-            if (p->stop_token_ids[i] >= 0 && p->stop_token_ids[i] < nv) logits[p->stop_token_ids[i]] = -INFINITY;
-    }
-    token_mask_apply(p, s->tokens + s->n_prompt, seq_n_output(s), logits, nv);
-    if (p->constraint && constrain_logits(&e->cons, &s->cons, logits, nv)) {
-        finish_seq(e, s, FINISH_ERROR, NULL, NULL, "", 0);
-        return -1;
-    }
-    const int32_t tok = sampler_sample(e->smp, &p->sampling, &s->rng, logits, s->tokens, s->n_prompt,
-                                       s->tokens + s->n_prompt, seq_n_output(s));
-    if (tok < 0) { /* no token was possible: the model gave NaN or -inf everywhere */
-        finish_seq(e, s, FINISH_ERROR, NULL, NULL, "", 0);
-        return -1;
-    }
-    if (p->constraint && constrain_advance(&e->cons, &s->cons, tok)) {
-        finish_seq(e, s, FINISH_ERROR, NULL, NULL, "", 0);
-        return -1;
-    }
-    if (p->logprobs >= 0) compute_logprobs(e->raw, nv, tok, p->logprobs, &lp, top_tok, top_lp);
-    if (seq_append_token(s, tok)) {
-        finish_seq(e, s, FINISH_ERROR, NULL, NULL, "", 0);
-        return -1;
-    }
-    if (r->t_first_token == 0) r->t_first_token = now_seconds();
-    pthread_mutex_lock(&e->stats_mu);
-    e->stats.generation_tokens++;
-    pthread_mutex_unlock(&e->stats_mu);
-
-    finish_reason why = FINISH_NONE;
-    bool by_string = false;
-    size_t release = 0, stop_len = 0;
-    if (is_stop_token(p, tok) || (!p->ignore_eos && tokenizer_is_eog(e->m->tok, tok)))
-        why = FINISH_STOP; /* the stop token's own text is not part of the output, unless asked for */
-    if (why == FINISH_NONE || p->include_stop_str_in_output) {
-        size_t n = detok_push(e->m->tok, &s->detok, tok, p->include_special_text, e->text, e->text_cap);
-        if (seq_hold_text(s, e->text, n)) {
-            finish_seq(e, s, FINISH_ERROR, NULL, NULL, "", 0);
-            return -1;
-        }
-        if (why != FINISH_NONE || p->n_stop == 0) release = s->n_held;
-        else if (stop_scan(p->stop, p->n_stop, s->held, s->n_held, &release, &stop_len))
-            why = FINISH_STOP, by_string = true;
-        if (by_string && p->include_stop_str_in_output) release += stop_len;
-    }
-    /* An evicting sequence's positions stay below its budget: only max_tokens ends it. */
-    const bool at_max_len = !seq_evicts(s) && s->n_tokens >= e->cfg.max_model_len;
-    if (why == FINISH_NONE && (seq_n_output(s) >= p->max_tokens || at_max_len))
-        why = FINISH_LENGTH;
-    if (why != FINISH_NONE && !by_string) {
-        /* The stream ends here: what was held back cannot become a stop string now. */
-        size_t n = detok_flush(&s->detok, e->text, e->text_cap);
-        seq_hold_text(s, e->text, n);
-        release = s->n_held;
-    }
-    const token_logprobs *lpp = p->logprobs >= 0 ? &lp : NULL;
-    if (why != FINISH_NONE) {
-        finish_seq(e, s, why, &s->tokens[s->n_tokens - 1], lpp, s->held ? s->held : "", release);
-        return tok;
-    }
-    engine_output out = {.request_id = r->id, .index = s->index, .n_new_tokens = 1,
-                         .new_tokens = &s->tokens[s->n_tokens - 1], .logprobs = lpp,
-                         .text = s->held ? s->held : "", .text_len = release, .n_prompt_tokens = s->n_prompt,
-                         .n_cached_tokens = r->n_cached_tokens, .n_output_tokens = seq_n_output(s),
-                         .n_evicted_tokens = s->n_evicted};
-    seq_attach_prompt_logprobs(s, &out);
-    if (r->on_output) r->on_output(r->user, &out);
-    memmove(s->held, s->held + release, s->n_held - release);
-    s->n_held -= release;
-    if (s->held) s->held[s->n_held] = 0;
-    return tok;
-}
-
-/* Sample 0 finished its prompt: create samples 1..n-1 sharing its blocks. */
-static void fork_samples(engine *e, sequence *s0, const float *logits) {
-    request *r = s0->req;
-    r->forked = true;
-    const int nv = e->m->hp.n_vocab;
-    for (int i = 1; i < r->n_seqs; i++) {
-        sequence *c = &r->seqs[i];
-        c->n_computed = s0->n_computed;
-        evict_fork(s0, c);
-        if (kvm_fork(&e->run.kvm, &s0->kv, &c->kv) || sched_add_running(&e->sched, c)) {
-            finish_seq(e, c, FINISH_ERROR, NULL, NULL, "", 0);
-            continue;
-        }
-        memcpy(e->scratch, logits, (size_t)nv * sizeof *logits);
-        sample_and_report(e, c, e->scratch);
-    }
 }
 
 /* ---- speculative decoding ---- */
@@ -696,43 +517,6 @@ static void propose_drafts(engine *e) {
         rows_left -= s->n_draft;
     }
     if (n_model > 0) draft_propose(e->draft, e->spec_seqs, e->spec_want, n_model);
-}
-
-static void count_verification(engine *e, int n_draft, int n_accepted) {
-    pthread_mutex_lock(&e->stats_mu);
-    e->stats.spec_drafts++;
-    e->stats.spec_draft_tokens += (uint64_t)n_draft;
-    e->stats.spec_accepted_tokens += (uint64_t)n_accepted;
-    for (int j = 0; j < n_accepted; j++) e->stats.spec_accepted_per_pos[j]++;
-    pthread_mutex_unlock(&e->stats_mu);
-}
-
-/* Walks a speculating sequence's 1 + n_draft logits rows (see the top of
- * this file), then rolls its KV back to the verified tokens. */
-static void verify_drafts(engine *e, sequence *s, float *rows) {
-    const int nv = e->m->hp.n_vocab, n_draft = s->n_draft;
-    s->n_draft = 0;
-    if (s->status == SEQ_FINISHED) return;
-    const int computed = s->n_computed + s->n_scheduled; /* positions the forward wrote */
-    int accepted = 0;
-    for (int j = 0; j <= n_draft; j++) {
-        const int32_t tok = sample_and_report(e, s, rows + (size_t)j * nv);
-        if (j == n_draft || tok < 0 || tok != s->draft[j]) break; /* the bonus, an error, or a rejection */
-        accepted++;
-        if (s->status == SEQ_FINISHED) break; /* a stop condition inside the accepted run */
-    }
-    count_verification(e, n_draft, accepted);
-    s->spec_k = spec_next_k(s->spec_k, e->cfg.spec.num_speculative_tokens, n_draft, accepted);
-    if (e->draft) {
-        s->spec_misses = accepted ? 0 : s->spec_misses + 1;
-        s->spec_skip = spec_backoff_steps(s->spec_misses);
-    }
-    if (s->status == SEQ_FINISHED) return; /* its blocks are released */
-    /* Verified: everything before the token just emitted. */
-    s->n_computed = computed < s->n_tokens - 1 ? computed : s->n_tokens - 1;
-    kvm_truncate(&e->run.kvm, &s->kv, s->n_computed);
-    kvm_commit(&e->run.kvm, &s->kv, s->tokens, s->n_computed);
-    if (e->draft) draft_rollback(e->draft, s);
 }
 
 /* ---- the step ---- */
@@ -800,7 +584,7 @@ static void end_starved(engine *e) {
     for (int i = e->sched.waiting.n - 1; i >= 0; i--) {
         sequence *s = e->sched.waiting.items[i];
         if (!s->kv_starved) continue;
-        finish_seq(e, s, FINISH_ERROR, NULL, NULL, "", 0);
+        engine_finish_seq(e, s, FINISH_ERROR, NULL, NULL, "", 0);
     }
 }
 
@@ -817,42 +601,9 @@ int engine_step(engine *e) {
         const int n_rows = layout_batch(e, &fb);
         if (applied || runner_run(&e->run, &fb, e->logits)) {
             for (int i = 0; i < e->batch.n_seqs; i++)
-                finish_seq(e, e->batch.seqs[i], FINISH_ERROR, NULL, NULL, "", 0);
+                engine_finish_seq(e, e->batch.seqs[i], FINISH_ERROR, NULL, NULL, "", 0);
         } else {
-            if (prompt_lp_collect(&e->prompt_lp, e->run.fwd, e->run.tp, e->max_out, e->m->hp.n_vocab, e->batch.seqs,
-                                  e->batch.n_seqs))
-                for (int i = 0; i < e->batch.n_seqs; i++)
-                    if (seq_wants_prompt_logits(e->batch.seqs[i])) finish_request(e, e->batch.seqs[i]->req, FINISH_ERROR);
-            for (int i = 0; i < e->batch.n_seqs; i++) {
-                sequence *s = e->batch.seqs[i];
-                if (s->n_draft > 0) continue; /* verify_drafts decides what is computed */
-                if (s->status == SEQ_FINISHED) continue; /* its prompt logprobs failed: its blocks are gone */
-                s->n_computed += s->n_scheduled;
-                /* Once tokens were evicted, blocks no longer follow the token chain. */
-                if (s->n_evicted == 0) kvm_commit(&e->run.kvm, &s->kv, s->tokens, s->n_computed);
-            }
-            const int nv = e->m->hp.n_vocab;
-            for (int i = 0; i < n_rows;) {
-                sequence *s = e->b_row_seq[i];
-                float *row = e->logits + (size_t)i * nv;
-                i += 1 + s->n_draft; /* a speculating sequence has a row per draft besides its own */
-                if (s->n_draft > 0) {
-                    verify_drafts(e, s, row);
-                    continue;
-                }
-                if (s->status == SEQ_FINISHED) continue; /* aborted while running */
-                if (s->req->params.max_tokens == 0) { /* only the prompt, for its logprobs */
-                    finish_request(e, s->req, FINISH_LENGTH);
-                    continue;
-                }
-                if (s->req->params.beam_width > 1) {
-                    beam_collect(&e->beam, s, row);
-                    continue;
-                }
-                if (s->index == 0 && s->req->n_seqs > 1 && !s->req->forked) fork_samples(e, s, row);
-                sample_and_report(e, s, row);
-            }
-            beam_advance(&e->beam, e->live, e->n_live);
+            postprocess(e, n_rows);
         }
     }
     reap(e);

@@ -1,0 +1,220 @@
+/* What happens to a step's logits, after the runner's forward pass (the
+ * engine loop is engine.c): every scheduled sequence counts the tokens it
+ * computed; then, for each one that reached the end of its known tokens, in
+ * batch order: a speculating sequence verifies its drafts (verify_drafts: each
+ * row sampled as in plain decoding, see the top of engine.c), a beam collects
+ * its row (beam.c), sample 0 of an n > 1 request forks the others, and every
+ * other sequence samples and reports (sample_and_report: the logits
+ * processors, the sampler, logprobs, detokenized text, stop conditions, one
+ * output to the request's callback). */
+#include "engine/engine_internal.h"
+
+#include "engine/logprobs.h"
+#include "engine/spec.h"
+#include "engine/stop_strings.h"
+#include "engine/token_mask.h"
+#include "kv/kv_manager.h"
+#include "tokenizer/tokenizer.h"
+#include "util/time.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void compute_logprobs(const float *raw, int nv, int32_t tok, int n_top, token_logprobs *lp,
+                             int32_t *top_tok, float *top_lp) {
+    const float lse = logprobs_logsumexp(raw, nv);
+    const int k = logprobs_top_k(raw, nv, n_top, NULL, NULL, top_tok);
+    for (int i = 0; i < k; i++) top_lp[i] = raw[top_tok[i]] - lse;
+    *lp = (token_logprobs){.token = tok, .logprob = raw[tok] - lse, .n_top = k, .top_tokens = top_tok,
+                           .top_logprobs = top_lp};
+}
+
+static bool is_stop_token(const request_params *p, int32_t tok) {
+    for (int i = 0; i < p->n_stop_token_ids; i++)
+        if (p->stop_token_ids[i] == tok) return true;
+    return false;
+}
+
+/* Ends the sequence with an error: what every failure while sampling does. */
+static int32_t fail(engine *e, sequence *s) {
+    engine_finish_seq(e, s, FINISH_ERROR, NULL, NULL, "", 0);
+    return -1;
+}
+
+/* The logits processors before the sampler's own (penalties, bias,
+ * temperature, top-k/top-p/min-p in sampler.c), in this order: min_tokens
+ * hides the end-of-generation and stop tokens, then the request's allowed and
+ * bad words (token_mask.c), then the grammar's mask (constrain.c). 0, or -1
+ * when the constraint failed. */
+static int process_logits(engine *e, sequence *s, float *logits) {
+    const request_params *p = &s->req->params;
+    const int nv = e->m->hp.n_vocab;
+    if (seq_n_output(s) < p->min_tokens) {
+        for (int i = 0; i < e->n_eog_ids; i++) logits[e->eog_ids[i]] = -INFINITY;
+        for (int i = 0; i < p->n_stop_token_ids; i++)
+            if (p->stop_token_ids[i] >= 0 && p->stop_token_ids[i] < nv) logits[p->stop_token_ids[i]] = -INFINITY;
+    }
+    token_mask_apply(p, s->tokens + s->n_prompt, seq_n_output(s), logits, nv);
+    return p->constraint ? constrain_logits(&e->cons, &s->cons, logits, nv) : 0;
+}
+
+/* Samples the next token of `s` from `logits` (modified), then reports it.
+ * Returns the token, or -1 when the sequence ended with an error. */
+static int32_t sample_and_report(engine *e, sequence *s, float *logits) {
+    request *r = s->req;
+    const request_params *p = &r->params;
+    const int nv = e->m->hp.n_vocab;
+    token_logprobs lp;
+    int32_t top_tok[MAX_LOGPROBS];
+    float top_lp[MAX_LOGPROBS];
+    /* Logprobs are of the model's distribution, before bias, penalties and temperature. */
+    if (p->logprobs >= 0) memcpy(e->raw, logits, (size_t)nv * sizeof *logits);
+    if (process_logits(e, s, logits)) return fail(e, s);
+    const int32_t tok = sampler_sample(e->smp, &p->sampling, &s->rng, logits, s->tokens, s->n_prompt,
+                                       s->tokens + s->n_prompt, seq_n_output(s));
+    if (tok < 0) return fail(e, s); /* no token was possible: the model gave NaN or -inf everywhere */
+    if (p->constraint && constrain_advance(&e->cons, &s->cons, tok)) return fail(e, s);
+    if (p->logprobs >= 0) compute_logprobs(e->raw, nv, tok, p->logprobs, &lp, top_tok, top_lp);
+    if (seq_append_token(s, tok)) return fail(e, s);
+    if (r->t_first_token == 0) r->t_first_token = now_seconds();
+    pthread_mutex_lock(&e->stats_mu);
+    e->stats.generation_tokens++;
+    pthread_mutex_unlock(&e->stats_mu);
+
+    finish_reason why = FINISH_NONE;
+    bool by_string = false;
+    size_t release = 0, stop_len = 0;
+    if (is_stop_token(p, tok) || (!p->ignore_eos && tokenizer_is_eog(e->m->tok, tok)))
+        why = FINISH_STOP; /* the stop token's own text is not part of the output, unless asked for */
+    if (why == FINISH_NONE || p->include_stop_str_in_output) {
+        size_t n = detok_push(e->m->tok, &s->detok, tok, p->include_special_text, e->text, e->text_cap);
+        if (seq_hold_text(s, e->text, n)) return fail(e, s);
+        if (why != FINISH_NONE || p->n_stop == 0) release = s->n_held;
+        else if (stop_scan(p->stop, p->n_stop, s->held, s->n_held, &release, &stop_len))
+            why = FINISH_STOP, by_string = true;
+        if (by_string && p->include_stop_str_in_output) release += stop_len;
+    }
+    /* An evicting sequence's positions stay below its budget: only max_tokens ends it. */
+    const bool at_max_len = !seq_evicts(s) && s->n_tokens >= e->cfg.max_model_len;
+    if (why == FINISH_NONE && (seq_n_output(s) >= p->max_tokens || at_max_len))
+        why = FINISH_LENGTH;
+    if (why != FINISH_NONE && !by_string) {
+        /* The stream ends here: what was held back cannot become a stop string now. */
+        size_t n = detok_flush(&s->detok, e->text, e->text_cap);
+        seq_hold_text(s, e->text, n);
+        release = s->n_held;
+    }
+    const token_logprobs *lpp = p->logprobs >= 0 ? &lp : NULL;
+    if (why != FINISH_NONE) {
+        engine_finish_seq(e, s, why, &s->tokens[s->n_tokens - 1], lpp, s->held ? s->held : "", release);
+        return tok;
+    }
+    engine_output out = {.request_id = r->id, .index = s->index, .n_new_tokens = 1,
+                         .new_tokens = &s->tokens[s->n_tokens - 1], .logprobs = lpp,
+                         .text = s->held ? s->held : "", .text_len = release, .n_prompt_tokens = s->n_prompt,
+                         .n_cached_tokens = r->n_cached_tokens, .n_output_tokens = seq_n_output(s),
+                         .n_evicted_tokens = s->n_evicted};
+    seq_attach_prompt_logprobs(s, &out);
+    if (r->on_output) r->on_output(r->user, &out);
+    memmove(s->held, s->held + release, s->n_held - release);
+    s->n_held -= release;
+    if (s->held) s->held[s->n_held] = 0;
+    return tok;
+}
+
+/* Sample 0 finished its prompt: create samples 1..n-1 sharing its blocks. */
+static void fork_samples(engine *e, sequence *s0, const float *logits) {
+    request *r = s0->req;
+    r->forked = true;
+    const int nv = e->m->hp.n_vocab;
+    for (int i = 1; i < r->n_seqs; i++) {
+        sequence *c = &r->seqs[i];
+        c->n_computed = s0->n_computed;
+        evict_fork(s0, c);
+        if (kvm_fork(&e->run.kvm, &s0->kv, &c->kv) || sched_add_running(&e->sched, c)) {
+            engine_finish_seq(e, c, FINISH_ERROR, NULL, NULL, "", 0);
+            continue;
+        }
+        memcpy(e->scratch, logits, (size_t)nv * sizeof *logits);
+        sample_and_report(e, c, e->scratch);
+    }
+}
+
+/* ---- speculative decoding ---- */
+
+static void count_verification(engine *e, int n_draft, int n_accepted) {
+    pthread_mutex_lock(&e->stats_mu);
+    e->stats.spec_drafts++;
+    e->stats.spec_draft_tokens += (uint64_t)n_draft;
+    e->stats.spec_accepted_tokens += (uint64_t)n_accepted;
+    for (int j = 0; j < n_accepted; j++) e->stats.spec_accepted_per_pos[j]++;
+    pthread_mutex_unlock(&e->stats_mu);
+}
+
+/* Walks a speculating sequence's 1 + n_draft logits rows (see the top of
+ * this file), then rolls its KV back to the verified tokens. */
+static void verify_drafts(engine *e, sequence *s, float *rows) {
+    const int nv = e->m->hp.n_vocab, n_draft = s->n_draft;
+    s->n_draft = 0;
+    if (s->status == SEQ_FINISHED) return;
+    const int computed = s->n_computed + s->n_scheduled; /* positions the forward wrote */
+    int accepted = 0;
+    for (int j = 0; j <= n_draft; j++) {
+        const int32_t tok = sample_and_report(e, s, rows + (size_t)j * nv);
+        if (j == n_draft || tok < 0 || tok != s->draft[j]) break; /* the bonus, an error, or a rejection */
+        accepted++;
+        if (s->status == SEQ_FINISHED) break; /* a stop condition inside the accepted run */
+    }
+    count_verification(e, n_draft, accepted);
+    s->spec_k = spec_next_k(s->spec_k, e->cfg.spec.num_speculative_tokens, n_draft, accepted);
+    if (e->draft) {
+        s->spec_misses = accepted ? 0 : s->spec_misses + 1;
+        s->spec_skip = spec_backoff_steps(s->spec_misses);
+    }
+    if (s->status == SEQ_FINISHED) return; /* its blocks are released */
+    /* Verified: everything before the token just emitted. */
+    s->n_computed = computed < s->n_tokens - 1 ? computed : s->n_tokens - 1;
+    kvm_truncate(&e->run.kvm, &s->kv, s->n_computed);
+    kvm_commit(&e->run.kvm, &s->kv, s->tokens, s->n_computed);
+    if (e->draft) draft_rollback(e->draft, s);
+}
+
+/* ---- the step's logits ---- */
+
+void postprocess(engine *e, int n_rows) {
+    if (prompt_lp_collect(&e->prompt_lp, e->run.fwd, e->run.tp, e->max_out, e->m->hp.n_vocab, e->batch.seqs,
+                          e->batch.n_seqs))
+        for (int i = 0; i < e->batch.n_seqs; i++)
+            if (seq_wants_prompt_logits(e->batch.seqs[i])) engine_finish_request(e, e->batch.seqs[i]->req, FINISH_ERROR);
+    for (int i = 0; i < e->batch.n_seqs; i++) {
+        sequence *s = e->batch.seqs[i];
+        if (s->n_draft > 0) continue; /* verify_drafts decides what is computed */
+        if (s->status == SEQ_FINISHED) continue; /* its prompt logprobs failed: its blocks are gone */
+        s->n_computed += s->n_scheduled;
+        /* Once tokens were evicted, blocks no longer follow the token chain. */
+        if (s->n_evicted == 0) kvm_commit(&e->run.kvm, &s->kv, s->tokens, s->n_computed);
+    }
+    const int nv = e->m->hp.n_vocab;
+    for (int i = 0; i < n_rows;) {
+        sequence *s = e->b_row_seq[i];
+        float *row = e->logits + (size_t)i * nv;
+        i += 1 + s->n_draft; /* a speculating sequence has a row per draft besides its own */
+        if (s->n_draft > 0) {
+            verify_drafts(e, s, row);
+            continue;
+        }
+        if (s->status == SEQ_FINISHED) continue; /* aborted while running */
+        if (s->req->params.max_tokens == 0) { /* only the prompt, for its logprobs */
+            engine_finish_request(e, s->req, FINISH_LENGTH);
+            continue;
+        }
+        if (s->req->params.beam_width > 1) {
+            beam_collect(&e->beam, s, row);
+            continue;
+        }
+        if (s->index == 0 && s->req->n_seqs > 1 && !s->req->forked) fork_samples(e, s, row);
+        sample_and_report(e, s, row);
+    }
+    beam_advance(&e->beam, e->live, e->n_live);
+}
