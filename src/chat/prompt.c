@@ -121,7 +121,7 @@ static int render_and_encode(const tokenizer *t, const chat_template *tmpl, json
     if (nspans && !plain) {
         free(spans);
         free(text);
-        err_set("out of memory");
+        err_oom("out of memory");
         return PROMPT_NO_MEMORY;
     }
     for (size_t i = 0; i < nspans; i++)
@@ -148,7 +148,7 @@ int prompt_encode_chat(const tokenizer *t, const chat_template *tmpl, json_t *me
         int32_t *p = realloc(ids, (size_t)(n + 1) * sizeof *p);
         if (!p) {
             free(ids);
-            err_set("out of memory");
+            err_oom("out of memory");
             return PROMPT_NO_MEMORY;
         }
         memmove(p + 1, p, (size_t)n * sizeof *p);

@@ -22,7 +22,7 @@ chat_template *chat_template_parse(const char *source) {
     }
     chat_template *t = calloc(1, sizeof *t);
     if (!t) {
-        err_set("chat template: out of memory");
+        err_oom("chat template: out of memory");
         return NULL;
     }
     t->ar = tpl_ar_new(TPL_PARSE_BUDGET);

@@ -25,7 +25,7 @@ struct tpl_arena {
 tpl_arena *tpl_ar_new(size_t budget) {
     tpl_arena *a = calloc(1, sizeof *a);
     if (!a) {
-        err_set("chat template: out of memory");
+        err_oom("chat template: out of memory");
         return NULL;
     }
     a->budget = budget;
@@ -57,7 +57,7 @@ void *tpl_ar_alloc(tpl_arena *a, size_t n) {
         }
         chunk *fresh = malloc(sizeof *fresh + size);
         if (!fresh) {
-            err_set("chat template: out of memory");
+            err_oom("chat template: out of memory");
             return NULL;
         }
         fresh->size = size;

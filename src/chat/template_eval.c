@@ -817,7 +817,7 @@ static int copy_spans(const ttaint *t, chat_span **spans, size_t *nspans) {
     *spans = NULL;
     *nspans = 0;
     if (!t->n) return 0;
-    if (!(*spans = malloc(t->n * sizeof **spans))) return err_set("chat template: out of memory");
+    if (!(*spans = malloc(t->n * sizeof **spans))) return err_oom("chat template: out of memory");
     for (size_t i = 0; i < t->n; i++)
         (*spans)[i] = (chat_span){t->v[i].off, t->v[i].len};
     *nspans = t->n;
@@ -845,7 +845,7 @@ char *tpl_render(const nodelist *body, json_t *context, const char *const *trust
     result = malloc(out.n + 1);
     if (!result) {
         if (spans) free(*spans);
-        err_set("chat template: out of memory");
+        err_oom("chat template: out of memory");
         goto done;
     }
     if (out.n) memcpy(result, out.p, out.n);

@@ -59,7 +59,7 @@ int seq_runner_feed(seq_runner *r, const int32_t *tokens, int n, int start, floa
     int32_t *seq = calloc((size_t)r->max_batch, sizeof *seq);
     int32_t *rows = malloc((size_t)r->max_batch * sizeof *rows);
     int rc = 0;
-    if (!pos || !seq || !rows) rc = err_set("out of memory");
+    if (!pos || !seq || !rows) rc = err_oom("out of memory");
     const fwd_seq s = runner_identity_seq(&r->run);
     const size_t nv = (size_t)r->m->hp.n_vocab;
     for (int done = 0; !rc && done < n;) {

@@ -119,7 +119,7 @@ static int load_prompts(const char *path, int default_max, prompt_item **out, in
             rc = err_set("%s:%d: %s", path, line_no, o ? "expected an object with a string \"prompt\"" : je.text);
         } else {
             prompt_item *g = realloc(v, (size_t)(n + 1) * sizeof *g);
-            if (!g) rc = err_set("out of memory");
+            if (!g) rc = err_oom("out of memory");
             else {
                 v = g;
                 v[n].prompt = strdup(p);
@@ -271,7 +271,7 @@ static int load_models(comparison *c, const eval_options *o) {
 static int tokenize_prompts(comparison *c) {
     c->ptok = calloc((size_t)c->n_items, sizeof *c->ptok);
     c->np = calloc((size_t)c->n_items, sizeof *c->np);
-    if (!c->ptok || !c->np) return err_set("out of memory");
+    if (!c->ptok || !c->np) return err_oom("out of memory");
     for (int i = 0; i < c->n_items; i++) {
         const prompt_item *it = &c->items[i];
         c->np[i] = tokenizer_encode(c->m[0]->tok, it->prompt, strlen(it->prompt), true, false, &c->ptok[i]);
@@ -294,7 +294,7 @@ static int start_runners(comparison *c, int threads) {
     c->out[0] = malloc((size_t)c->max_gen * sizeof(int32_t));
     c->out[1] = malloc((size_t)c->max_gen * sizeof(int32_t));
     c->report = json_array();
-    if (!c->logits || !c->out[0] || !c->out[1] || !c->report) return err_set("out of memory");
+    if (!c->logits || !c->out[0] || !c->out[1] || !c->report) return err_oom("out of memory");
     return 0;
 }
 
@@ -302,7 +302,7 @@ static int start_runners(comparison *c, int threads) {
 static int check_json(const prompt_item *it, prompt_result *pr) {
     for (int k = 0; k < 2; k++) {
         char *full = malloc(strlen(it->json_prefix) + strlen(pr->text[k]) + 1);
-        if (!full) return err_set("out of memory");
+        if (!full) return err_oom("out of memory");
         strcat(strcpy(full, it->json_prefix), pr->text[k]);
         pr->json_valid[k] = holds_json(full);
         free(full);
@@ -320,7 +320,7 @@ static int compare_prompt(comparison *c, int i, prompt_result *pr) {
         pr->prefix++;
     pr->exact = pr->n[0] == pr->n[1] && pr->prefix == pr->n[0];
     for (int k = 0; k < 2; k++)
-        if (!(pr->text[k] = detokenize(c->m[k]->tok, c->out[k], pr->n[k]))) return err_set("out of memory");
+        if (!(pr->text[k] = detokenize(c->m[k]->tok, c->out[k], pr->n[k]))) return err_oom("out of memory");
     return it->expect_json ? check_json(it, pr) : 0;
 }
 

@@ -230,7 +230,7 @@ static int run_single(gen_options *o, model *m) {
                 st.n_out > 1 ? (st.n_out - 1) / (t1 - st.t_first) : 0.0);
     }
     if (!rc && st.failed)
-        rc = err_set("the engine ended the request with an error (out of memory, or a KV cache too small for its "
+        rc = err_oom("the engine ended the request with an error (out of memory, or a KV cache too small for its "
                      "next step: raise --kv-cache-memory)");
     if (!rc && st.oom) rc = err_oom("out of memory for the prompt logprobs");
     if (!rc && p.prompt_logprobs >= 0) {

@@ -127,7 +127,7 @@ static char *hex_bytes(const char *h, size_t lineno, size_t *len) {
     }
     char *out = malloc(hl / 2 + 1);
     if (!out) {
-        err_set("out of memory");
+        err_oom("out of memory");
         return NULL;
     }
     for (size_t i = 0; i < hl / 2; i++) {
@@ -158,7 +158,7 @@ static char *line_text(const char *line, size_t n, size_t lineno, size_t *len) {
         *len = json_string_length(v);
         out = malloc(*len + 1);
         if (out) memcpy(out, json_string_value(v), *len);
-        else err_set("out of memory");
+        else err_oom("out of memory");
     } else if (json_is_string(hex)) {
         out = hex_bytes(json_string_value(hex), lineno, len);
     } else {
@@ -180,7 +180,7 @@ static int line_ids(const char *line, size_t n, size_t lineno, int32_t **ids) {
     *ids = malloc((m ? m : 1) * sizeof **ids);
     if (!*ids) {
         json_decref(v);
-        return err_set("out of memory");
+        return err_oom("out of memory");
     }
     for (size_t i = 0; i < m; i++) {
         json_t *x = json_array_get(v, i);
@@ -280,7 +280,7 @@ static int run_plain(const tokenizer *t, const tok_opts *o) {
         if (rc == 0) rc = check_ids(t, ids, (int)n);
         size_t out_len = 0;
         char *out = rc == 0 ? decode_ids(t, ids, n, o->parse_special, &out_len) : NULL;
-        if (rc == 0 && !out) rc = err_set("out of memory");
+        if (rc == 0 && !out) rc = err_oom("out of memory");
         if (out) fwrite(out, 1, out_len, stdout);
         free(out);
         free(ids);

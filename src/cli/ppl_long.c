@@ -56,7 +56,7 @@ static int state_init(ppl_long_state *st, model *m, int budget, int chunk, const
     st->seq_of = calloc((size_t)chunk, sizeof *st->seq_of);
     if (ev->policy == KV_EVICT_H2O) st->scores = calloc((size_t)budget, sizeof *st->scores);
     if (!st->logits || !st->pos || !st->rows || !st->seq_of || (ev->policy == KV_EVICT_H2O && !st->scores))
-        return err_set("out of memory");
+        return err_oom("out of memory");
     return 0;
 }
 

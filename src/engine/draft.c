@@ -46,7 +46,7 @@ draft_runner *draft_create(const model *draft, const model *target, int n_seqs, 
     if (check_vocab(draft, target)) return NULL;
     draft_runner *d = calloc(1, sizeof *d);
     if (!d) {
-        err_set("out of memory");
+        err_oom("out of memory");
         return NULL;
     }
     d->m = draft;
@@ -69,7 +69,7 @@ draft_runner *draft_create(const model *draft, const model *target, int n_seqs, 
     d->logits = malloc(S * (size_t)draft->hp.n_vocab * sizeof *d->logits);
     if (!d->tok || !d->pos || !d->seq || !d->rows || !d->seqs || !d->row_seq ||
         !d->logits) {
-        err_set("out of memory for the draft model's buffers");
+        err_oom("out of memory for the draft model's buffers");
         goto fail;
     }
     return d;

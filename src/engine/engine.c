@@ -100,7 +100,7 @@ static int alloc_buffers(engine *e) {
     e->text = malloc(e->text_cap);
     if (!e->batch.seqs || !e->b_tokens || !e->b_pos || !e->b_seq || !e->b_rows || !e->b_seqs ||
         !e->b_row_seq || !e->logits || !e->scratch || !e->raw || !e->text || !e->spec_seqs || !e->spec_want)
-        return err_set("out of memory allocating engine buffers");
+        return err_oom("out of memory allocating engine buffers");
     return 0;
 }
 
@@ -109,7 +109,7 @@ static int collect_eog(engine *e) {
     int n = 0;
     for (int t = 0; t < nv; t++) n += tokenizer_is_eog(e->m->tok, t);
     e->eog_ids = malloc((size_t)(n ? n : 1) * sizeof *e->eog_ids);
-    if (!e->eog_ids) return err_set("out of memory");
+    if (!e->eog_ids) return err_oom("out of memory");
     for (int t = 0; t < nv; t++)
         if (tokenizer_is_eog(e->m->tok, t)) e->eog_ids[e->n_eog_ids++] = t;
     return 0;
@@ -129,7 +129,7 @@ engine *engine_create(model *m, const engine_config *cfg) {
     if (check_config(cfg)) return NULL;
     engine *e = calloc(1, sizeof *e);
     if (!e) {
-        err_set("out of memory");
+        err_oom("out of memory");
         return NULL;
     }
     e->m = m;
@@ -214,7 +214,7 @@ engine *engine_create(model *m, const engine_config *cfg) {
         }
         e->draft_view = malloc(sizeof *e->draft_view);
         if (!e->draft_view) {
-            err_set("out of memory");
+            err_oom("out of memory");
             goto fail;
         }
         *e->draft_view = *m; /* the first n layers, then the final norm and the output head */
@@ -233,7 +233,7 @@ engine *engine_create(model *m, const engine_config *cfg) {
     e->smp = sampler_create(m->hp.n_vocab);
     e->cons.tok = m->tok;
     if (!e->smp || alloc_buffers(e) || collect_eog(e)) {
-        if (!e->smp) err_set("out of memory");
+        if (!e->smp) err_oom("out of memory");
         goto fail;
     }
     e->beam = (beam_env){.tok = m->tok, .n_vocab = m->hp.n_vocab, .max_model_len = e->cfg.max_model_len,

@@ -161,14 +161,14 @@ static int read_value(cursor *c, gguf_type t, gguf_value *v, int depth, const ch
                        what, n, cur_left(c));
     if (et == GGUF_TYPE_STRING) {
         v->arr.strs = malloc((n ? n : 1) * sizeof *v->arr.strs);
-        if (!v->arr.strs) return err_set("out of memory reading %s", what);
+        if (!v->arr.strs) return err_oom("out of memory reading %s", what);
         v->arr.n = n;
         for (uint64_t i = 0; i < n; i++)
             if (cur_str(c, &v->arr.strs[i], what)) return -1;
         return 0;
     }
     v->arr.items = calloc(n ? n : 1, sizeof *v->arr.items);
-    if (!v->arr.items) return err_set("out of memory reading %s", what);
+    if (!v->arr.items) return err_oom("out of memory reading %s", what);
     v->arr.n = n;
     /* Elements of a nested array carry no type tag of their own: each is
      * (element type, count, elements), as gguf-py writes them. */
@@ -201,7 +201,7 @@ static int parse_tensor_info(gguf_ctx *ctx, cursor *c, int64_t idx) {
         return err_set("tensor %" PRId64 " has a name of %" PRIu64 " bytes (must be 1..256)", idx,
                        name.len);
     t->name = gguf_str_dup(name);
-    if (!t->name) return err_set("out of memory");
+    if (!t->name) return err_oom("out of memory");
     if (memchr(name.ptr, 0, name.len)) return err_set("tensor %" PRId64 " name contains a NUL byte", idx);
     if (cur_u32(c, &n_dims, t->name)) return -1;
     if (n_dims == 0 || n_dims > GGUF_MAX_DIMS)
@@ -268,7 +268,7 @@ static int parse(gguf_ctx *ctx) {
 
     ctx->kv = calloc(n_kv ? n_kv : 1, sizeof *ctx->kv);
     ctx->tensors = calloc(n_tensors ? n_tensors : 1, sizeof *ctx->tensors);
-    if (!ctx->kv || !ctx->tensors) return err_set("out of memory");
+    if (!ctx->kv || !ctx->tensors) return err_oom("out of memory");
 
     ctx->alignment = GGUF_DEFAULT_ALIGNMENT;
     for (uint64_t i = 0; i < n_kv; i++) {
@@ -318,7 +318,7 @@ static int parse(gguf_ctx *ctx) {
 gguf_ctx *gguf_open_memory(const void *data, size_t size, const char *name) {
     gguf_ctx *ctx = calloc(1, sizeof *ctx);
     if (!ctx) {
-        err_set("out of memory");
+        err_oom("out of memory");
         return NULL;
     }
     ctx->path = strdup(name ? name : "<memory>");
@@ -358,7 +358,7 @@ gguf_ctx *gguf_open(const char *path) {
     gguf_ctx *ctx = calloc(1, sizeof *ctx);
     if (!ctx) {
         munmap(base, (size_t)st.st_size);
-        err_set("out of memory");
+        err_oom("out of memory");
         return NULL;
     }
     ctx->path = strdup(path);

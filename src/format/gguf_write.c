@@ -64,7 +64,7 @@ static void put_str(buf *b, const char *s, uint64_t len) {
 gguf_writer *gguf_writer_new(void) {
     gguf_writer *w = calloc(1, sizeof *w);
     if (!w) {
-        err_set("out of memory");
+        err_oom("out of memory");
         return NULL;
     }
     w->alignment = DEFAULT_ALIGNMENT;
@@ -91,7 +91,7 @@ static int64_t find_key(const gguf_writer *w, const char *key) {
 static int set_kv(gguf_writer *w, const char *key, buf val) {
     if (val.oom) {
         buf_free(&val);
-        return err_set("out of memory setting '%s'", key);
+        return err_oom("out of memory setting '%s'", key);
     }
     if (!key[0]) {
         buf_free(&val);
@@ -110,7 +110,7 @@ static int set_kv(gguf_writer *w, const char *key, buf val) {
     char *k = strdup(key);
     if (!k) {
         buf_free(&val);
-        return err_set("out of memory");
+        return err_oom("out of memory");
     }
     w->kv[w->n_kv++] = (kv_entry){.key = k, .val = val};
     return 0;
@@ -257,7 +257,7 @@ int gguf_writer_add_tensor(gguf_writer *w, const char *name, uint32_t type, int 
                        e.ne[0]);
     e.nbytes = row * rows;
     if (vec_reserve((void **)&w->t, &w->cap_t, (size_t)w->n_t + 1, sizeof *w->t)) return -1;
-    if (!(e.name = strdup(name))) return err_set("out of memory");
+    if (!(e.name = strdup(name))) return err_oom("out of memory");
     w->t[w->n_t++] = e;
     return 0;
 }
@@ -301,7 +301,7 @@ int gguf_writer_begin(gguf_writer *w, const char *path) {
     w->tmp_path = malloc(strlen(path) + 5);
     if (!w->path || !w->tmp_path) {
         gguf_writer_abort(w);
-        return err_set("out of memory");
+        return err_oom("out of memory");
     }
     sprintf(w->tmp_path, "%s.tmp", path);
     w->f = fopen(w->tmp_path, "wb");
@@ -337,7 +337,7 @@ int gguf_writer_begin(gguf_writer *w, const char *path) {
         put_u32(&h, t->type);
         put_u64(&h, t->offset);
     }
-    int rc = h.oom ? err_set("out of memory") : write_bytes(w, h.data, h.len);
+    int rc = h.oom ? err_oom("out of memory") : write_bytes(w, h.data, h.len);
     buf_free(&h);
     if (rc || pad_to(w, w->alignment)) {
         gguf_writer_abort(w);

@@ -78,7 +78,7 @@ static int order_columns(const gq_layer *l, const void *g_idx, int64_t n_groups,
         return 0;
     }
     int64_t *count = calloc((size_t)n_groups + 1, sizeof *count);
-    if (!count) return err_set("out of memory");
+    if (!count) return err_oom("out of memory");
     for (int64_t i = 0; i < n; i++) {
         const int32_t gi = (int32_t)rd_u32(g_idx, (size_t)i);
         if (gi < 0 || gi >= n_groups) {
@@ -116,7 +116,7 @@ int gptq_to_gq(const gq_layer *l, bool zeros_plus_one, const void *qweight, cons
     int32_t *block_group = malloc((size_t)n_blocks * sizeof *block_group);
     int32_t *cols = malloc((size_t)n_in * sizeof *cols);
     int rc = 0;
-    if (!q || !levels || !block_group || !cols) rc = err_set("out of memory repacking %s", what);
+    if (!q || !levels || !block_group || !cols) rc = err_oom("out of memory repacking %s", what);
     const int permuted = rc ? -1 : order_columns(l, g_idx, n_groups, cols, block_group, what);
     if (permuted < 0) rc = -1;
     for (int64_t r = 0; !rc && r < n_in / pack; r++)
@@ -160,7 +160,7 @@ int awq_to_gq(const gq_layer *l, const void *qweight, const void *qzeros, const 
     if (!q || !levels) {
         free(q);
         free(levels);
-        return err_set("out of memory repacking %s", what);
+        return err_oom("out of memory repacking %s", what);
     }
     for (int64_t i = 0; i < n_in; i++)
         for (int64_t c = 0; c < words; c++) {

@@ -69,7 +69,7 @@ static int dtype_from_name(const char *s, st_dtype *out) {
 
 static st_set *set_new(void) {
     st_set *s = calloc(1, sizeof *s);
-    if (!s) err_set("out of memory");
+    if (!s) err_oom("out of memory");
     return s;
 }
 
@@ -87,12 +87,12 @@ void st_close(st_set *s) {
 
 static int add_shard(st_set *s, const char *path, const void *base, size_t size, bool mapped) {
     st_shard *grown = realloc(s->shards, (size_t)(s->n_shards + 1) * sizeof *grown);
-    if (!grown) return err_set("out of memory");
+    if (!grown) return err_oom("out of memory");
     s->shards = grown;
     st_shard *sh = &s->shards[s->n_shards];
     *sh = (st_shard){.path = strdup(path), .base = base, .size = size, .mapped = mapped};
     s->n_shards++; /* owns the mapping from here on, even on failure below */
-    if (!sh->path) return err_set("out of memory");
+    if (!sh->path) return err_oom("out of memory");
     return 0;
 }
 
@@ -133,7 +133,7 @@ static int parse_entry(st_set *s, int shard, const char *name, json_t *e, uint64
     st_tensor *t = add_tensor(s);
     if (!t) return -1;
     t->name = strdup(name);
-    if (!t->name) return err_set("out of memory");
+    if (!t->name) return err_oom("out of memory");
     t->dtype = dt;
     t->n_dims = (int)nd;
     t->shard = shard;
@@ -173,7 +173,7 @@ static int check_overlaps(st_set *s, int64_t first) {
     int64_t n = s->n - first;
     if (n < 2) return 0; /* also keeps a file without tensors from offsetting a NULL s->t */
     st_tensor *v = malloc((size_t)(n ? n : 1) * sizeof *v);
-    if (!v) return err_set("out of memory");
+    if (!v) return err_oom("out of memory");
     memcpy(v, s->t + first, (size_t)n * sizeof *v);
     qsort(v, (size_t)n, sizeof *v, cmp_data);
     int rc = 0;
@@ -309,7 +309,7 @@ static int open_index(st_set *s, const char *dir, const char *index_path) {
         }
         if (seen) continue;
         char *path = join_path(dir, file);
-        if (!path) rc = err_set("out of memory");
+        if (!path) rc = err_oom("out of memory");
         else rc = map_file(s, path);
         free(path);
     }
@@ -347,7 +347,7 @@ static char *only_safetensors(const char *dir) {
     free(found);
     if (n == 0) err_set("%s: no model.safetensors or model.safetensors.index.json", dir);
     else if (n > 1) err_set("%s: %d .safetensors files but no model.safetensors.index.json to join them", dir, n);
-    else err_set("out of memory");
+    else err_oom("out of memory");
     return NULL;
 }
 
@@ -358,7 +358,7 @@ st_set *st_open_dir(const char *dir) {
     char *single = join_path(dir, "model.safetensors");
     int rc;
     if (!index || !single) {
-        rc = err_set("out of memory");
+        rc = err_oom("out of memory");
     } else if (access(index, F_OK) == 0) {
         rc = open_index(s, dir, index);
     } else {

@@ -95,7 +95,7 @@ size_t kv_block_bytes(const kv_cache *layout) {
 kv_cache *kv_cache_create(const kv_spec *spec, kv_dtype dtype, int block_size, int n_blocks) {
     kv_cache *kv = calloc(1, sizeof *kv);
     if (!kv) {
-        err_set("out of memory");
+        err_oom("out of memory");
         return NULL;
     }
     kv_cache_layout(spec, dtype, block_size, kv);
@@ -106,7 +106,7 @@ kv_cache *kv_cache_create(const kv_spec *spec, kv_dtype dtype, int block_size, i
     kv->k = calloc(1, k_bytes ? k_bytes : 1);
     kv->v = calloc(1, v_bytes ? v_bytes : 1);
     if (!kv->k || !kv->v) {
-        err_set("cannot allocate %zu bytes of KV cache", k_bytes + v_bytes);
+        err_oom("cannot allocate %zu bytes of KV cache", k_bytes + v_bytes);
         kv_cache_free(kv);
         return NULL;
     }

@@ -81,7 +81,7 @@ int kv_evict_plan(const kv_evict_params *p, int n_cached, int n_keep, const int6
         /* Heavy hitters among the slots between the sinks and the recent window. */
         const int lo = sink, hi = n_cached - recent;
         scored_slot *c = malloc((size_t)(hi - lo) * sizeof *c);
-        if (!c) return err_set("out of memory choosing heavy hitters");
+        if (!c) return err_oom("out of memory choosing heavy hitters");
         for (int i = lo; i < hi; i++) c[i - lo] = (scored_slot){scores[i], i};
         qsort(c, (size_t)(hi - lo), sizeof *c, by_score_desc);
         for (int i = 0; i < heavy; i++) keep[n + i] = c[i].slot;

@@ -16,7 +16,7 @@ int kvm_init(kv_manager *m, kv_cache *cache, bool prefix_caching) {
     m->block_size = cache->block_size;
     m->prefix_caching = prefix_caching;
     m->pool = pool_create(cache->n_blocks);
-    if (!m->pool) return err_set("out of memory for the block pool");
+    if (!m->pool) return err_oom("out of memory for the block pool");
     return 0;
 }
 

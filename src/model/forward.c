@@ -399,7 +399,7 @@ forward_ctx *forward_create(const model *m, kv_cache *kv, int max_tokens, int ma
     return f;
 oom:
     forward_free(f);
-    err_set("out of memory allocating forward buffers for %d tokens", max_tokens);
+    err_oom("out of memory allocating forward buffers for %d tokens", max_tokens);
     return NULL;
 }
 

@@ -303,7 +303,7 @@ static int add_globals(const hf_source *s, tensor_table *tt, const model_hparams
 hf_source *hf_source_open(const char *dir, const model_hparams *hp, const hf_config *cfg, tensor_table *tt) {
     hf_source *s = calloc(1, sizeof *s);
     if (!s) {
-        err_set("out of memory");
+        err_oom("out of memory");
         return NULL;
     }
     s->gemma = cfg->norm_plus_one;

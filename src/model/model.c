@@ -178,7 +178,7 @@ static int attach_perms(model *m) {
         if (p->type != 26 /* I32 */ || p->n_dims != 1 || p->ne[0] != n)
             return err_set("tensor '%s' must be an I32 vector of %" PRId64 " elements", p->name, n);
         uint8_t *seen = calloc((size_t)n, 1);
-        if (!seen) return err_set("out of memory");
+        if (!seen) return err_oom("out of memory");
         const int32_t *perm = p->data;
         for (int64_t k = 0; k < n; k++) {
             int32_t v;
@@ -264,7 +264,7 @@ static int repack_weights(model *m) {
         const size_t bytes = weight_repack_size(ws[i]);
         if (!bytes) continue;
         void *buf = tensors_alloc(&m->tensors, bytes);
-        if (!buf) return err_set("out of memory repacking '%s' (%zu bytes)", ws[i]->name, bytes);
+        if (!buf) return err_oom("out of memory repacking '%s' (%zu bytes)", ws[i]->name, bytes);
         if (!tp) tp = tp_create(0); /* NULL: repack on this thread */
         weight_repack(ws[i], buf, tp);
         m->repacked_bytes += bytes;
@@ -278,7 +278,7 @@ static model *load(const char *path, bool repack, int tp_rank, int tp_size) {
     wtype_init();
     model *m = calloc(1, sizeof *m);
     if (!m) {
-        err_set("out of memory");
+        err_oom("out of memory");
         return NULL;
     }
     m->path = strdup(path);
@@ -291,7 +291,7 @@ static model *load(const char *path, bool repack, int tp_rank, int tp_size) {
         goto fail;
     }
     if (!m->name || !m->path) {
-        err_set("out of memory");
+        err_oom("out of memory");
         goto fail;
     }
     count_params(m);

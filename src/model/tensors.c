@@ -18,7 +18,7 @@ model_tensor *tensors_add(tensor_table *tt, const char *name, uint32_t type, int
     memset(t, 0, sizeof *t);
     t->name = strdup(name);
     if (!t->name) {
-        err_set("out of memory");
+        err_oom("out of memory");
         return NULL;
     }
     tt->n++;
@@ -37,7 +37,7 @@ void *tensors_alloc(tensor_table *tt, size_t bytes) {
     size_t rounded = (bytes + 63) / 64 * 64;
     void *p = aligned_alloc(64, rounded ? rounded : 64);
     if (!p) {
-        err_set("out of memory for a %zu-byte tensor", bytes);
+        err_oom("out of memory for a %zu-byte tensor", bytes);
         return NULL;
     }
     memset(p, 0, rounded ? rounded : 64);

@@ -39,7 +39,7 @@ tp_group *tp_group_join(int size) {
     tp_group *g = calloc(1, sizeof *g);
     if (!g) {
         comm_leave();
-        err_set("out of memory");
+        err_oom("out of memory");
         return NULL;
     }
     g->rank = rank;

@@ -84,7 +84,7 @@ int awq_search(const qformat *f, const float *const *w, const int64_t *n_out, in
     rc = 0;
     goto done;
 oom:
-    err_set("out of memory in the AWQ search");
+    err_oom("out of memory in the AWQ search");
 done:
     if (ref)
         for (int i = 0; i < n_lin; i++) free(ref[i]);
@@ -160,7 +160,7 @@ int awq_clip(const qformat *f, float *w, int64_t n_out, int64_t n_in, const floa
     const int64_t g = qformat_group(f, n_in);
     if (g >= n_in || f->per_tensor) return 0;
     double *gram = calloc((size_t)n_in * (size_t)g, sizeof *gram);
-    if (!gram) return err_set("out of memory in the AWQ clip search");
+    if (!gram) return err_oom("out of memory in the AWQ clip search");
     for (int64_t b = 0; b < n_in / g; b++) {
         double *gm = gram + b * g * g;
         for (int64_t t = 0; t < n_tok; t++) {
@@ -172,5 +172,5 @@ int awq_clip(const qformat *f, float *w, int64_t n_out, int64_t n_in, const floa
     clip_job job = {.f = f, .w = w, .n_in = n_in, .g = g, .gram = gram};
     tp_for(tp, n_out, 16, clip_rows, &job);
     free(gram);
-    return job.oom ? err_set("out of memory in the AWQ clip search") : 0;
+    return job.oom ? err_oom("out of memory in the AWQ clip search") : 0;
 }

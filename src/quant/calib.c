@@ -40,7 +40,7 @@ int calib_load(calib_set *c, const model *m, const char *path, int n_samples, in
     if (!c->len || !c->tokens) {
         free(toks);
         calib_free(c);
-        return err_set("out of memory");
+        return err_oom("out of memory");
     }
     const int32_t bos = tokenizer_bos(m->tok);
     for (int s = 0; s < take; s++) {
@@ -53,7 +53,7 @@ int calib_load(calib_set *c, const model *m, const char *path, int n_samples, in
         if (!c->tokens[s]) {
             free(toks);
             calib_free(c);
-            return err_set("out of memory");
+            return err_oom("out of memory");
         }
         if (has_bos) c->tokens[s][0] = bos;
         memcpy(c->tokens[s] + has_bos, toks + start, (size_t)cnt * sizeof(int32_t));
@@ -115,7 +115,7 @@ calib_runner *calib_runner_new(model *m, const calib_set *c, threadpool *tp) {
     return r;
 oom:
     calib_runner_free(r);
-    err_set("out of memory for the calibration runner");
+    err_oom("out of memory for the calibration runner");
     return NULL;
 }
 
@@ -165,7 +165,7 @@ int calib_run_layer(calib_runner *r, int il, calib_inputs *capture, bool advance
     forward_set_hooks(r->run.fwd, NULL); /* h lived in the loop */
     if (!rc && capture)
         for (int i = 0; i < 4; i++)
-            if (capture->n_rows[i] < 0) rc = err_set("out of memory collecting calibration inputs");
+            if (capture->n_rows[i] < 0) rc = err_oom("out of memory collecting calibration inputs");
     if (!rc && advance) r->have_stream = true;
     return rc;
 }

@@ -143,7 +143,7 @@ int gptq_quantize(const qformat *f, float *w, int64_t n_out, int64_t n_in, doubl
     uint8_t *q = malloc((size_t)n_out * (size_t)n);
     qparams *p = malloc((size_t)n_out * (size_t)(n / g) * sizeof *p);
     if (!u || !h0 || !tmp || !q || !p) {
-        err_set("out of memory in GPTQ for a %lld x %lld layer", (long long)n_out, (long long)n_in);
+        err_oom("out of memory in GPTQ for a %lld x %lld layer", (long long)n_out, (long long)n_in);
         goto done;
     }
     /* Dead inputs. */
@@ -157,7 +157,7 @@ int gptq_quantize(const qformat *f, float *w, int64_t n_out, int64_t n_in, doubl
     if (o->act_order) {
         diag_key *keys = malloc((size_t)n * sizeof *keys);
         if (!keys) {
-            err_set("out of memory");
+            err_oom("out of memory");
             goto done;
         }
         for (int64_t i = 0; i < n; i++) keys[i] = (diag_key){h[i * n + i], (int32_t)i};
@@ -197,7 +197,7 @@ int gptq_quantize(const qformat *f, float *w, int64_t n_out, int64_t n_in, doubl
                     .whole = f->per_tensor ? &whole : NULL, .q = q, .p = p, .deq = deq};
     tp_for(tp, n_out, GPTQ_TILE, gptq_rows, &job);
     if (job.oom) {
-        err_set("out of memory");
+        err_oom("out of memory");
         goto done;
     }
     const size_t rb = qformat_row_bytes(f, n);

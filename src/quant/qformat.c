@@ -131,7 +131,7 @@ int quant_rtn(const qformat *f, const float *w, int64_t n_out, int64_t n_in, voi
     if (!q || !p) {
         free(q);
         free(p);
-        return err_set("out of memory");
+        return err_oom("out of memory");
     }
     for (int64_t r = 0; r < n_out; r++) {
         const float *row = w + r * n_in;
@@ -156,7 +156,7 @@ int quant_matmul_f32(threadpool *tp, const float *w, int64_t n_out, int64_t n_in
                        .row_bytes = (size_t)n_in * sizeof(float)};
     const size_t need = matmul_scratch_size(&wt, (int)n_tok);
     void *scratch = need ? malloc(need + 64) : NULL;
-    if (need && !scratch) return err_set("out of memory");
+    if (need && !scratch) return err_oom("out of memory");
     matmul(tp, &wt, x, (int)n_tok, y, scratch);
     free(scratch);
     return 0;

@@ -145,7 +145,7 @@ static int add_entry(job *j, const model_tensor *src, const char *name, entry_ki
     entry *e = &j->e[j->n_e];
     *e = (entry){.name = strdup(name), .kind = kind, .src = src, .type = type, .n_dims = src->n_dims,
                  .layer = layer, .lin = lin};
-    if (!e->name) return err_set("out of memory");
+    if (!e->name) return err_oom("out of memory");
     for (int d = 0; d < 4; d++) e->ne[d] = src->ne[d];
     j->n_e++;
     return 0;
@@ -230,7 +230,7 @@ static int plan_tensor(job *j, const model_tensor *t, int pass_layer) {
 static int plan(job *j) {
     const model *m = j->m;
     j->lin_entry = malloc((size_t)m->hp.n_layer * sizeof *j->lin_entry);
-    if (!j->lin_entry) return err_set("out of memory");
+    if (!j->lin_entry) return err_oom("out of memory");
     memset(j->lin_entry, 0xff, (size_t)m->hp.n_layer * sizeof *j->lin_entry);
     /* Non-layer tensors, then each layer's, in file order within each. */
     for (int pass = -1; pass < m->hp.n_layer; pass++) {
@@ -256,7 +256,7 @@ static int rows_to_f32(const model_tensor *t, int64_t r0, int64_t n, float *out)
     if (!tr || !rb) return err_set("tensor '%s' has type %s, which cannot be converted", t->name, wtype_name(t->type));
     const int64_t k = t->ne[0];
     float *tmp = t->perm ? malloc((size_t)k * sizeof *tmp) : NULL;
-    if (t->perm && !tmp) return err_set("out of memory");
+    if (t->perm && !tmp) return err_oom("out of memory");
     for (int64_t r = 0; r < n; r++) {
         const uint8_t *src = (const uint8_t *)t->data + (size_t)(r0 + r) * rb;
         float *dst = out + r * k;
@@ -283,7 +283,8 @@ static void *convert_tensor(const model_tensor *t, uint32_t type) {
     if (!out || !buf || !to || !to->from_float) {
         free(out);
         free(buf);
-        err_set(to && to->from_float ? "out of memory" : "cannot write type %s", wtype_name(type));
+        if (to && to->from_float) err_oom("out of memory converting to %s", wtype_name(type));
+        else err_set("cannot write type %s", wtype_name(type));
         return NULL;
     }
     for (int64_t r = 0; r < rows; r += chunk) {
@@ -308,7 +309,7 @@ static int hessian(threadpool *tp, const float *x, int64_t n, int64_t k, double 
     if (!xt || !hf) {
         free(xt);
         free(hf);
-        return err_set("out of memory for a %" PRId64 " x %" PRId64 " Hessian", k, k);
+        return err_oom("out of memory for a %" PRId64 " x %" PRId64 " Hessian", k, k);
     }
     for (int64_t t = 0; t < n; t++)
         for (int64_t c = 0; c < k; c++) xt[c * n + t] = x[t * k + c];
@@ -324,7 +325,7 @@ static int alloc_outputs(job *j, int il, int lin) {
     const model_tensor *t = j->e[j->lin_entry[il][lin]].src;
     s->q[lin] = malloc(qformat_row_bytes(&j->fmt, t->ne[0]) * (size_t)t->ne[1]);
     s->perm[lin] = malloc((size_t)t->ne[0] * sizeof(int32_t));
-    if (!s->q[lin] || !s->perm[lin]) return err_set("out of memory");
+    if (!s->q[lin] || !s->perm[lin]) return err_oom("out of memory");
     for (int64_t c = 0; c < t->ne[0]; c++) s->perm[lin][c] = (int32_t)c;
     return 0;
 }
@@ -353,7 +354,7 @@ static int quantize_gptq_layer(job *j, int il, const calib_inputs *in) {
                 if (!h || !h2 || hessian(j->tp, in->x[which], n, k, h)) {
                     free(h);
                     free(h2);
-                    return h && h2 ? -1 : err_set("out of memory");
+                    return h && h2 ? -1 : err_oom("out of memory");
                 }
             }
             memcpy(h2, h, (size_t)k * (size_t)k * sizeof *h);
@@ -410,7 +411,7 @@ static int awq_group(job *j, int il, const calib_inputs *in, int which, int vec,
     float *x = malloc((size_t)rows * (size_t)k * sizeof *x);
     int rc = -1;
     if (!mean || !scales || !x) {
-        err_set("out of memory");
+        err_oom("out of memory");
         goto done;
     }
     for (int64_t r = 0; r < rows; r++) memcpy(x + r * k, in->x[which] + (r * n / rows) * k, (size_t)k * sizeof *x);
@@ -454,9 +455,9 @@ static int quantize_awq_layer(job *j, int il, const calib_inputs *in) {
     const int64_t v_dim = (int64_t)hp->n_head_kv * hp->head_dim_v;
     if (!(s->vec[VEC_ATTN_NORM] = vec_copy(j, il, VEC_ATTN_NORM, hp->n_embd)) ||
         !(s->vec[VEC_FFN_NORM] = vec_copy(j, il, VEC_FFN_NORM, hp->n_embd)))
-        return err_set("out of memory");
+        return err_oom("out of memory");
     if (*layer_vec(j->m, il, VEC_V_BIAS) && !(s->vec[VEC_V_BIAS] = vec_copy(j, il, VEC_V_BIAS, v_dim)))
-        return err_set("out of memory");
+        return err_oom("out of memory");
     /* Order matters: v's rows take o's scales after v's columns took the
      * attention norm's, and up's rows take down's after gate/up's search. */
     float *sample[4] = {NULL, NULL, NULL, NULL};
@@ -556,7 +557,7 @@ static int write_entry(job *j, int i) {
         uint8_t *p = malloc(bytes ? bytes : 1);
         if (!p) {
             free(owned);
-            return err_set("out of memory");
+            return err_oom("out of memory");
         }
         const int64_t rows = e->n_dims == 1 ? e->ne[0] : e->ne[1];
         permute_rope_rows(data, p, bytes / (uint64_t)rows, heads, (int)(rows / heads));
@@ -586,7 +587,7 @@ static int run_layer(job *j, int il) {
     for (int k = 0; k < N_LIN; k++) {
         if (j->lin_entry[il][k] < 0) continue;
         const model_tensor *t = j->e[j->lin_entry[il][k]].src;
-        if (!(s->w[k] = malloc((size_t)t->ne[0] * (size_t)t->ne[1] * sizeof(float)))) return err_set("out of memory");
+        if (!(s->w[k] = malloc((size_t)t->ne[0] * (size_t)t->ne[1] * sizeof(float)))) return err_oom("out of memory");
         if (rows_to_f32(t, 0, t->ne[1], s->w[k])) return -1;
     }
     calib_inputs in = {0};
@@ -641,7 +642,7 @@ static int write_metadata(job *j) {
     for (int64_t i = 0; g && i < gguf_n_kv(g); i++) {
         const gguf_kv *kv = gguf_kv_at(g, i);
         char *key = gguf_str_dup(kv->key);
-        if (!key) return err_set("out of memory");
+        if (!key) return err_oom("out of memory");
         const int rc = gguf_writer_set_value(j->wr, key, &kv->value);
         free(key);
         if (rc) return -1;
@@ -712,7 +713,7 @@ int quantize_model(const char *in_path, const char *out_path, const quant_config
     j.ls = calloc((size_t)j.m->hp.n_layer, sizeof *j.ls);
     j.tp = tp_create(c->threads);
     if (!j.ls || !j.tp) {
-        err_set("out of memory");
+        err_oom("out of memory");
         goto done;
     }
     if (j.calibrated) {

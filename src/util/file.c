@@ -26,7 +26,7 @@ char *file_read_all(const char *path, size_t *len) {
     fclose(f);
     if (read_error || b.oom) {
         if (read_error) err_set("%s: read error after %zu bytes", path, b.len);
-        else err_set("%s: out of memory after reading %zu bytes", path, b.len);
+        else err_oom("%s: out of memory after reading %zu bytes", path, b.len);
         buf_free(&b);
         return NULL;
     }
