@@ -31,10 +31,10 @@ void beam_collect(const beam_env *env, sequence *s, const float *logits) {
     const float lse = logprobs_logsumexp(logits, env->n_vocab);
     /* Before min_tokens no continuation may end the text. */
     const logprobs_skip_fn skip = seq_n_output(s) < p->min_tokens ? is_eog : NULL;
-    const int n = logprobs_top_k(logits, env->n_vocab, 2 * p->beam_width, skip, env->tok, s->cand_tok);
-    for (int i = 0; i < n; i++) s->cand_lp[i] = logits[s->cand_tok[i]] - lse;
-    s->n_cand = n;
-    s->beam_pending = true;
+    const int n = logprobs_top_k(logits, env->n_vocab, 2 * p->beam_width, skip, env->tok, s->beam.cand_tok);
+    for (int i = 0; i < n; i++) s->beam.cand_lp[i] = logits[s->beam.cand_tok[i]] - lse;
+    s->beam.n_cand = n;
+    s->beam.pending = true;
 }
 
 static int cmp_cand(const void *a, const void *b) {
@@ -133,8 +133,8 @@ static int rebuild_beams(const beam_env *env, request *r, const beam_cand *next,
             s->kv = kv[j];
             memset(&kv[j], 0, sizeof kv[j]);
             s->n_computed = computed[j];
-            s->cum_logprob = next[j].score;
-            s->beam_pending = false;
+            s->beam.cum_logprob = next[j].score;
+            s->beam.pending = false;
             sched_add_running(env->sched, s);
         }
         r->n_live_beams = n_next;
@@ -158,7 +158,7 @@ static void advance_request(const beam_env *env, request *r) {
     const request_params *p = &r->params;
     const int width = p->beam_width;
     int n_cand = 0;
-    for (int i = 0; i < r->n_live_beams; i++) n_cand += r->seqs[i].n_cand;
+    for (int i = 0; i < r->n_live_beams; i++) n_cand += r->seqs[i].beam.n_cand;
     beam_cand *c = malloc((size_t)(n_cand ? n_cand : 1) * sizeof *c);
     if (!c) {
         finish_beams(env, r);
@@ -166,8 +166,8 @@ static void advance_request(const beam_env *env, request *r) {
     }
     n_cand = 0;
     for (int i = 0; i < r->n_live_beams; i++)
-        for (int k = 0; k < r->seqs[i].n_cand; k++)
-            c[n_cand++] = (beam_cand){r->seqs[i].cum_logprob + r->seqs[i].cand_lp[k], i, r->seqs[i].cand_tok[k]};
+        for (int k = 0; k < r->seqs[i].beam.n_cand; k++)
+            c[n_cand++] = (beam_cand){r->seqs[i].beam.cum_logprob + r->seqs[i].beam.cand_lp[k], i, r->seqs[i].beam.cand_tok[k]};
     qsort(c, (size_t)n_cand, sizeof *c, cmp_cand);
     const int out_len = seq_n_output(&r->seqs[0]); /* the same for every live beam */
     beam_cand next[2 * 64];
@@ -205,7 +205,7 @@ void beam_advance(const beam_env *env, request *const *live, int n_live) {
         if (r->params.beam_width <= 1 || r->n_finished == r->n_seqs) continue;
         bool ready = r->n_live_beams > 0;
         for (int k = 0; k < r->n_live_beams && ready; k++)
-            ready = r->seqs[k].status == SEQ_RUNNING && r->seqs[k].beam_pending;
+            ready = r->seqs[k].status == SEQ_RUNNING && r->seqs[k].beam.pending;
         if (ready) advance_request(env, r);
     }
 }

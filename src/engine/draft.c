@@ -92,8 +92,8 @@ void draft_free(draft_runner *d) {
 }
 
 void draft_release(draft_runner *d, sequence *s) {
-    kvm_release(&d->run.kvm, &s->draft_kv);
-    s->draft_computed = 0;
+    kvm_release(&d->run.kvm, &s->spec.kv);
+    s->spec.computed = 0;
 }
 
 /* Keeps the draft K/V of positions whose tokens are the sequence's own:
@@ -102,17 +102,17 @@ void draft_release(draft_runner *d, sequence *s) {
  * scheduler and decoded plainly), and the last known token is always fed
  * again so that it gives the next row. */
 static void sync(draft_runner *d, sequence *s) {
-    int valid = s->draft_computed;
-    if (valid > s->draft_base) {
+    int valid = s->spec.computed;
+    if (valid > s->spec.base) {
         int j = 0;
-        while (s->draft_base + j < valid && s->draft_base + j < s->n_tokens &&
-               j < SPEC_MAX_TOKENS && s->tokens[s->draft_base + j] == s->draft[j])
+        while (s->spec.base + j < valid && s->spec.base + j < s->n_tokens &&
+               j < SPEC_MAX_TOKENS && s->tokens[s->spec.base + j] == s->spec.draft[j])
             j++;
-        valid = s->draft_base + j;
+        valid = s->spec.base + j;
     }
     if (valid > s->n_tokens - 1) valid = s->n_tokens - 1;
-    s->draft_computed = valid;
-    kvm_truncate(&d->run.kvm, &s->draft_kv, valid);
+    s->spec.computed = valid;
+    kvm_truncate(&d->run.kvm, &s->spec.kv, valid);
 }
 
 void draft_rollback(draft_runner *d, sequence *s) {
@@ -121,7 +121,7 @@ void draft_rollback(draft_runner *d, sequence *s) {
 
 /* The token at position `at` of s: a known token, or a draft already made. */
 static int32_t token_at(const sequence *s, int at) {
-    return at < s->n_tokens ? s->tokens[at] : s->draft[at - s->n_tokens];
+    return at < s->n_tokens ? s->tokens[at] : s->spec.draft[at - s->n_tokens];
 }
 
 /* One forward over the tokens [draft_computed, upto) of each listed sequence
@@ -131,26 +131,26 @@ static void draft_round(draft_runner *d, sequence **seqs, const int *upto, int n
     int t = 0, n_rows = 0, n_seqs = 0;
     for (int i = 0; i < n; i++) {
         sequence *s = seqs[i];
-        int count = upto[i] - s->draft_computed;
+        int count = upto[i] - s->spec.computed;
         if (count <= 0) continue;
         if (count > d->max_tokens - t) count = d->max_tokens - t;
         if (count <= 0) break;
-        if (kvm_allocate(&d->run.kvm, &s->draft_kv, s->draft_computed, count)) {
+        if (kvm_allocate(&d->run.kvm, &s->spec.kv, s->spec.computed, count)) {
             /* The pool is full: this sequence starts over later, its blocks freed for the others.
              */
             draft_release(d, s);
             continue;
         }
         for (int k = 0; k < count; k++, t++) {
-            d->tok[t] = token_at(s, s->draft_computed + k);
-            d->pos[t] = s->draft_computed + k;
+            d->tok[t] = token_at(s, s->spec.computed + k);
+            d->pos[t] = s->spec.computed + k;
             d->seq[t] = n_seqs;
         }
         for (int g = 0; g < d->run.kvm.n_groups; g++)
-            d->seqs[n_seqs].block_table[g] = kvm_table(&s->draft_kv, g);
+            d->seqs[n_seqs].block_table[g] = kvm_table(&s->spec.kv, g);
         n_seqs++;
-        s->draft_computed += count;
-        if (s->draft_computed == upto[i]) {
+        s->spec.computed += count;
+        if (s->spec.computed == upto[i]) {
             d->rows[n_rows] = t - 1;
             d->row_seq[n_rows++] = s;
         }
@@ -171,7 +171,7 @@ static void draft_round(draft_runner *d, sequence **seqs, const int *upto, int n
     }
     for (int r = 0; r < n_rows; r++) {
         sequence *s = d->row_seq[r];
-        s->draft[s->n_draft++] =
+        s->spec.draft[s->spec.n_draft++] =
             sampler_argmax(d->logits + (size_t)r * d->m->hp.n_vocab, d->m->hp.n_vocab);
     }
 }
@@ -181,8 +181,8 @@ void draft_propose(draft_runner *d, sequence **seqs, const int *want, int n) {
     int upto[n > 0 ? n : 1];
     for (int i = 0; i < n; i++) {
         sync(d, seqs[i]);
-        seqs[i]->n_draft = 0;
-        seqs[i]->draft_base = seqs[i]->n_tokens;
+        seqs[i]->spec.n_draft = 0;
+        seqs[i]->spec.base = seqs[i]->n_tokens;
     }
     /* Round 0 catches up to the last known token; round r feeds draft r. */
     int max_want = 0;
@@ -192,7 +192,7 @@ void draft_propose(draft_runner *d, sequence **seqs, const int *want, int n) {
         for (int i = 0; i < n; i++) {
             sequence *s = seqs[i];
             /* Drafting goes on while the sequence got every earlier draft. */
-            const bool go = r < want[i] && s->n_draft == r;
+            const bool go = r < want[i] && s->spec.n_draft == r;
             upto[i] = go ? s->n_tokens + r : 0;
         }
         draft_round(d, seqs, upto, n);

@@ -25,7 +25,7 @@ draft_runner *draft_create(const model *draft, const model *target, int n_seqs, 
 void draft_free(draft_runner *d);
 
 /* For each of the n sequences, up to want[i] greedy draft tokens into
- * seqs[i]->draft and seqs[i]->n_draft (0 when the sequence is still being
+ * seqs[i]->spec.draft and seqs[i]->spec.n_draft (0 when the sequence is still being
  * caught up, or the pool is full). */
 void draft_propose(draft_runner *d, sequence **seqs, const int *want, int n);
 /* After verification: the draft KV keeps only positions < s->n_computed. */

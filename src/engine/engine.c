@@ -487,21 +487,21 @@ static void take_inbox(engine *e) {
  * drafts no longer pay). */
 static void propose_drafts(engine *e) {
     const spec_config *c = &e->cfg.spec;
-    for (int i = 0; i < e->sched.running.n; i++) e->sched.running.items[i]->n_draft = 0;
+    for (int i = 0; i < e->sched.running.n; i++) e->sched.running.items[i]->spec.n_draft = 0;
     if (c->method == SPEC_NONE || e->sched.running.n > c->disable_by_batch_size) return;
     int rows_left = e->max_draft_rows, n_model = 0;
     for (int i = 0; i < e->sched.running.n && rows_left > 0; i++) {
         sequence *s = e->sched.running.items[i];
         const request_params *p = &s->req->params;
         if (p->beam_width > 1 || seq_evicts(s) || s->n_tokens - s->n_computed != 1) continue;
-        if (s->spec_skip > 0) { /* backing off after drafts that all failed */
-            s->spec_skip--;
+        if (s->spec.skip > 0) { /* backing off after drafts that all failed */
+            s->spec.skip--;
             continue;
         }
-        if (s->spec_k == 0) s->spec_k = c->num_speculative_tokens;
+        if (s->spec.k == 0) s->spec.k = c->num_speculative_tokens;
         /* Every draft accepted plus the bonus token must stay within max_tokens
          * and max_model_len, so the drafts' positions have blocks reserved. */
-        int k = s->spec_k;
+        int k = s->spec.k;
         const int by_tokens = p->max_tokens - seq_n_output(s) - 1, by_len = e->cfg.max_model_len - s->n_tokens - 1;
         if (k > by_tokens) k = by_tokens;
         if (k > by_len) k = by_len;
@@ -513,8 +513,8 @@ static void propose_drafts(engine *e) {
             rows_left -= k;
             continue;
         }
-        s->n_draft = ngram_propose(s->tokens, s->n_tokens, c->prompt_lookup_min, c->prompt_lookup_max, k, s->draft);
-        rows_left -= s->n_draft;
+        s->spec.n_draft = ngram_propose(s->tokens, s->n_tokens, c->prompt_lookup_min, c->prompt_lookup_max, k, s->spec.draft);
+        rows_left -= s->spec.n_draft;
     }
     if (n_model > 0) draft_propose(e->draft, e->spec_seqs, e->spec_want, n_model);
 }
@@ -555,7 +555,7 @@ static int layout_batch(engine *e, fwd_batch *fb) {
         sequence *s = b->seqs[i];
         for (int k = 0; k < s->n_scheduled; k++, t++) {
             const int at = s->n_computed + k; /* past n_tokens: a draft */
-            e->b_tokens[t] = at < s->n_tokens ? s->tokens[at] : s->draft[at - s->n_tokens];
+            e->b_tokens[t] = at < s->n_tokens ? s->tokens[at] : s->spec.draft[at - s->n_tokens];
             e->b_pos[t] = at - s->n_evicted;
             e->b_seq[t] = i;
             if (at >= s->n_tokens - 1) { /* the last known token and each draft: logits */

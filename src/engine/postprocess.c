@@ -155,22 +155,22 @@ static void count_verification(engine *e, int n_draft, int n_accepted) {
 /* Walks a speculating sequence's 1 + n_draft logits rows (see the top of
  * this file), then rolls its KV back to the verified tokens. */
 static void verify_drafts(engine *e, sequence *s, float *rows) {
-    const int nv = e->m->hp.n_vocab, n_draft = s->n_draft;
-    s->n_draft = 0;
+    const int nv = e->m->hp.n_vocab, n_draft = s->spec.n_draft;
+    s->spec.n_draft = 0;
     if (s->status == SEQ_FINISHED) return;
     const int computed = s->n_computed + s->n_scheduled; /* positions the forward wrote */
     int accepted = 0;
     for (int j = 0; j <= n_draft; j++) {
         const int32_t tok = sample_and_report(e, s, rows + (size_t)j * nv);
-        if (j == n_draft || tok < 0 || tok != s->draft[j]) break; /* the bonus, an error, or a rejection */
+        if (j == n_draft || tok < 0 || tok != s->spec.draft[j]) break; /* the bonus, an error, or a rejection */
         accepted++;
         if (s->status == SEQ_FINISHED) break; /* a stop condition inside the accepted run */
     }
     count_verification(e, n_draft, accepted);
-    s->spec_k = spec_next_k(s->spec_k, e->cfg.spec.num_speculative_tokens, n_draft, accepted);
+    s->spec.k = spec_next_k(s->spec.k, e->cfg.spec.num_speculative_tokens, n_draft, accepted);
     if (e->draft) {
-        s->spec_misses = accepted ? 0 : s->spec_misses + 1;
-        s->spec_skip = spec_backoff_steps(s->spec_misses);
+        s->spec.misses = accepted ? 0 : s->spec.misses + 1;
+        s->spec.skip = spec_backoff_steps(s->spec.misses);
     }
     if (s->status == SEQ_FINISHED) return; /* its blocks are released */
     /* Verified: everything before the token just emitted. */
@@ -189,7 +189,7 @@ void postprocess(engine *e, int n_rows) {
             if (seq_wants_prompt_logits(e->batch.seqs[i])) engine_finish_request(e, e->batch.seqs[i]->req, FINISH_ERROR);
     for (int i = 0; i < e->batch.n_seqs; i++) {
         sequence *s = e->batch.seqs[i];
-        if (s->n_draft > 0) continue; /* verify_drafts decides what is computed */
+        if (s->spec.n_draft > 0) continue; /* verify_drafts decides what is computed */
         if (s->status == SEQ_FINISHED) continue; /* its prompt logprobs failed: its blocks are gone */
         s->n_computed += s->n_scheduled;
         /* Once tokens were evicted, blocks no longer follow the token chain. */
@@ -199,8 +199,8 @@ void postprocess(engine *e, int n_rows) {
     for (int i = 0; i < n_rows;) {
         sequence *s = e->b_row_seq[i];
         float *row = e->logits + (size_t)i * nv;
-        i += 1 + s->n_draft; /* a speculating sequence has a row per draft besides its own */
-        if (s->n_draft > 0) {
+        i += 1 + s->spec.n_draft; /* a speculating sequence has a row per draft besides its own */
+        if (s->spec.n_draft > 0) {
             verify_drafts(e, s, row);
             continue;
         }

@@ -110,9 +110,9 @@ request *request_create(uint64_t id, const int32_t *prompt, int n_prompt, const 
             !(s->attn_acc = calloc((size_t)params->evict.budget, sizeof *s->attn_acc)))
             goto oom;
         if (beam) {
-            s->cand_tok = malloc((size_t)params->beam_width * 2 * sizeof *s->cand_tok);
-            s->cand_lp = malloc((size_t)params->beam_width * 2 * sizeof *s->cand_lp);
-            if (!s->cand_tok || !s->cand_lp) goto oom;
+            s->beam.cand_tok = malloc((size_t)params->beam_width * 2 * sizeof *s->beam.cand_tok);
+            s->beam.cand_lp = malloc((size_t)params->beam_width * 2 * sizeof *s->beam.cand_lp);
+            if (!s->beam.cand_tok || !s->beam.cand_lp) goto oom;
         }
         if (params->constraint && constraint_state_init(&s->cons, params->constraint)) {
             request_free(r);
@@ -134,8 +134,8 @@ void request_free(request *r) {
         for (int i = 0; i < r->n_seqs; i++) {
             free(r->seqs[i].tokens);
             free(r->seqs[i].held);
-            free(r->seqs[i].cand_tok);
-            free(r->seqs[i].cand_lp);
+            free(r->seqs[i].beam.cand_tok);
+            free(r->seqs[i].beam.cand_lp);
             if (r->seqs[i].cons.c) constraint_state_free(&r->seqs[i].cons);
             free(r->seqs[i].attn_acc);
         }

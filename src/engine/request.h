@@ -45,23 +45,26 @@ typedef struct {
     /* Speculative decoding: this step's draft tokens, which follow tokens[]
      * in the batch (positions n_tokens..n_tokens + n_draft - 1), and the
      * number to propose next time (adapted, spec_next_k). */
-    int32_t draft[SPEC_MAX_TOKENS];
-    int n_draft;
-    int spec_k;
-    int spec_misses;      /* verifications in a row that accepted nothing */
-    int spec_skip;        /* decode steps left without drafts (spec_backoff_steps) */
-    seq_kv draft_kv;      /* the draft model's KV (method draft_model) */
-    int draft_computed;   /* positions whose draft K/V are in draft_kv; those from
-                             draft_base on were computed from draft[] */
-    int draft_base;
+    struct {
+        int32_t draft[SPEC_MAX_TOKENS];
+        int n_draft;
+        int k;
+        int misses;   /* verifications in a row that accepted nothing */
+        int skip;     /* decode steps left without drafts (spec_backoff_steps) */
+        seq_kv kv;    /* the draft model's KV (method draft_model) */
+        int computed; /* positions whose draft K/V are in kv; those from base on were computed from draft[] */
+        int base;
+    } spec;
     /* Beam search: the beam's score so far and its best next tokens. */
-    double cum_logprob;
-    bool beam_pending;
+    struct {
+        double cum_logprob;
+        bool pending;
+        int n_cand;
+        int32_t *cand_tok;
+        float *cand_lp;
+    } beam;
     /* Structured output: where the output is in the request's grammar. */
     constraint_state cons;
-    int n_cand;
-    int32_t *cand_tok;
-    float *cand_lp;
     bool prompt_lps_sent; /* its first output carried the request's prompt logprobs */
 } sequence;
 

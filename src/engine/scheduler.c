@@ -86,7 +86,7 @@ static void unschedule(sched_batch *b, sequence *seq) {
 /* Frees the victim's blocks; it will be recomputed from its tokens. */
 static void preempt(scheduler *s, sched_batch *b, sequence *victim) {
     if (victim->scheduled) unschedule(b, victim);
-    victim->n_draft = 0;
+    victim->spec.n_draft = 0;
     kvm_release(s->kvm, &victim->kv);
     victim->n_computed = 0;
     evict_reset(victim);
@@ -116,13 +116,13 @@ static void schedule_running(scheduler *s, sched_batch *b, sequence *seq, bool *
     const int budget = s->max_batched_tokens - b->n_tokens;
     const int remaining = seq->n_tokens - seq->n_computed;
     int n = evict_limit_chunk(seq, remaining < budget ? remaining : budget);
-    if (seq->n_draft > 0) {
+    if (seq->spec.n_draft > 0) {
         /* A decode with drafts: they come after the token, as budget and blocks
          * allow; they never cost anyone else their place. */
-        if (seq->n_draft > budget - n) seq->n_draft = budget - n > 0 ? budget - n : 0;
-        if (seq->n_draft > 0 && kvm_allocate(s->kvm, &seq->kv, seq_kv_len(seq), n + seq->n_draft))
-            seq->n_draft = 0;
-        n += seq->n_draft;
+        if (seq->spec.n_draft > budget - n) seq->spec.n_draft = budget - n > 0 ? budget - n : 0;
+        if (seq->spec.n_draft > 0 && kvm_allocate(s->kvm, &seq->kv, seq_kv_len(seq), n + seq->spec.n_draft))
+            seq->spec.n_draft = 0;
+        n += seq->spec.n_draft;
     }
     while (evict_make_room(s->kvm, &s->evict, seq, n) || kvm_allocate(s->kvm, &seq->kv, seq_kv_len(seq), n)) {
         sequence *victim = pick_victim(s);
