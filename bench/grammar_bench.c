@@ -12,7 +12,7 @@
  *      that never closes). Time per output token is the decode time (from each
  *      request's first token to its last) over the tokens decoded.
  * usage: grammar_bench MODEL.gguf [--reps N] [--tokens N] [--batch N] [--threads N] */
-#include "engine/constrain.h"
+#include "engine/seq_constraint.h"
 #include "engine/engine.h"
 #include "grammar/constraint.h"
 #include "grammar/token_mask.h"

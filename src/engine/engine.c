@@ -31,7 +31,7 @@
 #include "engine/engine_internal.h"
 
 #include "engine/beam.h"
-#include "engine/constrain.h"
+#include "engine/seq_constraint.h"
 #include "engine/draft.h"
 #include "engine/finish.h"
 #include "engine/ngram.h"

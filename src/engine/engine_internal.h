@@ -5,7 +5,7 @@
 #define CLLM_ENGINE_ENGINE_INTERNAL_H
 
 #include "engine/beam.h"
-#include "engine/constrain.h"
+#include "engine/seq_constraint.h"
 #include "engine/draft.h"
 #include "engine/engine.h"
 #include "engine/prompt_logprobs.h"

@@ -12,7 +12,7 @@
 #include "engine/logprobs.h"
 #include "engine/spec.h"
 #include "engine/stop_strings.h"
-#include "engine/token_mask.h"
+#include "engine/token_bans.h"
 #include "kv/kv_manager.h"
 #include "tokenizer/tokenizer.h"
 #include "util/time.h"
@@ -45,7 +45,7 @@ static int32_t fail(engine *e, sequence *s) {
 /* The logits processors before the sampler's own (penalties, bias,
  * temperature, top-k/top-p/min-p in sampler.c), in this order: min_tokens
  * hides the end-of-generation and stop tokens, then the request's allowed and
- * bad words (token_mask.c), then the grammar's mask (constrain.c). 0, or -1
+ * bad words (token_bans.c), then the grammar's mask (seq_constraint.c). 0, or -1
  * when the constraint failed. */
 static int process_logits(engine *e, sequence *s, float *logits) {
     const request_params *p = &s->req->params;
@@ -55,7 +55,7 @@ static int process_logits(engine *e, sequence *s, float *logits) {
         for (int i = 0; i < p->n_stop_token_ids; i++)
             if (p->stop_token_ids[i] >= 0 && p->stop_token_ids[i] < nv) logits[p->stop_token_ids[i]] = -INFINITY;
     }
-    token_mask_apply(p, s->tokens + s->n_prompt, seq_n_output(s), logits, nv);
+    token_bans_apply(p, s->tokens + s->n_prompt, seq_n_output(s), logits, nv);
     return p->constraint ? constrain_logits(&e->cons, &s->cons, logits, nv) : 0;
 }
 

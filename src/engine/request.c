@@ -50,7 +50,7 @@ static int copy_params(request_params *dst, const request_params *src) {
         dup_items(src->bad_word_ids, n_bad_tokens, sizeof *src->bad_word_ids, &dst->bad_word_ids) ||
         dup_items(src->bad_word_lens, src->n_bad_words, sizeof *src->bad_word_lens, &dst->bad_word_lens))
         return -1;
-    if (dst->n_allowed_token_ids > 0) /* sorted for token_mask_apply's merge */
+    if (dst->n_allowed_token_ids > 0) /* sorted for token_bans_apply's merge */
         qsort((void *)dst->allowed_token_ids, (size_t)dst->n_allowed_token_ids, sizeof *dst->allowed_token_ids,
               cmp_token);
     if (src->n_stop > 0) {

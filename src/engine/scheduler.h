@@ -12,11 +12,11 @@
  * A sequence that must preempt itself while it runs alone is marked
  * kv_starved: recomputing it would only come back to the same point.
  * A sequence with KV eviction computes chunks that fit its budget, and is
- * compacted (engine/evict.h) before its blocks are allocated. */
+ * compacted (engine/seq_evict.h) before its blocks are allocated. */
 #ifndef CLLM_ENGINE_SCHEDULER_H
 #define CLLM_ENGINE_SCHEDULER_H
 
-#include "engine/evict.h"
+#include "engine/seq_evict.h"
 #include "engine/request.h"
 #include "kv/kv_manager.h"
 

@@ -2,7 +2,7 @@
  * dropped) is tokenized alone and, when that gives a different first token
  * and as many tokens, after a space too, so the word is banned at the start
  * of the text and inside it. The engine bans a sequence's last token after
- * the rest (token_mask.h). */
+ * the rest (token_bans.h). */
 #ifndef CLLM_SERVER_BAD_WORDS_H
 #define CLLM_SERVER_BAD_WORDS_H
 

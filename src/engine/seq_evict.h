@@ -5,8 +5,8 @@
  * compacted in the books, and the sequence's token i moves to KV position
  * i - n_evicted. The rows themselves move, keys re-rotated, when the model
  * runner applies the step's KV plan (runner_apply), before the forward. */
-#ifndef CLLM_ENGINE_EVICT_H
-#define CLLM_ENGINE_EVICT_H
+#ifndef CLLM_ENGINE_SEQ_EVICT_H
+#define CLLM_ENGINE_SEQ_EVICT_H
 
 #include "engine/request.h"
 #include "kv/kv_evict.h"

@@ -1,5 +1,5 @@
-/* See constrain.h. */
-#include "engine/constrain.h"
+/* See seq_constraint.h. */
+#include "engine/seq_constraint.h"
 
 #include "util/error.h"
 

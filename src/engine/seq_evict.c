@@ -1,5 +1,5 @@
-/* See evict.h. */
-#include "engine/evict.h"
+/* See seq_evict.h. */
+#include "engine/seq_evict.h"
 
 #include <stdlib.h>
 #include <string.h>

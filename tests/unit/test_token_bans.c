@@ -11,7 +11,7 @@
 #include <cmocka.h>
 
 #include "engine/stop_strings.h"
-#include "engine/token_mask.h"
+#include "engine/token_bans.h"
 
 #include <math.h>
 #include <string.h>
@@ -36,7 +36,7 @@ static void test_allowed_token_ids_leave_only_those(void **state) {
     p.n_allowed_token_ids = 5;
     float l[NV];
     fill(l);
-    token_mask_apply(&p, NULL, 0, l, NV);
+    token_bans_apply(&p, NULL, 0, l, NV);
     assert_int_equal(n_finite(l), 4);
     for (int i = 0; i < NV; i++) {
         const bool allowed = i == 0 || i == 3 || i == 17 || i == 49;
@@ -68,7 +68,7 @@ static void test_bad_words_ban_the_last_token_after_the_rest(void **state) {
     for (size_t c = 0; c < sizeof CASES / sizeof *CASES; c++) {
         float l[NV];
         fill(l);
-        token_mask_apply(&p, CASES[c].out, CASES[c].n, l, NV);
+        token_bans_apply(&p, CASES[c].out, CASES[c].n, l, NV);
         int n_banned = 0;
         for (int k = 0; CASES[c].banned[k] >= 0; k++, n_banned++)
             if (isfinite(l[CASES[c].banned[k]])) fail_msg("case %zu: token %d not banned", c, CASES[c].banned[k]);
@@ -83,7 +83,7 @@ static void test_no_masks_change_nothing(void **state) {
     float l[NV], want[NV];
     fill(l);
     fill(want);
-    token_mask_apply(&p, NULL, 0, l, NV);
+    token_bans_apply(&p, NULL, 0, l, NV);
     assert_memory_equal(l, want, sizeof l);
 }
 

@@ -1,7 +1,7 @@
-/* See token_mask.h. Both follow vLLM: allowed_token_ids as its
+/* See token_bans.h. Both follow vLLM: allowed_token_ids as its
  * AllowedTokenIdsLogitsProcessor, bad_words as _apply_bad_words (the
  * output's last tokens against each word's prefix). */
-#include "engine/token_mask.h"
+#include "engine/token_bans.h"
 
 #include <math.h>
 #include <string.h>
@@ -26,7 +26,7 @@ static void ban_bad_words(const request_params *p, const int32_t *output, int n_
     }
 }
 
-void token_mask_apply(const request_params *p, const int32_t *output, int n_output, float *logits, int n_vocab) {
+void token_bans_apply(const request_params *p, const int32_t *output, int n_output, float *logits, int n_vocab) {
     if (p->n_allowed_token_ids > 0) keep_allowed(p->allowed_token_ids, p->n_allowed_token_ids, logits, n_vocab);
     if (p->n_bad_words > 0) ban_bad_words(p, output, n_output, logits, n_vocab);
 }

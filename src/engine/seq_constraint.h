@@ -6,8 +6,8 @@
  * under the mask, so a draft the constraint forbids is rejected and never
  * enters the state. The model's vocabulary is indexed (token_vocab) on the
  * first constrained request. */
-#ifndef CLLM_ENGINE_CONSTRAIN_H
-#define CLLM_ENGINE_CONSTRAIN_H
+#ifndef CLLM_ENGINE_SEQ_CONSTRAINT_H
+#define CLLM_ENGINE_SEQ_CONSTRAINT_H
 
 #include "grammar/constraint.h"
 #include "tokenizer/tokenizer.h"
