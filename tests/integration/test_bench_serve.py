@@ -416,8 +416,8 @@ def test_bad_options(run_cllm):
     assert p.returncode == 1 and "usage" in p.stderr
 
 
-@pytest.mark.skipif(shutil.which("gnuplot") is None, reason="gnuplot is not installed (scripts/setup.sh)")
 def test_plot(run_cllm, tmp_path):
+    assert shutil.which("gnuplot"), "gnuplot is not installed (scripts/setup.sh installs gnuplot-nox)"
     results = []
     with StubServer(delay=0.002) as srv:
         for c in (1, 2, 4):
@@ -438,20 +438,15 @@ def test_plot(run_cllm, tmp_path):
 
 # ---- against cllm serve ----
 
-def cllm_server_or_skip(cllm_bin, model, *args):
-    try:
-        from server_util import CllmServer
-    except ImportError:
-        pytest.skip("tests/integration/server_util.py (cllm serve harness) is not there yet")
-    probe = subprocess.run([str(cllm_bin), "serve", "--help"], capture_output=True, text=True, timeout=30)
-    if "not built yet" in probe.stderr:
-        pytest.skip("cllm serve is a placeholder in this build")
+def cllm_server(cllm_bin, model, *args):
+    from server_util import CllmServer
+
     return CllmServer(cllm_bin, model, *args)
 
 
 def test_against_cllm_serve(cllm_bin, run_cllm, model_factory, tmp_path):
     model = model_factory("llama")
-    srv = cllm_server_or_skip(cllm_bin, model, "--max-model-len", "256")
+    srv = cllm_server(cllm_bin, model, "--max-model-len", "256")
     try:
         base = f"http://127.0.0.1:{srv.port}"
         res, p = run_json(run_cllm, tmp_path, base, "--num-prompts", "8", "--random-input-len", "24",

@@ -27,11 +27,10 @@ import subprocess
 from datetime import datetime
 from pathlib import Path
 
+import jinja2
 import pytest
-
-jinja2 = pytest.importorskip("jinja2")
-from jinja2.ext import Extension, loopcontrols  # noqa: E402
-from jinja2.sandbox import ImmutableSandboxedEnvironment  # noqa: E402
+from jinja2.ext import Extension, loopcontrols
+from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 # jinja2 itself warns about the unknown escape the string_escapes case uses on purpose
 pytestmark = pytest.mark.filterwarnings("ignore:invalid escape sequence:DeprecationWarning")

@@ -18,10 +18,10 @@ import os
 import subprocess
 from pathlib import Path
 
+import gguf
 import numpy as np
 import pytest
 
-gguf = pytest.importorskip("gguf")
 Q = gguf.GGMLQuantizationType
 
 # Byte offsets of the f16 scale fields in each block (ggml-common.h layouts).

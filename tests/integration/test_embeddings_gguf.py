@@ -32,14 +32,14 @@ def embed(srv, inputs):
 
 @pytest.fixture(scope="module")
 def minilm_gguf(tmp_path_factory):
-    pkg = pytest.importorskip("all_minilm_l6_v2")
-    with contextlib.redirect_stdout(io.StringIO()):
-        folder = Path(pkg.get_model_path())
+    with contextlib.redirect_stdout(io.StringIO()):  # the package prints a line on import
+        import all_minilm_l6_v2
+        folder = Path(all_minilm_l6_v2.get_model_path())
     return folder, write_bert_gguf(folder, tmp_path_factory.mktemp("gguf") / "all-MiniLM-L6-v2.gguf")
 
 
 def test_minilm_gguf_matches_llama_cpp_and_sentence_transformers(cllm_bin, minilm_gguf):
-    llama_cpp = pytest.importorskip("llama_cpp")
+    import llama_cpp
     _, path = minilm_gguf
     data = json.loads(REFERENCE.read_text(encoding="utf-8"))
     sentences, ref = data["sentences"], np.array(data["embeddings"])
@@ -55,7 +55,7 @@ def test_minilm_gguf_matches_llama_cpp_and_sentence_transformers(cllm_bin, minil
 
 
 def test_gguf_vocabulary_tokenizes_as_hf(cllm_bin, minilm_gguf):
-    tokenizers = pytest.importorskip("tokenizers")
+    import tokenizers
     folder, path = minilm_gguf
     hf = tokenizers.Tokenizer.from_file(str(folder / "tokenizer.json"))
     hf.no_padding()
@@ -75,6 +75,7 @@ def test_synthetic_gguf_equals_its_folder(cllm_bin, tmp_path, pooling):
         from_folder, from_gguf = embed(a, texts), embed(b, texts)
     assert np.abs(from_folder - from_gguf).max() < 1e-6
     # The GGUF is always normalized (llama.cpp's embeddings are); the folder here too.
-    tok = pytest.importorskip("tokenizers").Tokenizer.from_file(str(folder / "tokenizer.json"))
+    import tokenizers
+    tok = tokenizers.Tokenizer.from_file(str(folder / "tokenizer.json"))
     want = ref_bert.embed(folder, [tok.encode(t).ids for t in texts])
     assert np.abs(from_gguf - want).max() < 2e-5

@@ -20,11 +20,10 @@ import threading
 from pathlib import Path
 
 import numpy as np
+import openai
 import pytest
 
 from server_util import CllmServer
-
-openai = pytest.importorskip("openai")
 
 REFERENCE = Path(__file__).resolve().parents[1] / "data" / "minilm_reference.json"
 NAME = "all-MiniLM-L6-v2"
@@ -32,9 +31,9 @@ NAME = "all-MiniLM-L6-v2"
 
 @pytest.fixture(scope="module")
 def minilm_path() -> Path:
-    pkg = pytest.importorskip("all_minilm_l6_v2")  # prints a line on import
-    with contextlib.redirect_stdout(io.StringIO()):
-        return Path(pkg.get_model_path())
+    with contextlib.redirect_stdout(io.StringIO()):  # the package prints a line on import
+        import all_minilm_l6_v2
+        return Path(all_minilm_l6_v2.get_model_path())
 
 
 @pytest.fixture(scope="module")

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import tokenizers
 
 import ref_bert
 from server_util import CllmServer
-
-tokenizers = pytest.importorskip("tokenizers")
 
 TEXTS = ["the cat sat on the mat", "hello world!", "a quick brown fox jumps over the lazy dog",
          "unable running walked", "Embedding vector TEXT model, test sentence?", "zzz qqq", "x"]

@@ -18,10 +18,9 @@ import random
 
 import numpy as np
 import pytest
+import xgrammar as xgr
 
 from grammar_util import CllmMasks, mask_ids, write_vocab_json
-
-xgr = pytest.importorskip("xgrammar")
 
 SCHEMAS = [
     {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},

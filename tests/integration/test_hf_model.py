@@ -195,7 +195,7 @@ def test_real_model_folder_matches_exact_reference(run_cllm, real, tmp_path):
 def test_real_tokenizer_json_matches_hf_and_gguf(cllm_bin, real_model_path, real):
     """Its tokenizer.json (262144 tokens, ~0.5 M merges) tokenizes like Hugging
     Face `tokenizers` reading the same file, and like the GGUF's vocabulary."""
-    tokenizers = pytest.importorskip("tokenizers")
+    import tokenizers
     from tokenizer_util import cllm_encode, load_strings
 
     real_folder = real[0]
@@ -213,7 +213,7 @@ def test_real_folder_to_gguf_keeps_its_tokenizer_and_outputs(run_cllm, cllm_bin,
     exported SentencePiece vocabulary, with scores made from the merge ranks,
     tokenizes like tokenizer.json in cllm and in llama.cpp, and the F16 model's
     logits stay those of the folder."""
-    tokenizers = pytest.importorskip("tokenizers")
+    import tokenizers
     from tokenizer_util import cllm_encode, load_strings
 
     real_folder = real[0]
@@ -226,7 +226,7 @@ def test_real_folder_to_gguf_keeps_its_tokenizer_and_outputs(run_cllm, cllm_bin,
     ours = cllm_encode(cllm_bin, out, strings, add_special=True, parse_special=True)
     bad = [s for s, a, b in zip(strings, ours, want) if a != b]
     assert not bad, f"{len(bad)} strings differ from tokenizers, e.g. {bad[:3]}"
-    llama_cpp = pytest.importorskip("llama_cpp")
+    import llama_cpp
     llm = llama_cpp.Llama(model_path=str(out), vocab_only=True, verbose=False)
     theirs = [llm.tokenize(s.encode(), add_bos=True, special=True) for s in strings]
     bad = [s for s, a, b in zip(strings, theirs, want) if a != b]

@@ -234,8 +234,7 @@ def test_openai_client_passes_the_fields(server):
 def test_long_text_ships_in_a_debian_package(tmp_path):
     import long_text
 
-    if not long_text.available():
-        pytest.skip("the `bible` program is missing (scripts/setup.sh installs bible-kjv bible-kjv-text)")
+    assert long_text.available(), "the `bible` program is missing (scripts/setup.sh installs bible-kjv bible-kjv-text)"
     text = long_text.long_text()
     assert text.startswith("Genesis 1\n\nIn the beginning God created the heaven and the earth.")
     assert len(text.split()) > 38000 and "Genesis 50" in text
@@ -251,8 +250,7 @@ def test_sinks_keep_the_real_model_close_to_the_full_cache(run_cllm, real_model_
 
     import long_text
 
-    if not long_text.available():
-        pytest.skip("the `bible` program is missing (scripts/setup.sh installs bible-kjv bible-kjv-text)")
+    assert long_text.available(), "the `bible` program is missing (scripts/setup.sh installs bible-kjv bible-kjv-text)"
     path = tmp_path / "genesis.txt"
     path.write_text(long_text.long_text())
     ppl = {}

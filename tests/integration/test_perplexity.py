@@ -18,7 +18,7 @@ EVAL = "tests/data/eval.txt"
 
 def llama_cpp_perplexity(model_path, text, n_ctx, max_chunks):
     """llama-perplexity's algorithm over llama.cpp's logits."""
-    llama_cpp = pytest.importorskip("llama_cpp")
+    import llama_cpp
     llm = llama_cpp.Llama(model_path=str(model_path), n_ctx=n_ctx, n_threads=2, logits_all=True, verbose=False)
     tokens = llm.tokenize(text.encode(), add_bos=True, special=False)
     n_chunks = min(len(tokens) // n_ctx, max_chunks)

@@ -191,7 +191,7 @@ def test_llama_cpp_reads_the_exported_tokenizer(tok_export):
     does. Not for Metaspace's "first" scheme (Mistral's tokenizer.json): GGUF
     has no key for it, llama.cpp prefixes a space as SentencePiece does, and
     only cllm reads its own key for it (checked above)."""
-    llama_cpp = pytest.importorskip("llama_cpp")
+    import llama_cpp
     kind, tok, _, out = tok_export
     if kind == "spm-mistral":
         pytest.skip("Metaspace prepend_scheme=first has no GGUF key llama.cpp reads")

@@ -27,14 +27,13 @@ import json
 import re
 from pathlib import Path
 
+import openai
 import pytest
+from openai.lib.streaming.chat import ChatCompletionStreamState
 
-openai = pytest.importorskip("openai")
-from openai.lib.streaming.chat import ChatCompletionStreamState  # noqa: E402
-
-from server_util import CllmServer  # noqa: E402
-from test_chat_template import CORPUS_DIR, CORPUS_MISSING, ENV, render_jinja  # noqa: E402
-from tool_model import write_tool_model, piece_id  # noqa: E402
+from server_util import CllmServer
+from test_chat_template import CORPUS_DIR, CORPUS_MISSING, ENV, render_jinja
+from tool_model import write_tool_model, piece_id
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "tests" / "data" / "templates"
 

@@ -16,8 +16,9 @@ of f32, and nowhere else:
   largest logit; greedy tokens can then part where the top two are close).
   The test bounds the TP difference by that one-process yardstick.
 
-Skipped when mpirun is missing or cllm was built without MPI; CI installs
-OpenMPI (scripts/setup.sh), so it runs there.
+Skipped only where mpirun is missing. CI installs OpenMPI (scripts/setup.sh),
+so where mpirun is there a build without MPI (CLLM_MPI off in the build's
+CMakeCache.txt) fails the tests instead of skipping them.
 """
 
 from __future__ import annotations
@@ -47,17 +48,36 @@ TOKENS = [2, 100, 200, 300, 50, 60, 70, 80, 90, 10, 11, 12, 13, 14, 15, 16, 17, 
 PROMPTS = ["hello world", "the model and the cache", "one two three four five six seven"]
 
 
-def _mpi_built(build_dir: Path) -> bool:
+# CMake's false constants (if(<variable>) is true for any other value).
+CMAKE_FALSE = {"", "0", "OFF", "NO", "FALSE", "N", "IGNORE", "NOTFOUND"}
+
+
+def _cmake_cached_bool(build_dir: Path, name: str) -> bool:
+    """`name` in the build's CMakeCache.txt (a line NAME:TYPE=VALUE), read as
+    CMake's if() reads it; fails the test where the cache or the entry is
+    missing, since then nothing says how cllm was built."""
     cache = build_dir / "CMakeCache.txt"
-    return cache.exists() and "CLLM_MPI:BOOL=ON" in cache.read_text()
+    if not cache.is_file():
+        pytest.fail(f"mpirun is installed ({MPIRUN}) but {cache} is missing: cannot tell whether cllm was built "
+                    f"with MPI; point CLLM_BUILD_DIR at a CMake build folder", pytrace=False)
+    m = re.search(rf"^{name}:[A-Z]+=(.*)$", cache.read_text(), re.MULTILINE)
+    if not m:
+        pytest.fail(f"{cache} has no {name} entry: reconfigure (cmake -S . -B {build_dir})", pytrace=False)
+    value = m.group(1).strip().upper()
+    return value not in CMAKE_FALSE and not value.endswith("-NOTFOUND")
 
 
 @pytest.fixture(scope="module")
 def mpi(build_dir):
     if not MPIRUN:
         pytest.skip("mpirun not found: apt-get install openmpi-bin libopenmpi-dev (scripts/setup.sh does)")
-    if not _mpi_built(build_dir):
-        pytest.skip("cllm was built without MPI (CLLM_MPI off): install libopenmpi-dev and reconfigure")
+    if not _cmake_cached_bool(build_dir, "CLLM_MPI"):
+        # option() keeps a cached OFF: a build configured before OpenMPI was
+        # installed stays without MPI until told otherwise.
+        pytest.fail(f"mpirun is installed ({MPIRUN}) but cllm in {build_dir} was built without MPI (CLLM_MPI is "
+                    f"off in its CMakeCache.txt), so the tensor-parallel tests cannot run: install libopenmpi-dev "
+                    f"(scripts/setup.sh does) and reconfigure with cmake -S . -B {build_dir} -DCLLM_MPI=ON",
+                    pytrace=False)
     env = dict(os.environ)
     env.update(MPI_ENV)
     # Under the sanitizers: Open MPI's own leaks are suppressed, by library

@@ -11,13 +11,13 @@ from __future__ import annotations
 import json
 import random
 
+import gguf
+import llama_cpp
 import pytest
+import tokenizers
+from tokenizers import AddedToken, Regex, decoders, models, pre_tokenizers, trainers
 
 from tokenizer_util import cllm_decode, cllm_encode, first_difference, load_strings
-
-tokenizers = pytest.importorskip("tokenizers")
-gguf = pytest.importorskip("gguf")
-from tokenizers import AddedToken, Regex, decoders, models, pre_tokenizers, trainers  # noqa: E402
 
 QWEN2_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}"
                r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
@@ -163,7 +163,6 @@ def test_same_ids_as_hf_tokenizers_without_parsing_special_tokens(cllm_bin, bpe)
 
 
 def test_same_ids_as_llamacpp(cllm_bin, bpe):
-    llama_cpp = pytest.importorskip("llama_cpp")
     pre, tok, path = bpe
     try:
         llm = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
@@ -200,7 +199,6 @@ def test_random_texts_same_ids_as_hf_and_llamacpp(cllm_bin, bpe):
     items = _random_texts(300)
     ours = cllm_encode(cllm_bin, path, items, add_special=False, parse_special=True)
     _check(items, ours, [e.ids for e in tok.encode_batch(items, add_special_tokens=False)])
-    llama_cpp = pytest.importorskip("llama_cpp")
     llm = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
     _check(items, ours, [llm.tokenize(s.encode(), add_bos=False, special=True) for s in items])
 
@@ -208,7 +206,6 @@ def test_random_texts_same_ids_as_hf_and_llamacpp(cllm_bin, bpe):
 def test_default_pre_tokenizer_same_ids_as_llamacpp(cllm_bin, bpe, tmp_path):
     """A GGUF without a known pre-tokenizer gets llama.cpp's "default" chain of
     four regexes (punctuation runs, GPT-2, digit runs, digit triples)."""
-    llama_cpp = pytest.importorskip("llama_cpp")
     pre, tok, _ = bpe
     if pre != "gpt-2":
         pytest.skip("one vocabulary is enough")

@@ -4,7 +4,7 @@ of bad input."""
 
 from __future__ import annotations
 
-import pytest
+import gguf
 
 
 def test_plain_json_and_no_special(run_cllm, real_model_path):
@@ -54,7 +54,6 @@ def test_not_a_gguf(run_cllm, tmp_path):
 
 
 def test_gguf_without_tokenizer(run_cllm, tmp_path):
-    gguf = pytest.importorskip("gguf")
     path = tmp_path / "notok.gguf"
     w = gguf.GGUFWriter(str(path), "llama")
     w.write_header_to_file()

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import random
 
+import llama_cpp
 import pytest
 
 from tokenizer_util import cllm_decode, cllm_encode, first_difference, load_strings
-
-llama_cpp = pytest.importorskip("llama_cpp")
 
 STRINGS = load_strings()
 

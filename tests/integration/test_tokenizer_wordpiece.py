@@ -14,10 +14,9 @@ import json
 from pathlib import Path
 
 import pytest
+import tokenizers
 
 from tokenizer_util import cllm_encode, first_difference, load_strings
-
-tokenizers = pytest.importorskip("tokenizers")
 
 EXTRA = [
     "Héllo Wörld! Ça va? Crème brûlée, piña colada, naïve façade",
@@ -37,9 +36,9 @@ EXTRA = [
 
 @pytest.fixture(scope="module")
 def minilm_dir() -> Path:
-    pkg = pytest.importorskip("all_minilm_l6_v2")
-    with contextlib.redirect_stdout(io.StringIO()):
-        return Path(pkg.get_model_path())
+    with contextlib.redirect_stdout(io.StringIO()):  # the package prints a line on import
+        import all_minilm_l6_v2
+        return Path(all_minilm_l6_v2.get_model_path())
 
 
 def variant(src: Path, dst: Path, **normalizer) -> Path:

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import json
 
+import jsonschema
+import openai
 import pytest
+from openai.lib.streaming.chat import ChatCompletionStreamState
 
-openai = pytest.importorskip("openai")
-from openai.lib.streaming.chat import ChatCompletionStreamState  # noqa: E402
-
-from server_util import CllmServer  # noqa: E402
-from test_server_tools import QUESTION, TEMPLATES, client_of  # noqa: E402
+from server_util import CllmServer
+from test_server_tools import QUESTION, TEMPLATES, client_of
 
 
 UNITS = [
@@ -44,7 +44,6 @@ def forced_server(cllm_bin, real_model_path):
 
 @pytest.mark.parametrize("choice", ["required", {"type": "function", "function": {"name": "get_time"}}])
 def test_required_and_named_force_a_well_formed_call(forced_server, choice):
-    jsonschema = pytest.importorskip("jsonschema")
     client = client_of(forced_server)
     auto = client.chat.completions.create(model="m", messages=QUESTION, tools=UNITS, temperature=0, max_tokens=48)
     assert auto.choices[0].message.tool_calls is None  # unforced, this model writes prose

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "attn_pages.h"
+#include "kernel_paths.h"
 #include "kernels/wtype.h"
 #include "kv/kv_cache.h"
 #include "util/fp16.h"
@@ -232,6 +233,7 @@ static void test_tiles_odd_shapes(void **state) {
 
 int main(void) {
     wtype_init();
+    kernel_paths_print("paths compared with ref", KP_SET_AVX2);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pages_every_dtype),
         cmocka_unit_test(test_sliding_window),

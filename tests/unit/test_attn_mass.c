@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "attn_pages.h"
+#include "kernel_paths.h"
 #include "kernels/wtype.h"
 #include "kv/kv_evict.h"
 
@@ -221,6 +222,7 @@ static void test_h2o_keeps_the_same_tokens(void **state) {
 
 int main(void) {
     wtype_init();
+    kernel_paths_print("paths compared with ref", KP_SET_AVX2);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mass_matches_softmax),
         cmocka_unit_test(test_h2o_keeps_the_same_tokens),

@@ -15,7 +15,10 @@
  *    the reference, and a token's outputs do not depend on the batch; a
  *    weight repacked into the x8 layout gives the same bits, through the x8
  *    tiles (small batches) and through panels packed from it (larger ones);
- *  - the per-ISA kernel tables list the same types, each entry whole. */
+ *  - the per-ISA kernel tables list the same types, each entry whole.
+ * The tiles are compared with the reference on each kernel table this CPU
+ * runs, and the builds with the AVX2 tiles, each test saying which ran
+ * (kernel_paths.h). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,6 +29,7 @@
 #include "kernels/quants_kernels.h"
 #include "kernels/wtype.h"
 #include "kernels/wtype_tables.h"
+#include "kernel_paths.h"
 #include "quants_testdata.h"
 
 #include <math.h>
@@ -219,11 +223,11 @@ static void test_tables_list_the_same_types(void **state) {
 }
 
 /* Every tile shape against the reference dots, and all shapes bit for bit
- * against the largest. */
+ * against the largest: the reference tiles and those of each table this CPU
+ * runs. */
 static void test_every_tile_shape_matches_reference(void **state) {
     (void)state;
-    if (!wtype_using_avx2())
-        print_message("[  SKIP    ] AVX2 tiles: CPU without AVX2/FMA/F16C or CLLM_NO_AVX2 set\n");
+    kernel_paths_print("paths compared with ref", KP_SET_ALL);
     for (size_t i = 0; i < N_GEMM_TYPES; i++) {
         const wtype t = k_gemm_types[i];
         for (size_t l = 0; l < N_LENGTHS; l++) {
@@ -232,9 +236,11 @@ static void test_every_tile_shape_matches_reference(void **state) {
             /* float weights: no raw bit patterns (NaNs), no integer bounds */
             const int modes = wtype_block_size((uint32_t)t) == 1 ? W_QUANTIZED : W_EXTREME;
             for (int mode = W_QUANTIZED; mode <= modes; mode++) {
-                for (int fast = 0; fast < 2; fast++) {
-                    const wtype_traits *tr = fast ? wtype_get(t) : wtype_get_ref(t);
-                    const char *table = fast ? "fast" : "ref";
+                for (int p = KP_REF; p < KP_COUNT; p++) {
+                    wtype_traits entry;
+                    if (!kernel_path_entry(p, t, &entry)) continue;
+                    const wtype_traits *tr = &entry;
+                    const char *table = kernel_path_name(p);
                     /* sizes that no tile shape divides */
                     const int rows = 2 * tr->gemm_rows + 3, toks = 2 * tr->gemm_cols + 3;
                     gemm_case g = make_case(t, n, rows, toks, mode, 1000 * (uint64_t)n + 10 * mode);
@@ -260,11 +266,10 @@ static void test_every_tile_shape_matches_reference(void **state) {
 }
 
 /* The kernel builds behind the registry, each where the CPU can run it. */
-enum { ISA_AVX2, ISA_AVXVNNI, ISA_AVX512VNNI };
 typedef struct {
     wtype type;
     const char *build;
-    int isa; /* ISA_AVX2, ISA_AVXVNNI or ISA_AVX512VNNI: what the CPU needs */
+    int isa; /* KP_AVX2, KP_VNNI or KP_VNNI512: the path it is on */
     wtype_gemm_pack_fn pack; /* NULL: a tile kernel, not a panel */
     wtype_gemm_fn gemm;
     size_t panel_block;
@@ -274,79 +279,66 @@ typedef struct {
 } kernel_build;
 
 static const kernel_build k_builds[] = {
-    {WT_Q4_0, "avx2 panel", ISA_AVX2, gemm_pack_q4_0_avx2, gemm_panel_q4_0_q8_0_avx2, GEMM_PANEL_BLOCK,
+    {WT_Q4_0, "avx2 panel", KP_AVX2, gemm_pack_q4_0_avx2, gemm_panel_q4_0_q8_0_avx2, GEMM_PANEL_BLOCK,
      gemm_q4_0_q8_0_avx2, GEMM_LEGACY_ROWS, GEMM_LEGACY_COLS, gemm_prep_q8_0_avx2},
-    {WT_Q5_0, "avx2 panel", ISA_AVX2, gemm_pack_q5_0_avx2, gemm_panel_q5_0_q8_0_avx2, GEMM_PANEL_BLOCK,
+    {WT_Q5_0, "avx2 panel", KP_AVX2, gemm_pack_q5_0_avx2, gemm_panel_q5_0_q8_0_avx2, GEMM_PANEL_BLOCK,
      gemm_q5_0_q8_0_avx2, GEMM_LEGACY_ROWS, GEMM_LEGACY_COLS, gemm_prep_q8_0_avx2},
-    {WT_Q8_0, "avx2 panel", ISA_AVX2, gemm_pack_q8_0_avx2, gemm_panel_q8_0_q8_0_avx2,
+    {WT_Q8_0, "avx2 panel", KP_AVX2, gemm_pack_q8_0_avx2, gemm_panel_q8_0_q8_0_avx2,
      GEMM_PANEL_BLOCK_SIGNED_Q8, gemm_q8_0_q8_0_avx2, GEMM_LEGACY_ROWS, GEMM_LEGACY_COLS,
      gemm_prep_q8_0_signed_avx2},
-    {WT_Q4_0, "vnni panel", ISA_AVXVNNI, gemm_pack_q4_0_vnni, gemm_panel_q4_0_q8_0_vnni, GEMM_PANEL_BLOCK,
+    {WT_Q4_0, "vnni panel", KP_VNNI, gemm_pack_q4_0_vnni, gemm_panel_q4_0_q8_0_vnni, GEMM_PANEL_BLOCK,
      gemm_q4_0_q8_0_avx2, GEMM_LEGACY_ROWS, GEMM_LEGACY_COLS, gemm_prep_q8_0_vnni},
-    {WT_Q5_0, "vnni panel", ISA_AVXVNNI, gemm_pack_q5_0_vnni, gemm_panel_q5_0_q8_0_vnni, GEMM_PANEL_BLOCK,
+    {WT_Q5_0, "vnni panel", KP_VNNI, gemm_pack_q5_0_vnni, gemm_panel_q5_0_q8_0_vnni, GEMM_PANEL_BLOCK,
      gemm_q5_0_q8_0_avx2, GEMM_LEGACY_ROWS, GEMM_LEGACY_COLS, gemm_prep_q8_0_vnni},
-    {WT_Q8_0, "vnni panel", ISA_AVXVNNI, gemm_pack_q8_0_vnni, gemm_panel_q8_0_q8_0_vnni, GEMM_PANEL_BLOCK,
+    {WT_Q8_0, "vnni panel", KP_VNNI, gemm_pack_q8_0_vnni, gemm_panel_q8_0_q8_0_vnni, GEMM_PANEL_BLOCK,
      gemm_q8_0_q8_0_avx2, GEMM_LEGACY_ROWS, GEMM_LEGACY_COLS, gemm_prep_q8_0_vnni},
-    {WT_Q4_K, "vnni tile", ISA_AVXVNNI, NULL, gemm_q4_K_q8_K_vnni, 0, gemm_q4_K_q8_K_avx2, GEMM_K_ROWS,
+    {WT_Q4_K, "vnni tile", KP_VNNI, NULL, gemm_q4_K_q8_K_vnni, 0, gemm_q4_K_q8_K_avx2, GEMM_K_ROWS,
      GEMM_K_COLS, NULL},
-    {WT_Q5_K, "vnni tile", ISA_AVXVNNI, NULL, gemm_q5_K_q8_K_vnni, 0, gemm_q5_K_q8_K_avx2, GEMM_K_ROWS,
+    {WT_Q5_K, "vnni tile", KP_VNNI, NULL, gemm_q5_K_q8_K_vnni, 0, gemm_q5_K_q8_K_avx2, GEMM_K_ROWS,
      GEMM_K_COLS, NULL},
-    {WT_Q6_K, "vnni tile", ISA_AVXVNNI, NULL, gemm_q6_K_q8_K_vnni, 0, gemm_q6_K_q8_K_avx2, GEMM_K_ROWS,
+    {WT_Q6_K, "vnni tile", KP_VNNI, NULL, gemm_q6_K_q8_K_vnni, 0, gemm_q6_K_q8_K_avx2, GEMM_K_ROWS,
      GEMM_K_COLS, NULL},
-    {WT_Q4_K, "avx2 panel", ISA_AVX2, gemm_pack_q4_K_avx2, gemm_panel_q4_K_q8_K_avx2,
+    {WT_Q4_K, "avx2 panel", KP_AVX2, gemm_pack_q4_K_avx2, gemm_panel_q4_K_q8_K_avx2,
      GEMM_KPANEL_BLOCK, gemm_q4_K_q8_K_avx2, GEMM_K_ROWS, GEMM_K_COLS, NULL},
-    {WT_Q5_K, "avx2 panel", ISA_AVX2, gemm_pack_q5_K_avx2, gemm_panel_q5_K_q8_K_avx2,
+    {WT_Q5_K, "avx2 panel", KP_AVX2, gemm_pack_q5_K_avx2, gemm_panel_q5_K_q8_K_avx2,
      GEMM_KPANEL_BLOCK, gemm_q5_K_q8_K_avx2, GEMM_K_ROWS, GEMM_K_COLS, NULL},
-    {WT_Q6_K, "avx2 panel", ISA_AVX2, gemm_pack_q6_K_avx2, gemm_panel_q6_K_q8_K_avx2,
+    {WT_Q6_K, "avx2 panel", KP_AVX2, gemm_pack_q6_K_avx2, gemm_panel_q6_K_q8_K_avx2,
      GEMM_KPANEL_BLOCK_Q6, gemm_q6_K_q8_K_avx2, GEMM_K_ROWS, GEMM_K_COLS, NULL},
-    {WT_Q4_K, "vnni panel", ISA_AVXVNNI, gemm_pack_q4_K_vnni, gemm_panel_q4_K_q8_K_vnni, GEMM_KPANEL_BLOCK,
+    {WT_Q4_K, "vnni panel", KP_VNNI, gemm_pack_q4_K_vnni, gemm_panel_q4_K_q8_K_vnni, GEMM_KPANEL_BLOCK,
      gemm_q4_K_q8_K_avx2, GEMM_K_ROWS, GEMM_K_COLS, NULL},
-    {WT_Q5_K, "vnni panel", ISA_AVXVNNI, gemm_pack_q5_K_vnni, gemm_panel_q5_K_q8_K_vnni, GEMM_KPANEL_BLOCK,
+    {WT_Q5_K, "vnni panel", KP_VNNI, gemm_pack_q5_K_vnni, gemm_panel_q5_K_q8_K_vnni, GEMM_KPANEL_BLOCK,
      gemm_q5_K_q8_K_avx2, GEMM_K_ROWS, GEMM_K_COLS, NULL},
-    {WT_Q6_K, "vnni panel", ISA_AVXVNNI, gemm_pack_q6_K_vnni, gemm_panel_q6_K_q8_K_vnni,
+    {WT_Q6_K, "vnni panel", KP_VNNI, gemm_pack_q6_K_vnni, gemm_panel_q6_K_q8_K_vnni,
      GEMM_KPANEL_BLOCK_Q6, gemm_q6_K_q8_K_avx2, GEMM_K_ROWS, GEMM_K_COLS, NULL},
-    {WT_Q4_0, "vnni512 panel", ISA_AVX512VNNI, gemm_pack_q4_0_vnni512, gemm_panel_q4_0_q8_0_vnni512, GEMM_PANEL_BLOCK,
+    {WT_Q4_0, "vnni512 panel", KP_VNNI512, gemm_pack_q4_0_vnni512, gemm_panel_q4_0_q8_0_vnni512, GEMM_PANEL_BLOCK,
      gemm_q4_0_q8_0_avx2, GEMM_LEGACY_ROWS, GEMM_LEGACY_COLS, gemm_prep_q8_0_vnni512},
-    {WT_Q5_0, "vnni512 panel", ISA_AVX512VNNI, gemm_pack_q5_0_vnni512, gemm_panel_q5_0_q8_0_vnni512, GEMM_PANEL_BLOCK,
+    {WT_Q5_0, "vnni512 panel", KP_VNNI512, gemm_pack_q5_0_vnni512, gemm_panel_q5_0_q8_0_vnni512, GEMM_PANEL_BLOCK,
      gemm_q5_0_q8_0_avx2, GEMM_LEGACY_ROWS, GEMM_LEGACY_COLS, gemm_prep_q8_0_vnni512},
-    {WT_Q8_0, "vnni512 panel", ISA_AVX512VNNI, gemm_pack_q8_0_vnni512, gemm_panel_q8_0_q8_0_vnni512, GEMM_PANEL_BLOCK,
+    {WT_Q8_0, "vnni512 panel", KP_VNNI512, gemm_pack_q8_0_vnni512, gemm_panel_q8_0_q8_0_vnni512, GEMM_PANEL_BLOCK,
      gemm_q8_0_q8_0_avx2, GEMM_LEGACY_ROWS, GEMM_LEGACY_COLS, gemm_prep_q8_0_vnni512},
-    {WT_Q4_K, "vnni512 tile", ISA_AVX512VNNI, NULL, gemm_q4_K_q8_K_vnni512, 0, gemm_q4_K_q8_K_avx2, GEMM_K_ROWS,
+    {WT_Q4_K, "vnni512 tile", KP_VNNI512, NULL, gemm_q4_K_q8_K_vnni512, 0, gemm_q4_K_q8_K_avx2, GEMM_K_ROWS,
      GEMM_K_COLS, NULL},
-    {WT_Q5_K, "vnni512 tile", ISA_AVX512VNNI, NULL, gemm_q5_K_q8_K_vnni512, 0, gemm_q5_K_q8_K_avx2, GEMM_K_ROWS,
+    {WT_Q5_K, "vnni512 tile", KP_VNNI512, NULL, gemm_q5_K_q8_K_vnni512, 0, gemm_q5_K_q8_K_avx2, GEMM_K_ROWS,
      GEMM_K_COLS, NULL},
-    {WT_Q6_K, "vnni512 tile", ISA_AVX512VNNI, NULL, gemm_q6_K_q8_K_vnni512, 0, gemm_q6_K_q8_K_avx2, GEMM_K_ROWS,
+    {WT_Q6_K, "vnni512 tile", KP_VNNI512, NULL, gemm_q6_K_q8_K_vnni512, 0, gemm_q6_K_q8_K_avx2, GEMM_K_ROWS,
      GEMM_K_COLS, NULL},
-    {WT_Q4_K, "vnni512 panel", ISA_AVX512VNNI, gemm_pack_q4_K_vnni512, gemm_panel_q4_K_q8_K_vnni512, GEMM_KPANEL_BLOCK,
+    {WT_Q4_K, "vnni512 panel", KP_VNNI512, gemm_pack_q4_K_vnni512, gemm_panel_q4_K_q8_K_vnni512, GEMM_KPANEL_BLOCK,
      gemm_q4_K_q8_K_avx2, GEMM_K_ROWS, GEMM_K_COLS, NULL},
-    {WT_Q5_K, "vnni512 panel", ISA_AVX512VNNI, gemm_pack_q5_K_vnni512, gemm_panel_q5_K_q8_K_vnni512, GEMM_KPANEL_BLOCK,
+    {WT_Q5_K, "vnni512 panel", KP_VNNI512, gemm_pack_q5_K_vnni512, gemm_panel_q5_K_q8_K_vnni512, GEMM_KPANEL_BLOCK,
      gemm_q5_K_q8_K_avx2, GEMM_K_ROWS, GEMM_K_COLS, NULL},
-    {WT_Q6_K, "vnni512 panel", ISA_AVX512VNNI, gemm_pack_q6_K_vnni512, gemm_panel_q6_K_q8_K_vnni512,
+    {WT_Q6_K, "vnni512 panel", KP_VNNI512, gemm_pack_q6_K_vnni512, gemm_panel_q6_K_q8_K_vnni512,
      GEMM_KPANEL_BLOCK_Q6, gemm_q6_K_q8_K_avx2, GEMM_K_ROWS, GEMM_K_COLS, NULL},
 };
 
-static bool cpu_runs(const kernel_build *k) {
-    __builtin_cpu_init();
-    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") ||
-        !__builtin_cpu_supports("f16c"))
-        return false;
-    if (k->isa == ISA_AVXVNNI) return __builtin_cpu_supports("avxvnni");
-    if (k->isa == ISA_AVX512VNNI) return __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl");
-    return true;
-}
-
-/* Every build against the AVX2 tiles (whose bits, when the registry holds
- * them, test_every_tile_shape ties to every shape), for panels of
+/* Every build against the AVX2 tiles (whose bits test_every_tile_shape
+ * ties to the reference and to every shape), for panels of
  * 1..GEMM_PANEL_ROWS real rows and every column count. */
 static void test_kernel_builds_give_the_tiles_bits(void **state) {
     (void)state;
+    kernel_paths_print("builds compared with the AVX2 tiles", KP_SET_ALL);
     for (size_t i = 0; i < sizeof k_builds / sizeof k_builds[0]; i++) {
         const kernel_build *k = &k_builds[i];
-        if (!cpu_runs(k)) {
-            print_message("[  SKIP    ] %s %s: not supported by this CPU\n", wtype_name(k->type),
-                          k->build);
-            continue;
-        }
+        if (!kernel_path_runs(k->isa)) continue;
         const wtype_traits tiles = {
             .gemm = k->tiles, .gemm_rows = k->tile_rows, .gemm_cols = k->tile_cols};
         const int rows = k->pack ? GEMM_PANEL_ROWS : k->tile_rows;
@@ -429,11 +421,6 @@ static int x8_length(wtype t) {
     return wtype_block_size((uint32_t)t) == 256 ? 768 : 640;
 }
 
-static bool cpu_has_avx2(void) {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-}
-
 static void test_x8_layout_round_trips(void **state) {
     (void)state;
     for (size_t i = 0; i < sizeof k_x8_builds / sizeof k_x8_builds[0]; i++) {
@@ -457,10 +444,8 @@ static void test_x8_layout_round_trips(void **state) {
  * over 24 rows (3 groups) and 2 * X8_COLS + 1 activation rows. */
 static void test_x8_tiles_give_the_tiles_bits(void **state) {
     (void)state;
-    if (!cpu_has_avx2()) {
-        print_message("[  SKIP    ] x8 tiles: this CPU has no AVX2\n");
-        return;
-    }
+    kernel_paths_print("paths compared with the AVX2 tiles and ref", KP_SET_AVX2);
+    if (!kernel_path_runs(KP_AVX2)) return;
     for (size_t i = 0; i < sizeof k_x8_builds / sizeof k_x8_builds[0]; i++) {
         const x8_build *k = &k_x8_builds[i];
         const wtype_traits tiles = {.gemm = k->tiles, .gemm_rows = k->tile_rows, .gemm_cols = k->tile_cols};
@@ -504,15 +489,12 @@ static void test_x8_panels_equal_the_rows_panels(void **state) {
         const char *name;
         const wtype_traits *table;
         int isa;
-    } tables[] = {{"avx2", wtype_traits_avx2, ISA_AVX2},
-                  {"vnni", wtype_traits_vnni, ISA_AVXVNNI},
-                  {"vnni512", wtype_traits_vnni512, ISA_AVX512VNNI}};
+    } tables[] = {{"avx2", wtype_traits_avx2, KP_AVX2},
+                  {"vnni", wtype_traits_vnni, KP_VNNI},
+                  {"vnni512", wtype_traits_vnni512, KP_VNNI512}};
+    kernel_paths_print("tables checked", KP_SET_ALL);
     for (size_t ti = 0; ti < sizeof tables / sizeof tables[0]; ti++) {
-        const kernel_build probe = {.isa = tables[ti].isa};
-        if (!cpu_runs(&probe)) {
-            print_message("[  SKIP    ] x8 panels of the %s table: not supported by this CPU\n", tables[ti].name);
-            continue;
-        }
+        if (!kernel_path_runs(tables[ti].isa)) continue;
         int n_checked = 0;
         for (int t = 0; t < WT_COUNT; t++) {
             const wtype_traits *e = &tables[ti].table[t];

@@ -25,6 +25,7 @@
 #include "kernels/matmul.h"
 #include "kernels/quants_blocks.h"
 #include "kernels/wtype.h"
+#include "kernel_paths.h"
 #include "quants_testdata.h"
 #include "util/threadpool.h"
 
@@ -217,20 +218,22 @@ static double dot_tolerance(uint32_t t, const uint8_t *wq, const uint8_t *xq, in
     return 2e-6 * (abs_sum + zterm) + 1e-30;
 }
 
+/* The AVX2 table's dot (the GQ types have no VNNI entries). */
 static void check_fast_dot(uint32_t t, const uint8_t *wq, const uint8_t *xq, int n, const char *what) {
-    const wtype_traits *ref = wtype_get_ref((wtype)t), *fast = wtype_get((wtype)t);
+    const wtype_traits *ref = wtype_get_ref((wtype)t), *fast = &wtype_traits_avx2[t];
     float s_ref = 0, s_fast = 0;
     ref->vec_dot(n, &s_ref, wq, xq);
     fast->vec_dot(n, &s_fast, wq, xq);
     const double tol = dot_tolerance(t, wq, xq, n);
     if (fabs((double)s_fast - s_ref) > tol)
-        fail_msg("%s n=%d (%s): fast dot %.9g, reference %.9g, tolerance %.3g", ref->name, n, what, s_fast,
+        fail_msg("%s n=%d (%s): avx2 dot %.9g, reference %.9g, tolerance %.3g", ref->name, n, what, s_fast,
                  s_ref, tol);
 }
 
 static void test_vec_dot_fast_equals_ref(void **state) {
     (void)state;
-    print_message("  AVX2 %s\n", wtype_using_avx2() ? "in use" : "not available: comparing reference with itself");
+    kernel_paths_print("paths compared with ref", KP_SET_AVX2);
+    if (!kernel_path_runs(KP_AVX2)) return; /* not the reference against itself */
     for (uint32_t t = WT_GQ_BASE; t < WT_GQ_BASE + WT_GQ_COUNT; t++)
         for (size_t l = 0; l < N_LENGTHS; l++) {
             const int n = k_lengths[l];
@@ -377,10 +380,8 @@ static void gemm_tiled(const wtype_traits *tr, int n, int rows, int toks, int tr
 
 static void test_gemm_tiles(void **state) {
     (void)state;
-    if (!wtype_using_avx2()) {
-        print_message("  AVX2 not available: no gemm tiles to test\n");
-        return;
-    }
+    kernel_paths_print("paths compared with ref", KP_SET_AVX2);
+    if (!wtype_using_avx2()) return;
     const int rows = 7, toks = 6;
     for (uint32_t t = WT_GQ_BASE; t < WT_GQ_BASE + WT_GQ_COUNT; t++)
         for (size_t l = 0; l < N_LENGTHS; l++) {

@@ -9,6 +9,7 @@
 
 #include "kernels/ops.h"
 #include "kernels/wtype.h"
+#include "kernel_paths.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -148,6 +149,7 @@ static void test_layernorm_agrees(void **state) {
 
 int main(void) {
     wtype_init();
+    kernel_paths_print("paths compared with ref", KP_SET_AVX2);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_activations_agree),
         cmocka_unit_test(test_rmsnorm_agrees),

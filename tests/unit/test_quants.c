@@ -5,6 +5,8 @@
  *    reference's floats and bytes;
  *  - the AVX2 dot products equal the reference ones to f32 rounding, on
  *    quantized data and on random raw blocks (every bit pattern);
+ *    these comparisons run on each kernel table this CPU runs (AVX2, and the
+ *    VNNI ones' own entries: kernel_paths.h) and say which ran;
  *  - a dot product equals the dot of the dequantized operands, and differs
  *    from the f32 dot only by what activation quantization explains.
  * The dequantizers themselves are checked against the Python gguf package in
@@ -17,6 +19,7 @@
 
 #include "kernels/quants_blocks.h"
 #include "kernels/wtype.h"
+#include "kernel_paths.h"
 #include "quants_testdata.h"
 
 #include <math.h>
@@ -63,15 +66,6 @@ static void dot_f64(const float *a, const float *b, int n, double *dot, double *
     *abs_sum = s;
 }
 
-static void announce_avx2(void) {
-    static bool said;
-    if (!wtype_using_avx2() && !said) {
-        print_message(
-            "[  SKIP    ] AVX2 comparisons: CPU without AVX2/FMA/F16C or CLLM_NO_AVX2 set\n");
-        said = true;
-    }
-}
-
 /* ---- tests ---- */
 
 static void test_registry_entries(void **state) {
@@ -100,10 +94,10 @@ static void test_registry_entries(void **state) {
 
 static void test_roundtrip_error_within_type_bound(void **state) {
     (void)state;
-    announce_avx2();
+    kernel_paths_print("paths compared with ref", KP_SET_ALL);
     for (size_t c = 0; c < N_TYPES; c++) {
         const wtype t = k_types[c].type;
-        const wtype_traits *ref = wtype_get_ref(t), *fast = wtype_get(t);
+        const wtype_traits *ref = wtype_get_ref(t);
         for (int plain = 0; plain < 2; plain++) {
             const double bound = plain ? k_types[c].rms_bound_gauss : k_types[c].rms_bound;
             double worst = 0;
@@ -115,14 +109,19 @@ static void test_roundtrip_error_within_type_bound(void **state) {
                 uint8_t *q = malloc(row_bytes(t, n)), *qf = malloc(row_bytes(t, n));
                 fill_weights_as(x, n, 1000 + (uint64_t)n, plain);
                 ref->from_float(x, q, n);
-                fast->from_float(x, qf, n);
-                if (memcmp(q, qf, row_bytes(t, n)))
-                    fail_msg("%s n=%d: fast quantizer bytes differ from the reference", ref->name,
-                             n);
                 ref->to_float(q, y, n);
-                fast->to_float(q, yf, n);
-                if (memcmp(y, yf, sizeof(float) * n))
-                    fail_msg("%s n=%d: fast dequantizer differs from the reference", ref->name, n);
+                for (int p = KP_AVX2; p < KP_COUNT; p++) {
+                    wtype_traits fast;
+                    if (!kernel_path_entry(p, t, &fast)) continue;
+                    fast.from_float(x, qf, n);
+                    if (memcmp(q, qf, row_bytes(t, n)))
+                        fail_msg("%s n=%d: %s quantizer bytes differ from the reference",
+                                 ref->name, n, kernel_path_name(p));
+                    fast.to_float(q, yf, n);
+                    if (memcmp(y, yf, sizeof(float) * n))
+                        fail_msg("%s n=%d: %s dequantizer differs from the reference", ref->name,
+                                 n, kernel_path_name(p));
+                }
                 double err2 = 0, x2 = 0;
                 for (int i = 0; i < n; i++) {
                     assert_true(isfinite(y[i]));
@@ -146,10 +145,10 @@ static void test_roundtrip_error_within_type_bound(void **state) {
  * including on exact ties (x / d = k + 0.5) and all-zero blocks. */
 static void test_activation_quantizers_fast_equal_ref(void **state) {
     (void)state;
-    announce_avx2();
+    kernel_paths_print("paths compared with ref", KP_SET_ALL);
     static const wtype acts[] = {WT_Q8_0, WT_Q8_1, WT_Q8_K};
     for (size_t a = 0; a < 3; a++) {
-        const wtype_traits *ref = wtype_get_ref(acts[a]), *fast = wtype_get(acts[a]);
+        const wtype_traits *ref = wtype_get_ref(acts[a]);
         for (size_t l = 0; l < N_LENGTHS; l++) {
             const int n = k_lengths[l];
             if (!length_fits(acts[a], n)) continue;
@@ -170,10 +169,15 @@ static void test_activation_quantizers_fast_equal_ref(void **state) {
                         x[i] = 0; /* zero blocks */
                 }
                 ref->from_float(x, q, n);
-                fast->from_float(x, qf, n);
-                if (memcmp(q, qf, bytes))
-                    fail_msg("%s n=%d variant %d: AVX2 quantizer bytes differ from the reference",
-                             ref->name, n, variant);
+                for (int p = KP_AVX2; p < KP_COUNT; p++) {
+                    wtype_traits fast;
+                    if (!kernel_path_entry(p, acts[a], &fast)) continue;
+                    fast.from_float(x, qf, n);
+                    if (memcmp(q, qf, bytes))
+                        fail_msg("%s n=%d variant %d: %s quantizer bytes differ from the "
+                                 "reference",
+                                 ref->name, n, variant, kernel_path_name(p));
+                }
             }
             free(x), free(q), free(qf);
         }
@@ -200,30 +204,35 @@ static void test_q8_K_bsums_match_quants(void **state) {
     }
 }
 
-/* The AVX2 dot equals the reference to 1e-5 of sum |w_i x_i|: both sum exact
- * integer block products, and differ only in f32 vs double accumulation over
- * at most 128 blocks (n = 4096), which is good to ~1e-6 relative. */
+/* Each path's dot equals the reference to 1e-5 of sum |w_i x_i|: both sum
+ * exact integer block products, and differ only in f32 vs double accumulation
+ * over at most 128 blocks (n = 4096), which is good to ~1e-6 relative. */
 static void check_fast_dot(wtype t, const void *wq, const void *xq, int n, const char *what) {
-    const wtype_traits *ref = wtype_get_ref(t), *fast = wtype_get(t);
+    const wtype_traits *ref = wtype_get_ref(t);
     const wtype_traits *act = wtype_get_ref(ref->vec_dot_type);
     float *wd = malloc(sizeof(float) * n), *xd = malloc(sizeof(float) * n);
     ref->to_float(wq, wd, n);
     act->to_float(xq, xd, n);
     double dot, abs_sum;
     dot_f64(wd, xd, n, &dot, &abs_sum);
-    float s_ref = 0, s_fast = 0;
+    float s_ref = 0;
     ref->vec_dot(n, &s_ref, wq, xq);
-    fast->vec_dot(n, &s_fast, wq, xq);
     const double tol = 1e-5 * abs_sum + 1e-30;
-    if (fabs((double)s_fast - s_ref) > tol)
-        fail_msg("%s n=%d (%s): fast dot %.9g, reference %.9g, tolerance %.3g", ref->name, n, what,
-                 s_fast, s_ref, tol);
+    for (int p = KP_AVX2; p < KP_COUNT; p++) {
+        wtype_traits fast;
+        if (!kernel_path_entry(p, t, &fast)) continue;
+        float s_fast = 0;
+        fast.vec_dot(n, &s_fast, wq, xq);
+        if (fabs((double)s_fast - s_ref) > tol)
+            fail_msg("%s n=%d (%s): %s dot %.9g, reference %.9g, tolerance %.3g", ref->name, n,
+                     what, kernel_path_name(p), s_fast, s_ref, tol);
+    }
     free(wd), free(xd);
 }
 
 static void test_vec_dot_fast_equals_ref(void **state) {
     (void)state;
-    announce_avx2();
+    kernel_paths_print("paths compared with ref", KP_SET_ALL);
     for (size_t c = 0; c < N_TYPES; c++) {
         const wtype t = k_types[c].type;
         const wtype_traits *ref = wtype_get_ref(t);
