@@ -38,7 +38,7 @@ static int parse_list(const char *flag, const char *json, const char *dflt, char
             const bool oom = !l || json_is_string(s);
             free_list(l);
             json_decref(v);
-            return oom ? err_set("%s: out of memory", flag) : err_set("%s: item %zu is not a string", flag, i);
+            return oom ? err_oom("%s: out of memory", flag) : err_set("%s: item %zu is not a string", flag, i);
         }
     }
     json_decref(v);
@@ -78,7 +78,7 @@ int cors_config_parse(cors_config *c, const char *origins_json, const char *meth
     c->headers_text = join(c->headers);
     if (!c->methods_text || !c->headers_text) {
         cors_config_free(c);
-        return err_set("CORS settings: out of memory");
+        return err_oom("CORS settings: out of memory");
     }
     return 0;
 }

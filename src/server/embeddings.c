@@ -1,6 +1,7 @@
 /* See embeddings.h. */
 #include "server/embeddings.h"
 
+#include "server/api_json.h"
 #include "server/params.h"
 #include "util/base64.h"
 #include "util/error.h"

@@ -1,72 +1,37 @@
-/* See params.h. Each field has a small parser that checks the JSON type and
- * the range and writes into the request; a table says which fields each
- * endpoint takes. JSON null means "not given" for every optional field, as in
- * OpenAI's and vLLM's schemas. */
+/* See params.h. A table, FIELDS, has a row per request field: the endpoints
+ * that take it and its parser. Most fields are one typed value stored at an
+ * offset in api_request (a boolean, an integer or a number in a range, a
+ * string); the rest have a small parser of their own. A request is checked
+ * in passes: each key of the body against what this endpoint takes (FIELDS,
+ * vLLM's fields in params_vllm.c, structured output's in structured.c, the
+ * accepted and ignored ones in IGNORED); then each field parsed in the
+ * table's order; then the checks across fields. JSON null means "not given"
+ * for every optional field, as in OpenAI's and vLLM's schemas, and never
+ * reaches a parser. Chat messages are params_messages.c's. */
 #include "server/params.h"
 
+#include "server/api_json.h"
 #include "server/structured.h"
-
-#include "util/buf.h"
+#include "server/tools.h"
 
 #include <errno.h>
 #include <limits.h>
-#include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-const char *api_json_type_name(const json_t *v) {
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_STRING: return "a string";
-    case JSON_INTEGER: return "an integer";
-    case JSON_REAL: return "a number";
-    case JSON_TRUE:
-    case JSON_FALSE: return "a boolean";
-    default: return "null";
-    }
-}
-
-static int type_error(api_error *e, const char *field, const char *want, const json_t *v) {
-    return api_fail(e, 400, "invalid_type", field, "'%s' must be %s, got %s", field, want, api_json_type_name(v));
-}
-
-static int get_number(const json_t *v, const char *field, double lo, double hi, bool lo_open, bool hi_open,
-                      double *out, api_error *e) {
-    if (!json_is_number(v)) return type_error(e, field, "a number", v);
-    const double d = json_number_value(v);
-    if (!isfinite(d) || (lo_open ? d <= lo : d < lo) || (hi_open ? d >= hi : d > hi))
-        return api_fail(e, 400, "invalid_value", field, "'%s' must be in %s%g, %g%s, got %g", field,
-                        lo_open ? "(" : "[", lo, hi, hi_open ? ")" : "]", d);
-    *out = d;
-    return 0;
-}
-
-static int get_int(const json_t *v, const char *field, long long lo, long long hi, long long *out, api_error *e) {
-    if (!json_is_integer(v)) return type_error(e, field, "an integer", v);
-    const long long x = json_integer_value(v);
-    if (x < lo || x > hi) {
-        if (hi == LLONG_MAX)
-            return api_fail(e, 400, "invalid_value", field, "'%s' must be at least %lld, got %lld", field, lo, x);
-        return api_fail(e, 400, "invalid_value", field, "'%s' must be in [%lld, %lld], got %lld", field, lo, hi, x);
-    }
-    *out = x;
-    return 0;
-}
-
-static int get_bool(const json_t *v, const char *field, bool *out, api_error *e) {
-    if (!json_is_boolean(v)) return type_error(e, field, "a boolean", v);
-    *out = json_is_true(v);
-    return 0;
-}
+/* Which endpoints take a field. F_COMPL_NULL: a chat field that completions
+ * accept only as null; F_UNSUPPORTED: an OpenAI field this server does not
+ * implement, a 400 naming it unless null. */
+enum { F_COMMON = 1, F_COMPL = 2, F_CHAT = 4, F_UNSUPPORTED = 8, F_COMPL_NULL = 16 };
 
 /* ---- token ids ---- */
 
 int api_parse_token_ids(const json_t *v, const char *param, int n_vocab, int32_t **out, int *n, api_error *e) {
     *out = NULL;
     *n = 0;
-    if (!json_is_array(v)) return type_error(e, param, "a list of token ids", v);
+    if (!json_is_array(v)) return api_type_error(e, param, "a list of token ids", v);
     const size_t len = json_array_size(v);
     if (len > (size_t)INT_MAX / 8) return api_fail(e, 400, "invalid_value", param, "'%s' is too long", param);
     int32_t *ids = malloc((len ? len : 1) * sizeof *ids);
@@ -91,9 +56,66 @@ int api_parse_token_ids(const json_t *v, const char *param, int n_vocab, int32_t
     return 0;
 }
 
+/* ---- a row of the field table ---- */
+
+typedef struct request_field request_field;
+
+/* Parses v (not null) into r: 0, or -1 with *e naming f->field.name. */
+typedef int (*field_parser)(const request_field *f, const json_t *v, int n_vocab, api_request *r, api_error *e);
+
+struct request_field {
+    /* A pair written {"name", F_...} in every row: test_response_cache.py
+     * reads the fields each endpoint takes from them. */
+    struct {
+        const char *name;
+        int where; /* F_COMMON, ... */
+    } field;
+    field_parser parse; /* NULL for F_UNSUPPORTED */
+    size_t offset;      /* the typed parsers: where in api_request the value goes */
+    long long min, max; /* parse_int, parse_long: the range */
+    double lo, hi;      /* parse_float: the range, lo excluded when lo_open */
+    bool lo_open;
+};
+
+static void *field_at(api_request *r, const request_field *f) { return (char *)r + f->offset; }
+
+/* ---- typed values at an offset ---- */
+
+static int parse_bool(const request_field *f, const json_t *v, int n_vocab, api_request *r, api_error *e) {
+    return api_get_bool(v, f->field.name, (bool *)field_at(r, f), e);
+}
+
+/* An int in [min, max]. */
+static int parse_int(const request_field *f, const json_t *v, int n_vocab, api_request *r, api_error *e) {
+    long long x;
+    if (api_get_int(v, f->field.name, f->min, f->max, &x, e)) return -1;
+    *(int *)field_at(r, f) = (int)x;
+    return 0;
+}
+
+/* A long long in [min, max]. */
+static int parse_long(const request_field *f, const json_t *v, int n_vocab, api_request *r, api_error *e) {
+    return api_get_int(v, f->field.name, f->min, f->max, (long long *)field_at(r, f), e);
+}
+
+/* A float in [lo, hi] ((lo, hi] when lo_open). */
+static int parse_float(const request_field *f, const json_t *v, int n_vocab, api_request *r, api_error *e) {
+    double d;
+    if (api_get_number(v, f->field.name, f->lo, f->hi, f->lo_open, false, &d, e)) return -1;
+    *(float *)field_at(r, f) = (float)d;
+    return 0;
+}
+
+/* A string borrowed from the body. */
+static int parse_string(const request_field *f, const json_t *v, int n_vocab, api_request *r, api_error *e) {
+    if (!json_is_string(v)) return api_type_error(e, f->field.name, "a string", v);
+    *(const char **)field_at(r, f) = json_string_value(v);
+    return 0;
+}
+
 /* ---- prompt (completions) ---- */
 
-static int parse_prompt(const json_t *v, int n_vocab, api_request *r, api_error *e) {
+static int parse_prompt(const request_field *f, const json_t *v, int n_vocab, api_request *r, api_error *e) {
     if (json_is_string(v)) {
         r->prompts = calloc(1, sizeof *r->prompts);
         if (!r->prompts) return api_fail(e, 500, "out_of_memory", NULL, "out of memory");
@@ -103,7 +125,7 @@ static int parse_prompt(const json_t *v, int n_vocab, api_request *r, api_error 
         return 0;
     }
     if (!json_is_array(v))
-        return type_error(e, "prompt", "a string, a list of strings or a list of token ids", v);
+        return api_type_error(e, "prompt", "a string, a list of strings or a list of token ids", v);
     const size_t len = json_array_size(v);
     if (len == 0) return api_fail(e, 400, "invalid_value", "prompt", "'prompt' must not be an empty list");
     const json_t *first = json_array_get(v, 0);
@@ -138,169 +160,37 @@ static int parse_prompt(const json_t *v, int n_vocab, api_request *r, api_error 
     return 0;
 }
 
-/* ---- messages (chat) ---- */
+/* ---- fields with parsers of their own ---- */
 
-static int parse_content(const json_t *c, size_t i, const char *role, buf *text, api_error *e) {
-    char param[64];
-    snprintf(param, sizeof param, "messages[%zu].content", i);
-    if (json_is_string(c)) {
-        buf_append(text, json_string_value(c), json_string_length(c));
-        return 0;
-    }
-    if (json_is_null(c) && !strcmp(role, "assistant")) return 0;
-    if (!json_is_array(c)) return type_error(e, param, "a string or a list of content parts", c);
-    size_t k;
-    const json_t *part;
-    json_array_foreach(c, k, part) {
-        snprintf(param, sizeof param, "messages[%zu].content[%zu]", i, k);
-        if (!json_is_object(part)) return type_error(e, param, "an object", part);
-        const json_t *type = json_object_get(part, "type");
-        if (!json_is_string(type))
-            return api_fail(e, 400, "invalid_value", param, "content part %s needs a string 'type'", param);
-        if (strcmp(json_string_value(type), "text"))
-            return api_fail(e, 400, "unsupported_content", param,
-                            "content parts of type '%s' are not supported (only 'text')", json_string_value(type));
-        const char *key;
-        const json_t *val;
-        json_object_foreach((json_t *)part, key, val) {
-            if (strcmp(key, "type") && strcmp(key, "text"))
-                return api_fail(e, 400, "unknown_field", param, "Unrecognized field '%s' in %s", key, param);
-        }
-        const json_t *t = json_object_get(part, "text");
-        if (!json_is_string(t)) return type_error(e, param, "a text part with a string 'text'", t ? t : json_null());
-        if (k > 0) buf_puts(text, "\n"); /* vLLM joins text parts with newlines */
-        buf_append(text, json_string_value(t), json_string_length(t));
-    }
+static int parse_messages(const request_field *f, const json_t *v, int n_vocab, api_request *r, api_error *e) {
+    return api_parse_messages(v, &r->messages, e);
+}
+
+/* Chat's must be at least 1; completions' may be 0. */
+static int parse_max_tokens(const request_field *f, const json_t *v, int n_vocab, api_request *r, api_error *e) {
+    return api_get_int(v, f->field.name, r->kind == API_CHAT ? 1 : 0, LLONG_MAX, &r->max_tokens, e);
+}
+
+/* ---- sampling ---- */
+
+/* -1 and 0 both mean off, as in vLLM. */
+static int parse_top_k(const request_field *f, const json_t *v, int n_vocab, api_request *r, api_error *e) {
+    long long x;
+    if (api_get_int(v, f->field.name, -1, INT_MAX, &x, e)) return -1;
+    r->rp.sampling.top_k = x <= 0 ? 0 : (int)x;
     return 0;
 }
 
-int api_parse_messages(const json_t *v, json_t **out, api_error *e) {
-    *out = NULL;
-    if (!json_is_array(v)) return type_error(e, "messages", "a list of messages", v);
-    if (json_array_size(v) == 0)
-        return api_fail(e, 400, "invalid_value", "messages", "'messages' must contain at least one message");
-    json_t *msgs = json_array();
-    size_t i;
-    const json_t *m;
-    char param[64];
-    json_array_foreach(v, i, m) {
-        snprintf(param, sizeof param, "messages[%zu]", i);
-        if (!json_is_object(m)) {
-            json_decref(msgs);
-            return type_error(e, param, "an object", m);
-        }
-        const json_t *role = json_object_get(m, "role");
-        snprintf(param, sizeof param, "messages[%zu].role", i);
-        if (!json_is_string(role)) {
-            json_decref(msgs);
-            return role ? type_error(e, param, "a string", role)
-                        : api_fail(e, 400, "missing_field", param, "'%s' is required", param);
-        }
-        const char *rs = json_string_value(role);
-        const char *mapped = NULL;
-        if (!strcmp(rs, "system") || !strcmp(rs, "developer")) mapped = "system";
-        else if (!strcmp(rs, "user")) mapped = "user";
-        else if (!strcmp(rs, "assistant")) mapped = "assistant";
-        else if (!strcmp(rs, "tool")) mapped = "tool";
-        if (!mapped) {
-            json_decref(msgs);
-            if (!strcmp(rs, "function"))
-                return api_fail(e, 400, "unsupported_role", param,
-                                "messages with role 'function' are not supported (use 'tool')");
-            return api_fail(e, 400, "invalid_value", param,
-                            "'%s' must be one of 'system', 'developer', 'user', 'assistant', 'tool'; got '%.64s'",
-                            param, rs);
-        }
-        const char *key;
-        const json_t *val;
-        json_object_foreach((json_t *)m, key, val) {
-            if (!strcmp(key, "role") || !strcmp(key, "content") || !strcmp(key, "name")) continue;
-            if (api_message_tool_key(mapped, key)) continue;
-            if (json_is_null(val) || (!strcmp(key, "tool_calls") && json_array_size(val) == 0)) continue;
-            snprintf(param, sizeof param, "messages[%zu].%.32s", i, key);
-            json_decref(msgs);
-            if (!strcmp(key, "tool_calls") || !strcmp(key, "function_call") || !strcmp(key, "audio"))
-                return api_fail(e, 400, "unsupported_field", param, "'%s' is not supported by this server", param);
-            return api_fail(e, 400, "unknown_field", param, "Unrecognized field '%s'", param);
-        }
-        const json_t *name = json_object_get(m, "name");
-        if (name && !json_is_null(name) && !json_is_string(name)) {
-            snprintf(param, sizeof param, "messages[%zu].name", i);
-            json_decref(msgs);
-            return type_error(e, param, "a string", name);
-        }
-        const json_t *content = json_object_get(m, "content");
-        if (!content) {
-            if (strcmp(mapped, "assistant")) {
-                snprintf(param, sizeof param, "messages[%zu].content", i);
-                json_decref(msgs);
-                return api_fail(e, 400, "missing_field", param, "'%s' is required", param);
-            }
-            content = json_null();
-        }
-        buf text = {0};
-        if (parse_content(content, i, mapped, &text, e)) {
-            buf_free(&text);
-            json_decref(msgs);
-            return -1;
-        }
-        json_t *c = text.oom ? NULL : json_stringn(text.data ? text.data : "", text.len);
-        buf_free(&text);
-        if (!c) {
-            json_decref(c);
-            json_decref(msgs);
-            return api_fail(e, 500, "out_of_memory", NULL, "out of memory");
-        }
-        json_t *o = json_object();
-        json_object_set_new(o, "role", json_string(mapped));
-        json_object_set_new(o, "content", c);
-        if (json_is_string(name)) json_object_set(o, "name", (json_t *)name);
-        json_array_append_new(msgs, o);
-        if (api_message_tool_fields(m, i, mapped, o, e)) {
-            json_decref(msgs);
-            return -1;
-        }
-        /* A call without text has content None, as the client sent it. */
-        if (json_is_null(content) && json_object_get(o, "tool_calls")) json_object_set_new(o, "content", json_null());
-    }
-    *out = msgs;
+/* Any integer; a negative one wraps, as the engine's seed is 64 bits. */
+static int parse_seed(const request_field *f, const json_t *v, int n_vocab, api_request *r, api_error *e) {
+    if (!json_is_integer(v)) return api_type_error(e, f->field.name, "an integer", v);
+    r->rp.sampling.seed = (uint64_t)json_integer_value(v);
+    r->seed_given = true;
     return 0;
 }
 
-/* ---- stop, stop_token_ids, logit_bias ---- */
-
-static int parse_stop(const json_t *v, api_request *r, api_error *e) {
-    const char *single = NULL;
-    size_t n = 0;
-    if (json_is_string(v)) {
-        single = json_string_value(v);
-        n = 1;
-    } else if (json_is_array(v)) {
-        n = json_array_size(v);
-    } else {
-        return type_error(e, "stop", "a string or a list of strings", v);
-    }
-    if (n > API_MAX_STOP)
-        return api_fail(e, 400, "invalid_value", "stop", "'stop' holds %zu strings; at most %d are allowed", n,
-                        API_MAX_STOP);
-    r->stops = calloc(n ? n : 1, sizeof *r->stops);
-    if (!r->stops) return api_fail(e, 500, "out_of_memory", NULL, "out of memory");
-    for (size_t i = 0; i < n; i++) {
-        const json_t *s = single ? v : json_array_get(v, i);
-        if (!json_is_string(s))
-            return api_fail(e, 400, "invalid_type", "stop", "'stop' must hold strings; item %zu is %s", i,
-                            api_json_type_name(s));
-        if (json_string_length(s) == 0)
-            return api_fail(e, 400, "invalid_value", "stop", "stop strings must not be empty");
-        if (!(r->stops[i] = strdup(json_string_value(s)))) return api_fail(e, 500, "out_of_memory", NULL, "out of memory");
-        r->rp.n_stop = (int)i + 1;
-    }
-    r->rp.stop = (const char *const *)r->stops;
-    return 0;
-}
-
-static int parse_logit_bias(const json_t *v, int n_vocab, api_request *r, api_error *e) {
-    if (!json_is_object(v)) return type_error(e, "logit_bias", "an object mapping token ids to biases", v);
+static int parse_logit_bias(const request_field *f, const json_t *v, int n_vocab, api_request *r, api_error *e) {
+    if (!json_is_object(v)) return api_type_error(e, "logit_bias", "an object mapping token ids to biases", v);
     const size_t n = json_object_size(v);
     if (n > API_MAX_LOGIT_BIAS)
         return api_fail(e, 400, "invalid_value", "logit_bias", "'logit_bias' holds %zu entries; at most %d are allowed",
@@ -320,7 +210,7 @@ static int parse_logit_bias(const json_t *v, int n_vocab, api_request *r, api_er
             return api_fail(e, 400, "invalid_value", "logit_bias",
                             "logit_bias token id %ld is out of range [0, %d)", id, n_vocab);
         double b;
-        if (get_number(val, "logit_bias", -100, 100, false, false, &b, e)) return -1;
+        if (api_get_number(val, "logit_bias", -100, 100, false, false, &b, e)) return -1;
         r->bias[k++] = (logit_bias_entry){.token = (int32_t)id, .bias = (float)b};
     }
     r->rp.sampling.logit_bias = r->bias;
@@ -328,19 +218,81 @@ static int parse_logit_bias(const json_t *v, int n_vocab, api_request *r, api_er
     return 0;
 }
 
-static int parse_stream_options(const json_t *v, api_request *r, api_error *e) {
-    if (!json_is_object(v)) return type_error(e, "stream_options", "an object", v);
+/* ---- stopping ---- */
+
+static int parse_stop(const request_field *f, const json_t *v, int n_vocab, api_request *r, api_error *e) {
+    const char *single = NULL;
+    size_t n = 0;
+    if (json_is_string(v)) {
+        single = json_string_value(v);
+        n = 1;
+    } else if (json_is_array(v)) {
+        n = json_array_size(v);
+    } else {
+        return api_type_error(e, "stop", "a string or a list of strings", v);
+    }
+    if (n > API_MAX_STOP)
+        return api_fail(e, 400, "invalid_value", "stop", "'stop' holds %zu strings; at most %d are allowed", n,
+                        API_MAX_STOP);
+    r->stops = calloc(n ? n : 1, sizeof *r->stops);
+    if (!r->stops) return api_fail(e, 500, "out_of_memory", NULL, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        const json_t *s = single ? v : json_array_get(v, i);
+        if (!json_is_string(s))
+            return api_fail(e, 400, "invalid_type", "stop", "'stop' must hold strings; item %zu is %s", i,
+                            api_json_type_name(s));
+        if (json_string_length(s) == 0)
+            return api_fail(e, 400, "invalid_value", "stop", "stop strings must not be empty");
+        if (!(r->stops[i] = strdup(json_string_value(s))))
+            return api_fail(e, 500, "out_of_memory", NULL, "out of memory");
+        r->rp.n_stop = (int)i + 1;
+    }
+    r->rp.stop = (const char *const *)r->stops;
+    return 0;
+}
+
+static int parse_stop_token_ids(const request_field *f, const json_t *v, int n_vocab, api_request *r,
+                                api_error *e) {
+    int n;
+    if (api_parse_token_ids(v, f->field.name, n_vocab, &r->stop_ids, &n, e)) return -1;
+    if (n > API_MAX_STOP_IDS)
+        return api_fail(e, 400, "invalid_value", f->field.name, "'%s' holds %d ids; at most %d are allowed",
+                        f->field.name, n, API_MAX_STOP_IDS);
+    r->rp.stop_token_ids = r->stop_ids;
+    r->rp.n_stop_token_ids = n;
+    return 0;
+}
+
+/* ---- output ---- */
+
+/* Completions: how many alternatives, in [min, max]. Chat: a boolean, with
+ * top_logprobs (a row of its own) saying how many; the two are reconciled
+ * after all fields. */
+static int parse_logprobs(const request_field *f, const json_t *v, int n_vocab, api_request *r, api_error *e) {
+    if (r->kind != API_CHAT) return parse_int(f, v, n_vocab, r, e);
+    bool b = false;
+    if (api_get_bool(v, f->field.name, &b, e)) return -1;
+    if (b && r->logprobs < 0) r->logprobs = 0;
+    if (!b) r->logprobs = -2; /* remembered as "explicitly off" for top_logprobs */
+    return 0;
+}
+
+static int parse_stream_options(const request_field *f, const json_t *v, int n_vocab, api_request *r,
+                                api_error *e) {
+    if (!json_is_object(v)) return api_type_error(e, "stream_options", "an object", v);
     const char *key;
     const json_t *val;
     json_object_foreach((json_t *)v, key, val) {
         if (!strcmp(key, "include_usage")) {
-            if (!json_is_null(val) && get_bool(val, "stream_options.include_usage", &r->include_usage, e)) return -1;
+            if (!json_is_null(val) && api_get_bool(val, "stream_options.include_usage", &r->include_usage, e))
+                return -1;
         } else if (!strcmp(key, "include_obfuscation")) {
             /* OpenAI pads stream events against side channels; on a local
              * server there is none to guard, and leaving the padding out
              * changes no generated text. */
             bool ignored;
-            if (!json_is_null(val) && get_bool(val, "stream_options.include_obfuscation", &ignored, e)) return -1;
+            if (!json_is_null(val) && api_get_bool(val, "stream_options.include_obfuscation", &ignored, e))
+                return -1;
         } else {
             char param[80];
             snprintf(param, sizeof param, "stream_options.%.48s", key);
@@ -348,6 +300,26 @@ static int parse_stream_options(const json_t *v, api_request *r, api_error *e) {
         }
     }
     return 0;
+}
+
+/* ---- KV eviction and tools ---- */
+
+static int parse_kv_eviction(const request_field *f, const json_t *v, int n_vocab, api_request *r, api_error *e) {
+    kv_evict_policy pol;
+    if (!json_is_string(v)) return api_type_error(e, f->field.name, "a string", v);
+    if (kv_evict_parse(json_string_value(v), &pol))
+        return api_fail(e, 400, "invalid_value", f->field.name, "'%s' must be one of " KV_EVICT_NAMES ", got '%.64s'",
+                        f->field.name, json_string_value(v));
+    r->kv_eviction = (int)pol;
+    return 0;
+}
+
+static int parse_tools(const request_field *f, const json_t *v, int n_vocab, api_request *r, api_error *e) {
+    return api_parse_tools(v, &r->tools, e);
+}
+
+static int parse_tool_choice(const request_field *f, const json_t *v, int n_vocab, api_request *r, api_error *e) {
+    return api_parse_tool_choice(v, &r->tools, e);
 }
 
 /* ---- accepted and ignored ---- */
@@ -361,15 +333,15 @@ typedef int (*ignored_check)(const json_t *v, const char *field, api_error *e);
 
 static int check_bool(const json_t *v, const char *field, api_error *e) {
     bool b;
-    return get_bool(v, field, &b, e);
+    return api_get_bool(v, field, &b, e);
 }
 
 static int check_string(const json_t *v, const char *field, api_error *e) {
-    return json_is_string(v) ? 0 : type_error(e, field, "a string", v);
+    return json_is_string(v) ? 0 : api_type_error(e, field, "a string", v);
 }
 
 static int check_metadata(const json_t *v, const char *field, api_error *e) {
-    if (!json_is_object(v)) return type_error(e, field, "an object of strings", v);
+    if (!json_is_object(v)) return api_type_error(e, field, "an object of strings", v);
     const char *key;
     const json_t *val;
     json_object_foreach((json_t *)v, key, val) {
@@ -382,7 +354,7 @@ static int check_metadata(const json_t *v, const char *field, api_error *e) {
 
 /* Only text can come out of this server: ["text"] asks for nothing else. */
 static int check_modalities(const json_t *v, const char *field, api_error *e) {
-    if (!json_is_array(v)) return type_error(e, field, "a list of strings", v);
+    if (!json_is_array(v)) return api_type_error(e, field, "a list of strings", v);
     size_t i;
     const json_t *m;
     json_array_foreach(v, i, m) {
@@ -395,13 +367,13 @@ static int check_modalities(const json_t *v, const char *field, api_error *e) {
 
 /* A predicted output only makes OpenAI faster; the text is the same. */
 static int check_prediction(const json_t *v, const char *field, api_error *e) {
-    if (!json_is_object(v)) return type_error(e, field, "an object", v);
+    if (!json_is_object(v)) return api_type_error(e, field, "an object", v);
     const json_t *t = json_object_get(v, "type");
     if (!json_is_string(t) || strcmp(json_string_value(t), "content"))
         return api_fail(e, 400, "invalid_value", field, "'%s' needs \"type\": \"content\"", field);
     const json_t *c = json_object_get(v, "content");
     if (!json_is_string(c) && !json_is_array(c))
-        return type_error(e, "prediction.content", "a string or a list of content parts", c ? c : json_null());
+        return api_type_error(e, "prediction.content", "a string or a list of content parts", c ? c : json_null());
     return 0;
 }
 
@@ -426,15 +398,6 @@ static ignored_check ignored_field_check(const char *name) {
 }
 
 bool api_field_ignored(const char *name) { return ignored_field_check(name) != NULL; }
-int api_get_bool(const json_t *v, const char *field, bool *out, api_error *e) { return get_bool(v, field, out, e); }
-
-int api_get_int(const json_t *v, const char *field, long long lo, long long hi, long long *out, api_error *e) {
-    return get_int(v, field, lo, hi, out, e);
-}
-
-int api_type_error(api_error *e, const char *field, const char *want, const json_t *v) {
-    return type_error(e, field, want, v);
-}
 
 int api_ignored_field(const char *name, const json_t *v, api_error *e) {
     const ignored_check check = ignored_field_check(name);
@@ -444,139 +407,70 @@ int api_ignored_field(const char *name, const json_t *v, api_error *e) {
 
 /* ---- the field table ---- */
 
-/* F_COMPL_NULL: a chat field that completions accept only as null. */
-enum { F_COMMON = 1, F_COMPL = 2, F_CHAT = 4, F_UNSUPPORTED = 8, F_COMPL_NULL = 16 };
-
-static const struct {
-    const char *name;
-    int where;
-} FIELDS[] = {
-    {"model", F_COMMON}, {"max_tokens", F_COMMON}, {"temperature", F_COMMON}, {"top_p", F_COMMON},
-    {"top_k", F_COMMON}, {"min_p", F_COMMON}, {"n", F_COMMON}, {"stop", F_COMMON}, {"stop_token_ids", F_COMMON},
-    {"seed", F_COMMON}, {"presence_penalty", F_COMMON}, {"frequency_penalty", F_COMMON},
-    {"repetition_penalty", F_COMMON}, {"logit_bias", F_COMMON}, {"logprobs", F_COMMON}, {"ignore_eos", F_COMMON},
-    {"min_tokens", F_COMMON}, {"use_beam_search", F_COMMON}, {"best_of", F_COMMON}, {"length_penalty", F_COMMON},
-    {"kv_eviction", F_COMMON}, {"kv_budget", F_COMMON}, {"kv_sink_tokens", F_COMMON},
-    {"stream", F_COMMON}, {"stream_options", F_COMMON},
-    {"prompt", F_COMPL}, {"echo", F_COMPL},
-    {"messages", F_CHAT}, {"max_completion_tokens", F_CHAT}, {"top_logprobs", F_CHAT},
-    {"tools", F_CHAT | F_COMPL_NULL}, {"tool_choice", F_CHAT | F_COMPL_NULL},
-    {"parallel_tool_calls", F_CHAT | F_COMPL_NULL},
+/* In parsing order. max_completion_tokens (chat's) comes after max_tokens and wins. */
+static const request_field FIELDS[] = {
+    {.field = {"model", F_COMMON}, .parse = parse_string, .offset = offsetof(api_request, model)},
+    {.field = {"max_tokens", F_COMMON}, .parse = parse_max_tokens},
+    {.field = {"temperature", F_COMMON}, .parse = parse_float, .offset = offsetof(api_request, rp.sampling.temperature),
+     .lo = 0, .hi = 2},
+    {.field = {"top_p", F_COMMON}, .parse = parse_float, .offset = offsetof(api_request, rp.sampling.top_p), .lo = 0,
+     .hi = 1, .lo_open = true},
+    {.field = {"top_k", F_COMMON}, .parse = parse_top_k},
+    {.field = {"min_p", F_COMMON}, .parse = parse_float, .offset = offsetof(api_request, rp.sampling.min_p), .lo = 0,
+     .hi = 1},
+    {.field = {"n", F_COMMON}, .parse = parse_int, .offset = offsetof(api_request, rp.n), .min = 1, .max = API_MAX_N},
+    {.field = {"stop", F_COMMON}, .parse = parse_stop},
+    {.field = {"stop_token_ids", F_COMMON}, .parse = parse_stop_token_ids},
+    {.field = {"seed", F_COMMON}, .parse = parse_seed},
+    {.field = {"presence_penalty", F_COMMON}, .parse = parse_float,
+     .offset = offsetof(api_request, rp.sampling.presence_penalty), .lo = -2, .hi = 2},
+    {.field = {"frequency_penalty", F_COMMON}, .parse = parse_float,
+     .offset = offsetof(api_request, rp.sampling.frequency_penalty), .lo = -2, .hi = 2},
+    {.field = {"repetition_penalty", F_COMMON}, .parse = parse_float,
+     .offset = offsetof(api_request, rp.sampling.repetition_penalty), .lo = 0, .hi = 2, .lo_open = true},
+    {.field = {"logit_bias", F_COMMON}, .parse = parse_logit_bias},
+    {.field = {"logprobs", F_COMMON}, .parse = parse_logprobs, .offset = offsetof(api_request, logprobs), .min = 0,
+     .max = API_MAX_LOGPROBS},
+    {.field = {"ignore_eos", F_COMMON}, .parse = parse_bool, .offset = offsetof(api_request, rp.ignore_eos)},
+    {.field = {"min_tokens", F_COMMON}, .parse = parse_int, .offset = offsetof(api_request, rp.min_tokens), .min = 0,
+     .max = INT_MAX},
+    {.field = {"use_beam_search", F_COMMON}, .parse = parse_bool, .offset = offsetof(api_request, use_beam_search)},
+    {.field = {"best_of", F_COMMON}, .parse = parse_int, .offset = offsetof(api_request, best_of), .min = 1,
+     .max = API_MAX_N},
+    {.field = {"length_penalty", F_COMMON}, .parse = parse_float, .offset = offsetof(api_request, rp.length_penalty),
+     .lo = -10, .hi = 10},
+    {.field = {"kv_eviction", F_COMMON}, .parse = parse_kv_eviction},
+    {.field = {"kv_budget", F_COMMON}, .parse = parse_long, .offset = offsetof(api_request, kv_budget), .min = 1,
+     .max = INT_MAX},
+    {.field = {"kv_sink_tokens", F_COMMON}, .parse = parse_long, .offset = offsetof(api_request, kv_sink_tokens),
+     .min = 0, .max = INT_MAX},
+    {.field = {"stream", F_COMMON}, .parse = parse_bool, .offset = offsetof(api_request, stream)},
+    {.field = {"stream_options", F_COMMON}, .parse = parse_stream_options},
+    {.field = {"prompt", F_COMPL}, .parse = parse_prompt},
+    {.field = {"echo", F_COMPL}, .parse = parse_bool, .offset = offsetof(api_request, echo)},
+    {.field = {"messages", F_CHAT}, .parse = parse_messages},
+    {.field = {"max_completion_tokens", F_CHAT}, .parse = parse_long, .offset = offsetof(api_request, max_tokens),
+     .min = 1, .max = LLONG_MAX},
+    /* Reconciled with "logprobs" after all fields. */
+    {.field = {"top_logprobs", F_CHAT}, .parse = parse_int, .offset = offsetof(api_request, rp.logprobs), .min = 0,
+     .max = API_MAX_LOGPROBS},
+    {.field = {"tools", F_CHAT | F_COMPL_NULL}, .parse = parse_tools},
+    {.field = {"tool_choice", F_CHAT | F_COMPL_NULL}, .parse = parse_tool_choice},
+    {.field = {"parallel_tool_calls", F_CHAT | F_COMPL_NULL}, .parse = parse_bool,
+     .offset = offsetof(api_request, tools.parallel)},
     /* OpenAI fields this server does not implement: a 400 naming them unless null. */
-    {"suffix", F_UNSUPPORTED},
-    {"functions", F_UNSUPPORTED}, {"function_call", F_UNSUPPORTED}, {"audio", F_UNSUPPORTED},
-    {"reasoning_effort", F_UNSUPPORTED}, {"verbosity", F_UNSUPPORTED}, {"web_search_options", F_UNSUPPORTED},
+    {.field = {"suffix", F_UNSUPPORTED}},
+    {.field = {"functions", F_UNSUPPORTED}},
+    {.field = {"function_call", F_UNSUPPORTED}},
+    {.field = {"audio", F_UNSUPPORTED}},
+    {.field = {"reasoning_effort", F_UNSUPPORTED}},
+    {.field = {"verbosity", F_UNSUPPORTED}},
+    {.field = {"web_search_options", F_UNSUPPORTED}},
 };
 
-static int field_kind(const char *name) {
+static int field_where(const char *name) {
     for (size_t i = 0; i < sizeof FIELDS / sizeof *FIELDS; i++)
-        if (!strcmp(FIELDS[i].name, name)) return FIELDS[i].where;
-    return 0;
-}
-
-/* One field, already known to be allowed and not null. */
-static int parse_field(const char *k, const json_t *v, int n_vocab, api_request *r, api_error *e) {
-    double d;
-    long long x;
-    sampling_params *sp = &r->rp.sampling;
-    const bool chat = r->kind == API_CHAT;
-    if (!strcmp(k, "model")) {
-        if (!json_is_string(v)) return type_error(e, k, "a string", v);
-        r->model = json_string_value(v);
-    } else if (!strcmp(k, "prompt")) {
-        return parse_prompt(v, n_vocab, r, e);
-    } else if (!strcmp(k, "messages")) {
-        return api_parse_messages(v, &r->messages, e);
-    } else if (!strcmp(k, "max_tokens") || !strcmp(k, "max_completion_tokens")) {
-        if (get_int(v, k, chat ? 1 : 0, LLONG_MAX, &x, e)) return -1;
-        r->max_tokens = x;
-    } else if (!strcmp(k, "temperature")) {
-        if (get_number(v, k, 0, 2, false, false, &d, e)) return -1;
-        sp->temperature = (float)d;
-    } else if (!strcmp(k, "top_p")) {
-        if (get_number(v, k, 0, 1, true, false, &d, e)) return -1;
-        sp->top_p = (float)d;
-    } else if (!strcmp(k, "top_k")) {
-        if (get_int(v, k, -1, INT_MAX, &x, e)) return -1;
-        sp->top_k = x <= 0 ? 0 : (int)x; /* -1 and 0 both mean off, as in vLLM */
-    } else if (!strcmp(k, "min_p")) {
-        if (get_number(v, k, 0, 1, false, false, &d, e)) return -1;
-        sp->min_p = (float)d;
-    } else if (!strcmp(k, "n")) {
-        if (get_int(v, k, 1, API_MAX_N, &x, e)) return -1;
-        r->rp.n = (int)x;
-    } else if (!strcmp(k, "stop")) {
-        return parse_stop(v, r, e);
-    } else if (!strcmp(k, "stop_token_ids")) {
-        int n;
-        if (api_parse_token_ids(v, k, n_vocab, &r->stop_ids, &n, e)) return -1;
-        if (n > API_MAX_STOP_IDS)
-            return api_fail(e, 400, "invalid_value", k, "'%s' holds %d ids; at most %d are allowed", k, n,
-                            API_MAX_STOP_IDS);
-        r->rp.stop_token_ids = r->stop_ids;
-        r->rp.n_stop_token_ids = n;
-    } else if (!strcmp(k, "seed")) {
-        if (!json_is_integer(v)) return type_error(e, k, "an integer", v);
-        sp->seed = (uint64_t)json_integer_value(v);
-        r->seed_given = true;
-    } else if (!strcmp(k, "presence_penalty") || !strcmp(k, "frequency_penalty")) {
-        if (get_number(v, k, -2, 2, false, false, &d, e)) return -1;
-        *(k[0] == 'p' ? &sp->presence_penalty : &sp->frequency_penalty) = (float)d;
-    } else if (!strcmp(k, "repetition_penalty")) {
-        if (get_number(v, k, 0, 2, true, false, &d, e)) return -1;
-        sp->repetition_penalty = (float)d;
-    } else if (!strcmp(k, "logit_bias")) {
-        return parse_logit_bias(v, n_vocab, r, e);
-    } else if (!strcmp(k, "logprobs")) {
-        if (chat) {
-            bool b = false;
-            if (get_bool(v, k, &b, e)) return -1;
-            if (b && r->logprobs < 0) r->logprobs = 0;
-            if (!b) r->logprobs = -2; /* remembered as "explicitly off" for top_logprobs */
-        } else {
-            if (get_int(v, k, 0, API_MAX_LOGPROBS, &x, e)) return -1;
-            r->logprobs = (int)x;
-        }
-    } else if (!strcmp(k, "top_logprobs")) {
-        if (get_int(v, k, 0, API_MAX_LOGPROBS, &x, e)) return -1;
-        r->rp.logprobs = (int)x; /* reconciled with "logprobs" after all fields */
-    } else if (!strcmp(k, "echo")) {
-        return get_bool(v, k, &r->echo, e);
-    } else if (!strcmp(k, "ignore_eos")) {
-        return get_bool(v, k, &r->rp.ignore_eos, e);
-    } else if (!strcmp(k, "min_tokens")) {
-        if (get_int(v, k, 0, INT_MAX, &x, e)) return -1;
-        r->rp.min_tokens = (int)x;
-    } else if (!strcmp(k, "kv_eviction")) {
-        kv_evict_policy pol;
-        if (!json_is_string(v)) return type_error(e, k, "a string", v);
-        if (kv_evict_parse(json_string_value(v), &pol))
-            return api_fail(e, 400, "invalid_value", k, "'%s' must be one of " KV_EVICT_NAMES ", got '%.64s'", k,
-                            json_string_value(v));
-        r->kv_eviction = (int)pol;
-    } else if (!strcmp(k, "kv_budget")) {
-        return get_int(v, k, 1, INT_MAX, &r->kv_budget, e);
-    } else if (!strcmp(k, "kv_sink_tokens")) {
-        return get_int(v, k, 0, INT_MAX, &r->kv_sink_tokens, e);
-    } else if (!strcmp(k, "use_beam_search")) {
-        return get_bool(v, k, &r->use_beam_search, e);
-    } else if (!strcmp(k, "best_of")) {
-        if (get_int(v, k, 1, API_MAX_N, &x, e)) return -1;
-        r->best_of = (int)x;
-    } else if (!strcmp(k, "length_penalty")) {
-        if (get_number(v, k, -10, 10, false, false, &d, e)) return -1;
-        r->rp.length_penalty = (float)d;
-    } else if (!strcmp(k, "stream")) {
-        return get_bool(v, k, &r->stream, e);
-    } else if (!strcmp(k, "stream_options")) {
-        return parse_stream_options(v, r, e);
-    } else if (!strcmp(k, "tools")) {
-        return api_parse_tools(v, &r->tools, e);
-    } else if (!strcmp(k, "tool_choice")) {
-        return api_parse_tool_choice(v, &r->tools, e);
-    } else if (!strcmp(k, "parallel_tool_calls")) {
-        return get_bool(v, k, &r->tools.parallel, e);
-    }
+        if (!strcmp(FIELDS[i].field.name, name)) return FIELDS[i].field.where;
     return 0;
 }
 
@@ -614,14 +508,14 @@ int api_request_parse(const json_t *body, api_kind kind, int n_vocab, api_reques
                        .kv_eviction = -1, .kv_budget = -1, .kv_sink_tokens = -1, .add_generation_prompt = true};
     r->rp.logprobs = -1;
     api_tools_init(&r->tools);
-    if (!json_is_object(body)) return type_error(e, "body", "a JSON object", body);
+    if (!json_is_object(body)) return api_type_error(e, "body", "a JSON object", body);
     const int mine = kind == API_CHAT ? F_CHAT : F_COMPL;
     const int null_only = kind == API_CHAT ? 0 : F_COMPL_NULL;
     const char *key;
     const json_t *val;
     json_object_foreach((json_t *)body, key, val) {
         if (api_vllm_field(key, kind)) continue; /* parsed after these */
-        const int where = field_kind(key);
+        const int where = field_where(key);
         if (structured_is_field(key)) continue; /* structured.c reads them */
         const ignored_check ignored = where ? NULL : ignored_field_check(key);
         if (ignored) {
@@ -636,20 +530,13 @@ int api_request_parse(const json_t *body, api_kind kind, int n_vocab, api_reques
         if (!(where & (F_COMMON | mine)))
             return api_fail(e, 400, "unsupported_field", key, "'%s' is only supported on /v1/chat/completions", key);
     }
-    /* A second pass in a fixed order, so the error a client sees does not
+    /* A second pass in the table's order, so the error a client sees does not
      * depend on the order of its keys. */
     for (size_t i = 0; i < sizeof FIELDS / sizeof *FIELDS; i++) {
-        if (!(FIELDS[i].where & (F_COMMON | mine))) continue;
-        const json_t *v = json_object_get(body, FIELDS[i].name);
-        if (!v || json_is_null(v)) continue;
-        /* max_tokens after max_completion_tokens would overwrite it: skip it then. */
-        if (!strcmp(FIELDS[i].name, "max_tokens") && json_object_get(body, "max_completion_tokens") &&
-            !json_is_null(json_object_get(body, "max_completion_tokens"))) {
-            long long ignored;
-            if (get_int(v, "max_tokens", 1, LLONG_MAX, &ignored, e)) return -1;
-            continue;
-        }
-        if (parse_field(FIELDS[i].name, v, n_vocab, r, e)) return -1;
+        const request_field *f = &FIELDS[i];
+        if (!(f->field.where & (F_COMMON | mine))) continue;
+        const json_t *v = json_object_get(body, f->field.name);
+        if (v && !json_is_null(v) && f->parse(f, v, n_vocab, r, e)) return -1;
     }
     if (api_vllm_parse_all(body, n_vocab, r, e)) return -1;
     if (kind == API_COMPLETIONS && !r->prompts)

@@ -82,18 +82,11 @@ int api_vllm_check(api_request *r, api_error *e);
  * is one and v has its type (or is null), 0 when it is not one, -1 with *e. */
 int api_ignored_field(const char *name, const json_t *v, api_error *e);
 
-/* Field checks shared by the parsers: 0, or -1 with a 400 naming `field`. */
-int api_get_bool(const json_t *v, const char *field, bool *out, api_error *e);
-int api_get_int(const json_t *v, const char *field, long long lo, long long hi, long long *out, api_error *e);
-int api_type_error(api_error *e, const char *field, const char *want, const json_t *v);
-
 /* Helpers shared with the tokenize endpoints. */
 /* Normalizes chat messages (developer -> system, text parts joined; tool
  * calls and tool results as tools.h says). */
 int api_parse_messages(const json_t *v, json_t **out, api_error *err);
 /* A list of token ids, each in [0, n_vocab). */
 int api_parse_token_ids(const json_t *v, const char *param, int n_vocab, int32_t **out, int *n, api_error *err);
-/* A JSON type name for messages ("a string", "an integer", ...). */
-const char *api_json_type_name(const json_t *v);
 
 #endif

@@ -9,6 +9,8 @@
  * ignore_eos and min_tokens are in params.c's table. */
 #include "server/params.h"
 
+#include "server/api_json.h"
+
 #include <limits.h>
 #include <string.h>
 

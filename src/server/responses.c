@@ -14,15 +14,6 @@ const char *resp_finish_name_tools(finish_reason r, bool called) {
     return called && r == FINISH_STOP ? "tool_calls" : resp_finish_name(r);
 }
 
-json_t *resp_string(const char *p, size_t n) {
-    if (utf8_valid(p, n)) return json_stringn(p, n);
-    buf b = {0};
-    buf_append_utf8(&b, p, n);
-    json_t *j = json_stringn(b.data ? b.data : "", b.len);
-    buf_free(&b);
-    return j;
-}
-
 static json_t *lp_real(float v) { return json_real(isfinite(v) ? (double)v : -9999.0); }
 
 json_t *resp_usage(const gen *g) {

@@ -7,6 +7,7 @@
 #ifndef CLLM_SERVER_RESPONSES_H
 #define CLLM_SERVER_RESPONSES_H
 
+#include "server/api_json.h" /* resp_string, which every response builder uses */
 #include "server/gen.h"
 #include "server/params.h"
 #include "server/tool_output.h"
@@ -55,7 +56,4 @@ json_t *resp_chunk_choice(const resp_ctx *c, int index, const char *text, size_t
                           const char *finish);
 /* A chunk around choices (stolen); usage_null adds "usage": null. */
 json_t *resp_chunk(const resp_ctx *c, json_t *choices, bool usage_null);
-/* A JSON string from bytes that may not be valid UTF-8 (ill-formed bytes become U+FFFD). */
-json_t *resp_string(const char *p, size_t n);
-
 #endif

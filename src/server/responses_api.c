@@ -4,6 +4,7 @@
  * endpoint's; this file only shapes the answer (a gen_shape). */
 #include "server/responses_api.h"
 
+#include "server/api_json.h"
 #include "server/generate.h"
 #include "server/params.h"
 #include "server/responses.h"

@@ -3,6 +3,7 @@
  * (state, model, engine, counters) lives in the server struct. */
 #include "server/server.h"
 
+#include "server/api_json.h"
 #include "server/embeddings.h"
 #include "server/routes.h"
 #include "util/error.h"

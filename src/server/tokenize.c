@@ -2,6 +2,7 @@
 #include "server/tokenize.h"
 
 #include "chat/prompt.h"
+#include "server/api_json.h"
 #include "server/chat_request.h"
 #include "server/params.h"
 #include "server/prompt_limit.h"

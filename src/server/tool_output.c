@@ -1,7 +1,7 @@
 /* See tool_output.h. */
 #include "server/tool_output.h"
 
-#include "server/responses.h"
+#include "server/api_json.h"
 #include "util/buf.h"
 
 #include <stdlib.h>

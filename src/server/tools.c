@@ -1,7 +1,7 @@
 /* See tools.h. */
 #include "server/tools.h"
 
-#include "server/params.h"
+#include "server/api_json.h"
 #include "util/error.h"
 
 #include <stdio.h>
@@ -12,11 +12,6 @@ void api_tools_init(api_tools *t) { *t = (api_tools){.parallel = true}; }
 void api_tools_free(api_tools *t) {
     json_decref(t->tools);
     api_tools_init(t);
-}
-
-static int type_fail(api_error *e, const char *field, const char *want, const json_t *v) {
-    return api_fail(e, 400, "invalid_type", field, "'%s' must be %s, got %s", field, want,
-                    v ? api_json_type_name(v) : "nothing");
 }
 
 static bool valid_name(const char *s, size_t len) {
@@ -44,7 +39,7 @@ static int only_keys(const json_t *v, const char *const *allowed, const char *wh
 static int parse_tool(const json_t *tool, size_t i, const json_t *tools, api_error *e) {
     char where[64];
     snprintf(where, sizeof where, "tools[%zu]", i);
-    if (!json_is_object(tool)) return type_fail(e, where, "an object", tool);
+    if (!json_is_object(tool)) return api_type_error(e, where, "an object", tool);
     static const char *const keys[] = {"type", "function", NULL};
     if (only_keys(tool, keys, where, e)) return -1;
     const json_t *type = json_object_get(tool, "type");
@@ -52,12 +47,12 @@ static int parse_tool(const json_t *tool, size_t i, const json_t *tools, api_err
         return api_fail(e, 400, "invalid_value", where, "'%s.type' must be \"function\" (the only tool type)", where);
     const json_t *fn = json_object_get(tool, "function");
     snprintf(where, sizeof where, "tools[%zu].function", i);
-    if (!json_is_object(fn)) return type_fail(e, where, "an object", fn);
+    if (!json_is_object(fn)) return api_type_error(e, where, "an object", fn);
     static const char *const fn_keys[] = {"name", "description", "parameters", "strict", NULL};
     if (only_keys(fn, fn_keys, where, e)) return -1;
     const json_t *name = json_object_get(fn, "name");
     snprintf(where, sizeof where, "tools[%zu].function.name", i);
-    if (!json_is_string(name)) return type_fail(e, where, "a string", name);
+    if (!json_is_string(name)) return api_type_error(e, where, "a string", name);
     if (!valid_name(json_string_value(name), json_string_length(name)))
         return api_fail(e, 400, "invalid_value", where,
                         "'%s' must be 1 to %d letters, digits, '_' or '-'; got '%.80s'", where, API_TOOL_NAME_MAX,
@@ -70,19 +65,20 @@ static int parse_tool(const json_t *tool, size_t i, const json_t *tools, api_err
     }
     const json_t *desc = json_object_get(fn, "description");
     snprintf(where, sizeof where, "tools[%zu].function.description", i);
-    if (desc && !json_is_null(desc) && !json_is_string(desc)) return type_fail(e, where, "a string", desc);
+    if (desc && !json_is_null(desc) && !json_is_string(desc)) return api_type_error(e, where, "a string", desc);
     const json_t *params = json_object_get(fn, "parameters");
     snprintf(where, sizeof where, "tools[%zu].function.parameters", i);
     if (params && !json_is_null(params) && !json_is_object(params))
-        return type_fail(e, where, "a JSON schema object", params);
+        return api_type_error(e, where, "a JSON schema object", params);
     const json_t *strict = json_object_get(fn, "strict");
     snprintf(where, sizeof where, "tools[%zu].function.strict", i);
-    if (strict && !json_is_null(strict) && !json_is_boolean(strict)) return type_fail(e, where, "a boolean", strict);
+    if (strict && !json_is_null(strict) && !json_is_boolean(strict))
+        return api_type_error(e, where, "a boolean", strict);
     return 0;
 }
 
 int api_parse_tools(const json_t *v, api_tools *t, api_error *e) {
-    if (!json_is_array(v)) return type_fail(e, "tools", "a list of tools", v);
+    if (!json_is_array(v)) return api_type_error(e, "tools", "a list of tools", v);
     const size_t n = json_array_size(v);
     if (n == 0) return api_fail(e, 400, "invalid_value", "tools", "'tools' must not be empty (leave it out instead)");
     if (n > API_MAX_TOOLS)
@@ -108,17 +104,17 @@ int api_parse_tool_choice(const json_t *v, api_tools *t, api_error *e) {
                             s);
         return 0;
     }
-    if (!json_is_object(v)) return type_fail(e, "tool_choice", "a string or an object", v);
+    if (!json_is_object(v)) return api_type_error(e, "tool_choice", "a string or an object", v);
     static const char *const keys[] = {"type", "function", NULL};
     if (only_keys(v, keys, "tool_choice", e)) return -1;
     const json_t *type = json_object_get(v, "type"), *fn = json_object_get(v, "function");
     if (!json_is_string(type) || strcmp(json_string_value(type), "function"))
         return api_fail(e, 400, "invalid_value", "tool_choice", "'tool_choice.type' must be \"function\"");
-    if (!json_is_object(fn)) return type_fail(e, "tool_choice.function", "an object", fn);
+    if (!json_is_object(fn)) return api_type_error(e, "tool_choice.function", "an object", fn);
     static const char *const fn_keys[] = {"name", NULL};
     if (only_keys(fn, fn_keys, "tool_choice.function", e)) return -1;
     const json_t *name = json_object_get(fn, "name");
-    if (!json_is_string(name)) return type_fail(e, "tool_choice.function.name", "a string", name);
+    if (!json_is_string(name)) return api_type_error(e, "tool_choice.function.name", "a string", name);
     if (!valid_name(json_string_value(name), json_string_length(name)))
         return api_fail(e, 400, "invalid_value", "tool_choice.function.name", "'%.80s' is not a valid function name",
                         json_string_value(name));
@@ -194,7 +190,7 @@ bool api_message_tool_key(const char *role, const char *key) {
 static json_t *parse_history_call(const json_t *call, const char *where, api_error *e) {
     char field[96];
     if (!json_is_object(call)) {
-        type_fail(e, where, "an object", call);
+        api_type_error(e, where, "an object", call);
         return NULL;
     }
     static const char *const keys[] = {"id", "type", "function", NULL};
@@ -203,7 +199,7 @@ static json_t *parse_history_call(const json_t *call, const char *where, api_err
                  *fn = json_object_get(call, "function");
     snprintf(field, sizeof field, "%s.id", where);
     if (!json_is_string(id)) {
-        type_fail(e, field, "a string", id);
+        api_type_error(e, field, "a string", id);
         return NULL;
     }
     if (type && !json_is_null(type) && (!json_is_string(type) || strcmp(json_string_value(type), "function"))) {
@@ -212,7 +208,7 @@ static json_t *parse_history_call(const json_t *call, const char *where, api_err
     }
     snprintf(field, sizeof field, "%s.function", where);
     if (!json_is_object(fn)) {
-        type_fail(e, field, "an object", fn);
+        api_type_error(e, field, "an object", fn);
         return NULL;
     }
     static const char *const fn_keys[] = {"name", "arguments", NULL};
@@ -220,7 +216,7 @@ static json_t *parse_history_call(const json_t *call, const char *where, api_err
     const json_t *name = json_object_get(fn, "name"), *args = json_object_get(fn, "arguments");
     snprintf(field, sizeof field, "%s.function.name", where);
     if (!json_is_string(name)) {
-        type_fail(e, field, "a string", name);
+        api_type_error(e, field, "a string", name);
         return NULL;
     }
     snprintf(field, sizeof field, "%s.function.arguments", where);
@@ -237,7 +233,7 @@ static json_t *parse_history_call(const json_t *call, const char *where, api_err
     } else if (json_is_object(args)) {
         mapping = json_incref((json_t *)args);
     } else {
-        type_fail(e, field, "a string holding a JSON object", args);
+        api_type_error(e, field, "a string holding a JSON object", args);
         return NULL;
     }
     /* The client's objects, in the client's key order (templates that write
@@ -255,14 +251,14 @@ int api_message_tool_fields(const json_t *m, size_t i, const char *role, json_t 
         snprintf(where, sizeof where, "messages[%zu].tool_call_id", i);
         if (!id || json_is_null(id))
             return api_fail(e, 400, "missing_field", where, "'%s' is required in a message with role 'tool'", where);
-        if (!json_is_string(id)) return type_fail(e, where, "a string", id);
+        if (!json_is_string(id)) return api_type_error(e, where, "a string", id);
         json_object_set(out, "tool_call_id", (json_t *)id);
         return 0;
     }
     const json_t *calls = json_object_get(m, "tool_calls");
     if (strcmp(role, "assistant") || !calls || json_is_null(calls)) return 0;
     snprintf(where, sizeof where, "messages[%zu].tool_calls", i);
-    if (!json_is_array(calls)) return type_fail(e, where, "a list of tool calls", calls);
+    if (!json_is_array(calls)) return api_type_error(e, where, "a list of tool calls", calls);
     if (json_array_size(calls) == 0) return 0;
     json_t *list = json_array();
     size_t k;
