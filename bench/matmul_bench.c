@@ -57,7 +57,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "matmul_bench: %s\n", err_get());
         return 1;
     }
-    threadpool *tp = tp_create(threads);
+    threadpool *pool = threadpool_create(threads);
     size_t x_len = 0, y_len = 0, scratch = 0;
     for (int k = 0; k < N_KIND; k++)
         for (int il = 0; il < (k == K_OUT ? 1 : m->hp.n_layer); il++) {
@@ -69,7 +69,7 @@ int main(int argc, char **argv) {
         }
     float *x = malloc(x_len * (size_t)tokens * sizeof *x), *y = malloc(y_len * (size_t)tokens * sizeof *y);
     void *s = aligned_alloc(64, (scratch + 63) / 64 * 64);
-    if (!tp || !x || !y || !s) {
+    if (!pool || !x || !y || !s) {
         fprintf(stderr, "matmul_bench: out of memory\n");
         return 1;
     }
@@ -86,7 +86,7 @@ int main(int argc, char **argv) {
             for (int il = 0; il < (k == K_OUT ? 1 : m->hp.n_layer); il++) {
                 const weight *w = weight_of(m, k, il);
                 if (!w) continue;
-                matmul(tp, w, x, tokens, y, s);
+                matmul(pool, w, x, tokens, y, s);
                 bytes += (double)w->row_bytes * (double)w->n_out;
                 type = wtype_name(w->type);
             }
@@ -103,7 +103,7 @@ int main(int argc, char **argv) {
     free(x);
     free(y);
     free(s);
-    tp_free(tp);
+    threadpool_free(pool);
     model_free(m);
     return 0;
 }

@@ -44,14 +44,14 @@ static const cli_command k_embed = {
     .sections = k_embed_sections,
 };
 
-static int flush_batch(const encoder *enc, threadpool *tp, char **lines, int n) {
+static int flush_batch(const encoder *enc, threadpool *threads, char **lines, int n) {
     int32_t **ids = calloc((size_t)n, sizeof *ids);
     int *lens = calloc((size_t)n, sizeof *lens);
     float *out = malloc((size_t)n * (size_t)enc->hp.n_embd * sizeof *out);
     int rc = !ids || !lens || !out ? err_oom("out of memory") : 0;
     for (int i = 0; i < n && !rc; i++)
         if ((lens[i] = encoder_tokenize(enc, lines[i], strlen(lines[i]), enc->max_len, &ids[i])) < 0) rc = -1;
-    if (!rc) rc = encoder_forward(enc, tp, (const int32_t *const *)ids, lens, n, out);
+    if (!rc) rc = encoder_forward(enc, threads, (const int32_t *const *)ids, lens, n, out);
     for (int i = 0; i < n && !rc; i++) {
         buf b = {0};
         buf_append(&b, "[", 1);
@@ -76,7 +76,7 @@ int cmd_embed(int argc, char **argv) {
         fprintf(stderr, "cllm embed: %s\n", err_get());
         return 1;
     }
-    threadpool *tp = tp_create((int)o.threads);
+    threadpool *threads = threadpool_create((int)o.threads);
     char **lines = calloc((size_t)o.batch_size, sizeof *lines);
     int n = 0, rc = lines ? 0 : err_oom("out of memory");
     char *line = NULL;
@@ -86,15 +86,15 @@ int cmd_embed(int argc, char **argv) {
         if (got > 0 && line[got - 1] == '\n') line[--got] = 0;
         if (!(lines[n++] = strdup(line))) rc = err_oom("out of memory");
         if (!rc && n == o.batch_size) {
-            rc = flush_batch(enc, tp, lines, n);
+            rc = flush_batch(enc, threads, lines, n);
             while (n > 0) free(lines[--n]);
         }
     }
-    if (!rc && n > 0) rc = flush_batch(enc, tp, lines, n);
+    if (!rc && n > 0) rc = flush_batch(enc, threads, lines, n);
     while (n > 0) free(lines[--n]);
     free(line);
     free(lines);
-    tp_free(tp);
+    threadpool_free(threads);
     encoder_free(enc);
     if (rc) fprintf(stderr, "cllm embed: %s\n", err_get());
     return rc ? 1 : 0;

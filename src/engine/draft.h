@@ -21,7 +21,7 @@ typedef struct draft_runner draft_runner;
  * `n_seqs` sequences of max_model_len tokens; forwards take at most
  * max_tokens tokens. */
 draft_runner *draft_create(const model *draft, const model *target, int n_seqs, int max_model_len,
-                           int max_tokens, int block_size, threadpool *tp);
+                           int max_tokens, int block_size, threadpool *threads);
 void draft_free(draft_runner *d);
 
 /* For each of the n sequences, up to want[i] greedy draft tokens into

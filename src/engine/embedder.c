@@ -23,7 +23,7 @@ typedef struct job {
 
 struct embedder {
     const encoder *enc;
-    threadpool *tp;
+    threadpool *threads;
     int max_batch_tokens;
     pthread_t worker;
     pthread_mutex_t mu;
@@ -89,7 +89,7 @@ static void *worker_main(void *arg) {
         }
         take_batch(eb, &b);
         pthread_mutex_unlock(&eb->mu);
-        const int rc = encoder_forward(eb->enc, eb->tp, b.ids, b.lens, b.n, out);
+        const int rc = encoder_forward(eb->enc, eb->threads, b.ids, b.lens, b.n, out);
         pthread_mutex_lock(&eb->mu);
         for (int i = 0; i < b.n; i++) {
             job *j = b.owner[i];
@@ -123,13 +123,13 @@ embedder *embedder_create(const encoder *enc, int n_threads, int max_batch_token
     }
     eb->enc = enc;
     eb->max_batch_tokens = max_batch_tokens > 0 ? max_batch_tokens : 1;
-    eb->tp = tp_create(n_threads);
+    eb->threads = threadpool_create(n_threads);
     pthread_mutex_init(&eb->mu, NULL);
     pthread_cond_init(&eb->work_cv, NULL);
     pthread_cond_init(&eb->done_cv, NULL);
     if (pthread_create(&eb->worker, NULL, worker_main, eb)) {
         err_set("embeddings: cannot start the worker thread");
-        tp_free(eb->tp);
+        threadpool_free(eb->threads);
         free(eb);
         return NULL;
     }
@@ -165,6 +165,6 @@ void embedder_free(embedder *eb) {
     pthread_cond_destroy(&eb->done_cv);
     pthread_cond_destroy(&eb->work_cv);
     pthread_mutex_destroy(&eb->mu);
-    tp_free(eb->tp);
+    threadpool_free(eb->threads);
     free(eb);
 }

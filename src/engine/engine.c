@@ -224,7 +224,7 @@ engine *engine_create(model *m, const engine_config *cfg) {
     if (e->draft_model || e->draft_view) {
         const int n_spec = e->max_draft_rows / cfg->spec.num_speculative_tokens;
         e->draft = draft_create(e->draft_model ? e->draft_model : e->draft_view, m, n_spec > 0 ? n_spec : 1,
-                                e->cfg.max_model_len, cfg->max_num_batched_tokens, cfg->block_size, e->run.tp);
+                                e->cfg.max_model_len, cfg->max_num_batched_tokens, cfg->block_size, e->run.threads);
         if (!e->draft) {
             err_prefix("speculative decoding: ");
             goto fail;

@@ -183,7 +183,7 @@ static void verify_drafts(engine *e, sequence *s, float *rows) {
 /* ---- the step's logits ---- */
 
 void postprocess(engine *e, int n_rows) {
-    if (prompt_lp_collect(&e->prompt_lp, e->run.fwd, e->run.tp, e->max_out, e->m->hp.n_vocab, e->batch.seqs,
+    if (prompt_lp_collect(&e->prompt_lp, e->run.fwd, e->run.threads, e->max_out, e->m->hp.n_vocab, e->batch.seqs,
                           e->batch.n_seqs))
         for (int i = 0; i < e->batch.n_seqs; i++)
             if (seq_wants_prompt_logits(e->batch.seqs[i])) engine_finish_request(e, e->batch.seqs[i]->req, FINISH_ERROR);

@@ -55,15 +55,15 @@ static void fill_rows(void *p, long lo, long hi) {
 }
 
 /* The output head over this group's rows, then their entries, a row per thread. */
-static int flush(prompt_lp_scratch *sc, forward_ctx *f, threadpool *tp, int n_vocab, int n) {
+static int flush(prompt_lp_scratch *sc, forward_ctx *f, threadpool *threads, int n_vocab, int n) {
     if (n == 0) return 0;
     if (forward_logits(f, sc->rows, n, sc->logits)) return -1;
     fill_job j = {sc, n_vocab};
-    tp_for(tp, n, 1, fill_rows, &j);
+    threadpool_for(threads, n, 1, fill_rows, &j);
     return 0;
 }
 
-int prompt_lp_collect(prompt_lp_scratch *sc, forward_ctx *f, threadpool *tp, int max_out, int n_vocab,
+int prompt_lp_collect(prompt_lp_scratch *sc, forward_ctx *f, threadpool *threads, int max_out, int n_vocab,
                       sequence *const *seqs, int n_seqs) {
     int t = 0, n = 0;
     for (int i = 0; i < n_seqs; i++) {
@@ -77,7 +77,7 @@ int prompt_lp_collect(prompt_lp_scratch *sc, forward_ctx *f, threadpool *tp, int
             const int at = s->n_computed + k;
             if (at + 1 >= s->n_prompt) break;
             if (n == sc->max_rows) {
-                if (flush(sc, f, tp, n_vocab, n)) return -1;
+                if (flush(sc, f, threads, n_vocab, n)) return -1;
                 n = 0;
             }
             sc->rows[n] = first + k;
@@ -85,7 +85,7 @@ int prompt_lp_collect(prompt_lp_scratch *sc, forward_ctx *f, threadpool *tp, int
             sc->row_pos[n++] = at + 1;
         }
     }
-    if (flush(sc, f, tp, n_vocab, n)) return -1;
+    if (flush(sc, f, threads, n_vocab, n)) return -1;
     for (int i = 0; i < n_seqs; i++)
         if (seq_wants_prompt_logits(seqs[i]) && seqs[i]->n_computed + seqs[i]->n_scheduled >= seqs[i]->n_prompt)
             seqs[i]->req->prompt_lps_done = true;

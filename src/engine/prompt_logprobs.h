@@ -24,11 +24,11 @@ typedef struct {
 
 /* After forward_run over a batch whose sequences are seqs[0..n_seqs), in the
  * batch's order, n_computed not yet advanced by n_scheduled: fills the prompt
- * logprobs of every sequence that wants them (the rows spread over tp), and
+ * logprobs of every sequence that wants them (the rows spread over threads), and
  * marks a request done when its whole prompt was computed. max_out:
  * forward_logits' row limit. Returns
  * 0, or -1 with err_get() (out of memory, or a forward error). */
-int prompt_lp_collect(prompt_lp_scratch *sc, forward_ctx *f, threadpool *tp, int max_out, int n_vocab,
+int prompt_lp_collect(prompt_lp_scratch *sc, forward_ctx *f, threadpool *threads, int max_out, int n_vocab,
                       sequence *const *seqs, int n_seqs);
 void prompt_lp_free(prompt_lp_scratch *sc);
 

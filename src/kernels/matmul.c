@@ -274,8 +274,8 @@ static void dot_rows(void *p, long r_lo, long r_hi) {
 }
 
 /* Rows per unit for a small batch: MM_STREAM_PARTS units per thread. */
-static long stream_grain(const threadpool *tp, int64_t n_out) {
-    const long parts = (long)tp_size(tp) * MM_STREAM_PARTS;
+static long stream_grain(const threadpool *threads, int64_t n_out) {
+    const long parts = (long)threadpool_size(threads) * MM_STREAM_PARTS;
     const long rows = (long)((n_out + parts - 1) / parts);
     return (rows + MM_ROW_CHUNK - 1) / MM_ROW_CHUNK * MM_ROW_CHUNK;
 }
@@ -284,10 +284,10 @@ static int x8_panel_min_tok(void) {
     return strcmp(wtype_isa(), "avx2") ? MM_X8_PANEL_MIN_TOK_VNNI : MM_X8_PANEL_MIN_TOK_AVX2;
 }
 
-void matmul(threadpool *tp, const weight *w, const float *x, int n_tok, float *y, void *scratch) {
+void matmul(threadpool *threads, const weight *w, const float *x, int n_tok, float *y, void *scratch) {
     if (w->perm) {
         perm_job pj = {.w = w, .x = x, .out = scratch};
-        tp_for(tp, n_tok, 4, gather_rows, &pj);
+        threadpool_for(threads, n_tok, 4, gather_rows, &pj);
         x = pj.out;
         scratch = (uint8_t *)scratch + perm_scratch_size(w, n_tok);
     }
@@ -307,9 +307,9 @@ void matmul(threadpool *tp, const weight *w, const float *x, int n_tok, float *y
             j.xp = (uint8_t *)scratch + quant_scratch_size(j.tr, w, n_tok);
             j.xp_row = prep_row_bytes(j.tr, w->n_in);
         }
-        tp_for(tp, n_tok, 4, quantize_rows, &j);
+        threadpool_for(threads, n_tok, 4, quantize_rows, &j);
     }
-    tp_for(tp, w->n_out, n_tok < MM_STREAM_TOKENS ? stream_grain(tp, w->n_out) : MM_ROW_CHUNK,
+    threadpool_for(threads, w->n_out, n_tok < MM_STREAM_TOKENS ? stream_grain(threads, w->n_out) : MM_ROW_CHUNK,
            dot_rows, &j);
 }
 
@@ -332,10 +332,10 @@ static void repack_groups(void *p, long lo, long hi) {
         j->tr->x8_pack((int)j->w->n_in, (const uint8_t *)j->w->data + g * rows, j->w->row_bytes, j->out + g * group);
 }
 
-void weight_repack(weight *w, void *buf, threadpool *tp) {
+void weight_repack(weight *w, void *buf, threadpool *threads) {
     if (!weight_repack_size(w)) return;
     repack_job j = {.w = w, .tr = wtype_get(w->type), .out = buf};
-    tp_for(tp, w->n_out / 8, 64, repack_groups, &j);
+    threadpool_for(threads, w->n_out / 8, 64, repack_groups, &j);
     w->x8 = buf;
 }
 

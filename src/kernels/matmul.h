@@ -39,7 +39,7 @@ size_t matmul_scratch_size(const weight *w, int n_tok);
 
 /* Y is [n_tok][w->n_out]; X is [n_tok][w->n_in]; scratch holds
  * matmul_scratch_size bytes. */
-void matmul(threadpool *tp, const weight *w, const float *x, int n_tok, float *y, void *scratch);
+void matmul(threadpool *threads, const weight *w, const float *x, int n_tok, float *y, void *scratch);
 
 /* Bytes weight_repack needs for w: 0 where w stays as it is (the active
  * kernels have no x8 layout for its type, its rows are permuted, its row
@@ -49,7 +49,7 @@ size_t weight_repack_size(const weight *w);
 /* Lays w out in the x8 layout into buf (weight_repack_size bytes, 32-byte
  * aligned, owned by the caller and kept while w is used); matmul uses it
  * from then on, with the same bits. */
-void weight_repack(weight *w, void *buf, threadpool *tp);
+void weight_repack(weight *w, void *buf, threadpool *threads);
 
 /* Dequantizes row `r` of w into out[n_in] (embedding lookup). */
 void weight_row_to_float(const weight *w, int64_t r, float *out);

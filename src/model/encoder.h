@@ -86,9 +86,9 @@ int encoder_tokenize(const encoder *enc, const char *text, size_t len, int max_t
  * (no padding: each attends over its own tokens only): input i is ids[i]
  * (lens[i] tokens, 1..max_len, every id below n_vocab, token type 0). out
  * receives n rows of hp.n_embd floats, pooled and, when the model says so, of
- * unit length. tp may be NULL (one thread). Returns 0, or -1 with err_get()
+ * unit length. threads may be NULL (one thread). Returns 0, or -1 with err_get()
  * (out of memory). */
-int encoder_forward(const encoder *enc, threadpool *tp, const int32_t *const *ids, const int *lens, int n,
+int encoder_forward(const encoder *enc, threadpool *threads, const int32_t *const *ids, const int *lens, int n,
                     float *out);
 
 #endif

@@ -139,29 +139,29 @@ static void bias_gelu_rows(void *ctx, long lo, long hi) {
 }
 
 /* y = x W^T + b over every row. */
-static void linear(pass *p, threadpool *tp, const weight *w, const float *b, const float *x, float *y, int n_tok,
+static void linear(pass *p, threadpool *threads, const weight *w, const float *b, const float *x, float *y, int n_tok,
                    void *scratch) {
-    matmul(tp, w, x, n_tok, y, scratch);
+    matmul(threads, w, x, n_tok, y, scratch);
     p->rows = y, p->bias = b, p->n_out = (int)w->n_out;
-    tp_for(tp, n_tok, 16, bias_rows, p);
+    threadpool_for(threads, n_tok, 16, bias_rows, p);
 }
 
-static void run_layer(pass *p, threadpool *tp, const encoder_layer *l, int n_tok, int n_jobs, void *scratch) {
+static void run_layer(pass *p, threadpool *threads, const encoder_layer *l, int n_tok, int n_jobs, void *scratch) {
     p->layer = l;
-    linear(p, tp, &l->wq, l->bq, p->x, p->q, n_tok, scratch);
-    linear(p, tp, &l->wk, l->bk, p->x, p->k, n_tok, scratch);
-    linear(p, tp, &l->wv, l->bv, p->x, p->v, n_tok, scratch);
-    tp_for(tp, p->n_seq, 1, store_kv, p);
-    tp_for(tp, n_jobs, 1, attend, p);
-    matmul(tp, &l->wo, p->att, n_tok, p->tmp, scratch);
+    linear(p, threads, &l->wq, l->bq, p->x, p->q, n_tok, scratch);
+    linear(p, threads, &l->wk, l->bk, p->x, p->k, n_tok, scratch);
+    linear(p, threads, &l->wv, l->bv, p->x, p->v, n_tok, scratch);
+    threadpool_for(threads, p->n_seq, 1, store_kv, p);
+    threadpool_for(threads, n_jobs, 1, attend, p);
+    matmul(threads, &l->wo, p->att, n_tok, p->tmp, scratch);
     p->bias = l->bo;
-    tp_for(tp, n_tok, 16, attn_residual_rows, p);
-    matmul(tp, &l->w_up, p->x, n_tok, p->ff, scratch);
+    threadpool_for(threads, n_tok, 16, attn_residual_rows, p);
+    matmul(threads, &l->w_up, p->x, n_tok, p->ff, scratch);
     p->rows = p->ff, p->bias = l->b_up, p->n_out = (int)l->w_up.n_out;
-    tp_for(tp, n_tok, 8, bias_gelu_rows, p);
-    matmul(tp, &l->w_down, p->ff, n_tok, p->tmp, scratch);
+    threadpool_for(threads, n_tok, 8, bias_gelu_rows, p);
+    matmul(threads, &l->w_down, p->ff, n_tok, p->tmp, scratch);
     p->bias = l->b_down;
-    tp_for(tp, n_tok, 16, ffn_residual_rows, p);
+    threadpool_for(threads, n_tok, 16, ffn_residual_rows, p);
 }
 
 /* Mean (or first-token) pooling of each input's rows, then the L2 norm. */
@@ -200,7 +200,7 @@ static size_t max_scratch(const encoder *enc, int n_tok) {
     return best;
 }
 
-int encoder_forward(const encoder *enc, threadpool *tp, const int32_t *const *ids, const int *lens, int n,
+int encoder_forward(const encoder *enc, threadpool *threads, const int32_t *const *ids, const int *lens, int n,
                     float *out) {
     const encoder_hparams *hp = &enc->hp;
     pass p = {.enc = enc, .n_seq = n, .lens = lens, .tile = attn_tile_best()};
@@ -241,8 +241,8 @@ int encoder_forward(const encoder *enc, threadpool *tp, const int32_t *const *id
     p.pkv = (paged_kv){.k = p.kv_k, .v = p.kv_v, .k_block_stride = p.block_stride, .v_block_stride = p.block_stride,
                        .dtype = KV_F32, .block_size = KV_BLOCK, .n_kv_heads = hp->n_head,
                        .head_dim_k = hp->head_dim, .head_dim_v = hp->head_dim};
-    tp_for(tp, n_tok, 16, embed_rows, &p);
-    for (int il = 0; il < hp->n_layer; il++) run_layer(&p, tp, &enc->layers[il], (int)n_tok, (int)n_jobs, scratch);
+    threadpool_for(threads, n_tok, 16, embed_rows, &p);
+    for (int il = 0; il < hp->n_layer; il++) run_layer(&p, threads, &enc->layers[il], (int)n_tok, (int)n_jobs, scratch);
     pool(&p, out);
 out:
     free(scratch);

@@ -26,7 +26,7 @@ typedef struct {
 struct forward_ctx {
     const model *m;
     kv_cache *kv;
-    threadpool *tp;
+    threadpool *threads;
     int max_tokens;
     int max_out;
     attn_tile_fn attn;
@@ -62,7 +62,7 @@ static void rows_worker(void *p, long lo, long hi) {
 
 static void for_each(forward_step *s, row_fn fn, long n) {
     s->fn = fn;
-    tp_for(s->f->tp, n, 1, rows_worker, s);
+    threadpool_for(s->f->threads, n, 1, rows_worker, s);
 }
 
 /* ---- the steps ---- */
@@ -174,7 +174,7 @@ static void plan_attention(forward_ctx *f, const fwd_batch *b) {
     const int tile_tok = group < ATTN_TILE_ROWS ? ATTN_TILE_ROWS / group : 1;
     int n_tiles = 0;
     for (int t = 0; t < b->n_tokens; t += tile_len(b, t, tile_tok)) n_tiles++;
-    const int n_tp = tp_size(f->tp), n_kv_tiles = n_tiles * hp->n_head_kv;
+    const int n_tp = threadpool_size(f->threads), n_kv_tiles = n_tiles * hp->n_head_kv;
     const int parts = n_kv_tiles >= n_tp ? 1 : (n_tp + n_kv_tiles - 1) / n_kv_tiles;
     int per_unit = parts >= group ? 1 : (group + parts - 1) / parts;
     if (per_unit > ATTN_TILE_ROWS) per_unit = ATTN_TILE_ROWS; /* a group of more than 32 heads: tiles of 1 token */
@@ -274,8 +274,8 @@ static void capture(const forward_ctx *f, int il, fwd_linear_input which, const 
 /* Tensor parallelism: each rank's output projection gave its heads' (or FFN
  * columns') share of tmp; the ranks add theirs up. */
 static void sum_over_ranks(const forward_ctx *f, int n) {
-    const model_tp *tp = &f->m->tp;
-    if (tp->allreduce) tp->allreduce(tp->user, f->tmp, (size_t)n * f->m->hp.n_embd);
+    const model_tp *par = &f->m->tp; /* tensor parallelism's hooks */
+    if (par->allreduce) par->allreduce(par->user, f->tmp, (size_t)n * f->m->hp.n_embd);
 }
 
 static void run_layer(forward_ctx *f, forward_step *s, int n) {
@@ -283,21 +283,21 @@ static void run_layer(forward_ctx *f, forward_step *s, int n) {
     const model_hparams *hp = &f->m->hp;
     for_each(s, attn_norm_row, n);
     capture(f, s->il, FWD_IN_QKV, f->xb, n, hp->n_embd);
-    matmul(f->tp, &l->wq, f->xb, n, f->q, f->mm_scratch);
-    matmul(f->tp, &l->wk, f->xb, n, f->k, f->mm_scratch);
-    matmul(f->tp, &l->wv, f->xb, n, f->v, f->mm_scratch);
+    matmul(f->threads, &l->wq, f->xb, n, f->q, f->mm_scratch);
+    matmul(f->threads, &l->wk, f->xb, n, f->k, f->mm_scratch);
+    matmul(f->threads, &l->wv, f->xb, n, f->v, f->mm_scratch);
     for_each(s, qkv_row, n);
     for_each(s, attn_unit_run, f->n_units);
     capture(f, s->il, FWD_IN_O, f->att, n, hp->n_head * hp->head_dim_v);
-    matmul(f->tp, &l->wo, f->att, n, f->tmp, f->mm_scratch);
+    matmul(f->threads, &l->wo, f->att, n, f->tmp, f->mm_scratch);
     sum_over_ranks(f, n);
     for_each(s, attn_residual_row, n);
     capture(f, s->il, FWD_IN_UPGATE, f->xb, n, hp->n_embd);
-    matmul(f->tp, &l->w_gate, f->xb, n, f->gate, f->mm_scratch);
-    matmul(f->tp, &l->w_up, f->xb, n, f->up, f->mm_scratch);
+    matmul(f->threads, &l->w_gate, f->xb, n, f->gate, f->mm_scratch);
+    matmul(f->threads, &l->w_up, f->xb, n, f->up, f->mm_scratch);
     for_each(s, act_row, n);
     capture(f, s->il, FWD_IN_DOWN, f->gate, n, hp->n_ff);
-    matmul(f->tp, &l->w_down, f->gate, n, f->tmp, f->mm_scratch);
+    matmul(f->threads, &l->w_down, f->gate, n, f->tmp, f->mm_scratch);
     sum_over_ranks(f, n);
     for_each(s, ffn_residual_row, n);
 }
@@ -354,7 +354,7 @@ int forward_logits(forward_ctx *f, const int32_t *rows, int n_rows, float *logit
     if (n_rows == 0) return 0;
     forward_step s = {.f = f, .rows = rows};
     for_each(&s, final_norm_row, n_rows);
-    matmul(f->tp, &f->m->w.output, f->out_x, n_rows, logits, f->mm_scratch);
+    matmul(f->threads, &f->m->w.output, f->out_x, n_rows, logits, f->mm_scratch);
     return 0;
 }
 
@@ -371,13 +371,13 @@ static size_t max_scratch(const model *m, int max_tokens, int max_out) {
     return best;
 }
 
-forward_ctx *forward_create(const model *m, kv_cache *kv, int max_tokens, int max_out, threadpool *tp) {
+forward_ctx *forward_create(const model *m, kv_cache *kv, int max_tokens, int max_out, threadpool *threads) {
     forward_ctx *f = calloc(1, sizeof *f);
     if (!f) goto oom;
     const model_hparams *hp = &m->hp;
     f->m = m;
     f->kv = kv;
-    f->tp = tp;
+    f->threads = threads;
     f->max_tokens = max_tokens;
     f->max_out = max_out;
     f->attn = attn_tile_best();

@@ -36,7 +36,7 @@ typedef struct fwd_batch {
 typedef struct forward_ctx forward_ctx;
 
 /* Scratch for batches of up to max_tokens tokens and max_out logit rows. */
-forward_ctx *forward_create(const model *m, kv_cache *kv, int max_tokens, int max_out, threadpool *tp);
+forward_ctx *forward_create(const model *m, kv_cache *kv, int max_tokens, int max_out, threadpool *threads);
 void forward_free(forward_ctx *f);
 
 /* Writes logits [n_out][n_vocab]. Returns 0, or -1 with err_get(). */

@@ -259,22 +259,22 @@ static int repack_weights(model *m) {
     if (!repack_allowed()) return 0;
     weight *ws[MAX_MATMUL_WEIGHTS];
     const int n = matmul_weights(m, ws);
-    threadpool *tp = NULL;
+    threadpool *threads = NULL;
     for (int i = 0; i < n; i++) {
         const size_t bytes = weight_repack_size(ws[i]);
         if (!bytes) continue;
         void *buf = tensors_alloc(&m->tensors, bytes);
         if (!buf) return err_oom("out of memory repacking '%s' (%zu bytes)", ws[i]->name, bytes);
-        if (!tp) tp = tp_create(0); /* NULL: repack on this thread */
-        weight_repack(ws[i], buf, tp);
+        if (!threads) threads = threadpool_create(0); /* NULL: repack on this thread */
+        weight_repack(ws[i], buf, threads);
         m->repacked_bytes += bytes;
         if (m->gguf) gguf_release_pages(m->gguf, ws[i]->data, (size_t)ws[i]->n_out * ws[i]->row_bytes);
     }
-    tp_free(tp);
+    threadpool_free(threads);
     return 0;
 }
 
-static model *load(const char *path, bool repack, int tp_rank, int tp_size) {
+static model *load(const char *path, bool repack, int tp_rank, int threadpool_size) {
     wtype_init();
     model *m = calloc(1, sizeof *m);
     if (!m) {
@@ -295,7 +295,7 @@ static model *load(const char *path, bool repack, int tp_rank, int tp_size) {
         goto fail;
     }
     count_params(m);
-    if (model_shard(m, tp_rank, tp_size)) goto fail;
+    if (model_shard(m, tp_rank, threadpool_size)) goto fail;
     model_kv_spec(&m->hp, &m->kv);
     if (repack && repack_weights(m)) goto fail;
     return m;

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 int runner_init(runner *r, const model *m, const runner_config *c) {
-    *r = (runner){.m = m, .tp = c->tp};
+    *r = (runner){.m = m, .threads = c->threads};
     kv_cache layout;
     kv_cache_layout(&m->kv, c->kv_type, c->block_size, &layout);
     const int n_blocks = c->n_blocks > 0 ? c->n_blocks : c->identity_blocks * layout.n_groups;
@@ -15,9 +15,9 @@ int runner_init(runner *r, const model *m, const runner_config *c) {
     r->kv = kv_cache_create(&m->kv, c->kv_type, c->block_size, n_blocks);
     if (!r->kv) goto fail;
     if (c->block_manager && kvm_init(&r->kvm, r->kv, c->prefix_caching)) goto fail;
-    if (!r->tp) {
-        r->tp = tp_create(c->n_threads);
-        if (!r->tp) {
+    if (!r->threads) {
+        r->threads = threadpool_create(c->n_threads);
+        if (!r->threads) {
             err_set("cannot create threads");
             goto fail;
         }
@@ -43,14 +43,14 @@ void runner_destroy(runner *r) {
     forward_free(r->fwd);
     if (r->kvm.pool) kvm_destroy(&r->kvm);
     kv_cache_free(r->kv);
-    if (r->owns_tp) tp_free(r->tp);
+    if (r->owns_tp) threadpool_free(r->threads);
     for (int g = 0; g < KV_MAX_GROUPS; g++) free(r->identity[g]);
     *r = (runner){0};
 }
 
 int runner_reserve(runner *r, int max_tokens) {
     if (r->fwd && max_tokens <= r->max_tokens) return 0;
-    forward_ctx *f = forward_create(r->m, r->kv, max_tokens, r->max_out, r->tp);
+    forward_ctx *f = forward_create(r->m, r->kv, max_tokens, r->max_out, r->threads);
     if (!f) return -1;
     forward_free(r->fwd);
     r->fwd = f;

@@ -31,7 +31,7 @@ typedef struct {
     bool prefix_caching;    /* with block_manager: full blocks are registered for reuse */
     int max_tokens;         /* the largest batch, in tokens */
     int max_out;            /* logit rows a batch may ask for */
-    threadpool *tp;         /* lent, not owned; NULL: the runner starts n_threads of its own */
+    threadpool *threads;         /* lent, not owned; NULL: the runner starts n_threads of its own */
     int n_threads;          /* 0: every core */
     int identity_blocks;    /* > 0: identity tables of this many blocks per group (runners of one sequence) */
 } runner_config;
@@ -41,7 +41,7 @@ typedef struct {
     kv_cache *kv;
     kv_manager kvm;         /* pool NULL without block_manager */
     forward_ctx *fwd;
-    threadpool *tp;
+    threadpool *threads;
     bool owns_tp;
     int max_tokens, max_out;
     int32_t *identity[KV_MAX_GROUPS];

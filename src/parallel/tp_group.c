@@ -96,7 +96,7 @@ void tp_group_attach(tp_group *g, model *m) {
 
 typedef struct {
     model *m;
-    threadpool *tp;
+    threadpool *threads;
     runner run; /* the leader's KV cache mirrored (blocks, dtype, block size); run.kv NULL before the first */
 } follower;
 
@@ -104,7 +104,7 @@ static int follower_kv(follower *f, const tp_msg_header *h) {
     runner_destroy(&f->run);
     /* Scratch for one token to start with; forwards grow it to their batch. */
     const runner_config rc = {.kv_type = (kv_dtype)h->a, .block_size = h->b, .n_blocks = h->c, .max_tokens = 1,
-                              .max_out = 1, .tp = f->tp};
+                              .max_out = 1, .threads = f->threads};
     return runner_init(&f->run, f->m, &rc);
 }
 
@@ -118,8 +118,8 @@ static int follower_forward(follower *f, tp_group *g, const tp_msg_header *h) {
 }
 
 int tp_group_follow(tp_group *g, model *m, int n_threads) {
-    follower f = {.m = m, .tp = m ? tp_create(n_threads) : NULL};
-    if (m && !f.tp) return err_set("cannot create threads");
+    follower f = {.m = m, .threads = m ? threadpool_create(n_threads) : NULL};
+    if (m && !f.threads) return err_set("cannot create threads");
     int rc = 0;
     for (;;) {
         tp_msg_header h;
@@ -138,7 +138,7 @@ int tp_group_follow(tp_group *g, model *m, int n_threads) {
         if (rc) break;
     }
     runner_destroy(&f.run);
-    tp_free(f.tp);
+    threadpool_free(f.threads);
     return rc ? err_prefix("rank %d: ", g->rank) : 0;
 }
 

@@ -39,7 +39,7 @@ static void make_scales(const float *act_mean, int64_t n_in, double alpha, float
 }
 
 int awq_search(const qformat *f, const float *const *w, const int64_t *n_out, int n_lin, int64_t n_in,
-               const float *x, int64_t n_tok, const float *act_mean, const awq_opts *o, threadpool *tp,
+               const float *x, int64_t n_tok, const float *act_mean, const awq_opts *o, threadpool *threads,
                float *scales, awq_result *res) {
     const int n_grid = o->n_grid > 0 ? o->n_grid : 20;
     int64_t max_out = 0;
@@ -54,7 +54,7 @@ int awq_search(const qformat *f, const float *const *w, const int64_t *n_out, in
     if (!ref || !s || !ws || !deq || !packed || !y) goto oom;
     for (int i = 0; i < n_lin; i++) {
         if (!(ref[i] = malloc((size_t)n_tok * (size_t)n_out[i] * sizeof(float)))) goto oom;
-        if (quant_matmul_f32(tp, w[i], n_out[i], n_in, x, n_tok, ref[i])) goto done;
+        if (quant_matmul_f32(threads, w[i], n_out[i], n_in, x, n_tok, ref[i])) goto done;
     }
     res->loss = INFINITY;
     for (int k = 0; k < n_grid; k++) {
@@ -68,7 +68,7 @@ int awq_search(const qformat *f, const float *const *w, const int64_t *n_out, in
             if (quant_rtn(f, ws, no, n_in, packed, deq)) goto done;
             for (int64_t r = 0; r < no; r++)
                 for (int64_t c = 0; c < n_in; c++) deq[r * n_in + c] /= s[c];
-            if (quant_matmul_f32(tp, deq, no, n_in, x, n_tok, y)) goto done;
+            if (quant_matmul_f32(threads, deq, no, n_in, x, n_tok, y)) goto done;
             for (int64_t j = 0; j < n_tok * no; j++) {
                 const double d = (double)y[j] - ref[i][j];
                 loss += d * d;
@@ -156,7 +156,7 @@ static void clip_rows(void *p, long lo, long hi) {
     free(delta);
 }
 
-int awq_clip(const qformat *f, float *w, int64_t n_out, int64_t n_in, const float *x, int64_t n_tok, threadpool *tp) {
+int awq_clip(const qformat *f, float *w, int64_t n_out, int64_t n_in, const float *x, int64_t n_tok, threadpool *threads) {
     const int64_t g = qformat_group(f, n_in);
     if (g >= n_in || f->per_tensor) return 0;
     double *gram = calloc((size_t)n_in * (size_t)g, sizeof *gram);
@@ -170,7 +170,7 @@ int awq_clip(const qformat *f, float *w, int64_t n_out, int64_t n_in, const floa
         }
     }
     clip_job job = {.f = f, .w = w, .n_in = n_in, .g = g, .gram = gram};
-    tp_for(tp, n_out, 16, clip_rows, &job);
+    threadpool_for(threads, n_out, 16, clip_rows, &job);
     free(gram);
     return job.oom ? err_oom("out of memory in the AWQ clip search") : 0;
 }

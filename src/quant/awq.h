@@ -30,7 +30,7 @@ typedef struct {
  * of calibration rows); act_mean[n_in] is mean |x| per channel over all the
  * calibration rows. Writes the chosen scales to scales[n_in]. */
 int awq_search(const qformat *f, const float *const *w, const int64_t *n_out, int n_lin, int64_t n_in,
-               const float *x, int64_t n_tok, const float *act_mean, const awq_opts *o, threadpool *tp,
+               const float *x, int64_t n_tok, const float *act_mean, const awq_opts *o, threadpool *threads,
                float *scales, awq_result *res);
 
 /* AWQ's second step, clipping: for every row and group of w [n_out][n_in]
@@ -40,7 +40,7 @@ int awq_search(const qformat *f, const float *const *w, const int64_t *n_out, in
  * divided by the same scales): sum over tokens of (x_g . (w_g - q(w_g)))^2,
  * from the group's Gram matrix. Groups of a whole row are left alone (their
  * Gram matrix would be n_in^2 per row). */
-int awq_clip(const qformat *f, float *w, int64_t n_out, int64_t n_in, const float *x, int64_t n_tok, threadpool *tp);
+int awq_clip(const qformat *f, float *w, int64_t n_out, int64_t n_in, const float *x, int64_t n_tok, threadpool *threads);
 
 /* Mean |x| per channel of [n_rows][n_in] rows. */
 void awq_act_mean(const float *x, int64_t n_rows, int64_t n_in, float *out);

@@ -89,7 +89,7 @@ struct calib_runner {
     bool have_stream;
 };
 
-calib_runner *calib_runner_new(model *m, const calib_set *c, threadpool *tp) {
+calib_runner *calib_runner_new(model *m, const calib_set *c, threadpool *threads) {
     calib_runner *r = calloc(1, sizeof *r);
     if (!r) goto oom;
     r->m = m;
@@ -98,7 +98,7 @@ calib_runner *calib_runner_new(model *m, const calib_set *c, threadpool *tp) {
         if (c->len[s] > r->max_len) r->max_len = c->len[s];
     const runner_config rc = {.kv_type = KV_F32, .block_size = CALIB_KV_BLOCK,
                               .identity_blocks = (r->max_len + CALIB_KV_BLOCK - 1) / CALIB_KV_BLOCK,
-                              .max_tokens = r->max_len, .max_out = 1, .tp = tp};
+                              .max_tokens = r->max_len, .max_out = 1, .threads = threads};
     if (runner_init(&r->run, m, &rc)) {
         free(r);
         return NULL;

@@ -44,7 +44,7 @@ void calib_inputs_free(calib_inputs *in);
 
 typedef struct calib_runner calib_runner;
 
-calib_runner *calib_runner_new(model *m, const calib_set *c, threadpool *tp);
+calib_runner *calib_runner_new(model *m, const calib_set *c, threadpool *threads);
 void calib_runner_free(calib_runner *r);
 /* Runs layer il (il = 0, 1, ... in order) over every sample with the model's
  * current weights. capture (may be NULL) receives the layer's linear inputs;

@@ -131,7 +131,7 @@ static void gptq_rows(void *pv, long lo, long hi) {
 }
 
 int gptq_quantize(const qformat *f, float *w, int64_t n_out, int64_t n_in, double *h, const gptq_opts *o,
-                  threadpool *tp, void *dst, float *deq, int32_t *perm) {
+                  threadpool *threads, void *dst, float *deq, int32_t *perm) {
     const int64_t n = n_in, g = qformat_group(f, n_in);
     const int bs = o->block > 0 ? o->block : 128;
     if (g < n && bs % g) return err_set("gptq: block of %d columns is not a multiple of the group size %lld", bs,
@@ -195,7 +195,7 @@ int gptq_quantize(const qformat *f, float *w, int64_t n_out, int64_t n_in, doubl
     if (f->per_tensor) qformat_params(f, w, n_out * n, &whole);
     gptq_job job = {.f = f, .w = w, .n_out = n_out, .n_in = n, .g = g, .u = u, .block = bs,
                     .whole = f->per_tensor ? &whole : NULL, .q = q, .p = p, .deq = deq};
-    tp_for(tp, n_out, GPTQ_TILE, gptq_rows, &job);
+    threadpool_for(threads, n_out, GPTQ_TILE, gptq_rows, &job);
     if (job.oom) {
         err_oom("out of memory");
         goto done;

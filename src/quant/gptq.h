@@ -31,6 +31,6 @@ int gptq_inverse_cholesky(double *h, int64_t n);
  * (perm[n_in] is always written; the identity without act_order). Returns 0,
  * or -1 with err_get(). */
 int gptq_quantize(const qformat *f, float *w, int64_t n_out, int64_t n_in, double *h, const gptq_opts *o,
-                  threadpool *tp, void *dst, float *deq, int32_t *perm);
+                  threadpool *threads, void *dst, float *deq, int32_t *perm);
 
 #endif

@@ -150,14 +150,14 @@ int quant_rtn(const qformat *f, const float *w, int64_t n_out, int64_t n_in, voi
     return 0;
 }
 
-int quant_matmul_f32(threadpool *tp, const float *w, int64_t n_out, int64_t n_in, const float *x, int64_t n_tok,
+int quant_matmul_f32(threadpool *threads, const float *w, int64_t n_out, int64_t n_in, const float *x, int64_t n_tok,
                      float *y) {
     const weight wt = {.name = "quant", .data = w, .type = WT_F32, .n_in = n_in, .n_out = n_out,
                        .row_bytes = (size_t)n_in * sizeof(float)};
     const size_t need = matmul_scratch_size(&wt, (int)n_tok);
     void *scratch = need ? malloc(need + 64) : NULL;
     if (need && !scratch) return err_oom("out of memory");
-    matmul(tp, &wt, x, (int)n_tok, y, scratch);
+    matmul(threads, &wt, x, (int)n_tok, y, scratch);
     free(scratch);
     return 0;
 }

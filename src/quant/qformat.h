@@ -75,7 +75,7 @@ int quant_rtn(const qformat *f, const float *w, int64_t n_out, int64_t n_in, voi
 /* y [n_tok][n_out] = x [n_tok][n_in] times the f32 matrix w [n_out][n_in]
  * transposed, with the registry's threaded f32 kernels. */
 typedef struct threadpool threadpool;
-int quant_matmul_f32(threadpool *tp, const float *w, int64_t n_out, int64_t n_in, const float *x, int64_t n_tok,
+int quant_matmul_f32(threadpool *threads, const float *w, int64_t n_out, int64_t n_in, const float *x, int64_t n_tok,
                      float *y);
 
 #endif

@@ -130,7 +130,7 @@ typedef struct {
     size_t cap_e;
     int (*lin_entry)[N_LIN]; /* [n_layer] entry index of each map */
     gguf_writer *wr;
-    threadpool *tp;
+    threadpool *threads;
     calib_set calib;
     calib_runner *runner;
     layer_state *ls;
@@ -303,7 +303,7 @@ static void *convert_tensor(const model_tensor *t, uint32_t type) {
 /* ---- per layer ---- */
 
 /* H = 2 X^T X / n over the rows of x [n][k], as a matmul of X^T with itself. */
-static int hessian(threadpool *tp, const float *x, int64_t n, int64_t k, double *h) {
+static int hessian(threadpool *threads, const float *x, int64_t n, int64_t k, double *h) {
     float *xt = malloc((size_t)n * (size_t)k * sizeof *xt);
     float *hf = malloc((size_t)k * (size_t)k * sizeof *hf);
     if (!xt || !hf) {
@@ -313,7 +313,7 @@ static int hessian(threadpool *tp, const float *x, int64_t n, int64_t k, double 
     }
     for (int64_t t = 0; t < n; t++)
         for (int64_t c = 0; c < k; c++) xt[c * n + t] = x[t * k + c];
-    const int rc = quant_matmul_f32(tp, xt, k, n, xt, k, hf);
+    const int rc = quant_matmul_f32(threads, xt, k, n, xt, k, hf);
     for (int64_t i = 0; i < k * k; i++) h[i] = 2.0 * hf[i] / (double)n;
     free(xt);
     free(hf);
@@ -351,14 +351,14 @@ static int quantize_gptq_layer(job *j, int il, const calib_inputs *in) {
             if (!h) {
                 h = malloc((size_t)k * (size_t)k * sizeof *h);
                 h2 = malloc((size_t)k * (size_t)k * sizeof *h2);
-                if (!h || !h2 || hessian(j->tp, in->x[which], n, k, h)) {
+                if (!h || !h2 || hessian(j->threads, in->x[which], n, k, h)) {
                     free(h);
                     free(h2);
                     return h && h2 ? -1 : err_oom("out of memory");
                 }
             }
             memcpy(h2, h, (size_t)k * (size_t)k * sizeof *h);
-            if (alloc_outputs(j, il, lin) || gptq_quantize(&j->fmt, j->ls[il].w[lin], t->ne[1], k, h2, &o, j->tp,
+            if (alloc_outputs(j, il, lin) || gptq_quantize(&j->fmt, j->ls[il].w[lin], t->ne[1], k, h2, &o, j->threads,
                                                            j->ls[il].q[lin], NULL, j->ls[il].perm[lin])) {
                 free(h);
                 free(h2);
@@ -418,7 +418,7 @@ static int awq_group(job *j, int il, const calib_inputs *in, int which, int vec,
     awq_act_mean(in->x[which], n, k, mean);
     const awq_opts o = {.n_grid = j->c->awq_grid};
     awq_result res;
-    if (awq_search(&j->fmt, w, n_out, n_lin, k, x, rows, mean, &o, j->tp, scales, &res)) goto done;
+    if (awq_search(&j->fmt, w, n_out, n_lin, k, x, rows, mean, &o, j->threads, scales, &res)) goto done;
     if (j->c->verbose)
         fprintf(stderr, "layer %d: AWQ on the input of %s: alpha %.2f, output error %.4g (round to nearest %.4g)\n", il,
                 k_lin[lins[0]].suffix, res.alpha, res.loss, res.loss_rtn);
@@ -473,7 +473,7 @@ static int quantize_awq_layer(job *j, int il, const calib_inputs *in) {
         const fwd_linear_input which = k_lin[lin].in;
         if (lin == LIN_Q || lin == LIN_K || j->lin_entry[il][lin] < 0 || !sample[which]) continue;
         const model_tensor *t = j->e[j->lin_entry[il][lin]].src;
-        rc = awq_clip(&j->fmt, s->w[lin], t->ne[1], t->ne[0], sample[which], rows[which], j->tp);
+        rc = awq_clip(&j->fmt, s->w[lin], t->ne[1], t->ne[0], sample[which], rows[which], j->threads);
     }
     for (int i = 0; i < 4; i++) free(sample[i]);
     return rc ? -1 : quantize_rtn_layer(j, il);
@@ -711,8 +711,8 @@ int quantize_model(const char *in_path, const char *out_path, const quant_config
     if (j.quantizing && qformat_init(&j.fmt, c->bits, c->group, c->sym, c->per_tensor, !c->desc_act)) goto done;
     if (plan(&j)) goto done;
     j.ls = calloc((size_t)j.m->hp.n_layer, sizeof *j.ls);
-    j.tp = tp_create(c->threads);
-    if (!j.ls || !j.tp) {
+    j.threads = threadpool_create(c->threads);
+    if (!j.ls || !j.threads) {
         err_oom("out of memory");
         goto done;
     }
@@ -720,7 +720,7 @@ int quantize_model(const char *in_path, const char *out_path, const quant_config
         int ctx = c->calib_ctx > 0 ? c->calib_ctx : 512;
         if (ctx > j.m->hp.n_ctx_train) ctx = j.m->hp.n_ctx_train;
         if (calib_load(&j.calib, j.m, c->calib_path, c->calib_samples > 0 ? c->calib_samples : 128, ctx)) goto done;
-        if (!(j.runner = calib_runner_new(j.m, &j.calib, j.tp))) goto done;
+        if (!(j.runner = calib_runner_new(j.m, &j.calib, j.threads))) goto done;
     }
     if (j.dequantized_types[0] && !c->quiet)
         fprintf(stderr, "cllm quantize: warning: the input holds quantized tensors (%s); they are dequantized "
@@ -757,7 +757,7 @@ done:
     for (int i = 0; i < j.n_e; i++) free(j.e[i].name);
     free(j.e);
     free(j.lin_entry);
-    tp_free(j.tp);
+    threadpool_free(j.threads);
     model_free(j.m);
     return rc;
 }

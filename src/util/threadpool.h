@@ -1,4 +1,4 @@
-/* A fixed pool of worker threads for data-parallel loops. tp_for(n, grain, fn)
+/* A fixed pool of worker threads for data-parallel loops. threadpool_for(n, grain, fn)
  * splits [0, n) into chunks of `grain` that the caller and the workers claim
  * from a shared counter, so a thread that the OS deschedules (the machine is
  * shared) only delays the chunk it holds: the caller finishes the rest and
@@ -10,14 +10,14 @@
 
 typedef struct threadpool threadpool;
 /* Processes items [lo, hi). */
-typedef void (*tp_range_fn)(void *ctx, long lo, long hi);
+typedef void (*threadpool_range_fn)(void *ctx, long lo, long hi);
 
 /* n_threads counts the caller; <= 0 means all online CPUs. */
-threadpool *tp_create(int n_threads);
-void tp_free(threadpool *tp);
-int tp_size(const threadpool *tp);
+threadpool *threadpool_create(int n_threads);
+void threadpool_free(threadpool *threads);
+int threadpool_size(const threadpool *threads);
 /* Runs fn over [0, n) in chunks of grain items; returns when all are done. */
-void tp_for(threadpool *tp, long n, long grain, tp_range_fn fn, void *ctx);
+void threadpool_for(threadpool *threads, long n, long grain, threadpool_range_fn fn, void *ctx);
 
 int cpu_count(void);
 

@@ -57,7 +57,7 @@ static void quantize_scaled(const qformat *f, const float *w, const float *s, fl
     free(ws), free(packed);
 }
 
-static void run_case(threadpool *tp, int bits, int group, bool sym) {
+static void run_case(threadpool *threads, int bits, int group, bool sym) {
     uint64_t s = 3;
     float *w = malloc(sizeof(float) * N_OUT * N_IN);
     for (int i = 0; i < N_OUT * N_IN; i++) w[i] = rng_gauss(&s) * 0.05f;
@@ -71,7 +71,7 @@ static void run_case(threadpool *tp, int bits, int group, bool sym) {
     const int64_t n_out[1] = {N_OUT};
     const awq_opts o = {.n_grid = 20};
     awq_result res;
-    assert_int_equal(awq_search(&f, ws, n_out, 1, N_IN, x, N_TOK, mean, &o, tp, scales, &res), 0);
+    assert_int_equal(awq_search(&f, ws, n_out, 1, N_IN, x, N_TOK, mean, &o, threads, scales, &res), 0);
     float *q_rtn = malloc(sizeof(float) * N_OUT * N_IN), *q_awq = malloc(sizeof(float) * N_OUT * N_IN);
     quantize_scaled(&f, w, ones, q_rtn);
     quantize_scaled(&f, w, scales, q_awq);
@@ -99,17 +99,17 @@ static void run_case(threadpool *tp, int bits, int group, bool sym) {
 
 static void test_awq_beats_rtn(void **state) {
     (void)state;
-    threadpool *tp = tp_create(2);
-    run_case(tp, 4, 128, false);
-    run_case(tp, 3, 128, false);
-    run_case(tp, 4, 32, true); /* Q4_0 */
-    run_case(tp, 4, -1, true);
-    tp_free(tp);
+    threadpool *threads = threadpool_create(2);
+    run_case(threads, 4, 128, false);
+    run_case(threads, 3, 128, false);
+    run_case(threads, 4, 32, true); /* Q4_0 */
+    run_case(threads, 4, -1, true);
+    threadpool_free(threads);
 }
 
 static void test_clip_search(void **state) {
     (void)state;
-    threadpool *tp = tp_create(2);
+    threadpool *threads = threadpool_create(2);
     uint64_t s = 5;
     float *w = malloc(sizeof(float) * N_OUT * N_IN), *wc = malloc(sizeof(float) * N_OUT * N_IN);
     for (int i = 0; i < N_OUT * N_IN; i++) {
@@ -124,7 +124,7 @@ static void test_clip_search(void **state) {
         qformat f;
         assert_int_equal(qformat_init(&f, bits, 64, false, false, true), 0);
         memcpy(wc, w, sizeof(float) * N_OUT * N_IN);
-        assert_int_equal(awq_clip(&f, wc, N_OUT, N_IN, x, N_TOK, tp), 0);
+        assert_int_equal(awq_clip(&f, wc, N_OUT, N_IN, x, N_TOK, threads), 0);
         float *q0 = malloc(sizeof(float) * N_OUT * N_IN), *q1 = malloc(sizeof(float) * N_OUT * N_IN);
         quantize_scaled(&f, w, ones, q0);
         quantize_scaled(&f, wc, ones, q1);
@@ -140,9 +140,9 @@ static void test_clip_search(void **state) {
     qformat f;
     assert_int_equal(qformat_init(&f, 4, -1, false, false, true), 0);
     memcpy(wc, w, sizeof(float) * N_OUT * N_IN);
-    assert_int_equal(awq_clip(&f, wc, N_OUT, N_IN, x, N_TOK, tp), 0);
+    assert_int_equal(awq_clip(&f, wc, N_OUT, N_IN, x, N_TOK, threads), 0);
     assert_memory_equal(wc, w, sizeof(float) * N_OUT * N_IN);
-    tp_free(tp);
+    threadpool_free(threads);
     free(w), free(wc), free(x), free(x_test);
 }
 

@@ -531,19 +531,19 @@ static void check_matmul(wtype t, int n, int rows, int toks) {
     void *scratch = malloc(matmul_scratch_size(&w, toks) + 64);
     float *y[2], *solo = malloc(sizeof(float) * rows);
     for (int th = 0; th < 2; th++) {
-        threadpool *tp = tp_create(th ? 3 : 1);
+        threadpool *threads = threadpool_create(th ? 3 : 1);
         y[th] = malloc(sizeof(float) * rows * toks);
-        matmul(tp, &w, g.x, toks, y[th], scratch);
+        matmul(threads, &w, g.x, toks, y[th], scratch);
         char what[64];
         snprintf(what, sizeof what, "matmul %dx%d, %d threads", rows, toks, th ? 3 : 1);
         check_close(&g, y[th], "fast", what);
         for (int c = 0; th && c < toks; c++) {
-            matmul(tp, &w, g.x + (size_t)c * n, 1, solo, scratch);
+            matmul(threads, &w, g.x + (size_t)c * n, 1, solo, scratch);
             if (memcmp(solo, y[th] + (size_t)c * rows, sizeof(float) * rows))
                 fail_msg("%s n=%d: token %d alone differs from the batch of %d", wtype_name(t), n,
                          c, toks);
         }
-        tp_free(tp);
+        threadpool_free(threads);
     }
     if (memcmp(y[0], y[1], sizeof(float) * rows * toks))
         fail_msg("%s n=%d: 1 and 3 threads differ", wtype_name(t), n);
@@ -551,19 +551,19 @@ static void check_matmul(wtype t, int n, int rows, int toks) {
     weight wx = w;
     void *buf = weight_repack_size(&wx) ? aligned_alloc(64, (weight_repack_size(&wx) + 63) / 64 * 64) : NULL;
     if (buf) {
-        threadpool *tp = tp_create(3);
-        weight_repack(&wx, buf, tp);
+        threadpool *threads = threadpool_create(3);
+        weight_repack(&wx, buf, threads);
         float *yx = malloc(sizeof(float) * rows * toks);
-        matmul(tp, &wx, g.x, toks, yx, scratch);
+        matmul(threads, &wx, g.x, toks, yx, scratch);
         if (memcmp(yx, y[0], sizeof(float) * rows * toks))
             fail_msg("%s n=%d, %d tokens: the x8 layout changes matmul's result", wtype_name(t), n, toks);
         for (int c = 0; c < toks; c++) {
-            matmul(tp, &wx, g.x + (size_t)c * n, 1, solo, scratch);
+            matmul(threads, &wx, g.x + (size_t)c * n, 1, solo, scratch);
             if (memcmp(solo, y[0] + (size_t)c * rows, sizeof(float) * rows))
                 fail_msg("%s n=%d: x8, token %d alone differs from the batch of %d", wtype_name(t), n, c, toks);
         }
         free(yx);
-        tp_free(tp);
+        threadpool_free(threads);
     }
     free(buf);
     free(y[0]), free(y[1]), free(solo), free(scratch);

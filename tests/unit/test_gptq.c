@@ -157,12 +157,12 @@ static void test_gptq_beats_rtn(void **state) {
 
 int main(void) {
     wtype_init();
-    g_tp = tp_create(2);
+    g_tp = threadpool_create(2);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_inverse_cholesky),
         cmocka_unit_test(test_gptq_beats_rtn),
     };
     const int rc = cmocka_run_group_tests(tests, NULL, NULL);
-    tp_free(g_tp);
+    threadpool_free(g_tp);
     return rc;
 }

@@ -355,16 +355,16 @@ static void test_matmul_perm_gathers_activations(void **state) {
     }
     for (int tk = 0; tk < n_tok; tk++)
         for (int k = 0; k < n_in; k++) xp[tk * n_in + k] = x[tk * n_in + perm[k]];
-    threadpool *tp = tp_create(2);
+    threadpool *threads = threadpool_create(2);
     weight plain = {.name = "plain", .data = wq, .type = (wtype)t, .n_in = n_in, .n_out = n_out, .row_bytes = rb};
     weight permuted = plain;
     permuted.perm = perm;
     void *scratch = malloc(matmul_scratch_size(&permuted, n_tok) + 64);
     assert_true(matmul_scratch_size(&permuted, n_tok) >= matmul_scratch_size(&plain, n_tok) + sizeof(float) * n_in * n_tok);
-    matmul(tp, &plain, xp, n_tok, y1, scratch);    /* pre-gathered activations */
-    matmul(tp, &permuted, x, n_tok, y2, scratch);  /* gathered by matmul */
+    matmul(threads, &plain, xp, n_tok, y1, scratch);    /* pre-gathered activations */
+    matmul(threads, &permuted, x, n_tok, y2, scratch);  /* gathered by matmul */
     assert_memory_equal(y1, y2, sizeof(float) * n_out * n_tok);
-    tp_free(tp);
+    threadpool_free(threads);
     free(w), free(wp), free(x), free(xp), free(y1), free(y2), free(perm), free(wq), free(scratch);
 }
 
@@ -426,14 +426,14 @@ static void test_gemm_tiles(void **state) {
             for (int k = 0; k < toks; k++) fill_acts(xs + k * n, n, 800 + (uint64_t)k);
             weight wt = {.name = "g", .data = wq, .type = (wtype)t, .n_in = n, .n_out = rows, .row_bytes = wrow};
             void *scratch = malloc(matmul_scratch_size(&wt, toks) + 64);
-            threadpool *tp1 = tp_create(1), *tp3 = tp_create(3);
+            threadpool *tp1 = threadpool_create(1), *tp3 = threadpool_create(3);
             matmul(tp1, &wt, xs, toks, y1, scratch);
             matmul(tp3, &wt, xs, toks, y3, scratch);
             assert_memory_equal(y1, y3, sizeof(float) * rows * toks);
             assert_memory_equal(y1, first, sizeof(float) * rows * toks);
             matmul(tp3, &wt, xs + 4 * n, 1, ysolo, scratch);
             assert_memory_equal(ysolo, y1 + 4 * rows, sizeof(float) * rows);
-            tp_free(tp1), tp_free(tp3);
+            threadpool_free(tp1), threadpool_free(tp3);
             free(xs), free(y1), free(y3), free(ysolo), free(scratch);
             free(wq), free(xq), free(w), free(x), free(first), free(out);
         }

@@ -127,23 +127,23 @@ static void test_shard_refuses_sizes_that_do_not_divide(void **state) {
 /* The ranks' partial attention output projections add up to the whole. */
 static void test_partial_output_projections_sum_to_the_whole(void **state) {
     wtype_init();
-    threadpool *tp = tp_create(1);
+    threadpool *threads = threadpool_create(1);
     toy_model *whole = toy(2);
     float att[HEADS * HEAD_DIM], want[EMBD], sum[EMBD] = {0}, part[EMBD];
     for (int i = 0; i < HEADS * HEAD_DIM; i++) att[i] = sinf((float)i);
     void *scratch = malloc(matmul_scratch_size(&whole->m.w.layers[0].wo, 1) + 64);
-    matmul(tp, &whole->m.w.layers[0].wo, att, 1, want, scratch);
+    matmul(threads, &whole->m.w.layers[0].wo, att, 1, want, scratch);
     for (int rank = 0; rank < 2; rank++) {
         toy_model *t = toy(2);
         assert_int_equal(model_shard(&t->m, rank, 2), 0);
-        matmul(tp, &t->m.w.layers[0].wo, att + rank * 2 * HEAD_DIM, 1, part, scratch);
+        matmul(threads, &t->m.w.layers[0].wo, att + rank * 2 * HEAD_DIM, 1, part, scratch);
         for (int i = 0; i < EMBD; i++) sum[i] += part[i];
         toy_free(t);
     }
     for (int i = 0; i < EMBD; i++) assert_true(fabsf(sum[i] - want[i]) <= 1e-5f * fabsf(want[i]) + 1e-6f);
     free(scratch);
     toy_free(whole);
-    tp_free(tp);
+    threadpool_free(threads);
 }
 
 /* A Q8_0 attn_output of 64 columns: 2 ranks take whole blocks of 32; 4 ranks
