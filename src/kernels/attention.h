@@ -92,7 +92,8 @@ void attn_tile_ref(const paged_kv *kv, const int32_t *block_table, int kv_head, 
 void attn_tile_avx2(const paged_kv *kv, const int32_t *block_table, int kv_head, const attn_tile *t,
                     float scale);
 
-/* The fast tile when the CPU has AVX2, else the reference. */
+/* The active ops table's tile (ops_tables.h): the AVX2 one when the CPU has
+ * AVX2, else the reference. Defined in ops.c. */
 attn_tile_fn attn_tile_best(void);
 
 #endif

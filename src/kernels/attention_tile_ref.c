@@ -4,8 +4,6 @@
  * the row reference and this; and so is the key mass sweep. */
 #include "kernels/attention.h"
 
-#include "kernels/wtype.h"
-
 #include <math.h>
 #include <stddef.h>
 
@@ -116,5 +114,3 @@ void attn_tile_ref(const paged_kv *kv, const int32_t *block_table, int kv_head, 
     for (int d0 = 0; d0 < kv->head_dim_v; d0 += ATTN_TILE_REF_DIMS)
         tile_pass(kv, block_table, kv_head, t, scale, d0, min_int(kv->head_dim_v - d0, ATTN_TILE_REF_DIMS));
 }
-
-attn_tile_fn attn_tile_best(void) { return wtype_using_avx2() ? attn_tile_avx2 : attn_tile_ref; }

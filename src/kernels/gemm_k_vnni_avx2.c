@@ -1,5 +1,5 @@
 /* K-quant gemm tiles and panels (see gemm_k_impl.h), built for CPUs with
- * AVX-VNNI; the registry's VNNI table (kernels_vnni.c) holds them, chosen
+ * AVX-VNNI; the registry's VNNI overlay (kernels_vnni.c) names them, chosen
  * where cpuid reports AVX-VNNI. */
 #pragma GCC target("avxvnni")
 #define GEMM_VNNI 1

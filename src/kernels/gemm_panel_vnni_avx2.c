@@ -1,5 +1,5 @@
 /* Packed-panel gemm (see gemm_panel_impl.h), built for CPUs with AVX-VNNI
- * (256-bit vpdpbusd); the registry's VNNI table (kernels_vnni.c) holds it,
+ * (256-bit vpdpbusd); the registry's VNNI overlay (kernels_vnni.c) names it,
  * chosen where cpuid reports AVX-VNNI. */
 #pragma GCC target("avxvnni")
 #define GEMM_VNNI 1

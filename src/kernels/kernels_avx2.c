@@ -2,11 +2,13 @@
  * AVX2+FMA+F16C, every type of the reference table with the AVX2 kernel
  * where one exists and the reference one (named *_ref) where not. The types
  * with packed panels (gemm_pack, gemm_panel) are the ones matmul runs that
- * way from MM_PANEL_MIN_TOK activation rows. This file holds data only; it
- * is compiled with the AVX2 flags like every *_avx2.c. */
+ * way from MM_PANEL_MIN_TOK activation rows (an x8 weight from
+ * x8_panel_min_tok). Then the AVX2 ops table (ops_tables.h). This file holds
+ * data only; it is compiled with the AVX2 flags like every *_avx2.c. */
 #include "kernels/wtype_tables.h"
 
 #include "kernels/float_kernels.h"
+#include "kernels/ops_tables.h"
 #include "kernels/gq_kernels.h"
 #include "kernels/quants_kernels.h"
 
@@ -65,6 +67,7 @@ const wtype_traits wtype_traits_avx2[WT_COUNT] = {
             .x8_unpack = x8_unpack_q4_0_ref,
             .gemm_x8 = gemm_x8_q4_0_q8_0_avx2,
             .x8_cols = X8_COLS,
+            .x8_panel_min_tok = X8_PANEL_MIN_TOK_AVX2,
             .x8_prep = gemm_prep_x8_q8_0_avx2,
             .x8_act_block_bytes = X8_ACT_BLOCK,
         },
@@ -100,6 +103,7 @@ const wtype_traits wtype_traits_avx2[WT_COUNT] = {
             .x8_unpack = x8_unpack_q5_0_ref,
             .gemm_x8 = gemm_x8_q5_0_q8_0_avx2,
             .x8_cols = X8_COLS,
+            .x8_panel_min_tok = X8_PANEL_MIN_TOK_AVX2,
             .x8_prep = gemm_prep_x8_q8_0_avx2,
             .x8_act_block_bytes = X8_ACT_BLOCK,
         },
@@ -135,6 +139,7 @@ const wtype_traits wtype_traits_avx2[WT_COUNT] = {
             .x8_unpack = x8_unpack_q8_0_ref,
             .gemm_x8 = gemm_x8_q8_0_q8_0_avx2,
             .x8_cols = X8_COLS,
+            .x8_panel_min_tok = X8_PANEL_MIN_TOK_AVX2,
             .x8_prep = gemm_prep_x8_q8_0_avx2,
             .x8_act_block_bytes = X8_ACT_BLOCK,
         },
@@ -179,6 +184,7 @@ const wtype_traits wtype_traits_avx2[WT_COUNT] = {
             .x8_unpack = x8_unpack_q4_K_ref,
             .gemm_x8 = gemm_x8_q4_K_q8_K_avx2,
             .x8_cols = X8_COLS,
+            .x8_panel_min_tok = X8_PANEL_MIN_TOK_AVX2,
         },
     [WT_Q5_K] =
         {
@@ -200,6 +206,7 @@ const wtype_traits wtype_traits_avx2[WT_COUNT] = {
             .x8_unpack = x8_unpack_q5_K_ref,
             .gemm_x8 = gemm_x8_q5_K_q8_K_avx2,
             .x8_cols = X8_COLS,
+            .x8_panel_min_tok = X8_PANEL_MIN_TOK_AVX2,
         },
     [WT_Q6_K] =
         {
@@ -221,6 +228,7 @@ const wtype_traits wtype_traits_avx2[WT_COUNT] = {
             .x8_unpack = x8_unpack_q6_K_ref,
             .gemm_x8 = gemm_x8_q6_K_q8_K_avx2,
             .x8_cols = X8_COLS,
+            .x8_panel_min_tok = X8_PANEL_MIN_TOK_AVX2,
         },
     [WT_Q8_K] =
         {
@@ -389,4 +397,15 @@ const wtype_traits wtype_traits_avx2[WT_COUNT] = {
             .gemm_rows = GQ_TILE_ROWS,
             .gemm_cols = GQ_TILE_COLS,
         },
+};
+
+/* The row operations and attention (ops_tables.h): the AVX2 versions
+ * (ops_avx2.c, attention_avx2.c). */
+const kernel_ops kernel_ops_avx2 = {
+    .rmsnorm = rmsnorm_avx2,
+    .layernorm = layernorm_avx2,
+    .gelu_erf = gelu_erf_avx2,
+    .silu_mul = silu_mul_avx2,
+    .gelu_tanh_mul = gelu_tanh_mul_avx2,
+    .attn_tile = attn_tile_avx2,
 };

@@ -1,10 +1,12 @@
 /* The reference kernel table (see wtype_tables.h): scalar kernels of every
  * type cllm computes with. The tiles (gemm) are one reference dot per output
  * and take the AVX2 tiles' shapes; there are no panels. Q8_1 and Q8_K are
- * activation formats: converters, no dot product. */
+ * activation formats: converters, no dot product. Then the reference ops
+ * table (ops_tables.h). */
 #include "kernels/wtype_tables.h"
 
 #include "kernels/float_kernels.h"
+#include "kernels/ops_tables.h"
 #include "kernels/gq_kernels.h"
 #include "kernels/quants_kernels.h"
 
@@ -261,4 +263,14 @@ const wtype_traits wtype_traits_ref[WT_COUNT] = {
             .from_float = gq8_row_from_float_ref,
             .vec_dot = vec_dot_gq8_row_q8_1_ref,
         },
+};
+
+/* The row operations and attention (ops_tables.h): the scalar references (ops_ref.c, attention_tile_ref.c). */
+const kernel_ops kernel_ops_ref = {
+    .rmsnorm = rmsnorm_ref,
+    .layernorm = layernorm_ref,
+    .gelu_erf = gelu_erf_ref,
+    .silu_mul = silu_mul_ref,
+    .gelu_tanh_mul = gelu_tanh_mul_ref,
+    .attn_tile = attn_tile_ref,
 };

@@ -3,7 +3,6 @@
 
 #include <limits.h>
 #include <stdlib.h>
-#include <string.h>
 
 /* Weight rows per unit of work, and activation rows per tile: 16 weight rows and
  * 16 activation rows of a few KB each stay in L1 while they are multiplied.
@@ -27,16 +26,6 @@
  * the direct tiles (same bits) are faster. Panels up to MM_PANEL_STACK bytes
  * live on the stack, larger ones on the heap. */
 #define MM_PANEL_MIN_TOK 4
-/* A weight in the x8 layout takes its x8 tiles below this many activation
- * rows, and panels packed straight from its x8 groups from there on. The x8
- * tiles are AVX2 code in every table; the panels of the VNNI tables multiply
- * in one instruction what AVX2 needs three for, so they win sooner
- * (build/matmul_bench gemma-3-270m, 2 threads, all matmuls of a step, AMD
- * EPYC Zen 4: VNNI512 4 rows 18.1-20.4 ms x8 against 16.2-19.0 panels, 8
- * rows 18.3 against 14.4, 16 rows 37.5 against 21.9; plain AVX2 10 rows 23.3
- * against 23.7, 16 rows 38.1 against 35.1, 24 rows 62.1 against 53.3). */
-#define MM_X8_PANEL_MIN_TOK_AVX2 12
-#define MM_X8_PANEL_MIN_TOK_VNNI 4
 #define MM_PANEL_STACK (64 * 1024)
 
 /* Weight rows a tile's rows are prefetched ahead of their use: a tile reads
@@ -280,10 +269,6 @@ static long stream_grain(const threadpool *threads, int64_t n_out) {
     return (rows + MM_ROW_CHUNK - 1) / MM_ROW_CHUNK * MM_ROW_CHUNK;
 }
 
-static int x8_panel_min_tok(void) {
-    return strcmp(wtype_isa(), "avx2") ? MM_X8_PANEL_MIN_TOK_VNNI : MM_X8_PANEL_MIN_TOK_AVX2;
-}
-
 void matmul(threadpool *threads, const weight *w, const float *x, int n_tok, float *y, void *scratch) {
     if (w->perm) {
         perm_job pj = {.w = w, .x = x, .out = scratch};
@@ -300,7 +285,7 @@ void matmul(threadpool *threads, const weight *w, const float *x, int n_tok, flo
         j.xq_row = wtype_row_size(j.tr->vec_dot_type, w->n_in);
         j.xq_out = scratch;
         j.xq = scratch;
-        j.panels = j.tr->gemm_pack && n_tok >= (w->x8 ? x8_panel_min_tok() : MM_PANEL_MIN_TOK);
+        j.panels = j.tr->gemm_pack && n_tok >= (w->x8 ? j.tr->x8_panel_min_tok : MM_PANEL_MIN_TOK);
         j.x8 = w->x8 && !j.panels;
         j.prep = j.panels ? j.tr->panel_prep : j.x8 ? j.tr->x8_prep : NULL;
         if (j.prep) {

@@ -2,7 +2,8 @@
  * gated activations, residual adds. Each works on one row; the forward pass
  * spreads rows over threads. The hot elementwise ones have a scalar reference
  * (_ref, in ops_ref.c) and an AVX2 version (_avx2, in ops_avx2.c); the plain names
- * call the AVX2 one when the CPU has it. */
+ * (ops.c) call the one the active ops table lists (ops_tables.h): the AVX2
+ * one when the CPU has it. */
 #ifndef CLLM_KERNELS_OPS_H
 #define CLLM_KERNELS_OPS_H
 

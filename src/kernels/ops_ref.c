@@ -1,11 +1,9 @@
 /* Row-wise operations (see ops.h): the scalar reference of those with an AVX2
- * version in ops_avx2.c, the ones that have only this version (rope, vec_add,
- * vec_scale), and the plain names that pick one. Sums of squares accumulate in
- * double: they are short and the extra precision keeps the reference checks
- * tight. */
+ * version in ops_avx2.c (the plain names pick one through the ops tables,
+ * ops.c), and the ones that have only this version (rope, vec_add,
+ * vec_scale). Sums of squares accumulate in double: they are short and the
+ * extra precision keeps the reference checks tight. */
 #include "kernels/ops.h"
-
-#include "kernels/wtype.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -76,21 +74,4 @@ void vec_add(float *y, const float *x, int n) {
 
 void vec_scale(float *y, float s, int n) {
     for (int i = 0; i < n; i++) y[i] *= s;
-}
-
-/* Dispatch: wtype_using_avx2() is decided once (cpuid, CLLM_NO_AVX2). */
-void rmsnorm(float *out, const float *x, const float *w, int n, float eps) {
-    (wtype_using_avx2() ? rmsnorm_avx2 : rmsnorm_ref)(out, x, w, n, eps);
-}
-
-void layernorm(float *out, const float *x, const float *w, const float *b, int n, float eps) {
-    (wtype_using_avx2() ? layernorm_avx2 : layernorm_ref)(out, x, w, b, n, eps);
-}
-
-void gelu_erf(float *x, int n) { (wtype_using_avx2() ? gelu_erf_avx2 : gelu_erf_ref)(x, n); }
-
-void silu_mul(float *g, const float *u, int n) { (wtype_using_avx2() ? silu_mul_avx2 : silu_mul_ref)(g, u, n); }
-
-void gelu_tanh_mul(float *g, const float *u, int n) {
-    (wtype_using_avx2() ? gelu_tanh_mul_avx2 : gelu_tanh_mul_ref)(g, u, n);
 }

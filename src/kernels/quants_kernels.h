@@ -54,6 +54,15 @@
 #define X8_COLS 4
 #endif
 #define X8_ACT_BLOCK 40
+/* Activation rows from which an x8 weight takes panels (x8_panel_min_tok).
+ * The x8 tiles are AVX2 code in every table; the panels of the VNNI tables
+ * multiply in one instruction what AVX2 needs three for, so they win sooner
+ * (build/matmul_bench gemma-3-270m, 2 threads, all matmuls of a step, AMD
+ * EPYC Zen 4: VNNI512 4 rows 18.1-20.4 ms x8 against 16.2-19.0 panels, 8
+ * rows 18.3 against 14.4, 16 rows 37.5 against 21.9; plain AVX2 10 rows 23.3
+ * against 23.7, 16 rows 38.1 against 35.1, 24 rows 62.1 against 53.3). */
+#define X8_PANEL_MIN_TOK_AVX2 12
+#define X8_PANEL_MIN_TOK_VNNI 4
 
 /* quants_legacy_ref.c */
 void q4_0_to_float_ref(const void *restrict x, float *restrict y, int64_t n);

@@ -1,9 +1,12 @@
-/* The weight type registry: the active and reference tables, copied once
- * from the per-ISA kernel tables (wtype_tables.h) with each type's geometry
- * from format/wtype_geom.h. */
+/* The kernel registry: the table of each instruction set, built once from
+ * the per-ISA kernel tables (wtype_tables.h: the VNNI ones as the AVX2 table
+ * with the VNNI overlay laid over it) with each type's geometry from
+ * format/wtype_geom.h; the active one of them and the active ops table
+ * (ops_tables.h), chosen by cpuid and the CLLM_NO_* switches. */
 #include "kernels/wtype.h"
 
 #include "format/qgroup.h"
+#include "kernels/ops_tables.h"
 #include "kernels/wtype_tables.h"
 
 #include <cpuid.h>
@@ -11,8 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static wtype_traits g_ref[WT_COUNT];
-static wtype_traits g_active[WT_COUNT];
+static wtype_traits g_tables[WTYPE_ISA_COUNT][WT_COUNT];
+static bool g_own[WTYPE_ISA_COUNT][WT_COUNT];
+static const wtype_traits *g_active = g_tables[WTYPE_ISA_REF];
+static const kernel_ops *g_ops = &kernel_ops_ref;
 static bool g_avx2;
 static const char *g_isa = "ref";
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
@@ -43,6 +48,13 @@ static bool cpu_has_avxvnni(void) {
     return __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a >> 4 & 1);
 }
 
+/* AVX512-VNNI with AVX512VL: the EVEX forms of the same 256-bit operations. */
+static bool cpu_has_avx512vnni(void) {
+    if (!allowed("CLLM_NO_VNNI") || !allowed("CLLM_NO_AVX512")) return false;
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl");
+}
+
 /* A table's entry for type t with the type's geometry filled in; all zero
  * where the table has no kernels for t. The per-row GQ types have no fixed
  * block (block_size 0): their type_size is the block header's. */
@@ -56,26 +68,49 @@ static wtype_traits with_geometry(wtype t, const wtype_traits *kernels) {
     return tr;
 }
 
-/* AVX512-VNNI with AVX512VL: the EVEX forms of the same 256-bit operations. */
-static bool cpu_has_avx512vnni(void) {
-    if (!allowed("CLLM_NO_VNNI") || !allowed("CLLM_NO_AVX512")) return false;
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl");
+/* The AVX2 entry e with column `build` of overlay entry o laid over it;
+ * false (e unchanged) where o sets nothing. */
+static bool lay_over(wtype_traits *e, const wtype_vnni_overlay *o, int build) {
+    bool own = false;
+    if (o->gemm[build]) e->gemm = o->gemm[build], own = true;
+    if (o->gemm_pack[build]) e->gemm_pack = o->gemm_pack[build], own = true;
+    if (o->x8_gemm_pack[build]) e->x8_gemm_pack = o->x8_gemm_pack[build], own = true;
+    if (o->gemm_panel[build]) e->gemm_panel = o->gemm_panel[build], own = true;
+    if (o->panel_prep[build]) e->panel_prep = o->panel_prep[build], own = true;
+    if (o->panel_block_bytes) e->panel_block_bytes = o->panel_block_bytes, own = true;
+    if (o->x8_panel_min_tok) e->x8_panel_min_tok = o->x8_panel_min_tok, own = true;
+    return own;
+}
+
+static void build_tables(void) {
+    for (int t = 0; t < WT_COUNT; t++) {
+        const wtype_traits *ref = &wtype_traits_ref[t], *avx2 = &wtype_traits_avx2[t];
+        g_tables[WTYPE_ISA_REF][t] = with_geometry((wtype)t, ref);
+        g_tables[WTYPE_ISA_AVX2][t] = with_geometry((wtype)t, avx2);
+        g_own[WTYPE_ISA_REF][t] = ref->to_float != NULL;
+        g_own[WTYPE_ISA_AVX2][t] = avx2->to_float != NULL;
+        for (int build = 0; build < 2; build++) {
+            wtype_traits e = *avx2;
+            const int isa = build ? WTYPE_ISA_VNNI512 : WTYPE_ISA_VNNI;
+            g_own[isa][t] = avx2->to_float != NULL && lay_over(&e, &wtype_overlay_vnni[t], build);
+            g_tables[isa][t] = with_geometry((wtype)t, &e);
+        }
+    }
 }
 
 static void init_tables(void) {
+    build_tables();
     const bool avx2 = cpu_has_avx2(), vnni = avx2 && cpu_has_avxvnni();
     const bool vnni512 = avx2 && !vnni && cpu_has_avx512vnni();
+    const wtype_isa_id isa = vnni      ? WTYPE_ISA_VNNI
+                             : vnni512 ? WTYPE_ISA_VNNI512
+                             : avx2    ? WTYPE_ISA_AVX2
+                                       : WTYPE_ISA_REF;
+    static const char *const names[WTYPE_ISA_COUNT] = {"ref", "avx2", "vnni", "vnni512"};
     g_avx2 = avx2;
-    g_isa = vnni ? "vnni" : vnni512 ? "vnni512" : avx2 ? "avx2" : "ref";
-    const wtype_traits *vnni_table = vnni ? wtype_traits_vnni : vnni512 ? wtype_traits_vnni512 : NULL;
-    for (int t = 0; t < WT_COUNT; t++) {
-        const wtype_traits *active = &wtype_traits_ref[t];
-        if (avx2) active = &wtype_traits_avx2[t];
-        if (vnni_table && vnni_table[t].to_float) active = &vnni_table[t];
-        g_ref[t] = with_geometry((wtype)t, &wtype_traits_ref[t]);
-        g_active[t] = with_geometry((wtype)t, active);
-    }
+    g_isa = names[isa];
+    g_active = g_tables[isa];
+    g_ops = avx2 ? &kernel_ops_avx2 : &kernel_ops_ref;
 }
 
 void wtype_init(void) { pthread_once(&g_once, init_tables); }
@@ -90,11 +125,33 @@ const char *wtype_isa(void) {
     return g_isa;
 }
 
-static const wtype_traits *lookup(const wtype_traits *table, wtype t) {
+const kernel_ops *kernel_ops_active(void) {
     wtype_init();
+    return g_ops;
+}
+
+const wtype_traits *wtype_table(wtype_isa_id isa) {
+    wtype_init();
+    return g_tables[isa];
+}
+
+bool wtype_table_own(wtype_isa_id isa, wtype t) {
+    wtype_init();
+    return (unsigned)t < WT_COUNT && g_own[isa][t];
+}
+
+static const wtype_traits *lookup(const wtype_traits *table, wtype t) {
     if ((unsigned)t >= WT_COUNT || !table[t].to_float) return NULL;
     return &table[t];
 }
 
-const wtype_traits *wtype_get(wtype t) { return lookup(g_active, t); }
-const wtype_traits *wtype_get_ref(wtype t) { return lookup(g_ref, t); }
+/* (g_active is read after wtype_init has set it.) */
+const wtype_traits *wtype_get(wtype t) {
+    wtype_init();
+    return lookup(g_active, t);
+}
+
+const wtype_traits *wtype_get_ref(wtype t) {
+    wtype_init();
+    return lookup(g_tables[WTYPE_ISA_REF], t);
+}

@@ -6,8 +6,8 @@
  * K-quants meet Q8_K), and for batched matmul tiles and packed panels.
  *
  * The kernels are listed in one table per instruction set (wtype_tables.h:
- * kernels_ref.c, kernels_avx2.c, kernels_vnni.c, kernels_vnni512.c; README.md
- * has the matrix).
+ * kernels_ref.c, kernels_avx2.c, and the VNNI overlay on the AVX2 table,
+ * kernels_vnni.c; README.md has the matrix).
  * wtype_init picks the active one by cpuid; the reference stays reachable
  * through wtype_get_ref, and tests compare the two. Type ids are ggml's, so
  * GGUF tensor types index the tables directly. */
@@ -87,6 +87,10 @@ typedef struct {
     int x8_cols;
     wtype_gemm_prep_fn x8_prep;
     size_t x8_act_block_bytes;
+    /* An x8 weight takes panels packed from its x8 groups (x8_gemm_pack, or
+     * x8_unpack then gemm_pack) from this many activation rows on, gemm_x8
+     * below: where the panels are cheaper the crossing comes sooner. */
+    int x8_panel_min_tok;
     /* Optional: the panel of an x8 group without unpacking it to rows first
      * (the same bytes as gemm_pack of the rows it came from). */
     wtype_x8_gemm_pack_fn x8_gemm_pack;
@@ -99,6 +103,9 @@ typedef struct {
  * the latter, CLLM_NO_AVX512=1; they all give the same bits); else the
  * reference. Idempotent and thread-safe. */
 void wtype_init(void);
+/* Whether the AVX2 kernels run: the AVX2 table or a VNNI one (which is the
+ * AVX2 table with a few entries changed) is active, and so are the AVX2 row
+ * ops and attention (ops_tables.h). */
 bool wtype_using_avx2(void);
 /* The active table's instruction set: "ref", "avx2", "vnni" (AVX-VNNI) or
  * "vnni512" (AVX512-VNNI, 256-bit EVEX forms). */

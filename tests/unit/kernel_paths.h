@@ -27,7 +27,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { KP_REF, KP_AVX2, KP_VNNI, KP_VNNI512, KP_COUNT };
+enum {
+    KP_REF = WTYPE_ISA_REF,
+    KP_AVX2 = WTYPE_ISA_AVX2,
+    KP_VNNI = WTYPE_ISA_VNNI,
+    KP_VNNI512 = WTYPE_ISA_VNNI512,
+    KP_COUNT = WTYPE_ISA_COUNT
+};
 /* Sets of paths, for kernel_paths_print: the tests of AVX2-only kernels
  * (attention, row ops, GQ, x8) and those of every table. */
 #define KP_SET_AVX2 (1u << KP_AVX2)
@@ -71,19 +77,13 @@ static inline const char *kernel_path_name(int p) {
     return names[p];
 }
 
-/* Path p's own entry for type t in *out, with the name and geometry the
- * registry adds (the tables hold kernels only); false where p does not run
- * here or has no entry of its own for t (a VNNI table outside its few types:
- * those run the AVX2 entry). */
+/* Path p's own entry for type t in *out, as the registry built it (with the
+ * name and geometry; KP_* are wtype_isa_id's order); false where p does not
+ * run here or has no entry of its own for t (a VNNI table outside the
+ * overlay's few types: those run the AVX2 entry). */
 static inline bool kernel_path_entry(int p, wtype t, wtype_traits *out) {
-    static const wtype_traits *const tables[KP_COUNT] = {wtype_traits_ref, wtype_traits_avx2,
-                                                         wtype_traits_vnni, wtype_traits_vnni512};
-    const wtype_traits *ref = wtype_get_ref(t);
-    if (!ref || !kernel_path_runs(p) || !tables[p][t].to_float) return false;
-    *out = tables[p][t];
-    out->name = ref->name;
-    out->block_size = ref->block_size;
-    out->type_size = ref->type_size;
+    if (!kernel_path_runs(p) || !wtype_table_own((wtype_isa_id)p, t)) return false;
+    *out = wtype_table((wtype_isa_id)p)[t];
     return true;
 }
 

@@ -175,9 +175,13 @@ static void test_tables_list_the_same_types(void **state) {
     (void)state;
     int n_ref = 0, n_vnni = 0;
     for (int t = 0; t < WT_COUNT; t++) {
-        const wtype_traits *r = &wtype_traits_ref[t], *a = &wtype_traits_avx2[t],
-                           *v = &wtype_traits_vnni[t], *v512 = &wtype_traits_vnni512[t];
-        if (!v->to_float != !v512->to_float)
+        const wtype_traits *r = &wtype_traits_ref[t], *a = &wtype_traits_avx2[t];
+        const bool own_v = wtype_table_own(WTYPE_ISA_VNNI, (wtype)t);
+        const bool own_v512 = wtype_table_own(WTYPE_ISA_VNNI512, (wtype)t);
+        const wtype_traits *v = own_v ? &wtype_table(WTYPE_ISA_VNNI)[t] : &(const wtype_traits){0};
+        const wtype_traits *v512 =
+            own_v512 ? &wtype_table(WTYPE_ISA_VNNI512)[t] : &(const wtype_traits){0};
+        if (own_v != own_v512)
             fail_msg("%s: in one of the VNNI and VNNI512 tables only", wtype_name((uint32_t)t));
         if (!r->to_float != !a->to_float)
             fail_msg("%s: in one of the reference and AVX2 tables only", wtype_name((uint32_t)t));
@@ -485,13 +489,13 @@ static void test_x8_tiles_give_the_tiles_bits(void **state) {
  * CPU runs. */
 static void test_x8_panels_equal_the_rows_panels(void **state) {
     (void)state;
-    static const struct {
+    const struct {
         const char *name;
         const wtype_traits *table;
         int isa;
-    } tables[] = {{"avx2", wtype_traits_avx2, KP_AVX2},
-                  {"vnni", wtype_traits_vnni, KP_VNNI},
-                  {"vnni512", wtype_traits_vnni512, KP_VNNI512}};
+    } tables[] = {{"avx2", wtype_table(WTYPE_ISA_AVX2), KP_AVX2},
+                  {"vnni", wtype_table(WTYPE_ISA_VNNI), KP_VNNI},
+                  {"vnni512", wtype_table(WTYPE_ISA_VNNI512), KP_VNNI512}};
     kernel_paths_print("tables checked", KP_SET_ALL);
     for (size_t ti = 0; ti < sizeof tables / sizeof tables[0]; ti++) {
         if (!kernel_path_runs(tables[ti].isa)) continue;
@@ -573,7 +577,7 @@ static void check_matmul(wtype t, int n, int rows, int toks) {
 static void test_matmul_ragged_sizes_match_reference(void **state) {
     (void)state;
     /* rows multiples of 8 take the x8 layout where the type has one: x8
-     * tiles below MM_X8_PANEL_MIN_TOK_* activation rows (12 on AVX2, 4 with
+     * tiles below x8_panel_min_tok activation rows (12 on AVX2, 4 with
      * VNNI), panels packed from the x8 groups from there on */
     static const int shapes[][2] = {{37, 1}, {37, 5}, {53, 19}, {16, 33}, {48, 1}, {48, 2}, {48, 3},
                                     {40, 4}, {32, 9}, {64, 21}, {24, 50}};

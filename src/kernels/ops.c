@@ -1,0 +1,20 @@
+/* The plain names of the row operations (ops.h) and attn_tile_best
+ * (attention.h): each calls the active ops table's entry (ops_tables.h),
+ * chosen once by wtype_init. */
+#include "kernels/ops_tables.h"
+
+void rmsnorm(float *out, const float *x, const float *w, int n, float eps) {
+    kernel_ops_active()->rmsnorm(out, x, w, n, eps);
+}
+
+void layernorm(float *out, const float *x, const float *w, const float *b, int n, float eps) {
+    kernel_ops_active()->layernorm(out, x, w, b, n, eps);
+}
+
+void gelu_erf(float *x, int n) { kernel_ops_active()->gelu_erf(x, n); }
+
+void silu_mul(float *g, const float *u, int n) { kernel_ops_active()->silu_mul(g, u, n); }
+
+void gelu_tanh_mul(float *g, const float *u, int n) { kernel_ops_active()->gelu_tanh_mul(g, u, n); }
+
+attn_tile_fn attn_tile_best(void) { return kernel_ops_active()->attn_tile; }
