@@ -82,6 +82,7 @@ typedef struct {
     const int32_t *hi; /* [n_tok] */
     int n_tok;
     int n_head; /* n_tok * n_head <= ATTN_TILE_ROWS */
+    float softcap;     /* > 0: scores become softcap * tanh(score / softcap) (Gemma 2); 0: none */
     int64_t *key_mass; /* NULL, or [hi + 1] at least */
 } attn_tile;
 

@@ -93,6 +93,7 @@ typedef struct {
     float *out[ATTN_TILE_ROWS];
     int lo[ATTN_TILE_ROWS], hi[ATTN_TILE_ROWS];
     float m[ATTN_TILE_ROWS], l[ATTN_TILE_ROWS];
+    float softcap; /* attn_tile's */
 } tile_rows;
 
 /* Raw dots of rows r0 .. r0+NR-1 with keys k0 .. k0+NK-1 of a block into
@@ -185,9 +186,14 @@ static void row_span(const tile_rows *tr, int r, int b, int *a, int *e) {
     *e = min_int(tr->hi[r], b * bs + bs - 1) - b * bs;
 }
 
-/* s[k] = scale * s[k] for the keys a..e, -inf for the others, over the whole
- * 8-key chunks c0..c1; returns the largest. */
-static float scale_and_mask(float *s, int a, int e, int c0, int c1, float scale) {
+/* s[k] = scale * s[k] (soft-capped: softcap * tanh(scale * s[k] / softcap))
+ * for the keys a..e, -inf for the others, over the whole 8-key chunks
+ * c0..c1; returns the largest. */
+static float scale_and_mask(float *s, int a, int e, int c0, int c1, float scale, float softcap) {
+    if (softcap > 0) { /* Gemma 2 only: scalar tanhf, as the reference computes it */
+        for (int k = a; k <= e; k++) s[k] = softcap * tanhf(s[k] * scale / softcap);
+        scale = 1.0f;
+    }
     const __m256 sc = _mm256_set1_ps(scale), ninf = _mm256_set1_ps(-INFINITY);
     __m256 mx = ninf;
     for (int k = c0; k < c1; k += 8) {
@@ -212,7 +218,7 @@ static float softmax_row(tile_rows *tr, int r, int b, int t0, int t1, float scal
     row_span(tr, r, b, &a, &e);
     if (a > e) return -1;
     const int c0 = t0 & ~7, c1 = (t1 + 8) & ~7; /* whole 8-key chunks, within s's ATTN_MAX_BLOCK */
-    const float mb = scale_and_mask(s, a, e, c0, c1, scale);
+    const float mb = scale_and_mask(s, a, e, c0, c1, scale, tr->softcap);
     float c = 1;
     if (mb > tr->m[r]) {
         c = expf(tr->m[r] - mb);
@@ -253,7 +259,7 @@ static ALWAYS_INLINE void mass_sweep(kv_dtype dt, const paged_kv *kv, const int3
             int a, e;
             row_span(tr, r, b, &a, &e);
             if (a > e) continue;
-            scale_and_mask(s[r], a, e, c0, c1, scale);
+            scale_and_mask(s[r], a, e, c0, c1, scale, tr->softcap);
             const __m256 mv = _mm256_set1_ps(tr->m[r]), wv = _mm256_set1_ps(w[r]);
             for (int k = c0; k < c1; k += 8) {
                 const __m256 p = _mm256_mul_ps(exp8(_mm256_sub_ps(_mm256_loadu_ps(s[r] + k), mv)), wv);
@@ -270,7 +276,7 @@ static ALWAYS_INLINE void mass_sweep(kv_dtype dt, const paged_kv *kv, const int3
 static ALWAYS_INLINE void tile_body(kv_dtype dt, const paged_kv *kv, const int32_t *block_table, int kv_head,
                                     const attn_tile *t, float scale) {
     tile_rows tr = {.n_rows = t->n_tok * t->n_head, .dk = kv->head_dim_k, .dv = kv->head_dim_v,
-                    .bs = kv->block_size};
+                    .bs = kv->block_size, .softcap = t->softcap};
     const int bs = tr.bs;
     int jlo = t->lo[0], jhi = t->hi[0];
     for (int r = 0; r < tr.n_rows; r++) {

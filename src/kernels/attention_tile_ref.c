@@ -27,16 +27,17 @@ static const float *row_q(const attn_tile *t, int dk, int r) {
     return t->q + (r / t->n_head) * t->q_stride + (size_t)(r % t->n_head) * dk;
 }
 
-/* scale * q.K[k] for the keys a..e of a block's K rows. */
+/* scale * q.K[k] for the keys a..e of a block's K rows, soft-capped when
+ * softcap > 0: softcap * tanh(scale * q.K[k] / softcap). */
 static void row_scores(const paged_kv *kv, const uint8_t *kblk, const float *q, int a, int e, float scale,
-                       double *s) {
+                       float softcap, double *s) {
     const int dk = kv->head_dim_k;
     const size_t k_row = kv_row_bytes(kv->dtype, dk);
     for (int k = a; k <= e; k++) {
         const uint8_t *krow = kblk + k * k_row;
         double x = 0;
         for (int d = 0; d < dk; d++) x += (double)q[d] * kv_row_value(kv->dtype, krow, d);
-        s[k] = x * scale;
+        s[k] = softcap > 0 ? softcap * tanh(x * scale / softcap) : x * scale;
     }
 }
 
@@ -53,7 +54,7 @@ static void mass_sweep(const paged_kv *kv, const int32_t *block_table, int kv_he
             int a, e;
             row_span(t, bs, r, b, &a, &e);
             double s[ATTN_MAX_BLOCK];
-            row_scores(kv, kblk, row_q(t, kv->head_dim_k, r), a, e, scale, s);
+            row_scores(kv, kblk, row_q(t, kv->head_dim_k, r), a, e, scale, t->softcap, s);
             for (int k = a; k <= e; k++) col[k] += llrint(exp(s[k] - m[r]) / l[r] * ATTN_MASS_ONE);
         }
         for (int k = 0; k < bs; k++)
@@ -85,7 +86,7 @@ static void tile_pass(const paged_kv *kv, const int32_t *block_table, int kv_hea
             row_span(t, bs, r, b, &a, &e);
             if (a > e) continue;
             double s[ATTN_MAX_BLOCK], mb = -INFINITY;
-            row_scores(kv, kblk, row_q(t, dk, r), a, e, scale, s);
+            row_scores(kv, kblk, row_q(t, dk, r), a, e, scale, t->softcap, s);
             for (int k = a; k <= e; k++)
                 if (s[k] > mb) mb = s[k];
             if (mb > m[r]) {

@@ -13,16 +13,37 @@
 
 static const arch_traits k_archs[] = {
     /* Llama 2/3 and Mistral (GGUF calls Mistral "llama"). */
-    {.name = "llama", .rope = ROPE_NORM, .act = ACT_SILU},
-    {.name = "qwen2", .rope = ROPE_NEOX, .act = ACT_SILU, .qkv_bias = true},
-    {.name = "gemma3", .rope = ROPE_NEOX, .act = ACT_GELU_TANH, .qk_norm = true, .post_norms = true,
-     .embd_scale_sqrt = true, .swa_pattern = 6, .rope_base_swa = 10000.0f},
+    {.name = "llama", .family = "Llama / Mistral", .rope = ROPE_NORM, .act = ACT_SILU},
+    {.name = "qwen2", .family = "Qwen2", .rope = ROPE_NEOX, .act = ACT_SILU, .qkv_bias = true},
+    {.name = "qwen3", .family = "Qwen3", .rope = ROPE_NEOX, .act = ACT_SILU, .qk_norm = QK_NORM_HEAD},
+    {.name = "gemma2", .family = "Gemma 2", .rope = ROPE_NEOX, .act = ACT_GELU_TANH, .post_norms = true,
+     .embd_scale_sqrt = true, .swa_pattern = 2, .softcaps = true},
+    {.name = "gemma3", .family = "Gemma 3", .rope = ROPE_NEOX, .act = ACT_GELU_TANH, .qk_norm = QK_NORM_HEAD,
+     .post_norms = true, .embd_scale_sqrt = true, .swa_pattern = 6, .rope_base_swa = 10000.0f},
+    {.name = "granite", .family = "Granite", .rope = ROPE_NORM, .act = ACT_SILU, .multipliers = true},
+    {.name = "smollm3", .family = "SmolLM3", .rope = ROPE_NORM, .act = ACT_SILU, .nope_period = 4},
+    {.name = "olmo2", .family = "OLMo 2", .rope = ROPE_NEOX, .act = ACT_SILU, .qk_norm = QK_NORM_ALL,
+     .no_pre_norms = true, .post_norms = true},
 };
 
+#define N_ARCHS (sizeof k_archs / sizeof k_archs[0])
+
 const arch_traits *arch_find(const char *name) {
-    for (size_t i = 0; i < sizeof k_archs / sizeof k_archs[0]; i++)
+    for (size_t i = 0; i < N_ARCHS; i++)
         if (!strcmp(k_archs[i].name, name)) return &k_archs[i];
     return NULL;
+}
+
+const char *arch_names(void) {
+    static char names[256];
+    if (!names[0])
+        for (size_t i = 0, n = 0; i < N_ARCHS; i++)
+            n += (size_t)snprintf(names + n, sizeof names - n, "%s%s", i ? ", " : "", k_archs[i].name);
+    return names;
+}
+
+void hparams_nope_period(model_hparams *hp, int period) {
+    for (int il = 0; il < hp->n_layer; il++) hp->no_rope[il] = period > 0 && (il + 1) % period == 0;
 }
 
 int meta_need_u32(const gguf_ctx *g, const char *arch, const char *suffix, int *out, int lo, int hi) {
@@ -63,7 +84,7 @@ int hparams_from_gguf(const gguf_ctx *g, model_hparams *hp) {
     snprintf(arch, sizeof arch, "%.*s", (int)(arch_s.len < 60 ? arch_s.len : 60), arch_s.ptr);
     hp->traits = arch_find(arch);
     if (!hp->traits)
-        return err_set("unknown architecture '%s' (supported: llama, qwen2, gemma3)", arch);
+        return err_set("unknown architecture '%s' (supported: %s)", arch, arch_names());
     hp->rope = hp->traits->rope;
 
     if (meta_need_u32(g, arch, "block_count", &hp->n_layer, 1, CLLM_MAX_LAYERS) ||
@@ -114,8 +135,29 @@ int hparams_from_gguf(const gguf_ctx *g, model_hparams *hp) {
     if (meta_opt_f32(g, arch, "attention.scale", &hp->attn_scale)) return -1;
     if (!(hp->attn_scale > 0)) return err_set("%s.attention.scale must be positive", arch);
     hp->embd_scale = hp->traits->embd_scale_sqrt ? sqrtf((float)hp->n_embd) : 1.0f;
+    hp->residual_scale = hp->logit_scale = 1.0f;
+    if (hp->traits->multipliers) {
+        /* Granite: llama.cpp divides the logits by logit_scale. */
+        float logit_div = 1.0f;
+        if (meta_opt_f32(g, arch, "embedding_scale", &hp->embd_scale) ||
+            meta_opt_f32(g, arch, "residual_scale", &hp->residual_scale) ||
+            meta_opt_f32(g, arch, "logit_scale", &logit_div))
+            return -1;
+        if (!(logit_div > 0)) return err_set("%s.logit_scale must be positive", arch);
+        hp->logit_scale = 1.0f / logit_div;
+    }
+    if (hp->traits->softcaps) {
+        /* Gemma 2's values where the file names none, as llama.cpp assumes. */
+        hp->attn_softcap = 50.0f, hp->final_softcap = 30.0f;
+        if (meta_opt_f32(g, arch, "attn_logit_softcapping", &hp->attn_softcap) ||
+            meta_opt_f32(g, arch, "final_logit_softcapping", &hp->final_softcap))
+            return -1;
+    }
+    hparams_nope_period(hp, hp->traits->nope_period);
 
     if (hp->traits->swa_pattern > 0) {
+        /* Gemma 2 files may leave out the window: llama.cpp then takes 4096. */
+        if (hp->traits->softcaps) hp->n_swa = 4096;
         if (meta_opt_u32(g, arch, "attention.sliding_window", &hp->n_swa, 0, 1 << 24)) return -1;
         snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", arch);
         /* One flag per layer, or (as llama.cpp's set_swa_pattern) a period n:
@@ -153,7 +195,11 @@ int hparams_check(const model_hparams *hp) {
                     false) ||
         check_range("rope position scale (1 / rope scaling factor)", hp->rope_pos_scale, 1e-6, 1e6, false) ||
         check_range("attention scale (attention.scale)", hp->attn_scale, 0, 1e4, true) ||
-        check_range("embedding scale", hp->embd_scale, 0, 1e6, true))
+        check_range("embedding scale", hp->embd_scale, 0, 1e6, true) ||
+        check_range("residual scale (residual_scale, residual_multiplier)", hp->residual_scale, 0, 1e6, true) ||
+        check_range("logit scale (1 / logit_scale, 1 / logits_scaling)", hp->logit_scale, 0, 1e6, true) ||
+        check_range("attention soft-cap (attn_logit_softcapping)", hp->attn_softcap, 0, 1e6, false) ||
+        check_range("final logit soft-cap (final_logit_softcapping)", hp->final_softcap, 0, 1e6, false))
         return -1;
     if (hp->n_ctx_train < 1 || hp->n_ctx_train > HPARAMS_MAX_CTX)
         return err_set("trained context length %d is out of range [1, %d]", hp->n_ctx_train, HPARAMS_MAX_CTX);

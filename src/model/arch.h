@@ -1,6 +1,7 @@
 /* Model families and their hyper-parameters. What differs between Llama,
- * Qwen2, Mistral and Gemma 3 is data here (a rope style, an activation, which
- * optional tensors exist, the sliding-window pattern), read once at load time;
+ * Mistral, Qwen2/3, Gemma 2/3, Granite, SmolLM3 and OLMo 2 is data here (a
+ * rope style, an activation, which norms exist and where, soft-caps, NoPE
+ * layers, multipliers, the sliding-window pattern), read once at load time;
  * the forward pass has no per-family branches beyond these fields. */
 #ifndef CLLM_MODEL_ARCH_H
 #define CLLM_MODEL_ARCH_H
@@ -15,17 +16,26 @@ typedef struct gguf_writer gguf_writer;
 
 typedef enum { ROPE_NORM, ROPE_NEOX } rope_style; /* adjacent pairs / split halves */
 typedef enum { ACT_SILU, ACT_GELU_TANH } act_kind;
+/* RMSNorm of q and k before rope: none, each head on its own (Qwen3, Gemma),
+ * or the whole projection at once (OLMo 2: q_norm has n_head * head_dim
+ * weights). */
+typedef enum { QK_NORM_NONE, QK_NORM_HEAD, QK_NORM_ALL } qk_norm_kind;
 
 typedef struct {
     const char *name;       /* general.architecture */
+    const char *family;     /* what `cllm info` calls it */
     rope_style rope;
     act_kind act;
     bool qkv_bias;          /* attn_{q,k,v}.bias present (Qwen2) */
-    bool qk_norm;           /* per-head RMSNorm of q and k before rope (Gemma 3) */
+    qk_norm_kind qk_norm;
+    bool no_pre_norms;      /* no norm before attention and MLP (OLMo 2: only the post-norms) */
     bool post_norms;        /* norms after attention and MLP, before the residual add */
     bool embd_scale_sqrt;   /* embeddings times sqrt(n_embd) */
     int swa_pattern;        /* every n-th layer is global, the others sliding; 0: none */
     float rope_base_swa;    /* rope base of sliding layers when the file names none */
+    int nope_period;        /* every n-th layer has no rope unless the file says otherwise (SmolLM3); 0: none */
+    bool multipliers;       /* embedding, residual, attention and logit multipliers in the file (Granite) */
+    bool softcaps;          /* attention and final logit soft-capping (Gemma 2) */
 } arch_traits;
 
 #define CLLM_MAX_LAYERS 256
@@ -50,13 +60,22 @@ typedef struct {
     float rope_pos_scale;   /* linear rope scaling: position multiplier (1/factor) */
     float attn_scale;       /* multiplier of q.k */
     float embd_scale;
+    float residual_scale;   /* multiplier of each layer's attention and MLP output (Granite) */
+    float logit_scale;      /* multiplier of the logits (Granite: 1 / logits_scaling) */
+    float attn_softcap;     /* scores become cap * tanh(score / cap) (Gemma 2); 0: none */
+    float final_softcap;    /* the same for the logits; 0: none */
     int n_swa;              /* sliding window in tokens; 0 when no layer slides */
     bool is_swa[CLLM_MAX_LAYERS];
+    bool no_rope[CLLM_MAX_LAYERS]; /* NoPE layers: q and k are not rotated (SmolLM3) */
 } model_hparams;
 
 #define HPARAMS_MAX_CTX (1 << 24) /* tokens; far above any trained context */
 
 const arch_traits *arch_find(const char *name);
+/* "llama, qwen2, ...": the supported GGUF architectures, for messages. */
+const char *arch_names(void);
+/* Marks every period-th layer (the 4th, 8th, ...) as NoPE; 0: none. */
+void hparams_nope_period(model_hparams *hp, int period);
 /* Refuses hyper-parameters the forward pass cannot compute with: a norm
  * epsilon, rope base, rope scale or attention scale that is not finite or
  * not positive (or absurdly large), a context or window past

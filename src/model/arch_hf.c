@@ -1,11 +1,16 @@
 /* Hyper-parameters from a Hugging Face config.json (see hf_config.h). Keys and
- * their defaults follow transformers' LlamaConfig, MistralConfig, Qwen2Config
- * and Gemma3TextConfig; a null value counts as absent. Where the checkpoint's
- * conventions differ from GGUF's they are recorded for the loader:
+ * their defaults follow transformers' LlamaConfig, MistralConfig, Qwen2Config,
+ * Qwen3Config, Gemma2Config, Gemma3TextConfig, GraniteConfig, SmolLM3Config
+ * and Olmo2Config; a null value counts as absent. Rope settings come as
+ * transformers 4 writes them (rope_theta, rope_scaling) or as 5 does
+ * (rope_parameters, per layer type where a family has two bases). Where the
+ * checkpoint's conventions differ from GGUF's they are recorded for the loader:
  *  - Llama/Mistral q/k rows are in HF's order (rotate_half pairs dimension i
  *    with i + d/2), so the rope style is NEOX; llama.cpp's converter permutes
  *    them instead and uses adjacent pairs.
  *  - Gemma's norms compute x * (1 + w); the loader adds the 1.
+ *  - Mistral's sliding_window applies to every layer (transformers'
+ *    MistralModel); llama.cpp's converter does not carry it to GGUF.
  *  - Gemma's attention scale is query_pre_attn_scalar^-0.5.
  *  - "llama3" rope scaling becomes per-pair frequency factors, computed as
  *    convert_hf_to_gguf.py computes rope_freqs.weight. */
@@ -71,16 +76,20 @@ static const char *get_str(const cfg_obj *c, const char *key, bool *bad) {
 
 /* --- rope ------------------------------------------------------------------ */
 
-static int read_rope_scaling(const cfg_obj *c, model_hparams *hp, hf_config *cfg) {
-    json_t *rs = get(c, "rope_scaling");
+/* The scaling described by c's object `key` (transformers 4's
+ * "rope_scaling"), or by c itself (key NULL: 5's rope_parameters). hp NULL:
+ * only "default" is accepted (Gemma 3's sliding layers are never scaled). */
+static int read_rope_scaling(const cfg_obj *c, model_hparams *hp, hf_config *cfg, const char *key) {
+    json_t *rs = key ? get(c, key) : c->obj;
     if (!rs) return 0;
-    if (!json_is_object(rs)) return err_set("%s: \"rope_scaling\" is not an object", c->path);
+    if (!json_is_object(rs)) return err_set("%s: \"%s\" is not an object", c->path, key);
     cfg_obj r = {c->path, rs};
     bool bad = false;
     const char *type = get_str(&r, "rope_type", &bad);
     if (!type && !bad) type = get_str(&r, "type", &bad);
     if (bad) return -1;
     if (!type || !strcmp(type, "default")) return 0;
+    if (!hp) return err_set("%s: rope_parameters type '%.32s' on sliding layers is not supported", c->path, type);
     float factor = 0;
     if (get_num(&r, "factor", &factor)) return -1;
     if (!strcmp(type, "linear")) {
@@ -88,7 +97,7 @@ static int read_rope_scaling(const cfg_obj *c, model_hparams *hp, hf_config *cfg
         hp->rope_pos_scale = 1.0f / factor;
         return 0;
     }
-    if (!strcmp(type, "llama3") && hp->traits == arch_find("llama")) {
+    if (!strcmp(type, "llama3")) {
         cfg->llama3_rope = true;
         cfg->rope_factor = 8.0f, cfg->rope_low_freq = 1.0f, cfg->rope_high_freq = 4.0f;
         cfg->rope_orig_ctx = 8192;
@@ -101,8 +110,31 @@ static int read_rope_scaling(const cfg_obj *c, model_hparams *hp, hf_config *cfg
                            c->path);
         return 0;
     }
-    return err_set("%s: unsupported rope_scaling type '%.32s' (supported: linear, and llama3 for Llama)", c->path,
-                   type);
+    return err_set("%s: unsupported %s type '%.32s' (supported: default, linear, llama3)", c->path,
+                   key ? key : "rope_parameters", type);
+}
+
+/* rope_theta, and rope_scaling, in either spelling (see the top). The
+ * sliding layers' base (Gemma 3: rope_local_base_freq, or the
+ * "sliding_attention" entry) goes to rope_base_swa. */
+static int read_rope(const cfg_obj *c, model_hparams *hp, hf_config *cfg) {
+    json_t *rp = get(c, "rope_parameters");
+    if (!rp) {
+        if (get_num(c, "rope_theta", &hp->rope_base)) return -1;
+        hp->rope_base_swa = hp->traits->rope_base_swa > 0 ? hp->traits->rope_base_swa : hp->rope_base;
+        if (get_num(c, "rope_local_base_freq", &hp->rope_base_swa)) return -1;
+        return read_rope_scaling(c, hp, cfg, "rope_scaling");
+    }
+    if (!json_is_object(rp)) return err_set("%s: \"rope_parameters\" is not an object", c->path);
+    json_t *full = json_object_get(rp, "full_attention"), *swa = json_object_get(rp, "sliding_attention");
+    if ((full && !json_is_object(full)) || (swa && !json_is_object(swa)))
+        return err_set("%s: \"rope_parameters\" has an entry per layer type that is not an object", c->path);
+    cfg_obj f = {c->path, full ? full : rp}, w = {c->path, swa};
+    if (get_num(&f, "rope_theta", &hp->rope_base)) return -1;
+    hp->rope_base_swa = hp->traits->rope_base_swa > 0 ? hp->traits->rope_base_swa : hp->rope_base;
+    if (swa && (get_num(&w, "rope_theta", &hp->rope_base_swa) || read_rope_scaling(&w, NULL, NULL, NULL)))
+        return -1;
+    return read_rope_scaling(&f, hp, cfg, NULL);
 }
 
 void hf_llama3_rope_factors(const model_hparams *hp, const hf_config *cfg, float *out) {
@@ -127,12 +159,10 @@ void hf_llama3_rope_factors(const model_hparams *hp, const hf_config *cfg, float
 
 /* --- Gemma 3 sliding layers -------------------------------------------------- */
 
-static int read_gemma_swa(const cfg_obj *c, model_hparams *hp) {
+/* Sliding layers by layer_types, else every layer but each pattern-th. */
+static int read_gemma_swa(const cfg_obj *c, model_hparams *hp, int pattern) {
     hp->n_swa = 4096;
     if (get_int(c, "sliding_window", &hp->n_swa, 0, 1 << 24, false)) return -1;
-    hp->rope_base_swa = 10000.0f;
-    if (get_num(c, "rope_local_base_freq", &hp->rope_base_swa)) return -1;
-    if (!(hp->rope_base_swa > 0)) return err_set("%s: \"rope_local_base_freq\" must be positive", c->path);
     json_t *types = get(c, "layer_types");
     if (types) {
         if (!json_is_array(types) || json_array_size(types) != (size_t)hp->n_layer)
@@ -146,7 +176,6 @@ static int read_gemma_swa(const cfg_obj *c, model_hparams *hp) {
         }
         return 0;
     }
-    int pattern = 6;
     const char *key = get(c, "sliding_window_pattern") ? "sliding_window_pattern" : "_sliding_window_pattern";
     if (get_int(c, key, &pattern, 1, CLLM_MAX_LAYERS, false)) return -1;
     for (int il = 0; il < hp->n_layer; il++) hp->is_swa[il] = hp->n_swa > 0 && (il + 1) % pattern != 0;
@@ -223,9 +252,90 @@ static int read_quant_config(const char *dir, json_t *root, hf_config *cfg) {
 
 /* --- the whole config ---------------------------------------------------------- */
 
-static int read_text_config(const cfg_obj *c, bool gemma, model_hparams *hp, hf_config *cfg) {
-    const bool req = !gemma; /* Gemma3TextConfig has defaults for everything */
-    if (gemma) {
+/* model_type -> the family (arch.c's name) whose forward pass computes it. */
+static const struct {
+    const char *model_type, *family;
+} k_hf_families[] = {
+    {"llama", "llama"},     {"mistral", "llama"},       {"qwen2", "qwen2"},     {"qwen3", "qwen3"},
+    {"gemma2", "gemma2"},   {"gemma3", "gemma3"},       {"gemma3_text", "gemma3"}, {"granite", "granite"},
+    {"smollm3", "smollm3"}, {"olmo2", "olmo2"},
+};
+
+#define N_HF_FAMILIES (sizeof k_hf_families / sizeof k_hf_families[0])
+
+static const char *hf_family_of(const char *model_type) {
+    for (size_t i = 0; i < N_HF_FAMILIES; i++)
+        if (!strcmp(k_hf_families[i].model_type, model_type)) return k_hf_families[i].family;
+    return NULL;
+}
+
+static const char *hf_model_types(void) {
+    static char names[256];
+    if (!names[0])
+        for (size_t i = 0, n = 0; i < N_HF_FAMILIES; i++)
+            n += (size_t)snprintf(names + n, sizeof names - n, "%s%s", i ? ", " : "", k_hf_families[i].model_type);
+    return names;
+}
+
+/* Granite's multipliers: embeddings, residual branches, q.k (in place of
+ * 1/sqrt(head_dim)), and the logits (divided by logits_scaling). */
+static int read_granite(const cfg_obj *c, model_hparams *hp) {
+    float logits_div = 1.0f;
+    if (get_num(c, "embedding_multiplier", &hp->embd_scale) || get_num(c, "residual_multiplier", &hp->residual_scale) ||
+        get_num(c, "attention_multiplier", &hp->attn_scale) || get_num(c, "logits_scaling", &logits_div))
+        return -1;
+    if (!(logits_div > 0)) return err_set("%s: \"logits_scaling\" must be positive", c->path);
+    hp->logit_scale = 1.0f / logits_div;
+    return 0;
+}
+
+/* SmolLM3's NoPE layers: no_rope_layers[i] is 1 where layer i uses rope, else
+ * every no_rope_layer_interval-th layer has none. */
+static int read_nope(const cfg_obj *c, model_hparams *hp) {
+    json_t *list = get(c, "no_rope_layers");
+    if (!list) {
+        int interval = hp->traits->nope_period;
+        if (get_int(c, "no_rope_layer_interval", &interval, 1, CLLM_MAX_LAYERS, false)) return -1;
+        hparams_nope_period(hp, interval);
+        return 0;
+    }
+    if (!json_is_array(list) || json_array_size(list) != (size_t)hp->n_layer)
+        return err_set("%s: \"no_rope_layers\" is not a list of %d numbers", c->path, hp->n_layer);
+    for (int il = 0; il < hp->n_layer; il++) {
+        json_t *v = json_array_get(list, (size_t)il);
+        if (!json_is_integer(v) || (json_integer_value(v) != 0 && json_integer_value(v) != 1))
+            return err_set("%s: no_rope_layers[%d] is not 0 or 1", c->path, il);
+        hp->no_rope[il] = json_integer_value(v) == 0;
+    }
+    return 0;
+}
+
+/* Gemma 2's soft-caps: its config's defaults, null for none. */
+static int read_softcaps(const cfg_obj *c, model_hparams *hp) {
+    hp->attn_softcap = 50.0f, hp->final_softcap = 30.0f;
+    json_t *a = json_object_get(c->obj, "attn_logit_softcapping"), *f = json_object_get(c->obj, "final_logit_softcapping");
+    if (json_is_null(a)) hp->attn_softcap = 0;
+    if (json_is_null(f)) hp->final_softcap = 0;
+    if (get_num(c, "attn_logit_softcapping", &hp->attn_softcap) ||
+        get_num(c, "final_logit_softcapping", &hp->final_softcap))
+        return -1;
+    if (hp->attn_softcap < 0 || hp->final_softcap < 0) return err_set("%s: soft-capping must not be negative", c->path);
+    return 0;
+}
+
+/* Mistral: a sliding window over every layer where sliding_window is set. */
+static int read_mistral_swa(const cfg_obj *c, model_hparams *hp) {
+    if (get_int(c, "sliding_window", &hp->n_swa, 0, 1 << 24, false)) return -1;
+    for (int il = 0; il < hp->n_layer; il++) hp->is_swa[il] = hp->n_swa > 0;
+    hp->rope_base_swa = hp->rope_base;
+    return 0;
+}
+
+static int read_text_config(const cfg_obj *c, const char *model_type, model_hparams *hp, hf_config *cfg) {
+    const arch_traits *tr = hp->traits;
+    const bool gemma3 = tr == arch_find("gemma3"), gemma = tr->embd_scale_sqrt;
+    const bool req = !gemma3; /* Gemma3TextConfig has defaults for everything */
+    if (gemma3) {
         hp->n_embd = 2304, hp->n_ff = 9216, hp->n_layer = 26, hp->n_head = 8, hp->n_head_kv = 4;
         hp->head_dim_k = 256, hp->n_ctx_train = 131072, hp->n_vocab = 262208;
     }
@@ -234,7 +344,7 @@ static int read_text_config(const cfg_obj *c, bool gemma, model_hparams *hp, hf_
         get_int(c, "intermediate_size", &hp->n_ff, 1, 1 << 20, req) ||
         get_int(c, "num_attention_heads", &hp->n_head, 1, 1024, req))
         return -1;
-    if (!gemma) {
+    if (!gemma3) {
         hp->n_head_kv = hp->n_head;
         hp->n_ctx_train = 2048;
         hp->n_vocab = 32000;
@@ -246,7 +356,7 @@ static int read_text_config(const cfg_obj *c, bool gemma, model_hparams *hp, hf_
     if (hp->n_head % hp->n_head_kv)
         return err_set("%s: num_attention_heads %d is not a multiple of num_key_value_heads %d", c->path,
                        hp->n_head, hp->n_head_kv);
-    if (!gemma) {
+    if (!gemma3) {
         if (hp->n_embd % hp->n_head)
             return err_set("%s: hidden_size %d is not a multiple of num_attention_heads %d", c->path, hp->n_embd,
                            hp->n_head);
@@ -261,18 +371,17 @@ static int read_text_config(const cfg_obj *c, bool gemma, model_hparams *hp, hf_
     if (partial != 1.0f) return err_set("%s: partial_rotary_factor %g is not supported", c->path, partial);
 
     hp->norm_eps = 1e-6f;
-    hp->rope_base = gemma ? 1000000.0f : 10000.0f;
-    if (get_num(c, "rms_norm_eps", &hp->norm_eps) || get_num(c, "rope_theta", &hp->rope_base)) return -1;
+    hp->rope_base = gemma3 ? 1000000.0f : 10000.0f;
+    if (get_num(c, "rms_norm_eps", &hp->norm_eps)) return -1;
     if (!(hp->norm_eps > 0)) return err_set("%s: \"rms_norm_eps\" must be positive", c->path);
-    if (!(hp->rope_base > 0)) return err_set("%s: \"rope_theta\" must be positive", c->path);
-    hp->rope_base_swa = hp->rope_base;
     hp->rope_pos_scale = 1.0f;
-    if (read_rope_scaling(c, hp, cfg)) return -1;
+    if (read_rope(c, hp, cfg)) return -1;
+    if (!(hp->rope_base > 0) || !(hp->rope_base_swa > 0)) return err_set("%s: \"rope_theta\" must be positive", c->path);
 
     bool bad = false;
     const char *act = get_str(c, gemma ? "hidden_activation" : "hidden_act", &bad);
     if (bad) return -1;
-    const char *want = gemma ? "gelu_pytorch_tanh" : "silu";
+    const char *want = tr->act == ACT_GELU_TANH ? "gelu_pytorch_tanh" : "silu";
     if (act && strcmp(act, want))
         return err_set("%s: activation '%.32s' is not supported for this family (%s)", c->path, act, want);
 
@@ -283,19 +392,23 @@ static int read_text_config(const cfg_obj *c, bool gemma, model_hparams *hp, hf_
     if (flag) return err_set("%s: mlp_bias is not supported", c->path);
     if (get_bool(c, "use_sliding_window", &flag)) return -1;
     if (flag) return err_set("%s: use_sliding_window is not supported", c->path);
-    if (get(c, "final_logit_softcapping") || get(c, "attn_logit_softcapping"))
-        return err_set("%s: logit soft-capping is not supported", c->path);
+    if (!tr->softcaps && (get(c, "final_logit_softcapping") || get(c, "attn_logit_softcapping")))
+        return err_set("%s: logit soft-capping is not supported for this family", c->path);
 
     hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim_k);
+    hp->embd_scale = tr->embd_scale_sqrt ? sqrtf((float)hp->n_embd) : 1.0f;
+    hp->residual_scale = hp->logit_scale = 1.0f;
     if (gemma) {
         float qpas = 256.0f;
         if (get_num(c, "query_pre_attn_scalar", &qpas)) return -1;
         if (!(qpas > 0)) return err_set("%s: \"query_pre_attn_scalar\" must be positive", c->path);
         hp->attn_scale = 1.0f / sqrtf(qpas);
-        if (read_gemma_swa(c, hp)) return -1;
+        if (read_gemma_swa(c, hp, tr->swa_pattern)) return -1;
     }
-    hp->embd_scale = hp->traits->embd_scale_sqrt ? sqrtf((float)hp->n_embd) : 1.0f;
-    cfg->tie_word_embeddings = gemma;
+    if ((tr->softcaps && read_softcaps(c, hp)) || (tr->multipliers && read_granite(c, hp)) ||
+        (tr->nope_period && read_nope(c, hp)) || (!strcmp(model_type, "mistral") && read_mistral_swa(c, hp)))
+        return -1;
+    cfg->tie_word_embeddings = gemma || !strcmp(model_type, "smollm3");
     return get_bool(c, "tie_word_embeddings", &cfg->tie_word_embeddings);
 }
 
@@ -315,25 +428,20 @@ int hf_config_load(const char *dir, model_hparams *hp, hf_config *cfg) {
     else if (bad) rc = -1;
     else if (!type) rc = err_set("%s: missing required key \"model_type\"", path);
     const char *family = NULL;
-    if (!rc) {
-        if (!strcmp(type, "llama") || !strcmp(type, "mistral")) family = "llama";
-        else if (!strcmp(type, "qwen2")) family = "qwen2";
-        else if (!strcmp(type, "gemma3") || !strcmp(type, "gemma3_text")) family = "gemma3";
-        else rc = err_set("%s: model_type '%.32s' is not supported (llama, mistral, qwen2, gemma3, gemma3_text)", path,
-                          type);
-    }
+    if (!rc && !(family = hf_family_of(type)))
+        rc = err_set("%s: model_type '%.32s' is not supported (%s)", path, type, hf_model_types());
     if (!rc) {
         snprintf(cfg->model_type, sizeof cfg->model_type, "%s", type);
         hp->traits = arch_find(family);
         hp->rope = ROPE_NEOX; /* HF order for every family, see the top of the file */
-        cfg->norm_plus_one = !strcmp(family, "gemma3");
+        cfg->norm_plus_one = hp->traits->embd_scale_sqrt; /* Gemma */
         cfg_obj text = top;
         json_t *tc = json_object_get(root, "text_config");
         if (!strcmp(type, "gemma3") && tc && !json_is_null(tc)) {
             if (!json_is_object(tc)) rc = err_set("%s: \"text_config\" is not an object", path);
             text.obj = tc;
         }
-        if (!rc) rc = read_text_config(&text, cfg->norm_plus_one, hp, cfg);
+        if (!rc) rc = read_text_config(&text, type, hp, cfg);
         if (!rc && hparams_check(hp)) rc = err_prefix("%s: ", path);
         /* Gemma3ForConditionalGeneration may state the tie at the top level. */
         if (!rc && text.obj != root) rc = get_bool(&top, "tie_word_embeddings", &cfg->tie_word_embeddings);

@@ -8,6 +8,7 @@
 #include "model/arch.h"
 
 #include "format/gguf_write.h"
+#include "util/error.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -45,6 +46,20 @@ int hparams_to_gguf(const model_hparams *hp, gguf_writer *w) {
     }
     if (hp->attn_scale != 1.0f / sqrtf((float)hp->head_dim_k) && put_f32(w, a, "attention.scale", hp->attn_scale))
         return -1;
+    if (hp->traits->multipliers &&
+        (put_f32(w, a, "embedding_scale", hp->embd_scale) || put_f32(w, a, "residual_scale", hp->residual_scale) ||
+         put_f32(w, a, "logit_scale", 1.0f / hp->logit_scale)))
+        return -1;
+    if (hp->traits->softcaps && (put_f32(w, a, "attn_logit_softcapping", hp->attn_softcap) ||
+                                 put_f32(w, a, "final_logit_softcapping", hp->final_softcap)))
+        return -1;
+    /* NoPE layers have no key of their own: readers (llama.cpp too) take the family's period. */
+    for (int il = 0; il < hp->n_layer; il++) {
+        const int p = hp->traits->nope_period;
+        if (hp->no_rope[il] != (p > 0 && (il + 1) % p == 0))
+            return err_set("layer %d's NoPE setting differs from %s's every-%d-th-layer pattern, which GGUF cannot "
+                           "state", il, a, p);
+    }
     if (hp->traits->swa_pattern > 0) {
         uint8_t pattern[CLLM_MAX_LAYERS]; /* GGUF bools are one byte */
         for (int il = 0; il < hp->n_layer; il++) pattern[il] = hp->is_swa[il];

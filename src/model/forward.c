@@ -1,8 +1,9 @@
 /* The forward pass; see forward.h. Read it top to bottom in layer order:
- * embed, then per layer norm, QKV, (Q/K norm), rope, KV write, attention,
- * output projection, (post-norm), residual, norm, gated MLP, (post-norm),
- * residual; then final norm and logits for the requested rows. Per-family
- * differences are the hparams' fields and which optional weights exist. */
+ * embed, then per layer (norm), QKV, (Q/K norm), rope, KV write, attention,
+ * output projection, (post-norm), residual, (norm), gated MLP, (post-norm),
+ * residual; then final norm, logits for the requested rows, (soft-cap). Per-family
+ * differences are the hparams' fields (multipliers, soft-caps, NoPE layers)
+ * and which optional weights exist (a norm that is absent is no norm). */
 #include "model/forward.h"
 
 #include "kernels/attention.h"
@@ -10,6 +11,7 @@
 #include "kernels/ops.h"
 #include "util/error.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,6 +55,7 @@ struct forward_step {
     int il;
     row_fn fn;
     const int32_t *rows; /* the token rows whose logits are computed (final_norm_row) */
+    float *logits;       /* their logits (logit_row) */
 };
 
 static void rows_worker(void *p, long lo, long hi) {
@@ -84,10 +87,18 @@ static void rope_row(const forward_step *s, int t) {
                     s->f->m->w.rope_freqs);
 }
 
+/* out = rmsnorm(x) with weight w, or x itself where the family has no such
+ * norm (OLMo 2 has no norm before attention and MLP). */
+static void norm_or_copy(float *out, const float *x, const float *w, int n, float eps) {
+    if (w) rmsnorm(out, x, w, n, eps);
+    else memcpy(out, x, (size_t)n * sizeof *out);
+}
+
 static void attn_norm_row(const forward_step *s, int t) {
     const model *m = s->f->m;
     const int e = m->hp.n_embd;
-    rmsnorm(s->f->xb + (size_t)t * e, s->f->x + (size_t)t * e, m->w.layers[s->il].attn_norm, e, m->hp.norm_eps);
+    norm_or_copy(s->f->xb + (size_t)t * e, s->f->x + (size_t)t * e, m->w.layers[s->il].attn_norm, e,
+                 m->hp.norm_eps);
 }
 
 static void write_kv(const forward_step *s, int t, const float *k, const float *v) {
@@ -136,7 +147,10 @@ static void qkv_row(const forward_step *s, int t) {
         vec_add(k, l->bk, k_dim);
         vec_add(v, l->bv, v_dim);
     }
-    if (l->q_norm) {
+    if (l->q_norm && hp->traits->qk_norm == QK_NORM_ALL) {
+        rmsnorm(q, q, l->q_norm, q_dim, hp->norm_eps);
+        rmsnorm(k, k, l->k_norm, k_dim, hp->norm_eps);
+    } else if (l->q_norm) {
         for (int h = 0; h < hp->n_head; h++)
             rmsnorm(q + h * hp->head_dim_k, q + h * hp->head_dim_k, l->q_norm, hp->head_dim_k, hp->norm_eps);
         for (int h = 0; h < hp->n_head_kv; h++)
@@ -144,8 +158,10 @@ static void qkv_row(const forward_step *s, int t) {
     }
     const float *cs = (hp->is_swa[s->il] ? f->rope_swa : f->rope_full) + (size_t)t * hp->rope_dim;
     const rope_pairs pairs = hp->rope == ROPE_NEOX ? ROPE_PAIRS_HALVES : ROPE_PAIRS_ADJACENT;
-    rope_apply(q, hp->n_head, hp->head_dim_k, hp->rope_dim, cs, pairs);
-    rope_apply(k, hp->n_head_kv, hp->head_dim_k, hp->rope_dim, cs, pairs);
+    if (!hp->no_rope[s->il]) {
+        rope_apply(q, hp->n_head, hp->head_dim_k, hp->rope_dim, cs, pairs);
+        rope_apply(k, hp->n_head_kv, hp->head_dim_k, hp->rope_dim, cs, pairs);
+    }
     if (pairs == ROPE_PAIRS_ADJACENT) {
         rope_pairs_to_halves(q, hp->n_head, hp->head_dim_k, hp->rope_dim);
         rope_pairs_to_halves(k, hp->n_head_kv, hp->head_dim_k, hp->rope_dim);
@@ -228,8 +244,15 @@ static void attn_unit_run(const forward_step *s, int u) {
                             .q_stride = (size_t)hp->n_head * hp->head_dim_k,
                             .out_stride = (size_t)hp->n_head * hp->head_dim_v,
                             .lo = lo, .hi = hi, .n_tok = a->n_tok, .n_head = a->n_h,
-                            .key_mass = fs->attn_acc};
+                            .softcap = hp->attn_softcap, .key_mass = fs->attn_acc};
     f->attn(&pk, fs->block_table[g], a->kv_head, &tile, hp->attn_scale);
+}
+
+/* x += post_norm(out) * residual_scale: the end of attention or MLP. */
+static void add_residual(const model_hparams *hp, float *x, float *out, const float *post_norm) {
+    if (post_norm) rmsnorm(out, out, post_norm, hp->n_embd, hp->norm_eps);
+    if (hp->residual_scale != 1.0f) vec_scale(out, hp->residual_scale, hp->n_embd);
+    vec_add(x, out, hp->n_embd);
 }
 
 /* After the output projection: post-norm, residual, and the MLP's input norm. */
@@ -237,10 +260,9 @@ static void attn_residual_row(const forward_step *s, int t) {
     const model *m = s->f->m;
     const layer_weights *l = &m->w.layers[s->il];
     const int e = m->hp.n_embd;
-    float *tmp = s->f->tmp + (size_t)t * e, *x = s->f->x + (size_t)t * e;
-    if (l->post_attn_norm) rmsnorm(tmp, tmp, l->post_attn_norm, e, m->hp.norm_eps);
-    vec_add(x, tmp, e);
-    rmsnorm(s->f->xb + (size_t)t * e, x, l->ffn_norm, e, m->hp.norm_eps);
+    float *x = s->f->x + (size_t)t * e;
+    add_residual(&m->hp, x, s->f->tmp + (size_t)t * e, l->post_attn_norm);
+    norm_or_copy(s->f->xb + (size_t)t * e, x, l->ffn_norm, e, m->hp.norm_eps);
 }
 
 static void act_row(const forward_step *s, int t) {
@@ -253,11 +275,17 @@ static void act_row(const forward_step *s, int t) {
 
 static void ffn_residual_row(const forward_step *s, int t) {
     const model *m = s->f->m;
-    const layer_weights *l = &m->w.layers[s->il];
     const int e = m->hp.n_embd;
-    float *tmp = s->f->tmp + (size_t)t * e;
-    if (l->post_ffn_norm) rmsnorm(tmp, tmp, l->post_ffn_norm, e, m->hp.norm_eps);
-    vec_add(s->f->x + (size_t)t * e, tmp, e);
+    add_residual(&m->hp, s->f->x + (size_t)t * e, s->f->tmp + (size_t)t * e, m->w.layers[s->il].post_ffn_norm);
+}
+
+/* Granite's logit multiplier, then Gemma 2's soft-cap: cap * tanh(z / cap). */
+static void logit_row(const forward_step *s, int i) {
+    const model_hparams *hp = &s->f->m->hp;
+    float *z = s->logits + (size_t)i * hp->n_vocab;
+    if (hp->logit_scale != 1.0f) vec_scale(z, hp->logit_scale, hp->n_vocab);
+    if (hp->final_softcap > 0)
+        for (int v = 0; v < hp->n_vocab; v++) z[v] = hp->final_softcap * tanhf(z[v] / hp->final_softcap);
 }
 
 static void final_norm_row(const forward_step *s, int i) {
@@ -352,9 +380,11 @@ int forward_logits(forward_ctx *f, const int32_t *rows, int n_rows, float *logit
     for (int i = 0; i < n_rows; i++)
         if (rows[i] < 0 || rows[i] >= f->last_tokens) return err_set("invalid logit row %d", rows[i]);
     if (n_rows == 0) return 0;
-    forward_step s = {.f = f, .rows = rows};
+    forward_step s = {.f = f, .rows = rows, .logits = logits};
     for_each(&s, final_norm_row, n_rows);
     matmul(f->threads, &f->m->w.output, f->out_x, n_rows, logits, f->mm_scratch);
+    const model_hparams *hp = &f->m->hp;
+    if (hp->logit_scale != 1.0f || hp->final_softcap > 0) for_each(&s, logit_row, n_rows);
     return 0;
 }
 

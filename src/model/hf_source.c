@@ -1,10 +1,12 @@
 /* Hugging Face checkpoint -> tensor table. Names map as convert_hf_to_gguf.py
  * maps them (gguf-py's TensorNameMap), for the layouts of LlamaForCausalLM,
- * MistralForCausalLM, Qwen2ForCausalLM, Gemma3ForCausalLM and the language
- * model of Gemma3ForConditionalGeneration ("language_model.model." or
- * "model.language_model." prefix). Note post_attention_layernorm: Llama's is
- * the norm before the MLP (ffn_norm), Gemma's the norm after attention
- * (post_attention_norm; Gemma's MLP input norm is pre_feedforward_layernorm).
+ * MistralForCausalLM, Qwen2/Qwen3ForCausalLM, GraniteForCausalLM,
+ * SmolLM3ForCausalLM, Olmo2ForCausalLM, Gemma2/Gemma3ForCausalLM and the
+ * language model of Gemma3ForConditionalGeneration ("language_model.model."
+ * or "model.language_model." prefix). Note post_attention_layernorm: Llama's
+ * is the norm before the MLP (ffn_norm), Gemma's and OLMo 2's the norm after
+ * attention (post_attention_norm; Gemma's MLP input norm is
+ * pre_feedforward_layernorm, OLMo 2 has none).
  *
  * Conversions at load time:
  *  - matrices in F32/F16/BF16 stay views into the mapping ([out, in]
@@ -31,7 +33,8 @@ struct hf_source {
     st_set *st;
     char prefix[64]; /* before "layers.N.", "embed_tokens.weight", "norm.weight" */
     char head[64];   /* the output head, "lm_head.weight" or a prefixed one */
-    bool gemma;
+    const struct name_pair *norms; /* the family's norm names (k_norms_*) */
+    size_t n_norms;
 };
 
 typedef enum {
@@ -40,7 +43,7 @@ typedef enum {
     K_LINEAR, /* matrix or quantized linear layer: the name has no ".weight" */
 } kind;
 
-typedef struct {
+typedef struct name_pair {
     const char *gguf, *hf;
     kind k;
 } name_pair;
@@ -61,21 +64,28 @@ static const name_pair k_layer_common[] = {
     {"ffn_down", "mlp.down_proj", K_LINEAR},
 };
 
-static const name_pair k_layer_llama[] = {
+/* The norms around the MLP, by where the family puts them: before it only
+ * (Llama), before and after both blocks (Gemma), after both only (OLMo 2). */
+static const name_pair k_norms_pre[] = {
     {"ffn_norm.weight", "post_attention_layernorm.weight", K_NORM},
 };
 
-static const name_pair k_layer_gemma[] = {
+static const name_pair k_norms_pre_post[] = {
     {"post_attention_norm.weight", "post_attention_layernorm.weight", K_NORM},
     {"ffn_norm.weight", "pre_feedforward_layernorm.weight", K_NORM},
+    {"post_ffw_norm.weight", "post_feedforward_layernorm.weight", K_NORM},
+};
+
+static const name_pair k_norms_post[] = {
+    {"post_attention_norm.weight", "post_attention_layernorm.weight", K_NORM},
     {"post_ffw_norm.weight", "post_feedforward_layernorm.weight", K_NORM},
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 static const name_pair *family_pairs(const hf_source *s, size_t *n) {
-    *n = s->gemma ? COUNT(k_layer_gemma) : COUNT(k_layer_llama);
-    return s->gemma ? k_layer_gemma : k_layer_llama;
+    *n = s->n_norms;
+    return s->norms;
 }
 
 /* --- names ----------------------------------------------------------------- */
@@ -306,7 +316,9 @@ hf_source *hf_source_open(const char *dir, const model_hparams *hp, const hf_con
         err_oom("out of memory");
         return NULL;
     }
-    s->gemma = cfg->norm_plus_one;
+    const arch_traits *tr = hp->traits;
+    s->norms = !tr->post_norms ? k_norms_pre : tr->no_pre_norms ? k_norms_post : k_norms_pre_post;
+    s->n_norms = !tr->post_norms ? COUNT(k_norms_pre) : tr->no_pre_norms ? COUNT(k_norms_post) : COUNT(k_norms_pre_post);
     s->st = st_open_dir(dir);
     if (!s->st || find_prefix(s) || add_globals(s, tt, hp, cfg)) goto fail;
     size_t n_family;

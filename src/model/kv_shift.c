@@ -2,7 +2,7 @@
  * the linear scale and the frequency factors), so rotating by the angles of
  * `delta` moves a key from p to p + delta: R(p + delta) = R(delta) R(p). The
  * layer's base is the one forward.c uses for it (sliding layers have their
- * own, unscaled). */
+ * own, unscaled; NoPE layers have none). */
 #include "model/kv_shift.h"
 
 #include "kernels/ops.h"
@@ -13,6 +13,7 @@ void model_shift_keys(void *user, int layer, float *rows, int n_rows, int delta)
     const model *m = user;
     const model_hparams *hp = &m->hp;
     float cs[SHIFT_ROPE_MAX];
+    if (hp->no_rope[layer]) return; /* NoPE layers keep no position in their keys */
     if (hp->is_swa[layer]) rope_angles(cs, delta, hp->rope_dim, hp->rope_base_swa, 1.0f, m->w.rope_freqs);
     else rope_angles(cs, delta, hp->rope_dim, hp->rope_base, hp->rope_pos_scale, m->w.rope_freqs);
     rope_apply(rows, n_rows, hp->head_dim_k, hp->rope_dim, cs, ROPE_PAIRS_HALVES);

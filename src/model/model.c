@@ -95,9 +95,12 @@ static int bind_layer(model *m, int il) {
     const int64_t k_dim = (int64_t)hp->n_head_kv * hp->head_dim_k;
     const int64_t v_dim = (int64_t)hp->n_head_kv * hp->head_dim_v;
     const int64_t o_dim = (int64_t)hp->n_head * hp->head_dim_v;
+    /* Q/K norms per head, or over the whole projection (OLMo 2). */
+    const bool qk_all = tr->qk_norm == QK_NORM_ALL, qk = tr->qk_norm != QK_NORM_NONE;
+    const bool pre = !tr->no_pre_norms;
     char name[96];
 #define NAME(suffix) (snprintf(name, sizeof name, "blk.%d.%s", il, suffix), name)
-    if (bind_vector(m, &l->attn_norm, NAME("attn_norm.weight"), hp->n_embd, true) ||
+    if (bind_vector(m, &l->attn_norm, NAME("attn_norm.weight"), hp->n_embd, pre) ||
         bind_weight(m, &l->wq, NAME("attn_q.weight"), hp->n_embd, q_dim, true) ||
         bind_weight(m, &l->wk, NAME("attn_k.weight"), hp->n_embd, k_dim, true) ||
         bind_weight(m, &l->wv, NAME("attn_v.weight"), hp->n_embd, v_dim, true) ||
@@ -105,10 +108,10 @@ static int bind_layer(model *m, int il) {
         bind_vector(m, &l->bq, NAME("attn_q.bias"), q_dim, tr->qkv_bias) ||
         bind_vector(m, &l->bk, NAME("attn_k.bias"), k_dim, tr->qkv_bias) ||
         bind_vector(m, &l->bv, NAME("attn_v.bias"), v_dim, tr->qkv_bias) ||
-        bind_vector(m, &l->q_norm, NAME("attn_q_norm.weight"), hp->head_dim_k, tr->qk_norm) ||
-        bind_vector(m, &l->k_norm, NAME("attn_k_norm.weight"), hp->head_dim_k, tr->qk_norm) ||
+        bind_vector(m, &l->q_norm, NAME("attn_q_norm.weight"), qk_all ? q_dim : hp->head_dim_k, qk) ||
+        bind_vector(m, &l->k_norm, NAME("attn_k_norm.weight"), qk_all ? k_dim : hp->head_dim_k, qk) ||
         bind_vector(m, &l->post_attn_norm, NAME("post_attention_norm.weight"), hp->n_embd, tr->post_norms) ||
-        bind_vector(m, &l->ffn_norm, NAME("ffn_norm.weight"), hp->n_embd, true) ||
+        bind_vector(m, &l->ffn_norm, NAME("ffn_norm.weight"), hp->n_embd, pre) ||
         bind_weight(m, &l->w_gate, NAME("ffn_gate.weight"), hp->n_embd, hp->n_ff, true) ||
         bind_weight(m, &l->w_up, NAME("ffn_up.weight"), hp->n_embd, hp->n_ff, true) ||
         bind_weight(m, &l->w_down, NAME("ffn_down.weight"), hp->n_ff, hp->n_embd, true) ||

@@ -1,0 +1,166 @@
+"""Tiny seeded checkpoints of each model family, made by transformers' own
+classes (LlamaForCausalLM, Qwen3ForCausalLM, ...) and saved with
+save_pretrained in float32, with every feature of the family switched on
+(llama3 rope past the original context, a sliding window shorter than the
+test prompt, soft-caps, NoPE layers, multipliers, tied embeddings). The
+reference logits are transformers' own float32 forward pass of the same
+model: an implementation cllm shares nothing with.
+
+Each folder also gets a tokenizer: tokenizer.json (Hugging Face `tokenizers`,
+which cllm reads) and tokenizer.model (SentencePiece, which llama.cpp's
+convert_hf_to_gguf.py reads) for one vocabulary, make_model.build_vocab's.
+
+    python3 tests/ref/hf_families.py FAMILY DIR   # writes DIR (a command-line check)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass
+from typing import Callable, Dict
+
+import numpy as np
+
+import make_hf
+import make_model
+
+N_VOCAB = 400
+LAYERS = 4
+
+
+@dataclass
+class Family:
+    """What transformers builds: config class and model class names, the
+    config's values, and the model_type cllm reads."""
+    config_class: str
+    model_class: str
+    config: dict
+    tied: bool = False
+    norm_plus_one: bool = False  # Gemma: norm weights are offsets from 1
+
+
+def _common(**extra) -> dict:
+    cfg = dict(vocab_size=N_VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=LAYERS,
+               num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024, rms_norm_eps=1e-5,
+               bos_token_id=make_model.BOS_ID, eos_token_id=make_model.EOS_ID, pad_token_id=make_model.PAD_ID)
+    cfg.update(extra)
+    return cfg
+
+
+LLAMA3_ROPE = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+               "original_max_position_embeddings": 64, "rope_theta": 10000.0}
+
+FAMILIES: Dict[str, Family] = {
+    # Llama 3.2: llama3 rope scaling (the prompt runs past its original 64 positions), tied embeddings.
+    "llama3": Family("LlamaConfig", "LlamaForCausalLM",
+                     _common(rope_parameters=dict(LLAMA3_ROPE), tie_word_embeddings=True), tied=True),
+    # Qwen3: per-head q/k RMSNorm, head_dim (24) not hidden/heads (16), no biases.
+    "qwen3": Family("Qwen3Config", "Qwen3ForCausalLM",
+                    _common(head_dim=24, rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+                            tie_word_embeddings=False)),
+    # Mistral: a sliding window (48) over every layer, shorter than the long prompt.
+    "mistral": Family("MistralConfig", "MistralForCausalLM", _common(sliding_window=48, head_dim=16)),
+    # Granite 3: the four multipliers.
+    "granite": Family("GraniteConfig", "GraniteForCausalLM",
+                      _common(embedding_multiplier=6.0, residual_multiplier=0.3, attention_multiplier=0.09,
+                              logits_scaling=4.0)),
+    # SmolLM3: no rope on every 4th layer (layer 3 here), tied embeddings.
+    "smollm3": Family("SmolLM3Config", "SmolLM3ForCausalLM",
+                      _common(no_rope_layer_interval=4, tie_word_embeddings=True), tied=True),
+    # OLMo 2: norms after attention and MLP only, q/k norm over the whole projection.
+    "olmo2": Family("Olmo2Config", "Olmo2ForCausalLM", _common()),
+    # Gemma 2: soft-caps (small, so they bend the scores), alternating sliding window of 32, post-norms,
+    # embedding scale, query_pre_attn_scalar (= head_dim, as the 2B/9B and llama.cpp's reading have it).
+    "gemma2": Family("Gemma2Config", "Gemma2ForCausalLM",
+                     _common(head_dim=16, query_pre_attn_scalar=16, sliding_window=32,
+                             attn_logit_softcapping=2.0, final_logit_softcapping=3.0,
+                             hidden_activation="gelu_pytorch_tanh"),
+                     tied=True, norm_plus_one=True),
+}
+
+
+def build(family: str, seed: int = 0):
+    """The transformers model of `family` with seeded weights, wide enough
+    that the logits are far from flat (transformers' own init gives
+    near-uniform logits and greedy ties)."""
+    import torch
+    import transformers
+
+    fam = FAMILIES[family]
+    cfg = getattr(transformers, fam.config_class)(**fam.config)
+    torch.manual_seed(seed)
+    model = getattr(transformers, fam.model_class)(cfg).float().eval()
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("norm.weight"):
+                base = 0.0 if fam.norm_plus_one else 1.0
+                p.copy_(base + 0.1 * torch.randn(p.shape, generator=gen))
+            elif "embed_tokens" in name:
+                p.copy_(torch.randn(p.shape, generator=gen))
+            else:
+                p.copy_(torch.randn(p.shape, generator=gen) / np.sqrt(p.shape[-1]))
+    return model
+
+
+def sentencepiece_model(n_vocab: int) -> bytes:
+    """The SentencePiece (BPE, byte fallback) model of make_model's vocabulary."""
+    from sentencepiece import sentencepiece_model_pb2 as pb
+
+    tokens, scores, types = make_model.build_vocab(n_vocab)
+    m = pb.ModelProto()
+    for tok, score, ty in zip(tokens, scores, types):
+        p = m.pieces.add()
+        p.piece, p.score, p.type = tok, score, int(ty)
+    m.trainer_spec.model_type = pb.TrainerSpec.BPE
+    m.trainer_spec.vocab_size = n_vocab
+    m.trainer_spec.byte_fallback = True
+    m.trainer_spec.unk_id, m.trainer_spec.bos_id = make_model.UNK_ID, make_model.BOS_ID
+    m.trainer_spec.eos_id, m.trainer_spec.pad_id = make_model.EOS_ID, make_model.PAD_ID
+    m.normalizer_spec.name = "identity"
+    m.normalizer_spec.add_dummy_prefix = True
+    m.normalizer_spec.remove_extra_whitespaces = False
+    return m.SerializeToString()
+
+
+def write_tokenizer(folder: str, gemma: bool) -> None:
+    with open(os.path.join(folder, "tokenizer.json"), "w", encoding="utf-8") as f:
+        json.dump(make_hf.spm_tokenizer_json(N_VOCAB, "none" if gemma else "prepend"), f, ensure_ascii=False)
+    tokens, _, _ = make_model.build_vocab(N_VOCAB)
+    with open(os.path.join(folder, "tokenizer_config.json"), "w", encoding="utf-8") as f:
+        json.dump(make_hf.tokenizer_config(tokens), f, ensure_ascii=False, indent=1)
+    with open(os.path.join(folder, "tokenizer.model"), "wb") as f:
+        f.write(sentencepiece_model(N_VOCAB))
+
+
+def write(family: str, folder: str, seed: int = 0):
+    """Saves the family's checkpoint and tokenizer in folder; returns the model."""
+    model = build(family, seed)
+    model.save_pretrained(folder, safe_serialization=True)
+    write_tokenizer(folder, FAMILIES[family].norm_plus_one)
+    return model
+
+
+def logits(model, tokens) -> np.ndarray:
+    """transformers' float32 logits of every position, [len(tokens)][n_vocab]."""
+    import torch
+
+    with torch.no_grad():
+        out = model(torch.tensor([list(tokens)], dtype=torch.long))
+    return out.logits[0].double().numpy()
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 2 or argv[0] not in FAMILIES:
+        print(f"usage: hf_families.py {{{','.join(FAMILIES)}}} DIR", file=sys.stderr)
+        return 2
+    write(argv[0], argv[1])
+    print(argv[1])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
