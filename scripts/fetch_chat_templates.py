@@ -46,39 +46,61 @@ def is_complete(folder: Path) -> bool:
     return (folder / DONE).is_file()
 
 
-def fetch(version: str) -> Path:
-    dest = templates_dir(version)
+def download_sdist(version: str, into: str) -> Path:
+    """The llama-cpp-python sdist of `version`, downloaded from PyPI into `into`."""
+    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check",
+                    "--no-deps", "--no-binary", ":all:", f"{PACKAGE}=={version}", "-d", into],
+                   check=True)
+    sdists = list(Path(into).glob("*.tar.gz"))
+    if len(sdists) != 1:
+        sys.exit(f"fetch: expected one sdist in {into}, found {sdists}")
+    return sdists[0]
+
+
+def extract(version: str, folder: str, select) -> Path:
+    """cache_root()/llama-cpp-python-<version>/<folder>: the sdist's members
+    under vendor/llama.cpp/ for which select(path below vendor/llama.cpp/)
+    gives the path to write them at (None: skip). A complete folder is left
+    alone."""
+    dest = cache_root() / f"{PACKAGE}-{version}" / folder
     if is_complete(dest):
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=dest.parent) as tmp:
-        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check",
-                        "--no-deps", "--no-binary", ":all:", f"{PACKAGE}=={version}", "-d", tmp],
-                       check=True)
-        sdists = list(Path(tmp).glob("*.tar.gz"))
-        if len(sdists) != 1:
-            sys.exit(f"fetch_chat_templates: expected one sdist in {tmp}, found {sdists}")
-        out = Path(tmp) / "templates"
+        sdist = download_sdist(version, tmp)
+        out = Path(tmp) / folder
         out.mkdir()
         n = 0
-        with tarfile.open(sdists[0]) as tar:
+        with tarfile.open(sdist) as tar:
             for m in tar:
-                # <name>-<version>/vendor/llama.cpp/models/templates/<file>.jinja
+                # <name>-<version>/vendor/llama.cpp/<path>
                 _, _, rest = m.name.partition("/")
-                if not (m.isfile() and rest.startswith(MEMBER_DIR) and rest.endswith(".jinja")):
+                if not (m.isfile() and rest.startswith("vendor/llama.cpp/")):
                     continue
-                name = rest[len(MEMBER_DIR):]
-                if "/" in name:
+                name = select(rest[len("vendor/llama.cpp/"):])
+                if name is None:
                     continue
+                (out / name).parent.mkdir(parents=True, exist_ok=True)
                 (out / name).write_bytes(tar.extractfile(m).read())
                 n += 1
         if n == 0:
-            sys.exit(f"fetch_chat_templates: no {MEMBER_DIR}*.jinja in {sdists[0].name}")
-        (out / DONE).write_text(f"{PACKAGE} {version}: {n} templates\n")
+            sys.exit(f"fetch: nothing to extract into {folder} from {sdist.name}")
+        (out / DONE).write_text(f"{PACKAGE} {version}: {n} files\n")
         if dest.exists():
             shutil.rmtree(dest)
         out.rename(dest)
     return dest
+
+
+def _template(path: str):
+    """models/templates/<file>.jinja -> <file>.jinja."""
+    prefix = MEMBER_DIR[len("vendor/llama.cpp/"):]
+    name = path[len(prefix):]
+    return name if path.startswith(prefix) and path.endswith(".jinja") and "/" not in name else None
+
+
+def fetch(version: str) -> Path:
+    return extract(version, "templates", _template)
 
 
 def main() -> None:

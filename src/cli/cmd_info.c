@@ -88,7 +88,9 @@ int cmd_info(int argc, char **argv) {
     if (n_ctx <= 0) n_ctx = hp->n_ctx_train;
     printf("%-16s %s\n", "model", m->path);
     printf("%-16s %s\n", "name", m->name);
-    printf("%-16s %s\n", "architecture", hp->traits->name);
+    char uses[256];
+    arch_describe(hp, uses, sizeof uses);
+    printf("%-16s %s (%s): %s\n", "architecture", hp->traits->family, hp->traits->name, uses);
     printf("%-16s %.2f M (%lld)\n", "parameters", m->n_params / 1e6, (long long)m->n_params);
     printf("%-16s %d layers, embedding %d, feed-forward %d, vocabulary %d\n", "shape", hp->n_layer,
            hp->n_embd, hp->n_ff, hp->n_vocab);

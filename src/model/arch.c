@@ -42,6 +42,31 @@ const char *arch_names(void) {
     return names;
 }
 
+void arch_describe(const model_hparams *hp, char *buf, size_t cap) {
+    const arch_traits *tr = hp->traits;
+    size_t n = 0;
+    buf[0] = 0;
+#define PUT(...) (n += (size_t)snprintf(buf + n, n < cap ? cap - n : 0, __VA_ARGS__))
+#define SEP (n ? ", " : "")
+    if (tr->qkv_bias) PUT("%sq/k/v bias", SEP);
+    if (tr->qk_norm == QK_NORM_HEAD) PUT("%sq/k norm per head", SEP);
+    if (tr->qk_norm == QK_NORM_ALL) PUT("%sq/k norm over the whole projection", SEP);
+    if (tr->no_pre_norms) PUT("%sno pre-norms", SEP);
+    if (tr->post_norms) PUT("%spost-norms", SEP);
+    if (hp->embd_scale != 1.0f) PUT("%sembedding x %g", SEP, (double)hp->embd_scale);
+    if (hp->residual_scale != 1.0f) PUT("%sresidual x %g", SEP, (double)hp->residual_scale);
+    if (hp->logit_scale != 1.0f) PUT("%slogits x %g", SEP, (double)hp->logit_scale);
+    if (hp->attn_softcap > 0) PUT("%sattention soft-cap %g", SEP, (double)hp->attn_softcap);
+    if (hp->final_softcap > 0) PUT("%slogit soft-cap %g", SEP, (double)hp->final_softcap);
+    int nope = 0;
+    for (int il = 0; il < hp->n_layer; il++) nope += hp->no_rope[il];
+    if (nope) PUT("%sno rope on %d of %d layers", SEP, nope, hp->n_layer);
+    if (hp->rope_dim < hp->head_dim_k) PUT("%srope on %d of %d dims", SEP, hp->rope_dim, hp->head_dim_k);
+    PUT("%s%s", SEP, tr->act == ACT_GELU_TANH ? "GELU (tanh) MLP" : "SiLU MLP");
+#undef SEP
+#undef PUT
+}
+
 void hparams_nope_period(model_hparams *hp, int period) {
     for (int il = 0; il < hp->n_layer; il++) hp->no_rope[il] = period > 0 && (il + 1) % period == 0;
 }

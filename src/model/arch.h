@@ -9,6 +9,7 @@
 #include "kv/kv_cache.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct gguf_ctx gguf_ctx;
@@ -74,6 +75,9 @@ typedef struct {
 const arch_traits *arch_find(const char *name);
 /* "llama, qwen2, ...": the supported GGUF architectures, for messages. */
 const char *arch_names(void);
+/* What the family computes beyond a plain Llama layer, for `cllm info`:
+ * "q/k norm per head, post-norms, ...", or "plain" when nothing. */
+void arch_describe(const model_hparams *hp, char *buf, size_t cap);
 /* Marks every period-th layer (the 4th, 8th, ...) as NoPE; 0: none. */
 void hparams_nope_period(model_hparams *hp, int period);
 /* Refuses hyper-parameters the forward pass cannot compute with: a norm

@@ -19,13 +19,16 @@ import json
 import os
 import sys
 from dataclasses import dataclass
-from typing import Callable, Dict
+from typing import Dict
+
+from pathlib import Path
 
 import numpy as np
 
 import make_hf
 import make_model
 
+REPO = Path(__file__).resolve().parents[2]
 N_VOCAB = 400
 LAYERS = 4
 

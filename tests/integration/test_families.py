@@ -1,0 +1,155 @@
+"""Each model family against its two independent references.
+
+For every family of tests/ref/hf_families.py (Llama 3 with llama3 rope and
+tied embeddings, Qwen3, Mistral with a sliding window, Granite, SmolLM3,
+OLMo 2, Gemma 2), a tiny checkpoint made by transformers' own model class,
+seeded, saved in float32:
+
+  * transformers: `cllm logits` on the folder matches transformers' float32
+    forward within 1e-4 (relative to the row's largest logit) at every
+    position of a 300-token prompt, in one forward and in chunks of 7 (chunked
+    prefill), and for a prompt of one token;
+  * llama.cpp: the folder converted by llama.cpp's own convert_hf_to_gguf.py
+    (scripts/fetch_llamacpp_converter.py) to F16 and Q8_0. llama-cpp-python
+    generates 32 greedy tokens; at each step cllm's choice on the same file is
+    the same token (a step where llama.cpp's own two best logits are closer
+    than the two engines' measured difference is a tie, and is reported, not
+    failed). The quantization noise is measured, not assumed: cllm's logits
+    are never further from llama.cpp's than llama.cpp's are from transformers'
+    float32 ones (times 1.5), and cllm is as close to transformers as llama.cpp
+    is (medians, times 1.25).
+
+Measured when written (2026-12-02, max relative error over 72 positions;
+cllm vs llama.cpp / llama.cpp vs transformers): F16 0.0003-0.0010 /
+0.0006-0.0017 (Gemma 2: soft-capped logits); Q8_0 0.004-0.07 / 0.014-0.13.
+Mistral's GGUF has no sliding window (llama.cpp's converter drops it), so on
+GGUF both engines attend to every position, as llama.cpp does.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import hf_families
+
+FAMILIES = list(hf_families.FAMILIES)
+TOL = 1e-4
+LONG = 300
+
+
+def rel_err(got: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """Per row: the largest difference relative to the row's largest logit."""
+    return np.abs(got - ref).max(axis=1) / np.abs(ref).max(axis=1)
+
+
+def prompt(n: int, seed: int) -> list:
+    rng = np.random.default_rng(seed)
+    return [hf_families.make_model.BOS_ID] + [int(x) for x in rng.integers(4, hf_families.N_VOCAB, n - 1)]
+
+
+@pytest.fixture(scope="module")
+def checkpoints(tmp_path_factory):
+    """family -> (folder, transformers model), made once per module."""
+    root = tmp_path_factory.mktemp("families")
+    made = {}
+
+    def get(family):
+        if family not in made:
+            folder = root / family
+            made[family] = (folder, hf_families.write(family, str(folder)))
+        return made[family]
+
+    return get
+
+
+def cllm_logits(run_cllm, model, tokens, out, *extra) -> np.ndarray:
+    r = run_cllm("logits", "-m", model, "--tokens", ",".join(map(str, tokens)), "--out", out, *extra, timeout=300)
+    assert r.returncode == 0, f"cllm logits -m {model} exited {r.returncode}:\n{r.stderr}"
+    return np.fromfile(out, dtype="<f4").reshape(len(tokens), -1).astype(np.float64)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_logits_match_transformers(run_cllm, checkpoints, tmp_path, family):
+    folder, model = checkpoints(family)
+    tokens = prompt(LONG, seed=1)
+    ref = hf_families.logits(model, tokens)
+    for extra in ((), ("--chunk", "7")):
+        got = cllm_logits(run_cllm, folder, tokens, tmp_path / "out.bin", "--kv-type", "f32", *extra)
+        err = rel_err(got, ref)
+        assert err.max() <= TOL, (f"{family} {' '.join(extra) or 'one forward'}: position {int(err.argmax())} "
+                                  f"differs from transformers by {err.max():.2e} (tolerance {TOL})")
+    one = cllm_logits(run_cllm, folder, tokens[:1], tmp_path / "one.bin", "--kv-type", "f32")
+    assert rel_err(one, ref[:1]).max() <= TOL
+
+
+def test_info_names_the_family(run_cllm, checkpoints):
+    folder, _ = checkpoints("qwen3")
+    r = run_cllm("info", folder)
+    assert r.returncode == 0, r.stderr
+    assert "Qwen3" in r.stdout and "q/k norm per head" in r.stdout, r.stdout
+
+
+@pytest.fixture(scope="module")
+def converter():
+    """llama.cpp's converter folder (fetched once; scripts/setup.sh fetches it too)."""
+    sys.path.insert(0, str(hf_families.REPO / "scripts"))
+    import fetch_llamacpp_converter
+
+    return fetch_llamacpp_converter.fetch()
+
+
+def convert(converter, folder, out, outtype) -> None:
+    r = subprocess.run([sys.executable, str(hf_families.REPO / "tests" / "ref" / "convert_gguf.py"), str(converter),
+                        str(folder), "--outfile", str(out), "--outtype", outtype],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, f"convert_hf_to_gguf.py --outtype {outtype} failed:\n{r.stderr[-3000:]}"
+
+
+def llamacpp_greedy(path, tokens, n_new):
+    """llama-cpp-python's greedy continuation and the logits of every position."""
+    import llama_cpp
+
+    llm = llama_cpp.Llama(str(path), n_ctx=256, n_batch=256, logits_all=True, verbose=False, n_threads=2)
+    llm.eval(tokens)
+    seq = list(tokens)
+    for _ in range(n_new):
+        seq.append(int(np.argmax(llm.scores[llm.n_tokens - 1])))
+        llm.eval(seq[-1:])
+    return seq, np.array(llm.scores[:len(seq)], dtype=np.float64)
+
+
+@pytest.mark.parametrize("outtype", ["f16", "q8_0"])
+@pytest.mark.parametrize("family", FAMILIES)
+def test_gguf_matches_llamacpp(run_cllm, checkpoints, converter, tmp_path, family, outtype):
+    folder, model = checkpoints(family)
+    gguf = tmp_path / f"{family}-{outtype}.gguf"
+    convert(converter, folder, gguf, outtype)
+    start = prompt(40, seed=3)
+    seq, ref_llama = llamacpp_greedy(gguf, start, 32)
+    got = cllm_logits(run_cllm, gguf, seq, tmp_path / "out.bin")
+    ref_hf = hf_families.logits(model, seq)
+
+    ties = []
+    for i in range(len(start) - 1, len(seq) - 1):
+        want, mine = seq[i + 1], int(np.argmax(got[i]))
+        if mine == want:
+            continue
+        gap = ref_llama[i, want] - ref_llama[i, mine]
+        noise = np.abs(got[i] - ref_llama[i]).max()
+        assert gap <= 2 * noise, (f"{family} {outtype}: step {i - len(start) + 2} of 32: llama.cpp chose {want}, "
+                                  f"cllm {mine}; llama.cpp's margin {gap:.4f} is more than twice the logits' "
+                                  f"difference {noise:.4f}")
+        ties.append((i, gap, noise))
+    assert len(ties) <= 4, f"{family} {outtype}: {len(ties)} near-ties of 32 steps: {ties}"
+
+    vs_llama, llama_vs_hf, cllm_vs_hf = rel_err(got, ref_llama), rel_err(ref_llama, ref_hf), rel_err(got, ref_hf)
+    assert vs_llama.max() <= 1.5 * llama_vs_hf.max(), (
+        f"{family} {outtype}: cllm differs from llama.cpp by {vs_llama.max():.4f}, more than llama.cpp's own "
+        f"quantization noise against transformers ({llama_vs_hf.max():.4f}) allows")
+    assert np.median(cllm_vs_hf) <= 1.25 * np.median(llama_vs_hf), (
+        f"{family} {outtype}: cllm is further from transformers (median {np.median(cllm_vs_hf):.4f}) than "
+        f"llama.cpp is ({np.median(llama_vs_hf):.4f})")
