@@ -198,6 +198,12 @@ int hparams_from_gguf(const gguf_ctx *g, model_hparams *hp) {
         for (int il = 0; il < hp->n_layer; il++)
             hp->is_swa[il] = hp->n_swa > 0 && (pat ? gguf_arr_num(pat, (uint64_t)il) != 0
                                                    : period > 0 && il % period < period - 1);
+    } else {
+        /* A window over every layer (Mistral from a Hugging Face folder, as
+         * cllm quantize writes it; llama.cpp's converter writes none). */
+        if (meta_opt_u32(g, arch, "attention.sliding_window", &hp->n_swa, 0, 1 << 24)) return -1;
+        for (int il = 0; il < hp->n_layer; il++) hp->is_swa[il] = hp->n_swa > 0;
+        hp->rope_base_swa = hp->rope_base;
     }
     return hparams_check(hp);
 }

@@ -60,6 +60,8 @@ int hparams_to_gguf(const model_hparams *hp, gguf_writer *w) {
             return err_set("layer %d's NoPE setting differs from %s's every-%d-th-layer pattern, which GGUF cannot "
                            "state", il, a, p);
     }
+    if (hp->traits->swa_pattern == 0 && hp->n_swa > 0 && put_u32(w, a, "attention.sliding_window", hp->n_swa))
+        return -1;
     if (hp->traits->swa_pattern > 0) {
         uint8_t pattern[CLLM_MAX_LAYERS]; /* GGUF bools are one byte */
         for (int il = 0; il < hp->n_layer; il++) pattern[il] = hp->is_swa[il];

@@ -153,3 +153,22 @@ def test_gguf_matches_llamacpp(run_cllm, checkpoints, converter, tmp_path, famil
     assert np.median(cllm_vs_hf) <= 1.25 * np.median(llama_vs_hf), (
         f"{family} {outtype}: cllm is further from transformers (median {np.median(cllm_vs_hf):.4f}) than "
         f"llama.cpp is ({np.median(llama_vs_hf):.4f})")
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_cllm_quantize_keeps_the_family(run_cllm, checkpoints, tmp_path, family):
+    """`cllm quantize` writes the folder as GGUF with every hyper-parameter the
+    family needs (multipliers, soft-caps, windows, NoPE layers), so the F16
+    file computes what the folder does (up to F16 rounding; a lost setting
+    moves the logits by 0.1-0.7, see the module docstring's neighbours), and
+    the 8-bit file within RTN's noise."""
+    folder, model = checkpoints(family)
+    tokens = prompt(72, seed=5)
+    ref = hf_families.logits(model, tokens)
+    for bits, tol_max, tol_median in (("16", 5e-3, 3e-3), ("8", 0.15, 0.06)):
+        out = tmp_path / f"{family}-{bits}.gguf"
+        r = run_cllm("quantize", folder, out, "--bits", bits, "--group-size", "32", timeout=300)
+        assert r.returncode == 0, r.stderr
+        err = rel_err(cllm_logits(run_cllm, out, tokens, tmp_path / "out.bin"), ref)
+        assert err.max() <= tol_max and np.median(err) <= tol_median, (
+            f"{family} quantized to {bits} bits: max {err.max():.4f}, median {np.median(err):.4f} from transformers")
