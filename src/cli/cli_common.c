@@ -47,7 +47,8 @@ int seq_runner_init(seq_runner *r, model *m, int n_ctx, int max_batch, kv_dtype 
     *r = (seq_runner){.m = m, .n_ctx = n_ctx, .max_batch = max_batch};
     const int bs = 16;
     const runner_config rc = {.kv_type = dtype, .block_size = bs, .identity_blocks = (n_ctx + bs - 1) / bs,
-                              .max_tokens = max_batch, .max_out = max_batch, .n_threads = n_threads};
+                              .max_tokens = max_batch, .max_out = max_batch, .n_threads = n_threads,
+                              .n_ctx = n_ctx};
     return runner_init(&r->run, m, &rc);
 }
 

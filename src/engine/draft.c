@@ -57,7 +57,8 @@ draft_runner *draft_create(const model *draft, const model *target, int n_seqs, 
     kv_manager probe = {.cache = &layout, .n_groups = layout.n_groups, .block_size = block_size};
     const int n_blocks = kvm_blocks_needed(&probe, max_model_len, max_tokens) * n_seqs;
     const runner_config rc = {.kv_type = KV_F16, .block_size = block_size, .n_blocks = n_blocks,
-                              .block_manager = true, .max_tokens = max_tokens, .max_out = n_seqs, .threads = threads};
+                              .block_manager = true, .max_tokens = max_tokens, .max_out = n_seqs, .threads = threads,
+                              .n_ctx = max_model_len};
     if (runner_init(&d->run, draft, &rc)) goto fail;
     const size_t T = (size_t)max_tokens, S = (size_t)n_seqs;
     d->tok = malloc(T * sizeof *d->tok);

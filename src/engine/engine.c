@@ -195,7 +195,7 @@ engine *engine_create(model *m, const engine_config *cfg) {
     const runner_config rc = {.kv_type = cfg->kv_type, .block_size = cfg->block_size, .n_blocks = (int)n_blocks,
                               .block_manager = true, .prefix_caching = cfg->prefix_caching,
                               .max_tokens = cfg->max_num_batched_tokens, .max_out = e->max_out,
-                              .n_threads = cfg->n_threads};
+                              .n_threads = cfg->n_threads, .n_ctx = e->cfg.max_model_len};
     if (runner_init(&e->run, m, &rc)) goto fail;
     e->run.kv->on_copy = m->tp.on_kv_copy; /* copy on write, on every rank */
     e->run.kv->on_copy_user = m->tp.user;

@@ -13,7 +13,7 @@
 
 static const arch_traits k_archs[] = {
     /* Llama 2/3 and Mistral (GGUF calls Mistral "llama"). */
-    {.name = "llama", .family = "Llama / Mistral", .rope = ROPE_NORM, .act = ACT_SILU},
+    {.name = "llama", .family = "Llama / Mistral", .rope = ROPE_NORM, .act = ACT_SILU, .window_all_layers = true},
     {.name = "qwen2", .family = "Qwen2", .rope = ROPE_NEOX, .act = ACT_SILU, .qkv_bias = true},
     {.name = "qwen3", .family = "Qwen3", .rope = ROPE_NEOX, .act = ACT_SILU, .qk_norm = QK_NORM_HEAD},
     {.name = "gemma2", .family = "Gemma 2", .rope = ROPE_NEOX, .act = ACT_GELU_TANH, .post_norms = true,
@@ -24,6 +24,8 @@ static const arch_traits k_archs[] = {
     {.name = "smollm3", .family = "SmolLM3", .rope = ROPE_NORM, .act = ACT_SILU, .nope_period = 4},
     {.name = "olmo2", .family = "OLMo 2", .rope = ROPE_NEOX, .act = ACT_SILU, .qk_norm = QK_NORM_ALL,
      .no_pre_norms = true, .post_norms = true},
+    /* Phi-3's sliding window is in its files, but llama.cpp attends to every position: so does cllm on GGUF. */
+    {.name = "phi3", .family = "Phi-3 / Phi-4-mini", .rope = ROPE_NEOX, .act = ACT_SILU, .longrope = true},
 };
 
 #define N_ARCHS (sizeof k_archs / sizeof k_archs[0])
@@ -61,6 +63,7 @@ void arch_describe(const model_hparams *hp, char *buf, size_t cap) {
     int nope = 0;
     for (int il = 0; il < hp->n_layer; il++) nope += hp->no_rope[il];
     if (nope) PUT("%sno rope on %d of %d layers", SEP, nope, hp->n_layer);
+    if (hp->rope_orig_ctx > 0) PUT("%sLongRoPE past %d tokens", SEP, hp->rope_orig_ctx);
     if (hp->rope_dim < hp->head_dim_k) PUT("%srope on %d of %d dims", SEP, hp->rope_dim, hp->head_dim_k);
     PUT("%s%s", SEP, tr->act == ACT_GELU_TANH ? "GELU (tanh) MLP" : "SiLU MLP");
 #undef SEP
@@ -140,7 +143,11 @@ int hparams_from_gguf(const gguf_ctx *g, model_hparams *hp) {
     if (meta_opt_f32(g, arch, "rope.freq_base_swa", &hp->rope_base_swa)) return -1;
     if (hp->rope_base <= 0 || hp->rope_base_swa <= 0) return err_set("rope.freq_base must be positive");
 
-    hp->rope_pos_scale = 1.0f;
+    hp->rope_pos_scale = hp->rope_attn_factor = 1.0f;
+    if (hp->traits->longrope &&
+        (meta_opt_u32(g, arch, "rope.scaling.original_context_length", &hp->rope_orig_ctx, 1, HPARAMS_MAX_CTX) ||
+         meta_opt_f32(g, arch, "rope.scaling.attn_factor", &hp->rope_attn_factor)))
+        return -1;
     char key[128];
     snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
     gguf_str scaling;
@@ -198,7 +205,7 @@ int hparams_from_gguf(const gguf_ctx *g, model_hparams *hp) {
         for (int il = 0; il < hp->n_layer; il++)
             hp->is_swa[il] = hp->n_swa > 0 && (pat ? gguf_arr_num(pat, (uint64_t)il) != 0
                                                    : period > 0 && il % period < period - 1);
-    } else {
+    } else if (hp->traits->window_all_layers) {
         /* A window over every layer (Mistral from a Hugging Face folder, as
          * cllm quantize writes it; llama.cpp's converter writes none). */
         if (meta_opt_u32(g, arch, "attention.sliding_window", &hp->n_swa, 0, 1 << 24)) return -1;
@@ -225,6 +232,7 @@ int hparams_check(const model_hparams *hp) {
         check_range("rope frequency base of sliding layers (rope.freq_base_swa)", hp->rope_base_swa, 1, 1e12,
                     false) ||
         check_range("rope position scale (1 / rope scaling factor)", hp->rope_pos_scale, 1e-6, 1e6, false) ||
+        check_range("rope attention factor (rope.scaling.attn_factor)", hp->rope_attn_factor, 0, 1e3, true) ||
         check_range("attention scale (attention.scale)", hp->attn_scale, 0, 1e4, true) ||
         check_range("embedding scale", hp->embd_scale, 0, 1e6, true) ||
         check_range("residual scale (residual_scale, residual_multiplier)", hp->residual_scale, 0, 1e6, true) ||

@@ -37,6 +37,8 @@ typedef struct {
     int nope_period;        /* every n-th layer has no rope unless the file says otherwise (SmolLM3); 0: none */
     bool multipliers;       /* embedding, residual, attention and logit multipliers in the file (Granite) */
     bool softcaps;          /* attention and final logit soft-capping (Gemma 2) */
+    bool longrope;          /* LongRoPE keys and factor tensors (Phi-3); q/k/v and gate/up fused in the file */
+    bool window_all_layers; /* a sliding window in the file applies to every layer (Mistral via cllm quantize) */
 } arch_traits;
 
 #define CLLM_MAX_LAYERS 256
@@ -59,6 +61,8 @@ typedef struct {
     float rope_base;        /* global layers */
     float rope_base_swa;    /* sliding layers */
     float rope_pos_scale;   /* linear rope scaling: position multiplier (1/factor) */
+    float rope_attn_factor; /* LongRoPE: cos and sin times this (1: none) */
+    int rope_orig_ctx;      /* LongRoPE: its long factors serve contexts past this (0: no LongRoPE) */
     float attn_scale;       /* multiplier of q.k */
     float embd_scale;
     float residual_scale;   /* multiplier of each layer's attention and MLP output (Granite) */

@@ -76,13 +76,46 @@ static const char *get_str(const cfg_obj *c, const char *key, bool *bad) {
 
 /* --- rope ------------------------------------------------------------------ */
 
-/* The scaling described by c's object `key` (transformers 4's
- * "rope_scaling"), or by c itself (key NULL: 5's rope_parameters). hp NULL:
- * only "default" is accepted (Gemma 3's sliding layers are never scaled). */
-static int read_rope_scaling(const cfg_obj *c, model_hparams *hp, hf_config *cfg, const char *key) {
-    json_t *rs = key ? get(c, key) : c->obj;
+/* A list of n positive numbers: LongRoPE's factors. */
+static int get_factors(const cfg_obj *c, const char *key, float *out, int n) {
+    json_t *v = get(c, key);
+    if (!json_is_array(v) || json_array_size(v) != (size_t)n)
+        return err_set("%s: LongRoPE \"%s\" is not a list of %d numbers (half the rotary dims)", c->path, key, n);
+    for (int i = 0; i < n; i++) {
+        json_t *x = json_array_get(v, (size_t)i);
+        if (!json_is_number(x) || !(json_number_value(x) > 0) || !isfinite(json_number_value(x)))
+            return err_set("%s: %s[%d] is not a finite positive number", c->path, key, i);
+        out[i] = (float)json_number_value(x);
+    }
+    return 0;
+}
+
+/* Phi-3's LongRoPE ("longrope", or "su"): the short and long factors, the
+ * original context (in r, or at the top as transformers 4 has it), and the
+ * attention factor transformers computes: sqrt(1 + ln(s) / ln(original)) for
+ * s = max_position_embeddings / original > 1, unless r states one. */
+static int read_longrope(const cfg_obj *top, const cfg_obj *r, model_hparams *hp, hf_config *cfg) {
+    const int n = hp->rope_dim / 2;
+    if (n > HF_ROPE_FACTORS_MAX) return err_set("%s: %d rotary dims are too many for LongRoPE", r->path, 2 * n);
+    hp->rope_orig_ctx = 0;
+    if (get_int(r, "original_max_position_embeddings", &hp->rope_orig_ctx, 1, HPARAMS_MAX_CTX, false) ||
+        (!hp->rope_orig_ctx &&
+         get_int(top, "original_max_position_embeddings", &hp->rope_orig_ctx, 1, HPARAMS_MAX_CTX, true)) ||
+        get_factors(r, "short_factor", cfg->rope_short, n) || get_factors(r, "long_factor", cfg->rope_long, n))
+        return -1;
+    float scale = (float)hp->n_ctx_train / (float)hp->rope_orig_ctx, attn = 0;
+    if (get_num(r, "factor", &scale) || get_num(r, "attention_factor", &attn)) return -1;
+    hp->rope_attn_factor = attn > 0 ? attn : scale <= 1 ? 1.0f : sqrtf(1 + logf(scale) / logf((float)hp->rope_orig_ctx));
+    cfg->longrope = true;
+    return 0;
+}
+
+/* The scaling described by rs (transformers 4's "rope_scaling", or 5's
+ * rope_parameters; `what` names it). hp NULL: only "default" is accepted
+ * (Gemma 3's sliding layers are never scaled). */
+static int read_rope_scaling(const cfg_obj *c, json_t *rs, const char *what, model_hparams *hp, hf_config *cfg) {
     if (!rs) return 0;
-    if (!json_is_object(rs)) return err_set("%s: \"%s\" is not an object", c->path, key);
+    if (!json_is_object(rs)) return err_set("%s: \"%s\" is not an object", c->path, what);
     cfg_obj r = {c->path, rs};
     bool bad = false;
     const char *type = get_str(&r, "rope_type", &bad);
@@ -90,6 +123,7 @@ static int read_rope_scaling(const cfg_obj *c, model_hparams *hp, hf_config *cfg
     if (bad) return -1;
     if (!type || !strcmp(type, "default")) return 0;
     if (!hp) return err_set("%s: rope_parameters type '%.32s' on sliding layers is not supported", c->path, type);
+    if (!strcmp(type, "longrope") || !strcmp(type, "su")) return read_longrope(c, &r, hp, cfg);
     float factor = 0;
     if (get_num(&r, "factor", &factor)) return -1;
     if (!strcmp(type, "linear")) {
@@ -110,8 +144,8 @@ static int read_rope_scaling(const cfg_obj *c, model_hparams *hp, hf_config *cfg
                            c->path);
         return 0;
     }
-    return err_set("%s: unsupported %s type '%.32s' (supported: default, linear, llama3)", c->path,
-                   key ? key : "rope_parameters", type);
+    return err_set("%s: unsupported %s type '%.32s' (supported: default, linear, llama3, longrope)", c->path, what,
+                   type);
 }
 
 /* rope_theta, and rope_scaling, in either spelling (see the top). The
@@ -123,7 +157,7 @@ static int read_rope(const cfg_obj *c, model_hparams *hp, hf_config *cfg) {
         if (get_num(c, "rope_theta", &hp->rope_base)) return -1;
         hp->rope_base_swa = hp->traits->rope_base_swa > 0 ? hp->traits->rope_base_swa : hp->rope_base;
         if (get_num(c, "rope_local_base_freq", &hp->rope_base_swa)) return -1;
-        return read_rope_scaling(c, hp, cfg, "rope_scaling");
+        return read_rope_scaling(c, get(c, "rope_scaling"), "rope_scaling", hp, cfg);
     }
     if (!json_is_object(rp)) return err_set("%s: \"rope_parameters\" is not an object", c->path);
     json_t *full = json_object_get(rp, "full_attention"), *swa = json_object_get(rp, "sliding_attention");
@@ -132,9 +166,10 @@ static int read_rope(const cfg_obj *c, model_hparams *hp, hf_config *cfg) {
     cfg_obj f = {c->path, full ? full : rp}, w = {c->path, swa};
     if (get_num(&f, "rope_theta", &hp->rope_base)) return -1;
     hp->rope_base_swa = hp->traits->rope_base_swa > 0 ? hp->traits->rope_base_swa : hp->rope_base;
-    if (swa && (get_num(&w, "rope_theta", &hp->rope_base_swa) || read_rope_scaling(&w, NULL, NULL, NULL)))
+    if (swa && (get_num(&w, "rope_theta", &hp->rope_base_swa) ||
+                read_rope_scaling(c, swa, "rope_parameters", NULL, NULL)))
         return -1;
-    return read_rope_scaling(&f, hp, cfg, NULL);
+    return read_rope_scaling(c, f.obj, "rope_parameters", hp, cfg);
 }
 
 void hf_llama3_rope_factors(const model_hparams *hp, const hf_config *cfg, float *out) {
@@ -258,7 +293,7 @@ static const struct {
 } k_hf_families[] = {
     {"llama", "llama"},     {"mistral", "llama"},       {"qwen2", "qwen2"},     {"qwen3", "qwen3"},
     {"gemma2", "gemma2"},   {"gemma3", "gemma3"},       {"gemma3_text", "gemma3"}, {"granite", "granite"},
-    {"smollm3", "smollm3"}, {"olmo2", "olmo2"},
+    {"smollm3", "smollm3"}, {"olmo2", "olmo2"},     {"phi3", "phi3"},
 };
 
 #define N_HF_FAMILIES (sizeof k_hf_families / sizeof k_hf_families[0])
@@ -323,8 +358,9 @@ static int read_softcaps(const cfg_obj *c, model_hparams *hp) {
     return 0;
 }
 
-/* Mistral: a sliding window over every layer where sliding_window is set. */
-static int read_mistral_swa(const cfg_obj *c, model_hparams *hp) {
+/* Mistral and Phi-3: a sliding window over every layer where
+ * sliding_window is set (transformers' MistralModel and Phi3Model). */
+static int read_window_all_layers(const cfg_obj *c, model_hparams *hp) {
     if (get_int(c, "sliding_window", &hp->n_swa, 0, 1 << 24, false)) return -1;
     for (int il = 0; il < hp->n_layer; il++) hp->is_swa[il] = hp->n_swa > 0;
     hp->rope_base_swa = hp->rope_base;
@@ -365,16 +401,22 @@ static int read_text_config(const cfg_obj *c, const char *model_type, model_hpar
     if (get_int(c, "head_dim", &hp->head_dim_k, 2, 4096, false)) return -1;
     if (hp->head_dim_k % 2) return err_set("%s: head_dim %d is odd; rope needs pairs", c->path, hp->head_dim_k);
     hp->head_dim_v = hp->head_dim_k;
-    hp->rope_dim = hp->head_dim_k;
+    /* Partial rotary (Phi-4-mini): the first head_dim * factor dims rotate. */
     float partial = 1.0f;
-    if (get_num(c, "partial_rotary_factor", &partial)) return -1;
-    if (partial != 1.0f) return err_set("%s: partial_rotary_factor %g is not supported", c->path, partial);
+    json_t *rp = get(c, "rope_parameters");
+    cfg_obj rpo = {c->path, json_is_object(rp) ? rp : NULL};
+    if (get_num(c, "partial_rotary_factor", &partial) || (rpo.obj && get_num(&rpo, "partial_rotary_factor", &partial)))
+        return -1;
+    hp->rope_dim = (int)((float)hp->head_dim_k * partial);
+    if (!(partial > 0 && partial <= 1) || hp->rope_dim < 2 || hp->rope_dim % 2)
+        return err_set("%s: partial_rotary_factor %g gives %d rotary dims of %d; need an even number >= 2", c->path,
+                       partial, hp->rope_dim, hp->head_dim_k);
 
     hp->norm_eps = 1e-6f;
     hp->rope_base = gemma3 ? 1000000.0f : 10000.0f;
     if (get_num(c, "rms_norm_eps", &hp->norm_eps)) return -1;
     if (!(hp->norm_eps > 0)) return err_set("%s: \"rms_norm_eps\" must be positive", c->path);
-    hp->rope_pos_scale = 1.0f;
+    hp->rope_pos_scale = hp->rope_attn_factor = 1.0f;
     if (read_rope(c, hp, cfg)) return -1;
     if (!(hp->rope_base > 0) || !(hp->rope_base_swa > 0)) return err_set("%s: \"rope_theta\" must be positive", c->path);
 
@@ -406,7 +448,8 @@ static int read_text_config(const cfg_obj *c, const char *model_type, model_hpar
         if (read_gemma_swa(c, hp, tr->swa_pattern)) return -1;
     }
     if ((tr->softcaps && read_softcaps(c, hp)) || (tr->multipliers && read_granite(c, hp)) ||
-        (tr->nope_period && read_nope(c, hp)) || (!strcmp(model_type, "mistral") && read_mistral_swa(c, hp)))
+        (tr->nope_period && read_nope(c, hp)) ||
+        ((!strcmp(model_type, "mistral") || !strcmp(model_type, "phi3")) && read_window_all_layers(c, hp)))
         return -1;
     cfg->tie_word_embeddings = gemma || !strcmp(model_type, "smollm3");
     return get_bool(c, "tie_word_embeddings", &cfg->tie_word_embeddings);

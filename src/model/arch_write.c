@@ -50,6 +50,10 @@ int hparams_to_gguf(const model_hparams *hp, gguf_writer *w) {
         (put_f32(w, a, "embedding_scale", hp->embd_scale) || put_f32(w, a, "residual_scale", hp->residual_scale) ||
          put_f32(w, a, "logit_scale", 1.0f / hp->logit_scale)))
         return -1;
+    if (hp->traits->longrope && hp->rope_orig_ctx > 0 &&
+        (put_u32(w, a, "rope.scaling.original_context_length", hp->rope_orig_ctx) ||
+         put_f32(w, a, "rope.scaling.attn_factor", hp->rope_attn_factor)))
+        return -1;
     if (hp->traits->softcaps && (put_f32(w, a, "attn_logit_softcapping", hp->attn_softcap) ||
                                  put_f32(w, a, "final_logit_softcapping", hp->final_softcap)))
         return -1;

@@ -32,6 +32,7 @@ struct forward_ctx {
     int max_tokens;
     int max_out;
     attn_tile_fn attn;
+    const float *rope_factors; /* model_rope_factors, for the context this forward serves */
     attn_unit *units; /* this batch's attention work, [max_tokens * n_head] */
     int n_units;
     /* Activations of the batch, [max_tokens][...]. */
@@ -80,11 +81,13 @@ static void embed_row(const forward_step *s, int t) {
 static void rope_row(const forward_step *s, int t) {
     const model_hparams *hp = &s->f->m->hp;
     const int pos = s->b->pos[t];
-    rope_angles(s->f->rope_full + (size_t)t * hp->rope_dim, pos, hp->rope_dim, hp->rope_base,
-                hp->rope_pos_scale, s->f->m->w.rope_freqs);
+    float *full = s->f->rope_full + (size_t)t * hp->rope_dim;
+    rope_angles(full, pos, hp->rope_dim, hp->rope_base, hp->rope_pos_scale, s->f->rope_factors);
+    /* LongRoPE's attention factor scales the rotated dims of q and k. */
+    if (hp->rope_attn_factor != 1.0f) vec_scale(full, hp->rope_attn_factor, hp->rope_dim);
     if (hp->n_swa)
         rope_angles(s->f->rope_swa + (size_t)t * hp->rope_dim, pos, hp->rope_dim, hp->rope_base_swa, 1.0f,
-                    s->f->m->w.rope_freqs);
+                    s->f->rope_factors);
 }
 
 /* out = rmsnorm(x) with weight w, or x itself where the family has no such
@@ -411,6 +414,7 @@ forward_ctx *forward_create(const model *m, kv_cache *kv, int max_tokens, int ma
     f->max_tokens = max_tokens;
     f->max_out = max_out;
     f->attn = attn_tile_best();
+    f->rope_factors = model_rope_factors(m, 0);
     const size_t T = (size_t)max_tokens;
     float **bufs[] = {&f->x, &f->xb, &f->tmp, &f->q, &f->k, &f->v, &f->att, &f->gate, &f->up,
                       &f->rope_full, &f->rope_swa, &f->out_x};
@@ -434,6 +438,8 @@ oom:
 }
 
 void forward_set_hooks(forward_ctx *f, const fwd_hooks *h) { f->hooks = h; }
+
+void forward_set_rope_factors(forward_ctx *f, const float *factors) { f->rope_factors = factors; }
 
 void forward_free(forward_ctx *f) {
     if (!f) return;

@@ -39,6 +39,10 @@ typedef struct forward_ctx forward_ctx;
 forward_ctx *forward_create(const model *m, kv_cache *kv, int max_tokens, int max_out, threadpool *threads);
 void forward_free(forward_ctx *f);
 
+/* The rope factors forward_run uses (model_rope_factors; forward_create
+ * takes the trained context's). */
+void forward_set_rope_factors(forward_ctx *f, const float *factors);
+
 /* Writes logits [n_out][n_vocab]. Returns 0, or -1 with err_get(). */
 int forward_run(forward_ctx *f, const fwd_batch *b, float *logits);
 /* Logits [n_rows][n_vocab] of more token rows of the last forward_run's batch

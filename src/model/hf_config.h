@@ -9,6 +9,8 @@
 
 #include <stdbool.h>
 
+#define HF_ROPE_FACTORS_MAX 2048 /* half of head_dim's limit (model/arch.c) */
+
 typedef enum { HF_QUANT_NONE, HF_QUANT_GPTQ, HF_QUANT_AWQ } hf_quant_method;
 
 typedef struct {
@@ -28,6 +30,9 @@ typedef struct {
     bool llama3_rope;
     float rope_factor, rope_low_freq, rope_high_freq;
     int rope_orig_ctx;
+    /* Phi-3's LongRoPE: factors [rope_dim / 2] (hparams hold the original context and attention factor). */
+    bool longrope;
+    float rope_short[HF_ROPE_FACTORS_MAX], rope_long[HF_ROPE_FACTORS_MAX];
     hf_quant quant;
 } hf_config;
 

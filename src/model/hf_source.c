@@ -59,7 +59,9 @@ static const name_pair k_layer_common[] = {
     {"attn_v.bias", "self_attn.v_proj.bias", K_VEC},
     {"attn_q_norm.weight", "self_attn.q_norm.weight", K_NORM},
     {"attn_k_norm.weight", "self_attn.k_norm.weight", K_NORM},
+    {"attn_qkv", "self_attn.qkv_proj", K_LINEAR}, /* Phi-3: q, k, v fused */
     {"ffn_gate", "mlp.gate_proj", K_LINEAR},
+    {"ffn_up", "mlp.gate_up_proj", K_LINEAR}, /* Phi-3: gate and up fused, as llama.cpp names it */
     {"ffn_up", "mlp.up_proj", K_LINEAR},
     {"ffn_down", "mlp.down_proj", K_LINEAR},
 };
@@ -299,6 +301,17 @@ static int add_globals(const hf_source *s, tensor_table *tt, const model_hparams
         if (!st_find(s->st, s->head) && !st_find(s->st, name))
             return err_set("missing tensor '%s' (config.json says tie_word_embeddings is false)", s->head);
         if (add_linear(s, tt, "output", base, cfg)) return -1;
+    }
+    if (cfg->longrope) {
+        const int64_t ne[1] = {hp->rope_dim / 2};
+        const float *src[2] = {cfg->rope_long, cfg->rope_short};
+        const char *names[2] = {"rope_factors_long.weight", "rope_factors_short.weight"};
+        for (int k = 0; k < 2; k++) {
+            float *f = tensors_alloc(tt, (size_t)ne[0] * sizeof *f);
+            if (!f) return -1;
+            memcpy(f, src[k], (size_t)ne[0] * sizeof *f);
+            if (!tensors_add(tt, names[k], WT_F32, 1, ne, f, (size_t)ne[0] * sizeof *f)) return -1;
+        }
     }
     if (cfg->llama3_rope) {
         const int64_t ne[1] = {hp->rope_dim / 2};

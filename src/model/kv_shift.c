@@ -10,11 +10,12 @@
 #define SHIFT_ROPE_MAX 4096 /* rope_dim <= head_dim <= 4096 (model/arch.c) */
 
 void model_shift_keys(void *user, int layer, float *rows, int n_rows, int delta) {
-    const model *m = user;
-    const model_hparams *hp = &m->hp;
+    const kv_shift_ctx *c = user;
+    const model_hparams *hp = &c->m->hp;
     float cs[SHIFT_ROPE_MAX];
     if (hp->no_rope[layer]) return; /* NoPE layers keep no position in their keys */
-    if (hp->is_swa[layer]) rope_angles(cs, delta, hp->rope_dim, hp->rope_base_swa, 1.0f, m->w.rope_freqs);
-    else rope_angles(cs, delta, hp->rope_dim, hp->rope_base, hp->rope_pos_scale, m->w.rope_freqs);
+    /* (LongRoPE's attention factor is in the stored keys already: R(delta) alone.) */
+    if (hp->is_swa[layer]) rope_angles(cs, delta, hp->rope_dim, hp->rope_base_swa, 1.0f, c->rope_factors);
+    else rope_angles(cs, delta, hp->rope_dim, hp->rope_base, hp->rope_pos_scale, c->rope_factors);
     rope_apply(rows, n_rows, hp->head_dim_k, hp->rope_dim, cs, ROPE_PAIRS_HALVES);
 }

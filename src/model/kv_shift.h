@@ -7,7 +7,13 @@
 
 #include "model/model.h"
 
-/* A kv_key_shift_fn; user is the const model. */
+/* What a shift needs: the model, and the rope factors its forward uses. */
+typedef struct {
+    const model *m;
+    const float *rope_factors;
+} kv_shift_ctx;
+
+/* A kv_key_shift_fn; user is a const kv_shift_ctx. */
 void model_shift_keys(void *user, int layer, float *rows, int n_rows, int delta);
 
 #endif

@@ -69,6 +69,48 @@ static int bind_weight(model *m, weight *w, const char *name, int64_t n_in, int6
     return 0;
 }
 
+/* Binds rows [row0, row0 + n_out) of a fused matrix of total_out rows:
+ * Phi-3's attn_qkv (q, k, v rows one after the other) and ffn_up (gate rows,
+ * then up rows), as views into it. */
+static int bind_part(model *m, weight *w, const char *name, int64_t n_in, int64_t row0, int64_t n_out,
+                     int64_t total_out) {
+    if (bind_weight(m, w, name, n_in, total_out, true)) return -1;
+    w->data = (const uint8_t *)w->data + (size_t)row0 * w->row_bytes;
+    w->n_out = n_out;
+    if (w->perm) return err_set("tensor '%s': act-order weights cannot be split into q/k/v or gate/up", name);
+    return 0;
+}
+
+/* q, k, v from their own tensors, or from a fused attn_qkv; gate and up
+ * likewise from ffn_gate and ffn_up, or from an ffn_up of twice the rows. */
+static int bind_projections(model *m, layer_weights *l, int il, int64_t q_dim, int64_t k_dim, int64_t v_dim) {
+    const model_hparams *hp = &m->hp;
+    char name[96];
+#define NAME(suffix) (snprintf(name, sizeof name, "blk.%d.%s", il, suffix), name)
+    if (!tensors_find(&m->tensors, NAME("attn_q.weight")) && tensors_find(&m->tensors, NAME("attn_qkv.weight"))) {
+        const int64_t all = q_dim + k_dim + v_dim;
+        if (bind_part(m, &l->wq, name, hp->n_embd, 0, q_dim, all) ||
+            bind_part(m, &l->wk, name, hp->n_embd, q_dim, k_dim, all) ||
+            bind_part(m, &l->wv, name, hp->n_embd, q_dim + k_dim, v_dim, all))
+            return -1;
+    } else if (bind_weight(m, &l->wq, NAME("attn_q.weight"), hp->n_embd, q_dim, true) ||
+               bind_weight(m, &l->wk, NAME("attn_k.weight"), hp->n_embd, k_dim, true) ||
+               bind_weight(m, &l->wv, NAME("attn_v.weight"), hp->n_embd, v_dim, true)) {
+        return -1;
+    }
+    if (!tensors_find(&m->tensors, NAME("ffn_gate.weight"))) {
+        NAME("ffn_up.weight");
+        if (bind_part(m, &l->w_gate, name, hp->n_embd, 0, hp->n_ff, 2 * (int64_t)hp->n_ff) ||
+            bind_part(m, &l->w_up, name, hp->n_embd, hp->n_ff, hp->n_ff, 2 * (int64_t)hp->n_ff))
+            return -1;
+    } else if (bind_weight(m, &l->w_gate, NAME("ffn_gate.weight"), hp->n_embd, hp->n_ff, true) ||
+               bind_weight(m, &l->w_up, NAME("ffn_up.weight"), hp->n_embd, hp->n_ff, true)) {
+        return -1;
+    }
+#undef NAME
+    return 0;
+}
+
 /* Binds a vector of n elements, converted to f32. */
 static int bind_vector(model *m, const float **out, const char *name, int64_t n, bool required) {
     *out = NULL;
@@ -101,9 +143,7 @@ static int bind_layer(model *m, int il) {
     char name[96];
 #define NAME(suffix) (snprintf(name, sizeof name, "blk.%d.%s", il, suffix), name)
     if (bind_vector(m, &l->attn_norm, NAME("attn_norm.weight"), hp->n_embd, pre) ||
-        bind_weight(m, &l->wq, NAME("attn_q.weight"), hp->n_embd, q_dim, true) ||
-        bind_weight(m, &l->wk, NAME("attn_k.weight"), hp->n_embd, k_dim, true) ||
-        bind_weight(m, &l->wv, NAME("attn_v.weight"), hp->n_embd, v_dim, true) ||
+        bind_projections(m, l, il, q_dim, k_dim, v_dim) ||
         bind_weight(m, &l->wo, NAME("attn_output.weight"), o_dim, hp->n_embd, true) ||
         bind_vector(m, &l->bq, NAME("attn_q.bias"), q_dim, tr->qkv_bias) ||
         bind_vector(m, &l->bk, NAME("attn_k.bias"), k_dim, tr->qkv_bias) ||
@@ -112,8 +152,6 @@ static int bind_layer(model *m, int il) {
         bind_vector(m, &l->k_norm, NAME("attn_k_norm.weight"), qk_all ? k_dim : hp->head_dim_k, qk) ||
         bind_vector(m, &l->post_attn_norm, NAME("post_attention_norm.weight"), hp->n_embd, tr->post_norms) ||
         bind_vector(m, &l->ffn_norm, NAME("ffn_norm.weight"), hp->n_embd, pre) ||
-        bind_weight(m, &l->w_gate, NAME("ffn_gate.weight"), hp->n_embd, hp->n_ff, true) ||
-        bind_weight(m, &l->w_up, NAME("ffn_up.weight"), hp->n_embd, hp->n_ff, true) ||
         bind_weight(m, &l->w_down, NAME("ffn_down.weight"), hp->n_ff, hp->n_embd, true) ||
         bind_vector(m, &l->post_ffn_norm, NAME("post_ffw_norm.weight"), hp->n_embd, tr->post_norms))
         return -1;
@@ -138,15 +176,23 @@ static int bind_all(model *m) {
     if (bind_weight(m, &m->w.tok_embd, "token_embd.weight", hp->n_embd, hp->n_vocab, true) ||
         bind_vector(m, &m->w.output_norm, "output_norm.weight", hp->n_embd, true) ||
         bind_weight(m, &m->w.output, "output.weight", hp->n_embd, hp->n_vocab, false) ||
-        bind_vector(m, &m->w.rope_freqs, "rope_freqs.weight", hp->rope_dim / 2, false))
+        bind_vector(m, &m->w.rope_freqs, "rope_freqs.weight", hp->rope_dim / 2, false) ||
+        bind_vector(m, &m->w.rope_long, "rope_factors_long.weight", hp->rope_dim / 2, false) ||
+        bind_vector(m, &m->w.rope_short, "rope_factors_short.weight", hp->rope_dim / 2, false))
         return -1;
-    /* Llama 3's rope frequency factors divide the frequencies: each must be
-     * a finite positive number, or every rotated position is NaN. */
-    for (int i = 0; m->w.rope_freqs && i < hp->rope_dim / 2; i++)
-        if (!(m->w.rope_freqs[i] > 0) || !isfinite(m->w.rope_freqs[i]))
-            return err_set("tensor 'rope_freqs.weight' holds %g at %d; rope frequency factors must be finite and "
-                           "positive",
-                           (double)m->w.rope_freqs[i], i);
+    /* Rope frequency factors divide the frequencies: each must be a finite
+     * positive number, or every rotated position is NaN. */
+    const char *names[] = {"rope_freqs.weight", "rope_factors_long.weight", "rope_factors_short.weight"};
+    const float *factors[] = {m->w.rope_freqs, m->w.rope_long, m->w.rope_short};
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; factors[k] && i < hp->rope_dim / 2; i++)
+            if (!(factors[k][i] > 0) || !isfinite(factors[k][i]))
+                return err_set("tensor '%s' holds %g at %d; rope frequency factors must be finite and positive",
+                               names[k], (double)factors[k][i], i);
+    if (!m->w.rope_long != !m->w.rope_short)
+        return err_set("the model has only one of rope_factors_long and rope_factors_short");
+    if (m->w.rope_long && hp->rope_orig_ctx < 1)
+        return err_set("LongRoPE factors without the original context length (rope.scaling.original_context_length)");
     m->tied_output = m->w.output.data == NULL;
     if (m->tied_output) m->w.output = m->w.tok_embd;
     for (int il = 0; il < hp->n_layer; il++)
@@ -310,6 +356,12 @@ fail:
 }
 
 model *model_load(const char *path) { return load(path, true, 0, 1); }
+
+const float *model_rope_factors(const model *m, int n_ctx) {
+    if (!m->w.rope_long) return m->w.rope_freqs;
+    if (n_ctx <= 0) n_ctx = m->hp.n_ctx_train;
+    return n_ctx > m->hp.rope_orig_ctx ? m->w.rope_long : m->w.rope_short;
+}
 
 model *model_load_shard(const char *path, int rank, int size) { return load(path, true, rank, size); }
 

@@ -32,6 +32,7 @@ typedef struct {
     const float *output_norm;
     weight output;               /* the token embedding when the output is tied */
     const float *rope_freqs;     /* Llama 3 frequency factors [rope_dim/2] or NULL */
+    const float *rope_long, *rope_short; /* LongRoPE's factors [rope_dim/2] (Phi-3), or NULL */
     layer_weights layers[CLLM_MAX_LAYERS];
 } model_weights;
 
@@ -87,6 +88,12 @@ model *model_load_as_stored(const char *path);
 /* Bytes of the matrices model_load repacks (or would repack, for a model
  * loaded as stored) with the active kernels. */
 size_t model_repack_bytes(const model *m);
+/* The rope frequency factors that divide the angles, for sequences of up to
+ * n_ctx tokens (0: the trained context): LongRoPE's long factors when n_ctx
+ * is past its original context and its short ones within it (llama.cpp
+ * chooses by the context too; transformers by the sequence it is given,
+ * which for a single sequence is the same), Llama 3's factors, or NULL. */
+const float *model_rope_factors(const model *m, int n_ctx);
 void model_free(model *m);
 
 #endif

@@ -1,13 +1,12 @@
 /* See runner.h. */
 #include "model/runner.h"
 
-#include "model/kv_shift.h"
 #include "util/error.h"
 
 #include <stdlib.h>
 
 int runner_init(runner *r, const model *m, const runner_config *c) {
-    *r = (runner){.m = m, .threads = c->threads};
+    *r = (runner){.m = m, .threads = c->threads, .shift = {m, model_rope_factors(m, c->n_ctx)}};
     kv_cache layout;
     kv_cache_layout(&m->kv, c->kv_type, c->block_size, &layout);
     const int n_blocks = c->n_blocks > 0 ? c->n_blocks : c->identity_blocks * layout.n_groups;
@@ -52,6 +51,7 @@ int runner_reserve(runner *r, int max_tokens) {
     if (r->fwd && max_tokens <= r->max_tokens) return 0;
     forward_ctx *f = forward_create(r->m, r->kv, max_tokens, r->max_out, r->threads);
     if (!f) return -1;
+    forward_set_rope_factors(f, r->shift.rope_factors);
     forward_free(r->fwd);
     r->fwd = f;
     r->max_tokens = max_tokens;
@@ -66,6 +66,5 @@ int runner_refresh(runner *r) {
 
 int runner_apply(runner *r) {
     if (!r->kvm.pool) return 0;
-    /* model_shift_keys reads the model only. */
-    return kv_plan_apply(&r->kvm.plan, r->kv, model_shift_keys, (void *)r->m);
+    return kv_plan_apply(&r->kvm.plan, r->kv, model_shift_keys, &r->shift);
 }

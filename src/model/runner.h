@@ -18,6 +18,7 @@
 #include "kv/kv_cache.h"
 #include "kv/kv_manager.h"
 #include "model/forward.h"
+#include "model/kv_shift.h"
 #include "model/model.h"
 #include "util/threadpool.h"
 
@@ -34,6 +35,7 @@ typedef struct {
     threadpool *threads;         /* lent, not owned; NULL: the runner starts n_threads of its own */
     int n_threads;          /* 0: every core */
     int identity_blocks;    /* > 0: identity tables of this many blocks per group (runners of one sequence) */
+    int n_ctx;              /* the longest sequence it runs, which picks LongRoPE's factors; 0: the trained context */
 } runner_config;
 
 typedef struct {
@@ -44,6 +46,7 @@ typedef struct {
     threadpool *threads;
     bool owns_tp;
     int max_tokens, max_out;
+    kv_shift_ctx shift;     /* the model and the rope factors of this runner's context */
     int32_t *identity[KV_MAX_GROUPS];
 } runner;
 

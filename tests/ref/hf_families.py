@@ -81,6 +81,13 @@ FAMILIES: Dict[str, Family] = {
                              attn_logit_softcapping=2.0, final_logit_softcapping=3.0,
                              hidden_activation="gelu_pytorch_tanh"),
                      tied=True, norm_plus_one=True),
+    # Phi-4-mini's shape of Phi-3: fused qkv and gate_up, 12 of 16 head dims rotated, LongRoPE (short
+    # factors up to 64 positions, long ones past them, and its attention factor).
+    "phi3": Family("Phi3Config", "Phi3ForCausalLM",
+                   _common(partial_rotary_factor=0.75, original_max_position_embeddings=64, sliding_window=None,
+                           rope_parameters={"rope_type": "longrope", "rope_theta": 10000.0,
+                                            "short_factor": [1.0, 1.1, 1.3, 1.6, 2.0, 2.5],
+                                            "long_factor": [1.0, 1.5, 2.5, 4.0, 6.0, 9.0]})),
 }
 
 
