@@ -184,6 +184,10 @@ int hparams_from_gguf(const gguf_ctx *g, model_hparams *hp) {
         if (meta_opt_f32(g, arch, "attn_logit_softcapping", &hp->attn_softcap) ||
             meta_opt_f32(g, arch, "final_logit_softcapping", &hp->final_softcap))
             return -1;
+        /* Gemma 2 27B (46 layers) scales q by (n_embd / n_head)^-0.5, its query_pre_attn_scalar, which
+         * llama.cpp's converter does not store: llama.cpp knows it by the layer count, and so does cllm. */
+        snprintf(key, sizeof key, "%s.attention.scale", arch);
+        if (hp->n_layer == 46 && !gguf_find(g, key)) hp->attn_scale = 1.0f / sqrtf((float)hp->n_embd / hp->n_head);
     }
     hparams_nope_period(hp, hp->traits->nope_period);
 
