@@ -9,6 +9,10 @@ made by transformers' own model class, seeded, saved in float32:
     forward within 1e-4 (relative to the row's largest logit) at every
     position of prompts of 1, 40 and 300 tokens, the longest also in chunks
     of 7 (chunked prefill);
+  * the engine: through `cllm serve`, batched, in 24-token chunks, and after
+    prefix-cache hits, the prompt logprobs and greedy logprobs match
+    transformers' (2e-4 of the largest logit);
+  * `cllm quantize` keeps every family's settings in the GGUF it writes;
   * llama.cpp: the folder converted by llama.cpp's own convert_hf_to_gguf.py
     (scripts/fetch_llamacpp_converter.py) to F16 and Q8_0. llama-cpp-python
     generates 32 greedy tokens; at each step cllm's choice on the same file is
@@ -177,3 +181,74 @@ def test_cllm_quantize_keeps_the_family(run_cllm, checkpoints, tmp_path, family)
         err = rel_err(cllm_logits(run_cllm, out, tokens, tmp_path / "out.bin"), ref)
         assert err.max() <= tol_max and np.median(err) <= tol_median, (
             f"{family} quantized to {bits} bits: max {err.max():.4f}, median {np.median(err):.4f} from transformers")
+
+
+def log_softmax(z: np.ndarray) -> np.ndarray:
+    z = z - z.max(axis=-1, keepdims=True)
+    return z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
+
+
+def greedy_logprobs(model, tokens, n):
+    """transformers' greedy continuation of tokens: the logprob of each chosen token."""
+    seq, out = list(tokens), []
+    for _ in range(n):
+        lp = log_softmax(hf_families.logits(model, seq)[-1])
+        seq.append(int(lp.argmax()))
+        out.append(lp.max())
+    return np.array(out)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_server_batches_chunks_and_prefix_caches_like_transformers(cllm_bin, checkpoints, family):
+    """The same checkpoints through the engine, in steps of 24 tokens
+    (chunked prefill). First three prompts sent at once (batched): each prompt
+    token's logprob (vLLM's prompt_logprobs, which computes every position,
+    so no prefix-cache hit) matches transformers' float32 forward of that
+    prompt alone. Then two prompts that start with the first one's 64 and 120
+    tokens, which the prefix cache holds: the logprobs of 4 greedy tokens
+    each match transformers' greedy steps."""
+    import concurrent.futures
+
+    import openai
+    from server_util import CllmServer
+
+    folder, model = checkpoints(family)
+    # Every prompt past 64 tokens: the server (--max-model-len 256) runs Phi-3 with LongRoPE's long factors,
+    # which transformers takes only for a sequence past its original 64 positions.
+    a, b, c = prompt(120, seed=11), prompt(90, seed=12), prompt(70, seed=13)
+    with CllmServer(cllm_bin, folder, "--kv-cache-dtype", "f32", "--max-num-batched-tokens", "24",
+                    "--max-model-len", "256") as srv:
+        client = openai.OpenAI(base_url=srv.url("/v1"), api_key="none", max_retries=0, timeout=300)
+
+        def scored(p):
+            r = client.completions.create(model=family, prompt=p, max_tokens=1, temperature=0,
+                                          extra_body={"prompt_logprobs": 0})
+            return r.choices[0].model_extra["prompt_logprobs"]
+
+        def generated(p):
+            r = client.completions.create(model=family, prompt=p, max_tokens=4, temperature=0, logprobs=0,
+                                          extra_body={"ignore_eos": True})
+            return np.array(r.choices[0].logprobs.token_logprobs)
+
+        first = [a, b, c]
+        with concurrent.futures.ThreadPoolExecutor(len(first)) as pool:
+            answers = list(pool.map(scored, first))
+        second = [a[:64] + b[64:], a]
+        with concurrent.futures.ThreadPoolExecutor(len(second)) as pool:
+            steps = list(pool.map(generated, second))
+        hits = srv.metrics()["vllm:prefix_cache_hits_total"]
+    for i, (p, plp) in enumerate(zip(first, answers)):
+        logits = hf_families.logits(model, p)
+        ref = log_softmax(logits)
+        got = np.array([plp[j][str(p[j])]["logprob"] for j in range(1, len(p))])
+        want = np.array([ref[j - 1, p[j]] for j in range(1, len(p))])
+        tol = 2 * TOL * np.abs(logits).max()
+        assert np.abs(got - want).max() <= tol, (
+            f"{family} prompt {i}: position {int(np.abs(got - want).argmax()) + 1}'s logprob differs from "
+            f"transformers' by {np.abs(got - want).max():.2e} (tolerance {tol:.2e})")
+    assert hits >= 64 + 112, f"{hits:g} prompt tokens came from the prefix cache (at least 176 were cached)"
+    for p, got in zip(second, steps):
+        want = greedy_logprobs(model, p, 4)
+        tol = 2 * TOL * np.abs(hf_families.logits(model, p)).max()
+        assert np.abs(got - want).max() <= tol, (f"{family}: after a prefix-cache hit of {len(p)} tokens, greedy "
+                                                 f"logprobs {got} against transformers' {want}")
