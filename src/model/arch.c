@@ -36,12 +36,10 @@ const arch_traits *arch_find(const char *name) {
     return NULL;
 }
 
-const char *arch_names(void) {
-    static char names[256];
-    if (!names[0])
-        for (size_t i = 0, n = 0; i < N_ARCHS; i++)
-            n += (size_t)snprintf(names + n, sizeof names - n, "%s%s", i ? ", " : "", k_archs[i].name);
-    return names;
+void arch_names(char *buf, size_t cap) {
+    buf[0] = 0;
+    for (size_t i = 0, n = 0; i < N_ARCHS && n < cap; i++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s%s", i ? ", " : "", k_archs[i].name);
 }
 
 void arch_describe(const model_hparams *hp, char *buf, size_t cap) {
@@ -111,8 +109,11 @@ int hparams_from_gguf(const gguf_ctx *g, model_hparams *hp) {
     char arch[64];
     snprintf(arch, sizeof arch, "%.*s", (int)(arch_s.len < 60 ? arch_s.len : 60), arch_s.ptr);
     hp->traits = arch_find(arch);
-    if (!hp->traits)
-        return err_set("unknown architecture '%s' (supported: %s)", arch, arch_names());
+    if (!hp->traits) {
+        char names[256];
+        arch_names(names, sizeof names);
+        return err_set("unknown architecture '%s' (supported: %s)", arch, names);
+    }
     hp->rope = hp->traits->rope;
 
     if (meta_need_u32(g, arch, "block_count", &hp->n_layer, 1, CLLM_MAX_LAYERS) ||

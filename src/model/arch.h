@@ -78,7 +78,7 @@ typedef struct {
 
 const arch_traits *arch_find(const char *name);
 /* "llama, qwen2, ...": the supported GGUF architectures, for messages. */
-const char *arch_names(void);
+void arch_names(char *buf, size_t cap);
 /* What the family computes beyond a plain Llama layer, for `cllm info`:
  * "q/k norm per head, post-norms, ...", or "plain" when nothing. */
 void arch_describe(const model_hparams *hp, char *buf, size_t cap);

@@ -304,12 +304,10 @@ static const char *hf_family_of(const char *model_type) {
     return NULL;
 }
 
-static const char *hf_model_types(void) {
-    static char names[256];
-    if (!names[0])
-        for (size_t i = 0, n = 0; i < N_HF_FAMILIES; i++)
-            n += (size_t)snprintf(names + n, sizeof names - n, "%s%s", i ? ", " : "", k_hf_families[i].model_type);
-    return names;
+static void hf_model_types(char *buf, size_t cap) {
+    buf[0] = 0;
+    for (size_t i = 0, n = 0; i < N_HF_FAMILIES && n < cap; i++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s%s", i ? ", " : "", k_hf_families[i].model_type);
 }
 
 /* Granite's multipliers: embeddings, residual branches, q.k (in place of
@@ -471,8 +469,11 @@ int hf_config_load(const char *dir, model_hparams *hp, hf_config *cfg) {
     else if (bad) rc = -1;
     else if (!type) rc = err_set("%s: missing required key \"model_type\"", path);
     const char *family = NULL;
-    if (!rc && !(family = hf_family_of(type)))
-        rc = err_set("%s: model_type '%.32s' is not supported (%s)", path, type, hf_model_types());
+    if (!rc && !(family = hf_family_of(type))) {
+        char names[256];
+        hf_model_types(names, sizeof names);
+        rc = err_set("%s: model_type '%.32s' is not supported (%s)", path, type, names);
+    }
     if (!rc) {
         snprintf(cfg->model_type, sizeof cfg->model_type, "%s", type);
         hp->traits = arch_find(family);

@@ -160,6 +160,22 @@ CASES = {
                                   ("num_key_value_heads",)),
     "config-yarn-rope": Case(LLAMA, _edit_json("config.json", lambda d: _set(d, "rope_scaling", {"rope_type": "yarn", "factor": 4})),
                              ("rope_scaling",), ("yarn",)),
+    # a family's own keys (the Llama folder read as that family: the config is read before any tensor)
+    "config-nope-list": Case(LLAMA, _edit_json("config.json", lambda d: d.update(model_type="smollm3",
+                                                                                 no_rope_layers=[1, 0, 1, 1, 0, 1, 1])),
+                             ("no_rope_layers",), ("list of",)),
+    "config-granite-logits-scaling": Case(LLAMA, _edit_json("config.json", lambda d: d.update(model_type="granite",
+                                                                                              logits_scaling=0)),
+                                          ("logits_scaling",), ("positive",)),
+    "config-softcap-negative": Case(LLAMA, _edit_json("config.json", lambda d: d.update(model_type="gemma2",
+                                                                                        attn_logit_softcapping=-1)),
+                                    ("soft-capping",), ("negative",)),
+    "config-longrope-factors": Case(LLAMA, _edit_json("config.json", lambda d: d.update(
+        model_type="phi3", original_max_position_embeddings=64,
+        rope_scaling={"type": "longrope", "short_factor": [1.0], "long_factor": [1.0]})),
+                                    ("short_factor",), ("half the rotary dims",)),
+    "config-partial-rotary": Case(LLAMA, _edit_json("config.json", lambda d: _set(d, "partial_rotary_factor", 0.01)),
+                                  ("partial_rotary_factor",),),
     "config-wrong-shape": Case(LLAMA, _edit_json("config.json", lambda d: _set(d, "intermediate_size", 96)),
                                ("shape",), ("mlp",)),
     # tensors
