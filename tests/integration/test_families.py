@@ -283,3 +283,33 @@ def test_server_batches_chunks_and_prefix_caches_like_transformers(cllm_bin, che
         tol = 2 * TOL * np.abs(hf_families.logits(model, p)).max()
         assert np.abs(got - want).max() <= tol, (f"{family}: after a prefix-cache hit of {len(p)} tokens, greedy "
                                                  f"logprobs {got} against transformers' {want}")
+
+
+def generate_lines(run_cllm, folder, tmp_path, prompts, *extra):
+    """cllm generate --prompts-file: one JSON result per prompt, greedy."""
+    import json
+
+    path = tmp_path / "prompts.jsonl"
+    path.write_text("".join(json.dumps({"prompt": p, "max_tokens": n, "temperature": 0, "ignore_eos": True}) + "\n"
+                            for p, n in prompts))
+    r = run_cllm("generate", "-m", folder, "--prompts-file", path, *extra, timeout=300)
+    assert r.returncode == 0, f"cllm generate {' '.join(map(str, extra))} exited {r.returncode}:\n{r.stderr}"
+    return [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_speculation_and_eviction_run_every_family(run_cllm, checkpoints, tmp_path, family):
+    """Greedy text is the same with n-gram drafts and with the model as its
+    own draft model (the draft runner runs the family too) as without; and
+    generation runs 200 tokens past a 64-token KV budget under streaming
+    eviction (keys re-rotated by the family's rope; NoPE layers left alone)."""
+    folder, _ = checkpoints(family)
+    prompts = [("the cat sat on the mat and the cat sat on the", 40), ("once upon a time", 40)]
+    plain = [x["text"] for x in generate_lines(run_cllm, folder, tmp_path, prompts)]
+    for spec in ('{"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 3}',
+                 '{"method": "draft_model", "model": "%s", "num_speculative_tokens": 3}' % folder):
+        got = [x["text"] for x in generate_lines(run_cllm, folder, tmp_path, prompts, "--speculative-config", spec)]
+        assert got == plain, f"{family} with {spec}: {got} against {plain} without speculation"
+    [long] = generate_lines(run_cllm, folder, tmp_path, [("once upon a time", 200)], "--kv-eviction", "streaming",
+                            "--kv-budget", "64")
+    assert long["completion_tokens"] == 200 and long["finish_reason"] == "length", long
