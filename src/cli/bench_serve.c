@@ -4,7 +4,7 @@
  * dataset, draw the arrival times, run (bench/serve_http.c), summarize
  * (bench/serve_stats.c), save and plot. Also `cllm bench plot DIR FILE...`,
  * which charts saved results side by side. See bench_serve.h for the files. */
-#include "bench/serve.h"
+#include "loadgen/serve.h"
 #include "cli/cli_common.h"
 #include "cli/cli_groups.h"
 #include "format/json_file.h"

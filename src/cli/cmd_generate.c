@@ -10,12 +10,12 @@
 #include "cli/cli_parallel.h"
 #include "cli/commands.h"
 #include "engine/engine.h"
-#include "server/gen.h"
-#include "server/responses.h"
+#include "server/generation.h"
+#include "server/completion_json.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/file.h"
-#include "util/vec.h"
+#include "util/array.h"
 
 #include <jansson.h>
 #include <stddef.h>
@@ -342,7 +342,7 @@ static int read_items(const gen_options *o, const model *m, batch_item **items_o
         lineno++;
         while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = 0;
         if (len == 0) continue;
-        if ((rc = vec_reserve((void **)&items, &cap, (size_t)n + 1, sizeof *items))) break;
+        if ((rc = array_reserve((void **)&items, &cap, (size_t)n + 1, sizeof *items))) break;
         memset(&items[n], 0, sizeof items[n]);
         rc = parse_item(o, m, line, lineno, &items[n]);
         n++;

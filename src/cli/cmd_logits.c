@@ -6,7 +6,7 @@
 #include "cli/cli_parallel.h"
 #include "cli/commands.h"
 #include "util/error.h"
-#include "util/vec.h"
+#include "util/array.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -62,7 +62,7 @@ static int parse_tokens(const char *s, int32_t **out, int *n) {
             fprintf(stderr, "cllm logits: --tokens expects comma-separated token ids, got '%s'\n", s);
             return -1;
         }
-        if (vec_reserve((void **)&v, &cap, (size_t)cnt + 1, sizeof *v)) {
+        if (array_reserve((void **)&v, &cap, (size_t)cnt + 1, sizeof *v)) {
             free(v);
             fprintf(stderr, "cllm logits: --tokens: %s\n", err_get());
             return -1;

@@ -13,7 +13,7 @@
 #include "util/buf.h"
 #include "util/error.h"
 #include "util/time.h"
-#include "util/vec.h"
+#include "util/array.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -94,7 +94,7 @@ static char *decode_ids(const tokenizer *t, const int32_t *ids, size_t n, bool s
     for (size_t i = 0; i <= n; i++) {
         int piece = i < n ? tokenizer_token_to_piece(t, ids[i], special, NULL, 0) : 0;
         size_t need = DETOK_MAX_OUT(piece > 0 ? piece : 0);
-        if (vec_reserve((void **)&out, &cap, w + need, 1)) break;
+        if (array_reserve((void **)&out, &cap, w + need, 1)) break;
         if (i == n) {
             w += detok_flush(&st, out + w, cap - w);
             *len = w;
@@ -274,7 +274,7 @@ static int run_plain(const tokenizer *t, const tok_opts *o) {
             }
             long v = 0;
             while (p < end && *p >= '0' && *p <= '9' && v <= INT32_MAX) v = v * 10 + (*p++ - '0');
-            if ((rc = vec_reserve((void **)&ids, &cap, n + 1, sizeof *ids))) break;
+            if ((rc = array_reserve((void **)&ids, &cap, n + 1, sizeof *ids))) break;
             ids[n++] = v > INT32_MAX ? -1 : (int32_t)v;
         }
         if (rc == 0) rc = check_ids(t, ids, (int)n);

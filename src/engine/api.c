@@ -8,7 +8,7 @@
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
-#include "util/vec.h"
+#include "util/array.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -140,7 +140,7 @@ static void on_output(void *user, const engine_output *o) {
     memcpy(text, o->text, o->text_len);
     text[o->text_len] = 0;
     pthread_mutex_lock(&ce->mu);
-    if (vec_reserve((void **)&ce->q, &ce->cap_q, (size_t)ce->n_q + 1, sizeof *ce->q)) {
+    if (array_reserve((void **)&ce->q, &ce->cap_q, (size_t)ce->n_q + 1, sizeof *ce->q)) {
         pthread_mutex_unlock(&ce->mu);
         free(text);
         return;

@@ -45,7 +45,7 @@
 #include "util/error.h"
 #include "util/threadpool.h"
 #include "util/time.h"
-#include "util/vec.h"
+#include "util/array.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -347,7 +347,7 @@ int engine_submit(engine *e, const int32_t *prompt, int n_prompt, const request_
     r->user = user;
     r->t_arrival = now_seconds();
     pthread_mutex_lock(&e->mu);
-    if (vec_reserve((void **)&e->inbox, &e->cap_inbox, (size_t)e->n_inbox + 1, sizeof *e->inbox)) {
+    if (array_reserve((void **)&e->inbox, &e->cap_inbox, (size_t)e->n_inbox + 1, sizeof *e->inbox)) {
         pthread_mutex_unlock(&e->mu);
         request_free(r);
         return -1;
@@ -362,7 +362,7 @@ int engine_submit(engine *e, const int32_t *prompt, int n_prompt, const request_
 
 void engine_abort(engine *e, uint64_t id) {
     pthread_mutex_lock(&e->mu);
-    if (!vec_reserve((void **)&e->aborts, &e->cap_aborts, (size_t)e->n_aborts + 1, sizeof *e->aborts))
+    if (!array_reserve((void **)&e->aborts, &e->cap_aborts, (size_t)e->n_aborts + 1, sizeof *e->aborts))
         e->aborts[e->n_aborts++] = id;
     pthread_cond_signal(&e->cv);
     pthread_mutex_unlock(&e->mu);
@@ -458,7 +458,7 @@ static void take_inbox(engine *e) {
 
     for (int i = 0; i < n_in; i++) {
         request *r = in[i];
-        if (vec_reserve((void **)&e->live, &e->cap_live, (size_t)e->n_live + 1, sizeof *e->live) ||
+        if (array_reserve((void **)&e->live, &e->cap_live, (size_t)e->n_live + 1, sizeof *e->live) ||
             sched_add_waiting(&e->sched, &r->seqs[0])) {
             engine_finish_request(e, r, FINISH_ERROR);
             pthread_mutex_lock(&e->mu);

@@ -2,7 +2,7 @@
 #include "engine/request.h"
 
 #include "util/error.h"
-#include "util/vec.h"
+#include "util/array.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -151,13 +151,13 @@ void request_free(request *r) {
 }
 
 int seq_append_token(sequence *s, int32_t tok) {
-    if (vec_reserve((void **)&s->tokens, &s->cap_tokens, (size_t)s->n_tokens + 1, sizeof *s->tokens)) return -1;
+    if (array_reserve((void **)&s->tokens, &s->cap_tokens, (size_t)s->n_tokens + 1, sizeof *s->tokens)) return -1;
     s->tokens[s->n_tokens++] = tok;
     return 0;
 }
 
 int seq_hold_text(sequence *s, const char *text, size_t n) {
-    if (vec_reserve((void **)&s->held, &s->cap_held, s->n_held + n + 1, 1)) return -1;
+    if (array_reserve((void **)&s->held, &s->cap_held, s->n_held + n + 1, 1)) return -1;
     memcpy(s->held + s->n_held, text, n);
     s->n_held += n;
     s->held[s->n_held] = 0;

@@ -2,13 +2,13 @@
  * the hundreds at most, so linear scans are cheaper than anything clever. */
 #include "engine/scheduler.h"
 
-#include "util/vec.h"
+#include "util/array.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 static int q_reserve(seq_queue *q, int n) {
-    return vec_reserve((void **)&q->items, &q->cap, (size_t)n, sizeof *q->items);
+    return array_reserve((void **)&q->items, &q->cap, (size_t)n, sizeof *q->items);
 }
 
 static int q_push_back(seq_queue *q, sequence *s) {

@@ -7,7 +7,7 @@
 #include "format/wtype_geom.h"
 #include "util/buf.h"
 #include "util/error.h"
-#include "util/vec.h"
+#include "util/array.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -103,7 +103,7 @@ static int set_kv(gguf_writer *w, const char *key, buf val) {
         w->kv[i].val = val;
         return 0;
     }
-    if (vec_reserve((void **)&w->kv, &w->cap_kv, (size_t)w->n_kv + 1, sizeof *w->kv)) {
+    if (array_reserve((void **)&w->kv, &w->cap_kv, (size_t)w->n_kv + 1, sizeof *w->kv)) {
         buf_free(&val);
         return -1;
     }
@@ -256,7 +256,7 @@ int gguf_writer_add_tensor(gguf_writer *w, const char *name, uint32_t type, int 
         return err_set("gguf: tensor '%s': type %s cannot hold rows of %" PRId64 " elements", name, wtype_name(type),
                        e.ne[0]);
     e.nbytes = row * rows;
-    if (vec_reserve((void **)&w->t, &w->cap_t, (size_t)w->n_t + 1, sizeof *w->t)) return -1;
+    if (array_reserve((void **)&w->t, &w->cap_t, (size_t)w->n_t + 1, sizeof *w->t)) return -1;
     if (!(e.name = strdup(name))) return err_oom("out of memory");
     w->t[w->n_t++] = e;
     return 0;

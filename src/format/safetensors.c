@@ -8,7 +8,7 @@
 
 #include "format/json_file.h"
 #include "util/error.h"
-#include "util/vec.h"
+#include "util/array.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -97,7 +97,7 @@ static int add_shard(st_set *s, const char *path, const void *base, size_t size,
 }
 
 static st_tensor *add_tensor(st_set *s) {
-    if (vec_reserve((void **)&s->t, &s->cap, (size_t)s->n + 1, sizeof *s->t)) return NULL;
+    if (array_reserve((void **)&s->t, &s->cap, (size_t)s->n + 1, sizeof *s->t)) return NULL;
     st_tensor *t = &s->t[s->n++];
     memset(t, 0, sizeof *t);
     return t;

@@ -6,7 +6,7 @@
 
 #include "util/error.h"
 #include "util/utf8.h"
-#include "util/vec.h"
+#include "util/array.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,7 +72,7 @@ static int new_rule(grammar_builder *b, char *name) {
         free(name);
         return err_set("grammar too large: more than %d rules", GRAMMAR_MAX_RULES);
     }
-    if (vec_reserve((void **)&b->rules, &b->cap_rules, b->n_rules + 1, sizeof *b->rules)) {
+    if (array_reserve((void **)&b->rules, &b->cap_rules, b->n_rules + 1, sizeof *b->rules)) {
         free(name);
         return -1;
     }
@@ -108,7 +108,7 @@ const char *gb_rule_name(const grammar_builder *b, int rule) { return b->rules[r
 static int vec_push(grammar_builder *b, elem_vec *v, gelem e) {
     if (++b->n_elems > GRAMMAR_MAX_ELEMS)
         return err_set("grammar too large: more than %d elements", GRAMMAR_MAX_ELEMS);
-    if (vec_reserve((void **)&v->items, &v->cap, v->n + 1, sizeof *v->items)) return -1;
+    if (array_reserve((void **)&v->items, &v->cap, v->n + 1, sizeof *v->items)) return -1;
     v->items[v->n++] = e;
     return 0;
 }
@@ -116,7 +116,7 @@ static int vec_push(grammar_builder *b, elem_vec *v, gelem e) {
 /* Appends a finished alternative (taking its items) to a rule. */
 static int add_alt(grammar_builder *b, int rule, elem_vec seq) {
     brule *r = &b->rules[rule];
-    if (vec_reserve((void **)&r->alts, &r->cap_alts, r->n_alts + 1, sizeof *r->alts)) {
+    if (array_reserve((void **)&r->alts, &r->cap_alts, r->n_alts + 1, sizeof *r->alts)) {
         free(seq.items);
         return -1;
     }
@@ -127,7 +127,7 @@ static int add_alt(grammar_builder *b, int rule, elem_vec seq) {
 }
 
 int gb_alt_begin(grammar_builder *b, int rule) {
-    if (vec_reserve((void **)&b->open, &b->cap_open, b->n_open + 1, sizeof *b->open)) return -1;
+    if (array_reserve((void **)&b->open, &b->cap_open, b->n_open + 1, sizeof *b->open)) return -1;
     b->open[b->n_open++] = (open_alt){.rule = rule};
     b->rules[rule].defined = true;
     return 0;
@@ -143,7 +143,7 @@ static int push_elem(grammar_builder *b, gelem e) { return vec_push(b, &b->open[
 static int intern_set(grammar_builder *b, const byte_set *s) {
     for (size_t i = 0; i < b->n_sets; i++)
         if (!memcmp(&b->sets[i], s, sizeof *s)) return (int)i;
-    if (vec_reserve((void **)&b->sets, &b->cap_sets, b->n_sets + 1, sizeof *b->sets)) return -1;
+    if (array_reserve((void **)&b->sets, &b->cap_sets, b->n_sets + 1, sizeof *b->sets)) return -1;
     b->sets[b->n_sets] = *s;
     return (int)b->n_sets++;
 }

@@ -2,7 +2,7 @@
 #include "grammar/grammar_match.h"
 
 #include "util/error.h"
-#include "util/vec.h"
+#include "util/array.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -74,9 +74,9 @@ static int add_stack(gstate *s, gscratch *w, const uint32_t *pos, uint32_t len) 
     if (s->n_stacks >= GRAMMAR_MAX_STACKS)
         return err_set("grammar too ambiguous: more than %d parses at once", GRAMMAR_MAX_STACKS);
     size_t cap_st = (size_t)s->cap_stacks;
-    if (vec_reserve((void **)&s->hashes, &cap_st, (size_t)s->n_stacks + 1, sizeof *s->hashes)) return -1;
+    if (array_reserve((void **)&s->hashes, &cap_st, (size_t)s->n_stacks + 1, sizeof *s->hashes)) return -1;
     s->cap_stacks = (int)cap_st;
-    if (vec_reserve((void **)&s->data, &s->cap, s->n + 1 + len, sizeof *s->data)) return -1;
+    if (array_reserve((void **)&s->data, &s->cap, s->n + 1 + len, sizeof *s->data)) return -1;
     w->slots[i] = (gslot){h, (uint32_t)s->n, w->gen};
     s->data[s->n] = len;
     memcpy(s->data + s->n + 1, pos, len * sizeof *pos);
@@ -89,7 +89,7 @@ static int add_stack(gstate *s, gscratch *w, const uint32_t *pos, uint32_t len) 
 static int work_push(gscratch *w, const uint32_t *pos, uint32_t len, uint32_t top_replace, bool replace,
                      bool extra, uint32_t extra_pos) {
     const size_t need = w->n + len + 2;
-    if (vec_reserve((void **)&w->work, &w->cap, need, sizeof *w->work)) return -1;
+    if (array_reserve((void **)&w->work, &w->cap, need, sizeof *w->work)) return -1;
     uint32_t *d = w->work + w->n;
     if (len) memcpy(d, pos, len * sizeof *pos);
     if (replace && len) d[len - 1] = top_replace;
@@ -121,7 +121,7 @@ static int expand(const grammar *g, gstate *out, gscratch *w) {
             out->accept = true;
             continue;
         }
-        if (vec_reserve((void **)&w->cur, &w->cap_cur, len + 1, sizeof *w->cur)) {
+        if (array_reserve((void **)&w->cur, &w->cap_cur, len + 1, sizeof *w->cur)) {
             rc = -1;
             break;
         }
@@ -184,8 +184,8 @@ int gstate_advance(const grammar *g, const gstate *from, unsigned char byte, gst
 
 int gstate_copy(gstate *dst, const gstate *src) {
     size_t cap_st = (size_t)dst->cap_stacks;
-    if (vec_reserve((void **)&dst->data, &dst->cap, src->n ? src->n : 1, sizeof *dst->data) ||
-        vec_reserve((void **)&dst->hashes, &cap_st, src->n_stacks ? (size_t)src->n_stacks : 1, sizeof *dst->hashes))
+    if (array_reserve((void **)&dst->data, &dst->cap, src->n ? src->n : 1, sizeof *dst->data) ||
+        array_reserve((void **)&dst->hashes, &cap_st, src->n_stacks ? (size_t)src->n_stacks : 1, sizeof *dst->hashes))
         return -1;
     dst->cap_stacks = (int)cap_st;
     if (src->n) memcpy(dst->data, src->data, src->n * sizeof *src->data);

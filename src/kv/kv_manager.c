@@ -4,7 +4,7 @@
 #include "kv/kv_manager.h"
 
 #include "util/error.h"
-#include "util/vec.h"
+#include "util/array.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -57,7 +57,7 @@ int kvm_blocks_needed_budget(const kv_manager *m, int budget) {
 }
 
 static int list_reserve(block_list *l, int n) {
-    return vec_reserve((void **)&l->ids, &l->cap, (size_t)n, sizeof *l->ids);
+    return array_reserve((void **)&l->ids, &l->cap, (size_t)n, sizeof *l->ids);
 }
 
 int kvm_blocks_to_allocate(const kv_manager *m, const seq_kv *s, int start, int n) {

@@ -2,13 +2,13 @@
 #include "kv/kv_plan.h"
 
 #include "util/error.h"
-#include "util/vec.h"
+#include "util/array.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 int kv_plan_reserve(kv_plan *p, int n) {
-    if (vec_reserve((void **)&p->ops, &p->cap, (size_t)p->n + (size_t)n, sizeof *p->ops))
+    if (array_reserve((void **)&p->ops, &p->cap, (size_t)p->n + (size_t)n, sizeof *p->ops))
         return err_oom("out of memory for the KV plan");
     return 0;
 }

@@ -2,7 +2,7 @@
 #include "model/tensors.h"
 
 #include "util/error.h"
-#include "util/vec.h"
+#include "util/array.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +13,7 @@ model_tensor *tensors_add(tensor_table *tt, const char *name, uint32_t type, int
         err_set("tensor '%s' has %d dimensions", name, n_dims);
         return NULL;
     }
-    if (vec_reserve((void **)&tt->v, &tt->cap, (size_t)tt->n + 1, sizeof *tt->v)) return NULL;
+    if (array_reserve((void **)&tt->v, &tt->cap, (size_t)tt->n + 1, sizeof *tt->v)) return NULL;
     model_tensor *t = &tt->v[tt->n];
     memset(t, 0, sizeof *t);
     t->name = strdup(name);
@@ -32,7 +32,7 @@ model_tensor *tensors_add(tensor_table *tt, const char *name, uint32_t type, int
 }
 
 void *tensors_alloc(tensor_table *tt, size_t bytes) {
-    if (vec_reserve((void **)&tt->owned, &tt->cap_owned, (size_t)tt->n_owned + 1, sizeof *tt->owned))
+    if (array_reserve((void **)&tt->owned, &tt->cap_owned, (size_t)tt->n_owned + 1, sizeof *tt->owned))
         return NULL;
     size_t rounded = (bytes + 63) / 64 * 64;
     void *p = aligned_alloc(64, rounded ? rounded : 64);

@@ -4,13 +4,13 @@
 #include "parallel/tp_plan.h"
 
 #include "util/error.h"
-#include "util/vec.h"
+#include "util/array.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 static int push(tp_plan *p, const int32_t *v, size_t n) {
-    if (vec_reserve((void **)&p->data, &p->cap, p->len + n, sizeof *p->data)) return -1;
+    if (array_reserve((void **)&p->data, &p->cap, p->len + n, sizeof *p->data)) return -1;
     if (n) memcpy(p->data + p->len, v, n * sizeof *v);
     p->len += n;
     return 0;
@@ -42,7 +42,7 @@ int tp_plan_encode(tp_plan *p, const kv_cache *kv, const fwd_batch *b, tp_msg_he
 
 int tp_plan_reserve(tp_plan *p, const tp_msg_header *h) {
     if (h->payload_len < 0) return err_set("negative payload length %d", h->payload_len);
-    if (vec_reserve((void **)&p->data, &p->cap, (size_t)h->payload_len, sizeof *p->data)) return -1;
+    if (array_reserve((void **)&p->data, &p->cap, (size_t)h->payload_len, sizeof *p->data)) return -1;
     p->len = (size_t)h->payload_len;
     return 0;
 }
@@ -54,8 +54,8 @@ int tp_plan_decode(tp_plan *p, const tp_msg_header *h, int block_size) {
     if ((size_t)h->payload_len != p->len || p->len < 3 * (size_t)n)
         return err_set("forward message of %zu int32s is too short for %d tokens", p->len, n);
     if (block_size < 1) return err_set("no KV cache to run a forward over");
-    if (vec_reserve((void **)&p->seqs, &p->seqs_cap, (size_t)n_seqs, sizeof *p->seqs) ||
-        vec_reserve((void **)&p->lens, &p->lens_cap, (size_t)n_seqs, sizeof *p->lens))
+    if (array_reserve((void **)&p->seqs, &p->seqs_cap, (size_t)n_seqs, sizeof *p->seqs) ||
+        array_reserve((void **)&p->lens, &p->lens_cap, (size_t)n_seqs, sizeof *p->lens))
         return -1;
     size_t at = 3 * (size_t)n;
     for (int i = 0; i < n_seqs; i++) {

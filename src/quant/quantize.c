@@ -38,7 +38,7 @@
 #include "util/error.h"
 #include "util/threadpool.h"
 #include "util/time.h"
-#include "util/vec.h"
+#include "util/array.h"
 
 #include <inttypes.h>
 #include <stddef.h>
@@ -141,7 +141,7 @@ typedef struct {
 
 static int add_entry(job *j, const model_tensor *src, const char *name, entry_kind kind, uint32_t type, int layer,
                      int lin) {
-    if (vec_reserve((void **)&j->e, &j->cap_e, (size_t)j->n_e + 1, sizeof *j->e)) return -1;
+    if (array_reserve((void **)&j->e, &j->cap_e, (size_t)j->n_e + 1, sizeof *j->e)) return -1;
     entry *e = &j->e[j->n_e];
     *e = (entry){.name = strdup(name), .kind = kind, .src = src, .type = type, .n_dims = src->n_dims,
                  .layer = layer, .lin = lin};

@@ -2,7 +2,7 @@
  * vLLM does with it:
  *   sampling (both endpoints): skip_special_tokens, spaces_between_special_tokens,
  *     include_stop_str_in_output, truncate_prompt_tokens, allowed_token_ids,
- *     bad_words (tokenized with the prompt, generate.c), prompt_logprobs (at
+ *     bad_words (tokenized with the prompt, completions.c), prompt_logprobs (at
  *     most API_MAX_LOGPROBS alternatives, and none with stream, as vLLM);
  *   chat: add_generation_prompt, continue_final_message, chat_template (this
  *     request's own), chat_template_kwargs and documents (template variables).

@@ -5,7 +5,7 @@
 
 #include "util/buf.h"
 #include "util/lru_map.h"
-#include "util/vec.h"
+#include "util/array.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -162,7 +162,7 @@ void response_replay_free(response_replay *rp) {
 static void record_output(void *arg, int prompt, const engine_output *o) {
     entry *e = arg;
     if (e->oom) return;
-    if (vec_reserve((void **)&e->outs, &e->cap_outs, e->n_outs + 1, sizeof *e->outs)) {
+    if (array_reserve((void **)&e->outs, &e->cap_outs, e->n_outs + 1, sizeof *e->outs)) {
         e->oom = true;
         return;
     }
@@ -181,7 +181,7 @@ static void record_output(void *arg, int prompt, const engine_output *o) {
     buf_append(&e->text, o->text, o->text_len);
     if (e->text.oom) e->oom = true;
     if (!o->logprobs || o->n_new_tokens <= 0) return;
-    if (vec_reserve((void **)&e->lps, &e->cap_lps, e->n_lps + (size_t)o->n_new_tokens, sizeof *e->lps)) {
+    if (array_reserve((void **)&e->lps, &e->cap_lps, e->n_lps + (size_t)o->n_new_tokens, sizeof *e->lps)) {
         e->oom = true;
         return;
     }

@@ -24,7 +24,7 @@
 #ifndef CLLM_SERVER_RESPONSE_CACHE_H
 #define CLLM_SERVER_RESPONSE_CACHE_H
 
-#include "server/gen.h"
+#include "server/generation.h"
 #include "server/params.h"
 
 #include <jansson.h>

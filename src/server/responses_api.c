@@ -5,9 +5,9 @@
 #include "server/responses_api.h"
 
 #include "server/api_json.h"
-#include "server/generate.h"
+#include "server/completions.h"
 #include "server/params.h"
-#include "server/responses.h"
+#include "server/completion_json.h"
 #include "server/sse.h"
 
 #include <limits.h>

@@ -9,7 +9,7 @@
 #include "server/auth.h"
 #include "server/cors.h"
 #include "server/embeddings.h"
-#include "server/generate.h"
+#include "server/completions.h"
 #include "server/metrics.h"
 #include "server/responses_api.h"
 #include "server/server.h"

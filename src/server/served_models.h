@@ -33,7 +33,7 @@
 #include "model/model.h"
 #include "server/embed_cache.h"
 #include "server/errors.h"
-#include "server/gen.h"
+#include "server/generation.h"
 
 #include <jansson.h>
 #include <pthread.h>

@@ -22,7 +22,7 @@
 #include "model/model.h"
 #include "server/cors.h"
 #include "server/embed_cache.h"
-#include "server/gen.h"
+#include "server/generation.h"
 #include "server/http.h"
 #include "server/response_cache.h"
 #include "server/served_models.h"

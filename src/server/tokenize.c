@@ -6,7 +6,7 @@
 #include "server/chat_request.h"
 #include "server/params.h"
 #include "server/prompt_limit.h"
-#include "server/responses.h"
+#include "server/completion_json.h"
 #include "util/utf8.h"
 
 #include <stdlib.h>

@@ -14,7 +14,7 @@
 #include "format/gguf.h"
 #include "util/error.h"
 #include "util/utf8.h"
-#include "util/vec.h"
+#include "util/array.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
@@ -221,7 +221,7 @@ typedef struct {
 
 static int span_push(spanvec *s, size_t off, size_t len) {
     if (len == 0) return 0;
-    if (vec_reserve((void **)&s->v, &s->cap, s->n + 1, sizeof *s->v)) return -1;
+    if (array_reserve((void **)&s->v, &s->cap, s->n + 1, sizeof *s->v)) return -1;
     s->v[s->n++] = (span){off, len};
     return 0;
 }
@@ -293,7 +293,7 @@ static int bpe_word(bpe_session *s, const char *word, size_t len, tokvec *out) {
         int32_t id = strtab_find(&t->vocab, word, len);
         if (id >= 0) return tokvec_push(out, id);
     }
-    if (vec_reserve((void **)&s->sym, &s->sym_cap, len + 1, sizeof *s->sym)) return -1;
+    if (array_reserve((void **)&s->sym, &s->sym_cap, len + 1, sizeof *s->sym)) return -1;
     s->word = word;
     int32_t n_sym = tok_split_chars(word, len, s->sym);
     if (tok_merge(&s->merge, s->sym, n_sym)) return -1;
@@ -328,7 +328,7 @@ int bpe_encode(const tokenizer *t, const char *text, size_t len, tokvec *out) {
         b = tmp;
     }
     for (size_t k = 0; k < a.n && rc == 0; k++) {
-        rc = vec_reserve((void **)&wbuf, &wcap, 2 * a.v[k].len, 1); /* each byte: 1-2 bytes */
+        rc = array_reserve((void **)&wbuf, &wcap, 2 * a.v[k].len, 1); /* each byte: 1-2 bytes */
         if (rc) break;
         size_t wl = 0;
         for (size_t j = 0; j < a.v[k].len; j++) {

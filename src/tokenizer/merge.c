@@ -7,18 +7,18 @@
 #include "tokenizer/tok_internal.h"
 
 #include "util/error.h"
-#include "util/vec.h"
+#include "util/array.h"
 
 #include <string.h>
 
 int tokvec_grow(tokvec *a, size_t need) {
-    return vec_reserve((void **)&a->v, &a->cap, need, sizeof *a->v);
+    return array_reserve((void **)&a->v, &a->cap, need, sizeof *a->v);
 }
 
 int tok_merge_rank(const tokenizer *t, const char *text, const tok_sym *l, const tok_sym *r, char **buf,
                    size_t *cap, double *rank) {
     size_t need = (size_t)l->n + 1 + r->n;
-    if (vec_reserve((void **)buf, cap, need, 1)) return -1;
+    if (array_reserve((void **)buf, cap, need, 1)) return -1;
     memcpy(*buf, text + l->off, l->n);
     (*buf)[l->n] = ' ';
     memcpy(*buf + l->n + 1, text + r->off, r->n);
@@ -52,7 +52,7 @@ static bool pair_first(const tok_pair *a, const tok_pair *b) {
 }
 
 static int pair_push(tok_merge_state *m, tok_pair x) {
-    if (vec_reserve((void **)&m->heap, &m->heap_cap, m->heap_n + 1, sizeof x)) return -1;
+    if (array_reserve((void **)&m->heap, &m->heap_cap, m->heap_n + 1, sizeof x)) return -1;
     tok_pair *h = m->heap;
     size_t i = m->heap_n++;
     while (i > 0) {

@@ -14,7 +14,7 @@
 
 #include "format/gguf_write.h"
 #include "util/error.h"
-#include "util/vec.h"
+#include "util/array.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -33,7 +33,7 @@ static float *scores_from_merges(const tokenizer *t) {
         const uint32_t len = t->merge_len[r];
         const char *sp = len >= 3 ? memchr(m + 1, ' ', len - 1) : NULL;
         if (!sp) continue;
-        if (vec_reserve((void **)&buf, &cap, len, 1)) {
+        if (array_reserve((void **)&buf, &cap, len, 1)) {
             free(score);
             free(buf);
             return NULL;

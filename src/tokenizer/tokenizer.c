@@ -13,7 +13,7 @@
 
 #include "format/gguf.h"
 #include "util/error.h"
-#include "util/vec.h"
+#include "util/array.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -312,7 +312,7 @@ static int cmp_longest_first(const void *a, const void *b) {
 }
 
 static int32_t trie_node_new(tokenizer *t, uint8_t byte) {
-    if (vec_reserve((void **)&t->trie, &t->cap_trie, (size_t)t->n_trie + 1, sizeof *t->trie))
+    if (array_reserve((void **)&t->trie, &t->cap_trie, (size_t)t->n_trie + 1, sizeof *t->trie))
         return -1;
     tok_trie_node *n = &t->trie[t->n_trie];
     n->child = n->sibling = n->special = -1;
@@ -434,7 +434,7 @@ typedef struct {
 } fragvec;
 
 static int frag_push(fragvec *f, int32_t id, size_t off, size_t len) {
-    if (vec_reserve((void **)&f->v, &f->cap, f->n + 1, sizeof *f->v)) return -1;
+    if (array_reserve((void **)&f->v, &f->cap, f->n + 1, sizeof *f->v)) return -1;
     f->v[f->n++] = (fragment){id, off, len};
     return 0;
 }

@@ -2,7 +2,7 @@
 #include "util/buf.h"
 
 #include "util/utf8.h"
-#include "util/vec.h"
+#include "util/array.h"
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -12,7 +12,7 @@
 
 static bool reserve(buf *b, size_t extra) {
     if (b->oom) return false;
-    if (extra > SIZE_MAX - b->len - 1 || vec_reserve((void **)&b->data, &b->cap, b->len + extra + 1, 1)) {
+    if (extra > SIZE_MAX - b->len - 1 || array_reserve((void **)&b->data, &b->cap, b->len + extra + 1, 1)) {
         b->oom = true;
         return false;
     }

@@ -61,7 +61,7 @@ def test_upward_include_fails_to_build(build_dir, tmp_path, layer_source, upward
 
 @pytest.mark.parametrize("layer_source, undeclared, used", [
     ("src/kernels/matmul.c", "chat/template.h", "format/wtype_geom.h"),
-    ("src/bench/serve_data.c", "engine/engine.h", "util/rng.h"),
+    ("src/loadgen/serve_data.c", "engine/engine.h", "util/rng.h"),
     ("src/kv/kv_cache.c", "tokenizer/tokenizer.h", "kernels/kv_row.h"),
     ("src/chat/template.c", "grammar/grammar.h", "tokenizer/tokenizer.h"),
 ])

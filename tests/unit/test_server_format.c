@@ -11,7 +11,7 @@
 #include "server/auth.h"
 #include "server/errors.h"
 #include "server/metrics.h"
-#include "server/responses.h"
+#include "server/completion_json.h"
 #include "server/sse.h"
 #include "util/utf8.h"
 

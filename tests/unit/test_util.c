@@ -14,7 +14,7 @@
 #include "util/mem_size.h"
 #include "util/unicode.h"
 #include "util/utf8.h"
-#include "util/vec.h"
+#include "util/array.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -191,19 +191,19 @@ static void test_vec_reserve_doubles_and_keeps_the_items(void **state) {
     (void)state;
     int *v = NULL;
     size_t cap = 0;
-    assert_int_equal(vec_reserve((void **)&v, &cap, 0, sizeof *v), 0);
+    assert_int_equal(array_reserve((void **)&v, &cap, 0, sizeof *v), 0);
     assert_null(v); /* nothing needed, nothing allocated */
     for (int i = 0; i < 1000; i++) {
-        assert_int_equal(vec_reserve((void **)&v, &cap, (size_t)i + 1, sizeof *v), 0);
+        assert_int_equal(array_reserve((void **)&v, &cap, (size_t)i + 1, sizeof *v), 0);
         assert_true(cap >= (size_t)i + 1);
         v[i] = i * 3;
     }
     assert_int_equal(cap, 1024); /* 16, 32, ... : a power of two from 16 */
     for (int i = 0; i < 1000; i++) assert_int_equal(v[i], i * 3);
     const int *before = v;
-    assert_int_equal(vec_reserve((void **)&v, &cap, 1000, sizeof *v), 0);
+    assert_int_equal(array_reserve((void **)&v, &cap, 1000, sizeof *v), 0);
     assert_ptr_equal(v, before); /* enough room: untouched */
-    assert_int_equal(vec_reserve((void **)&v, &cap, 5000, sizeof *v), 0);
+    assert_int_equal(array_reserve((void **)&v, &cap, 5000, sizeof *v), 0);
     assert_int_equal(cap, 8192);
     free(v);
 }
@@ -212,10 +212,10 @@ static void test_vec_reserve_refuses_an_overflowing_size_and_keeps_the_array(voi
     (void)state;
     double *v = NULL;
     size_t cap = 0;
-    assert_int_equal(vec_reserve((void **)&v, &cap, 4, sizeof *v), 0);
+    assert_int_equal(array_reserve((void **)&v, &cap, 4, sizeof *v), 0);
     v[3] = 1.5;
     const size_t huge = SIZE_MAX / sizeof *v + 1;
-    assert_int_equal(vec_reserve((void **)&v, &cap, huge, sizeof *v), -1);
+    assert_int_equal(array_reserve((void **)&v, &cap, huge, sizeof *v), -1);
     char want[64];
     snprintf(want, sizeof want, "%zu items of 8 bytes", huge);
     if (!strstr(err_get(), want)) fail_msg("'%s' does not say '%s'", err_get(), want);

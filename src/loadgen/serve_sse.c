@@ -5,9 +5,9 @@
  * the OpenAI streaming chunk of /v1/completions (choices[].text) or
  * /v1/chat/completions (choices[].delta.content), the usage chunk that
  * stream_options.include_usage asks for, `[DONE]`, or an error object. */
-#include "bench/serve.h"
+#include "loadgen/serve.h"
 #include "util/buf.h"
-#include "util/vec.h"
+#include "util/array.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -111,7 +111,7 @@ static void text_chunk(bench_stream *s, double t) {
         s->t_first = s->t_last = t;
         return;
     }
-    if (vec_reserve((void **)&s->itl, &s->itl_cap, (size_t)s->n_itl + 1, sizeof *s->itl)) {
+    if (array_reserve((void **)&s->itl, &s->itl_cap, (size_t)s->n_itl + 1, sizeof *s->itl)) {
         bench_stream_fail(s, "out of memory");
         return;
     }

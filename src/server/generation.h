@@ -8,8 +8,8 @@
  * (then every engine request is aborted). The state is reference-counted: one reference for the
  * HTTP side, one per engine request until its last sample reports finished;
  * whichever drops the last one frees it. */
-#ifndef CLLM_SERVER_GEN_H
-#define CLLM_SERVER_GEN_H
+#ifndef CLLM_SERVER_GENERATION_H
+#define CLLM_SERVER_GENERATION_H
 
 #include "engine/engine.h"
 #include "server/http.h"

@@ -14,8 +14,8 @@
  *
  * The parts that hold no I/O (SSE, stats, arrivals) are unit-tested in
  * tests/unit/test_bench_serve.c, which compiles their .c files directly. */
-#ifndef CLLM_BENCH_SERVE_H
-#define CLLM_BENCH_SERVE_H
+#ifndef CLLM_LOADGEN_SERVE_H
+#define CLLM_LOADGEN_SERVE_H
 
 #include "util/buf.h"
 #include "util/rng.h"

@@ -1,8 +1,8 @@
 /* See gen.h. */
-#include "server/gen.h"
+#include "server/generation.h"
 
 #include "util/error.h"
-#include "util/vec.h"
+#include "util/array.h"
 
 #include <poll.h>
 #include <stdlib.h>
@@ -85,7 +85,7 @@ static void copy_logprob(gen_logprob *d, const token_logprobs *lp) {
 }
 
 static void push_logprobs(gen_choice *c, const token_logprobs *lp, bool *oom) {
-    if (vec_reserve((void **)&c->lps, &c->cap_lps, (size_t)c->n_lps + 1, sizeof *c->lps)) {
+    if (array_reserve((void **)&c->lps, &c->cap_lps, (size_t)c->n_lps + 1, sizeof *c->lps)) {
         *oom = true;
         return;
     }

@@ -23,9 +23,9 @@
  *                      "output_len") and "input_len".
  * For completions the wanted length counts the tokens the server adds itself
  * (BOS), as vLLM does; the report uses the server's own usage numbers. */
-#include "bench/serve.h"
+#include "loadgen/serve.h"
 #include "util/buf.h"
-#include "util/vec.h"
+#include "util/array.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -263,7 +263,7 @@ static int jsonl_dataset(const bench_dataset_opts *o, bench_item **items) {
             rc = -1;
             break;
         }
-        if (vec_reserve((void **)&it, &cap, (size_t)n + 1, sizeof *it)) {
+        if (array_reserve((void **)&it, &cap, (size_t)n + 1, sizeof *it)) {
             json_decref(j);
             rc = -1;
             break;

@@ -1,5 +1,5 @@
 /* See vec.h. */
-#include "util/vec.h"
+#include "util/array.h"
 
 #include "util/error.h"
 
@@ -8,7 +8,7 @@
 
 enum { VEC_MIN_CAP = 16 };
 
-int vec_reserve(void **data, size_t *cap, size_t need, size_t elem_size) {
+int array_reserve(void **data, size_t *cap, size_t need, size_t elem_size) {
     if (need <= *cap) return 0;
     const size_t max_items = elem_size ? SIZE_MAX / elem_size : SIZE_MAX;
     if (need > max_items)

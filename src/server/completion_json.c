@@ -1,5 +1,5 @@
 /* See responses.h. */
-#include "server/responses.h"
+#include "server/completion_json.h"
 
 #include "chat/prompt.h"
 #include "util/utf8.h"

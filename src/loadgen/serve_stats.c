@@ -8,7 +8,7 @@
  * Token counts are the server's usage numbers. Distributions are summarized
  * by mean, median, standard deviation, P90 and P99 (np.percentile's linear
  * interpolation), in milliseconds. */
-#include "bench/serve.h"
+#include "loadgen/serve.h"
 
 #include <math.h>
 #include <stdlib.h>

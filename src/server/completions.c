@@ -7,14 +7,14 @@
  * runs on an HTTP I/O thread and never blocks: with nothing new it pauses the
  * connection until the engine's next output resumes it; a client that left
  * is found when a chunk cannot be written (and stream_free aborts). */
-#include "server/generate.h"
+#include "server/completions.h"
 
 #include "chat/prompt.h"
 #include "server/bad_words.h"
 #include "server/chat_request.h"
 #include "server/prompt_limit.h"
 #include "server/response_cache.h"
-#include "server/responses.h"
+#include "server/completion_json.h"
 #include "server/sse.h"
 #include "util/error.h"
 #include "util/utf8.h"

@@ -12,9 +12,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "bench/serve_data.c"
-#include "bench/serve_sse.c"
-#include "bench/serve_stats.c"
+#include "loadgen/serve_data.c"
+#include "loadgen/serve_sse.c"
+#include "loadgen/serve_stats.c"
 
 #include <math.h>
 #include <stdio.h>

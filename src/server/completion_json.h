@@ -4,11 +4,11 @@
  *   completions: {"tokens", "token_logprobs", "top_logprobs": [{token: lp}], "text_offset"}
  *   chat:        {"content": [{"token", "logprob", "bytes", "top_logprobs": [...]}]}
  * and vLLM's prompt_logprobs (on each completions choice, on the chat body). */
-#ifndef CLLM_SERVER_RESPONSES_H
-#define CLLM_SERVER_RESPONSES_H
+#ifndef CLLM_SERVER_COMPLETION_JSON_H
+#define CLLM_SERVER_COMPLETION_JSON_H
 
 #include "server/api_json.h" /* resp_string, which every response builder uses */
-#include "server/gen.h"
+#include "server/generation.h"
 #include "server/params.h"
 #include "server/tool_output.h"
 #include "tokenizer/tokenizer.h"

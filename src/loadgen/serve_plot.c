@@ -9,7 +9,7 @@
  * A result's label is its "label" field (--label), else its base URL; its
  * concurrency is max_concurrency, else the peak number of requests seen in
  * flight. */
-#include "bench/serve.h"
+#include "loadgen/serve.h"
 
 #include <errno.h>
 #include <math.h>

@@ -9,7 +9,7 @@
  * transport error, an HTTP status other than 200, an error event in the
  * stream or a stream that never finished makes a failed request, recorded
  * with its reason, never an abort of the run. */
-#include "bench/serve.h"
+#include "loadgen/serve.h"
 #include "util/time.h"
 
 #include <curl/curl.h>

@@ -1,7 +1,7 @@
 /* The generation endpoints: POST /v1/completions and /v1/chat/completions,
  * each answered by the model its body names (served_models_route). */
-#ifndef CLLM_SERVER_GENERATE_H
-#define CLLM_SERVER_GENERATE_H
+#ifndef CLLM_SERVER_COMPLETIONS_H
+#define CLLM_SERVER_COMPLETIONS_H
 
 #include "server/http.h"
 #include "server/params.h"
