@@ -5,7 +5,8 @@
  * and value heads up to the 4096 dims model/arch.c accepts. The tiles (a
  * prompt chunk's tokens x a GQA group's heads at once), scalar and AVX2, agree
  * with the one-row reference for every tile size, GQA ratio, head dim and
- * window, and an AVX2 row has the same bits in every tile as alone. Over an
+ * window (and soft-capped scores, Gemma 2's), and an AVX2 row has the same
+ * bits in every tile as alone. Over an
  * 8-bit cache each kernel gives the bits it gives over the same cache
  * dequantized to f32: the codes are decoded in registers, exactly. */
 #include <setjmp.h>
@@ -30,14 +31,16 @@ static float elem(const pages *p, const uint8_t *base, int dim, int head, int j,
     return kv_row_value(p->kv.dtype, base + row * kv_row_bytes(p->kv.dtype, dim), d);
 }
 
-/* Direct two-pass softmax in double. */
-static void naive(const pages *p, int head, const float *q, int lo, int hi, float scale, float *out) {
+/* Direct two-pass softmax in double; softcap > 0: scores softcap *
+ * tanh(score / softcap) first (Gemma 2). */
+static void naive_capped(const pages *p, int head, const float *q, int lo, int hi, float scale, float softcap,
+                         float *out) {
     const int dk = p->kv.head_dim_k, dv = p->kv.head_dim_v;
     double s[1024], m = -INFINITY, l = 0;
     for (int j = lo; j <= hi; j++) {
         double x = 0;
         for (int d = 0; d < dk; d++) x += (double)q[d] * elem(p, p->k, dk, head, j, d);
-        s[j] = x * scale;
+        s[j] = softcap > 0 ? softcap * tanh(x * scale / softcap) : x * scale;
         if (s[j] > m) m = s[j];
     }
     for (int j = lo; j <= hi; j++) l += exp(s[j] - m);
@@ -46,6 +49,10 @@ static void naive(const pages *p, int head, const float *q, int lo, int hi, floa
         for (int j = lo; j <= hi; j++) acc += exp(s[j] - m) / l * elem(p, p->v, dv, head, j, d);
         out[d] = (float)acc;
     }
+}
+
+static void naive(const pages *p, int head, const float *q, int lo, int hi, float scale, float *out) {
+    naive_capped(p, head, q, lo, hi, scale, 0, out);
 }
 
 static void check_case(kv_dtype dt, int bs, int dk, int dv, int n_pos, int window) {
@@ -231,6 +238,50 @@ static void test_tiles_odd_shapes(void **state) {
     }
 }
 
+/* Soft-capped scores (Gemma 2): with q large enough that the cap bends
+ * every score, each row of the reference tile and of the AVX2 tile agrees
+ * with the direct soft-capped softmax, and an AVX2 row has the same bits in
+ * a tile as alone. */
+static void test_tiles_soft_capped(void **state) {
+    (void)state;
+    const int n_q = 20, start = 17, n_pos = start + n_q, dk = 64, ratio = 2, n_head = 2;
+    const float scale = 1.0f / sqrtf((float)dk), cap = 2.0f;
+    for (int ti_dt = 0; ti_dt < 2; ti_dt++) { /* f32, f16 */
+        pages p = make_pages(k_dtypes[ti_dt], 16, 1, dk, dk, n_pos);
+        float *q = malloc(sizeof(float) * n_q * n_head * dk), *out = malloc(sizeof(float) * n_q * n_head * dk);
+        float want[64], row[64];
+        for (int i = 0; i < n_q * n_head * dk; i++) q[i] = 8 * frand();
+        int32_t lo[ATTN_TILE_ROWS], hi[ATTN_TILE_ROWS];
+        for (int i = 0; i < n_q; i++) lo[i] = i % 3 ? 0 : i, hi[i] = start + i; /* some rows see few keys */
+        for (int avx2 = 0; avx2 <= (int)wtype_using_avx2(); avx2++) {
+            const attn_tile t = {.q = q, .out = out, .q_stride = (size_t)n_head * dk,
+                                 .out_stride = (size_t)n_head * dk, .lo = lo, .hi = hi, .n_tok = n_q / 2,
+                                 .n_head = ratio, .softcap = cap};
+            attn_tile second = t;
+            second.q += (size_t)(n_q / 2) * n_head * dk, second.out += (size_t)(n_q / 2) * n_head * dk;
+            second.lo += n_q / 2, second.hi += n_q / 2;
+            (avx2 ? attn_tile_avx2 : attn_tile_ref)(&p.kv, p.table, 0, &t, scale);
+            (avx2 ? attn_tile_avx2 : attn_tile_ref)(&p.kv, p.table, 0, &second, scale);
+            for (int i = 0; i < n_q; i++)
+                for (int h = 0; h < n_head; h++) {
+                    const float *qr = q + ((size_t)i * n_head + h) * dk, *got = out + ((size_t)i * n_head + h) * dk;
+                    naive_capped(&p, 0, qr, lo[i], hi[i], scale, cap, want);
+                    for (int d = 0; d < dk; d++)
+                        if (fabsf(got[d] - want[d]) > 2e-5f)
+                            fail_msg("%s soft-capped %s token=%d head=%d d=%d: %g want %g", avx2 ? "avx2" : "ref",
+                                     kv_dtype_name(k_dtypes[ti_dt]), i, h, d, got[d], want[d]);
+                    if (!avx2) continue;
+                    const attn_tile one = {.q = qr, .out = row, .q_stride = (size_t)dk, .out_stride = (size_t)dk,
+                                           .lo = &lo[i], .hi = &hi[i], .n_tok = 1, .n_head = 1, .softcap = cap};
+                    attn_tile_avx2(&p.kv, p.table, 0, &one, scale);
+                    if (memcmp(row, got, sizeof(float) * dk))
+                        fail_msg("avx2 soft-capped token=%d head=%d: not the bits of the row alone", i, h);
+                }
+        }
+        free(p.k), free(p.v), free(q), free(out);
+    }
+}
+
 int main(void) {
     wtype_init();
     kernel_paths_print("paths compared with ref", KP_SET_AVX2);
@@ -241,6 +292,7 @@ int main(void) {
         cmocka_unit_test(test_tiles_match_rows),
         cmocka_unit_test(test_tiles_sliding_window),
         cmocka_unit_test(test_tiles_odd_shapes),
+        cmocka_unit_test(test_tiles_soft_capped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
