@@ -42,7 +42,7 @@
 #
 # usage: bench/compare-llamacpp.sh [--model GGUF | --shape NAME [--type q4_0|q8_0|q4_k_m]] [--threads N]
 #            [--race "native novnni"] [--reps N] [--quick] [--no-append] [--build-only]
-#            [--concurrency "1 4 16 32"]
+#            [--concurrency "1 4 16 32"] [--pp-lens "512 4096"]
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -81,6 +81,7 @@ while [ $# -gt 0 ]; do
     --output-len) OUT_LEN=$2; shift 2 ;;
     --race) RACES=$2; shift 2 ;;
     --reps) REPS=$2; shift 2 ;;
+    --pp-lens) PP_LENS=$2; shift 2 ;;
     --native) shift ;;  # both races run by default; kept for old command lines
     --no-append) APPEND=0; shift ;;
     --build-only) BUILD_ONLY=1; shift ;;
