@@ -512,9 +512,9 @@ REPORT=$(cat <<MD
 ## cllm vs llama.cpp, $(date -u '+%Y-%m-%d %H:%M UTC') (bench/compare-llamacpp.sh)
 
 Machine: $CPU, $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB; CPU flags: $CPU_FLAGS. Load average $LOAD_START at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end (above the core count, other work shared the CPUs and every number is lower than on an idle machine).
-Model: $(basename "$MODEL") ($MODEL_MIB MiB of weights), $THREADS threads for both engines unless a row says otherwise.
+Model: $(basename "$MODEL") ($MODEL_MIB MiB of weights${SHAPE:+; random weights in the shape of $SHAPE, bench/make_shape.py}), $THREADS threads for both engines unless a row says otherwise.
 cllm $COMMIT ($CLLM); llama.cpp (llama-bench, llama-server) from the llama-cpp-python ${LLAMA_VERSION:-?} sdist.
-Command: bench/compare-llamacpp.sh --threads $THREADS --reps $REPS --race "$RACES".
+Command: bench/compare-llamacpp.sh ${SHAPE:+--shape $SHAPE --type $QTYPE }--threads $THREADS --reps $REPS --race "$RACES" --pp-lens "$PP_LENS" --concurrency "$CONCURRENCY"$([ "$QUICK" = 1 ] && echo " --quick" || true).
 Single stream: cllm bench offline --sequential (prompt: time to first token of a prompt of that length; decode: $TG_LEN tokens after an 8-token prompt, time per output token) vs llama-bench -p N / -n $TG_LEN, median of $REPS rounds interleaved between the engines, a fresh process and prompt each round; a value from fewer rounds (some failed) says "(n of $REPS rounds)".
 Serving: cllm bench serve, random prompts ($IN_LEN tokens in, $OUT_LEN out, ignore_eos), new ones for every race and concurrency level and a separate warm-up prompt, so no prefix cache answers a measured prompt; --max-concurrency c; llama-server with -np c (continuous batching), cllm serve with --max-num-seqs $(( MAXC > 64 ? MAXC : 64 )). TTFT: the P99 where a level has 20 or more completed requests, else the max (the row says so).
 Bandwidth (bench/membw, $THREADS threads, best of 10): ${BW_DRAM} GB/s streaming from a 2 GiB buffer; the single-stream bound is that over the weight bytes per token ($MODEL_BYTES bytes, every tensor including the tied output matrix) = $BOUND tok/s.
