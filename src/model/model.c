@@ -98,7 +98,9 @@ static int bind_projections(model *m, layer_weights *l, int il, int64_t q_dim, i
                bind_weight(m, &l->wv, NAME("attn_v.weight"), hp->n_embd, v_dim, true)) {
         return -1;
     }
-    if (!tensors_find(&m->tensors, NAME("ffn_gate.weight"))) {
+    /* Fused only where ffn_up has both halves: a file missing its ffn_gate is told so. */
+    const model_tensor *up = tensors_find(&m->tensors, NAME("ffn_up.weight"));
+    if (!tensors_find(&m->tensors, NAME("ffn_gate.weight")) && up && up->ne[1] == 2 * (int64_t)hp->n_ff) {
         NAME("ffn_up.weight");
         if (bind_part(m, &l->w_gate, name, hp->n_embd, 0, hp->n_ff, 2 * (int64_t)hp->n_ff) ||
             bind_part(m, &l->w_up, name, hp->n_embd, hp->n_ff, hp->n_ff, 2 * (int64_t)hp->n_ff))
