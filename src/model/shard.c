@@ -94,7 +94,7 @@ int model_shard(model *m, int rank, int size) {
     m->tp.rank = rank;
     m->tp.size = size;
     if (size == 1) return 0;
-    if (m->hp.traits->qk_norm == QK_NORM_ALL)
+    if (m->hp.traits && m->hp.traits->qk_norm == QK_NORM_ALL)
         return err_set("tensor parallelism cannot split %s's q/k norm, which spans every head of the projection",
                        m->hp.traits->family);
     shard_share s = {0};

@@ -122,6 +122,11 @@ static void test_shard_refuses_sizes_that_do_not_divide(void **state) {
     assert_int_equal(model_shard(&t->m, 0, 8), -1);
     assert_non_null(strstr(err_get(), "does not divide the model's 4 attention heads"));
     toy_free(t);
+    t = toy(2); /* OLMo 2's q/k norm spans every head: no rank holds all it needs */
+    t->m.hp.traits = arch_find("olmo2");
+    assert_int_equal(model_shard(&t->m, 0, 2), -1);
+    assert_non_null(strstr(err_get(), "cannot split OLMo 2's q/k norm"));
+    toy_free(t);
 }
 
 /* The ranks' partial attention output projections add up to the whole. */
