@@ -11,8 +11,12 @@ both engines load; the races feed random token ids).
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "ref"))
+import make_hf  # noqa: E402  (convert_hf_to_gguf.py's llama3 factors, as the tests compute them)
 
 # name -> (architecture, hyper-parameters). From the models' config.json files.
 SHAPES = {
@@ -25,21 +29,9 @@ SHAPES = {
 }
 
 
-def llama3_factors(head_dim: int, base: float) -> np.ndarray:
-    """Llama 3.2's rope_freqs (factor 32, low 1, high 4, original 8192), as convert_hf_to_gguf.py computes them."""
-    factor, low, high, orig = 32.0, 1.0, 4.0, 8192
-    freqs = 1.0 / base ** (np.arange(0, head_dim, 2, dtype=np.float32) / head_dim)
-    out = []
-    for f in freqs:
-        wavelen = 2 * np.pi / f
-        if wavelen < orig / high:
-            out.append(1.0)
-        elif wavelen > orig / low:
-            out.append(factor)
-        else:
-            smooth = (orig / wavelen - low) / (high - low)
-            out.append(1 / ((1 - smooth) / factor + smooth))
-    return np.array(out, dtype=np.float32)
+# Llama 3.2's llama3 rope scaling, as its config.json states it.
+LLAMA32_ROPE = {"factor": 32.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                "original_max_position_embeddings": 8192}
 
 
 def write(name: str, path: str, seed: int = 0) -> None:
@@ -86,7 +78,7 @@ def write(name: str, path: str, seed: int = 0) -> None:
     w.add_tensor("token_embd.weight", mat(n_vocab, e))  # tied: no output.weight, as the real 1B/1.7B/4B
     w.add_tensor("output_norm.weight", ones(e))
     if h.get("llama3_rope"):
-        w.add_tensor("rope_freqs.weight", llama3_factors(hd, h["rope_base"]))
+        w.add_tensor("rope_freqs.weight", make_hf.llama3_factors(hd, h["rope_base"], LLAMA32_ROPE))
     for il in range(h["n_layer"]):
         p = f"blk.{il}."
         w.add_tensor(p + "attn_norm.weight", ones(e))
