@@ -1,8 +1,6 @@
 /* See cli_common.h. */
 #include "cli/cli_common.h"
 
-#include "chat/template.h"
-#include "tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/mem_size.h"
 
@@ -84,43 +82,6 @@ int seq_runner_feed(seq_runner *r, const int32_t *tokens, int n, int start, floa
     free(seq);
     free(rows);
     return rc;
-}
-
-static chat_template *find_chat_template(const model *m, const char *file, const char *cmd) {
-    if (file) {
-        char *src = file_read_all(file, NULL);
-        if (!src) return NULL;
-        chat_template *t = chat_template_parse(src);
-        free(src);
-        if (!t) err_prefix("--chat-template %s: ", file);
-        else fprintf(stderr, "cllm %s: chat template from %s\n", cmd, file);
-        return t;
-    }
-    if (m->chat_template) {
-        chat_template *t = chat_template_parse(m->chat_template);
-        if (t) {
-            fprintf(stderr, "cllm %s: chat template from the model file\n", cmd);
-            return t;
-        }
-        fprintf(stderr, "cllm %s: warning: the model's chat template cannot be used (%s); using the built-in one\n",
-                cmd, err_get());
-    }
-    const bool llama3 = tokenizer_find(m->tok, "<|start_header_id|>", 19) >= 0;
-    const char *arch = m->hp.traits ? m->hp.traits->name : "";
-    chat_template *t = chat_template_parse(chat_template_builtin(arch, llama3));
-    if (t) fprintf(stderr, "cllm %s: the model has no chat template; using the built-in one for '%s'\n", cmd, arch);
-    else err_prefix("the built-in chat template: ");
-    return t;
-}
-
-chat_template *load_chat_template(const model *m, const cli_model_settings *settings, const char *cmd) {
-    chat_template *t = find_chat_template(m, settings->chat_template, cmd);
-    if (t && settings->chat_parse_special_in_content) {
-        chat_template_set_trust_content(t, true);
-        fprintf(stderr, "cllm %s: --chat-parse-special-in-content: control tokens in message content are parsed\n",
-                cmd);
-    }
-    return t;
 }
 
 void print_spec_stats(FILE *f, const char *label, const engine_stats *st) {

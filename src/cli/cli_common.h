@@ -46,11 +46,4 @@ int seq_runner_feed(seq_runner *r, const int32_t *tokens, int n, int start, floa
  * besides the accepted drafts, as vLLM's mean acceptance length does. */
 void print_spec_stats(FILE *f, const char *label, const engine_stats *st);
 
-typedef struct chat_template chat_template;
-/* The chat template to use: --chat-template's file when given, else the
- * model's own, else the built-in one for its family; says which on stderr as
- * "cllm CMD: ...". With --chat-parse-special-in-content it trusts message
- * content to spell control tokens. */
-chat_template *load_chat_template(const model *m, const cli_model_settings *settings, const char *cmd);
-
 #endif

@@ -9,6 +9,7 @@
 #include "cli/cli_groups.h"
 #include "cli/commands.h"
 #include "engine/engine.h"
+#include "server/model_template.h"
 #include "util/buf.h"
 #include "util/error.h"
 
@@ -102,7 +103,7 @@ int cmd_chat(int argc, char **argv) {
     int rc = 1;
     engine *e = NULL;
     json_t *messages = json_array();
-    chat_template *tmpl = load_chat_template(m, &o.model, C);
+    chat_template *tmpl = model_template_load(m, o.model.chat_template, o.model.chat_parse_special_in_content, C);
     ec.max_num_seqs = 1;
     ec.max_model_len = (int)n_ctx;
     ec.kv_cache_bytes = 0; /* exactly one conversation of n_ctx */

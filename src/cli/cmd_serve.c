@@ -1,7 +1,7 @@
 /* `cllm serve MODEL` (or `--model a --model b ...`): the OpenAI-compatible
  * HTTP server (src/server/). Order of events: listen first (so /health can
  * say 503 while loading), load each model with its chat template, split the
- * KV budget and create and start one engine per model (serve_models.h; an
+ * KV budget and create and start one engine per model (server/model_set.h; an
  * engine refuses, with the numbers, a KV share that cannot hold one
  * --max-model-len request), print how to call it, then wait for
  * SIGTERM/SIGINT. On a signal: stop
@@ -14,11 +14,11 @@
 #include "cli/cli_groups.h"
 #include "cli/cli_parallel.h"
 #include "cli/commands.h"
-#include "cli/serve_models.h"
 #include "engine/engine.h"
 #include "model/encoder.h"
 #include "server/auth.h"
 #include "server/cors.h"
+#include "server/model_set.h"
 #include "server/server.h"
 #include "util/error.h"
 
@@ -201,14 +201,17 @@ static void raise_fd_limit(void) {
 
 /* The base URL, and a request to copy: for the first generative model and
  * the first embedding model. */
-static void print_ready(const cli_server_settings *ss, const server *s, const serve_models *ms) {
+/* model_set_settings.load_model: the whole model, or this rank's shard. */
+static model *load_tp_model(void *tp, const char *path) { return cli_tp_load(tp, path); }
+
+static void print_ready(const cli_server_settings *ss, const server *s, const model_set *ms) {
     const bool key = ss->api_key && *ss->api_key;
     const int port = server_port(s);
     fprintf(stderr, "cllm serve: ready. OpenAI base URL http://%s:%d/v1%s; model%s:", ss->host, port,
             key ? ", API key required" : "", ms->n == 1 ? "" : "s (the first is the default)");
     const char *chat = NULL, *embed = NULL;
     for (int i = 0; i < ms->n; i++) {
-        const serve_model *sm = &ms->v[i];
+        const model_set_entry *sm = &ms->v[i];
         if (sm->enc) {
             fprintf(stderr, "%s \"%s\" (embeddings, %d dimensions, inputs of up to %d tokens)", i ? "," : "",
                     sm->name, sm->enc->hp.n_embd, sm->enc->max_len);
@@ -274,8 +277,9 @@ int cmd_serve(int argc, char **argv) {
         return follower_rc;
     }
     const cli_server_settings *ss = &o.server;
-    serve_models ms;
-    if (serve_models_plan(&ms, &o.models, &ss->served_model_names)) {
+    model_set ms;
+    if (model_set_plan(&ms, (const char *const *)o.models.items, o.models.n,
+                       (const char *const *)ss->served_model_names.items, ss->served_model_names.n)) {
         cli_usage_error(&k_serve, "%s", err_get());
         cli_tp_leave(&tp);
         serve_options_free(&o);
@@ -293,7 +297,7 @@ int cmd_serve(int argc, char **argv) {
     raise_fd_limit();
 
     server s;
-    const served_model_loader loader = serve_models_loader(&ms);
+    const served_model_loader loader = model_set_loader(&ms);
     server_config sc = {.host = ss->host,
                         .port = (int)ss->port,
                         .api_key = ss->api_key,
@@ -318,7 +322,7 @@ int cmd_serve(int argc, char **argv) {
     }
     if (server_start(&s, &sc)) {
         fprintf(stderr, "cllm serve: %s\n", err_get());
-        serve_models_free(&ms);
+        model_set_free(&ms);
         cli_tp_leave(&tp);
         serve_options_free(&o);
         return 1;
@@ -331,13 +335,15 @@ int cmd_serve(int argc, char **argv) {
                 o.parallel.tensor_parallel_size, (int)getpid());
 
     int rc = 1;
-    const serve_engine_settings es = {.model = &o.model,
-                                      .engine = &o.engine,
-                                      .spec = o.sc,
-                                      .max_waiting = (int)ss->max_waiting,
-                                      .max_loaded = (int)o.max_loaded_models,
-                                      .tp = &tp};
-    if (serve_models_load(&ms, &es)) goto out;
+    model_set_settings es = {.engine = cli_engine_config(&o.engine),
+                             .max_loaded = (int)o.max_loaded_models,
+                             .chat_template = o.model.chat_template,
+                             .trust_template_content = o.model.chat_parse_special_in_content,
+                             .load_model = load_tp_model,
+                             .load_user = &tp};
+    es.engine.spec = o.sc;
+    es.engine.max_waiting = (int)ss->max_waiting;
+    if (model_set_load(&ms, &es)) goto out;
     for (int i = 0; i < ms.n; i++) {
         if (ms.v[i].e) server_set_model(&s, i, ms.v[i].m, ms.v[i].e, ms.v[i].tmpl);
         if (ms.v[i].enc && server_set_encoder(&s, i, ms.v[i].enc, ms.v[i].eb)) {
@@ -354,7 +360,7 @@ int cmd_serve(int argc, char **argv) {
     rc = 0;
 out:
     server_stop(&s);
-    serve_models_free(&ms);
+    model_set_free(&ms);
     server_free(&s);
     cli_tp_leave(&tp);
     serve_options_free(&o);

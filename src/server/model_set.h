@@ -1,4 +1,4 @@
-/* The models `cllm serve` loads: one per MODEL / --model, each named by the
+/* The models a server loads (`cllm serve` gives them): one per MODEL / --model, each named by the
  * --served-model-name in the same position (or its file name), each with its
  * own chat template and engine. The KV budget (--kv-cache-memory, else 1 GiB
  * or a quarter of the free memory) is one for the whole server, split over
@@ -17,12 +17,10 @@
  * at start, takes no KV budget and does not count in --max-loaded-models.
  * --max-model-len lowers its input length when smaller than the model's;
  * served alone, a larger one is an error, as for a generative model. */
-#ifndef CLLM_CLI_SERVE_MODELS_H
-#define CLLM_CLI_SERVE_MODELS_H
+#ifndef CLLM_SERVER_MODEL_SET_H
+#define CLLM_SERVER_MODEL_SET_H
 
 #include "chat/template.h"
-#include "cli/cli_groups.h"
-#include "cli/cli_parallel.h"
 #include "engine/embedder.h"
 #include "engine/engine.h"
 #include "model/encoder.h"
@@ -40,44 +38,49 @@ typedef struct {
     engine *e;
     encoder *enc;        /* an embedding model: these instead of m, tmpl and e */
     embedder *eb;
-} serve_model;
+} model_set_entry;
 
-/* What every model's engine shares: the settings, the speculative decoding
- * and the server's queue limit. */
+/* What every model's engine shares, and how a model is read. */
 typedef struct {
-    const cli_model_settings *model;
-    const cli_engine_settings *engine;
-    spec_config spec;
-    int max_waiting;
-    int max_loaded; /* --max-loaded-models; 0: all */
-    cli_tp *tp;     /* the tensor-parallel job (one model only), or NULL: each model whole */
-} serve_engine_settings;
+    /* Every engine's configuration (speculative decoding and the queue limit
+     * included). max_model_len 0: each model's trained context, at most 8192;
+     * kv_cache_bytes 0: 1 GiB or a quarter of the free memory, for all models
+     * together. An embedding model takes its thread count, max_model_len and
+     * max_num_batched_tokens from it. */
+    engine_config engine;
+    int max_loaded;              /* --max-loaded-models; 0: all */
+    const char *chat_template;   /* a template file for every model, or NULL: each model's own */
+    bool trust_template_content; /* control tokens in message content are parsed */
+    /* Reads a model (a tensor-parallel job reads its shard), or NULL: model_load. */
+    model *(*load_model)(void *user, const char *path);
+    void *load_user;
+} model_set_settings;
 
 typedef struct {
-    serve_model *v;
+    model_set_entry *v;
     int n;
     served_model_config *names; /* [n], for server_config: views of path and name */
-    serve_engine_settings st;   /* from serve_models_load, for later loads */
+    model_set_settings st;   /* from model_set_load, for later loads */
     size_t lazy_share;          /* KV bytes of each model loaded on demand; 0: none is */
-} serve_models;
+} model_set;
 
-/* The models to serve, in the order given (MODEL and --model alike); names
- * pair with them in order. Returns -1 with err_get() for no model, more names
+/* The n models to serve, in the order given (MODEL and --model alike); the
+ * n_names names pair with them in order. Returns -1 with err_get() for no model, more names
  * than models, or two models under one name. */
-int serve_models_plan(serve_models *ms, const cli_list *paths, const cli_list *names);
+int model_set_plan(model_set *ms, const char *const *paths, int n, const char *const *names, int n_names);
 
 /* Loads each embedding model and its embedder, and each generative model
  * (the first st->max_loaded of them, when that is fewer) and its chat
  * template, splits the KV budget, creates and starts each engine, logging
  * what each got. Returns -1 after printing why (what was
- * loaded stays for serve_models_free). */
-int serve_models_load(serve_models *ms, const serve_engine_settings *st);
+ * loaded stays for model_set_free). */
+int model_set_load(model_set *ms, const model_set_settings *st);
 /* Whether models not loaded yet are loaded on demand. */
-bool serve_models_lazy(const serve_models *ms);
+bool model_set_lazy(const model_set *ms);
 /* The loader the server uses for them (user: ms). */
-served_model_loader serve_models_loader(serve_models *ms);
+served_model_loader model_set_loader(model_set *ms);
 
 /* Stops and frees the engines and embedders, templates and models. */
-void serve_models_free(serve_models *ms);
+void model_set_free(model_set *ms);
 
 #endif

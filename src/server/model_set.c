@@ -1,7 +1,7 @@
-/* See serve_models.h. */
-#include "cli/serve_models.h"
+/* See model_set.h. */
+#include "server/model_set.h"
 
-#include "cli/cli_common.h"
+#include "server/model_template.h"
 #include "kv/kv_share.h"
 #include "util/error.h"
 #include "util/mem_size.h"
@@ -21,26 +21,25 @@ static char *default_served_name(const char *path) {
     return s;
 }
 
-int serve_models_plan(serve_models *ms, const cli_list *paths, const cli_list *names) {
-    *ms = (serve_models){0};
-    const int n = paths->n;
+int model_set_plan(model_set *ms, const char *const *paths, int n, const char *const *names, int n_names) {
+    *ms = (model_set){0};
     if (n == 0) return err_set("missing MODEL");
-    if (names->n > n)
+    if (n_names > n)
         return err_set("%d --served-model-name for %d model%s: give at most one per model, in the models' order",
-                       names->n, n, n == 1 ? "" : "s");
+                       n_names, n, n == 1 ? "" : "s");
     ms->v = calloc((size_t)n, sizeof *ms->v);
     ms->names = calloc((size_t)n, sizeof *ms->names);
     if (!ms->v || !ms->names) {
-        serve_models_free(ms);
+        model_set_free(ms);
         return err_oom("out of memory");
     }
     ms->n = n;
     for (int i = 0; i < n; i++) {
-        serve_model *sm = &ms->v[i];
-        sm->path = paths->items[i];
-        sm->name = i < names->n ? strdup(names->items[i]) : default_served_name(sm->path);
+        model_set_entry *sm = &ms->v[i];
+        sm->path = paths[i];
+        sm->name = i < n_names ? strdup(names[i]) : default_served_name(sm->path);
         if (!sm->name) {
-            serve_models_free(ms);
+            model_set_free(ms);
             return err_oom("out of memory");
         }
         ms->names[i] = (served_model_config){.name = sm->name, .path = sm->path};
@@ -48,7 +47,7 @@ int serve_models_plan(serve_models *ms, const cli_list *paths, const cli_list *n
             if (!strcmp(ms->v[j].name, sm->name)) {
                 err_set("models %d (%s) and %d (%s) are both served as '%s'; name each with --served-model-name",
                         j + 1, ms->v[j].path, i + 1, sm->path, sm->name);
-                serve_models_free(ms);
+                model_set_free(ms);
                 return -1;
             }
     }
@@ -57,36 +56,34 @@ int serve_models_plan(serve_models *ms, const cli_list *paths, const cli_list *n
 
 /* One model's engine configuration: the settings, with --max-model-len checked
  * against the model and defaulting to its trained context (at most 8192). */
-static int engine_config_for(const serve_engine_settings *st, const serve_model *sm, size_t kv_bytes,
+static int engine_config_for(const model_set_settings *st, const model_set_entry *sm, size_t kv_bytes,
                              engine_config *cfg) {
-    *cfg = cli_engine_config(st->engine);
-    cfg->spec = st->spec;
+    *cfg = st->engine;
     const long trained = sm->m->hp.n_ctx_train;
-    if (st->engine->max_model_len > trained) {
-        err_set("--max-model-len %ld is more than the trained context of %s (%ld tokens)", st->engine->max_model_len,
+    if (cfg->max_model_len > trained) {
+        err_set("--max-model-len %d is more than the trained context of %s (%ld tokens)", cfg->max_model_len,
                 sm->name, trained);
         fprintf(stderr, "cllm serve: %s\n", err_get());
         return -1;
     }
     if (!cfg->max_model_len) cfg->max_model_len = (int)(trained < 8192 ? trained : 8192);
-    cfg->max_waiting = st->max_waiting;
     cfg->kv_cache_bytes = kv_bytes;
     return 0;
 }
 
 /* --kv-cache-memory, else 1 GiB or a quarter of the memory free now. */
-static size_t kv_budget(const serve_engine_settings *st) {
-    if (st->engine->kv_cache_memory) return st->engine->kv_cache_memory;
+static size_t kv_budget(const model_set_settings *st) {
+    if (st->engine.kv_cache_bytes) return st->engine.kv_cache_bytes;
     const size_t avail = mem_available_bytes();
     size_t bytes = (size_t)1 << 30;
     if (avail && avail / 4 < bytes) bytes = avail / 4;
     return bytes;
 }
 
-static int load_one(serve_model *sm, const serve_engine_settings *st) {
+static int load_one(model_set_entry *sm, const model_set_settings *st) {
     fprintf(stderr, "cllm serve: loading %s as '%s'\n", sm->path, sm->name);
-    sm->m = st->tp ? cli_tp_load(st->tp, sm->path) : model_load(sm->path);
-    if (!sm->m || !(sm->tmpl = load_chat_template(sm->m, st->model, "serve"))) {
+    sm->m = st->load_model ? st->load_model(st->load_user, sm->path) : model_load(sm->path);
+    if (!sm->m || !(sm->tmpl = model_template_load(sm->m, st->chat_template, st->trust_template_content, "serve"))) {
         fprintf(stderr, "cllm serve: %s\n", err_get());
         return -1;
     }
@@ -99,7 +96,7 @@ static int load_one(serve_model *sm, const serve_engine_settings *st) {
     return 0;
 }
 
-static void log_engine(const serve_model *sm) {
+static void log_engine(const model_set_entry *sm) {
     const engine_config *ec = engine_get_config(sm->e);
     fprintf(stderr,
             "cllm serve: %s: KV cache %.1f MiB (%s, blocks of %d tokens, prefix caching %s): %d tokens; maximum "
@@ -121,8 +118,8 @@ static void log_engine(const serve_model *sm) {
 }
 
 /* Creates and starts model i's engine with kv_bytes of KV cache. */
-static int start_engine(serve_models *ms, int i, size_t kv_bytes) {
-    serve_model *sm = &ms->v[i];
+static int start_engine(model_set *ms, int i, size_t kv_bytes) {
+    model_set_entry *sm = &ms->v[i];
     engine_config cfg;
     if (engine_config_for(&ms->st, sm, kv_bytes, &cfg)) return -1;
     if (!(sm->e = engine_create(sm->m, &cfg))) {
@@ -139,7 +136,7 @@ static int start_engine(serve_models *ms, int i, size_t kv_bytes) {
 
 /* Every generative model loaded now: the budget split by KV bytes per token
  * (an embedding model's share is 0). */
-static int load_all(serve_models *ms, size_t total) {
+static int load_all(model_set *ms, size_t total) {
     int n_gen = 0;
     for (int i = 0; i < ms->n; i++) {
         if (ms->v[i].enc) continue;
@@ -154,7 +151,7 @@ static int load_all(serve_models *ms, size_t total) {
         fprintf(stderr, "cllm serve: out of memory\n");
         return -1;
     }
-    const kv_dtype dt = cli_engine_config(ms->st.engine).kv_type;
+    const kv_dtype dt = ms->st.engine.kv_type;
     for (int i = 0; i < ms->n; i++) per_token[i] = ms->v[i].m ? kv_bytes_per_token(&ms->v[i].m->kv, dt) : 0;
     kv_share_split(total, per_token, ms->n, share);
     if (n_gen > 1) {
@@ -173,26 +170,26 @@ static int load_all(serve_models *ms, size_t total) {
     return rc;
 }
 
-bool serve_models_lazy(const serve_models *ms) { return ms->lazy_share > 0; }
+bool model_set_lazy(const model_set *ms) { return ms->lazy_share > 0; }
 
 /* An embedding model, its input length checked against --max-model-len, and
  * its embedder. */
-static int load_encoder(serve_models *ms, serve_model *sm, bool alone) {
+static int load_encoder(model_set *ms, model_set_entry *sm, bool alone) {
     fprintf(stderr, "cllm serve: loading %s as '%s' (an embedding model)\n", sm->path, sm->name);
     if (!(sm->enc = encoder_load(sm->path))) {
         fprintf(stderr, "cllm serve: %s\n", err_get());
         return -1;
     }
-    const long want = ms->st.engine->max_model_len;
+    const long want = ms->st.engine.max_model_len;
     if (want > sm->enc->hp.n_pos && alone) {
         fprintf(stderr, "cllm serve: --max-model-len %ld is more than the model's %d positions\n", want,
                 sm->enc->hp.n_pos);
         return -1;
     }
     if (want > 0 && want < sm->enc->max_len) sm->enc->max_len = (int)want;
-    const long asked = ms->st.engine->max_num_batched_tokens;
+    const long asked = ms->st.engine.max_num_batched_tokens;
     const long batch = asked > sm->enc->max_len ? asked : sm->enc->max_len; /* one whole input at least */
-    if (!(sm->eb = embedder_create(sm->enc, (int)ms->st.engine->threads, (int)batch))) {
+    if (!(sm->eb = embedder_create(sm->enc, ms->st.engine.n_threads, (int)batch))) {
         fprintf(stderr, "cllm serve: %s\n", err_get());
         return -1;
     }
@@ -203,7 +200,7 @@ static int load_encoder(serve_models *ms, serve_model *sm, bool alone) {
     return 0;
 }
 
-int serve_models_load(serve_models *ms, const serve_engine_settings *st) {
+int model_set_load(model_set *ms, const model_set_settings *st) {
     ms->st = *st;
     int n_gen = 0;
     for (int i = 0; i < ms->n; i++) {
@@ -225,8 +222,8 @@ int serve_models_load(serve_models *ms, const serve_engine_settings *st) {
     return 0;
 }
 
-static void unload(serve_models *ms, int i) {
-    serve_model *sm = &ms->v[i];
+static void unload(model_set *ms, int i) {
+    model_set_entry *sm = &ms->v[i];
     embedder_free(sm->eb);
     encoder_free(sm->enc);
     sm->eb = NULL;
@@ -240,8 +237,8 @@ static void unload(serve_models *ms, int i) {
 }
 
 static int load_cb(void *user, int i, model **m, engine **e, const chat_template **tmpl) {
-    serve_models *ms = user;
-    serve_model *sm = &ms->v[i];
+    model_set *ms = user;
+    model_set_entry *sm = &ms->v[i];
     if (load_one(sm, &ms->st) || start_engine(ms, i, ms->lazy_share)) {
         unload(ms, i); /* err_get() still says why */
         return -1;
@@ -253,16 +250,16 @@ static int load_cb(void *user, int i, model **m, engine **e, const chat_template
 }
 
 static void unload_cb(void *user, int i) {
-    serve_models *ms = user;
+    model_set *ms = user;
     fprintf(stderr, "cllm serve: unloading %s (the least recently used, to make room)\n", ms->v[i].name);
     unload(ms, i);
 }
 
-served_model_loader serve_models_loader(serve_models *ms) {
+served_model_loader model_set_loader(model_set *ms) {
     return (served_model_loader){.user = ms, .load = load_cb, .unload = unload_cb};
 }
 
-void serve_models_free(serve_models *ms) {
+void model_set_free(model_set *ms) {
     for (int i = 0; i < ms->n; i++) { /* every engine and embedder stops before any model goes */
         engine_free(ms->v[i].e);
         ms->v[i].e = NULL;
@@ -275,5 +272,5 @@ void serve_models_free(serve_models *ms) {
     }
     free(ms->v);
     free(ms->names);
-    *ms = (serve_models){0};
+    *ms = (model_set){0};
 }
