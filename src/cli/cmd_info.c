@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "format/gguf.h"
 #include "kernels/wtype.h"
+#include "model/moe.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
@@ -127,6 +128,17 @@ int cmd_info(int argc, char **argv) {
         }
     printf("\n");
     print_bytes("weight memory", (double)m->weight_bytes);
+    int moe_layers = 0;
+    const size_t exp_bytes = moe_expert_bytes(m, &moe_layers);
+    if (moe_layers > 0) {
+        const double active = (double)(m->weight_bytes - exp_bytes) +
+                              (double)exp_bytes * hp->n_expert_used / hp->n_expert;
+        printf("%-16s %d of %d per token on %d of %d layers, %d wide%s; a token reads %.1f MiB of the %.1f MiB "
+               "of weights (%.0f%%)\n",
+               "experts", hp->n_expert_used, hp->n_expert, moe_layers, hp->n_layer, hp->n_ff_exp,
+               hp->n_ff_shexp ? ", and a shared expert" : "", active / 1048576.0, m->weight_bytes / 1048576.0,
+               100.0 * active / (double)m->weight_bytes);
+    }
     printf("%-16s %s; %.1f MiB of matrices repacked to the x8 layout at load\n", "kernels", wtype_isa(),
            (double)model_repack_bytes(m) / 1048576.0);
     printf("%-16s %zu bytes per token over all layers (%s)\n", "KV cache", kv_bytes_per_token(&m->kv, dt),

@@ -13,7 +13,9 @@
 
 static const arch_traits k_archs[] = {
     /* Llama 2/3 and Mistral (GGUF calls Mistral "llama"). */
-    {.name = "llama", .family = "Llama / Mistral", .rope = ROPE_NORM, .act = ACT_SILU, .window_all_layers = true},
+    /* Mixtral is "llama" with experts: llama.cpp always renormalizes its two chosen experts' weights. */
+    {.name = "llama", .family = "Llama / Mistral / Mixtral", .rope = ROPE_NORM, .act = ACT_SILU,
+     .window_all_layers = true, .expert_norm = true},
     {.name = "qwen2", .family = "Qwen2", .rope = ROPE_NEOX, .act = ACT_SILU, .qkv_bias = true},
     {.name = "qwen3", .family = "Qwen3", .rope = ROPE_NEOX, .act = ACT_SILU, .qk_norm = QK_NORM_HEAD},
     {.name = "gemma2", .family = "Gemma 2", .rope = ROPE_NEOX, .act = ACT_GELU_TANH, .post_norms = true,
@@ -26,6 +28,11 @@ static const arch_traits k_archs[] = {
      .no_pre_norms = true, .post_norms = true},
     /* Phi-3's sliding window is in its files, but llama.cpp attends to every position: so does cllm on GGUF. */
     {.name = "phi3", .family = "Phi-3 / Phi-4-mini", .rope = ROPE_NEOX, .act = ACT_SILU, .longrope = true},
+    /* Mixtures of experts; whether the chosen weights are renormalized is llama.cpp's choice per family. */
+    {.name = "qwen2moe", .family = "Qwen2-MoE", .rope = ROPE_NEOX, .act = ACT_SILU, .qkv_bias = true},
+    {.name = "qwen3moe", .family = "Qwen3-MoE", .rope = ROPE_NEOX, .act = ACT_SILU, .qk_norm = QK_NORM_HEAD,
+     .expert_norm = true},
+    {.name = "olmoe", .family = "OLMoE", .rope = ROPE_NEOX, .act = ACT_SILU, .qk_norm = QK_NORM_ALL},
 };
 
 #define N_ARCHS (sizeof k_archs / sizeof k_archs[0])
@@ -64,6 +71,13 @@ void arch_describe(const model_hparams *hp, char *buf, size_t cap) {
     if (hp->rope_orig_ctx > 0) PUT("%sLongRoPE past %d tokens", SEP, hp->rope_orig_ctx);
     if (hp->rope_dim < hp->head_dim_k) PUT("%srope on %d of %d dims", SEP, hp->rope_dim, hp->head_dim_k);
     PUT("%s%s", SEP, tr->act == ACT_GELU_TANH ? "GELU (tanh) MLP" : "SiLU MLP");
+    if (hp->n_expert > 0) {
+        PUT("%s%d of %d experts (%s%s", SEP, hp->n_expert_used, hp->n_expert,
+            hp->gating == GATING_SIGMOID ? "sigmoid" : "softmax", hp->expert_norm ? ", renormalized" : "");
+        if (hp->expert_scale != 1.0f) PUT(", x %g", (double)hp->expert_scale);
+        PUT(")");
+        if (hp->n_ff_shexp > 0) PUT(", a shared expert");
+    }
 #undef SEP
 #undef PUT
 }
@@ -98,6 +112,32 @@ int meta_opt_f32(const gguf_ctx *g, const char *arch, const char *suffix, float 
     snprintf(key, sizeof key, "%s.%s", arch, suffix);
     if (!gguf_find(g, key)) return 0;
     if (!gguf_get_f32(g, key, out) || !isfinite(*out)) return err_set("metadata '%s' is not a finite number", key);
+    return 0;
+}
+
+/* {arch}.expert_* keys as llama.cpp reads them: an expert's width from
+ * expert_feed_forward_length, else feed_forward_length (Mixtral, OLMoE). */
+static int experts_from_gguf(const gguf_ctx *g, const char *arch, model_hparams *hp) {
+    hp->expert_scale = 1.0f;
+    hp->gating = GATING_SOFTMAX;
+    if (meta_opt_u32(g, arch, "expert_count", &hp->n_expert, 0, CLLM_MAX_EXPERTS)) return -1;
+    if (hp->n_expert == 0) return 0;
+    int gating = GATING_SOFTMAX;
+    hp->n_ff_exp = hp->n_ff;
+    if (meta_need_u32(g, arch, "expert_used_count", &hp->n_expert_used, 1, hp->n_expert) ||
+        meta_opt_u32(g, arch, "expert_feed_forward_length", &hp->n_ff_exp, 1, 1 << 20) ||
+        meta_opt_u32(g, arch, "expert_shared_feed_forward_length", &hp->n_ff_shexp, 0, 1 << 20) ||
+        meta_opt_f32(g, arch, "expert_weights_scale", &hp->expert_scale) ||
+        meta_opt_u32(g, arch, "expert_gating_func", &gating, 0, 2))
+        return -1;
+    if (gating == 0) gating = GATING_SOFTMAX; /* llama.cpp: none given is softmax */
+    hp->gating = (expert_gating)gating;
+    if (hp->expert_scale == 0.0f) hp->expert_scale = 1.0f; /* llama.cpp: 0 is no scaling */
+    hp->expert_norm = hp->traits->expert_norm;
+    char key[128];
+    snprintf(key, sizeof key, "%s.expert_weights_norm", arch);
+    if (gguf_find(g, key) && !gguf_get_bool(g, key, &hp->expert_norm))
+        return err_set("metadata '%s' is not a boolean", key);
     return 0;
 }
 
@@ -191,6 +231,7 @@ int hparams_from_gguf(const gguf_ctx *g, model_hparams *hp) {
         if (hp->n_layer == 46 && !gguf_find(g, key)) hp->attn_scale = 1.0f / sqrtf((float)hp->n_embd / hp->n_head);
     }
     hparams_nope_period(hp, hp->traits->nope_period);
+    if (experts_from_gguf(g, arch, hp)) return -1;
 
     if (hp->traits->swa_pattern > 0) {
         /* Gemma 2 files may leave out the window: llama.cpp then takes 4096. */
@@ -249,6 +290,14 @@ int hparams_check(const model_hparams *hp) {
         return err_set("trained context length %d is out of range [1, %d]", hp->n_ctx_train, HPARAMS_MAX_CTX);
     if (hp->n_swa < 0 || hp->n_swa > HPARAMS_MAX_CTX)
         return err_set("sliding window %d is out of range [0, %d]", hp->n_swa, HPARAMS_MAX_CTX);
+    if (hp->n_expert < 0 || hp->n_expert > CLLM_MAX_EXPERTS)
+        return err_set("%d experts is out of range [0, %d]", hp->n_expert, CLLM_MAX_EXPERTS);
+    if (hp->n_expert > 0 && (hp->n_expert_used < 1 || hp->n_expert_used > hp->n_expert))
+        return err_set("%d experts per token is out of range [1, %d]", hp->n_expert_used, hp->n_expert);
+    if (hp->n_expert > 0 && (hp->n_ff_exp < 1 || hp->n_ff_shexp < 0))
+        return err_set("expert width %d / shared expert width %d is out of range", hp->n_ff_exp, hp->n_ff_shexp);
+    if (hp->n_expert > 0 && check_range("expert weights scale (expert_weights_scale)", hp->expert_scale, 0, 1e6, true))
+        return -1;
     return 0;
 }
 

@@ -21,6 +21,11 @@ typedef enum { ACT_SILU, ACT_GELU_TANH } act_kind;
  * or the whole projection at once (OLMo 2: q_norm has n_head * head_dim
  * weights). */
 typedef enum { QK_NORM_NONE, QK_NORM_HEAD, QK_NORM_ALL } qk_norm_kind;
+/* How a mixture of experts' router turns logits into weights (llama.cpp's
+ * expert_gating_func: 1 softmax, 2 sigmoid). */
+typedef enum { GATING_SOFTMAX = 1, GATING_SIGMOID = 2 } expert_gating;
+
+#define CLLM_MAX_EXPERTS 1024 /* llama.cpp's LLAMA_MAX_EXPERTS */
 
 typedef struct {
     const char *name;       /* general.architecture */
@@ -39,6 +44,7 @@ typedef struct {
     bool softcaps;          /* attention and final logit soft-capping (Gemma 2) */
     bool longrope;          /* LongRoPE keys and factor tensors (Phi-3); q/k/v and gate/up fused in the file */
     bool window_all_layers; /* a sliding window in the file applies to every layer (Mistral via cllm quantize) */
+    bool expert_norm;       /* MoE: the chosen experts' weights are renormalized to sum 1 unless the file says */
 } arch_traits;
 
 #define CLLM_MAX_LAYERS 256
@@ -72,6 +78,19 @@ typedef struct {
     int n_swa;              /* sliding window in tokens; 0 when no layer slides */
     bool is_swa[CLLM_MAX_LAYERS];
     bool no_rope[CLLM_MAX_LAYERS]; /* NoPE layers: q and k are not rotated (SmolLM3) */
+    /* Mixture of experts (src/model/moe.c): a layer whose file has a router
+     * (ffn_gate_inp) sends each token through n_expert_used of n_expert
+     * experts of n_ff_exp hidden units, weighted by the router (and through
+     * the shared expert of n_ff_shexp units where there is one); n_ff is the
+     * width of the dense layers. n_expert 0: every layer is dense. */
+    int n_expert;
+    int n_expert_used;
+    int n_ff_exp;
+    int n_ff_shexp;
+    expert_gating gating;
+    bool expert_norm;       /* the chosen weights are divided by their sum */
+    float expert_scale;     /* then multiplied by this (1: none) */
+    bool dense_ffn[CLLM_MAX_LAYERS]; /* a Hugging Face MoE's dense layers (mlp_only_layers, decoder_sparse_step) */
 } model_hparams;
 
 #define HPARAMS_MAX_CTX (1 << 24) /* tokens; far above any trained context */

@@ -294,6 +294,7 @@ static const struct {
     {"llama", "llama"},     {"mistral", "llama"},       {"qwen2", "qwen2"},     {"qwen3", "qwen3"},
     {"gemma2", "gemma2"},   {"gemma3", "gemma3"},       {"gemma3_text", "gemma3"}, {"granite", "granite"},
     {"smollm3", "smollm3"}, {"olmo2", "olmo2"},     {"phi3", "phi3"},
+    {"mixtral", "llama"},   {"qwen2_moe", "qwen2moe"}, {"qwen3_moe", "qwen3moe"}, {"olmoe", "olmoe"},
 };
 
 #define N_HF_FAMILIES (sizeof k_hf_families / sizeof k_hf_families[0])
@@ -302,6 +303,11 @@ static const char *hf_family_of(const char *model_type) {
     for (size_t i = 0; i < N_HF_FAMILIES; i++)
         if (!strcmp(k_hf_families[i].model_type, model_type)) return k_hf_families[i].family;
     return NULL;
+}
+
+static bool hf_is_moe(const char *model_type) {
+    return !strcmp(model_type, "mixtral") || !strcmp(model_type, "qwen2_moe") || !strcmp(model_type, "qwen3_moe") ||
+           !strcmp(model_type, "olmoe");
 }
 
 static void hf_model_types(char *buf, size_t cap) {
@@ -353,6 +359,48 @@ static int read_softcaps(const cfg_obj *c, model_hparams *hp) {
         get_num(c, "final_logit_softcapping", &hp->final_softcap))
         return -1;
     if (hp->attn_softcap < 0 || hp->final_softcap < 0) return err_set("%s: soft-capping must not be negative", c->path);
+    return 0;
+}
+
+/* Mixtures of experts, with transformers' defaults: Mixtral (every layer,
+ * intermediate_size wide, the chosen weights always renormalized), OLMoE
+ * (the same, renormalized when norm_topk_prob), Qwen2-MoE and Qwen3-MoE
+ * (moe_intermediate_size wide; a layer is dense when listed in
+ * mlp_only_layers or off the decoder_sparse_step period; Qwen2-MoE adds a
+ * shared expert with a sigmoid gate). */
+static int read_experts(const cfg_obj *c, const char *model_type, model_hparams *hp) {
+    const bool mixtral = !strcmp(model_type, "mixtral"), olmoe = !strcmp(model_type, "olmoe");
+    const bool qwen2 = !strcmp(model_type, "qwen2_moe");
+    hp->n_expert = mixtral ? 8 : olmoe ? 64 : qwen2 ? 60 : 128;
+    hp->n_expert_used = mixtral ? 2 : qwen2 ? 4 : 8;
+    hp->n_ff_exp = mixtral || olmoe ? hp->n_ff : qwen2 ? 1408 : 768;
+    hp->n_ff_shexp = qwen2 ? 5632 : 0;
+    hp->gating = GATING_SOFTMAX;
+    hp->expert_scale = 1.0f;
+    hp->expert_norm = mixtral;
+    int step = 1;
+    /* transformers 5 may save either name of the count (its configs map one to the other). */
+    if (get_int(c, "num_local_experts", &hp->n_expert, 1, CLLM_MAX_EXPERTS, false) ||
+        get_int(c, "num_experts", &hp->n_expert, 1, CLLM_MAX_EXPERTS, false) ||
+        get_int(c, "num_experts_per_tok", &hp->n_expert_used, 1, hp->n_expert, false) ||
+        (!mixtral && !olmoe && get_int(c, "moe_intermediate_size", &hp->n_ff_exp, 1, 1 << 20, false)) ||
+        (qwen2 && get_int(c, "shared_expert_intermediate_size", &hp->n_ff_shexp, 0, 1 << 20, false)) ||
+        (!mixtral && get_bool(c, "norm_topk_prob", &hp->expert_norm)) ||
+        get_int(c, "decoder_sparse_step", &step, 1, CLLM_MAX_LAYERS, false))
+        return -1;
+    json_t *only = get(c, "mlp_only_layers");
+    if (only && !json_is_array(only)) return err_set("%s: \"mlp_only_layers\" is not a list", c->path);
+    for (int il = 0; il < hp->n_layer; il++) hp->dense_ffn[il] = (il + 1) % step != 0;
+    for (size_t i = 0; only && i < json_array_size(only); i++) {
+        json_t *v = json_array_get(only, i);
+        if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) >= hp->n_layer)
+            return err_set("%s: mlp_only_layers[%zu] is not a layer index", c->path, i);
+        hp->dense_ffn[json_integer_value(v)] = true;
+    }
+    bool flag = true;
+    if (qwen2 && get_bool(c, "qkv_bias", &flag)) return -1;
+    if (!flag) return err_set("%s: qkv_bias false is not supported for qwen2_moe", c->path);
+    if (olmoe && get(c, "clip_qkv")) return err_set("%s: clip_qkv is not supported", c->path);
     return 0;
 }
 
@@ -447,7 +495,9 @@ static int read_text_config(const cfg_obj *c, const char *model_type, model_hpar
     }
     if ((tr->softcaps && read_softcaps(c, hp)) || (tr->multipliers && read_granite(c, hp)) ||
         (tr->nope_period && read_nope(c, hp)) ||
-        ((!strcmp(model_type, "mistral") || !strcmp(model_type, "phi3")) && read_window_all_layers(c, hp)))
+        ((!strcmp(model_type, "mistral") || !strcmp(model_type, "phi3") || !strcmp(model_type, "mixtral")) &&
+         read_window_all_layers(c, hp)) ||
+        (hf_is_moe(model_type) && read_experts(c, model_type, hp)))
         return -1;
     cfg->tie_word_embeddings = gemma || !strcmp(model_type, "smollm3");
     return get_bool(c, "tie_word_embeddings", &cfg->tie_word_embeddings);

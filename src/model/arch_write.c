@@ -64,6 +64,17 @@ int hparams_to_gguf(const model_hparams *hp, gguf_writer *w) {
             return err_set("layer %d's NoPE setting differs from %s's every-%d-th-layer pattern, which GGUF cannot "
                            "state", il, a, p);
     }
+    if (hp->n_expert > 0) {
+        char key[128];
+        snprintf(key, sizeof key, "%s.expert_weights_norm", a);
+        if (put_u32(w, a, "expert_count", hp->n_expert) || put_u32(w, a, "expert_used_count", hp->n_expert_used) ||
+            put_u32(w, a, "expert_feed_forward_length", hp->n_ff_exp) ||
+            (hp->n_ff_shexp > 0 && put_u32(w, a, "expert_shared_feed_forward_length", hp->n_ff_shexp)) ||
+            put_u32(w, a, "expert_gating_func", (int)hp->gating) ||
+            put_f32(w, a, "expert_weights_scale", hp->expert_scale) ||
+            gguf_writer_set_bool(w, key, hp->expert_norm))
+            return -1;
+    }
     if (hp->traits->swa_pattern == 0 && hp->n_swa > 0 && put_u32(w, a, "attention.sliding_window", hp->n_swa))
         return -1;
     if (hp->traits->swa_pattern > 0) {

@@ -1,14 +1,15 @@
 /* The forward pass; see forward.h. Read it top to bottom in layer order:
  * embed, then per layer (norm), QKV, (Q/K norm), rope, KV write, attention,
- * output projection, (post-norm), residual, (norm), gated MLP, (post-norm),
- * residual; then final norm, logits for the requested rows, (soft-cap). Per-family
- * differences are the hparams' fields (multipliers, soft-caps, NoPE layers)
+ * output projection, (post-norm), residual, (norm), gated MLP or experts
+ * (moe.c), (post-norm), residual; then final norm, logits for the requested
+ * rows, (soft-cap). Per-family differences are the hparams' fields (multipliers, soft-caps, NoPE layers)
  * and which optional weights exist (a norm that is absent is no norm). */
 #include "model/forward.h"
 
 #include "kernels/attention.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
+#include "model/moe.h"
 #include "util/error.h"
 
 #include <math.h>
@@ -40,6 +41,7 @@ struct forward_ctx {
     float *rope_full, *rope_swa; /* [max_tokens][rope_dim] cos/sin pairs */
     float *out_x;                /* [max_out][n_embd] */
     void *mm_scratch;
+    moe_scratch *moe;            /* NULL unless the model has experts */
     const fwd_hooks *hooks;      /* NULL unless an offline tool installed some */
     int last_tokens;             /* tokens of the last forward_run whose residual stream x holds */
 };
@@ -323,12 +325,16 @@ static void run_layer(forward_ctx *f, forward_step *s, int n) {
     matmul(f->threads, &l->wo, f->att, n, f->tmp, f->mm_scratch);
     sum_over_ranks(f, n);
     for_each(s, attn_residual_row, n);
-    capture(f, s->il, FWD_IN_UPGATE, f->xb, n, hp->n_embd);
-    matmul(f->threads, &l->w_gate, f->xb, n, f->gate, f->mm_scratch);
-    matmul(f->threads, &l->w_up, f->xb, n, f->up, f->mm_scratch);
-    for_each(s, act_row, n);
-    capture(f, s->il, FWD_IN_DOWN, f->gate, n, hp->n_ff);
-    matmul(f->threads, &l->w_down, f->gate, n, f->tmp, f->mm_scratch);
+    if (l->moe.gate) {
+        moe_ffn(f->threads, hp, &l->moe, f->xb, n, f->tmp, f->moe, f->mm_scratch);
+    } else {
+        capture(f, s->il, FWD_IN_UPGATE, f->xb, n, hp->n_embd);
+        matmul(f->threads, &l->w_gate, f->xb, n, f->gate, f->mm_scratch);
+        matmul(f->threads, &l->w_up, f->xb, n, f->up, f->mm_scratch);
+        for_each(s, act_row, n);
+        capture(f, s->il, FWD_IN_DOWN, f->gate, n, hp->n_ff);
+        matmul(f->threads, &l->w_down, f->gate, n, f->tmp, f->mm_scratch);
+    }
     sum_over_ranks(f, n);
     for_each(s, ffn_residual_row, n);
 }
@@ -397,9 +403,11 @@ static size_t max_scratch(const model *m, int max_tokens, int max_out) {
         const layer_weights *l = &m->w.layers[il];
         const weight *ws[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->w_gate, &l->w_up, &l->w_down};
         for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) {
-            size_t sz = matmul_scratch_size(ws[i], max_tokens);
+            size_t sz = ws[i]->data ? matmul_scratch_size(ws[i], max_tokens) : 0;
             if (sz > best) best = sz;
         }
+        if (l->moe.gate && moe_matmul_scratch_size(&m->hp, &l->moe, max_tokens) > best)
+            best = moe_matmul_scratch_size(&m->hp, &l->moe, max_tokens);
     }
     return best;
 }
@@ -430,6 +438,7 @@ forward_ctx *forward_create(const model *m, kv_cache *kv, int max_tokens, int ma
     f->mm_scratch = malloc(max_scratch(m, max_tokens, max_out) + 64);
     f->units = malloc(T * hp->n_head * sizeof *f->units);
     if (!f->mm_scratch || !f->units) goto oom;
+    if (hp->n_expert > 0 && !(f->moe = moe_scratch_create(hp, max_tokens))) goto oom;
     return f;
 oom:
     forward_free(f);
@@ -448,5 +457,6 @@ void forward_free(forward_ctx *f) {
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(f->mm_scratch);
     free(f->units);
+    moe_scratch_free(f->moe);
     free(f);
 }

@@ -1,7 +1,8 @@
 /* Hugging Face checkpoint -> tensor table. Names map as convert_hf_to_gguf.py
  * maps them (gguf-py's TensorNameMap), for the layouts of LlamaForCausalLM,
  * MistralForCausalLM, Qwen2/Qwen3ForCausalLM, GraniteForCausalLM,
- * SmolLM3ForCausalLM, Olmo2ForCausalLM, Gemma2/Gemma3ForCausalLM and the
+ * SmolLM3ForCausalLM, Olmo2ForCausalLM, Gemma2/Gemma3ForCausalLM, the
+ * mixtures of experts (Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE) and the
  * language model of Gemma3ForConditionalGeneration ("language_model.model."
  * or "model.language_model." prefix). Note post_attention_layernorm: Llama's
  * is the norm before the MLP (ffn_norm), Gemma's and OLMo 2's the norm after
@@ -41,6 +42,7 @@ typedef enum {
     K_NORM,   /* vector; f32, + 1 for Gemma */
     K_VEC,    /* vector (bias) */
     K_LINEAR, /* matrix or quantized linear layer: the name has no ".weight" */
+    K_MATRIX, /* a float matrix, never quantized (a router) */
 } kind;
 
 typedef struct name_pair {
@@ -64,6 +66,28 @@ static const name_pair k_layer_common[] = {
     {"ffn_up", "mlp.gate_up_proj", K_LINEAR}, /* Phi-3: gate and up fused, as llama.cpp names it */
     {"ffn_up", "mlp.up_proj", K_LINEAR},
     {"ffn_down", "mlp.down_proj", K_LINEAR},
+};
+
+/* A mixture of experts' router and shared expert (Qwen2-MoE). */
+static const name_pair k_layer_moe[] = {
+    {"ffn_gate_inp.weight", "mlp.gate.weight", K_MATRIX},
+    {"ffn_gate_inp.weight", "block_sparse_moe.gate.weight", K_MATRIX}, /* Mixtral */
+    {"ffn_gate_shexp", "mlp.shared_expert.gate_proj", K_LINEAR},
+    {"ffn_up_shexp", "mlp.shared_expert.up_proj", K_LINEAR},
+    {"ffn_down_shexp", "mlp.shared_expert.down_proj", K_LINEAR},
+    {"ffn_gate_inp_shexp.weight", "mlp.shared_expert_gate.weight", K_MATRIX},
+};
+
+/* Each expert's matrices (%d: the expert), as transformers saves them, to
+ * cllm's per-expert names (model.c binds them as it binds llama.cpp's
+ * merged ffn_*_exps). */
+static const name_pair k_expert[] = {
+    {"ffn_gate.%d", "mlp.experts.%d.gate_proj", K_LINEAR},
+    {"ffn_up.%d", "mlp.experts.%d.up_proj", K_LINEAR},
+    {"ffn_down.%d", "mlp.experts.%d.down_proj", K_LINEAR},
+    {"ffn_gate.%d", "block_sparse_moe.experts.%d.w1", K_LINEAR}, /* Mixtral */
+    {"ffn_up.%d", "block_sparse_moe.experts.%d.w3", K_LINEAR},
+    {"ffn_down.%d", "block_sparse_moe.experts.%d.w2", K_LINEAR},
 };
 
 /* The norms around the MLP, by where the family puts them: before it only
@@ -93,11 +117,12 @@ static const name_pair *family_pairs(const hf_source *s, size_t *n) {
 /* --- names ----------------------------------------------------------------- */
 
 static const name_pair *find_pair(const hf_source *s, const char *suffix, bool *linear_weight) {
-    const name_pair *lists[2];
-    size_t counts[2];
+    const name_pair *lists[3];
+    size_t counts[3];
     lists[0] = k_layer_common, counts[0] = COUNT(k_layer_common);
     lists[1] = family_pairs(s, &counts[1]);
-    for (int li = 0; li < 2; li++)
+    lists[2] = k_layer_moe, counts[2] = COUNT(k_layer_moe);
+    for (int li = 0; li < 3; li++)
         for (size_t i = 0; i < counts[li]; i++) {
             const name_pair *p = &lists[li][i];
             size_t n = strlen(p->gguf);
@@ -259,14 +284,48 @@ static int add_linear(const hf_source *s, tensor_table *tt, const char *gguf_bas
     return w ? add_matrix(tt, gguf, w) : 0; /* absent: the binder names what is missing */
 }
 
-static int add_pair(const hf_source *s, tensor_table *tt, int il, const name_pair *p, const hf_config *cfg) {
-    char gguf[128], hf[256];
-    snprintf(gguf, sizeof gguf, "blk.%d.%s", il, p->gguf);
-    snprintf(hf, sizeof hf, "%slayers.%d.%s", s->prefix, il, p->hf);
+/* pattern with its "%d" (if any) replaced by expert. */
+static void put_expert(char *out, size_t cap, const char *pattern, int expert) {
+    const char *at = strstr(pattern, "%d");
+    if (!at || expert < 0) snprintf(out, cap, "%s", pattern);
+    else snprintf(out, cap, "%.*s%d%s", (int)(at - pattern), pattern, expert, at + 2);
+}
+
+/* expert: the %d of an expert's names (k_expert), else -1. */
+static int add_pair(const hf_source *s, tensor_table *tt, int il, const name_pair *p, const hf_config *cfg,
+                    int expert) {
+    char gguf[128], hf[256], g_suffix[64], h_suffix[128];
+    put_expert(g_suffix, sizeof g_suffix, p->gguf, expert);
+    put_expert(h_suffix, sizeof h_suffix, p->hf, expert);
+    snprintf(gguf, sizeof gguf, "blk.%d.%s", il, g_suffix);
+    snprintf(hf, sizeof hf, "%slayers.%d.%s", s->prefix, il, h_suffix);
     if (p->k == K_LINEAR) return add_linear(s, tt, gguf, hf, cfg);
     const st_tensor *t = st_find(s->st, hf);
     if (!t) return 0;
+    if (p->k == K_MATRIX) return add_matrix(tt, gguf, t);
     return add_vector(tt, gguf, t, p->k == K_NORM && cfg->norm_plus_one);
+}
+
+/* transformers 5's fused experts, [n_expert][rows][cols] without ".weight":
+ * mlp.experts.gate_up_proj (each expert's gate rows, then its up rows) and
+ * mlp.experts.down_proj, as llama.cpp's merged 3-D tensors. */
+static int add_fused_experts(const hf_source *s, tensor_table *tt, int il) {
+    static const char *const names[2][2] = {{"gate_up_proj", "ffn_gate_up_exps.weight"},
+                                            {"down_proj", "ffn_down_exps.weight"}};
+    for (int i = 0; i < 2; i++) {
+        char hf[256], gguf[96];
+        snprintf(hf, sizeof hf, "%slayers.%d.mlp.experts.%s", s->prefix, il, names[i][0]);
+        const st_tensor *t = st_find(s->st, hf);
+        if (!t) continue;
+        uint32_t type = WT_F32;
+        if (float_type(t, &type)) return -1;
+        if (t->n_dims != 3) return err_set("tensor '%s' has %d dimensions, expected 3", t->name, t->n_dims);
+        snprintf(gguf, sizeof gguf, "blk.%d.%s", il, names[i][1]);
+        const int64_t ne[3] = {t->shape[2], t->shape[1], t->shape[0]};
+        const void *data = aligned_data(tt, t);
+        if (!data || !tensors_add(tt, gguf, type, 3, ne, data, t->nbytes)) return -1;
+    }
+    return 0;
 }
 
 /* --- the folder ---------------------------------------------------------------- */
@@ -338,9 +397,16 @@ hf_source *hf_source_open(const char *dir, const model_hparams *hp, const hf_con
     const name_pair *family = family_pairs(s, &n_family);
     for (int il = 0; il < hp->n_layer; il++) {
         for (size_t i = 0; i < COUNT(k_layer_common); i++)
-            if (add_pair(s, tt, il, &k_layer_common[i], cfg)) goto fail;
+            if (add_pair(s, tt, il, &k_layer_common[i], cfg, -1)) goto fail;
         for (size_t i = 0; i < n_family; i++)
-            if (add_pair(s, tt, il, &family[i], cfg)) goto fail;
+            if (add_pair(s, tt, il, &family[i], cfg, -1)) goto fail;
+        if (hp->n_expert == 0 || hp->dense_ffn[il]) continue;
+        for (size_t i = 0; i < COUNT(k_layer_moe); i++)
+            if (add_pair(s, tt, il, &k_layer_moe[i], cfg, -1)) goto fail;
+        for (int e = 0; e < hp->n_expert; e++)
+            for (size_t i = 0; i < COUNT(k_expert); i++)
+                if (add_pair(s, tt, il, &k_expert[i], cfg, e)) goto fail;
+        if (add_fused_experts(s, tt, il)) goto fail;
     }
     if (tensors_finish(tt)) goto fail;
     return s;

@@ -81,8 +81,7 @@ static int bind_part(model *m, weight *w, const char *name, int64_t n_in, int64_
     return 0;
 }
 
-/* q, k, v from their own tensors, or from a fused attn_qkv; gate and up
- * likewise from ffn_gate and ffn_up, or from an ffn_up of twice the rows. */
+/* q, k, v from their own tensors, or from a fused attn_qkv (Phi-3). */
 static int bind_projections(model *m, layer_weights *l, int il, int64_t q_dim, int64_t k_dim, int64_t v_dim) {
     const model_hparams *hp = &m->hp;
     char name[96];
@@ -98,6 +97,93 @@ static int bind_projections(model *m, layer_weights *l, int il, int64_t q_dim, i
                bind_weight(m, &l->wv, NAME("attn_v.weight"), hp->n_embd, v_dim, true)) {
         return -1;
     }
+#undef NAME
+    return 0;
+}
+
+static int bind_vector(model *m, const float **out, const char *name, int64_t n, bool required);
+
+/* The experts of layer il: each a view into the merged 3-D tensors
+ * (ffn_gate_exps, ffn_up_exps, ffn_down_exps, or ffn_gate_up_exps with each
+ * expert's gate rows before its up rows), or the per-expert 2-D tensors
+ * ffn_gate.E, ffn_up.E, ffn_down.E (older Mixtral files, and Hugging Face
+ * folders). A quantized row never straddles two experts: blocks run along
+ * the input dimension only. */
+static int bind_expert_views(model *m, weight *ws, const char *name, int64_t n_in, int64_t row0, int64_t n_out,
+                             int64_t rows_per_expert) {
+    const model_tensor *t = find_tensor(m, name, true);
+    if (!t) return -1;
+    const int n_exp = m->hp.n_expert;
+    char buf[256];
+    if (t->n_dims != 3 || t->ne[0] != n_in || t->ne[1] != rows_per_expert || t->ne[2] != n_exp)
+        return err_set("tensor '%s' has shape [%" PRId64 ", %" PRId64 ", %" PRId64 "], expected [%" PRId64
+                       ", %" PRId64 ", %d] (input, output, expert)",
+                       file_name(m, name, buf, sizeof buf), t->ne[0], t->ne[1], t->ne[2], n_in, rows_per_expert,
+                       n_exp);
+    if (check_type(m, t, true)) return -1;
+    if (t->perm) return err_set("tensor '%s': act-order expert weights are not supported", name);
+    const size_t row_bytes = wtype_row_size(t->type, n_in);
+    if (row_bytes == 0 || row_bytes * (size_t)rows_per_expert * (size_t)n_exp > t->nbytes)
+        return err_set("tensor '%s': %s rows of %" PRId64 " elements do not fit its data",
+                       file_name(m, name, buf, sizeof buf), wtype_name(t->type), n_in);
+    for (int e = 0; e < n_exp; e++)
+        ws[e] = (weight){.name = t->name,
+                         .data = (const uint8_t *)t->data + ((size_t)e * (size_t)rows_per_expert + (size_t)row0) * row_bytes,
+                         .type = (wtype)t->type,
+                         .n_in = n_in,
+                         .n_out = n_out,
+                         .row_bytes = row_bytes};
+    return 0;
+}
+
+static int bind_experts(model *m, moe_weights *w, int il) {
+    const model_hparams *hp = &m->hp;
+    const int64_t e = hp->n_embd, ff = hp->n_ff_exp;
+    char name[96];
+#define NAME(...) (snprintf(name, sizeof name, __VA_ARGS__), name)
+    if (bind_weight(m, &w->router, NAME("blk.%d.ffn_gate_inp.weight", il), e, hp->n_expert, true)) return -1;
+    const size_t n = (size_t)hp->n_expert;
+    w->gate = tensors_alloc(&m->tensors, 3 * n * sizeof *w->gate);
+    if (!w->gate) return -1;
+    w->up = w->gate + n, w->down = w->gate + 2 * n;
+    if (tensors_find(&m->tensors, NAME("blk.%d.ffn_gate_up_exps.weight", il))) {
+        if (bind_expert_views(m, w->gate, name, e, 0, ff, 2 * ff) ||
+            bind_expert_views(m, w->up, name, e, ff, ff, 2 * ff))
+            return -1;
+    } else if (tensors_find(&m->tensors, NAME("blk.%d.ffn_gate_exps.weight", il))) {
+        if (bind_expert_views(m, w->gate, name, e, 0, ff, ff) ||
+            bind_expert_views(m, w->up, NAME("blk.%d.ffn_up_exps.weight", il), e, 0, ff, ff))
+            return -1;
+    } else {
+        for (int x = 0; x < hp->n_expert; x++)
+            if (bind_weight(m, &w->gate[x], NAME("blk.%d.ffn_gate.%d.weight", il, x), e, ff, true) ||
+                bind_weight(m, &w->up[x], NAME("blk.%d.ffn_up.%d.weight", il, x), e, ff, true) ||
+                bind_weight(m, &w->down[x], NAME("blk.%d.ffn_down.%d.weight", il, x), ff, e, true))
+                return -1;
+    }
+    if (!w->down[0].data && bind_expert_views(m, w->down, NAME("blk.%d.ffn_down_exps.weight", il), ff, 0, e, e))
+        return -1;
+    if (hp->n_ff_shexp > 0) {
+        const int64_t sh = hp->n_ff_shexp;
+        if (bind_weight(m, &w->sh_gate, NAME("blk.%d.ffn_gate_shexp.weight", il), e, sh, true) ||
+            bind_weight(m, &w->sh_up, NAME("blk.%d.ffn_up_shexp.weight", il), e, sh, true) ||
+            bind_weight(m, &w->sh_down, NAME("blk.%d.ffn_down_shexp.weight", il), sh, e, true) ||
+            bind_vector(m, &w->sh_router, NAME("blk.%d.ffn_gate_inp_shexp.weight", il), e, false))
+            return -1;
+    }
+#undef NAME
+    return 0;
+}
+
+/* A dense FFN: gate and up from ffn_gate and ffn_up, or from an ffn_up of
+ * twice the rows (Phi-3); or, in a mixture of experts' layer (one with a
+ * router, ffn_gate_inp), the experts. */
+static int bind_ffn(model *m, layer_weights *l, int il) {
+    const model_hparams *hp = &m->hp;
+    char name[96];
+#define NAME(suffix) (snprintf(name, sizeof name, "blk.%d.%s", il, suffix), name)
+    if (hp->n_expert > 0 && !hp->dense_ffn[il] && tensors_find(&m->tensors, NAME("ffn_gate_inp.weight")))
+        return bind_experts(m, &l->moe, il);
     /* Fused only where ffn_up has both halves: a file missing its ffn_gate is told so. */
     const model_tensor *up = tensors_find(&m->tensors, NAME("ffn_up.weight"));
     if (!tensors_find(&m->tensors, NAME("ffn_gate.weight")) && up && up->ne[1] == 2 * (int64_t)hp->n_ff) {
@@ -109,6 +195,7 @@ static int bind_projections(model *m, layer_weights *l, int il, int64_t q_dim, i
                bind_weight(m, &l->w_up, NAME("ffn_up.weight"), hp->n_embd, hp->n_ff, true)) {
         return -1;
     }
+    if (bind_weight(m, &l->w_down, NAME("ffn_down.weight"), hp->n_ff, hp->n_embd, true)) return -1;
 #undef NAME
     return 0;
 }
@@ -119,7 +206,7 @@ static int bind_vector(model *m, const float **out, const char *name, int64_t n,
     const model_tensor *t = find_tensor(m, name, required);
     if (!t) return required ? -1 : 0;
     char buf[256];
-    if (t->n_dims != 1 || t->ne[0] != n)
+    if (!(t->n_dims == 1 || (t->n_dims == 2 && t->ne[1] == 1)) || t->ne[0] != n)
         return err_set("tensor '%s' has %" PRId64 " elements in %d dimensions, expected a vector of %" PRId64,
                        file_name(m, name, buf, sizeof buf), t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3], t->n_dims,
                        n);
@@ -154,7 +241,7 @@ static int bind_layer(model *m, int il) {
         bind_vector(m, &l->k_norm, NAME("attn_k_norm.weight"), qk_all ? k_dim : hp->head_dim_k, qk) ||
         bind_vector(m, &l->post_attn_norm, NAME("post_attention_norm.weight"), hp->n_embd, tr->post_norms) ||
         bind_vector(m, &l->ffn_norm, NAME("ffn_norm.weight"), hp->n_embd, pre) ||
-        bind_weight(m, &l->w_down, NAME("ffn_down.weight"), hp->n_ff, hp->n_embd, true) ||
+        bind_ffn(m, l, il) ||
         bind_vector(m, &l->post_ffn_norm, NAME("post_ffw_norm.weight"), hp->n_embd, tr->post_norms))
         return -1;
 #undef NAME
@@ -274,19 +361,36 @@ static int load_hf(model *m, const char *dir) {
     return 0;
 }
 
-/* The matrices matmul multiplies: the output head, then each layer's. */
+/* The matrices matmul multiplies: the output head, then each layer's (its
+ * router and experts in a mixture of experts). With ws NULL, only counts. */
 static int matmul_weights(model *m, weight **ws) {
     int n = 0;
-    ws[n++] = &m->w.output;
+#define PUT(w) (ws ? (void)(ws[n] = (w)) : (void)0, n++)
+    PUT(&m->w.output);
     for (int il = 0; il < m->hp.n_layer; il++) {
         layer_weights *l = &m->w.layers[il];
-        weight *lw[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->w_gate, &l->w_up, &l->w_down};
-        for (size_t i = 0; i < sizeof lw / sizeof lw[0]; i++) ws[n++] = lw[i];
+        weight *lw[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->w_gate, &l->w_up, &l->w_down,
+                        &l->moe.router, &l->moe.sh_gate, &l->moe.sh_up, &l->moe.sh_down};
+        for (size_t i = 0; i < sizeof lw / sizeof lw[0]; i++)
+            if (lw[i]->data) PUT(lw[i]);
+        for (int e = 0; l->moe.gate && e < m->hp.n_expert; e++) {
+            PUT(&l->moe.gate[e]);
+            PUT(&l->moe.up[e]);
+            PUT(&l->moe.down[e]);
+        }
     }
+#undef PUT
     return n;
 }
 
-#define MAX_MATMUL_WEIGHTS (CLLM_MAX_LAYERS * 7 + 1)
+/* matmul_weights into an array the caller frees; NULL when out of memory. */
+static weight **all_matmul_weights(model *m, int *n) {
+    *n = matmul_weights(m, NULL);
+    weight **ws = malloc((size_t)*n * sizeof *ws);
+    if (ws) matmul_weights(m, ws);
+    else err_oom("out of memory");
+    return ws;
+}
 
 static bool repack_allowed(void) {
     const char *off = getenv("CLLM_NO_REPACK");
@@ -295,10 +399,11 @@ static bool repack_allowed(void) {
 
 size_t model_repack_bytes(const model *m) {
     if (!repack_allowed()) return 0;
-    weight *ws[MAX_MATMUL_WEIGHTS];
-    const int n = matmul_weights((model *)m, ws);
+    int n;
+    weight **ws = all_matmul_weights((model *)m, &n);
     size_t bytes = 0;
-    for (int i = 0; i < n; i++) bytes += weight_repack_size(ws[i]);
+    for (int i = 0; ws && i < n; i++) bytes += weight_repack_size(ws[i]);
+    free(ws);
     return bytes;
 }
 
@@ -308,20 +413,26 @@ size_t model_repack_bytes(const model *m) {
  * output), so the model's memory grows by little more than a weight. */
 static int repack_weights(model *m) {
     if (!repack_allowed()) return 0;
-    weight *ws[MAX_MATMUL_WEIGHTS];
-    const int n = matmul_weights(m, ws);
+    int n;
+    weight **ws = all_matmul_weights(m, &n);
+    if (!ws) return -1;
     threadpool *threads = NULL;
     for (int i = 0; i < n; i++) {
         const size_t bytes = weight_repack_size(ws[i]);
         if (!bytes) continue;
         void *buf = tensors_alloc(&m->tensors, bytes);
-        if (!buf) return err_oom("out of memory repacking '%s' (%zu bytes)", ws[i]->name, bytes);
+        if (!buf) {
+            threadpool_free(threads);
+            free(ws);
+            return err_oom("out of memory repacking '%s' (%zu bytes)", ws[i]->name, bytes);
+        }
         if (!threads) threads = threadpool_create(0); /* NULL: repack on this thread */
         weight_repack(ws[i], buf, threads);
         m->repacked_bytes += bytes;
         if (m->gguf) gguf_release_pages(m->gguf, ws[i]->data, (size_t)ws[i]->n_out * ws[i]->row_bytes);
     }
     threadpool_free(threads);
+    free(ws);
     return 0;
 }
 

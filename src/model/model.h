@@ -16,6 +16,16 @@ typedef struct gguf_ctx gguf_ctx;
 typedef struct hf_source hf_source;
 typedef struct tokenizer tokenizer;
 
+/* A mixture-of-experts FFN (model/moe.h): the router, each expert's gate,
+ * up and down matrices as views into the file's merged [n_expert] tensors
+ * (or its per-expert ones), and the shared expert where the family has one. */
+typedef struct {
+    weight router;             /* ffn_gate_inp: n_expert rows of n_embd */
+    weight *gate, *up, *down;  /* [n_expert] each, owned by the tensor table */
+    weight sh_gate, sh_up, sh_down; /* the shared expert; data NULL when none */
+    const float *sh_router;    /* ffn_gate_inp_shexp [n_embd]: sigmoid(router . x) weighs it; NULL: weight 1 */
+} moe_weights;
+
 typedef struct {
     const float *attn_norm;
     weight wq, wk, wv, wo;
@@ -23,7 +33,8 @@ typedef struct {
     const float *q_norm, *k_norm;
     const float *post_attn_norm;
     const float *ffn_norm;
-    weight w_gate, w_up, w_down;
+    weight w_gate, w_up, w_down; /* a dense FFN, or */
+    moe_weights moe;             /* experts (moe.gate != NULL) */
     const float *post_ffn_norm;
 } layer_weights;
 

@@ -97,6 +97,8 @@ int model_shard(model *m, int rank, int size) {
     if (m->hp.traits && m->hp.traits->qk_norm == QK_NORM_ALL)
         return err_set("tensor parallelism cannot split %s's q/k norm, which spans every head of the projection",
                        m->hp.traits->family);
+    if (m->hp.n_expert > 0)
+        return err_set("tensor parallelism does not split a mixture of experts (%s) yet", m->hp.traits->family);
     shard_share s = {0};
     if (share_of(&m->hp, rank, size, &s)) return -1;
     for (int il = 0; il < m->hp.n_layer; il++)

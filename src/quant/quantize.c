@@ -99,6 +99,7 @@ typedef enum {
     E_LINEAR, /* a layer's linear map, quantized */
     E_PERM,   /* its act-order permutation */
     E_VEC,    /* a vector AWQ rewrites (F32) */
+    E_EXPERT, /* an expert's matrices (merged per layer), round-to-nearest or converted */
 } entry_kind;
 
 typedef struct {
@@ -110,6 +111,11 @@ typedef struct {
     int64_t ne[4];
     int layer; /* -1 outside the layers */
     int lin;   /* E_LINEAR, E_PERM: which map; E_VEC: which vector */
+    /* E_EXPERT from a Hugging Face folder: the per-expert tensors
+     * "blk.L.ffn_<part>.E.weight" merged into llama.cpp's 3-D
+     * "blk.L.ffn_<part>_exps.weight" (0: the entry's own tensor). */
+    int n_merged;
+    char part[8];
 } entry;
 
 typedef struct {
@@ -184,6 +190,44 @@ static void note_dequantized(job *j, uint32_t t) {
     snprintf(j->dequantized_types + n, sizeof j->dequantized_types - n, "%s%s", n ? ", " : "", name);
 }
 
+/* A mixture of experts' tensors: a router (ffn_gate_inp*, kept in F32 as
+ * llama.cpp keeps it: 1), an expert matrix (merged ffn_*_exps or a shared
+ * expert's ffn_*_shexp: 2; one expert's "ffn_<part>.E.weight": 3, with part
+ * and E), or neither (0). */
+static int expert_tensor(const char *name, char part[8], int *expert) {
+    int il, pos = 0, e, end = 0;
+    if (sscanf(name, "blk.%d.%n", &il, &pos) != 1 || pos == 0) return 0;
+    const char *s = name + pos;
+    if (!strncmp(s, "ffn_gate_inp", 12)) return 1;
+    if (strstr(s, "_exps.weight") || strstr(s, "_shexp.weight")) return 2;
+    if (sscanf(s, "ffn_%7[a-z].%d.weight%n", part, &e, &end) == 2 && end > 0 && !s[end] && e >= 0) {
+        *expert = e;
+        return 3;
+    }
+    return 0;
+}
+
+/* The experts' entry of a tensor: quantized (RTN: no calibration runs the
+ * experts) or converted to the float type; one expert's tensor stands for
+ * the merged tensor of its layer, which the first expert's plans. */
+static int plan_expert(job *j, const model_tensor *t, int il, int kind, const char *part, int expert) {
+    const quant_config *c = j->c;
+    if (kind == 1) return add_entry(j, t, t->name, t->type == WT_F32 ? E_COPY : E_KEEP, WT_F32, il, -1);
+    if (kind == 3 && expert > 0) return 0;
+    const uint32_t type = j->quantizing ? (uint32_t)j->fmt.type : c->bits == 16 ? WT_F16 : WT_F32;
+    if (j->quantizing && qformat_check(&j->fmt, t->ne[0], t->name)) return -1;
+    if (kind == 2) return add_entry(j, t, t->name, E_EXPERT, type, il, -1);
+    char name[96];
+    snprintf(name, sizeof name, "blk.%d.ffn_%s_exps.weight", il, part);
+    if (add_entry(j, t, name, E_EXPERT, type, il, -1)) return -1;
+    entry *e = &j->e[j->n_e - 1];
+    e->n_merged = j->m->hp.n_expert;
+    snprintf(e->part, sizeof e->part, "%s", part);
+    e->n_dims = 3;
+    e->ne[2] = e->n_merged;
+    return 0;
+}
+
 /* One input tensor's entries (a map also gets its permutation). */
 static int plan_tensor(job *j, const model_tensor *t, int pass_layer) {
     const size_t len = strlen(t->name);
@@ -192,6 +236,10 @@ static int plan_tensor(job *j, const model_tensor *t, int pass_layer) {
     const int il = parse_layer_name(t->name, &lin, &vec);
     if (il != pass_layer) return 0;
     const quant_config *c = j->c;
+    char part[8];
+    int expert = -1;
+    const int kind = expert_tensor(t->name, part, &expert);
+    if (kind) return plan_expert(j, t, il, kind, part, expert);
     const bool matrix = t->n_dims == 2;
     if (lin >= 0 && j->quantizing && !is_kept(j, t->name)) {
         if (qformat_check(&j->fmt, t->ne[0], t->name)) return -1;
@@ -527,6 +575,48 @@ static void permute_rope_rows(const void *in, void *out, uint64_t row_bytes, int
                        src + ((uint64_t)hd * head_dim + h * half + i) * row_bytes, row_bytes);
 }
 
+/* An E_EXPERT entry's bytes: each expert's rows quantized (round to
+ * nearest) or converted, one expert at a time. */
+static void *expert_bytes(job *j, const entry *e) {
+    const int n_exp = e->n_merged ? e->n_merged : (int)(e->src->ne[2] * e->src->ne[3]);
+    const int64_t k = e->ne[0], rows = e->ne[1];
+    const size_t rb = j->quantizing ? qformat_row_bytes(&j->fmt, k) : wtype_row_size(e->type, k);
+    const wtype_traits *to = wtype_get((wtype)e->type);
+    uint8_t *out = malloc(rb * (size_t)rows * (size_t)n_exp);
+    float *w = malloc((size_t)rows * (size_t)k * sizeof *w);
+    if (!out || !w) {
+        err_oom("out of memory for the experts of '%s'", e->name);
+        goto fail;
+    }
+    for (int x = 0; x < n_exp; x++) {
+        const model_tensor *t = e->src;
+        int64_t r0 = (int64_t)x * rows;
+        if (e->n_merged) {
+            char name[96];
+            snprintf(name, sizeof name, "blk.%d.ffn_%s.%d.weight", e->layer, e->part, x);
+            t = tensors_find(&j->m->tensors, name);
+            if (!t || t->ne[0] != k || t->ne[1] != rows || t->n_dims != 2) {
+                err_set("'%s' is missing or not [%" PRId64 ", %" PRId64 "] as expert 0's", name, k, rows);
+                goto fail;
+            }
+            r0 = 0;
+        }
+        if (rows_to_f32(t, r0, rows, w)) goto fail;
+        uint8_t *dst = out + (size_t)x * (size_t)rows * rb;
+        if (j->quantizing) {
+            if (quant_rtn(&j->fmt, w, rows, k, dst, NULL)) goto fail;
+        } else {
+            for (int64_t r = 0; r < rows; r++) to->from_float(w + r * k, dst + (size_t)r * rb, k);
+        }
+    }
+    free(w);
+    return out;
+fail:
+    free(out);
+    free(w);
+    return NULL;
+}
+
 static int write_entry(job *j, int i) {
     const entry *e = &j->e[i];
     const void *data = NULL;
@@ -548,6 +638,9 @@ static int write_entry(job *j, int i) {
     case E_VEC:
         data = j->ls[e->layer].vec[e->lin];
         if (!data) data = owned = convert_tensor(e->src, WT_F32);
+        break;
+    case E_EXPERT:
+        data = owned = expert_bytes(j, e);
         break;
     }
     if (!data) return -1;
@@ -706,6 +799,11 @@ int quantize_model(const char *in_path, const char *out_path, const quant_config
     j.permute_qk = j.m->hp.rope != j.m->hp.traits->rope;
     if (j.permute_qk && (j.m->hp.rope_dim != j.m->hp.head_dim_k || j.m->hp.traits->rope != ROPE_NORM)) {
         err_set("%s: cannot reorder q/k rows for %s's rope", in_path, j.m->hp.traits->name);
+        goto done;
+    }
+    if (j.calibrated && j.m->hp.n_expert > 0) {
+        err_set("%s: --method %s does not calibrate a mixture of experts' experts yet; use --method rtn", in_path,
+                c->method == QUANT_GPTQ ? "gptq" : "awq");
         goto done;
     }
     if (j.quantizing && qformat_init(&j.fmt, c->bits, c->group, c->sym, c->per_tensor, !c->desc_act)) goto done;

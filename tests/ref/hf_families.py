@@ -88,7 +88,35 @@ FAMILIES: Dict[str, Family] = {
                            rope_parameters={"rope_type": "longrope", "rope_theta": 10000.0,
                                             "short_factor": [1.0, 1.1, 1.3, 1.6, 2.0, 2.5],
                                             "long_factor": [1.0, 1.5, 2.5, 4.0, 6.0, 9.0]})),
+    # Mixtures of experts, 8 experts of 32 hidden units, each token through 2 (llama.cpp fixes whether the two
+    # weights are renormalized per family; these take its choice, so the converted GGUF means the same).
+    # Mixtral: every layer, renormalized, a sliding window (48) over every layer.
+    "mixtral": Family("MixtralConfig", "MixtralForCausalLM",
+                      _common(intermediate_size=32, num_local_experts=8, num_experts_per_tok=2, sliding_window=48,
+                              head_dim=16)),
+    # Qwen2-MoE: q/k/v biases, not renormalized, a shared expert (64 wide) behind a sigmoid gate.
+    "qwen2_moe": Family("Qwen2MoeConfig", "Qwen2MoeForCausalLM",
+                        _common(num_experts=8, num_experts_per_tok=2, moe_intermediate_size=32,
+                                shared_expert_intermediate_size=64, norm_topk_prob=False, qkv_bias=True)),
+    # Qwen3-MoE: per-head q/k norm, renormalized.
+    "qwen3_moe": Family("Qwen3MoeConfig", "Qwen3MoeForCausalLM",
+                        _common(head_dim=24, num_experts=8, num_experts_per_tok=2, moe_intermediate_size=32,
+                                norm_topk_prob=True)),
+    # OLMoE: q/k norm over the whole projection (as many kv heads as heads, as llama.cpp needs), 3 of 8.
+    "olmoe": Family("OlmoeConfig", "OlmoeForCausalLM",
+                    _common(num_key_value_heads=4, intermediate_size=32, num_experts=8, num_experts_per_tok=3,
+                            norm_topk_prob=False)),
+    # Qwen3-MoE as only transformers and cllm run it (llama.cpp loads no dense layer in a Qwen MoE): layers
+    # 0 (mlp_only_layers) and 2 (off decoder_sparse_step's period of 2) dense, 96 wide; the chosen weights
+    # not renormalized.
+    "qwen3_moe_dense": Family("Qwen3MoeConfig", "Qwen3MoeForCausalLM",
+                              _common(head_dim=24, num_experts=8, num_experts_per_tok=2, moe_intermediate_size=32,
+                                      norm_topk_prob=False, mlp_only_layers=[0], decoder_sparse_step=2)),
 }
+
+# Families llama.cpp cannot load (the GGUF comparisons skip them), and the mixtures of experts.
+NOT_IN_LLAMACPP = {"qwen3_moe_dense"}
+MOE = {"mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "qwen3_moe_dense"}
 
 
 def build(family: str, seed: int = 0):

@@ -127,6 +127,12 @@ static void test_shard_refuses_sizes_that_do_not_divide(void **state) {
     assert_int_equal(model_shard(&t->m, 0, 2), -1);
     assert_non_null(strstr(err_get(), "cannot split OLMo 2's q/k norm"));
     toy_free(t);
+    t = toy(2); /* experts are not split yet: refused, not run whole on every rank */
+    t->m.hp.traits = arch_find("qwen3moe");
+    t->m.hp.n_expert = 8;
+    assert_int_equal(model_shard(&t->m, 0, 2), -1);
+    assert_non_null(strstr(err_get(), "does not split a mixture of experts (Qwen3-MoE)"));
+    toy_free(t);
 }
 
 /* The ranks' partial attention output projections add up to the whole. */

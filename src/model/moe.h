@@ -1,0 +1,43 @@
+/* A mixture-of-experts FFN over a batch of tokens. The router scores every
+ * expert for each token (softmax or sigmoid of ffn_gate_inp . x), each token
+ * takes its n_expert_used best (their weights renormalized to sum 1 and
+ * scaled where the family does so), and the tokens are grouped by expert:
+ * one matmul per chosen expert over exactly the tokens that chose it, so a
+ * step reads only the experts its tokens use (one token: its k experts).
+ * Each token's output is the weighted sum of its experts' outputs, added in
+ * ascending expert order (as transformers' loop does), plus the shared
+ * expert's output (times sigmoid(sh_router . x) where it has a gate).
+ * Threads split each matmul's rows, so a step with few tokens per expert
+ * still keeps every core busy. */
+#ifndef CLLM_MODEL_MOE_H
+#define CLLM_MODEL_MOE_H
+
+#include "model/model.h"
+#include "util/threadpool.h"
+
+#include <stddef.h>
+
+typedef struct moe_scratch moe_scratch;
+
+/* Buffers for batches of up to max_tokens tokens; NULL with err_get(). */
+moe_scratch *moe_scratch_create(const model_hparams *hp, int max_tokens);
+void moe_scratch_free(moe_scratch *s);
+
+/* Bytes of matmul scratch the layer's matmuls need for max_tokens rows. */
+size_t moe_matmul_scratch_size(const model_hparams *hp, const moe_weights *w, int max_tokens);
+
+/* y[n][n_embd] = the layer's experts applied to x[n][n_embd]; n <= the
+ * scratch's max_tokens. mm_scratch: moe_matmul_scratch_size bytes. */
+void moe_ffn(threadpool *threads, const model_hparams *hp, const moe_weights *w, const float *x, int n, float *y,
+             moe_scratch *s, void *mm_scratch);
+
+/* Bytes of every routed expert's matrices over all layers (what a token
+ * reads n_expert_used / n_expert of), and the number of MoE layers. */
+size_t moe_expert_bytes(const model *m, int *n_layers);
+
+/* The router's choice for one token: probs[n_expert] holds its router
+ * logits on entry (overwritten); the n_expert_used chosen experts (best
+ * first, ties to the lower index) and their weights come out. */
+void moe_route(const model_hparams *hp, float *probs, int32_t *experts, float *weights);
+
+#endif
