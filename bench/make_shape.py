@@ -26,6 +26,14 @@ SHAPES = {
                                  n_vocab=151936, rope_base=1000000.0, ctx=40960, qk_norm=True)),
     "qwen3-4b": ("qwen3", dict(n_embd=2560, n_layer=36, n_head=32, n_head_kv=8, head_dim=128, n_ff=9728,
                                n_vocab=151936, rope_base=1000000.0, ctx=40960, qk_norm=True)),
+    # Mixtures of experts: OLMoE-1B-7B as it is (q/k norm over the whole projection), and Qwen3-30B-A3B's
+    # layer cut to 16 layers of 64 experts (of its 48 of 128), so that it fits this machine's memory.
+    "olmoe-1b-7b": ("olmoe", dict(n_embd=2048, n_layer=16, n_head=16, n_head_kv=16, head_dim=128, n_ff=1024,
+                                  n_vocab=50304, rope_base=10000.0, ctx=4096, qk_norm_all=True, n_expert=64,
+                                  n_expert_used=8)),
+    "qwen3-moe-16l": ("qwen3moe", dict(n_embd=2048, n_layer=16, n_head=32, n_head_kv=4, head_dim=128, n_ff=6144,
+                                       n_vocab=151936, rope_base=1000000.0, ctx=40960, qk_norm=True, n_expert=64,
+                                       n_expert_used=8, n_ff_exp=768)),
 }
 
 
@@ -53,6 +61,12 @@ def write(name: str, path: str, seed: int = 0) -> None:
     w.add_rope_freq_base(h["rope_base"])
     w.add_layer_norm_rms_eps(1e-6)
     w.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
+    n_exp = h.get("n_expert", 0)
+    if n_exp:
+        w.add_expert_count(n_exp)
+        w.add_expert_used_count(h["n_expert_used"])
+        if "n_ff_exp" in h:
+            w.add_expert_feed_forward_length(h["n_ff_exp"])
 
     n_vocab = h["n_vocab"]
     tokens = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)]
@@ -79,6 +93,7 @@ def write(name: str, path: str, seed: int = 0) -> None:
     w.add_tensor("output_norm.weight", ones(e))
     if h.get("llama3_rope"):
         w.add_tensor("rope_freqs.weight", make_hf.llama3_factors(hd, h["rope_base"], LLAMA32_ROPE))
+    experts = None
     for il in range(h["n_layer"]):
         p = f"blk.{il}."
         w.add_tensor(p + "attn_norm.weight", ones(e))
@@ -89,7 +104,22 @@ def write(name: str, path: str, seed: int = 0) -> None:
         if h.get("qk_norm"):
             w.add_tensor(p + "attn_q_norm.weight", ones(hd))
             w.add_tensor(p + "attn_k_norm.weight", ones(hd))
+        if h.get("qk_norm_all"):
+            w.add_tensor(p + "attn_q_norm.weight", ones(q))
+            w.add_tensor(p + "attn_k_norm.weight", ones(kv))
         w.add_tensor(p + "ffn_norm.weight", ones(e))
+        if n_exp:
+            # Every layer's experts are the same random values (one set in memory, not 16): speed does not
+            # depend on them, and the file still holds each layer's own bytes.
+            if experts is None:
+                ff = h.get("n_ff_exp", h["n_ff"])
+                experts = [np.stack([mat(ff, e) for _ in range(n_exp)]) for _ in range(2)]
+                experts.append(np.stack([mat(e, ff) for _ in range(n_exp)]))
+            w.add_tensor(p + "ffn_gate_inp.weight", mat(n_exp, e).astype(np.float32))
+            w.add_tensor(p + "ffn_gate_exps.weight", experts[0])
+            w.add_tensor(p + "ffn_up_exps.weight", experts[1])
+            w.add_tensor(p + "ffn_down_exps.weight", experts[2])
+            continue
         w.add_tensor(p + "ffn_gate.weight", mat(h["n_ff"], e))
         w.add_tensor(p + "ffn_up.weight", mat(h["n_ff"], e))
         w.add_tensor(p + "ffn_down.weight", mat(e, h["n_ff"]))

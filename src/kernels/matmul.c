@@ -269,6 +269,29 @@ static long stream_grain(const threadpool *threads, int64_t n_out) {
     return (rows + MM_ROW_CHUNK - 1) / MM_ROW_CHUNK * MM_ROW_CHUNK;
 }
 
+/* A matmul's job, its activations to be quantized into scratch (when the
+ * type multiplies quantized activations: act_tr set). */
+static mm_job job_for(const weight *w, const float *x, int n_tok, float *y, void *scratch) {
+    mm_job j = {.w = w, .tr = wtype_get(w->type), .x = x, .n_tok = n_tok, .y = y};
+    if (j.tr->vec_dot_type == WT_F32) {
+        j.xq = (const uint8_t *)x;
+        j.xq_row = (size_t)w->n_in * sizeof(float);
+        return j;
+    }
+    j.act_tr = wtype_get(j.tr->vec_dot_type);
+    j.xq_row = wtype_row_size(j.tr->vec_dot_type, w->n_in);
+    j.xq_out = scratch;
+    j.xq = scratch;
+    j.panels = j.tr->gemm_pack && n_tok >= (w->x8 ? j.tr->x8_panel_min_tok : MM_PANEL_MIN_TOK);
+    j.x8 = w->x8 && !j.panels;
+    j.prep = j.panels ? j.tr->panel_prep : j.x8 ? j.tr->x8_prep : NULL;
+    if (j.prep) {
+        j.xp = (uint8_t *)scratch + quant_scratch_size(j.tr, w, n_tok);
+        j.xp_row = prep_row_bytes(j.tr, w->n_in);
+    }
+    return j;
+}
+
 void matmul(threadpool *threads, const weight *w, const float *x, int n_tok, float *y, void *scratch) {
     if (w->perm) {
         perm_job pj = {.w = w, .x = x, .out = scratch};
@@ -276,26 +299,84 @@ void matmul(threadpool *threads, const weight *w, const float *x, int n_tok, flo
         x = pj.out;
         scratch = (uint8_t *)scratch + perm_scratch_size(w, n_tok);
     }
-    mm_job j = {.w = w, .tr = wtype_get(w->type), .x = x, .n_tok = n_tok, .y = y};
-    if (j.tr->vec_dot_type == WT_F32) {
-        j.xq = (const uint8_t *)x;
-        j.xq_row = (size_t)w->n_in * sizeof(float);
-    } else {
-        j.act_tr = wtype_get(j.tr->vec_dot_type);
-        j.xq_row = wtype_row_size(j.tr->vec_dot_type, w->n_in);
-        j.xq_out = scratch;
-        j.xq = scratch;
-        j.panels = j.tr->gemm_pack && n_tok >= (w->x8 ? j.tr->x8_panel_min_tok : MM_PANEL_MIN_TOK);
-        j.x8 = w->x8 && !j.panels;
-        j.prep = j.panels ? j.tr->panel_prep : j.x8 ? j.tr->x8_prep : NULL;
-        if (j.prep) {
-            j.xp = (uint8_t *)scratch + quant_scratch_size(j.tr, w, n_tok);
-            j.xp_row = prep_row_bytes(j.tr, w->n_in);
-        }
-        threadpool_for(threads, n_tok, 4, quantize_rows, &j);
-    }
+    mm_job j = job_for(w, x, n_tok, y, scratch);
+    if (j.act_tr) threadpool_for(threads, n_tok, 4, quantize_rows, &j);
     threadpool_for(threads, w->n_out, n_tok < MM_STREAM_TOKENS ? stream_grain(threads, w->n_out) : MM_ROW_CHUNK,
            dot_rows, &j);
+}
+
+/* ---- several matmuls in one pass ---- */
+
+/* The tasks' jobs, and where each task's activation rows and weight rows
+ * start in the flat index spaces the two passes split (rows padded to
+ * MM_ROW_CHUNK, so a unit never starts inside a tile or an x8 group). */
+typedef struct {
+    mm_job *jobs;
+    long *tok_at, *row_at; /* [n + 1] */
+    int n;
+} multi_job;
+
+static size_t multi_header_bytes(int n) {
+    return ((size_t)n * sizeof(mm_job) + 2 * (size_t)(n + 1) * sizeof(long) + 63) / 64 * 64;
+}
+
+size_t matmul_multi_scratch_size(const matmul_task *t, int n) {
+    size_t bytes = multi_header_bytes(n);
+    for (int i = 0; i < n; i++) bytes += (matmul_scratch_size(t[i].w, t[i].n_tok) + 63) / 64 * 64;
+    return bytes;
+}
+
+size_t matmul_multi_scratch_bound(const weight *w, int n_tasks, int n_tok) {
+    return multi_header_bytes(n_tasks) + 128 * (size_t)n_tasks + matmul_scratch_size(w, n_tok);
+}
+
+/* The task holding flat index i (at[] ascending; at[n] the end). */
+static int task_at(const long *at, int n, long i) {
+    int lo = 0, hi = n - 1;
+    while (lo < hi) {
+        const int mid = (lo + hi + 1) / 2;
+        if (at[mid] <= i) lo = mid;
+        else hi = mid - 1;
+    }
+    return lo;
+}
+
+static void multi_quantize(void *p, long lo, long hi) {
+    const multi_job *m = p;
+    for (int k = task_at(m->tok_at, m->n, lo); k < m->n && m->tok_at[k] < hi; k++) {
+        const long a = lo > m->tok_at[k] ? lo : m->tok_at[k], b = hi < m->tok_at[k + 1] ? hi : m->tok_at[k + 1];
+        if (a < b && m->jobs[k].act_tr) quantize_rows(&m->jobs[k], a - m->tok_at[k], b - m->tok_at[k]);
+    }
+}
+
+static void multi_rows(void *p, long lo, long hi) {
+    const multi_job *m = p;
+    for (int k = task_at(m->row_at, m->n, lo); k < m->n && m->row_at[k] < hi; k++) {
+        const long end = m->row_at[k] + (long)m->jobs[k].w->n_out;
+        const long a = lo > m->row_at[k] ? lo : m->row_at[k], b = hi < end ? hi : end;
+        if (a < b) dot_rows(&m->jobs[k], a - m->row_at[k], b - m->row_at[k]);
+    }
+}
+
+void matmul_multi(threadpool *threads, const matmul_task *t, int n, void *scratch) {
+    if (n <= 0) return;
+    multi_job m = {.jobs = scratch, .n = n};
+    m.tok_at = (long *)(m.jobs + n);
+    m.row_at = m.tok_at + n + 1;
+    uint8_t *at = (uint8_t *)scratch + multi_header_bytes(n);
+    int max_tok = 0;
+    m.tok_at[0] = m.row_at[0] = 0;
+    for (int i = 0; i < n; i++) {
+        m.jobs[i] = job_for(t[i].w, t[i].x, t[i].n_tok, t[i].y, at);
+        at += (matmul_scratch_size(t[i].w, t[i].n_tok) + 63) / 64 * 64;
+        m.tok_at[i + 1] = m.tok_at[i] + t[i].n_tok;
+        m.row_at[i + 1] = m.row_at[i] + (long)((t[i].w->n_out + MM_ROW_CHUNK - 1) / MM_ROW_CHUNK * MM_ROW_CHUNK);
+        if (t[i].n_tok > max_tok) max_tok = t[i].n_tok;
+    }
+    threadpool_for(threads, m.tok_at[n], 4, multi_quantize, &m);
+    const long rows = m.row_at[n];
+    threadpool_for(threads, rows, max_tok < MM_STREAM_TOKENS ? stream_grain(threads, rows) : MM_ROW_CHUNK, multi_rows,
+                   &m);
 }
 
 size_t weight_repack_size(const weight *w) {

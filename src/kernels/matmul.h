@@ -41,6 +41,28 @@ size_t matmul_scratch_size(const weight *w, int n_tok);
  * matmul_scratch_size bytes. */
 void matmul(threadpool *threads, const weight *w, const float *x, int n_tok, float *y, void *scratch);
 
+/* One of several matmuls run together: y [n_tok][w->n_out] = x [n_tok][w->n_in] . w. */
+typedef struct {
+    const weight *w;
+    const float *x;
+    int n_tok;
+    float *y;
+} matmul_task;
+
+/* Bytes of scratch matmul_multi needs for these tasks. */
+size_t matmul_multi_scratch_size(const matmul_task *t, int n);
+
+/* The most matmul_multi_scratch_size can be for n_tasks tasks whose weights
+ * have w's type and shape and whose n_tok add up to n_tok. */
+size_t matmul_multi_scratch_bound(const weight *w, int n_tasks, int n_tok);
+
+/* Runs the n tasks with the bits matmul gives each, in two passes over the
+ * thread pool for all of them (every task's activations, then every task's
+ * weight rows) instead of two per task: a mixture of experts' chosen
+ * experts, many small matmuls, then cost one dispatch each way. No weight
+ * may be act-order (w->perm). */
+void matmul_multi(threadpool *threads, const matmul_task *t, int n, void *scratch);
+
 /* Bytes weight_repack needs for w: 0 where w stays as it is (the active
  * kernels have no x8 layout for its type, its rows are permuted, its row
  * count is not a multiple of 8, or it is repacked already). */

@@ -438,7 +438,7 @@ forward_ctx *forward_create(const model *m, kv_cache *kv, int max_tokens, int ma
     f->mm_scratch = malloc(max_scratch(m, max_tokens, max_out) + 64);
     f->units = malloc(T * hp->n_head * sizeof *f->units);
     if (!f->mm_scratch || !f->units) goto oom;
-    if (hp->n_expert > 0 && !(f->moe = moe_scratch_create(hp, max_tokens))) goto oom;
+    if (hp->n_expert > 0 && !(f->moe = moe_scratch_create(m, max_tokens))) goto oom;
     return f;
 oom:
     forward_free(f);

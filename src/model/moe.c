@@ -10,34 +10,58 @@
 #include <string.h>
 
 struct moe_scratch {
+    int k;           /* experts per token */
     float *probs;    /* [T][n_expert]: router logits, then probabilities */
     int32_t *choice; /* [T][k]: each token's experts */
     float *weight;   /* [T][k]: and their weights */
-    int32_t *start;  /* [n_expert + 1]: where each expert's entries begin in rows */
-    int32_t *rows;   /* [T * k]: token indices grouped by expert, in token order */
-    float *row_w;    /* [T * k]: each entry's weight */
-    float *xg;       /* [T][n_embd]: one expert's tokens, gathered */
-    float *g, *u;    /* [T][max(n_ff_exp, n_ff_shexp)]: gate and up activations */
-    float *yg;       /* [T][n_embd]: one expert's output */
+    int32_t *start;  /* [n_expert + 1]: where each expert's entries begin */
+    int32_t *rows;   /* [T * k]: the entries' tokens, grouped by expert, in token order within each */
+    int32_t *entry;  /* [T][k]: where each (token, choice) went among the entries */
+    float *xg;       /* [T * k][n_embd]: the entries' inputs */
+    float *g, *u;    /* [T * k][max(n_ff_exp, n_ff_shexp)]: gate and up activations */
+    float *yg;       /* [T * k][n_embd]: the entries' outputs */
+    matmul_task *tasks; /* [2 * n_expert] */
+    void *mm;        /* matmul_multi's scratch */
 };
 
-moe_scratch *moe_scratch_create(const model_hparams *hp, int max_tokens) {
+/* The most the layers' matmul_multi calls need for n_tok entries. */
+static size_t multi_bytes(const model *m, int n_tok) {
+    size_t best = 0;
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        const moe_weights *w = &m->w.layers[il].moe;
+        if (!w->gate) continue;
+        const int E = m->hp.n_expert;
+        const size_t gu = matmul_multi_scratch_bound(&w->gate[0], E, n_tok) +
+                          matmul_multi_scratch_bound(&w->up[0], E, n_tok);
+        const size_t dn = matmul_multi_scratch_bound(&w->down[0], E, n_tok);
+        best = gu > best ? gu : best;
+        best = dn > best ? dn : best;
+    }
+    return best;
+}
+
+moe_scratch *moe_scratch_create(const model *m, int max_tokens) {
+    const model_hparams *hp = &m->hp;
     moe_scratch *s = calloc(1, sizeof *s);
     if (!s) goto oom;
     const size_t T = (size_t)max_tokens, k = (size_t)hp->n_expert_used, E = (size_t)hp->n_expert;
     const size_t ff = (size_t)(hp->n_ff_exp > hp->n_ff_shexp ? hp->n_ff_exp : hp->n_ff_shexp);
+    const size_t N = T * k; /* entries (k >= 1: the shared expert's T rows fit too) */
+    s->k = (int)k;
     s->probs = malloc(T * E * sizeof *s->probs);
     s->choice = malloc(T * k * sizeof *s->choice);
     s->weight = malloc(T * k * sizeof *s->weight);
     s->start = malloc((E + 1) * sizeof *s->start);
-    s->rows = malloc(T * k * sizeof *s->rows);
-    s->row_w = malloc(T * k * sizeof *s->row_w);
-    s->xg = malloc(T * (size_t)hp->n_embd * sizeof *s->xg);
-    s->g = malloc(T * ff * sizeof *s->g);
-    s->u = malloc(T * ff * sizeof *s->u);
-    s->yg = malloc(T * (size_t)hp->n_embd * sizeof *s->yg);
-    if (!s->probs || !s->choice || !s->weight || !s->start || !s->rows || !s->row_w || !s->xg || !s->g || !s->u ||
-        !s->yg)
+    s->rows = malloc(N * sizeof *s->rows);
+    s->entry = malloc(T * k * sizeof *s->entry);
+    s->xg = malloc(N * (size_t)hp->n_embd * sizeof *s->xg);
+    s->g = malloc(N * ff * sizeof *s->g);
+    s->u = malloc(N * ff * sizeof *s->u);
+    s->yg = malloc(N * (size_t)hp->n_embd * sizeof *s->yg);
+    s->tasks = malloc(2 * E * sizeof *s->tasks);
+    s->mm = malloc(multi_bytes(m, (int)N) + 64);
+    if (!s->probs || !s->choice || !s->weight || !s->start || !s->rows || !s->entry || !s->xg || !s->g || !s->u ||
+        !s->yg || !s->tasks || !s->mm)
         goto oom;
     return s;
 oom:
@@ -53,11 +77,13 @@ void moe_scratch_free(moe_scratch *s) {
     free(s->weight);
     free(s->start);
     free(s->rows);
-    free(s->row_w);
+    free(s->entry);
     free(s->xg);
     free(s->g);
     free(s->u);
     free(s->yg);
+    free(s->tasks);
+    free(s->mm);
     free(s);
 }
 
@@ -66,11 +92,7 @@ size_t moe_matmul_scratch_size(const model_hparams *hp, const moe_weights *w, in
     const weight *ws[] = {&w->sh_gate, &w->sh_up, &w->sh_down};
     for (size_t i = 0; i < 3; i++)
         if (ws[i]->data && matmul_scratch_size(ws[i], max_tokens) > best) best = matmul_scratch_size(ws[i], max_tokens);
-    for (int e = 0; e < hp->n_expert; e++) {
-        const weight *xs[] = {&w->gate[e], &w->up[e], &w->down[e]};
-        for (size_t i = 0; i < 3; i++)
-            if (matmul_scratch_size(xs[i], max_tokens) > best) best = matmul_scratch_size(xs[i], max_tokens);
-    }
+    (void)hp;
     return best;
 }
 
@@ -116,8 +138,10 @@ void moe_route(const model_hparams *hp, float *probs, int32_t *experts, float *w
 
 typedef struct {
     const model_hparams *hp;
+    const moe_weights *w;
     moe_scratch *s;
     const float *x;
+    float *y;
     int n_ff;
 } rows_ctx;
 
@@ -126,6 +150,12 @@ static void route_rows(void *p, long lo, long hi) {
     const int E = c->hp->n_expert, k = c->hp->n_expert_used;
     for (long t = lo; t < hi; t++)
         moe_route(c->hp, c->s->probs + t * E, c->s->choice + t * k, c->s->weight + t * k);
+}
+
+static void gather_rows(void *p, long lo, long hi) {
+    const rows_ctx *c = p;
+    const size_t d = (size_t)c->hp->n_embd;
+    for (long i = lo; i < hi; i++) memcpy(c->s->xg + i * d, c->x + (size_t)c->s->rows[i] * d, d * sizeof *c->x);
 }
 
 static void act_rows(void *p, long lo, long hi) {
@@ -138,60 +168,96 @@ static void act_rows(void *p, long lo, long hi) {
     }
 }
 
-/* g = act(gate . x) * (up . x), then y = down . g, over n rows of x. */
-static void mlp(threadpool *threads, const model_hparams *hp, const weight *gate, const weight *up,
-                const weight *down, const float *x, int n, float *y, moe_scratch *s, void *mm_scratch) {
-    matmul(threads, gate, x, n, s->g, mm_scratch);
-    matmul(threads, up, x, n, s->u, mm_scratch);
-    rows_ctx c = {.hp = hp, .s = s, .n_ff = (int)gate->n_out};
-    threadpool_for(threads, n, 1, act_rows, &c);
-    matmul(threads, down, s->g, n, y, mm_scratch);
+/* y[t] = the weighted sum of token t's entries, in ascending expert order
+ * (entries are expert-major, so in ascending entry order). */
+static void combine_rows(void *p, long lo, long hi) {
+    const rows_ctx *c = p;
+    const int k = c->s->k, d = c->hp->n_embd;
+    for (long t = lo; t < hi; t++) {
+        int32_t at[CLLM_MAX_EXPERTS];
+        float wt[CLLM_MAX_EXPERTS];
+        for (int j = 0; j < k; j++) { /* insertion sort by entry */
+            int q = j;
+            const int32_t e = c->s->entry[t * k + j];
+            for (; q > 0 && at[q - 1] > e; q--) at[q] = at[q - 1], wt[q] = wt[q - 1];
+            at[q] = e, wt[q] = c->s->weight[t * k + j];
+        }
+        float *yt = c->y + (size_t)t * d;
+        memset(yt, 0, (size_t)d * sizeof *yt);
+        for (int j = 0; j < k; j++) {
+            const float *ye = c->s->yg + (size_t)at[j] * d, a = wt[j];
+            for (int i = 0; i < d; i++) yt[i] += a * ye[i];
+        }
+    }
 }
 
-void moe_ffn(threadpool *threads, const model_hparams *hp, const moe_weights *w, const float *x, int n, float *y,
-             moe_scratch *s, void *mm_scratch) {
-    const int E = hp->n_expert, k = hp->n_expert_used, d = hp->n_embd;
-    matmul(threads, &w->router, x, n, s->probs, mm_scratch);
-    rows_ctx rc = {.hp = hp, .s = s, .x = x};
-    threadpool_for(threads, n, 8, route_rows, &rc);
+/* The shared expert's output (s->yg) added in, times its gate. */
+static void shared_rows(void *p, long lo, long hi) {
+    const rows_ctx *c = p;
+    const int d = c->hp->n_embd;
+    for (long t = lo; t < hi; t++) {
+        const float *xt = c->x + (size_t)t * d, *ys = c->s->yg + (size_t)t * d;
+        float a = 1.0f;
+        if (c->w->sh_router) {
+            float z = 0;
+            for (int i = 0; i < d; i++) z += c->w->sh_router[i] * xt[i];
+            a = 1.0f / (1.0f + expf(-z));
+        }
+        float *yt = c->y + (size_t)t * d;
+        for (int i = 0; i < d; i++) yt[i] += a * ys[i];
+    }
+}
 
-    /* Group the (token, choice) pairs by expert, tokens in order within each. */
+/* Groups the (token, choice) pairs by expert, tokens in order within each. */
+static void group_by_expert(const model_hparams *hp, moe_scratch *s, int n) {
+    const int E = hp->n_expert, k = hp->n_expert_used;
     memset(s->start, 0, (size_t)(E + 1) * sizeof *s->start);
     for (int i = 0; i < n * k; i++) s->start[s->choice[i] + 1]++;
     for (int e = 0; e < E; e++) s->start[e + 1] += s->start[e];
     for (int t = 0; t < n; t++)
         for (int j = 0; j < k; j++) {
-            const int e = s->choice[t * k + j];
-            int at = s->start[e]++;
+            const int at = s->start[s->choice[t * k + j]]++;
             s->rows[at] = t;
-            s->row_w[at] = s->weight[t * k + j];
+            s->entry[t * k + j] = at;
         }
     for (int e = E; e > 0; e--) s->start[e] = s->start[e - 1]; /* the increments moved each start to the next */
     s->start[0] = 0;
+}
 
-    memset(y, 0, (size_t)n * d * sizeof *y);
+void moe_ffn(threadpool *threads, const model_hparams *hp, const moe_weights *w, const float *x, int n, float *y,
+             moe_scratch *s, void *mm_scratch) {
+    const int E = hp->n_expert, k = hp->n_expert_used, d = hp->n_embd, ff = hp->n_ff_exp;
+    rows_ctx c = {.hp = hp, .w = w, .s = s, .x = x, .y = y, .n_ff = ff};
+    matmul(threads, &w->router, x, n, s->probs, mm_scratch);
+    threadpool_for(threads, n, 8, route_rows, &c);
+    group_by_expert(hp, s, n);
+    threadpool_for(threads, (long)n * k, 16, gather_rows, &c);
+
+    /* Every chosen expert's gate and up in one pass, then its down in one. */
+    int n_tasks = 0;
     for (int e = 0; e < E; e++) {
         const int lo = s->start[e], cnt = s->start[e + 1] - lo;
         if (cnt == 0) continue;
-        for (int i = 0; i < cnt; i++) memcpy(s->xg + (size_t)i * d, x + (size_t)s->rows[lo + i] * d, d * sizeof *x);
-        mlp(threads, hp, &w->gate[e], &w->up[e], &w->down[e], s->xg, cnt, s->yg, s, mm_scratch);
-        for (int i = 0; i < cnt; i++) {
-            float *yt = y + (size_t)s->rows[lo + i] * d;
-            const float *ye = s->yg + (size_t)i * d, a = s->row_w[lo + i];
-            for (int c = 0; c < d; c++) yt[c] += a * ye[c];
-        }
+        const float *xe = s->xg + (size_t)lo * d;
+        s->tasks[n_tasks++] = (matmul_task){&w->gate[e], xe, cnt, s->g + (size_t)lo * ff};
+        s->tasks[n_tasks++] = (matmul_task){&w->up[e], xe, cnt, s->u + (size_t)lo * ff};
     }
+    matmul_multi(threads, s->tasks, n_tasks, s->mm);
+    threadpool_for(threads, (long)n * k, 4, act_rows, &c);
+    n_tasks = 0;
+    for (int e = 0; e < E; e++) {
+        const int lo = s->start[e], cnt = s->start[e + 1] - lo;
+        if (cnt > 0)
+            s->tasks[n_tasks++] = (matmul_task){&w->down[e], s->g + (size_t)lo * ff, cnt, s->yg + (size_t)lo * d};
+    }
+    matmul_multi(threads, s->tasks, n_tasks, s->mm);
+    threadpool_for(threads, n, 4, combine_rows, &c);
+
     if (!w->sh_gate.data) return;
-    mlp(threads, hp, &w->sh_gate, &w->sh_up, &w->sh_down, x, n, s->yg, s, mm_scratch);
-    for (int t = 0; t < n; t++) {
-        const float *xt = x + (size_t)t * d, *ys = s->yg + (size_t)t * d;
-        float a = 1.0f;
-        if (w->sh_router) {
-            float z = 0;
-            for (int c = 0; c < d; c++) z += w->sh_router[c] * xt[c];
-            a = 1.0f / (1.0f + expf(-z));
-        }
-        float *yt = y + (size_t)t * d;
-        for (int c = 0; c < d; c++) yt[c] += a * ys[c];
-    }
+    matmul(threads, &w->sh_gate, x, n, s->g, mm_scratch);
+    matmul(threads, &w->sh_up, x, n, s->u, mm_scratch);
+    c.n_ff = hp->n_ff_shexp;
+    threadpool_for(threads, n, 4, act_rows, &c);
+    matmul(threads, &w->sh_down, s->g, n, s->yg, mm_scratch);
+    threadpool_for(threads, n, 4, shared_rows, &c);
 }

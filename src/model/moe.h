@@ -7,8 +7,10 @@
  * Each token's output is the weighted sum of its experts' outputs, added in
  * ascending expert order (as transformers' loop does), plus the shared
  * expert's output (times sigmoid(sh_router . x) where it has a gate).
- * Threads split each matmul's rows, so a step with few tokens per expert
- * still keeps every core busy. */
+ * The chosen experts' matmuls run together (matmul_multi): threads split
+ * the rows of all of them at once, so a step with few tokens per expert
+ * keeps every core busy and costs a few thread-pool passes, not a few per
+ * expert. */
 #ifndef CLLM_MODEL_MOE_H
 #define CLLM_MODEL_MOE_H
 
@@ -19,11 +21,13 @@
 
 typedef struct moe_scratch moe_scratch;
 
-/* Buffers for batches of up to max_tokens tokens; NULL with err_get(). */
-moe_scratch *moe_scratch_create(const model_hparams *hp, int max_tokens);
+/* Buffers for batches of up to max_tokens tokens through m's expert
+ * layers; NULL with err_get(). */
+moe_scratch *moe_scratch_create(const model *m, int max_tokens);
 void moe_scratch_free(moe_scratch *s);
 
-/* Bytes of matmul scratch the layer's matmuls need for max_tokens rows. */
+/* Bytes of matmul scratch the layer's router and shared expert need for
+ * max_tokens rows (the experts' matmuls have their own, in the scratch). */
 size_t moe_matmul_scratch_size(const model_hparams *hp, const moe_weights *w, int max_tokens);
 
 /* y[n][n_embd] = the layer's experts applied to x[n][n_embd]; n <= the

@@ -15,6 +15,7 @@
  *    the reference, and a token's outputs do not depend on the batch; a
  *    weight repacked into the x8 layout gives the same bits, through the x8
  *    tiles (small batches) and through panels packed from it (larger ones);
+ *  - matmul_multi gives every task matmul's bits;
  *  - the per-ISA kernel tables list the same types, each entry whole.
  * The tiles are compared with the reference on each kernel table this CPU
  * runs, and the builds with the AVX2 tiles, each test saying which ran
@@ -589,6 +590,58 @@ static void test_matmul_ragged_sizes_match_reference(void **state) {
     }
 }
 
+/* matmul_multi over tasks of ragged rows and token counts (one weight in
+ * the x8 layout where the type has one, a batch past the streaming size)
+ * gives each task matmul's bits, with 1 and 3 threads. */
+static void test_matmul_multi_gives_matmuls_bits(void **state) {
+    (void)state;
+    static const int shapes[][2] = {{37, 1}, {48, 3}, {16, 20}, {40, 70}, {24, 2}};
+    enum { N_TASKS = sizeof shapes / sizeof shapes[0] };
+    for (size_t i = 0; i <= N_GEMM_TYPES; i++) {
+        const wtype t = i < N_GEMM_TYPES ? k_gemm_types[i] : WT_Q3_K;
+        const int n = wtype_block_size((uint32_t)t) == 256 ? 512 : 96;
+        gemm_case g[N_TASKS];
+        weight w[N_TASKS];
+        matmul_task tasks[N_TASKS];
+        float *want[N_TASKS];
+        void *x8 = NULL;
+        size_t scratch_bytes = 0;
+        for (int k = 0; k < N_TASKS; k++) {
+            g[k] = make_case(t, n, shapes[k][0], shapes[k][1], false, 900 + (uint64_t)k);
+            w[k] = (weight){.name = "w", .data = g[k].wq, .type = t, .n_in = n, .n_out = shapes[k][0],
+                            .row_bytes = g[k].wrow};
+            if (k == 1 && weight_repack_size(&w[k])) {
+                x8 = aligned_alloc(64, (weight_repack_size(&w[k]) + 63) / 64 * 64);
+                weight_repack(&w[k], x8, NULL);
+            }
+            want[k] = malloc(sizeof(float) * shapes[k][0] * shapes[k][1]);
+            tasks[k] = (matmul_task){&w[k], g[k].x, shapes[k][1], malloc(sizeof(float) * shapes[k][0] * shapes[k][1])};
+            if (matmul_scratch_size(&w[k], shapes[k][1]) > scratch_bytes)
+                scratch_bytes = matmul_scratch_size(&w[k], shapes[k][1]);
+        }
+        void *scratch = malloc(scratch_bytes + 64), *multi = malloc(matmul_multi_scratch_size(tasks, N_TASKS));
+        for (int th = 1; th <= 3; th += 2) {
+            threadpool *threads = threadpool_create(th);
+            for (int k = 0; k < N_TASKS; k++) {
+                matmul(threads, &w[k], g[k].x, shapes[k][1], want[k], scratch);
+                memset(tasks[k].y, 0x7f, sizeof(float) * shapes[k][0] * shapes[k][1]);
+            }
+            matmul_multi(threads, tasks, N_TASKS, multi);
+            for (int k = 0; k < N_TASKS; k++)
+                if (memcmp(tasks[k].y, want[k], sizeof(float) * shapes[k][0] * shapes[k][1]))
+                    fail_msg("%s, %d threads: task %d (%d rows x %d tokens%s) differs from matmul's", wtype_name(t),
+                             th, k, shapes[k][0], shapes[k][1], w[k].x8 ? ", x8" : "");
+            threadpool_free(threads);
+        }
+        for (int k = 0; k < N_TASKS; k++) {
+            free(want[k]);
+            free(tasks[k].y);
+            free_case(&g[k]);
+        }
+        free(x8), free(scratch), free(multi);
+    }
+}
+
 int main(void) {
     wtype_init();
     const struct CMUnitTest tests[] = {
@@ -600,6 +653,7 @@ int main(void) {
         cmocka_unit_test(test_x8_tiles_give_the_tiles_bits),
         cmocka_unit_test(test_x8_panels_equal_the_rows_panels),
         cmocka_unit_test(test_matmul_ragged_sizes_match_reference),
+        cmocka_unit_test(test_matmul_multi_gives_matmuls_bits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -21,6 +21,7 @@
 enum { E = 4, K = 2, D = 8, FF = 8, SH = 8, T = 3 };
 
 typedef struct {
+    model m; /* hp and layer 0's experts, for moe_scratch_create */
     model_hparams hp;
     moe_weights w;
     weight gate[E], up[E], down[E];
@@ -68,6 +69,9 @@ static toy *make_toy(bool shared) {
         t->w.sh_down = f32(t->sd, SH, D);
         t->w.sh_router = t->sh_router;
     }
+    t->m.hp = t->hp;
+    t->m.hp.n_layer = 1;
+    t->m.w.layers[0].moe = t->w;
     return t;
 }
 
@@ -122,7 +126,8 @@ static void reference(const toy *t, const float *x, float *y) {
 
 static void run(toy *t, const float *x, int n, float *y) {
     threadpool *threads = threadpool_create(2);
-    moe_scratch *s = moe_scratch_create(&t->hp, T);
+    t->m.w.layers[0].moe = t->w;
+    moe_scratch *s = moe_scratch_create(&t->m, T);
     void *mm = malloc(moe_matmul_scratch_size(&t->hp, &t->w, T) + 64);
     assert_non_null(s);
     assert_non_null(mm);
