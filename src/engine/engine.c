@@ -545,6 +545,7 @@ static void update_gauges(engine *e) {
     e->stats.preemptions = e->sched.n_preemptions;
     e->stats.kv_evictions = e->sched.evict.n_evictions;
     e->stats.kv_evicted_tokens = e->sched.evict.n_evicted_tokens;
+    forward_moe_counts(e->run.fwd, &e->stats.moe_layer_steps, &e->stats.moe_experts_read);
     pthread_mutex_unlock(&e->stats_mu);
 }
 

@@ -450,6 +450,10 @@ void forward_set_hooks(forward_ctx *f, const fwd_hooks *h) { f->hooks = h; }
 
 void forward_set_rope_factors(forward_ctx *f, const float *factors) { f->rope_factors = factors; }
 
+void forward_moe_counts(const forward_ctx *f, uint64_t *layer_steps, uint64_t *experts_read) {
+    moe_counts(f->moe, layer_steps, experts_read);
+}
+
 void forward_free(forward_ctx *f) {
     if (!f) return;
     float *bufs[] = {f->x, f->xb, f->tmp, f->q, f->k, f->v, f->att, f->gate, f->up,

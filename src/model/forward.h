@@ -43,6 +43,10 @@ void forward_free(forward_ctx *f);
  * takes the trained context's). */
 void forward_set_rope_factors(forward_ctx *f, const float *factors);
 
+/* A mixture of experts' counts over every forward_run so far (moe_counts);
+ * 0 for a dense model. */
+void forward_moe_counts(const forward_ctx *f, uint64_t *layer_steps, uint64_t *experts_read);
+
 /* Writes logits [n_out][n_vocab]. Returns 0, or -1 with err_get(). */
 int forward_run(forward_ctx *f, const fwd_batch *b, float *logits);
 /* Logits [n_rows][n_vocab] of more token rows of the last forward_run's batch

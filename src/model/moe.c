@@ -21,6 +21,7 @@ struct moe_scratch {
     float *g, *u;    /* [T * k][max(n_ff_exp, n_ff_shexp)]: gate and up activations */
     float *yg;       /* [T * k][n_embd]: the entries' outputs */
     matmul_task *tasks; /* [2 * n_expert] */
+    uint64_t layer_steps, experts_read; /* moe_ffn calls, and the distinct experts they ran */
     void *mm;        /* matmul_multi's scratch */
 };
 
@@ -94,6 +95,11 @@ size_t moe_matmul_scratch_size(const model_hparams *hp, const moe_weights *w, in
         if (ws[i]->data && matmul_scratch_size(ws[i], max_tokens) > best) best = matmul_scratch_size(ws[i], max_tokens);
     (void)hp;
     return best;
+}
+
+void moe_counts(const moe_scratch *s, uint64_t *layer_steps, uint64_t *experts_read) {
+    *layer_steps = s ? s->layer_steps : 0;
+    *experts_read = s ? s->experts_read : 0;
 }
 
 size_t moe_expert_bytes(const model *m, int *n_layers) {
@@ -243,6 +249,8 @@ void moe_ffn(threadpool *threads, const model_hparams *hp, const moe_weights *w,
         s->tasks[n_tasks++] = (matmul_task){&w->up[e], xe, cnt, s->u + (size_t)lo * ff};
     }
     matmul_multi(threads, s->tasks, n_tasks, s->mm);
+    s->layer_steps++;
+    s->experts_read += (uint64_t)(n_tasks / 2);
     threadpool_for(threads, (long)n * k, 4, act_rows, &c);
     n_tasks = 0;
     for (int e = 0; e < E; e++) {

@@ -18,6 +18,7 @@
 #include "util/threadpool.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct moe_scratch moe_scratch;
 
@@ -34,6 +35,10 @@ size_t moe_matmul_scratch_size(const model_hparams *hp, const moe_weights *w, in
  * scratch's max_tokens. mm_scratch: moe_matmul_scratch_size bytes. */
 void moe_ffn(threadpool *threads, const model_hparams *hp, const moe_weights *w, const float *x, int n, float *y,
              moe_scratch *s, void *mm_scratch);
+
+/* Since the scratch was made: expert layers run (one per layer and batch)
+ * and the distinct experts they read; 0 for NULL. */
+void moe_counts(const moe_scratch *s, uint64_t *layer_steps, uint64_t *experts_read);
 
 /* Bytes of every routed expert's matrices over all layers (what a token
  * reads n_expert_used / n_expert of), and the number of MoE layers. */

@@ -89,6 +89,11 @@ static const stat_row STAT_ROWS[] = {
     U64_ROW("vllm:spec_decode_num_draft_tokens_total", "Speculative draft tokens verified.", spec_draft_tokens),
     U64_ROW("vllm:spec_decode_num_accepted_tokens_total", "Speculative draft tokens accepted.",
             spec_accepted_tokens),
+    U64_ROW("cllm:moe_layer_steps_total", "Mixture-of-experts layers run (one per layer and engine step).",
+            moe_layer_steps),
+    U64_ROW("cllm:moe_experts_read_total",
+            "Experts those layers read: the distinct experts the step's tokens chose (divide by the layer steps).",
+            moe_experts_read),
 };
 #undef INT_ROW
 #undef U64_ROW

@@ -303,7 +303,8 @@ def test_server_batches_chunks_and_prefix_caches_like_transformers(cllm_bin, che
         second = [a[:64] + b[64:], a]
         with concurrent.futures.ThreadPoolExecutor(len(second)) as pool:
             steps = list(pool.map(generated, second))
-        hits = srv.metrics()["vllm:prefix_cache_hits_total"]
+        metrics = srv.metrics()
+        hits = metrics["vllm:prefix_cache_hits_total"]
     for i, (p, plp) in enumerate(zip(first, answers)):
         logits = hf_families.logits(model, p)
         ref = log_softmax(logits)
@@ -314,6 +315,13 @@ def test_server_batches_chunks_and_prefix_caches_like_transformers(cllm_bin, che
             f"{family} prompt {i}: position {int(np.abs(got - want).argmax()) + 1}'s logprob differs from "
             f"transformers' by {np.abs(got - want).max():.2e} (tolerance {tol:.2e})")
     assert hits >= 64 + 112, f"{hits:g} prompt tokens came from the prefix cache (at least 176 were cached)"
+    layer_steps, read = metrics["cllm:moe_layer_steps_total"], metrics["cllm:moe_experts_read_total"]
+    if family in MOE:  # each step's tokens choose at least k of the 8 experts, at most all 8
+        k = model.config.num_experts_per_tok
+        assert layer_steps > 0 and k <= read / layer_steps <= 8, (
+            f"{read:g} experts read over {layer_steps:g} expert layer steps")
+    else:
+        assert layer_steps == read == 0, f"a dense model counted {layer_steps:g} expert layer steps"
     for p, got in zip(second, steps):
         want = greedy_logprobs(model, p, 4)
         tol = 2 * TOL * np.abs(hf_families.logits(model, p)).max()
