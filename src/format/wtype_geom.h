@@ -26,6 +26,7 @@ typedef enum {
     WT_Q6_K = 14,
     WT_Q8_K = 15,
     WT_BF16 = 30,
+    WT_MXFP4 = 39,
     WT_COUNT = 128 /* GQ types (qgroup.h) use ids 100..115 */
 } wtype;
 

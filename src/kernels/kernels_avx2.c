@@ -71,6 +71,14 @@ const wtype_traits wtype_traits_avx2[WT_COUNT] = {
             .x8_prep = gemm_prep_x8_q8_0_avx2,
             .x8_act_block_bytes = X8_ACT_BLOCK,
         },
+    /* MXFP4 (quants_mxfp4_*.c): no tiles, one dot product per output */
+    [WT_MXFP4] =
+        {
+            .vec_dot_type = WT_Q8_0,
+            .to_float = mxfp4_to_float_ref,
+            .from_float = mxfp4_from_float_ref,
+            .vec_dot = vec_dot_mxfp4_q8_0_avx2,
+        },
     [WT_Q4_1] =
         {
             .vec_dot_type = WT_Q8_1,

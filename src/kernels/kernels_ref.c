@@ -53,6 +53,14 @@ const wtype_traits wtype_traits_ref[WT_COUNT] = {
             .gemm_rows = GEMM_LEGACY_ROWS,
             .gemm_cols = GEMM_LEGACY_COLS,
         },
+    /* MXFP4 (quants_mxfp4_*.c): no tiles, one dot product per output */
+    [WT_MXFP4] =
+        {
+            .vec_dot_type = WT_Q8_0,
+            .to_float = mxfp4_to_float_ref,
+            .from_float = mxfp4_from_float_ref,
+            .vec_dot = vec_dot_mxfp4_q8_0_ref,
+        },
     [WT_Q4_1] =
         {
             .vec_dot_type = WT_Q8_1,

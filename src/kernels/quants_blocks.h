@@ -56,6 +56,16 @@ typedef struct {
     uint8_t qs[QK5_1 / 2];
 } block_q5_1;
 
+/* MXFP4 (OCP microscaling, gpt-oss's experts): x = E2M1(q) * 2^(e - 127), an
+ * 8-bit shared exponent e per 32 and 4-bit floats q (sign bit 3; magnitudes
+ * 0, 0.5, 1, 1.5, 2, 3, 4, 6); element j in the low nibble of qs[j],
+ * element j + 16 in the high nibble, as Q4_0. */
+#define QK_MXFP4 32
+typedef struct {
+    uint8_t e;
+    uint8_t qs[QK_MXFP4 / 2];
+} block_mxfp4;
+
 /* x = d * q. As a weight q may be -128..127; our quantizers write -127..127,
  * and the AVX2 dot products rely on that for activations. */
 typedef struct {
@@ -134,6 +144,7 @@ _Static_assert(sizeof(block_q4_1) == 20, "block_q4_1 layout");
 _Static_assert(sizeof(block_q5_0) == 22, "block_q5_0 layout");
 _Static_assert(sizeof(block_q5_1) == 24, "block_q5_1 layout");
 _Static_assert(sizeof(block_q8_0) == 34, "block_q8_0 layout");
+_Static_assert(sizeof(block_mxfp4) == 17, "block_mxfp4 layout");
 _Static_assert(sizeof(block_q8_1) == 36, "block_q8_1 layout");
 _Static_assert(sizeof(block_q2_K) == 84, "block_q2_K layout");
 _Static_assert(sizeof(block_q3_K) == 110, "block_q3_K layout");

@@ -112,6 +112,17 @@ void vec_dot_q5_K_q8_K_ref(int n, float *restrict s, const void *restrict x,
 void vec_dot_q6_K_q8_K_ref(int n, float *restrict s, const void *restrict x,
                            const void *restrict y);
 
+/* quants_mxfp4_ref.c: the doubled E2M1 levels, the block scale 2^(e - 128)
+ * they take, and the type's reference kernels */
+extern const int8_t k_mxfp4_values[16];
+float mxfp4_half_scale(uint8_t e);
+void mxfp4_to_float_ref(const void *restrict x, float *restrict y, int64_t n);
+void mxfp4_from_float_ref(const float *restrict x, void *restrict y, int64_t n);
+void vec_dot_mxfp4_q8_0_ref(int n, float *restrict s, const void *restrict x, const void *restrict y);
+
+/* quants_mxfp4_avx2.c */
+void vec_dot_mxfp4_q8_0_avx2(int n, float *restrict s, const void *restrict x, const void *restrict y);
+
 /* quants_legacy_avx2.c */
 void q4_0_to_float_avx2(const void *restrict x, float *restrict y, int64_t n);
 void q8_0_to_float_avx2(const void *restrict x, float *restrict y, int64_t n);

@@ -7,9 +7,9 @@ Python `gguf` package (gguf.quants), through build/dequant_tool:
     kernels;
   - tensors of the real gemma-3-270m Q4_K_M model (Q8_0, Q5_0, Q4_K, Q6_K, F32)
     dequantize to exactly what gguf.quants gives;
-  - for the types gguf.quants can quantize (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, all
-    bit-exact ports of ggml's reference quantizers) our quantizer writes the
-    same bytes.
+  - for the types gguf.quants can quantize (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
+    MXFP4, all bit-exact ports of ggml's reference quantizers) our quantizer
+    writes the same bytes.
 """
 
 from __future__ import annotations
@@ -36,8 +36,9 @@ F16_FIELDS = {
     Q.Q4_K: [0, 2],
     Q.Q5_K: [0, 2],
     Q.Q6_K: [208],
+    Q.MXFP4: [],  # a shared exponent byte: every value of it is a finite scale (2^-128 .. 2^127)
 }
-QUANTIZABLE = [Q.Q4_0, Q.Q4_1, Q.Q5_0, Q.Q5_1, Q.Q8_0]
+QUANTIZABLE = [Q.Q4_0, Q.Q4_1, Q.Q5_0, Q.Q5_1, Q.Q8_0, Q.MXFP4]
 
 
 @pytest.fixture(scope="module")

@@ -115,6 +115,10 @@ static inline void fill_blocks(wtype t, void *dst, int n, uint64_t seed, bool ex
     case WT_Q6_K:
         offs[n_offs++] = offsetof(block_q6_K, d);
         break;
+    case WT_MXFP4: /* shared exponents near 2^-3, as scales of the f16 ones' size */
+        for (size_t b = 0; b < bytes; b += sizeof(block_mxfp4))
+            p[b] = (uint8_t)(118 + rng_next(&s) % 8);
+        return;
     default:
         fail_msg("no raw layout for %s", wtype_name(t));
     }

@@ -44,7 +44,7 @@ static const type_case k_types[] = {
     {WT_Q4_0, 0.100, 0.150}, {WT_Q4_1, 0.094, 0.125},   {WT_Q5_0, 0.050, 0.075},
     {WT_Q5_1, 0.047, 0.057}, {WT_Q8_0, 0.0066, 0.0098}, {WT_Q2_K, 0.34, 0.38},
     {WT_Q3_K, 0.170, 0.20},  {WT_Q4_K, 0.085, 0.100},   {WT_Q5_K, 0.043, 0.050},
-    {WT_Q6_K, 0.021, 0.029},
+    {WT_Q6_K, 0.021, 0.029}, {WT_MXFP4, 0.128, 0.177},
 };
 #define N_TYPES (sizeof k_types / sizeof k_types[0])
 
@@ -74,7 +74,7 @@ static void test_registry_entries(void **state) {
         wtype type, act;
     } pairs[] = {{WT_Q4_0, WT_Q8_0}, {WT_Q4_1, WT_Q8_1}, {WT_Q5_0, WT_Q8_0}, {WT_Q5_1, WT_Q8_1},
                  {WT_Q8_0, WT_Q8_0}, {WT_Q2_K, WT_Q8_K}, {WT_Q3_K, WT_Q8_K}, {WT_Q4_K, WT_Q8_K},
-                 {WT_Q5_K, WT_Q8_K}, {WT_Q6_K, WT_Q8_K}};
+                 {WT_Q5_K, WT_Q8_K}, {WT_Q6_K, WT_Q8_K}, {WT_MXFP4, WT_Q8_0}};
     for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
         for (int fast = 0; fast < 2; fast++) {
             const wtype_traits *tr = fast ? wtype_get(pairs[i].type) : wtype_get_ref(pairs[i].type);
