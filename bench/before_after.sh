@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # cllm against an earlier cllm on the same GGUF file: does a change move speed?
-#   bash bench/before_after.sh COMMIT MODEL.gguf [--reps N] [--threads T] [--env "CLLM_NO_VNNI=1 ..."]
-# Builds COMMIT (Release) in a worktree under $BEFORE_DIR (default
-# /tmp/cllm-before-COMMIT; kept for the next run), then measures both binaries
+#   bash bench/before_after.sh COMMIT MODEL.gguf [--after COMMIT2] [--reps N] [--threads T]
+#                              [--env "CLLM_NO_VNNI=1 ..."]
+# Builds COMMIT (Release) in a worktree, /tmp/cllm-before-COMMIT (kept for
+# the next run), and races it against build/cllm, or against COMMIT2 built
+# the same way (to isolate one change). Measures both binaries
 # with rounds interleaved between them (a fresh process and a fresh random
 # prompt each round, the same prompt for both in a round):
 #   prompt   time to first token of a 512-token prompt, at 1 and T threads;
@@ -10,33 +12,44 @@
 #            at 1 and T threads;
 #   batch    `cllm bench offline`'s output throughput of 16 requests of
 #            128 prompt + 64 output tokens at T threads (batched decode).
-# Prints one Markdown table, medians of --reps rounds (default 3) and the
-# ratio after/before, with the CPU model and flags; nothing is appended:
+# Prints one Markdown table, medians of --reps rounds (default 3) with their
+# range, and the ratio after/before, with the CPU model and flags; nothing is appended:
 # copy it into bench/RESULTS.md with this command.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -ge 2 ] || { sed -n 2,16p "$0" >&2; exit 2; }
 COMMIT=$1 MODEL=$2
 shift 2
-REPS=3 THREADS=2 ENVS=""
+REPS=3 THREADS=2 ENVS="" AFTER_COMMIT=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --reps) REPS=$2; shift 2 ;;
         --threads) THREADS=$2; shift 2 ;;
         --env) ENVS=$2; shift 2 ;;
+        --after) AFTER_COMMIT=$2; shift 2 ;;
         *) echo "before_after: unknown option $1" >&2; exit 2 ;;
     esac
 done
-AFTER=build/cllm
-[ -x "$AFTER" ] || { echo "before_after: build cllm first ($AFTER)" >&2; exit 1; }
+# A commit's cllm, built once in a worktree: its path.
+build_commit() {
+    local dir=/tmp/cllm-before-$(git rev-parse --short "$1")
+    if [ ! -x "$dir/build/cllm" ]; then
+        git worktree add -f --detach "$dir" "$1" >/dev/null
+        cmake -S "$dir" -B "$dir/build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+        cmake --build "$dir/build" -j"$(nproc)" --target cllm >/dev/null
+    fi
+    echo "$dir/build/cllm"
+}
 SHA=$(git rev-parse --short "$COMMIT")
-DIR=${BEFORE_DIR:-/tmp/cllm-before-$SHA}
-if [ ! -x "$DIR/build/cllm" ]; then
-    git worktree add -f --detach "$DIR" "$COMMIT" >/dev/null
-    cmake -S "$DIR" -B "$DIR/build" -DCMAKE_BUILD_TYPE=Release >/dev/null
-    cmake --build "$DIR/build" -j"$(nproc)" --target cllm >/dev/null
+BEFORE=$(build_commit "$COMMIT")
+if [ -n "$AFTER_COMMIT" ]; then
+    AFTER=$(build_commit "$AFTER_COMMIT")
+    AFTER_NAME=$(git rev-parse --short "$AFTER_COMMIT")
+else
+    AFTER=build/cllm
+    AFTER_NAME="$(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo '+changes')"
+    [ -x "$AFTER" ] || { echo "before_after: build cllm first ($AFTER)" >&2; exit 1; }
 fi
-BEFORE=$DIR/build/cllm
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 
@@ -55,8 +68,8 @@ measure() {
 import json, sys
 r = json.load(open(sys.argv[1]))
 what = sys.argv[2]
-v = {"prompt": 512 / (r["median_ttft_ms"] / 1e3), "decode": 1e3 / r["mean_tpot_ms"],
-     "batch": r["output_throughput"]}[what]
+v = {"prompt": lambda: 512 / (r["median_ttft_ms"] / 1e3), "decode": lambda: 1e3 / r["mean_tpot_ms"],
+     "batch": lambda: r["output_throughput"]}[what]()
 print(f"{v:.2f}")
 PY
 }
@@ -79,10 +92,10 @@ done
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')
 flags=$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx2|fma|f16c|avx_vnni|avx512f|avx512_vnni)$' | tr '\n' ' ')
 echo
-echo "cllm $SHA (before) against $(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo '+changes') (after)" \
+echo "cllm $SHA (before) against $AFTER_NAME (after)" \
     "on $(basename "$MODEL"), ${ENVS:-native kernels}; $cpu ($flags), $(nproc) cores; median of $REPS rounds"
 echo
-echo "| measure | threads | before | after | after / before |"
+echo "| measure | threads | before: median (range) | after: median (range) | after / before |"
 echo "|---|---|---|---|---|"
 for row in "${rows[@]}"; do
     read -r what t <<<"$row"
@@ -93,8 +106,8 @@ name, t, rest = sys.argv[1], sys.argv[2], sys.argv[3:]
 i = rest.index("--")
 def med(xs):
     xs = [float(x) for x in xs if x != "nan"]
-    return statistics.median(xs) if xs else math.nan
+    return (statistics.median(xs), min(xs), max(xs)) if xs else (math.nan,) * 3
 b, a = med(rest[:i]), med(rest[i + 1:])
-print(f"| {name} | {t} | {b:.1f} | {a:.1f} | {a / b:.3f} |")
+print(f"| {name} | {t} | {b[0]:.1f} ({b[1]:.1f}-{b[2]:.1f}) | {a[0]:.1f} ({a[1]:.1f}-{a[2]:.1f}) | {a[0] / b[0]:.3f} |")
 PY
 done
