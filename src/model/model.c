@@ -422,9 +422,10 @@ static int repack_weights(model *m) {
         if (!bytes) continue;
         void *buf = tensors_alloc(&m->tensors, bytes);
         if (!buf) {
+            err_oom("out of memory repacking '%s' (%zu bytes)", ws[i]->name, bytes);
             threadpool_free(threads);
             free(ws);
-            return err_oom("out of memory repacking '%s' (%zu bytes)", ws[i]->name, bytes);
+            return -1;
         }
         if (!threads) threads = threadpool_create(0); /* NULL: repack on this thread */
         weight_repack(ws[i], buf, threads);
