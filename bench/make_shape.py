@@ -30,7 +30,7 @@ SHAPES = {
     # layer cut to 16 layers of 64 experts (of its 48 of 128), so that it fits this machine's memory.
     "olmoe-1b-7b": ("olmoe", dict(n_embd=2048, n_layer=16, n_head=16, n_head_kv=16, head_dim=128, n_ff=1024,
                                   n_vocab=50304, rope_base=10000.0, ctx=4096, qk_norm_all=True, n_expert=64,
-                                  n_expert_used=8)),
+                                  n_expert_used=8, untied=True)),
     "qwen3-moe-16l": ("qwen3moe", dict(n_embd=2048, n_layer=16, n_head=32, n_head_kv=4, head_dim=128, n_ff=6144,
                                        n_vocab=151936, rope_base=1000000.0, ctx=40960, qk_norm=True, n_expert=64,
                                        n_expert_used=8, n_ff_exp=768)),
@@ -90,6 +90,8 @@ def write(name: str, path: str, seed: int = 0) -> None:
     e, hd = h["n_embd"], h["head_dim"]
     q, kv = h["n_head"] * hd, h["n_head_kv"] * hd
     w.add_tensor("token_embd.weight", mat(n_vocab, e))  # tied: no output.weight, as the real 1B/1.7B/4B
+    if h.get("untied"):  # OLMoE has its own output matrix (and llama.cpp requires it)
+        w.add_tensor("output.weight", mat(n_vocab, e))
     w.add_tensor("output_norm.weight", ones(e))
     if h.get("llama3_rope"):
         w.add_tensor("rope_freqs.weight", make_hf.llama3_factors(hd, h["rope_base"], LLAMA32_ROPE))
