@@ -83,6 +83,10 @@ typedef struct {
     int n_tok;
     int n_head; /* n_tok * n_head <= ATTN_TILE_ROWS */
     float softcap;     /* > 0: scores become softcap * tanh(score / softcap) (Gemma 2); 0: none */
+    /* NULL, or each of the tile's heads' sink logit (gpt-oss): a key with
+     * that score and a zero value in every row's softmax, which takes its
+     * share of the probability and adds nothing to the output. */
+    const float *sinks;
     int64_t *key_mass; /* NULL, or [hi + 1] at least */
 } attn_tile;
 

@@ -284,7 +284,7 @@ static ALWAYS_INLINE void tile_body(kv_dtype dt, const paged_kv *kv, const int32
         tr.q[r] = t->q + i * t->q_stride + (size_t)h * tr.dk;
         tr.out[r] = t->out + i * t->out_stride + (size_t)h * tr.dv;
         tr.lo[r] = t->lo[i], tr.hi[r] = t->hi[i];
-        tr.m[r] = -INFINITY, tr.l[r] = 0;
+        tr.m[r] = t->sinks ? t->sinks[h] : -INFINITY, tr.l[r] = t->sinks ? 1 : 0; /* the sink: a key seen first */
         for (int d = 0; d < tr.dv; d++) tr.out[r][d] = 0;
         jlo = min_int(jlo, tr.lo[r]), jhi = max_int(jhi, tr.hi[r]);
     }

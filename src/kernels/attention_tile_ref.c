@@ -73,7 +73,8 @@ static void tile_pass(const paged_kv *kv, const int32_t *block_table, int kv_hea
     int jlo = t->lo[0], jhi = t->hi[0];
     for (int i = 1; i < t->n_tok; i++) jlo = min_int(jlo, t->lo[i]), jhi = max_int(jhi, t->hi[i]);
     for (int r = 0; r < n_rows; r++) {
-        m[r] = -INFINITY, l[r] = 0;
+        /* A sink is a key seen first: its exp(0) in the sum, nothing in acc. */
+        m[r] = t->sinks ? t->sinks[r % t->n_head] : -INFINITY, l[r] = t->sinks ? 1 : 0;
         for (int d = 0; d < nd; d++) acc[r][d] = 0;
     }
     for (int b = jlo / bs; b <= jhi / bs; b++) {

@@ -415,5 +415,6 @@ const kernel_ops kernel_ops_avx2 = {
     .gelu_erf = gelu_erf_avx2,
     .silu_mul = silu_mul_avx2,
     .gelu_tanh_mul = gelu_tanh_mul_avx2,
+    .swiglu_oai_mul = swiglu_oai_mul_avx2,
     .attn_tile = attn_tile_avx2,
 };

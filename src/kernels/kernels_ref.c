@@ -280,5 +280,6 @@ const kernel_ops kernel_ops_ref = {
     .gelu_erf = gelu_erf_ref,
     .silu_mul = silu_mul_ref,
     .gelu_tanh_mul = gelu_tanh_mul_ref,
+    .swiglu_oai_mul = swiglu_oai_mul_ref,
     .attn_tile = attn_tile_ref,
 };

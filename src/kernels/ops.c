@@ -17,4 +17,8 @@ void silu_mul(float *g, const float *u, int n) { kernel_ops_active()->silu_mul(g
 
 void gelu_tanh_mul(float *g, const float *u, int n) { kernel_ops_active()->gelu_tanh_mul(g, u, n); }
 
+void swiglu_oai_mul(float *g, const float *u, int n, float alpha, float limit) {
+    kernel_ops_active()->swiglu_oai_mul(g, u, n, alpha, limit);
+}
+
 attn_tile_fn attn_tile_best(void) { return kernel_ops_active()->attn_tile; }

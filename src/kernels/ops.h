@@ -30,6 +30,9 @@ void gelu_erf(float *x, int n);
 /* g = act(g) * u, elementwise. */
 void silu_mul(float *g, const float *u, int n);
 void gelu_tanh_mul(float *g, const float *u, int n);
+/* gpt-oss's clamped SwiGLU: with x = min(g, limit) and y = clamp(u, -limit,
+ * limit), g = x * sigmoid(alpha * x) * (y + 1). */
+void swiglu_oai_mul(float *g, const float *u, int n, float alpha, float limit);
 
 void vec_add(float *y, const float *x, int n);
 void vec_scale(float *y, float s, int n);
@@ -41,8 +44,10 @@ void layernorm_avx2(float *out, const float *x, const float *w, const float *b, 
 void gelu_erf_avx2(float *x, int n);
 void silu_mul_ref(float *g, const float *u, int n);
 void gelu_tanh_mul_ref(float *g, const float *u, int n);
+void swiglu_oai_mul_ref(float *g, const float *u, int n, float alpha, float limit);
 void rmsnorm_avx2(float *out, const float *x, const float *w, int n, float eps);
 void silu_mul_avx2(float *g, const float *u, int n);
 void gelu_tanh_mul_avx2(float *g, const float *u, int n);
+void swiglu_oai_mul_avx2(float *g, const float *u, int n, float alpha, float limit);
 
 #endif

@@ -57,6 +57,19 @@ void gelu_tanh_mul_avx2(float *g, const float *u, int n) {
     }
 }
 
+void swiglu_oai_mul_avx2(float *g, const float *u, int n, float alpha, float limit) {
+    const __m256 one = _mm256_set1_ps(1.0f), lim = _mm256_set1_ps(limit), nlim = _mm256_set1_ps(-limit);
+    const __m256 na = _mm256_set1_ps(-alpha);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 x = _mm256_min_ps(_mm256_loadu_ps(g + i), lim);
+        const __m256 y = _mm256_max_ps(_mm256_min_ps(_mm256_loadu_ps(u + i), lim), nlim);
+        const __m256 s = _mm256_div_ps(x, _mm256_add_ps(one, exp256(_mm256_mul_ps(na, x))));
+        _mm256_storeu_ps(g + i, _mm256_mul_ps(s, _mm256_add_ps(y, one)));
+    }
+    swiglu_oai_mul_ref(g + i, u + i, n - i, alpha, limit);
+}
+
 void rmsnorm_avx2(float *out, const float *x, const float *w, int n, float eps) {
     /* Sum of squares in double lanes, as the reference does. */
     __m256d acc0 = _mm256_setzero_pd(), acc1 = _mm256_setzero_pd();

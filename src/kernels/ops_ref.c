@@ -55,6 +55,13 @@ void gelu_tanh_mul_ref(float *g, const float *u, int n) {
     }
 }
 
+void swiglu_oai_mul_ref(float *g, const float *u, int n, float alpha, float limit) {
+    for (int i = 0; i < n; i++) {
+        const float x = fminf(g[i], limit), y = fmaxf(fminf(u[i], limit), -limit);
+        g[i] = x / (1.0f + expf(-alpha * x)) * (y + 1.0f);
+    }
+}
+
 void layernorm_ref(float *out, const float *x, const float *w, const float *b, int n, float eps) {
     double sum = 0, ss = 0;
     for (int i = 0; i < n; i++) sum += x[i];

@@ -18,6 +18,7 @@ typedef struct {
     void (*gelu_erf)(float *x, int n);
     void (*silu_mul)(float *g, const float *u, int n);
     void (*gelu_tanh_mul)(float *g, const float *u, int n);
+    void (*swiglu_oai_mul)(float *g, const float *u, int n, float alpha, float limit);
     attn_tile_fn attn_tile;
 } kernel_ops;
 

@@ -33,6 +33,11 @@ static const arch_traits k_archs[] = {
     {.name = "qwen3moe", .family = "Qwen3-MoE", .rope = ROPE_NEOX, .act = ACT_SILU, .qk_norm = QK_NORM_HEAD,
      .expert_norm = true},
     {.name = "olmoe", .family = "OLMoE", .rope = ROPE_NEOX, .act = ACT_SILU, .qk_norm = QK_NORM_ALL},
+    /* gpt-oss: q/k/v/o, router and expert biases, attention sinks, every other layer sliding (the first
+     * one), clamped SwiGLU experts, softmax over the chosen experts' logits (= renormalized softmax), YaRN;
+     * llama.cpp names its MLP input norm post_attention_norm. */
+    {.name = "gpt-oss", .family = "gpt-oss", .rope = ROPE_NEOX, .act = ACT_SWIGLU_OAI, .qkv_bias = true,
+     .swa_pattern = 2, .expert_norm = true, .biases = true, .ffn_norm = "post_attention_norm.weight"},
 };
 
 #define N_ARCHS (sizeof k_archs / sizeof k_archs[0])
@@ -69,8 +74,13 @@ void arch_describe(const model_hparams *hp, char *buf, size_t cap) {
     for (int il = 0; il < hp->n_layer; il++) nope += hp->no_rope[il];
     if (nope) PUT("%sno rope on %d of %d layers", SEP, nope, hp->n_layer);
     if (hp->rope_orig_ctx > 0) PUT("%sLongRoPE past %d tokens", SEP, hp->rope_orig_ctx);
+    if (hp->rope_yarn_factor > 0)
+        PUT("%sYaRN x %g past %d tokens", SEP, (double)hp->rope_yarn_factor, hp->rope_yarn_orig_ctx);
+    if (tr->biases) PUT("%sattention sinks, output and expert biases", SEP);
     if (hp->rope_dim < hp->head_dim_k) PUT("%srope on %d of %d dims", SEP, hp->rope_dim, hp->head_dim_k);
-    PUT("%s%s", SEP, tr->act == ACT_GELU_TANH ? "GELU (tanh) MLP" : "SiLU MLP");
+    if (tr->act == ACT_SWIGLU_OAI)
+        PUT("%sclamped SwiGLU MLP (alpha %g, limit %g)", SEP, (double)hp->swiglu_alpha, (double)hp->swiglu_limit);
+    else PUT("%s%s", SEP, tr->act == ACT_GELU_TANH ? "GELU (tanh) MLP" : "SiLU MLP");
     if (hp->n_expert > 0) {
         PUT("%s%d of %d experts (%s%s", SEP, hp->n_expert_used, hp->n_expert,
             hp->gating == GATING_SIGMOID ? "sigmoid" : "softmax", hp->expert_norm ? ", renormalized" : "");
@@ -141,6 +151,31 @@ static int experts_from_gguf(const gguf_ctx *g, const char *arch, model_hparams 
     return 0;
 }
 
+/* YaRN as llama.cpp reads it: the correction range always rounded
+ * outwards, the attention factor yarn_attn_factor x (1 + 0.1 ln factor). */
+static int yarn_from_gguf(const gguf_ctx *g, const char *arch, float factor, model_hparams *hp) {
+    float attn = 1.0f, ext = 1.0f;
+    hp->rope_yarn_factor = factor;
+    hp->rope_yarn_orig_ctx = hp->n_ctx_train;
+    hp->rope_yarn_beta_fast = 32.0f, hp->rope_yarn_beta_slow = 1.0f;
+    hp->rope_yarn_truncate = true;
+    if (meta_opt_u32(g, arch, "rope.scaling.original_context_length", &hp->rope_yarn_orig_ctx, 1, HPARAMS_MAX_CTX) ||
+        meta_opt_f32(g, arch, "rope.scaling.yarn_beta_fast", &hp->rope_yarn_beta_fast) ||
+        meta_opt_f32(g, arch, "rope.scaling.yarn_beta_slow", &hp->rope_yarn_beta_slow) ||
+        meta_opt_f32(g, arch, "rope.scaling.yarn_attn_factor", &attn) ||
+        meta_opt_f32(g, arch, "rope.scaling.yarn_ext_factor", &ext))
+        return -1;
+    /* cllm's own key, written for checkpoints that do not round (gpt-oss's config says truncate: false). */
+    char key[128];
+    snprintf(key, sizeof key, "%s.rope.scaling.yarn_truncate", arch);
+    if (gguf_find(g, key) && !gguf_get_bool(g, key, &hp->rope_yarn_truncate))
+        return err_set("metadata '%s' is not a boolean", key);
+    if (!(factor >= 1.0f)) return err_set("YaRN rope.scaling.factor %g must be at least 1", (double)factor);
+    if (ext != 1.0f) return err_set("YaRN rope.scaling.yarn_ext_factor %g is not supported (1)", (double)ext);
+    hp->rope_attn_factor = attn * rope_yarn_mscale(factor);
+    return 0;
+}
+
 int hparams_from_gguf(const gguf_ctx *g, model_hparams *hp) {
     memset(hp, 0, sizeof *hp);
     gguf_str arch_s;
@@ -198,8 +233,10 @@ int hparams_from_gguf(const gguf_ctx *g, model_hparams *hp) {
         if (gguf_str_eq(scaling, "linear")) {
             if (factor <= 0) return err_set("rope.scaling.factor must be positive");
             hp->rope_pos_scale = 1.0f / factor;
+        } else if (gguf_str_eq(scaling, "yarn")) {
+            if (yarn_from_gguf(g, arch, factor, hp)) return -1;
         } else {
-            return err_set("unsupported rope scaling type '%.*s' (supported: none, linear)",
+            return err_set("unsupported rope scaling type '%.*s' (supported: none, linear, yarn)",
                            (int)scaling.len, scaling.ptr);
         }
     }
@@ -232,6 +269,13 @@ int hparams_from_gguf(const gguf_ctx *g, model_hparams *hp) {
     }
     hparams_nope_period(hp, hp->traits->nope_period);
     if (experts_from_gguf(g, arch, hp)) return -1;
+    if (hp->traits->act == ACT_SWIGLU_OAI) {
+        /* llama.cpp fixes gpt-oss's values; cllm quantize writes them when a checkpoint's differ. */
+        hp->swiglu_alpha = 1.702f, hp->swiglu_limit = 7.0f;
+        if (meta_opt_f32(g, arch, "swiglu_alpha", &hp->swiglu_alpha) ||
+            meta_opt_f32(g, arch, "swiglu_limit", &hp->swiglu_limit))
+            return -1;
+    }
 
     if (hp->traits->swa_pattern > 0) {
         /* Gemma 2 files may leave out the window: llama.cpp then takes 4096. */
@@ -285,6 +329,17 @@ int hparams_check(const model_hparams *hp) {
         check_range("logit scale (1 / logit_scale, 1 / logits_scaling)", hp->logit_scale, 0, 1e6, true) ||
         check_range("attention soft-cap (attn_logit_softcapping)", hp->attn_softcap, 0, 1e6, false) ||
         check_range("final logit soft-cap (final_logit_softcapping)", hp->final_softcap, 0, 1e6, false))
+        return -1;
+    if (hp->rope_yarn_factor > 0 &&
+        (check_range("YaRN factor (rope.scaling.factor)", hp->rope_yarn_factor, 1, 1e6, false) ||
+         check_range("YaRN beta_fast (rope.scaling.yarn_beta_fast)", hp->rope_yarn_beta_fast, 0, 1e6, true) ||
+         check_range("YaRN beta_slow (rope.scaling.yarn_beta_slow)", hp->rope_yarn_beta_slow, 0, 1e6, true)))
+        return -1;
+    if (hp->rope_yarn_factor > 0 && (hp->rope_yarn_orig_ctx < 1 || hp->rope_yarn_orig_ctx > HPARAMS_MAX_CTX))
+        return err_set("YaRN original context %d is out of range [1, %d]", hp->rope_yarn_orig_ctx, HPARAMS_MAX_CTX);
+    if (hp->traits->act == ACT_SWIGLU_OAI &&
+        (check_range("SwiGLU alpha (swiglu_alpha)", hp->swiglu_alpha, 0, 1e3, true) ||
+         check_range("SwiGLU limit (swiglu_limit)", hp->swiglu_limit, 0, 1e6, true)))
         return -1;
     if (hp->n_ctx_train < 1 || hp->n_ctx_train > HPARAMS_MAX_CTX)
         return err_set("trained context length %d is out of range [1, %d]", hp->n_ctx_train, HPARAMS_MAX_CTX);

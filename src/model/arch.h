@@ -16,7 +16,10 @@ typedef struct gguf_ctx gguf_ctx;
 typedef struct gguf_writer gguf_writer;
 
 typedef enum { ROPE_NORM, ROPE_NEOX } rope_style; /* adjacent pairs / split halves */
-typedef enum { ACT_SILU, ACT_GELU_TANH } act_kind;
+/* SwiGLU, GELU-tanh-GLU, or gpt-oss's clamped SwiGLU: gate clamped to at most
+ * swiglu_limit, up to +-swiglu_limit, out = gate * sigmoid(alpha * gate) *
+ * (up + 1). */
+typedef enum { ACT_SILU, ACT_GELU_TANH, ACT_SWIGLU_OAI } act_kind;
 /* RMSNorm of q and k before rope: none, each head on its own (Qwen3, Gemma),
  * or the whole projection at once (OLMo 2: q_norm has n_head * head_dim
  * weights). */
@@ -45,6 +48,9 @@ typedef struct {
     bool longrope;          /* LongRoPE keys and factor tensors (Phi-3); q/k/v and gate/up fused in the file */
     bool window_all_layers; /* a sliding window in the file applies to every layer (Mistral via cllm quantize) */
     bool expert_norm;       /* MoE: the chosen experts' weights are renormalized to sum 1 unless the file says */
+    bool biases;            /* attention output, router and expert biases, and attention sinks (gpt-oss) */
+    const char *ffn_norm;   /* the MLP's input norm's tensor, when not ffn_norm.weight (gpt-oss:
+                             * post_attention_norm.weight, which is then no post-norm) */
 } arch_traits;
 
 #define CLLM_MAX_LAYERS 256
@@ -69,6 +75,15 @@ typedef struct {
     float rope_pos_scale;   /* linear rope scaling: position multiplier (1/factor) */
     float rope_attn_factor; /* LongRoPE: cos and sin times this (1: none) */
     int rope_orig_ctx;      /* LongRoPE: its long factors serve contexts past this (0: no LongRoPE) */
+    /* YaRN (rope_yarn.c): the frequencies below the correction range are
+     * divided by yarn_factor, those above it kept, a linear ramp between;
+     * the range comes from beta_fast and beta_slow rotations over
+     * yarn_orig_ctx positions, rounded outwards when yarn_truncate (as
+     * llama.cpp always does). The attention factor goes to rope_attn_factor. */
+    float rope_yarn_factor; /* 0: no YaRN */
+    int rope_yarn_orig_ctx;
+    float rope_yarn_beta_fast, rope_yarn_beta_slow;
+    bool rope_yarn_truncate;
     float attn_scale;       /* multiplier of q.k */
     float embd_scale;
     float residual_scale;   /* multiplier of each layer's attention and MLP output (Granite) */
@@ -91,6 +106,7 @@ typedef struct {
     bool expert_norm;       /* the chosen weights are divided by their sum */
     float expert_scale;     /* then multiplied by this (1: none) */
     bool dense_ffn[CLLM_MAX_LAYERS]; /* a Hugging Face MoE's dense layers (mlp_only_layers, decoder_sparse_step) */
+    float swiglu_alpha, swiglu_limit; /* ACT_SWIGLU_OAI's */
 } model_hparams;
 
 #define HPARAMS_MAX_CTX (1 << 24) /* tokens; far above any trained context */
@@ -101,6 +117,11 @@ void arch_names(char *buf, size_t cap);
 /* What the family computes beyond a plain Llama layer, for `cllm info`:
  * "q/k norm per head, post-norms, ...", or "plain" when nothing. */
 void arch_describe(const model_hparams *hp, char *buf, size_t cap);
+/* The YaRN frequency factors (rope_dim / 2 of them) that divide rope's
+ * angles, as rope_freqs.weight does: 1 / (ramp / factor + 1 - ramp). */
+void rope_yarn_factors(const model_hparams *hp, float *out);
+/* YaRN's attention factor for a scaling factor s: 1 + 0.1 ln s (1 for s <= 1). */
+float rope_yarn_mscale(float s);
 /* Marks every period-th layer (the 4th, 8th, ...) as NoPE; 0: none. */
 void hparams_nope_period(model_hparams *hp, int period);
 /* Refuses hyper-parameters the forward pass cannot compute with: a norm

@@ -1,7 +1,7 @@
 /* Hyper-parameters from a Hugging Face config.json (see hf_config.h). Keys and
  * their defaults follow transformers' LlamaConfig, MistralConfig, Qwen2Config,
  * Qwen3Config, Gemma2Config, Gemma3TextConfig, GraniteConfig, SmolLM3Config
- * and Olmo2Config; a null value counts as absent. Rope settings come as
+ * Olmo2Config, the MoE configs and GptOssConfig; a null value counts as absent. Rope settings come as
  * transformers 4 writes them (rope_theta, rope_scaling) or as 5 does
  * (rope_parameters, per layer type where a family has two bases). Where the
  * checkpoint's conventions differ from GGUF's they are recorded for the loader:
@@ -13,7 +13,9 @@
  *    MistralModel); llama.cpp's converter does not carry it to GGUF.
  *  - Gemma's attention scale is query_pre_attn_scalar^-0.5.
  *  - "llama3" rope scaling becomes per-pair frequency factors, computed as
- *    convert_hf_to_gguf.py computes rope_freqs.weight. */
+ *    convert_hf_to_gguf.py computes rope_freqs.weight;
+ *  - "yarn" keeps transformers' truncate (gpt-oss: false), which llama.cpp's
+ *    files cannot state (it always rounds). */
 #include "model/hf_config.h"
 
 #include "format/json_file.h"
@@ -110,6 +112,31 @@ static int read_longrope(const cfg_obj *top, const cfg_obj *r, model_hparams *hp
     return 0;
 }
 
+/* YaRN as transformers computes it (_compute_yarn_parameters): factor
+ * (else max_position_embeddings / original), the attention factor as stated,
+ * else from mscale and mscale_all_dim, else 1 + 0.1 ln factor. */
+static int read_yarn(const cfg_obj *top, const cfg_obj *r, model_hparams *hp) {
+    float factor = 0, attn = 0, mscale = 0, mscale_all = 0;
+    hp->rope_yarn_orig_ctx = 0;
+    hp->rope_yarn_beta_fast = 32.0f, hp->rope_yarn_beta_slow = 1.0f;
+    hp->rope_yarn_truncate = true;
+    if (get_int(r, "original_max_position_embeddings", &hp->rope_yarn_orig_ctx, 1, HPARAMS_MAX_CTX, false) ||
+        (!hp->rope_yarn_orig_ctx &&
+         get_int(top, "original_max_position_embeddings", &hp->rope_yarn_orig_ctx, 1, HPARAMS_MAX_CTX, true)) ||
+        get_num(r, "factor", &factor) || get_num(r, "attention_factor", &attn) || get_num(r, "mscale", &mscale) ||
+        get_num(r, "mscale_all_dim", &mscale_all) || get_num(r, "beta_fast", &hp->rope_yarn_beta_fast) ||
+        get_num(r, "beta_slow", &hp->rope_yarn_beta_slow) || get_bool(r, "truncate", &hp->rope_yarn_truncate))
+        return -1;
+    if (factor == 0) factor = (float)hp->n_ctx_train / (float)hp->rope_yarn_orig_ctx;
+    if (!(factor >= 1)) return err_set("%s: YaRN \"factor\" %g must be at least 1", r->path, (double)factor);
+    hp->rope_yarn_factor = factor;
+    if (attn > 0) hp->rope_attn_factor = attn;
+    else if (mscale > 0 && mscale_all > 0)
+        hp->rope_attn_factor = (1.0f + 0.1f * mscale * logf(factor)) / (1.0f + 0.1f * mscale_all * logf(factor));
+    else hp->rope_attn_factor = rope_yarn_mscale(factor);
+    return 0;
+}
+
 /* The scaling described by rs (transformers 4's "rope_scaling", or 5's
  * rope_parameters; `what` names it). hp NULL: only "default" is accepted
  * (Gemma 3's sliding layers are never scaled). */
@@ -124,6 +151,7 @@ static int read_rope_scaling(const cfg_obj *c, json_t *rs, const char *what, mod
     if (!type || !strcmp(type, "default")) return 0;
     if (!hp) return err_set("%s: rope_parameters type '%.32s' on sliding layers is not supported", c->path, type);
     if (!strcmp(type, "longrope") || !strcmp(type, "su")) return read_longrope(c, &r, hp, cfg);
+    if (!strcmp(type, "yarn")) return read_yarn(c, &r, hp);
     float factor = 0;
     if (get_num(&r, "factor", &factor)) return -1;
     if (!strcmp(type, "linear")) {
@@ -144,7 +172,7 @@ static int read_rope_scaling(const cfg_obj *c, json_t *rs, const char *what, mod
                            c->path);
         return 0;
     }
-    return err_set("%s: unsupported %s type '%.32s' (supported: default, linear, llama3, longrope)", c->path, what,
+    return err_set("%s: unsupported %s type '%.32s' (supported: default, linear, llama3, longrope, yarn)", c->path, what,
                    type);
 }
 
@@ -192,10 +220,10 @@ void hf_llama3_rope_factors(const model_hparams *hp, const hf_config *cfg, float
     }
 }
 
-/* --- Gemma 3 sliding layers -------------------------------------------------- */
+/* --- alternating sliding layers (Gemma, gpt-oss) ------------------------------ */
 
 /* Sliding layers by layer_types, else every layer but each pattern-th. */
-static int read_gemma_swa(const cfg_obj *c, model_hparams *hp, int pattern) {
+static int read_layer_windows(const cfg_obj *c, model_hparams *hp, int pattern) {
     hp->n_swa = 4096;
     if (get_int(c, "sliding_window", &hp->n_swa, 0, 1 << 24, false)) return -1;
     json_t *types = get(c, "layer_types");
@@ -295,6 +323,7 @@ static const struct {
     {"gemma2", "gemma2"},   {"gemma3", "gemma3"},       {"gemma3_text", "gemma3"}, {"granite", "granite"},
     {"smollm3", "smollm3"}, {"olmo2", "olmo2"},     {"phi3", "phi3"},
     {"mixtral", "llama"},   {"qwen2_moe", "qwen2moe"}, {"qwen3_moe", "qwen3moe"}, {"olmoe", "olmoe"},
+    {"gpt_oss", "gpt-oss"},
 };
 
 #define N_HF_FAMILIES (sizeof k_hf_families / sizeof k_hf_families[0])
@@ -307,7 +336,7 @@ static const char *hf_family_of(const char *model_type) {
 
 static bool hf_is_moe(const char *model_type) {
     return !strcmp(model_type, "mixtral") || !strcmp(model_type, "qwen2_moe") || !strcmp(model_type, "qwen3_moe") ||
-           !strcmp(model_type, "olmoe");
+           !strcmp(model_type, "olmoe") || !strcmp(model_type, "gpt_oss");
 }
 
 static void hf_model_types(char *buf, size_t cap) {
@@ -369,10 +398,11 @@ static int read_softcaps(const cfg_obj *c, model_hparams *hp) {
  * mlp_only_layers or off the decoder_sparse_step period; Qwen2-MoE adds a
  * shared expert with a sigmoid gate). */
 static int read_experts(const cfg_obj *c, const char *model_type, model_hparams *hp) {
-    const bool mixtral = !strcmp(model_type, "mixtral"), olmoe = !strcmp(model_type, "olmoe");
+    const bool gpt_oss = !strcmp(model_type, "gpt_oss");
+    const bool mixtral = !strcmp(model_type, "mixtral") || gpt_oss, olmoe = !strcmp(model_type, "olmoe");
     const bool qwen2 = !strcmp(model_type, "qwen2_moe");
-    hp->n_expert = mixtral ? 8 : olmoe ? 64 : qwen2 ? 60 : 128;
-    hp->n_expert_used = mixtral ? 2 : qwen2 ? 4 : 8;
+    hp->n_expert = mixtral && !gpt_oss ? 8 : olmoe ? 64 : qwen2 ? 60 : 128;
+    hp->n_expert_used = gpt_oss ? 4 : mixtral ? 2 : qwen2 ? 4 : 8;
     hp->n_ff_exp = mixtral || olmoe ? hp->n_ff : qwen2 ? 1408 : 768;
     hp->n_ff_shexp = qwen2 ? 5632 : 0;
     hp->gating = GATING_SOFTMAX;
@@ -401,6 +431,11 @@ static int read_experts(const cfg_obj *c, const char *model_type, model_hparams 
     if (qwen2 && get_bool(c, "qkv_bias", &flag)) return -1;
     if (!flag) return err_set("%s: qkv_bias false is not supported for qwen2_moe", c->path);
     if (olmoe && get(c, "clip_qkv")) return err_set("%s: clip_qkv is not supported", c->path);
+    if (gpt_oss) {
+        hp->swiglu_alpha = 1.702f, hp->swiglu_limit = 7.0f;
+        if (get_num(c, "swiglu_alpha", &hp->swiglu_alpha) || get_num(c, "swiglu_limit", &hp->swiglu_limit))
+            return -1;
+    }
     return 0;
 }
 
@@ -473,9 +508,11 @@ static int read_text_config(const cfg_obj *c, const char *model_type, model_hpar
     if (act && strcmp(act, want))
         return err_set("%s: activation '%.32s' is not supported for this family (%s)", c->path, act, want);
 
-    bool flag = false;
+    bool flag = tr->biases;
     if (get_bool(c, "attention_bias", &flag)) return -1;
-    if (flag) return err_set("%s: attention_bias is not supported", c->path);
+    if (flag != tr->biases)
+        return err_set("%s: attention_bias %s is not supported for this family", c->path, flag ? "true" : "false");
+    flag = false;
     if (get_bool(c, "mlp_bias", &flag)) return -1;
     if (flag) return err_set("%s: mlp_bias is not supported", c->path);
     if (get_bool(c, "use_sliding_window", &flag)) return -1;
@@ -491,8 +528,9 @@ static int read_text_config(const cfg_obj *c, const char *model_type, model_hpar
         if (get_num(c, "query_pre_attn_scalar", &qpas)) return -1;
         if (!(qpas > 0)) return err_set("%s: \"query_pre_attn_scalar\" must be positive", c->path);
         hp->attn_scale = 1.0f / sqrtf(qpas);
-        if (read_gemma_swa(c, hp, tr->swa_pattern)) return -1;
+        if (read_layer_windows(c, hp, tr->swa_pattern)) return -1;
     }
+    if (!gemma && tr->swa_pattern > 0 && read_layer_windows(c, hp, tr->swa_pattern)) return -1;
     if ((tr->softcaps && read_softcaps(c, hp)) || (tr->multipliers && read_granite(c, hp)) ||
         (tr->nope_period && read_nope(c, hp)) ||
         ((!strcmp(model_type, "mistral") || !strcmp(model_type, "phi3") || !strcmp(model_type, "mixtral")) &&

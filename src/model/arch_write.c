@@ -44,6 +44,22 @@ int hparams_to_gguf(const model_hparams *hp, gguf_writer *w) {
         if (gguf_writer_set_str(w, key, "linear") || put_f32(w, a, "rope.scaling.factor", 1.0f / hp->rope_pos_scale))
             return -1;
     }
+    if (hp->rope_yarn_factor > 0) {
+        char key[128];
+        snprintf(key, sizeof key, "%s.rope.scaling.type", a);
+        const float attn = hp->rope_attn_factor / rope_yarn_mscale(hp->rope_yarn_factor); /* the reader multiplies */
+        if (gguf_writer_set_str(w, key, "yarn") || put_f32(w, a, "rope.scaling.factor", hp->rope_yarn_factor) ||
+            put_u32(w, a, "rope.scaling.original_context_length", hp->rope_yarn_orig_ctx) ||
+            put_f32(w, a, "rope.scaling.yarn_beta_fast", hp->rope_yarn_beta_fast) ||
+            put_f32(w, a, "rope.scaling.yarn_beta_slow", hp->rope_yarn_beta_slow) ||
+            (attn != 1.0f && put_f32(w, a, "rope.scaling.yarn_attn_factor", attn)))
+            return -1;
+        snprintf(key, sizeof key, "%s.rope.scaling.yarn_truncate", a);
+        if (!hp->rope_yarn_truncate && gguf_writer_set_bool(w, key, false)) return -1;
+    }
+    if (hp->traits->act == ACT_SWIGLU_OAI &&
+        (put_f32(w, a, "swiglu_alpha", hp->swiglu_alpha) || put_f32(w, a, "swiglu_limit", hp->swiglu_limit)))
+        return -1;
     if (hp->attn_scale != 1.0f / sqrtf((float)hp->head_dim_k) && put_f32(w, a, "attention.scale", hp->attn_scale))
         return -1;
     if (hp->traits->multipliers &&

@@ -85,11 +85,13 @@ static void rope_row(const forward_step *s, int t) {
     const int pos = s->b->pos[t];
     float *full = s->f->rope_full + (size_t)t * hp->rope_dim;
     rope_angles(full, pos, hp->rope_dim, hp->rope_base, hp->rope_pos_scale, s->f->rope_factors);
-    /* LongRoPE's attention factor scales the rotated dims of q and k. */
+    /* LongRoPE's and YaRN's attention factor scales the rotated dims of q and k. */
     if (hp->rope_attn_factor != 1.0f) vec_scale(full, hp->rope_attn_factor, hp->rope_dim);
-    if (hp->n_swa)
-        rope_angles(s->f->rope_swa + (size_t)t * hp->rope_dim, pos, hp->rope_dim, hp->rope_base_swa, 1.0f,
-                    s->f->rope_factors);
+    if (hp->n_swa) {
+        float *swa = s->f->rope_swa + (size_t)t * hp->rope_dim;
+        rope_angles(swa, pos, hp->rope_dim, hp->rope_base_swa, 1.0f, s->f->rope_factors);
+        if (hp->rope_attn_factor != 1.0f) vec_scale(swa, hp->rope_attn_factor, hp->rope_dim);
+    }
 }
 
 /* out = rmsnorm(x) with weight w, or x itself where the family has no such
@@ -238,6 +240,7 @@ static void attn_unit_run(const forward_step *s, int u) {
     const fwd_seq *fs = &s->b->seqs[s->b->seq[a->t0]];
     const int g = kv->layer_group[s->il];
     const paged_kv pk = layer_pages(kv, s->il);
+    const float *sinks = f->m->w.layers[s->il].sinks;
     int32_t lo[ATTN_TILE_ROWS], hi[ATTN_TILE_ROWS];
     for (int i = 0; i < a->n_tok; i++) {
         const int pos = s->b->pos[a->t0 + i];
@@ -249,7 +252,8 @@ static void attn_unit_run(const forward_step *s, int u) {
                             .q_stride = (size_t)hp->n_head * hp->head_dim_k,
                             .out_stride = (size_t)hp->n_head * hp->head_dim_v,
                             .lo = lo, .hi = hi, .n_tok = a->n_tok, .n_head = a->n_h,
-                            .softcap = hp->attn_softcap, .key_mass = fs->attn_acc};
+                            .softcap = hp->attn_softcap, .key_mass = fs->attn_acc,
+                            .sinks = sinks ? sinks + a->h0 : NULL};
     f->attn(&pk, fs->block_table[g], a->kv_head, &tile, hp->attn_scale);
 }
 
@@ -265,8 +269,9 @@ static void attn_residual_row(const forward_step *s, int t) {
     const model *m = s->f->m;
     const layer_weights *l = &m->w.layers[s->il];
     const int e = m->hp.n_embd;
-    float *x = s->f->x + (size_t)t * e;
-    add_residual(&m->hp, x, s->f->tmp + (size_t)t * e, l->post_attn_norm);
+    float *x = s->f->x + (size_t)t * e, *out = s->f->tmp + (size_t)t * e;
+    if (l->bo) vec_add(out, l->bo, e); /* after the ranks' sum: added once */
+    add_residual(&m->hp, x, out, l->post_attn_norm);
     norm_or_copy(s->f->xb + (size_t)t * e, x, l->ffn_norm, e, m->hp.norm_eps);
 }
 
@@ -275,6 +280,7 @@ static void act_row(const forward_step *s, int t) {
     float *g = s->f->gate + (size_t)t * hp->n_ff;
     const float *u = s->f->up + (size_t)t * hp->n_ff;
     if (hp->traits->act == ACT_GELU_TANH) gelu_tanh_mul(g, u, hp->n_ff);
+    else if (hp->traits->act == ACT_SWIGLU_OAI) swiglu_oai_mul(g, u, hp->n_ff, hp->swiglu_alpha, hp->swiglu_limit);
     else silu_mul(g, u, hp->n_ff);
 }
 

@@ -2,7 +2,7 @@
  * maps them (gguf-py's TensorNameMap), for the layouts of LlamaForCausalLM,
  * MistralForCausalLM, Qwen2/Qwen3ForCausalLM, GraniteForCausalLM,
  * SmolLM3ForCausalLM, Olmo2ForCausalLM, Gemma2/Gemma3ForCausalLM, the
- * mixtures of experts (Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE) and the
+ * mixtures of experts (Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE, gpt-oss) and the
  * language model of Gemma3ForConditionalGeneration ("language_model.model."
  * or "model.language_model." prefix). Note post_attention_layernorm: Llama's
  * is the norm before the MLP (ffn_norm), Gemma's and OLMo 2's the norm after
@@ -16,7 +16,9 @@
  *  - Gemma norms become f32 (1 + w), as convert_hf_to_gguf.py stores them;
  *  - GPTQ/AWQ linear layers (*.qweight, *.qzeros, *.scales, *.g_idx) are
  *    repacked into GQ blocks (format/hf_quant.c);
- *  - Llama 3 rope scaling becomes a rope_freqs.weight tensor. */
+ *  - Llama 3 rope scaling becomes a rope_freqs.weight tensor;
+ *  - gpt-oss's experts (x @ W, gate and up columns interleaved) are
+ *    transposed and split into llama.cpp's ffn_{gate,up,down}_exps. */
 #include "model/hf_source.h"
 
 #include "format/hf_quant.h"
@@ -59,6 +61,8 @@ static const name_pair k_layer_common[] = {
     {"attn_q.bias", "self_attn.q_proj.bias", K_VEC},
     {"attn_k.bias", "self_attn.k_proj.bias", K_VEC},
     {"attn_v.bias", "self_attn.v_proj.bias", K_VEC},
+    {"attn_output.bias", "self_attn.o_proj.bias", K_VEC}, /* gpt-oss */
+    {"attn_sinks.weight", "self_attn.sinks", K_VEC},
     {"attn_q_norm.weight", "self_attn.q_norm.weight", K_NORM},
     {"attn_k_norm.weight", "self_attn.k_norm.weight", K_NORM},
     {"attn_qkv", "self_attn.qkv_proj", K_LINEAR}, /* Phi-3: q, k, v fused */
@@ -76,6 +80,8 @@ static const name_pair k_layer_moe[] = {
     {"ffn_up_shexp", "mlp.shared_expert.up_proj", K_LINEAR},
     {"ffn_down_shexp", "mlp.shared_expert.down_proj", K_LINEAR},
     {"ffn_gate_inp_shexp.weight", "mlp.shared_expert_gate.weight", K_MATRIX},
+    {"ffn_gate_inp.weight", "mlp.router.weight", K_MATRIX}, /* gpt-oss */
+    {"ffn_gate_inp.bias", "mlp.router.bias", K_VEC},
 };
 
 /* Each expert's matrices (%d: the expert), as transformers saves them, to
@@ -100,6 +106,11 @@ static const name_pair k_norms_pre_post[] = {
     {"post_attention_norm.weight", "post_attention_layernorm.weight", K_NORM},
     {"ffn_norm.weight", "pre_feedforward_layernorm.weight", K_NORM},
     {"post_ffw_norm.weight", "post_feedforward_layernorm.weight", K_NORM},
+};
+
+/* gpt-oss: the MLP's input norm under llama.cpp's name for it. */
+static const name_pair k_norms_pre_as_post_attention[] = {
+    {"post_attention_norm.weight", "post_attention_layernorm.weight", K_NORM},
 };
 
 static const name_pair k_norms_post[] = {
@@ -328,6 +339,81 @@ static int add_fused_experts(const hf_source *s, tensor_table *tt, int il) {
     return 0;
 }
 
+/* dst[e][j][i] = src[e][i][col0 + j * col_step] for j < n_cols, i < n_rows:
+ * each expert's [n_rows][src_cols] block transposed (a column subset), in
+ * elements of esz bytes. */
+static void transpose_experts(uint8_t *dst, const uint8_t *src, int64_t n_exp, int64_t n_rows, int64_t src_cols,
+                              int64_t col0, int64_t col_step, int64_t n_cols, size_t esz) {
+    for (int64_t e = 0; e < n_exp; e++)
+        for (int64_t j = 0; j < n_cols; j++)
+            for (int64_t i = 0; i < n_rows; i++)
+                memcpy(dst + ((e * n_cols + j) * n_rows + i) * esz,
+                       src + ((e * n_rows + i) * src_cols + col0 + j * col_step) * esz, esz);
+}
+
+/* A [n_exp][rows][cols] expert tensor of the wanted shape, or an error. */
+static const st_tensor *expert_tensor(const hf_source *s, int il, const char *what, int n_dims, int64_t d0, int64_t d1,
+                                      int64_t d2) {
+    char hf[256];
+    snprintf(hf, sizeof hf, "%slayers.%d.mlp.experts.%s", s->prefix, il, what);
+    const st_tensor *t = st_find(s->st, hf);
+    if (!t) {
+        err_set("missing tensor '%s'", hf);
+        return NULL;
+    }
+    if (t->n_dims != n_dims || t->shape[0] != d0 || t->shape[1] != d1 || (n_dims == 3 && t->shape[2] != d2)) {
+        err_set("tensor '%s' does not have gpt-oss's expert shape [%" PRId64 ", %" PRId64 "%s]", hf, d0, d1,
+                n_dims == 3 ? ", ..." : "");
+        return NULL;
+    }
+    return t;
+}
+
+/* gpt-oss's experts as transformers holds them: gate_up_proj [n_expert]
+ * [n_embd][2 n_ff] with gate and up columns interleaved (gate even, up odd),
+ * down_proj [n_expert][n_ff][n_embd], both multiplied from the left (x @ W),
+ * and their biases [n_expert][2 n_ff] (interleaved too) and [n_expert]
+ * [n_embd]. They become llama.cpp's ffn_{gate,up,down}_exps and their .bias,
+ * as its converter splits and transposes them (copies, in the file's dtype).
+ * Checkpoints that ship the experts in MXFP4 (*_blocks, *_scales) are for
+ * llama.cpp's converter, which repacks them into GGUF's MXFP4. */
+static int add_gpt_oss_experts(const hf_source *s, tensor_table *tt, const model_hparams *hp, int il) {
+    const int64_t E = hp->n_expert, d = hp->n_embd, ff = hp->n_ff_exp;
+    char name[256];
+    snprintf(name, sizeof name, "%slayers.%d.mlp.experts.gate_up_proj_blocks", s->prefix, il);
+    if (st_find(s->st, name))
+        return err_set("'%s': gpt-oss's MXFP4 experts load from GGUF (llama.cpp's convert_hf_to_gguf.py keeps them "
+                       "in MXFP4), not from the safetensors folder", name);
+    const st_tensor *gu = expert_tensor(s, il, "gate_up_proj", 3, E, d, 2 * ff);
+    const st_tensor *dn = gu ? expert_tensor(s, il, "down_proj", 3, E, ff, d) : NULL;
+    const st_tensor *gub = dn ? expert_tensor(s, il, "gate_up_proj_bias", 2, E, 2 * ff, 0) : NULL;
+    const st_tensor *dnb = gub ? expert_tensor(s, il, "down_proj_bias", 2, E, d, 0) : NULL;
+    if (!dnb) return -1;
+    static const char *const mats[3] = {"ffn_gate_exps.weight", "ffn_up_exps.weight", "ffn_down_exps.weight"};
+    static const char *const biases[3] = {"ffn_gate_exps.bias", "ffn_up_exps.bias", "ffn_down_exps.bias"};
+    for (int k = 0; k < 3; k++) {
+        const st_tensor *w = k < 2 ? gu : dn, *b = k < 2 ? gub : dnb;
+        uint32_t type = WT_F32, btype = WT_F32;
+        if (float_type(w, &type) || float_type(b, &btype)) return -1;
+        const size_t esz = st_dtype_size(w->dtype), besz = st_dtype_size(b->dtype);
+        const int64_t n_in = k < 2 ? d : ff, n_out = k < 2 ? ff : d;
+        const int64_t col0 = k == 1 ? 1 : 0, step = k < 2 ? 2 : 1, src_cols = k < 2 ? 2 * ff : d;
+        uint8_t *wm = tensors_alloc(tt, (size_t)(E * n_in * n_out) * esz);
+        uint8_t *bv = tensors_alloc(tt, (size_t)(E * n_out) * besz);
+        if (!wm || !bv) return -1;
+        transpose_experts(wm, w->data, E, n_in, src_cols, col0, step, n_out, esz);
+        for (int64_t e = 0; e < E; e++) /* a bias is a 1-row block: the column subset */
+            transpose_experts(bv + (size_t)(e * n_out) * besz, (const uint8_t *)b->data + (size_t)(e * src_cols) * besz,
+                              1, 1, src_cols, col0, step, n_out, besz);
+        const int64_t ne3[3] = {n_in, n_out, E}, ne2[2] = {n_out, E};
+        snprintf(name, sizeof name, "blk.%d.%s", il, mats[k]);
+        if (!tensors_add(tt, name, type, 3, ne3, wm, (size_t)(E * n_in * n_out) * esz)) return -1;
+        snprintf(name, sizeof name, "blk.%d.%s", il, biases[k]);
+        if (!tensors_add(tt, name, btype, 2, ne2, bv, (size_t)(E * n_out) * besz)) return -1;
+    }
+    return 0;
+}
+
 /* --- the folder ---------------------------------------------------------------- */
 
 static int find_prefix(hf_source *s) {
@@ -391,6 +477,7 @@ hf_source *hf_source_open(const char *dir, const model_hparams *hp, const hf_con
     const arch_traits *tr = hp->traits;
     s->norms = !tr->post_norms ? k_norms_pre : tr->no_pre_norms ? k_norms_post : k_norms_pre_post;
     s->n_norms = !tr->post_norms ? COUNT(k_norms_pre) : tr->no_pre_norms ? COUNT(k_norms_post) : COUNT(k_norms_pre_post);
+    if (tr->ffn_norm) s->norms = k_norms_pre_as_post_attention, s->n_norms = COUNT(k_norms_pre_as_post_attention);
     s->st = st_open_dir(dir);
     if (!s->st || find_prefix(s) || add_globals(s, tt, hp, cfg)) goto fail;
     size_t n_family;
@@ -406,7 +493,8 @@ hf_source *hf_source_open(const char *dir, const model_hparams *hp, const hf_con
         for (int e = 0; e < hp->n_expert; e++)
             for (size_t i = 0; i < COUNT(k_expert); i++)
                 if (add_pair(s, tt, il, &k_expert[i], cfg, e)) goto fail;
-        if (add_fused_experts(s, tt, il)) goto fail;
+        if (!strcmp(cfg->model_type, "gpt_oss") ? add_gpt_oss_experts(s, tt, hp, il) : add_fused_experts(s, tt, il))
+            goto fail;
     }
     if (tensors_finish(tt)) goto fail;
     return s;

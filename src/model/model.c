@@ -136,12 +136,33 @@ static int bind_expert_views(model *m, weight *ws, const char *name, int64_t n_i
     return 0;
 }
 
+static int bind_floats(model *m, const float **out, const char *name, int64_t ne0, int64_t ne1, bool required);
+
+/* gpt-oss's router and expert biases. */
+static int bind_expert_biases(model *m, moe_weights *w, int il) {
+    const model_hparams *hp = &m->hp;
+    const bool req = hp->traits->biases;
+    char name[96];
+#define NAME(...) (snprintf(name, sizeof name, __VA_ARGS__), name)
+    if (bind_floats(m, &w->router_bias, NAME("blk.%d.ffn_gate_inp.bias", il), hp->n_expert, 1, req) ||
+        bind_floats(m, &w->gate_bias, NAME("blk.%d.ffn_gate_exps.bias", il), hp->n_ff_exp, hp->n_expert, req) ||
+        bind_floats(m, &w->up_bias, NAME("blk.%d.ffn_up_exps.bias", il), hp->n_ff_exp, hp->n_expert, req) ||
+        bind_floats(m, &w->down_bias, NAME("blk.%d.ffn_down_exps.bias", il), hp->n_embd, hp->n_expert, req))
+        return -1;
+#undef NAME
+    if (!w->gate_bias != !w->up_bias || !w->up_bias != !w->down_bias)
+        return err_set("layer %d has only some of the experts' gate, up and down biases", il);
+    return 0;
+}
+
 static int bind_experts(model *m, moe_weights *w, int il) {
     const model_hparams *hp = &m->hp;
     const int64_t e = hp->n_embd, ff = hp->n_ff_exp;
     char name[96];
 #define NAME(...) (snprintf(name, sizeof name, __VA_ARGS__), name)
-    if (bind_weight(m, &w->router, NAME("blk.%d.ffn_gate_inp.weight", il), e, hp->n_expert, true)) return -1;
+    if (bind_weight(m, &w->router, NAME("blk.%d.ffn_gate_inp.weight", il), e, hp->n_expert, true) ||
+        bind_expert_biases(m, w, il))
+        return -1;
     const size_t n = (size_t)hp->n_expert;
     w->gate = tensors_alloc(&m->tensors, 3 * n * sizeof *w->gate);
     if (!w->gate) return -1;
@@ -200,6 +221,24 @@ static int bind_ffn(model *m, layer_weights *l, int il) {
     return 0;
 }
 
+/* Binds a [ne1][ne0] float table (ne1 = 1: a vector), converted to f32. */
+static int bind_floats(model *m, const float **out, const char *name, int64_t ne0, int64_t ne1, bool required) {
+    if (ne1 == 1) return bind_vector(m, out, name, ne0, required);
+    *out = NULL;
+    const model_tensor *t = find_tensor(m, name, required);
+    if (!t) return required ? -1 : 0;
+    char buf[256];
+    if (t->n_dims != 2 || t->ne[0] != ne0 || t->ne[1] != ne1)
+        return err_set("tensor '%s' has shape [%" PRId64 ", %" PRId64 "] in %d dimensions, expected [%" PRId64
+                       ", %" PRId64 "]", file_name(m, name, buf, sizeof buf), t->ne[0], t->ne[1], t->n_dims, ne0, ne1);
+    if (check_type(m, t, false)) return -1;
+    float *v = tensors_alloc(&m->tensors, (size_t)(ne0 * ne1) * sizeof *v);
+    if (!v) return -1;
+    wtype_get((wtype)t->type)->to_float(t->data, v, ne0 * ne1);
+    *out = v;
+    return 0;
+}
+
 /* Binds a vector of n elements, converted to f32. */
 static int bind_vector(model *m, const float **out, const char *name, int64_t n, bool required) {
     *out = NULL;
@@ -229,6 +268,8 @@ static int bind_layer(model *m, int il) {
     /* Q/K norms per head, or over the whole projection (OLMo 2). */
     const bool qk_all = tr->qk_norm == QK_NORM_ALL, qk = tr->qk_norm != QK_NORM_NONE;
     const bool pre = !tr->no_pre_norms;
+    /* gpt-oss's MLP input norm is called post_attention_norm; it then has no post-norm. */
+    const char *ffn_norm = tr->ffn_norm ? tr->ffn_norm : "ffn_norm.weight";
     char name[96];
 #define NAME(suffix) (snprintf(name, sizeof name, "blk.%d.%s", il, suffix), name)
     if (bind_vector(m, &l->attn_norm, NAME("attn_norm.weight"), hp->n_embd, pre) ||
@@ -239,8 +280,11 @@ static int bind_layer(model *m, int il) {
         bind_vector(m, &l->bv, NAME("attn_v.bias"), v_dim, tr->qkv_bias) ||
         bind_vector(m, &l->q_norm, NAME("attn_q_norm.weight"), qk_all ? q_dim : hp->head_dim_k, qk) ||
         bind_vector(m, &l->k_norm, NAME("attn_k_norm.weight"), qk_all ? k_dim : hp->head_dim_k, qk) ||
-        bind_vector(m, &l->post_attn_norm, NAME("post_attention_norm.weight"), hp->n_embd, tr->post_norms) ||
-        bind_vector(m, &l->ffn_norm, NAME("ffn_norm.weight"), hp->n_embd, pre) ||
+        bind_vector(m, &l->bo, NAME("attn_output.bias"), hp->n_embd, tr->biases) ||
+        bind_vector(m, &l->sinks, NAME("attn_sinks.weight"), hp->n_head, tr->biases) ||
+        (!tr->ffn_norm &&
+         bind_vector(m, &l->post_attn_norm, NAME("post_attention_norm.weight"), hp->n_embd, tr->post_norms)) ||
+        bind_vector(m, &l->ffn_norm, NAME(ffn_norm), hp->n_embd, pre) ||
         bind_ffn(m, l, il) ||
         bind_vector(m, &l->post_ffn_norm, NAME("post_ffw_norm.weight"), hp->n_embd, tr->post_norms))
         return -1;
@@ -280,6 +324,14 @@ static int bind_all(model *m) {
                                names[k], (double)factors[k][i], i);
     if (!m->w.rope_long != !m->w.rope_short)
         return err_set("the model has only one of rope_factors_long and rope_factors_short");
+    if (hp->rope_yarn_factor > 0) {
+        if (m->w.rope_freqs || m->w.rope_long)
+            return err_set("the model has YaRN rope scaling and rope frequency factor tensors; one or the other");
+        float *f = tensors_alloc(&m->tensors, (size_t)(hp->rope_dim / 2) * sizeof *f);
+        if (!f) return -1;
+        rope_yarn_factors(hp, f);
+        m->w.rope_freqs = f;
+    }
     if (m->w.rope_long && hp->rope_orig_ctx < 1)
         return err_set("LongRoPE factors without the original context length (rope.scaling.original_context_length)");
     m->tied_output = m->w.output.data == NULL;

@@ -24,12 +24,17 @@ typedef struct {
     weight *gate, *up, *down;  /* [n_expert] each, owned by the tensor table */
     weight sh_gate, sh_up, sh_down; /* the shared expert; data NULL when none */
     const float *sh_router;    /* ffn_gate_inp_shexp [n_embd]: sigmoid(router . x) weighs it; NULL: weight 1 */
+    /* gpt-oss's biases, NULL elsewhere: the router's [n_expert], and each
+     * expert's gate and up [n_expert][n_ff_exp] and down [n_expert][n_embd]. */
+    const float *router_bias, *gate_bias, *up_bias, *down_bias;
 } moe_weights;
 
 typedef struct {
     const float *attn_norm;
     weight wq, wk, wv, wo;
     const float *bq, *bk, *bv;  /* NULL unless the family has biases */
+    const float *bo;            /* the output projection's bias (gpt-oss), or NULL */
+    const float *sinks;         /* [n_head] attention sink logits (gpt-oss), or NULL */
     const float *q_norm, *k_norm;
     const float *post_attn_norm;
     const float *ffn_norm;

@@ -17,6 +17,7 @@ struct moe_scratch {
     int32_t *start;  /* [n_expert + 1]: where each expert's entries begin */
     int32_t *rows;   /* [T * k]: the entries' tokens, grouped by expert, in token order within each */
     int32_t *entry;  /* [T][k]: where each (token, choice) went among the entries */
+    int32_t *expert_of; /* [T * k]: each entry's expert */
     float *xg;       /* [T * k][n_embd]: the entries' inputs */
     float *g, *u;    /* [T * k][max(n_ff_exp, n_ff_shexp)]: gate and up activations */
     float *yg;       /* [T * k][n_embd]: the entries' outputs */
@@ -55,13 +56,14 @@ moe_scratch *moe_scratch_create(const model *m, int max_tokens) {
     s->start = malloc((E + 1) * sizeof *s->start);
     s->rows = malloc(N * sizeof *s->rows);
     s->entry = malloc(T * k * sizeof *s->entry);
+    s->expert_of = malloc(N * sizeof *s->expert_of);
     s->xg = malloc(N * (size_t)hp->n_embd * sizeof *s->xg);
     s->g = malloc(N * ff * sizeof *s->g);
     s->u = malloc(N * ff * sizeof *s->u);
     s->yg = malloc(N * (size_t)hp->n_embd * sizeof *s->yg);
     s->tasks = malloc(2 * E * sizeof *s->tasks);
     s->mm = malloc(multi_bytes(m, (int)N) + 64);
-    if (!s->probs || !s->choice || !s->weight || !s->start || !s->rows || !s->entry || !s->xg || !s->g || !s->u ||
+    if (!s->probs || !s->choice || !s->weight || !s->start || !s->rows || !s->entry || !s->expert_of || !s->xg || !s->g || !s->u ||
         !s->yg || !s->tasks || !s->mm)
         goto oom;
     return s;
@@ -79,6 +81,7 @@ void moe_scratch_free(moe_scratch *s) {
     free(s->start);
     free(s->rows);
     free(s->entry);
+    free(s->expert_of);
     free(s->xg);
     free(s->g);
     free(s->u);
@@ -149,13 +152,17 @@ typedef struct {
     const float *x;
     float *y;
     int n_ff;
+    bool biased; /* act_rows runs on routed entries of experts with biases */
 } rows_ctx;
 
 static void route_rows(void *p, long lo, long hi) {
     const rows_ctx *c = p;
     const int E = c->hp->n_expert, k = c->hp->n_expert_used;
-    for (long t = lo; t < hi; t++)
-        moe_route(c->hp, c->s->probs + t * E, c->s->choice + t * k, c->s->weight + t * k);
+    for (long t = lo; t < hi; t++) {
+        float *logits = c->s->probs + t * E;
+        if (c->w->router_bias) vec_add(logits, c->w->router_bias, E);
+        moe_route(c->hp, logits, c->s->choice + t * k, c->s->weight + t * k);
+    }
 }
 
 static void gather_rows(void *p, long lo, long hi) {
@@ -164,14 +171,30 @@ static void gather_rows(void *p, long lo, long hi) {
     for (long i = lo; i < hi; i++) memcpy(c->s->xg + i * d, c->x + (size_t)c->s->rows[i] * d, d * sizeof *c->x);
 }
 
+/* The activation of entries lo..hi (or of the shared expert's rows), after
+ * the experts' gate and up biases where they have them. */
 static void act_rows(void *p, long lo, long hi) {
     const rows_ctx *c = p;
+    const model_hparams *hp = c->hp;
     for (long i = lo; i < hi; i++) {
-        float *g = c->s->g + i * c->n_ff;
-        const float *u = c->s->u + i * c->n_ff;
-        if (c->hp->traits->act == ACT_GELU_TANH) gelu_tanh_mul(g, u, c->n_ff);
+        float *g = c->s->g + i * c->n_ff, *u = c->s->u + i * c->n_ff;
+        if (c->biased) {
+            const size_t e = (size_t)c->s->expert_of[i] * (size_t)c->n_ff;
+            vec_add(g, c->w->gate_bias + e, c->n_ff);
+            vec_add(u, c->w->up_bias + e, c->n_ff);
+        }
+        if (hp->traits->act == ACT_GELU_TANH) gelu_tanh_mul(g, u, c->n_ff);
+        else if (hp->traits->act == ACT_SWIGLU_OAI) swiglu_oai_mul(g, u, c->n_ff, hp->swiglu_alpha, hp->swiglu_limit);
         else silu_mul(g, u, c->n_ff);
     }
+}
+
+/* The experts' down biases, added to their outputs. */
+static void down_bias_rows(void *p, long lo, long hi) {
+    const rows_ctx *c = p;
+    const int d = c->hp->n_embd;
+    for (long i = lo; i < hi; i++)
+        vec_add(c->s->yg + (size_t)i * d, c->w->down_bias + (size_t)c->s->expert_of[i] * d, d);
 }
 
 /* y[t] = the weighted sum of token t's entries, in ascending expert order
@@ -224,6 +247,7 @@ static void group_by_expert(const model_hparams *hp, moe_scratch *s, int n) {
         for (int j = 0; j < k; j++) {
             const int at = s->start[s->choice[t * k + j]]++;
             s->rows[at] = t;
+            s->expert_of[at] = s->choice[t * k + j];
             s->entry[t * k + j] = at;
         }
     for (int e = E; e > 0; e--) s->start[e] = s->start[e - 1]; /* the increments moved each start to the next */
@@ -251,7 +275,9 @@ void moe_ffn(threadpool *threads, const model_hparams *hp, const moe_weights *w,
     matmul_multi(threads, s->tasks, n_tasks, s->mm);
     s->layer_steps++;
     s->experts_read += (uint64_t)(n_tasks / 2);
+    c.biased = w->gate_bias != NULL;
     threadpool_for(threads, (long)n * k, 4, act_rows, &c);
+    c.biased = false;
     n_tasks = 0;
     for (int e = 0; e < E; e++) {
         const int lo = s->start[e], cnt = s->start[e + 1] - lo;
@@ -259,6 +285,7 @@ void moe_ffn(threadpool *threads, const model_hparams *hp, const moe_weights *w,
             s->tasks[n_tasks++] = (matmul_task){&w->down[e], s->g + (size_t)lo * ff, cnt, s->yg + (size_t)lo * d};
     }
     matmul_multi(threads, s->tasks, n_tasks, s->mm);
+    if (w->down_bias) threadpool_for(threads, (long)n * k, 4, down_bias_rows, &c);
     threadpool_for(threads, n, 4, combine_rows, &c);
 
     if (!w->sh_gate.data) return;

@@ -7,6 +7,8 @@
  * Each token's output is the weighted sum of its experts' outputs, added in
  * ascending expert order (as transformers' loop does), plus the shared
  * expert's output (times sigmoid(sh_router . x) where it has a gate).
+ * gpt-oss adds a bias to the router's logits and to each expert's gate, up
+ * and down outputs, and clamps its SwiGLU (ACT_SWIGLU_OAI).
  * The chosen experts' matmuls run together (matmul_multi): threads split
  * the rows of all of them at once, so a step with few tokens per expert
  * keeps every core busy and costs a few thread-pool passes, not a few per

@@ -240,6 +240,9 @@ static int plan_tensor(job *j, const model_tensor *t, int pass_layer) {
     int expert = -1;
     const int kind = expert_tensor(t->name, part, &expert);
     if (kind) return plan_expert(j, t, il, kind, part, expert);
+    /* gpt-oss's experts' biases are [n_expert][n] tables: f32, as every bias (llama.cpp adds only f32 ones). */
+    const bool bias_table = t->n_dims == 2 && len > 5 && !strcmp(t->name + len - 5, ".bias");
+    if (bias_table) return add_entry(j, t, t->name, t->type == WT_F32 ? E_COPY : E_FLOAT, WT_F32, il, -1);
     const bool matrix = t->n_dims == 2;
     if (lin >= 0 && j->quantizing && !is_kept(j, t->name)) {
         if (qformat_check(&j->fmt, t->ne[0], t->name)) return -1;

@@ -3,8 +3,9 @@
 For every family of tests/ref/hf_families.py (Llama 3 with llama3 rope and
 tied embeddings, Qwen3, Mistral with a sliding window, Granite, SmolLM3,
 OLMo 2, Gemma 2, Phi-3 with partial rotary and LongRoPE; the mixtures of
-experts Mixtral, Qwen2-MoE with its shared expert, Qwen3-MoE, OLMoE, and a
-Qwen3-MoE with dense layers), a tiny checkpoint made by transformers' own
+experts Mixtral, Qwen2-MoE with its shared expert, Qwen3-MoE, OLMoE, a
+Qwen3-MoE with dense layers, and gpt-oss with its sinks, biases, clamped
+SwiGLU and YaRN, also with MXFP4 experts), a tiny checkpoint made by transformers' own
 model class, seeded, saved in float32:
 
   * transformers: `cllm logits` on the folder matches transformers' float32
@@ -202,6 +203,29 @@ def test_gguf_matches_llamacpp(run_cllm, checkpoints, converter, tmp_path, famil
         f"llama.cpp is ({np.median(llama_vs_hf):.4f})")
 
 
+def test_gpt_oss_mxfp4_experts_match_llamacpp(run_cllm, checkpoints, converter, tmp_path):
+    """gpt-oss as it ships: the experts in MXFP4 (*_blocks, *_scales), which
+    llama.cpp's converter keeps in GGUF's MXFP4. Both engines run the same
+    file (cllm's MXFP4 x Q8_0 kernels, llama.cpp's) and choose the same
+    greedy tokens, and each is as far from transformers' float32 model (the
+    weights before MXFP4) as the other."""
+    folder, model = checkpoints("gpt_oss")
+    mx = tmp_path / "gpt_oss_mxfp4"
+    hf_families.write_mxfp4(str(folder), str(mx))
+    gguf = tmp_path / "gpt_oss-mxfp4.gguf"
+    convert(converter, mx, gguf, "f16")
+    r = run_cllm("info", gguf)
+    assert r.returncode == 0 and "MXFP4 x12" in r.stdout, r.stdout + r.stderr
+    start = prompt(40, seed=3)
+    seq, ref_llama = llamacpp_greedy(gguf, start, 32)
+    got = cllm_logits(run_cllm, gguf, seq, tmp_path / "out.bin")
+    check_greedy("gpt_oss MXFP4", seq, len(start), got, ref_llama)
+    ref_hf = hf_families.logits(model, seq)
+    vs_llama, llama_vs_hf, cllm_vs_hf = rel_err(got, ref_llama), rel_err(ref_llama, ref_hf), rel_err(got, ref_hf)
+    assert vs_llama.max() <= 1.5 * llama_vs_hf.max(), (vs_llama.max(), llama_vs_hf.max())
+    assert np.median(cllm_vs_hf) <= 1.25 * np.median(llama_vs_hf), (np.median(cllm_vs_hf), np.median(llama_vs_hf))
+
+
 @pytest.mark.parametrize("family", FAMILIES)
 def test_cllm_quantize_keeps_the_family(run_cllm, checkpoints, tmp_path, family):
     """`cllm quantize` writes the folder as GGUF with every hyper-parameter the
@@ -216,8 +240,11 @@ def test_cllm_quantize_keeps_the_family(run_cllm, checkpoints, tmp_path, family)
     ref = hf_families.logits(model, tokens)
     # Experts: a token whose router choice flips under RTN's rounding moves by far more (measured 0.11-0.42
     # max at 8 bits; the medians are the dense families').
+    # gpt-oss's experts, 6x larger weights into clamps, move more: 0.62 max, 0.050 median measured; llama.cpp's own
+    # Q8_0 of the checkpoint is 0.67 and 0.073 from transformers.
     flips = family in MOE
-    for bits, tol_max, tol_median in (("16", 0.25 if flips else 5e-3, 3e-3), ("8", 0.6 if flips else 0.2, 0.08)):
+    max8 = 0.7 if family == "gpt_oss" else 0.6 if flips else 0.2
+    for bits, tol_max, tol_median in (("16", 0.25 if flips else 5e-3, 3e-3), ("8", max8, 0.08)):
         out = tmp_path / f"{family}-{bits}.gguf"
         r = run_cllm("quantize", folder, out, "--bits", bits, "--group-size", "32", timeout=300)
         assert r.returncode == 0, r.stderr
@@ -239,7 +266,11 @@ def test_llamacpp_reads_cllm_quantize_experts(run_cllm, checkpoints, tmp_path, f
     seq, ref_llama = llamacpp_greedy(out, start, 16)
     got = cllm_logits(run_cllm, out, seq, tmp_path / "out.bin")
     check_greedy(f"{family} written by cllm quantize", seq, len(start), got, ref_llama)
-    assert np.median(rel_err(got, ref_llama)) <= 2e-3
+    # gpt-oss: the checkpoint's YaRN range is not rounded (truncate: false), which cllm writes and reads
+    # (rope.scaling.yarn_truncate) and llama.cpp, which always rounds it outwards, does not: two rope pairs turn
+    # at other speeds there. Measured 0.036 median (0.0016 at the first position, growing with it); the same
+    # file without that key agrees within 2e-3.
+    assert np.median(rel_err(got, ref_llama)) <= (0.06 if family == "gpt_oss" else 2e-3)
 
 
 def test_info_names_the_experts(run_cllm, checkpoints):

@@ -19,7 +19,7 @@ import json
 import os
 import sys
 from dataclasses import dataclass
-from typing import Dict
+from typing import Dict, Optional
 
 from pathlib import Path
 
@@ -42,6 +42,7 @@ class Family:
     config: dict
     tied: bool = False
     norm_plus_one: bool = False  # Gemma: norm weights are offsets from 1
+    weight_scale: Optional[dict] = None  # parameter name suffix -> multiplier of its random weights
 
 
 def _common(**extra) -> dict:
@@ -112,11 +113,21 @@ FAMILIES: Dict[str, Family] = {
     "qwen3_moe_dense": Family("Qwen3MoeConfig", "Qwen3MoeForCausalLM",
                               _common(head_dim=24, num_experts=8, num_experts_per_tok=2, moe_intermediate_size=32,
                                       norm_topk_prob=False, mlp_only_layers=[0], decoder_sparse_step=2)),
+    # gpt-oss: 4 of 8 experts with biases and the clamped SwiGLU (gpt-oss's alpha 1.702 and limit 7, which
+    # llama.cpp fixes; the experts' gate_up weights are 6x larger, so that both clamps act), router bias, attention sinks and q/k/v/o biases, layers 0 and 2 sliding
+    # (a window of 32, shorter than the long prompt), YaRN x4 over 256 original positions, its range not rounded (two pairs on the ramp).
+    "gpt_oss": Family("GptOssConfig", "GptOssForCausalLM",
+                      _common(head_dim=16, intermediate_size=32, num_local_experts=8, num_experts_per_tok=4,
+                              sliding_window=32,
+                              rope_parameters={"rope_type": "yarn", "factor": 4.0, "beta_fast": 32.0,
+                                               "beta_slow": 1.0, "truncate": False,
+                                               "original_max_position_embeddings": 256, "rope_theta": 150000.0}),
+                      weight_scale={"gate_up_proj": 6.0}),
 }
 
 # Families llama.cpp cannot load (the GGUF comparisons skip them), and the mixtures of experts.
 NOT_IN_LLAMACPP = {"qwen3_moe_dense"}
-MOE = {"mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "qwen3_moe_dense"}
+MOE = {"mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "qwen3_moe_dense", "gpt_oss"}
 
 
 def build(family: str, seed: int = 0):
@@ -140,6 +151,9 @@ def build(family: str, seed: int = 0):
                 p.copy_(torch.randn(p.shape, generator=gen))
             else:
                 p.copy_(torch.randn(p.shape, generator=gen) / np.sqrt(p.shape[-1]))
+            for suffix, mult in (fam.weight_scale or {}).items():
+                if name.endswith(suffix):
+                    p.mul_(mult)
     return model
 
 
@@ -179,6 +193,45 @@ def write(family: str, folder: str, seed: int = 0):
     model.save_pretrained(folder, safe_serialization=True)
     write_tokenizer(folder, FAMILIES[family].norm_plus_one)
     return model
+
+
+FP4_E2M1 = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3, -4, -6], dtype=np.float32)
+
+
+def mxfp4_blocks(w: np.ndarray):
+    """w [..., rows, cols] (cols a multiple of 32) in gpt-oss's MXFP4 layout:
+    blocks [..., rows, cols/32, 16] uint8 (element 2i in the low nibble of
+    byte i, 2i + 1 in the high one) and scales [..., rows, cols/32] uint8
+    (the block's power of two + 127), each value the E2M1 code nearest to
+    w / 2^scale."""
+    x = w.reshape(*w.shape[:-1], w.shape[-1] // 32, 32).astype(np.float32)
+    amax = np.abs(x).max(axis=-1, keepdims=True)
+    e = np.where(amax > 0, np.ceil(np.log2(np.maximum(amax, 1e-30) / 6.0)), 0).astype(np.int32)
+    codes = np.abs(x[..., None] / np.exp2(e)[..., None] - FP4_E2M1).argmin(axis=-1).astype(np.uint8)
+    blocks = codes[..., 0::2] | (codes[..., 1::2] << 4)
+    return blocks, (e[..., 0] + 127).astype(np.uint8)
+
+
+def write_mxfp4(folder: str, out: str) -> None:
+    """A copy of the gpt_oss checkpoint in folder whose experts are stored as
+    gpt-oss ships them: MXFP4 *_blocks and *_scales ([expert][out][in]) and
+    quantization_config {"quant_method": "mxfp4"}, which llama.cpp's
+    converter repacks into GGUF's MXFP4."""
+    import shutil
+    from safetensors.numpy import load_file, save_file
+
+    shutil.copytree(folder, out)
+    tensors = load_file(os.path.join(out, "model.safetensors"))
+    for name in [n for n in tensors if n.endswith(("experts.gate_up_proj", "experts.down_proj"))]:
+        w = tensors.pop(name)  # [E][in][out], multiplied from the left
+        blocks, scales = mxfp4_blocks(np.ascontiguousarray(np.swapaxes(w, 1, 2)))
+        tensors[name + "_blocks"], tensors[name + "_scales"] = blocks, scales
+    save_file(tensors, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
+    with open(os.path.join(out, "config.json"), encoding="utf-8") as f:
+        cfg = json.load(f)
+    cfg["quantization_config"] = {"quant_method": "mxfp4"}
+    with open(os.path.join(out, "config.json"), "w", encoding="utf-8") as f:
+        json.dump(cfg, f, indent=1)
 
 
 def logits(model, tokens) -> np.ndarray:

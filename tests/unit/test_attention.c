@@ -5,7 +5,8 @@
  * and value heads up to the 4096 dims model/arch.c accepts. The tiles (a
  * prompt chunk's tokens x a GQA group's heads at once), scalar and AVX2, agree
  * with the one-row reference for every tile size, GQA ratio, head dim and
- * window (and soft-capped scores, Gemma 2's), and an AVX2 row has the same
+ * window (and soft-capped scores, Gemma 2's, and attention sinks, gpt-oss's),
+ * and an AVX2 row has the same
  * bits in every tile as alone. Over an
  * 8-bit cache each kernel gives the bits it gives over the same cache
  * dequantized to f32: the codes are decoded in registers, exactly. */
@@ -32,11 +33,12 @@ static float elem(const pages *p, const uint8_t *base, int dim, int head, int j,
 }
 
 /* Direct two-pass softmax in double; softcap > 0: scores softcap *
- * tanh(score / softcap) first (Gemma 2). */
-static void naive_capped(const pages *p, int head, const float *q, int lo, int hi, float scale, float softcap,
-                         float *out) {
+ * tanh(score / softcap) first (Gemma 2); sink: one more score in the
+ * softmax, with no value (gpt-oss; -INFINITY: none). */
+static void naive_full(const pages *p, int head, const float *q, int lo, int hi, float scale, float softcap,
+                       float sink, float *out) {
     const int dk = p->kv.head_dim_k, dv = p->kv.head_dim_v;
-    double s[1024], m = -INFINITY, l = 0;
+    double s[1024], m = sink, l = 0;
     for (int j = lo; j <= hi; j++) {
         double x = 0;
         for (int d = 0; d < dk; d++) x += (double)q[d] * elem(p, p->k, dk, head, j, d);
@@ -44,6 +46,7 @@ static void naive_capped(const pages *p, int head, const float *q, int lo, int h
         if (s[j] > m) m = s[j];
     }
     for (int j = lo; j <= hi; j++) l += exp(s[j] - m);
+    if (sink > -INFINITY) l += exp(sink - m);
     for (int d = 0; d < dv; d++) {
         double acc = 0;
         for (int j = lo; j <= hi; j++) acc += exp(s[j] - m) / l * elem(p, p->v, dv, head, j, d);
@@ -52,7 +55,7 @@ static void naive_capped(const pages *p, int head, const float *q, int lo, int h
 }
 
 static void naive(const pages *p, int head, const float *q, int lo, int hi, float scale, float *out) {
-    naive_capped(p, head, q, lo, hi, scale, 0, out);
+    naive_full(p, head, q, lo, hi, scale, 0, -INFINITY, out);
 }
 
 static void check_case(kv_dtype dt, int bs, int dk, int dv, int n_pos, int window) {
@@ -238,25 +241,24 @@ static void test_tiles_odd_shapes(void **state) {
     }
 }
 
-/* Soft-capped scores (Gemma 2): with q large enough that the cap bends
- * every score, each row of the reference tile and of the AVX2 tile agrees
- * with the direct soft-capped softmax, and an AVX2 row has the same bits in
- * a tile as alone. */
-static void test_tiles_soft_capped(void **state) {
-    (void)state;
+/* Soft-capped scores (Gemma 2) or attention sinks (gpt-oss, one per head):
+ * each row of the reference tile and of the AVX2 tile agrees with the direct
+ * softmax, and an AVX2 row has the same bits in a tile as alone. */
+static void check_capped_or_sunk(float cap, const float *sinks, float q_mag) {
     const int n_q = 20, start = 17, n_pos = start + n_q, dk = 64, ratio = 2, n_head = 2;
-    const float scale = 1.0f / sqrtf((float)dk), cap = 2.0f;
+    const float scale = 1.0f / sqrtf((float)dk);
+    const char *what = sinks ? "with sinks" : "soft-capped";
     for (int ti_dt = 0; ti_dt < 2; ti_dt++) { /* f32, f16 */
         pages p = make_pages(k_dtypes[ti_dt], 16, 1, dk, dk, n_pos);
         float *q = malloc(sizeof(float) * n_q * n_head * dk), *out = malloc(sizeof(float) * n_q * n_head * dk);
         float want[64], row[64];
-        for (int i = 0; i < n_q * n_head * dk; i++) q[i] = 8 * frand();
+        for (int i = 0; i < n_q * n_head * dk; i++) q[i] = q_mag * frand();
         int32_t lo[ATTN_TILE_ROWS], hi[ATTN_TILE_ROWS];
         for (int i = 0; i < n_q; i++) lo[i] = i % 3 ? 0 : i, hi[i] = start + i; /* some rows see few keys */
         for (int avx2 = 0; avx2 <= (int)wtype_using_avx2(); avx2++) {
             const attn_tile t = {.q = q, .out = out, .q_stride = (size_t)n_head * dk,
                                  .out_stride = (size_t)n_head * dk, .lo = lo, .hi = hi, .n_tok = n_q / 2,
-                                 .n_head = ratio, .softcap = cap};
+                                 .n_head = ratio, .softcap = cap, .sinks = sinks};
             attn_tile second = t;
             second.q += (size_t)(n_q / 2) * n_head * dk, second.out += (size_t)(n_q / 2) * n_head * dk;
             second.lo += n_q / 2, second.hi += n_q / 2;
@@ -265,21 +267,60 @@ static void test_tiles_soft_capped(void **state) {
             for (int i = 0; i < n_q; i++)
                 for (int h = 0; h < n_head; h++) {
                     const float *qr = q + ((size_t)i * n_head + h) * dk, *got = out + ((size_t)i * n_head + h) * dk;
-                    naive_capped(&p, 0, qr, lo[i], hi[i], scale, cap, want);
+                    naive_full(&p, 0, qr, lo[i], hi[i], scale, cap, sinks ? sinks[h] : -INFINITY, want);
                     for (int d = 0; d < dk; d++)
                         if (fabsf(got[d] - want[d]) > 2e-5f)
-                            fail_msg("%s soft-capped %s token=%d head=%d d=%d: %g want %g", avx2 ? "avx2" : "ref",
+                            fail_msg("%s %s %s token=%d head=%d d=%d: %g want %g", avx2 ? "avx2" : "ref", what,
                                      kv_dtype_name(k_dtypes[ti_dt]), i, h, d, got[d], want[d]);
                     if (!avx2) continue;
                     const attn_tile one = {.q = qr, .out = row, .q_stride = (size_t)dk, .out_stride = (size_t)dk,
-                                           .lo = &lo[i], .hi = &hi[i], .n_tok = 1, .n_head = 1, .softcap = cap};
+                                           .lo = &lo[i], .hi = &hi[i], .n_tok = 1, .n_head = 1, .softcap = cap,
+                                           .sinks = sinks ? sinks + h : NULL};
                     attn_tile_avx2(&p.kv, p.table, 0, &one, scale);
                     if (memcmp(row, got, sizeof(float) * dk))
-                        fail_msg("avx2 soft-capped token=%d head=%d: not the bits of the row alone", i, h);
+                        fail_msg("avx2 %s token=%d head=%d: not the bits of the row alone", what, i, h);
                 }
         }
         free(p.k), free(p.v), free(q), free(out);
     }
+}
+
+/* q large enough that the cap bends every score. */
+static void test_tiles_soft_capped(void **state) {
+    (void)state;
+    check_capped_or_sunk(2.0f, NULL, 8.0f);
+}
+
+/* One sink far above the scores (it takes most of the probability, so a
+ * sink left out fails by far) and one below them. */
+static void test_tiles_with_sinks(void **state) {
+    (void)state;
+    const float sinks[2] = {3.0f, -1.5f};
+    check_capped_or_sunk(0, sinks, 1.0f);
+}
+
+/* One key: the output is its value times sigmoid(score - sink), the share
+ * the sink leaves it. */
+static void test_sink_share_of_one_key(void **state) {
+    (void)state;
+    const int dk = 16;
+    pages p = make_pages(KV_F32, 16, 1, dk, dk, 1);
+    float q[16], out[16];
+    for (int d = 0; d < dk; d++) q[d] = frand();
+    double score = 0;
+    for (int d = 0; d < dk; d++) score += (double)q[d] * elem(&p, p.k, dk, 0, 0, d);
+    score *= 0.25;
+    const float sink = 0.7f;
+    const int32_t lo = 0, hi = 0;
+    for (int avx2 = 0; avx2 <= (int)wtype_using_avx2(); avx2++) {
+        const attn_tile t = {.q = q, .out = out, .q_stride = (size_t)dk, .out_stride = (size_t)dk, .lo = &lo,
+                             .hi = &hi, .n_tok = 1, .n_head = 1, .sinks = &sink};
+        (avx2 ? attn_tile_avx2 : attn_tile_ref)(&p.kv, p.table, 0, &t, 0.25f);
+        const double share = 1.0 / (1.0 + exp(sink - score));
+        for (int d = 0; d < dk; d++)
+            assert_float_equal(out[d], share * elem(&p, p.v, dk, 0, 0, d), 1e-6);
+    }
+    free(p.k), free(p.v);
 }
 
 int main(void) {
@@ -293,6 +334,8 @@ int main(void) {
         cmocka_unit_test(test_tiles_sliding_window),
         cmocka_unit_test(test_tiles_odd_shapes),
         cmocka_unit_test(test_tiles_soft_capped),
+        cmocka_unit_test(test_tiles_with_sinks),
+        cmocka_unit_test(test_sink_share_of_one_key),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

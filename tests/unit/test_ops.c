@@ -53,7 +53,29 @@ static void test_activations_agree(void **state) {
             silu_mul_avx2(g1, u, n);
             silu_mul_ref(g2, u, n);
             expect_close(g1, g2, n, 2e-6f, 2e-7f * scales[si], "silu");
+            /* Scales past the limit (7) exercise both clamps. */
+            fill(g1, n, scales[si]);
+            fill(u, n, scales[si]);
+            memcpy(g2, g1, sizeof(float) * (size_t)n);
+            swiglu_oai_mul_avx2(g1, u, n, 1.702f, 7.0f);
+            swiglu_oai_mul_ref(g2, u, n, 1.702f, 7.0f);
+            expect_close(g1, g2, n, 2e-6f, 2e-6f, "swiglu_oai");
         }
+}
+
+/* gpt-oss's activation at points where each clamp does or does not act,
+ * against the formula: x = min(g, 7), y = clamp(u, -7, 7), x sigmoid(1.702 x) (y + 1). */
+static void test_swiglu_oai_clamps(void **state) {
+    (void)state;
+    float g[4] = {10.0f, -3.0f, 2.0f, 7.5f}, u[4] = {-9.0f, 0.5f, 20.0f, -7.0f};
+    const float want[4] = {
+        (float)(7.0 / (1 + exp(-1.702 * 7.0)) * (-7.0 + 1)),
+        (float)(-3.0 / (1 + exp(1.702 * 3.0)) * (0.5 + 1)),
+        (float)(2.0 / (1 + exp(-1.702 * 2.0)) * (7.0 + 1)),
+        (float)(7.0 / (1 + exp(-1.702 * 7.0)) * (-7.0 + 1)),
+    };
+    swiglu_oai_mul_ref(g, u, 4, 1.702f, 7.0f);
+    for (int i = 0; i < 4; i++) assert_float_equal(g[i], want[i], 1e-5f * fabsf(want[i]));
 }
 
 static void test_rmsnorm_agrees(void **state) {
@@ -152,6 +174,7 @@ int main(void) {
     kernel_paths_print("paths compared with ref", KP_SET_AVX2);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_activations_agree),
+        cmocka_unit_test(test_swiglu_oai_clamps),
         cmocka_unit_test(test_rmsnorm_agrees),
         cmocka_unit_test(test_gelu_erf_agrees),
         cmocka_unit_test(test_layernorm_agrees),
