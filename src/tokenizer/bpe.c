@@ -1,4 +1,4 @@
-/* Byte-level BPE (GPT-2, Llama 3, Qwen2; `gpt2` in GGUF), following llama.cpp's
+/* Byte-level BPE (GPT-2, Llama 3, Qwen2, GPT-4o's o200k; `gpt2` in GGUF), following llama.cpp's
  * llm_tokenizer_bpe. A piece of raw text is
  *  1. decoded leniently as llama.cpp does (an invalid byte becomes U+FFFD);
  *  2. split into words by the pre-tokenizer regexes of tokenizer.ggml.pre,
@@ -33,6 +33,14 @@ static const char k_re_llama3[] =
 static const char k_re_qwen2[] =
     CONTRACTIONS "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^" WS "\\p{L}\\p{N}]+[\\r\\n]*"
     "|[" WS "]*[\\r\\n]+" WS_TAIL;
+/* o200k (GPT-4o, gpt-oss): case-aware words with an optional contraction
+ * after them, digits in threes, and '/' kept with trailing newlines. */
+#define UPPERISH "[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]"
+#define LOWERISH "[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]"
+static const char k_re_gpt4o[] =
+    "[^\\r\\n\\p{L}\\p{N}]?" UPPERISH "*" LOWERISH "+" CONTRACTIONS "?"
+    "|[^\\r\\n\\p{L}\\p{N}]?" UPPERISH "+" LOWERISH "*" CONTRACTIONS "?"
+    "|\\p{N}{1,3}| ?[^" WS "\\p{L}\\p{N}]+[\\r\\n/]*|[" WS "]*[\\r\\n]+" WS_TAIL;
 
 typedef struct {
     const char *names; /* space separated tokenizer.ggml.pre values */
@@ -51,6 +59,7 @@ static const pre_tokenizer k_pre[] = {
     {"dbrx smaug-bpe", {k_re_llama3}, false, false},
     {"qwen2 deepseek-r1-qwen kormo f2llmv2 megrez stablelm2 hunyuan solar-open", {k_re_qwen2}, false,
      false},
+    {"gpt-4o llama4", {k_re_gpt4o}, false, false},
     {"starcoder refact command-r smollm codeshell exaone minerva-7b mellum2",
      {"\\p{N}", k_re_gpt2}, false, false},
 };

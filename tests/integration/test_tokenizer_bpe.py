@@ -1,8 +1,8 @@
 """cllm's byte-level BPE against Hugging Face `tokenizers`: a small BPE is
 trained here on a generated corpus (English, Chinese, code, digits) with the
 pre-tokenizer of each family — Qwen2 (tokenizer.ggml.pre = "qwen2"), Llama 3
-("llama-bpe", which also matches whole words before merging) and GPT-2
-("gpt-2") — written out as a vocab-only GGUF, and both must give the same ids
+("llama-bpe", which also matches whole words before merging), GPT-4o's o200k
+("gpt-4o", gpt-oss's) and GPT-2 ("gpt-2") — written out as a vocab-only GGUF, and both must give the same ids
 for every string of tests/data/tokenizer_strings.jsonl and a few more. Where
 llama-cpp-python can load such a GGUF, llama.cpp is compared as well."""
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import random
+import unicodedata
 
 import gguf
 import llama_cpp
@@ -24,9 +25,17 @@ QWEN2_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}"
 LLAMA3_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
                 r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
 
+# o200k_base's pattern (GPT-4o, gpt-oss: tokenizer.ggml.pre "gpt-4o")
+GPT4O_REGEX = (r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+"
+               r"(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
+               r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*"
+               r"(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
+               r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+
 # pre-tokenizer name in GGUF -> (split regex or None for GPT-2's own, ignore_merges)
 VARIANTS = {
     "qwen2": (QWEN2_REGEX, False),
+    "gpt-4o": (GPT4O_REGEX, False),
     "llama-bpe": (LLAMA3_REGEX, True),
     "gpt-2": (None, False),
 }
@@ -37,6 +46,7 @@ EXTRA = [
     "It'S HE'LL WE'VE THEY'RE I'M she'd", "'s 's' 'S", "1234567890 12 123 1234 12345",
     "<|im_start|>system\nYou are helpful.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n",
     "<|endoftext|><|endoftext|>", "a<|im_end|>b", "<|im_start", "x [CUSTOM] y[CUSTOM]z",
+    "HTTPServer camelCaseWord ÉCOLE Écoles naïve ALLCAPS'S don'T", "path/to/file\n/x", "a1234b 12345",
     "   \n\n   x", "x   \n", "\r\n\r\n", "word!!!\n\n", "漢字漢字漢字" * 20, "  ".join(["ab"] * 50),
 ]
 
@@ -162,16 +172,28 @@ def test_same_ids_as_hf_tokenizers_without_parsing_special_tokens(cllm_bin, bpe)
     _check(STRINGS, ours, want)
 
 
+def _llamacpp_comparable(pre: str, items: list) -> list:
+    """The strings llama.cpp splits as the pre-tokenizer's regex does. Its
+    GPT-4o split treats combining marks (\\p{M}: Devanagari and Tamil vowel
+    signs) otherwise than the regex, where Hugging Face's tokenizers (and
+    cllm, which test_same_ids_as_hf_tokenizers holds to it) follow the regex:
+    measured 7 of 338 strings, each with such marks, so those are left out."""
+    if pre != "gpt-4o":
+        return items
+    return [s for s in items if not any(unicodedata.category(c).startswith("M") for c in s)]
+
+
 def test_same_ids_as_llamacpp(cllm_bin, bpe):
     pre, tok, path = bpe
     try:
         llm = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
     except Exception as e:  # an older llama.cpp may not know the pre-tokenizer
         pytest.skip(f"llama.cpp cannot load the vocabulary: {e}")
+    strings = _llamacpp_comparable(pre, STRINGS)
     for special in (False, True):
-        ours = cllm_encode(cllm_bin, path, STRINGS, add_special=False, parse_special=special)
-        want = [llm.tokenize(s.encode(), add_bos=False, special=special) for s in STRINGS]
-        _check(STRINGS, ours, want)
+        ours = cllm_encode(cllm_bin, path, strings, add_special=False, parse_special=special)
+        want = [llm.tokenize(s.encode(), add_bos=False, special=special) for s in strings]
+        _check(strings, ours, want)
 
 
 def _random_texts(n: int, seed: int = 99) -> list[str]:
@@ -197,9 +219,16 @@ def _random_texts(n: int, seed: int = 99) -> list[str]:
 def test_random_texts_same_ids_as_hf_and_llamacpp(cllm_bin, bpe):
     pre, tok, path = bpe
     items = _random_texts(300)
+    if pre == "gpt-4o":
+        # GPT-4o's split tells marks (\\p{M}) from letters: a code point this machine's Unicode tables (PCRE2's,
+        # Python's 14.0) do not assign yet is no mark to cllm, while tokenizers' newer tables may make it one
+        # (measured: 1 of 300, U+113BE, assigned in Unicode 16).
+        items = [s for s in items if not any(unicodedata.category(c) == "Cn" for c in s)]
     ours = cllm_encode(cllm_bin, path, items, add_special=False, parse_special=True)
     _check(items, ours, [e.ids for e in tok.encode_batch(items, add_special_tokens=False)])
     llm = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
+    keep = set(_llamacpp_comparable(pre, items))
+    ours, items = [o for o, s in zip(ours, items) if s in keep], [s for s in items if s in keep]
     _check(items, ours, [llm.tokenize(s.encode(), add_bos=False, special=True) for s in items])
 
 
