@@ -26,6 +26,9 @@ model class, seeded, saved in float32:
     float32 ones (times 1.5), and cllm is as close to transformers as llama.cpp
     is (medians, times 1.25).
 
+Qwen3's checkpoint has YaRN (x4 over 256 positions, its correction range rounded as
+llama.cpp rounds it), gpt-oss's YaRN without rounding.
+
 Measured when written (2026-12-02, max relative error over 72 positions;
 cllm vs llama.cpp / llama.cpp vs transformers): F16 0.0003-0.0010 /
 0.0006-0.0017 (Gemma 2: soft-capped logits); Q8_0 0.004-0.07 / 0.014-0.13.

@@ -60,9 +60,12 @@ FAMILIES: Dict[str, Family] = {
     # Llama 3.2: llama3 rope scaling (the prompt runs past its original 64 positions), tied embeddings.
     "llama3": Family("LlamaConfig", "LlamaForCausalLM",
                      _common(rope_parameters=dict(LLAMA3_ROPE), tie_word_embeddings=True), tied=True),
-    # Qwen3: per-head q/k RMSNorm, head_dim (24) not hidden/heads (16), no biases.
+    # Qwen3: per-head q/k RMSNorm, head_dim (24) not hidden/heads (16), no biases; YaRN x4 over 256 original
+    # positions as Qwen3's long-context configs state it (the correction range rounded, as llama.cpp rounds it).
     "qwen3": Family("Qwen3Config", "Qwen3ForCausalLM",
-                    _common(head_dim=24, rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+                    _common(head_dim=24, rope_parameters={"rope_type": "yarn", "factor": 4.0,
+                                                          "original_max_position_embeddings": 256,
+                                                          "rope_theta": 10000.0},
                             tie_word_embeddings=False)),
     # Mistral: a sliding window (48) over every layer, shorter than the long prompt.
     "mistral": Family("MistralConfig", "MistralForCausalLM", _common(sliding_window=48, head_dim=16)),
