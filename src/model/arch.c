@@ -36,6 +36,8 @@ static const arch_traits k_archs[] = {
     /* gpt-oss: q/k/v/o, router and expert biases, attention sinks, every other layer sliding (the first
      * one), clamped SwiGLU experts, softmax over the chosen experts' logits (= renormalized softmax), YaRN;
      * llama.cpp names its MLP input norm post_attention_norm. */
+    /* DeepSeek-V2 (and -Lite): multi-head latent attention, shared experts, group-limited routing. */
+    {.name = "deepseek2", .family = "DeepSeek-V2", .rope = ROPE_NORM, .act = ACT_SILU, .mla = true},
     {.name = "gpt-oss", .family = "gpt-oss", .rope = ROPE_NEOX, .act = ACT_SWIGLU_OAI, .qkv_bias = true,
      .swa_pattern = 2, .expert_norm = true, .biases = true, .ffn_norm = "post_attention_norm.weight"},
 };
@@ -77,6 +79,9 @@ void arch_describe(const model_hparams *hp, char *buf, size_t cap) {
     if (hp->rope_yarn_factor > 0)
         PUT("%sYaRN x %g past %d tokens", SEP, (double)hp->rope_yarn_factor, hp->rope_yarn_orig_ctx);
     if (tr->biases) PUT("%sattention sinks, output and expert biases", SEP);
+    if (hp->mla_kv_rank > 0)
+        PUT("%slatent attention (a %d-dim latent and %d rope dims cached%s)", SEP, hp->mla_kv_rank, hp->rope_dim,
+            hp->mla_q_rank ? ", low-rank q" : "");
     if (hp->rope_dim < hp->head_dim_k) PUT("%srope on %d of %d dims", SEP, hp->rope_dim, hp->head_dim_k);
     if (tr->act == ACT_SWIGLU_OAI)
         PUT("%sclamped SwiGLU MLP (alpha %g, limit %g)", SEP, (double)hp->swiglu_alpha, (double)hp->swiglu_limit);
@@ -86,10 +91,17 @@ void arch_describe(const model_hparams *hp, char *buf, size_t cap) {
             hp->gating == GATING_SIGMOID ? "sigmoid" : "softmax", hp->expert_norm ? ", renormalized" : "");
         if (hp->expert_scale != 1.0f) PUT(", x %g", (double)hp->expert_scale);
         PUT(")");
+        if (hp->n_expert_groups > 1) PUT(", from %d of %d groups", hp->n_group_used, hp->n_expert_groups);
         if (hp->n_ff_shexp > 0) PUT(", a shared expert");
     }
 #undef SEP
 #undef PUT
+}
+
+float mla_attn_scale(const model_hparams *hp, float yarn_attn) {
+    float m = yarn_attn;
+    if (hp->rope_yarn_factor > 1 && hp->rope_yarn_log_mul > 0) m *= 1.0f + hp->rope_yarn_log_mul * logf(hp->rope_yarn_factor);
+    return m * m / sqrtf((float)(hp->mla_nope_dim + hp->rope_dim));
 }
 
 void hparams_nope_period(model_hparams *hp, int period) {
@@ -140,6 +152,13 @@ static int experts_from_gguf(const gguf_ctx *g, const char *arch, model_hparams 
         meta_opt_f32(g, arch, "expert_weights_scale", &hp->expert_scale) ||
         meta_opt_u32(g, arch, "expert_gating_func", &gating, 0, 2))
         return -1;
+    int n_shared = 0;
+    if (meta_opt_u32(g, arch, "expert_shared_count", &n_shared, 0, 64) ||
+        meta_opt_u32(g, arch, "expert_group_count", &hp->n_expert_groups, 0, hp->n_expert) ||
+        meta_opt_u32(g, arch, "expert_group_used_count", &hp->n_group_used, 0, hp->n_expert))
+        return -1;
+    /* DeepSeek names a count of shared experts of the experts' width, not a width. */
+    if (n_shared > 0 && hp->n_ff_shexp == 0) hp->n_ff_shexp = n_shared * hp->n_ff_exp;
     if (gating == 0) gating = GATING_SOFTMAX; /* llama.cpp: none given is softmax */
     hp->gating = (expert_gating)gating;
     if (hp->expert_scale == 0.0f) hp->expert_scale = 1.0f; /* llama.cpp: 0 is no scaling */
@@ -173,6 +192,29 @@ static int yarn_from_gguf(const gguf_ctx *g, const char *arch, float factor, mod
     if (!(factor >= 1.0f)) return err_set("YaRN rope.scaling.factor %g must be at least 1", (double)factor);
     if (ext != 1.0f) return err_set("YaRN rope.scaling.yarn_ext_factor %g is not supported (1)", (double)ext);
     hp->rope_attn_factor = attn * rope_yarn_mscale(factor);
+    return 0;
+}
+
+/* DeepSeek-V2's latent attention as llama.cpp's converter writes it:
+ * key_length / value_length are the cached latent's (kv_lora_rank + rope
+ * dims, kv_lora_rank), key_length_mla / value_length_mla a head's; YaRN's
+ * attention factor moves into the q.k scale (the rope then scales by 1). */
+static int mla_from_gguf(const gguf_ctx *g, const char *arch, model_hparams *hp) {
+    int k_head = 0;
+    if (meta_need_u32(g, arch, "attention.kv_lora_rank", &hp->mla_kv_rank, 1, 4096) ||
+        meta_opt_u32(g, arch, "attention.q_lora_rank", &hp->mla_q_rank, 0, 1 << 16) ||
+        meta_need_u32(g, arch, "attention.key_length_mla", &k_head, hp->rope_dim + 1, 4096) ||
+        meta_need_u32(g, arch, "attention.value_length_mla", &hp->mla_v_dim, 1, 4096) ||
+        meta_opt_f32(g, arch, "rope.scaling.yarn_log_multiplier", &hp->rope_yarn_log_mul))
+        return -1;
+    if (hp->n_head_kv != 1 || hp->head_dim_k != hp->mla_kv_rank + hp->rope_dim || hp->head_dim_v != hp->mla_kv_rank)
+        return err_set("latent attention needs head_count_kv 1, key_length kv_lora_rank + rope dims (%d) and "
+                       "value_length kv_lora_rank (%d); the file has %d, %d and %d", hp->mla_kv_rank + hp->rope_dim,
+                       hp->mla_kv_rank, hp->n_head_kv, hp->head_dim_k, hp->head_dim_v);
+    hp->mla_nope_dim = k_head - hp->rope_dim;
+    float yarn_attn = hp->rope_yarn_factor > 0 ? hp->rope_attn_factor / rope_yarn_mscale(hp->rope_yarn_factor) : 1;
+    hp->attn_scale = mla_attn_scale(hp, yarn_attn);
+    if (hp->rope_yarn_factor > 0) hp->rope_attn_factor = 1.0f;
     return 0;
 }
 
@@ -269,6 +311,7 @@ int hparams_from_gguf(const gguf_ctx *g, model_hparams *hp) {
     }
     hparams_nope_period(hp, hp->traits->nope_period);
     if (experts_from_gguf(g, arch, hp)) return -1;
+    if (hp->traits->mla && mla_from_gguf(g, arch, hp)) return -1;
     if (hp->traits->act == ACT_SWIGLU_OAI) {
         /* llama.cpp fixes gpt-oss's values; cllm quantize writes them when a checkpoint's differ. */
         hp->swiglu_alpha = 1.702f, hp->swiglu_limit = 7.0f;
@@ -337,6 +380,11 @@ int hparams_check(const model_hparams *hp) {
         return -1;
     if (hp->rope_yarn_factor > 0 && (hp->rope_yarn_orig_ctx < 1 || hp->rope_yarn_orig_ctx > HPARAMS_MAX_CTX))
         return err_set("YaRN original context %d is out of range [1, %d]", hp->rope_yarn_orig_ctx, HPARAMS_MAX_CTX);
+    if (hp->n_expert_groups > 1 && (hp->n_expert % hp->n_expert_groups || hp->n_group_used < 1 ||
+                                    hp->n_group_used > hp->n_expert_groups ||
+                                    hp->n_group_used * (hp->n_expert / hp->n_expert_groups) < hp->n_expert_used))
+        return err_set("%d expert groups of which %d used cannot give %d of %d experts", hp->n_expert_groups,
+                       hp->n_group_used, hp->n_expert_used, hp->n_expert);
     if (hp->traits->act == ACT_SWIGLU_OAI &&
         (check_range("SwiGLU alpha (swiglu_alpha)", hp->swiglu_alpha, 0, 1e3, true) ||
          check_range("SwiGLU limit (swiglu_limit)", hp->swiglu_limit, 0, 1e6, true)))

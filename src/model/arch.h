@@ -51,6 +51,7 @@ typedef struct {
     bool biases;            /* attention output, router and expert biases, and attention sinks (gpt-oss) */
     const char *ffn_norm;   /* the MLP's input norm's tensor, when not ffn_norm.weight (gpt-oss:
                              * post_attention_norm.weight, which is then no post-norm) */
+    bool mla;               /* multi-head latent attention (DeepSeek-V2, src/model/mla.c) */
 } arch_traits;
 
 #define CLLM_MAX_LAYERS 256
@@ -107,6 +108,17 @@ typedef struct {
     float expert_scale;     /* then multiplied by this (1: none) */
     bool dense_ffn[CLLM_MAX_LAYERS]; /* a Hugging Face MoE's dense layers (mlp_only_layers, decoder_sparse_step) */
     float swiglu_alpha, swiglu_limit; /* ACT_SWIGLU_OAI's */
+    /* Group-limited routing (DeepSeek-V2): the experts form n_expert_groups
+     * groups; a token's experts come from its n_group_used groups with the
+     * best expert. 0: no groups. */
+    int n_expert_groups, n_group_used;
+    /* Multi-head latent attention (DeepSeek-V2; mla.c). Keys and values are
+     * one shared latent of mla_kv_rank dims (plus rope_dim rotated key dims):
+     * the cache holds one kv head with head_dim_k = mla_kv_rank + rope_dim
+     * and head_dim_v = mla_kv_rank. Each query head has mla_nope_dim + rope_dim
+     * dims and each value head mla_v_dim; 0 when the family has no MLA. */
+    int mla_kv_rank, mla_q_rank, mla_nope_dim, mla_v_dim;
+    float rope_yarn_log_mul; /* YaRN's 0.1 x mscale_all_dim (DeepSeek): q.k times (1 + this ln factor)^2 */
 } model_hparams;
 
 #define HPARAMS_MAX_CTX (1 << 24) /* tokens; far above any trained context */
@@ -122,6 +134,10 @@ void arch_describe(const model_hparams *hp, char *buf, size_t cap);
 void rope_yarn_factors(const model_hparams *hp, float *out);
 /* YaRN's attention factor for a scaling factor s: 1 + 0.1 ln s (1 for s <= 1). */
 float rope_yarn_mscale(float s);
+/* Latent attention's q.k scale: 1 / sqrt(nope + rope dims) times the square
+ * of YaRN's yarn_attn x (1 + rope_yarn_log_mul ln factor), as DeepSeek's
+ * reference (and llama.cpp) scale it. */
+float mla_attn_scale(const model_hparams *hp, float yarn_attn);
 /* Marks every period-th layer (the 4th, 8th, ...) as NoPE; 0: none. */
 void hparams_nope_period(model_hparams *hp, int period);
 /* Refuses hyper-parameters the forward pass cannot compute with: a norm

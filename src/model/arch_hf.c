@@ -130,6 +130,7 @@ static int read_yarn(const cfg_obj *top, const cfg_obj *r, model_hparams *hp) {
     if (factor == 0) factor = (float)hp->n_ctx_train / (float)hp->rope_yarn_orig_ctx;
     if (!(factor >= 1)) return err_set("%s: YaRN \"factor\" %g must be at least 1", r->path, (double)factor);
     hp->rope_yarn_factor = factor;
+    hp->rope_yarn_log_mul = 0.1f * mscale_all;
     if (attn > 0) hp->rope_attn_factor = attn;
     else if (mscale > 0 && mscale_all > 0)
         hp->rope_attn_factor = (1.0f + 0.1f * mscale * logf(factor)) / (1.0f + 0.1f * mscale_all * logf(factor));
@@ -323,7 +324,7 @@ static const struct {
     {"gemma2", "gemma2"},   {"gemma3", "gemma3"},       {"gemma3_text", "gemma3"}, {"granite", "granite"},
     {"smollm3", "smollm3"}, {"olmo2", "olmo2"},     {"phi3", "phi3"},
     {"mixtral", "llama"},   {"qwen2_moe", "qwen2moe"}, {"qwen3_moe", "qwen3moe"}, {"olmoe", "olmoe"},
-    {"gpt_oss", "gpt-oss"},
+    {"gpt_oss", "gpt-oss"}, {"deepseek_v2", "deepseek2"},
 };
 
 #define N_HF_FAMILIES (sizeof k_hf_families / sizeof k_hf_families[0])
@@ -337,6 +338,52 @@ static const char *hf_family_of(const char *model_type) {
 static bool hf_is_moe(const char *model_type) {
     return !strcmp(model_type, "mixtral") || !strcmp(model_type, "qwen2_moe") || !strcmp(model_type, "qwen3_moe") ||
            !strcmp(model_type, "olmoe") || !strcmp(model_type, "gpt_oss");
+}
+
+/* DeepSeek-V2: latent attention (kv_lora_rank, q_lora_rank, the nope, rope
+ * and value dims of a head), experts (n_routed_experts of
+ * moe_intermediate_size, n_shared_experts more of that width without a
+ * gate, routed_scaling_factor, group-limited routing, dense layers before
+ * first_k_dense_replace; transformers' router does not renormalize, whatever
+ * norm_topk_prob says), and DeepSeek's YaRN q.k scale. */
+static int read_deepseek2(const cfg_obj *c, model_hparams *hp) {
+    int nope = 128, rope = 64, first_dense = 0, n_shared = 2;
+    hp->mla_kv_rank = 512, hp->mla_q_rank = 1536, hp->mla_v_dim = 128;
+    hp->n_expert = 64, hp->n_expert_used = 6, hp->n_ff_exp = 1407;
+    hp->gating = GATING_SOFTMAX, hp->expert_norm = false, hp->expert_scale = 1.0f;
+    json_t *q_rank = json_object_get(c->obj, "q_lora_rank");
+    if (json_is_null(q_rank)) hp->mla_q_rank = 0;
+    bool bad = false;
+    const char *method = get_str(c, "topk_method", &bad);
+    if (bad || get_int(c, "kv_lora_rank", &hp->mla_kv_rank, 1, 4096, false) ||
+        get_int(c, "q_lora_rank", &hp->mla_q_rank, 1, 1 << 16, false) ||
+        get_int(c, "qk_nope_head_dim", &nope, 1, 4096, false) || get_int(c, "qk_rope_head_dim", &rope, 2, 4096, false) ||
+        get_int(c, "v_head_dim", &hp->mla_v_dim, 1, 4096, false) ||
+        get_int(c, "n_routed_experts", &hp->n_expert, 1, CLLM_MAX_EXPERTS, false) ||
+        get_int(c, "num_experts_per_tok", &hp->n_expert_used, 1, hp->n_expert, false) ||
+        get_int(c, "moe_intermediate_size", &hp->n_ff_exp, 1, 1 << 20, false) ||
+        get_int(c, "n_shared_experts", &n_shared, 0, 64, false) ||
+        get_int(c, "first_k_dense_replace", &first_dense, 0, CLLM_MAX_LAYERS, false) ||
+        get_num(c, "routed_scaling_factor", &hp->expert_scale))
+        return -1;
+    if (rope % 2) return err_set("%s: qk_rope_head_dim %d is odd; rope needs pairs", c->path, rope);
+    if (method && !strcmp(method, "group_limited_greedy")) {
+        if (get_int(c, "n_group", &hp->n_expert_groups, 1, hp->n_expert, true) ||
+            get_int(c, "topk_group", &hp->n_group_used, 1, hp->n_expert, true))
+            return -1;
+    } else if (method && strcmp(method, "greedy")) {
+        return err_set("%s: topk_method '%.32s' is not supported (greedy, group_limited_greedy)", c->path, method);
+    }
+    hp->n_ff_shexp = n_shared * hp->n_ff_exp;
+    for (int il = 0; il < hp->n_layer; il++) hp->dense_ffn[il] = il < first_dense;
+    hp->mla_nope_dim = nope;
+    hp->rope_dim = rope;
+    hp->n_head_kv = 1;
+    hp->rope = ROPE_NORM; /* DeepSeek's checkpoints rotate adjacent pairs (complex numbers), as its GGUF files */
+    hp->head_dim_k = hp->mla_kv_rank + rope;
+    hp->head_dim_v = hp->mla_kv_rank;
+    hp->attn_scale = mla_attn_scale(hp, 1.0f);
+    return 0;
 }
 
 static void hf_model_types(char *buf, size_t cap) {
@@ -531,6 +578,7 @@ static int read_text_config(const cfg_obj *c, const char *model_type, model_hpar
         if (read_layer_windows(c, hp, tr->swa_pattern)) return -1;
     }
     if (!gemma && tr->swa_pattern > 0 && read_layer_windows(c, hp, tr->swa_pattern)) return -1;
+    if (tr->mla && read_deepseek2(c, hp)) return -1;
     if ((tr->softcaps && read_softcaps(c, hp)) || (tr->multipliers && read_granite(c, hp)) ||
         (tr->nope_period && read_nope(c, hp)) ||
         ((!strcmp(model_type, "mistral") || !strcmp(model_type, "phi3") || !strcmp(model_type, "mixtral")) &&

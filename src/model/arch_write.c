@@ -52,7 +52,8 @@ int hparams_to_gguf(const model_hparams *hp, gguf_writer *w) {
             put_u32(w, a, "rope.scaling.original_context_length", hp->rope_yarn_orig_ctx) ||
             put_f32(w, a, "rope.scaling.yarn_beta_fast", hp->rope_yarn_beta_fast) ||
             put_f32(w, a, "rope.scaling.yarn_beta_slow", hp->rope_yarn_beta_slow) ||
-            (attn != 1.0f && put_f32(w, a, "rope.scaling.yarn_attn_factor", attn)))
+            (attn != 1.0f && !hp->traits->mla && put_f32(w, a, "rope.scaling.yarn_attn_factor", attn)) ||
+            (hp->rope_yarn_log_mul > 0 && put_f32(w, a, "rope.scaling.yarn_log_multiplier", hp->rope_yarn_log_mul)))
             return -1;
         snprintf(key, sizeof key, "%s.rope.scaling.yarn_truncate", a);
         if (!hp->rope_yarn_truncate && gguf_writer_set_bool(w, key, false)) return -1;
@@ -60,8 +61,22 @@ int hparams_to_gguf(const model_hparams *hp, gguf_writer *w) {
     if (hp->traits->act == ACT_SWIGLU_OAI &&
         (put_f32(w, a, "swiglu_alpha", hp->swiglu_alpha) || put_f32(w, a, "swiglu_limit", hp->swiglu_limit)))
         return -1;
-    if (hp->attn_scale != 1.0f / sqrtf((float)hp->head_dim_k) && put_f32(w, a, "attention.scale", hp->attn_scale))
+    if (!hp->traits->mla && hp->attn_scale != 1.0f / sqrtf((float)hp->head_dim_k) &&
+        put_f32(w, a, "attention.scale", hp->attn_scale))
         return -1;
+    if (hp->traits->mla) { /* the reader computes the q.k scale from these */
+        int dense = 0;
+        while (dense < hp->n_layer && hp->dense_ffn[dense]) dense++;
+        if (put_u32(w, a, "attention.kv_lora_rank", hp->mla_kv_rank) ||
+            (hp->mla_q_rank > 0 && put_u32(w, a, "attention.q_lora_rank", hp->mla_q_rank)) ||
+            put_u32(w, a, "attention.key_length_mla", hp->mla_nope_dim + hp->rope_dim) ||
+            put_u32(w, a, "attention.value_length_mla", hp->mla_v_dim) ||
+            put_u32(w, a, "leading_dense_block_count", dense) ||
+            (hp->n_ff_shexp > 0 && put_u32(w, a, "expert_shared_count", hp->n_ff_shexp / hp->n_ff_exp)) ||
+            (hp->n_expert_groups > 1 && (put_u32(w, a, "expert_group_count", hp->n_expert_groups) ||
+                                         put_u32(w, a, "expert_group_used_count", hp->n_group_used))))
+            return -1;
+    }
     if (hp->traits->multipliers &&
         (put_f32(w, a, "embedding_scale", hp->embd_scale) || put_f32(w, a, "residual_scale", hp->residual_scale) ||
          put_f32(w, a, "logit_scale", 1.0f / hp->logit_scale)))

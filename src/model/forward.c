@@ -9,6 +9,7 @@
 #include "kernels/attention.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
+#include "model/mla.h"
 #include "model/moe.h"
 #include "util/error.h"
 
@@ -42,6 +43,8 @@ struct forward_ctx {
     float *out_x;                /* [max_out][n_embd] */
     void *mm_scratch;
     moe_scratch *moe;            /* NULL unless the model has experts */
+    mla_scratch *mla;            /* NULL unless the model has latent attention */
+    float *mla_out;              /* [max_tokens][n_head * mla_v_dim]: its value dims */
     const fwd_hooks *hooks;      /* NULL unless an offline tool installed some */
     int last_tokens;             /* tokens of the last forward_run whose residual stream x holds */
 };
@@ -174,6 +177,12 @@ static void qkv_row(const forward_step *s, int t) {
         rope_pairs_to_halves(k, hp->n_head_kv, hp->head_dim_k, hp->rope_dim);
     }
     write_kv(s, t, k, v);
+}
+
+/* Latent attention's cache rows (mla.c made them). */
+static void mla_kv_row(const forward_step *s, int t) {
+    const model_hparams *hp = &s->f->m->hp;
+    write_kv(s, t, s->f->k + (size_t)t * hp->head_dim_k, s->f->v + (size_t)t * hp->head_dim_v);
 }
 
 /* Tokens in the tile that starts at token t: up to max consecutive tokens
@@ -321,14 +330,22 @@ static void run_layer(forward_ctx *f, forward_step *s, int n) {
     const layer_weights *l = &f->m->w.layers[s->il];
     const model_hparams *hp = &f->m->hp;
     for_each(s, attn_norm_row, n);
-    capture(f, s->il, FWD_IN_QKV, f->xb, n, hp->n_embd);
-    matmul(f->threads, &l->wq, f->xb, n, f->q, f->mm_scratch);
-    matmul(f->threads, &l->wk, f->xb, n, f->k, f->mm_scratch);
-    matmul(f->threads, &l->wv, f->xb, n, f->v, f->mm_scratch);
-    for_each(s, qkv_row, n);
-    for_each(s, attn_unit_run, f->n_units);
-    capture(f, s->il, FWD_IN_O, f->att, n, hp->n_head * hp->head_dim_v);
-    matmul(f->threads, &l->wo, f->att, n, f->tmp, f->mm_scratch);
+    if (f->mla) {
+        mla_qkv(f->threads, f->m, s->il, f->xb, n, f->rope_full, f->q, f->k, f->v, f->mla, f->mm_scratch);
+        for_each(s, mla_kv_row, n);
+        for_each(s, attn_unit_run, f->n_units);
+        mla_values(f->threads, f->m, s->il, f->att, n, f->mla_out, f->mla);
+        matmul(f->threads, &l->wo, f->mla_out, n, f->tmp, f->mm_scratch);
+    } else {
+        capture(f, s->il, FWD_IN_QKV, f->xb, n, hp->n_embd);
+        matmul(f->threads, &l->wq, f->xb, n, f->q, f->mm_scratch);
+        matmul(f->threads, &l->wk, f->xb, n, f->k, f->mm_scratch);
+        matmul(f->threads, &l->wv, f->xb, n, f->v, f->mm_scratch);
+        for_each(s, qkv_row, n);
+        for_each(s, attn_unit_run, f->n_units);
+        capture(f, s->il, FWD_IN_O, f->att, n, hp->n_head * hp->head_dim_v);
+        matmul(f->threads, &l->wo, f->att, n, f->tmp, f->mm_scratch);
+    }
     sum_over_ranks(f, n);
     for_each(s, attn_residual_row, n);
     if (l->moe.gate) {
@@ -405,6 +422,7 @@ int forward_logits(forward_ctx *f, const int32_t *rows, int n_rows, float *logit
 
 static size_t max_scratch(const model *m, int max_tokens, int max_out) {
     size_t best = matmul_scratch_size(&m->w.output, max_out);
+    if (m->hp.mla_kv_rank > 0 && mla_matmul_scratch_size(m, max_tokens) > best) best = mla_matmul_scratch_size(m, max_tokens);
     for (int il = 0; il < m->hp.n_layer; il++) {
         const layer_weights *l = &m->w.layers[il];
         const weight *ws[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->w_gate, &l->w_up, &l->w_down};
@@ -445,6 +463,9 @@ forward_ctx *forward_create(const model *m, kv_cache *kv, int max_tokens, int ma
     f->units = malloc(T * hp->n_head * sizeof *f->units);
     if (!f->mm_scratch || !f->units) goto oom;
     if (hp->n_expert > 0 && !(f->moe = moe_scratch_create(m, max_tokens))) goto oom;
+    if (hp->mla_kv_rank > 0 && (!(f->mla = mla_scratch_create(m, max_tokens)) ||
+                                !(f->mla_out = malloc(T * hp->n_head * hp->mla_v_dim * sizeof(float)))))
+        goto oom;
     return f;
 oom:
     forward_free(f);
@@ -468,5 +489,7 @@ void forward_free(forward_ctx *f) {
     free(f->mm_scratch);
     free(f->units);
     moe_scratch_free(f->moe);
+    mla_scratch_free(f->mla);
+    free(f->mla_out);
     free(f);
 }

@@ -66,6 +66,11 @@ static const name_pair k_layer_common[] = {
     {"attn_q_norm.weight", "self_attn.q_norm.weight", K_NORM},
     {"attn_k_norm.weight", "self_attn.k_norm.weight", K_NORM},
     {"attn_qkv", "self_attn.qkv_proj", K_LINEAR}, /* Phi-3: q, k, v fused */
+    {"attn_q_a", "self_attn.q_a_proj", K_LINEAR}, /* DeepSeek-V2's latent attention */
+    {"attn_q_a_norm.weight", "self_attn.q_a_layernorm.weight", K_NORM},
+    {"attn_q_b", "self_attn.q_b_proj", K_LINEAR},
+    {"attn_kv_a_mqa", "self_attn.kv_a_proj_with_mqa", K_LINEAR},
+    {"attn_kv_a_norm.weight", "self_attn.kv_a_layernorm.weight", K_NORM},
     {"ffn_gate", "mlp.gate_proj", K_LINEAR},
     {"ffn_up", "mlp.gate_up_proj", K_LINEAR}, /* Phi-3: gate and up fused, as llama.cpp names it */
     {"ffn_up", "mlp.up_proj", K_LINEAR},
@@ -80,6 +85,9 @@ static const name_pair k_layer_moe[] = {
     {"ffn_up_shexp", "mlp.shared_expert.up_proj", K_LINEAR},
     {"ffn_down_shexp", "mlp.shared_expert.down_proj", K_LINEAR},
     {"ffn_gate_inp_shexp.weight", "mlp.shared_expert_gate.weight", K_MATRIX},
+    {"ffn_gate_shexp", "mlp.shared_experts.gate_proj", K_LINEAR}, /* DeepSeek-V2 */
+    {"ffn_up_shexp", "mlp.shared_experts.up_proj", K_LINEAR},
+    {"ffn_down_shexp", "mlp.shared_experts.down_proj", K_LINEAR},
     {"ffn_gate_inp.weight", "mlp.router.weight", K_MATRIX}, /* gpt-oss */
     {"ffn_gate_inp.bias", "mlp.router.bias", K_VEC},
 };
@@ -414,6 +422,37 @@ static int add_gpt_oss_experts(const hf_source *s, tensor_table *tt, const model
     return 0;
 }
 
+/* DeepSeek-V2's kv_b_proj [n_head][nope + v][kv_rank] split as llama.cpp's
+ * converter splits it: attn_k_b [n_head][kv_rank][nope] (each head's nope
+ * rows transposed) and attn_v_b [n_head][v][kv_rank] (copies, in the
+ * file's dtype). */
+static int add_mla_kv_b(const hf_source *s, tensor_table *tt, const model_hparams *hp, int il) {
+    char hf[256], name[96];
+    snprintf(hf, sizeof hf, "%slayers.%d.self_attn.kv_b_proj.weight", s->prefix, il);
+    const st_tensor *t = st_find(s->st, hf);
+    const int64_t H = hp->n_head, nope = hp->mla_nope_dim, vd = hp->mla_v_dim, r = hp->mla_kv_rank;
+    if (!t) return err_set("missing tensor '%s' (latent attention needs it; a quantized one is not supported)", hf);
+    uint32_t type = WT_F32;
+    if (float_type(t, &type)) return -1;
+    if (t->n_dims != 2 || t->shape[0] != H * (nope + vd) || t->shape[1] != r)
+        return err_set("tensor '%s' does not have the shape [%" PRId64 ", %" PRId64 "] (heads x (nope + v dims), "
+                       "kv_lora_rank)", hf, H * (nope + vd), r);
+    const size_t esz = st_dtype_size(t->dtype);
+    uint8_t *kb = tensors_alloc(tt, (size_t)(H * r * nope) * esz), *vb = tensors_alloc(tt, (size_t)(H * vd * r) * esz);
+    if (!kb || !vb) return -1;
+    const uint8_t *src = t->data;
+    for (int64_t h = 0; h < H; h++) {
+        const uint8_t *head = src + (size_t)(h * (nope + vd) * r) * esz;
+        transpose_experts(kb + (size_t)(h * r * nope) * esz, head, 1, nope, r, 0, 1, r, esz);
+        memcpy(vb + (size_t)(h * vd * r) * esz, head + (size_t)(nope * r) * esz, (size_t)(vd * r) * esz);
+    }
+    const int64_t ne_k[3] = {nope, r, H}, ne_v[3] = {r, vd, H};
+    snprintf(name, sizeof name, "blk.%d.attn_k_b.weight", il);
+    if (!tensors_add(tt, name, type, 3, ne_k, kb, (size_t)(H * r * nope) * esz)) return -1;
+    snprintf(name, sizeof name, "blk.%d.attn_v_b.weight", il);
+    return tensors_add(tt, name, type, 3, ne_v, vb, (size_t)(H * vd * r) * esz) ? 0 : -1;
+}
+
 /* --- the folder ---------------------------------------------------------------- */
 
 static int find_prefix(hf_source *s) {
@@ -487,6 +526,7 @@ hf_source *hf_source_open(const char *dir, const model_hparams *hp, const hf_con
             if (add_pair(s, tt, il, &k_layer_common[i], cfg, -1)) goto fail;
         for (size_t i = 0; i < n_family; i++)
             if (add_pair(s, tt, il, &family[i], cfg, -1)) goto fail;
+        if (tr->mla && add_mla_kv_b(s, tt, hp, il)) goto fail;
         if (hp->n_expert == 0 || hp->dense_ffn[il]) continue;
         for (size_t i = 0; i < COUNT(k_layer_moe); i++)
             if (add_pair(s, tt, il, &k_layer_moe[i], cfg, -1)) goto fail;

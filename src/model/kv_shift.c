@@ -17,5 +17,7 @@ void model_shift_keys(void *user, int layer, float *rows, int n_rows, int delta)
     /* (LongRoPE's attention factor is in the stored keys already: R(delta) alone.) */
     if (hp->is_swa[layer]) rope_angles(cs, delta, hp->rope_dim, hp->rope_base_swa, 1.0f, c->rope_factors);
     else rope_angles(cs, delta, hp->rope_dim, hp->rope_base, hp->rope_pos_scale, c->rope_factors);
-    rope_apply(rows, n_rows, hp->head_dim_k, hp->rope_dim, cs, ROPE_PAIRS_HALVES);
+    if (hp->mla_kv_rank > 0) /* latent attention: the rope key follows the latent, pairs adjacent (mla.c) */
+        rope_apply(rows + hp->mla_kv_rank, n_rows, hp->head_dim_k, hp->rope_dim, cs, ROPE_PAIRS_ADJACENT);
+    else rope_apply(rows, n_rows, hp->head_dim_k, hp->rope_dim, cs, ROPE_PAIRS_HALVES);
 }

@@ -1,7 +1,8 @@
 /* Re-rotation of cached keys for KV eviction (kv/kv_evict.h): a key stored
  * with RoPE at position p becomes the key at position p + delta. The rows are
  * in the cache's dim order, rope pairs in halves (forward.c stores every
- * family that way). */
+ * family that way), except latent attention's: the latent, then the rope
+ * key with its pairs adjacent (mla.c). */
 #ifndef CLLM_MODEL_KV_SHIFT_H
 #define CLLM_MODEL_KV_SHIFT_H
 

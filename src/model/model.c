@@ -109,11 +109,10 @@ static int bind_vector(model *m, const float **out, const char *name, int64_t n,
  * ffn_gate.E, ffn_up.E, ffn_down.E (older Mixtral files, and Hugging Face
  * folders). A quantized row never straddles two experts: blocks run along
  * the input dimension only. */
-static int bind_expert_views(model *m, weight *ws, const char *name, int64_t n_in, int64_t row0, int64_t n_out,
-                             int64_t rows_per_expert) {
+static int bind_views(model *m, weight *ws, const char *name, int64_t n_in, int64_t row0, int64_t n_out,
+                      int64_t rows_per_expert, int n_exp) {
     const model_tensor *t = find_tensor(m, name, true);
     if (!t) return -1;
-    const int n_exp = m->hp.n_expert;
     char buf[256];
     if (t->n_dims != 3 || t->ne[0] != n_in || t->ne[1] != rows_per_expert || t->ne[2] != n_exp)
         return err_set("tensor '%s' has shape [%" PRId64 ", %" PRId64 ", %" PRId64 "], expected [%" PRId64
@@ -133,6 +132,43 @@ static int bind_expert_views(model *m, weight *ws, const char *name, int64_t n_i
                          .n_in = n_in,
                          .n_out = n_out,
                          .row_bytes = row_bytes};
+    return 0;
+}
+
+static int bind_expert_views(model *m, weight *ws, const char *name, int64_t n_in, int64_t row0, int64_t n_out,
+                             int64_t rows_per_expert) {
+    return bind_views(m, ws, name, n_in, row0, n_out, rows_per_expert, m->hp.n_expert);
+}
+
+/* Latent attention (DeepSeek-V2): the query (direct, or low-rank through
+ * q_a, its norm and q_b), the latent and rope key (kv_a_mqa, the latent's
+ * norm), and per head k_b (latent from the nope query dims, attn_k_b
+ * [nope][kv_rank][n_head]) and v_b (value dims from the latent, attn_v_b
+ * [kv_rank][v][n_head]), as llama.cpp's converter splits kv_b_proj. */
+static int bind_mla(model *m, layer_weights *l, int il) {
+    const model_hparams *hp = &m->hp;
+    mla_weights *w = &l->mla;
+    const int64_t e = hp->n_embd, H = hp->n_head, r = hp->mla_kv_rank, qk = hp->mla_nope_dim + hp->rope_dim;
+    char name[96];
+#define NAME(suffix) (snprintf(name, sizeof name, "blk.%d.%s", il, suffix), name)
+    if (hp->mla_q_rank > 0 ? bind_weight(m, &w->q_a, NAME("attn_q_a.weight"), e, hp->mla_q_rank, true) ||
+                                 bind_vector(m, &w->q_a_norm, NAME("attn_q_a_norm.weight"), hp->mla_q_rank, true) ||
+                                 bind_weight(m, &w->q_b, NAME("attn_q_b.weight"), hp->mla_q_rank, H * qk, true)
+                           : bind_weight(m, &l->wq, NAME("attn_q.weight"), e, H * qk, true))
+        return -1;
+    if (bind_weight(m, &w->kv_a, NAME("attn_kv_a_mqa.weight"), e, r + hp->rope_dim, true) ||
+        bind_vector(m, &w->kv_a_norm, NAME("attn_kv_a_norm.weight"), r, true))
+        return -1;
+    if (!tensors_find(&m->tensors, NAME("attn_k_b.weight")) && tensors_find(&m->tensors, NAME("attn_kv_b.weight")))
+        return err_set("'%s': a DeepSeek GGUF from an older converter (attn_kv_b, not attn_k_b and attn_v_b); convert "
+                       "it again with a recent convert_hf_to_gguf.py", name);
+    w->k_b = tensors_alloc(&m->tensors, 2 * (size_t)H * sizeof *w->k_b);
+    if (!w->k_b) return -1;
+    w->v_b = w->k_b + H;
+    if (bind_views(m, w->k_b, NAME("attn_k_b.weight"), hp->mla_nope_dim, 0, r, r, (int)H) ||
+        bind_views(m, w->v_b, NAME("attn_v_b.weight"), r, 0, hp->mla_v_dim, hp->mla_v_dim, (int)H))
+        return -1;
+#undef NAME
     return 0;
 }
 
@@ -264,7 +300,7 @@ static int bind_layer(model *m, int il) {
     const int64_t q_dim = (int64_t)hp->n_head * hp->head_dim_k;
     const int64_t k_dim = (int64_t)hp->n_head_kv * hp->head_dim_k;
     const int64_t v_dim = (int64_t)hp->n_head_kv * hp->head_dim_v;
-    const int64_t o_dim = (int64_t)hp->n_head * hp->head_dim_v;
+    const int64_t o_dim = (int64_t)hp->n_head * (tr->mla ? hp->mla_v_dim : hp->head_dim_v);
     /* Q/K norms per head, or over the whole projection (OLMo 2). */
     const bool qk_all = tr->qk_norm == QK_NORM_ALL, qk = tr->qk_norm != QK_NORM_NONE;
     const bool pre = !tr->no_pre_norms;
@@ -273,7 +309,7 @@ static int bind_layer(model *m, int il) {
     char name[96];
 #define NAME(suffix) (snprintf(name, sizeof name, "blk.%d.%s", il, suffix), name)
     if (bind_vector(m, &l->attn_norm, NAME("attn_norm.weight"), hp->n_embd, pre) ||
-        bind_projections(m, l, il, q_dim, k_dim, v_dim) ||
+        (tr->mla ? bind_mla(m, l, il) : bind_projections(m, l, il, q_dim, k_dim, v_dim)) ||
         bind_weight(m, &l->wo, NAME("attn_output.weight"), o_dim, hp->n_embd, true) ||
         bind_vector(m, &l->bq, NAME("attn_q.bias"), q_dim, tr->qkv_bias) ||
         bind_vector(m, &l->bk, NAME("attn_k.bias"), k_dim, tr->qkv_bias) ||

@@ -29,9 +29,20 @@ typedef struct {
     const float *router_bias, *gate_bias, *up_bias, *down_bias;
 } moe_weights;
 
+/* Multi-head latent attention's matrices (DeepSeek-V2, model/mla.h); the
+ * query comes from wq, or from q_a, its norm and q_b (low-rank q). */
+typedef struct {
+    weight q_a, q_b;          /* attn_q_a, attn_q_b; data NULL without low-rank q */
+    const float *q_a_norm;
+    weight kv_a;              /* attn_kv_a_mqa: the latent and the rope key */
+    const float *kv_a_norm;   /* of the latent */
+    weight *k_b, *v_b;        /* [n_head] each: latent from a head's nope query dims, value dims from the latent */
+} mla_weights;
+
 typedef struct {
     const float *attn_norm;
     weight wq, wk, wv, wo;
+    mla_weights mla;            /* latent attention (mla.kv_a.data != NULL) in place of wk, wv */
     const float *bq, *bk, *bv;  /* NULL unless the family has biases */
     const float *bo;            /* the output projection's bias (gpt-oss), or NULL */
     const float *sinks;         /* [n_head] attention sink logits (gpt-oss), or NULL */

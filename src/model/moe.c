@@ -119,6 +119,28 @@ size_t moe_expert_bytes(const model *m, int *n_layers) {
     return bytes;
 }
 
+/* Group-limited routing (DeepSeek-V2's group_limited_greedy): a group
+ * scores its best expert's probability; the experts of all but the
+ * n_group_used best groups (ties to the lower group) are marked taken (-1). */
+static void exclude_groups(const model_hparams *hp, float *probs) {
+    const int G = hp->n_expert_groups, per = hp->n_expert / G;
+    float score[CLLM_MAX_EXPERTS];
+    bool keep[CLLM_MAX_EXPERTS] = {false};
+    for (int g = 0; g < G; g++) {
+        score[g] = probs[g * per];
+        for (int e = 1; e < per; e++) score[g] = probs[g * per + e] > score[g] ? probs[g * per + e] : score[g];
+    }
+    for (int j = 0; j < hp->n_group_used; j++) {
+        int best = -1;
+        for (int g = 0; g < G; g++)
+            if (!keep[g] && (best < 0 || score[g] > score[best])) best = g;
+        keep[best] = true;
+    }
+    for (int g = 0; g < G; g++)
+        if (!keep[g])
+            for (int e = 0; e < per; e++) probs[g * per + e] = -1.0f;
+}
+
 void moe_route(const model_hparams *hp, float *probs, int32_t *experts, float *weights) {
     const int E = hp->n_expert, k = hp->n_expert_used;
     if (hp->gating == GATING_SIGMOID) {
@@ -129,6 +151,7 @@ void moe_route(const model_hparams *hp, float *probs, int32_t *experts, float *w
         for (int e = 0; e < E; e++) sum += probs[e] = expf(probs[e] - mx);
         for (int e = 0; e < E; e++) probs[e] /= sum;
     }
+    if (hp->n_expert_groups > 1) exclude_groups(hp, probs);
     float total = 0;
     for (int j = 0; j < k; j++) { /* k passes: k is small (2-8) */
         int best = -1;

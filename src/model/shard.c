@@ -99,6 +99,8 @@ int model_shard(model *m, int rank, int size) {
                        m->hp.traits->family);
     if (m->hp.n_expert > 0)
         return err_set("tensor parallelism does not split a mixture of experts (%s) yet", m->hp.traits->family);
+    if (m->hp.mla_kv_rank > 0 || (m->hp.traits && m->hp.traits->biases))
+        return err_set("tensor parallelism does not split %s's attention yet", m->hp.traits->family);
     shard_share s = {0};
     if (share_of(&m->hp, rank, size, &s)) return -1;
     for (int il = 0; il < m->hp.n_layer; il++)

@@ -56,6 +56,13 @@ def _common(**extra) -> dict:
 LLAMA3_ROPE = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
                "original_max_position_embeddings": 64, "rope_theta": 10000.0}
 
+DEEPSEEK_V2 = dict(num_key_value_heads=4, kv_lora_rank=32, q_lora_rank=24, qk_nope_head_dim=16, qk_rope_head_dim=8,
+                   v_head_dim=16, n_routed_experts=8, num_experts_per_tok=2, n_shared_experts=2,
+                   moe_intermediate_size=32, first_k_dense_replace=1, topk_method="greedy",
+                   routed_scaling_factor=2.5, norm_topk_prob=False,
+                   rope_parameters={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 256,
+                                    "mscale": 0.707, "mscale_all_dim": 0.707, "rope_theta": 10000.0})
+
 FAMILIES: Dict[str, Family] = {
     # Llama 3.2: llama3 rope scaling (the prompt runs past its original 64 positions), tied embeddings.
     "llama3": Family("LlamaConfig", "LlamaForCausalLM",
@@ -126,11 +133,22 @@ FAMILIES: Dict[str, Family] = {
                                                "beta_slow": 1.0, "truncate": False,
                                                "original_max_position_embeddings": 256, "rope_theta": 150000.0}),
                       weight_scale={"gate_up_proj": 6.0}),
+    # DeepSeek-V2: latent attention (a 32-dim latent and 8 rope dims cached, absorbed queries; the query through
+    # a rank-24 bottleneck, as DeepSeek-V2 has it: llama.cpp takes a file without one for V2-Lite only by its
+    # 26 or 27 layers), 2 of 8 experts x 2.5, two shared experts, layer 0 dense, YaRN x4 with mscale_all_dim
+    # (DeepSeek's q.k scale).
+    "deepseek_v2": Family("DeepseekV2Config", "DeepseekV2ForCausalLM", _common(**DEEPSEEK_V2)),
+    # DeepSeek-V2-Lite's attention (no query bottleneck) with DeepSeek-V2's group-limited routing: 2 of 8 experts
+    # from the 2 of 4 groups whose best expert scores highest. llama.cpp scores groups otherwise (measured 0.09
+    # median from transformers with it, 0.0004 without), so only transformers checks this one.
+    "deepseek_v2_groups": Family("DeepseekV2Config", "DeepseekV2ForCausalLM",
+                                 _common(**dict(DEEPSEEK_V2, q_lora_rank=None, topk_method="group_limited_greedy",
+                                                n_group=4, topk_group=2))),
 }
 
 # Families llama.cpp cannot load (the GGUF comparisons skip them), and the mixtures of experts.
-NOT_IN_LLAMACPP = {"qwen3_moe_dense"}
-MOE = {"mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "qwen3_moe_dense", "gpt_oss"}
+NOT_IN_LLAMACPP = {"qwen3_moe_dense", "deepseek_v2_groups"}
+MOE = {"mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "qwen3_moe_dense", "gpt_oss", "deepseek_v2", "deepseek_v2_groups"}
 
 
 def build(family: str, seed: int = 0):

@@ -166,6 +166,26 @@ static void test_route_sigmoid(void **state) {
     assert_float_equal(w[0], 1.0f / (1.0f + expf(-0.5f)), 1e-6);
 }
 
+/* Group-limited routing: 8 experts in 4 groups of 2, 1 group used. Group
+ * 3 holds the best expert (7), so the second choice is its weak partner 6,
+ * not expert 0, the second best of all; the weights stay softmax over all
+ * eight. */
+static void test_route_groups(void **state) {
+    (void)state;
+    model_hparams hp = {.n_expert = 8, .n_expert_used = 2, .gating = GATING_SOFTMAX, .expert_scale = 1.0f,
+                        .n_expert_groups = 4, .n_group_used = 1};
+    const float in[8] = {2.9f, -1.0f, 1.5f, 1.0f, 1.9f, 0.0f, 0.0f, 3.0f};
+    float logits[8], w[2], z = 0;
+    memcpy(logits, in, sizeof in);
+    for (int e = 0; e < 8; e++) z += expf(in[e]);
+    int32_t ex[2];
+    moe_route(&hp, logits, ex, w);
+    assert_int_equal(ex[0], 7);
+    assert_int_equal(ex[1], 6);
+    assert_float_equal(w[0], expf(3.0f) / z, 1e-6);
+    assert_float_equal(w[1], expf(0.0f) / z, 1e-6);
+}
+
 static void check_layer(bool shared) {
     toy *t = make_toy(shared);
     float x[T][D], y[T][D], alone[D], want[D];
@@ -221,6 +241,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_route_softmax_topk_renormalized_and_scaled),
         cmocka_unit_test(test_route_sigmoid),
+        cmocka_unit_test(test_route_groups),
         cmocka_unit_test(test_layer_matches_direct_computation),
         cmocka_unit_test(test_shared_expert_with_its_gate),
         cmocka_unit_test(test_unchosen_experts_are_not_read),
