@@ -90,11 +90,11 @@ static void rope_row(const forward_step *s, int t) {
     rope_angles(full, pos, hp->rope_dim, hp->rope_base, hp->rope_pos_scale, s->f->rope_factors);
     /* LongRoPE's and YaRN's attention factor scales the rotated dims of q and k. */
     if (hp->rope_attn_factor != 1.0f) vec_scale(full, hp->rope_attn_factor, hp->rope_dim);
-    if (hp->n_swa) {
-        float *swa = s->f->rope_swa + (size_t)t * hp->rope_dim;
-        rope_angles(swa, pos, hp->rope_dim, hp->rope_base_swa, 1.0f, s->f->rope_factors);
-        if (hp->rope_attn_factor != 1.0f) vec_scale(swa, hp->rope_attn_factor, hp->rope_dim);
-    }
+    /* Gemma 3's sliding layers have a rope of their own: their base, never scaled. Elsewhere (Mistral,
+     * gpt-oss, Gemma 2) a sliding layer rotates as the others do. */
+    float *swa = s->f->rope_swa + (size_t)t * hp->rope_dim;
+    if (hp->n_swa && hp->traits->rope_base_swa > 0) rope_angles(swa, pos, hp->rope_dim, hp->rope_base_swa, 1.0f, NULL);
+    else if (hp->n_swa) memcpy(swa, full, (size_t)hp->rope_dim * sizeof *swa);
 }
 
 /* out = rmsnorm(x) with weight w, or x itself where the family has no such

@@ -74,8 +74,11 @@ FAMILIES: Dict[str, Family] = {
                                                           "original_max_position_embeddings": 256,
                                                           "rope_theta": 10000.0},
                             tie_word_embeddings=False)),
-    # Mistral: a sliding window (48) over every layer, shorter than the long prompt.
-    "mistral": Family("MistralConfig", "MistralForCausalLM", _common(sliding_window=48, head_dim=16)),
+    # Mistral: a sliding window (48) over every layer, shorter than the long prompt, and linear rope scaling
+    # (x2), which its sliding layers use too.
+    "mistral": Family("MistralConfig", "MistralForCausalLM",
+                      _common(sliding_window=48, head_dim=16,
+                              rope_parameters={"rope_type": "linear", "factor": 2.0, "rope_theta": 10000.0})),
     # Granite 3: the four multipliers.
     "granite": Family("GraniteConfig", "GraniteForCausalLM",
                       _common(embedding_multiplier=6.0, residual_multiplier=0.3, attention_multiplier=0.09,
