@@ -138,6 +138,11 @@ float rope_yarn_mscale(float s);
  * of YaRN's yarn_attn x (1 + rope_yarn_log_mul ln factor), as DeepSeek's
  * reference (and llama.cpp) scale it. */
 float mla_attn_scale(const model_hparams *hp, float yarn_attn);
+/* Whether sliding layers rotate with a rope of their own (Gemma 3: their
+ * base, unscaled); elsewhere they rotate as the other layers do. */
+static inline bool hparams_swa_own_rope(const model_hparams *hp) {
+    return hp->n_swa > 0 && hp->traits && hp->traits->rope_base_swa > 0;
+}
 /* Marks every period-th layer (the 4th, 8th, ...) as NoPE; 0: none. */
 void hparams_nope_period(model_hparams *hp, int period);
 /* Refuses hyper-parameters the forward pass cannot compute with: a norm

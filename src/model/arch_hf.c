@@ -445,24 +445,25 @@ static int read_softcaps(const cfg_obj *c, model_hparams *hp) {
  * mlp_only_layers or off the decoder_sparse_step period; Qwen2-MoE adds a
  * shared expert with a sigmoid gate). */
 static int read_experts(const cfg_obj *c, const char *model_type, model_hparams *hp) {
-    const bool gpt_oss = !strcmp(model_type, "gpt_oss");
-    const bool mixtral = !strcmp(model_type, "mixtral") || gpt_oss, olmoe = !strcmp(model_type, "olmoe");
-    const bool qwen2 = !strcmp(model_type, "qwen2_moe");
-    hp->n_expert = mixtral && !gpt_oss ? 8 : olmoe ? 64 : qwen2 ? 60 : 128;
-    hp->n_expert_used = gpt_oss ? 4 : mixtral ? 2 : qwen2 ? 4 : 8;
-    hp->n_ff_exp = mixtral || olmoe ? hp->n_ff : qwen2 ? 1408 : 768;
+    const bool gpt_oss = !strcmp(model_type, "gpt_oss"), mixtral = !strcmp(model_type, "mixtral");
+    const bool olmoe = !strcmp(model_type, "olmoe"), qwen2 = !strcmp(model_type, "qwen2_moe");
+    /* Mixtral and gpt-oss always renormalize; their experts, like OLMoE's, are intermediate_size wide. */
+    const bool always_norm = mixtral || gpt_oss, width_is_ff = mixtral || olmoe || gpt_oss;
+    hp->n_expert = mixtral ? 8 : olmoe ? 64 : qwen2 ? 60 : 128;
+    hp->n_expert_used = mixtral ? 2 : qwen2 || gpt_oss ? 4 : 8;
+    hp->n_ff_exp = width_is_ff ? hp->n_ff : qwen2 ? 1408 : 768;
     hp->n_ff_shexp = qwen2 ? 5632 : 0;
     hp->gating = GATING_SOFTMAX;
     hp->expert_scale = 1.0f;
-    hp->expert_norm = mixtral;
+    hp->expert_norm = always_norm;
     int step = 1;
     /* transformers 5 may save either name of the count (its configs map one to the other). */
     if (get_int(c, "num_local_experts", &hp->n_expert, 1, CLLM_MAX_EXPERTS, false) ||
         get_int(c, "num_experts", &hp->n_expert, 1, CLLM_MAX_EXPERTS, false) ||
         get_int(c, "num_experts_per_tok", &hp->n_expert_used, 1, hp->n_expert, false) ||
-        (!mixtral && !olmoe && get_int(c, "moe_intermediate_size", &hp->n_ff_exp, 1, 1 << 20, false)) ||
+        (!width_is_ff && get_int(c, "moe_intermediate_size", &hp->n_ff_exp, 1, 1 << 20, false)) ||
         (qwen2 && get_int(c, "shared_expert_intermediate_size", &hp->n_ff_shexp, 0, 1 << 20, false)) ||
-        (!mixtral && get_bool(c, "norm_topk_prob", &hp->expert_norm)) ||
+        (!always_norm && get_bool(c, "norm_topk_prob", &hp->expert_norm)) ||
         get_int(c, "decoder_sparse_step", &step, 1, CLLM_MAX_LAYERS, false))
         return -1;
     json_t *only = get(c, "mlp_only_layers");

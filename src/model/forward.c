@@ -91,10 +91,9 @@ static void rope_row(const forward_step *s, int t) {
     /* LongRoPE's and YaRN's attention factor scales the rotated dims of q and k. */
     if (hp->rope_attn_factor != 1.0f) vec_scale(full, hp->rope_attn_factor, hp->rope_dim);
     /* Gemma 3's sliding layers have a rope of their own: their base, never scaled. Elsewhere (Mistral,
-     * gpt-oss, Gemma 2) a sliding layer rotates as the others do. */
-    float *swa = s->f->rope_swa + (size_t)t * hp->rope_dim;
-    if (hp->n_swa && hp->traits->rope_base_swa > 0) rope_angles(swa, pos, hp->rope_dim, hp->rope_base_swa, 1.0f, NULL);
-    else if (hp->n_swa) memcpy(swa, full, (size_t)hp->rope_dim * sizeof *swa);
+     * gpt-oss, Gemma 2) a sliding layer rotates as the others do, with rope_full. */
+    if (hparams_swa_own_rope(hp))
+        rope_angles(s->f->rope_swa + (size_t)t * hp->rope_dim, pos, hp->rope_dim, hp->rope_base_swa, 1.0f, NULL);
 }
 
 /* out = rmsnorm(x) with weight w, or x itself where the family has no such
@@ -166,7 +165,8 @@ static void qkv_row(const forward_step *s, int t) {
         for (int h = 0; h < hp->n_head_kv; h++)
             rmsnorm(k + h * hp->head_dim_k, k + h * hp->head_dim_k, l->k_norm, hp->head_dim_k, hp->norm_eps);
     }
-    const float *cs = (hp->is_swa[s->il] ? f->rope_swa : f->rope_full) + (size_t)t * hp->rope_dim;
+    const bool own = hp->is_swa[s->il] && hparams_swa_own_rope(hp);
+    const float *cs = (own ? f->rope_swa : f->rope_full) + (size_t)t * hp->rope_dim;
     const rope_pairs pairs = hp->rope == ROPE_NEOX ? ROPE_PAIRS_HALVES : ROPE_PAIRS_ADJACENT;
     if (!hp->no_rope[s->il]) {
         rope_apply(q, hp->n_head, hp->head_dim_k, hp->rope_dim, cs, pairs);
@@ -288,9 +288,7 @@ static void act_row(const forward_step *s, int t) {
     const model_hparams *hp = &s->f->m->hp;
     float *g = s->f->gate + (size_t)t * hp->n_ff;
     const float *u = s->f->up + (size_t)t * hp->n_ff;
-    if (hp->traits->act == ACT_GELU_TANH) gelu_tanh_mul(g, u, hp->n_ff);
-    else if (hp->traits->act == ACT_SWIGLU_OAI) swiglu_oai_mul(g, u, hp->n_ff, hp->swiglu_alpha, hp->swiglu_limit);
-    else silu_mul(g, u, hp->n_ff);
+    ffn_activation(hp, g, u, hp->n_ff);
 }
 
 static void ffn_residual_row(const forward_step *s, int t) {

@@ -410,9 +410,7 @@ static int add_gpt_oss_experts(const hf_source *s, tensor_table *tt, const model
         uint8_t *bv = tensors_alloc(tt, (size_t)(E * n_out) * besz);
         if (!wm || !bv) return -1;
         transpose_experts(wm, w->data, E, n_in, src_cols, col0, step, n_out, esz);
-        for (int64_t e = 0; e < E; e++) /* a bias is a 1-row block: the column subset */
-            transpose_experts(bv + (size_t)(e * n_out) * besz, (const uint8_t *)b->data + (size_t)(e * src_cols) * besz,
-                              1, 1, src_cols, col0, step, n_out, besz);
+        transpose_experts(bv, b->data, E, 1, src_cols, col0, step, n_out, besz); /* a bias: a 1-row block each */
         const int64_t ne3[3] = {n_in, n_out, E}, ne2[2] = {n_out, E};
         snprintf(name, sizeof name, "blk.%d.%s", il, mats[k]);
         if (!tensors_add(tt, name, type, 3, ne3, wm, (size_t)(E * n_in * n_out) * esz)) return -1;

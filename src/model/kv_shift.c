@@ -15,7 +15,7 @@ void model_shift_keys(void *user, int layer, float *rows, int n_rows, int delta)
     float cs[SHIFT_ROPE_MAX];
     if (hp->no_rope[layer]) return; /* NoPE layers keep no position in their keys */
     /* (LongRoPE's attention factor is in the stored keys already: R(delta) alone.) */
-    if (hp->is_swa[layer] && hp->traits->rope_base_swa > 0) /* Gemma 3's own rope for sliding layers (forward.c) */
+    if (hp->is_swa[layer] && hparams_swa_own_rope(hp)) /* Gemma 3's own rope for sliding layers (forward.c) */
         rope_angles(cs, delta, hp->rope_dim, hp->rope_base_swa, 1.0f, NULL);
     else rope_angles(cs, delta, hp->rope_dim, hp->rope_base, hp->rope_pos_scale, c->rope_factors);
     if (hp->mla_kv_rank > 0) /* latent attention: the rope key follows the latent, pairs adjacent (mla.c) */

@@ -194,6 +194,12 @@ static void gather_rows(void *p, long lo, long hi) {
     for (long i = lo; i < hi; i++) memcpy(c->s->xg + i * d, c->x + (size_t)c->s->rows[i] * d, d * sizeof *c->x);
 }
 
+void ffn_activation(const model_hparams *hp, float *g, const float *u, int n) {
+    if (hp->traits->act == ACT_GELU_TANH) gelu_tanh_mul(g, u, n);
+    else if (hp->traits->act == ACT_SWIGLU_OAI) swiglu_oai_mul(g, u, n, hp->swiglu_alpha, hp->swiglu_limit);
+    else silu_mul(g, u, n);
+}
+
 /* The activation of entries lo..hi (or of the shared expert's rows), after
  * the experts' gate and up biases where they have them. */
 static void act_rows(void *p, long lo, long hi) {
@@ -206,9 +212,7 @@ static void act_rows(void *p, long lo, long hi) {
             vec_add(g, c->w->gate_bias + e, c->n_ff);
             vec_add(u, c->w->up_bias + e, c->n_ff);
         }
-        if (hp->traits->act == ACT_GELU_TANH) gelu_tanh_mul(g, u, c->n_ff);
-        else if (hp->traits->act == ACT_SWIGLU_OAI) swiglu_oai_mul(g, u, c->n_ff, hp->swiglu_alpha, hp->swiglu_limit);
-        else silu_mul(g, u, c->n_ff);
+        ffn_activation(hp, g, u, c->n_ff);
     }
 }
 

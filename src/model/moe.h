@@ -24,6 +24,10 @@
 
 typedef struct moe_scratch moe_scratch;
 
+/* g[n] = act(g) * u, with the family's activation (silu, GELU-tanh, or
+ * gpt-oss's clamped SwiGLU): the dense FFN's and the experts' alike. */
+void ffn_activation(const model_hparams *hp, float *g, const float *u, int n);
+
 /* Buffers for batches of up to max_tokens tokens through m's expert
  * layers; NULL with err_get(). */
 moe_scratch *moe_scratch_create(const model *m, int max_tokens);
