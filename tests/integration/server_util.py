@@ -15,8 +15,10 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 from typing import Optional
 
 import requests
@@ -199,6 +201,17 @@ def sse_events(resp: requests.Response) -> list:
         payload = line[len("data: "):]
         events.append(payload if payload == "[DONE]" else json.loads(payload))
     return events
+
+
+def default_chat_model() -> Path:
+    """`make run`'s model (scripts/default_model.py), or a failure that says to run the set-up."""
+    import pytest
+
+    script = Path(__file__).resolve().parents[2] / "scripts" / "default_model.py"
+    p = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True)
+    if p.returncode != 0:
+        pytest.fail(p.stderr.strip() or "scripts/default_model.py --check failed", pytrace=False)
+    return Path(p.stdout.strip())
 
 
 def tiny_model(model_factory, **options):

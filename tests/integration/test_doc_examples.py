@@ -202,7 +202,7 @@ def run_server(code: str, env: dict) -> str:
 def env(build_dir):
     e = dict(os.environ)
     e["PATH"] = f"{build_dir}{os.pathsep}{e['PATH']}"
-    # OpenMPI refuses root unless told (the README's tensor-parallel block says so).
+    # OpenMPI refuses root unless told (docs/tensor-parallelism.md's first block says so).
     e.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     for k in ("CLLM_API_KEY", "VLLM_API_KEY"):
         e.pop(k, None)

@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from server_util import CllmServer, tiny_model
+from server_util import CllmServer, default_chat_model, tiny_model
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -305,3 +305,22 @@ def test_page_chats_with_the_first_generative_model(browser, cllm_bin, model_fac
     with CllmServer(cllm_bin, minilm, "--model", tiny_model(model_factory), "--served-model-name", "embedder",
                     "--served-model-name", "chatter", "--kv-cache-memory", "16MiB") as srv:
         open_page(browser, srv, "chatter")
+
+
+def test_the_default_model_answers_in_the_page(browser, cllm_bin):
+    """`make run`'s model, served as `make run` serves it: a question typed in the
+    page gets a streamed answer (the reply's text grows in several steps) that
+    holds what was asked for."""
+    with CllmServer(cllm_bin, default_chat_model()) as srv:
+        open_page(browser, srv, served_name(srv))
+        browser.execute_script("""
+            window.__lengths = [];
+            new MutationObserver(() => {
+                const replies = document.querySelectorAll('#messages .msg.assistant .content');
+                if (replies.length) window.__lengths.push(replies[replies.length - 1].textContent.length);
+            }).observe(document.getElementById('messages'), {subtree: true, childList: true, characterData: true});
+        """)
+        stats = send_and_wait(browser, "What is the capital of France? Answer in one sentence.")
+        reply = assistant_replies(browser)[-1].text
+        assert "Paris" in reply and stats["finish"] in (None, "stop"), (reply, stats)
+        assert len(set(browser.execute_script("return window.__lengths"))) >= 3, "the answer was not streamed"
