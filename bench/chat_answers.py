@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -43,8 +45,19 @@ def ask_all(client, model: str, max_tokens: int = 64) -> list[dict]:
     return out
 
 
-def cell(text: str) -> str:
-    return " ".join(text.split()).replace("|", "\\|") or "(empty)"
+def cell(text: str, cut: int = 0) -> str:
+    text = " ".join(text.split())
+    if cut and len(text) > cut:
+        text = text[:cut].rstrip() + " …"
+    return text.replace("|", "\\|") or "(empty)"
+
+
+def default_cllm() -> Path:
+    """$CLLM_BUILD_DIR's, else the one on PATH, else build/cllm."""
+    if os.environ.get("CLLM_BUILD_DIR"):
+        return Path(os.environ["CLLM_BUILD_DIR"]) / "cllm"
+    found = shutil.which("cllm")
+    return Path(found) if found else ROOT / "build" / "cllm"
 
 
 def ask_served(cllm: Path, model: str, max_tokens: int) -> list[dict]:
@@ -58,11 +71,11 @@ def ask_served(cllm: Path, model: str, max_tokens: int) -> list[dict]:
         return ask_all(client, client.models.list().data[0].id, max_tokens)
 
 
-def markdown(models: list[str], answers: list[list[dict]]) -> str:
+def markdown(models: list[str], answers: list[list[dict]], cut: int = 0) -> str:
     lines = ["| # | question | " + " | ".join(Path(m).name for m in models) + " |",
              "|---|---|" + "---|" * len(models)]
     for i, q in enumerate(answers[0]):
-        marks = [cell(a[i]["answer"]) + ("" if a[i]["hit"] else " **(no)**") for a in answers]
+        marks = [cell(a[i]["answer"], cut) + ("" if a[i]["hit"] else " **(no)**") for a in answers]
         lines.append(f"| {i + 1} | {cell(q['question'])} | " + " | ".join(marks) + " |")
     lines.append("| | keyword found | " + " | ".join(f"{sum(r['hit'] for r in a)}/{len(a)}" for a in answers) + " |")
     lines.append("| | seconds, all 20 | " + " | ".join(f"{sum(r['seconds'] for r in a):.1f}" for a in answers) + " |")
@@ -73,10 +86,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("models", nargs="+")
     ap.add_argument("--max-tokens", type=int, default=64)
-    ap.add_argument("--cllm", type=Path, default=ROOT / "build" / "cllm")
+    ap.add_argument("--cut", type=int, default=0, help="cut answers longer than this many characters (0: never)")
+    ap.add_argument("--cllm", type=Path, default=default_cllm(), help="the binary (default: %(default)s)")
     args = ap.parse_args()
     answers = [ask_served(args.cllm, m, args.max_tokens) for m in args.models]
-    print(markdown(args.models, answers))
+    print(markdown(args.models, answers, args.cut))
     return 0
 
 

@@ -246,3 +246,14 @@ def test_example(where, code, comment, files, env, report):
         assert p.returncode == 0, f"{where}: `{code}` exited {p.returncode}\n{p.stdout[-2000:]}\n{p.stderr[-4000:]}"
         detail = "exit 0"
     report.append((where, "ran", f"{detail} in {time.time() - t0:.1f} s: {shown[:70]}"))
+
+
+def test_readme_is_short_and_links_every_docs_page():
+    """The README is the first five minutes (at most 200 lines); the manual is in
+    docs/, and the README links every page of it."""
+    readme = (REPO / "README.md").read_text()
+    assert len(readme.splitlines()) <= 200, f"README.md has {len(readme.splitlines())} lines, more than 200"
+    unlinked = [p.name for p in sorted((REPO / "docs").glob("*.md")) if f"](docs/{p.name}" not in readme]
+    assert not unlinked, f"docs pages the README does not link: {unlinked}"
+    assert readme.startswith("# cllm\n\n```sh\nmake run ") and "\nmake test " in readme.split("```")[1], \
+        "the README starts with its two commands: make run, then make test"
