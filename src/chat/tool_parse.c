@@ -328,6 +328,79 @@ void tool_parse(tool_format f, const char *s, size_t n, bool final, tool_parse_r
     }
 }
 
+/* Whether the finished call object at s[off, end) has only the keys name
+ * and arguments (or parameters), its name one of names. */
+static bool bare_call_ok(const char *s, size_t off, size_t end, const tool_parsed_call *c, const char *const *names,
+                         int n_names) {
+    if (c->args_missing) return false;
+    json_error_t err;
+    json_t *o = json_loadb(s + off, end - off, 0, &err);
+    const char *name = json_string_value(json_object_get(o, "name"));
+    bool ok = o && name && json_object_size(o) == 2;
+    bool offered = false;
+    for (int i = 0; ok && i < n_names && !offered; i++) offered = !strcmp(names[i], name);
+    json_decref(o);
+    return ok && offered;
+}
+
+/* After an opening fence "```" and an optional language word: the first
+ * byte of the fenced text, or SCAN_PARTIAL / SCAN_BAD. */
+static scan_rc scan_fence_open(const char *s, size_t i, size_t n, size_t *body) {
+    size_t e;
+    const scan_rc rc = match_literal(s, i, n, "```", &e);
+    if (rc != SCAN_DONE) return rc;
+    while (e < n && isalpha((unsigned char)s[e])) e++;
+    while (e < n && (s[e] == ' ' || s[e] == '\t' || s[e] == '\r')) e++;
+    if (e >= n) return SCAN_PARTIAL;
+    if (s[e] != '\n') return SCAN_BAD;
+    *body = e + 1;
+    return SCAN_DONE;
+}
+
+tool_bare_rc tool_parse_bare(const char *s, size_t n, bool final, const char *const *names, int n_names,
+                             tool_parse_result *r) {
+    r->n_content = r->n_calls = 0;
+    r->malformed_at = (size_t)-1;
+    const tool_bare_rc partial = final ? TOOL_BARE_NO : TOOL_BARE_MAYBE;
+    size_t i = skip_ws(s, 0, n), e;
+    if (i >= n) return partial;
+    const bool fenced = s[i] == '`';
+    if (fenced) {
+        const scan_rc rc = scan_fence_open(s, i, n, &i);
+        if (rc != SCAN_DONE) return rc == SCAN_PARTIAL ? partial : TOOL_BARE_NO;
+        i = skip_ws(s, i, n);
+        if (i >= n) return partial;
+    }
+    const bool list = s[i] == '[';
+    if (list) i = skip_ws(s, i + 1, n);
+    for (;;) {
+        if (i >= n) return partial;
+        tool_parsed_call *c;
+        if (s[i] != '{' || !(c = new_call(r))) return TOOL_BARE_NO;
+        const scan_rc rc = scan_call_object(s, i, n, c, &e);
+        if (rc != SCAN_DONE) return rc == SCAN_PARTIAL ? partial : TOOL_BARE_NO;
+        if (!bare_call_ok(s, i, e, c, names, n_names)) return TOOL_BARE_NO;
+        c->done = true;
+        i = skip_ws(s, e, n);
+        if (!list) break;
+        if (i >= n) return partial;
+        if (s[i] == ']') {
+            i = skip_ws(s, i + 1, n);
+            break;
+        }
+        if (s[i] != ',') return TOOL_BARE_NO;
+        i = skip_ws(s, i + 1, n);
+    }
+    if (fenced) {
+        if (i >= n) return partial;
+        const scan_rc rc = match_literal(s, i, n, "```", &e);
+        if (rc != SCAN_DONE) return rc == SCAN_PARTIAL ? partial : TOOL_BARE_NO;
+        i = skip_ws(s, e, n);
+    }
+    if (i < n) return TOOL_BARE_NO;
+    return final ? TOOL_BARE_YES : TOOL_BARE_MAYBE;
+}
+
 bool tool_parse_is_plain(const tool_parse_result *r) { return r->n_calls == 0 || r->malformed_at != (size_t)-1; }
 
 char *tool_parse_name(const char *text, const tool_parsed_call *c) {

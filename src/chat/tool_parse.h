@@ -51,6 +51,17 @@ void tool_parse(tool_format f, const char *text, size_t len, bool final, tool_pa
 /* Whether a finished reply's parse gives plain content only: no calls, or a
  * malformed or unfinished one. */
 bool tool_parse_is_plain(const tool_parse_result *r);
+/* A reply that is, as a whole, tool calls written without the format's
+ * markup, as small models often write them: one object {"name": N,
+ * "arguments": {...}} ("parameters" for "arguments"), or a list of them,
+ * alone or alone in one ``` fenced block (```json), with nothing else but
+ * whitespace, where every N is one of `names` (the tools offered) and the
+ * objects have no other keys. NO: it is not (ordinary text, an ordinary JSON
+ * answer); MAYBE: the unfinished text (final false) may still become one;
+ * YES: it is, and *out holds the calls (no content). */
+typedef enum { TOOL_BARE_NO, TOOL_BARE_MAYBE, TOOL_BARE_YES } tool_bare_rc;
+tool_bare_rc tool_parse_bare(const char *text, size_t len, bool final, const char *const *names, int n_names,
+                             tool_parse_result *out);
 /* The name of a call as a malloc'd string (JSON escapes decoded); NULL when
  * out of memory or undecodable. */
 char *tool_parse_name(const char *text, const tool_parsed_call *c);

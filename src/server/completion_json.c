@@ -173,7 +173,7 @@ json_t *resp_choice(const resp_ctx *c, const gen_choice *ch, int index, const ch
         json_t *msg = json_object();
         json_object_set_new(msg, "role", json_string("assistant"));
         if (c->tool_fmt != TOOL_FORMAT_NONE)
-            called = tool_output_message(c->tool_fmt, c->tool_parallel, text, ch->text.len, msg);
+            called = tool_output_message(c->tool_fmt, c->tool_parallel, c->tools, text, ch->text.len, msg);
         else
             json_object_set_new(msg, "content", resp_string(text, ch->text.len));
         json_object_set_new(msg, "refusal", json_null());

@@ -24,6 +24,7 @@ typedef struct {
     const tokenizer *tok;
     tool_format tool_fmt; /* chat with tools offered: the format replies are read in; else NONE */
     bool tool_parallel;   /* parallel_tool_calls */
+    const json_t *tools;  /* the request's tools list (NULL: none), for calls written without markup */
 } resp_ctx;
 
 /* "stop", "length", or NULL for unfinished; "abort" and "error" as named. */

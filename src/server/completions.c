@@ -324,8 +324,8 @@ static json_t *stream_tool_choice(stream_state *st, int i, const gen_choice *c, 
     tool_stream *ts = &st->tool_streams[i];
     json_t *ch = resp_chunk_choice(&st->ctx, i, "", 0, false, lp, NULL);
     json_t *delta = json_object_get(ch, "delta");
-    tool_stream_delta(ts, st->ctx.tool_fmt, st->ctx.tool_parallel, c->text.data ? c->text.data : "", c->text.len,
-                      c->finished, delta);
+    tool_stream_delta(ts, st->ctx.tool_fmt, st->ctx.tool_parallel, st->ctx.tools, c->text.data ? c->text.data : "",
+                      c->text.len, c->finished, delta);
     if (c->finished) {
         json_object_set_new(ch, "finish_reason",
                             json_string(resp_finish_name_tools(c->reason, ts->n_announced > 0)));
@@ -548,7 +548,8 @@ static enum MHD_Result generate(server *s, served_model *sm, http_req *r, api_ki
                     .created = time(NULL),
                     .tok = sm->m->tok,
                     .tool_fmt = p.tool_fmt,
-                    .tool_parallel = p.req.tools.parallel};
+                    .tool_parallel = p.req.tools.parallel,
+                    .tools = p.req.tools.tools};
     server_new_id(s, kind == API_CHAT ? "chatcmpl-" : "cmpl-", ctx.id, sizeof ctx.id);
     if (p.req.stream) {
         stream_state *st = stream_state_create(s, g, &p, &ctx, r, shape);

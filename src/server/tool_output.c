@@ -2,6 +2,7 @@
 #include "server/tool_output.h"
 
 #include "server/api_json.h"
+#include "server/tools.h"
 #include "util/buf.h"
 
 #include <stdlib.h>
@@ -36,9 +37,33 @@ static json_t *name_string(const char *text, const tool_parsed_call *c) {
     return j;
 }
 
-bool tool_output_message(tool_format f, bool parallel, const char *text, size_t len, json_t *msg) {
+/* The reply's calls in r: written in the format's markup, or (tools
+ * offered) as bare JSON (tool_parse_bare). Llama 3's own format is bare JSON
+ * already. Returns true, with r unset, while an unfinished reply may still
+ * become a bare call: a stream sends nothing of it until it knows. */
+static bool parse_reply(tool_format f, const json_t *tools, const char *text, size_t len, bool final,
+                        tool_parse_result *r) {
+    if (f != TOOL_FORMAT_LLAMA3_JSON && json_array_size(tools)) {
+        const char *names[API_MAX_TOOLS];
+        int n = 0;
+        size_t i;
+        json_t *t;
+        json_array_foreach(tools, i, t) {
+            const char *name = json_string_value(json_object_get(json_object_get(t, "function"), "name"));
+            if (name && n < API_MAX_TOOLS) names[n++] = name;
+        }
+        const tool_bare_rc rc = tool_parse_bare(text, len, final, names, n, r);
+        if (rc == TOOL_BARE_YES) return false;
+        if (rc == TOOL_BARE_MAYBE) return true;
+    }
+    tool_parse(f, text, len, final, r);
+    return false;
+}
+
+bool tool_output_message(tool_format f, bool parallel, const json_t *tools, const char *text, size_t len,
+                         json_t *msg) {
     tool_parse_result r;
-    tool_parse(f, text, len, true, &r);
+    parse_reply(f, tools, text, len, true, &r);
     if (tool_parse_is_plain(&r)) {
         json_object_set_new(msg, "content", resp_string(text, len));
         return false;
@@ -59,10 +84,10 @@ bool tool_output_message(tool_format f, bool parallel, const char *text, size_t 
     return true;
 }
 
-void tool_stream_delta(tool_stream *ts, tool_format f, bool parallel, const char *text, size_t len, bool final,
-                       json_t *delta) {
+void tool_stream_delta(tool_stream *ts, tool_format f, bool parallel, const json_t *tools, const char *text,
+                       size_t len, bool final, json_t *delta) {
     tool_parse_result r;
-    tool_parse(f, text, len, final, &r);
+    if (parse_reply(f, tools, text, len, final, &r)) return;
     /* Content: the joined spans past what was sent. */
     buf content = {0};
     size_t at = 0;

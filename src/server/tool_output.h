@@ -11,7 +11,11 @@
  *     the fragments join into the same arguments as the whole reply. Markup
  *     is never sent as content once it is recognised.
  * finish_reason is "tool_calls" when the model stopped after calling.
- * parallel_tool_calls false keeps the first call only. */
+ * parallel_tool_calls false keeps the first call only. A reply that is
+ * wholly a call in bare JSON naming an offered tool (tool_parse_bare) is a
+ * call too; a stream holds such a reply back until it ends, then sends the
+ * call or, when it was not one, the text. `tools` is the request's validated
+ * tools list. */
 #ifndef CLLM_SERVER_TOOL_OUTPUT_H
 #define CLLM_SERVER_TOOL_OUTPUT_H
 
@@ -23,7 +27,8 @@
 
 /* Sets "content" and, when the reply calls tools, "tool_calls" on msg.
  * Returns whether it does. */
-bool tool_output_message(tool_format f, bool parallel, const char *text, size_t len, json_t *msg);
+bool tool_output_message(tool_format f, bool parallel, const json_t *tools, const char *text, size_t len,
+                         json_t *msg);
 
 /* What one streamed choice has sent so far. Zero-initialize. */
 typedef struct {
@@ -34,7 +39,7 @@ typedef struct {
 
 /* Adds to delta ("content", "tool_calls") what text[0, len) holds beyond what
  * ts has sent; final when the choice has finished. */
-void tool_stream_delta(tool_stream *ts, tool_format f, bool parallel, const char *text, size_t len, bool final,
-                       json_t *delta);
+void tool_stream_delta(tool_stream *ts, tool_format f, bool parallel, const json_t *tools, const char *text,
+                       size_t len, bool final, json_t *delta);
 
 #endif

@@ -10,7 +10,9 @@
  * twice as many inputs. A reply under 16 times the piece size the first
  * byte picks (1-32 bytes) is still cut at that size. Whatever the bytes,
  * this must end without a crash, a leak or an out-of-bounds read, and every
- * span a parse reports lies in the text. */
+ * span a parse reports lies in the text. Bit 1 of the first byte offers
+ * two tools (the names the corpus's calls use), so replies are also read as
+ * calls written in bare JSON (tool_parse_bare). */
 #include "chat/tool_parse.h"
 #include "server/tool_output.h"
 
@@ -27,8 +29,15 @@ static void check_spans(const tool_parse_result *r, size_t len) {
     }
 }
 
+static const char *const TOOL_NAMES[] = {"get_weather", "f"};
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1) return 0;
+    static json_t *tools;
+    if (!tools)
+        tools = json_pack("[{s:s,s:{s:s}},{s:s,s:{s:s}}]", "type", "function", "function", "name", TOOL_NAMES[0],
+                          "type", "function", "function", "name", TOOL_NAMES[1]);
+    const json_t *offered = data[0] & 2 ? tools : NULL;
     const tool_format f = (tool_format)(1 + data[0] % 5);
     const char *text = (const char *)data + 1;
     const size_t len = size - 1;
@@ -38,15 +47,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     tool_parse(f, text, len, true, &r);
     check_spans(&r, len);
     json_t *msg = json_object();
-    tool_output_message(f, data[0] & 4, text, len, msg);
+    tool_output_message(f, data[0] & 4, offered, text, len, msg);
     json_decref(msg);
     tool_stream ts = {0};
     for (size_t k = 0;; k += step) {
         const size_t n = k < len ? k : len;
         tool_parse(f, text, n, n == len, &r);
         check_spans(&r, n);
+        if (tool_parse_bare(text, n, n == len, TOOL_NAMES, 2, &r) != TOOL_BARE_NO) check_spans(&r, n);
         json_t *delta = json_object();
-        tool_stream_delta(&ts, f, true, text, n, n == len, delta);
+        tool_stream_delta(&ts, f, true, offered, text, n, n == len, delta);
         json_decref(delta);
         if (n == len) break;
     }

@@ -192,7 +192,7 @@ static void test_reply_message(void **state) {
     const char *text = "Checking.\n<tool_call>\n{\"name\": \"f\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>"
                        "<tool_call>{\"name\": \"g\", \"arguments\": {}}</tool_call>";
     json_t *msg = json_object();
-    assert_true(tool_output_message(TOOL_FORMAT_HERMES, true, text, strlen(text), msg));
+    assert_true(tool_output_message(TOOL_FORMAT_HERMES, true, NULL, text, strlen(text), msg));
     assert_string_equal(json_string_value(json_object_get(msg, "content")), "Checking.");
     const json_t *calls = json_object_get(msg, "tool_calls");
     assert_int_equal(json_array_size(calls), 2);
@@ -206,13 +206,13 @@ static void test_reply_message(void **state) {
     json_decref(msg);
     /* parallel_tool_calls false: the first call only. */
     msg = json_object();
-    assert_true(tool_output_message(TOOL_FORMAT_HERMES, false, text, strlen(text), msg));
+    assert_true(tool_output_message(TOOL_FORMAT_HERMES, false, NULL, text, strlen(text), msg));
     assert_int_equal(json_array_size(json_object_get(msg, "tool_calls")), 1);
     json_decref(msg);
     /* Malformed: plain content, no tool_calls. */
     msg = json_object();
     const char *bad = "<tool_call>{\"name\": \"f\", \"arguments\": {oops}}</tool_call>";
-    assert_false(tool_output_message(TOOL_FORMAT_HERMES, true, bad, strlen(bad), msg));
+    assert_false(tool_output_message(TOOL_FORMAT_HERMES, true, NULL, bad, strlen(bad), msg));
     assert_string_equal(json_string_value(json_object_get(msg, "content")), bad);
     assert_null(json_object_get(msg, "tool_calls"));
     json_decref(msg);
@@ -230,7 +230,7 @@ static void test_stream_deltas_reassemble(void **state) {
     int n_ids = 0;
     for (size_t k = 0; k <= n; k++) {
         json_t *delta = json_object();
-        tool_stream_delta(&ts, TOOL_FORMAT_HERMES, true, text, k, k == n, delta);
+        tool_stream_delta(&ts, TOOL_FORMAT_HERMES, true, NULL, text, k, k == n, delta);
         const json_t *c = json_object_get(delta, "content");
         if (c) strncat(content, json_string_value(c), sizeof content - strlen(content) - 1);
         assert_null(strstr(content, "<tool"));
@@ -260,6 +260,63 @@ static void test_stream_deltas_reassemble(void **state) {
     assert_string_equal(args[1], "{}");
 }
 
+/* A reply written as a bare JSON call naming an offered tool is a call, whole
+ * and streamed (held back until the end, then sent as the call); a JSON
+ * answer that names no offered tool stays content in both. */
+static void test_bare_json_calls(void **state) {
+    (void)state;
+    json_t *tools = json_loads("[{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", "
+                               "\"parameters\": {\"type\": \"object\"}}}]", 0, NULL);
+    assert_non_null(tools);
+    const char *call = "```json\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n```";
+    const char *answer = "{\"name\": \"Paris\", \"arguments\": {\"population\": 2100000}}";
+    json_t *msg = json_object();
+    assert_true(tool_output_message(TOOL_FORMAT_HERMES, true, tools, call, strlen(call), msg));
+    assert_true(json_is_null(json_object_get(msg, "content")));
+    const json_t *fn = json_object_get(json_array_get(json_object_get(msg, "tool_calls"), 0), "function");
+    assert_string_equal(json_string_value(json_object_get(fn, "name")), "get_weather");
+    assert_string_equal(json_string_value(json_object_get(fn, "arguments")), "{\"city\": \"Paris\"}");
+    json_decref(msg);
+    /* Without the tools list (none offered to the parser) it is text. */
+    msg = json_object();
+    assert_false(tool_output_message(TOOL_FORMAT_HERMES, true, NULL, call, strlen(call), msg));
+    json_decref(msg);
+    msg = json_object();
+    assert_false(tool_output_message(TOOL_FORMAT_HERMES, true, tools, answer, strlen(answer), msg));
+    assert_string_equal(json_string_value(json_object_get(msg, "content")), answer);
+    json_decref(msg);
+
+    const char *texts[] = {call, answer};
+    for (int t = 0; t < 2; t++) {
+        const size_t n = strlen(texts[t]);
+        tool_stream ts = {0};
+        char content[256] = "", args[128] = "";
+        for (size_t k = 0; k <= n; k++) {
+            json_t *delta = json_object();
+            tool_stream_delta(&ts, TOOL_FORMAT_HERMES, true, tools, texts[t], k, k == n, delta);
+            if (k < n) assert_int_equal(json_object_size(delta), 0); /* held back until it is known */
+            const json_t *c = json_object_get(delta, "content");
+            if (c) strncat(content, json_string_value(c), sizeof content - strlen(content) - 1);
+            size_t i;
+            const json_t *tc;
+            json_array_foreach(json_object_get(delta, "tool_calls"), i, tc) {
+                const char *a = json_string_value(json_object_get(json_object_get(tc, "function"), "arguments"));
+                strncat(args, a, sizeof args - strlen(args) - 1);
+            }
+            json_decref(delta);
+        }
+        if (t == 0) {
+            assert_int_equal(ts.n_announced, 1);
+            assert_string_equal(content, "");
+            assert_string_equal(args, "{\"city\": \"Paris\"}");
+        } else {
+            assert_int_equal(ts.n_announced, 0);
+            assert_string_equal(content, answer);
+        }
+    }
+    json_decref(tools);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_tool_requests_name_the_field),
@@ -267,6 +324,7 @@ int main(void) {
         cmocka_unit_test(test_choice_against_the_template),
         cmocka_unit_test(test_reply_message),
         cmocka_unit_test(test_stream_deltas_reassemble),
+        cmocka_unit_test(test_bare_json_calls),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -253,6 +253,74 @@ static void test_call_schema(void **state) {
     json_decref(tools);
 }
 
+/* Calls written as bare JSON: replies that must become calls (names and
+ * argument text exact), replies that must stay text, and every prefix of a
+ * call still MAYBE while a prefix of text already decided NO stays NO. */
+static void test_bare_calls(void **state) {
+    (void)state;
+    const char *const tools[] = {"get_weather", "get_time"};
+    static const struct {
+        const char *text;
+        int n_calls; /* 0: not a call */
+        const char *name0, *args0;
+    } cases[] = {
+        {"{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"F\"}}", 1, "get_weather",
+         "{\"city\": \"Paris\", \"unit\": \"F\"}"},
+        {"  \n{\"name\":\"get_time\",\"parameters\":{}}\n", 1, "get_time", "{}"},
+        {"```json\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n```", 1, "get_weather",
+         "{\"city\": \"Oslo\"}"},
+        {"```\n[{\"name\": \"get_time\", \"arguments\": {}}, {\"name\": \"get_weather\", \"arguments\": {\"city\": "
+         "\"Rome\"}}]\n```\n", 2, "get_time", "{}"},
+        {"[{\"name\": \"get_time\", \"arguments\": {\"zone\": \"UTC\"}}]", 1, "get_time", "{\"zone\": \"UTC\"}"},
+        /* Must stay text. */
+        {"{\"name\": \"Bob\", \"arguments\": {}}", 0, NULL, NULL},                   /* not an offered tool */
+        {"{\"name\": \"get_time\"}", 0, NULL, NULL},                                   /* no arguments object */
+        {"{\"name\": \"get_time\", \"arguments\": \"{}\"}", 0, NULL, NULL},           /* arguments not an object */
+        {"{\"name\": \"get_time\", \"arguments\": {}, \"age\": 3}", 0, NULL, NULL},   /* another key */
+        {"Sure: {\"name\": \"get_time\", \"arguments\": {}}", 0, NULL, NULL},          /* text before */
+        {"{\"name\": \"get_time\", \"arguments\": {}} and more", 0, NULL, NULL},       /* text after */
+        {"Here:\n```json\n{\"name\": \"get_time\", \"arguments\": {}}\n```", 0, NULL, NULL}, /* prose, then fence */
+        {"{\"city\": \"Paris\"}", 0, NULL, NULL},                                      /* an ordinary JSON answer */
+        {"[1, 2, 3]", 0, NULL, NULL},
+        {"{\"name\": \"get_time\", \"arguments\": {}", 0, NULL, NULL}, /* unfinished */
+        {"```json\n{\"name\": \"get_time\", \"arguments\": {}}\n", 0, NULL, NULL}, /* no closing fence */
+        {"The weather is fine.", 0, NULL, NULL},
+        {"", 0, NULL, NULL},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        const char *t = cases[k].text;
+        const size_t n = strlen(t);
+        tool_parse_result r;
+        const tool_bare_rc rc = tool_parse_bare(t, n, true, tools, 2, &r);
+        if (!cases[k].n_calls) {
+            if (rc != TOOL_BARE_NO) fail_msg("case %zu (%s) became a call", k, t);
+        } else {
+            if (rc != TOOL_BARE_YES) fail_msg("case %zu (%s) is not a call", k, t);
+            assert_int_equal(r.n_calls, cases[k].n_calls);
+            assert_int_equal(r.n_content, 0);
+            char *name = tool_parse_name(t, &r.calls[0]);
+            assert_string_equal(name, cases[k].name0);
+            free(name);
+            char args[256] = "";
+            span_cat(args, sizeof args, t, r.calls[0].args);
+            assert_string_equal(args, cases[k].args0);
+        }
+        /* Prefixes: a call is MAYBE all the way; text, once NO, stays NO. */
+        bool decided_no = false;
+        for (size_t i = 0; i < n; i++) {
+            const tool_bare_rc p = tool_parse_bare(t, i, false, tools, 2, &r);
+            assert_int_not_equal(p, TOOL_BARE_YES);
+            if (cases[k].n_calls) assert_int_equal(p, TOOL_BARE_MAYBE);
+            if (decided_no && p != TOOL_BARE_NO) fail_msg("case %zu: prefix %zu undecided after NO", k, i);
+            decided_no = p == TOOL_BARE_NO;
+        }
+    }
+    /* No tools offered: nothing is a call. */
+    tool_parse_result r;
+    const char *call = cases[0].text;
+    assert_int_equal(tool_parse_bare(call, strlen(call), true, NULL, 0, &r), TOOL_BARE_NO);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hermes),       cmocka_unit_test(test_hermes_malformed),
@@ -260,7 +328,7 @@ int main(void) {
         cmocka_unit_test(test_llama3_json),  cmocka_unit_test(test_mistral),
         cmocka_unit_test(test_mistral_args), cmocka_unit_test(test_functionary),
         cmocka_unit_test(test_detect),       cmocka_unit_test(test_call_id),
-        cmocka_unit_test(test_call_schema),
+        cmocka_unit_test(test_call_schema),  cmocka_unit_test(test_bare_calls),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
