@@ -27,6 +27,7 @@ static const char *const k_names[] = {
     [TOOL_FORMAT_MISTRAL] = "mistral",
     [TOOL_FORMAT_MISTRAL_ARGS] = "mistral_args",
     [TOOL_FORMAT_FUNCTIONARY] = "functionary",
+    [TOOL_FORMAT_GENERIC] = "generic",
 };
 
 const char *tool_format_name(tool_format f) {
@@ -94,6 +95,15 @@ static json_t *calls_any_of(const json_t *tools, const char *only, const char *a
     return json_pack("{s:o}", "anyOf", alts);
 }
 
+/* {"tool_calls": [one or more calls]} (at most one when !parallel). */
+static json_t *generic_calls_schema(const json_t *tools, const char *only, bool parallel) {
+    json_t *list = json_pack("{s:s,s:o,s:i}", "type", "array", "items", calls_any_of(tools, only, "arguments"),
+                             "minItems", 1);
+    if (!parallel) json_object_set_new(list, "maxItems", json_integer(1));
+    return json_pack("{s:s,s:{s:o},s:[s],s:b}", "type", "object", "properties", "tool_calls", list, "required",
+                     "tool_calls", "additionalProperties", 0);
+}
+
 int tool_format_call_schema(tool_format f, const json_t *tools, const char *only, tool_call_constraint *out) {
     *out = (tool_call_constraint){0};
     switch (f) {
@@ -124,9 +134,19 @@ int tool_format_call_schema(tool_format f, const json_t *tools, const char *only
             return 0;
         }
         return -1;
+    case TOOL_FORMAT_GENERIC:
+        out->schema = generic_calls_schema(tools, only, true);
+        return 0;
     case TOOL_FORMAT_NONE: break;
     }
     return -1;
+}
+
+json_t *tool_format_generic_schema(const json_t *tools, const char *only, bool allow_content, bool parallel) {
+    json_t *calls = generic_calls_schema(tools, only, parallel);
+    if (!allow_content) return calls;
+    return json_pack("{s:[o,{s:s,s:{s:{s:s}},s:[s],s:b}]}", "anyOf", calls, "type", "object", "properties", "content",
+                     "type", "string", "required", "content", "additionalProperties", 0);
 }
 
 void tool_call_constraint_free(tool_call_constraint *c) {

@@ -11,8 +11,15 @@
  *   mistral_args [TOOL_CALLS]name[ARGS]{...}, once per call
  *                (Mistral Small 3.2, Devstral, Ministral 3)
  *   functionary  <function=name>{...}</function> (functionary v3.1)
+ *   generic      one JSON object as the whole reply:
+ *                {"tool_calls": [{"name": ..., "arguments": {...}}, ...]}
+ *                or {"content": "the answer"}; for the templates that show
+ *                no format (tool_generic.h: the tools go into a system
+ *                message, the reply is constrained to this shape), as
+ *                llama-server's generic format
  * Templates whose calls are XML-like argument lists (<parameter=...>,
- * <arg_key>) or that never mention tools have no format here (NONE).
+ * <arg_key>) or that never mention tools have no format of their own
+ * (tool_format_detect gives NONE); the server uses generic for them.
  * tool_parse.h reads the output; tool_format_call_schema builds the JSON
  * schema the constraint engine enforces for tool_choice required or a
  * named function. */
@@ -30,6 +37,7 @@ typedef enum {
     TOOL_FORMAT_MISTRAL,
     TOOL_FORMAT_MISTRAL_ARGS,
     TOOL_FORMAT_FUNCTIONARY,
+    TOOL_FORMAT_GENERIC,
 } tool_format;
 
 /* The format a chat template's source uses, or TOOL_FORMAT_NONE. */
@@ -58,8 +66,13 @@ typedef struct {
     char suffix[16];
 } tool_call_constraint;
 
-/* Returns 0, or -1 when f has no JSON form to constrain (NONE). */
+/* Returns 0, or -1 when f has no JSON form to constrain (NONE). For
+ * generic: {"tool_calls": [calls, at least one]}. */
 int tool_format_call_schema(tool_format f, const json_t *tools, const char *only, tool_call_constraint *out);
+/* The schema of a generic reply: {"tool_calls": [calls of the tools, or
+ * of the one named `only`]} or, when allow_content (tool_choice auto),
+ * {"content": string}; nothing else. One call at most when !parallel. */
+json_t *tool_format_generic_schema(const json_t *tools, const char *only, bool allow_content, bool parallel);
 void tool_call_constraint_free(tool_call_constraint *c);
 
 #endif

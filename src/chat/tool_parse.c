@@ -5,6 +5,8 @@
  * checked by jansson, so what counts as JSON is jansson's strict grammar. */
 #include "chat/tool_parse.h"
 
+#include "util/utf8.h"
+
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
@@ -248,7 +250,8 @@ static scan_rc parse_block(tool_format f, const char *s, size_t m, size_t n, too
         }
         *after = i;
         return SCAN_DONE;
-    case TOOL_FORMAT_NONE: break;
+    case TOOL_FORMAT_NONE:
+    case TOOL_FORMAT_GENERIC: break; /* tool_parse_generic */
     }
     return SCAN_BAD;
 }
@@ -399,6 +402,129 @@ tool_bare_rc tool_parse_bare(const char *s, size_t n, bool final, const char *co
     }
     if (i < n) return TOOL_BARE_NO;
     return final ? TOOL_BARE_YES : TOOL_BARE_MAYBE;
+}
+
+static bool hex4(const char *p, uint32_t *cp) {
+    *cp = 0;
+    for (int k = 0; k < 4; k++) {
+        const char c = p[k];
+        const int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        if (v < 0) return false;
+        *cp = *cp << 4 | (uint32_t)v;
+    }
+    return true;
+}
+
+/* The inside of a JSON string from s[i] (after its opening quote), escapes
+ * decoded, appended to out up to the closing quote (DONE, *end after it) or
+ * to the last complete character or escape (PARTIAL). A lone surrogate
+ * becomes U+FFFD. */
+static scan_rc decode_string(const char *s, size_t i, size_t n, buf *out, size_t *end) {
+    static const char simple_in[] = "\"\\/bfnrt", simple_out[] = "\"\\/\b\f\n\r\t";
+    while (i < n) {
+        if (s[i] == '"') {
+            *end = i + 1;
+            return SCAN_DONE;
+        }
+        if (s[i] != '\\') {
+            size_t j = i;
+            while (j < n && s[j] != '"' && s[j] != '\\') j++;
+            buf_append(out, s + i, j - i);
+            i = j;
+            continue;
+        }
+        if (i + 1 >= n) return SCAN_PARTIAL;
+        const char *simple = strchr(simple_in, s[i + 1]);
+        if (simple && s[i + 1]) {
+            buf_append(out, &simple_out[simple - simple_in], 1);
+            i += 2;
+            continue;
+        }
+        if (s[i + 1] != 'u') return SCAN_BAD;
+        uint32_t cp, lo;
+        if (i + 6 > n) return SCAN_PARTIAL;
+        if (!hex4(s + i + 2, &cp)) return SCAN_BAD;
+        i += 6;
+        if (cp >= 0xD800 && cp < 0xDC00) { /* a high surrogate: its low half must follow */
+            const size_t have = n - i < 6 ? n - i : 6;
+            if (have < 6 && !memcmp(s + i, "\\u", have < 2 ? have : 2)) return SCAN_PARTIAL;
+            if (have == 6 && s[i] == '\\' && s[i + 1] == 'u' && hex4(s + i + 2, &lo) && lo >= 0xDC00 && lo < 0xE000) {
+                cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                i += 6;
+            } else {
+                cp = 0xFFFD;
+            }
+        } else if (cp >= 0xDC00 && cp < 0xE000) {
+            cp = 0xFFFD;
+        }
+        char enc[4];
+        buf_append(out, enc, (size_t)utf8_encode(enc, cp));
+    }
+    return SCAN_PARTIAL;
+}
+
+/* Calls so far: all of them while the reply goes on; once it has ended (cut
+ * off by max_tokens inside the list), the complete ones, or plain text when
+ * there are none. */
+static tool_generic_rc calls_so_far(tool_parse_result *r, bool final) {
+    if (!final) return TOOL_GENERIC_CALLS;
+    while (r->n_calls && !r->calls[r->n_calls - 1].done) r->n_calls--;
+    return r->n_calls ? TOOL_GENERIC_CALLS : TOOL_GENERIC_BAD;
+}
+
+tool_generic_rc tool_parse_generic(const char *s, size_t n, bool final, tool_parse_result *r, buf *content) {
+    r->n_content = r->n_calls = 0;
+    r->malformed_at = (size_t)-1;
+    const tool_generic_rc unknown = final ? TOOL_GENERIC_BAD : TOOL_GENERIC_UNKNOWN;
+    size_t i = skip_ws(s, 0, n), e;
+    if (i >= n) return unknown;
+    if (s[i] != '{') return TOOL_GENERIC_BAD;
+    i = skip_ws(s, i + 1, n);
+    if (i >= n) return unknown;
+    if (s[i] != '"') return TOOL_GENERIC_BAD;
+    scan_rc rc = scan_string(s, i, n, &e);
+    if (rc == SCAN_BAD) return TOOL_GENERIC_BAD;
+    if (rc == SCAN_PARTIAL) { /* the key so far: a prefix of one of the two? */
+        const size_t k = n - (i + 1);
+        return (k <= 10 && !memcmp(s + i + 1, "tool_calls", k)) || (k <= 7 && !memcmp(s + i + 1, "content", k))
+                   ? unknown
+                   : TOOL_GENERIC_BAD;
+    }
+    const bool calls = key_is(s, i + 1, e - 1, "tool_calls");
+    if (!calls && !key_is(s, i + 1, e - 1, "content")) return TOOL_GENERIC_BAD;
+    i = skip_ws(s, e, n);
+    if (i >= n) return unknown;
+    if (s[i] != ':') return TOOL_GENERIC_BAD;
+    i = skip_ws(s, i + 1, n);
+    if (i >= n) return unknown;
+    if (!calls) {
+        if (s[i] != '"') return TOOL_GENERIC_BAD;
+        const size_t had = content->len;
+        if (decode_string(s, i + 1, n, content, &e) == SCAN_BAD) {
+            content->len = had;
+            return TOOL_GENERIC_BAD;
+        }
+        return TOOL_GENERIC_CONTENT;
+    }
+    if (s[i] != '[') return TOOL_GENERIC_BAD;
+    for (;;) {
+        i = skip_ws(s, i + 1, n);
+        if (i >= n) return calls_so_far(r, final);
+        tool_parsed_call *c;
+        if (s[i] != '{' || !(c = new_call(r))) return TOOL_GENERIC_BAD;
+        rc = scan_call_object(s, i, n, c, &e);
+        if (rc == SCAN_BAD) return TOOL_GENERIC_BAD;
+        if (rc == SCAN_PARTIAL) return calls_so_far(r, final);
+        c->done = true;
+        i = skip_ws(s, e, n);
+        if (i >= n) return calls_so_far(r, final);
+        if (s[i] == ']') break;
+        if (s[i] != ',') return TOOL_GENERIC_BAD;
+    }
+    i = skip_ws(s, i + 1, n);
+    if (i >= n) return calls_so_far(r, final);
+    if (s[i] != '}' || skip_ws(s, i + 1, n) < n) return TOOL_GENERIC_BAD;
+    return TOOL_GENERIC_CALLS;
 }
 
 bool tool_parse_is_plain(const tool_parse_result *r) { return r->n_calls == 0 || r->malformed_at != (size_t)-1; }

@@ -17,6 +17,7 @@
 #define CLLM_CHAT_TOOL_PARSE_H
 
 #include "chat/tool_format.h"
+#include "util/buf.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -62,6 +63,19 @@ bool tool_parse_is_plain(const tool_parse_result *r);
 typedef enum { TOOL_BARE_NO, TOOL_BARE_MAYBE, TOOL_BARE_YES } tool_bare_rc;
 tool_bare_rc tool_parse_bare(const char *text, size_t len, bool final, const char *const *names, int n_names,
                              tool_parse_result *out);
+/* A reply in the generic format (tool_format.h): one JSON object,
+ * {"tool_calls": [...]} or {"content": "..."}.
+ *   CALLS: *out holds the calls so far (as tool_parse gives them, no
+ *     content); in a finished reply, all of them complete (a reply cut off
+ *     by max_tokens inside the list keeps its complete calls).
+ *   CONTENT: the answer's text so far, its JSON escapes decoded (an escape
+ *     not yet complete left out), appended to *content; a reply cut off
+ *     inside the string (max_tokens) is that text.
+ *   UNKNOWN: an unfinished reply too short to tell (final false).
+ *   BAD: not the format (a finished reply cut off before its first call
+ *     was complete included): plain text. */
+typedef enum { TOOL_GENERIC_BAD, TOOL_GENERIC_UNKNOWN, TOOL_GENERIC_CALLS, TOOL_GENERIC_CONTENT } tool_generic_rc;
+tool_generic_rc tool_parse_generic(const char *text, size_t len, bool final, tool_parse_result *out, buf *content);
 /* The name of a call as a malloc'd string (JSON escapes decoded); NULL when
  * out of memory or undecodable. */
 char *tool_parse_name(const char *text, const tool_parsed_call *c);

@@ -128,9 +128,14 @@ static int prepare(server *s, served_model *sm, json_t *body, api_kind kind, pre
         rc = api_tools_resolve(&p->req.tools, chat_template_tool_format(p->chat.tmpl), &p->tool_fmt, &forced, e);
         if (forced && p->req.rp.constraint) {
             constraint_release(forced);
-            rc = api_fail(e, 400, "invalid_value", "tool_choice",
-                          "a tool_choice that forces a call cannot be combined with structured output "
-                          "(response_format, structured_outputs, guided_*, grammar, json_schema)");
+            rc = p->tool_fmt == TOOL_FORMAT_GENERIC
+                     ? api_fail(e, 400, "invalid_value", "tools",
+                                "tools offered to a model whose chat template has no tool-call format are held to "
+                                "the generic JSON reply, which cannot be combined with structured output "
+                                "(response_format, structured_outputs, guided_*, grammar, json_schema)")
+                     : api_fail(e, 400, "invalid_value", "tool_choice",
+                                "a tool_choice that forces a call cannot be combined with structured output "
+                                "(response_format, structured_outputs, guided_*, grammar, json_schema)");
         } else if (forced) {
             p->req.rp.constraint = forced;
         }
@@ -154,7 +159,7 @@ static int prepare(server *s, served_model *sm, json_t *body, api_kind kind, pre
     for (int i = 0; i < p->n_prompts && !rc; i++) {
         int n;
         if (kind == API_CHAT) {
-            n = prompt_limit_chat(tok, p->chat.tmpl, p->req.messages, &p->chat.opts, &budget, param, &p->tokens[i],
+            n = prompt_limit_chat(tok, p->chat.tmpl, p->chat.messages, &p->chat.opts, &budget, param, &p->tokens[i],
                                   e);
         } else if (p->req.prompts[i].text) {
             n = prompt_limit_text(tok, p->req.prompts[i].text, p->req.prompts[i].len, true, &budget, param,

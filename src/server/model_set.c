@@ -91,8 +91,8 @@ static int load_one(model_set_entry *sm, const model_set_settings *st) {
         fprintf(stderr, "cllm serve: %s: tool calls are read in the '%s' format the chat template shows\n", sm->name,
                 tool_format_name(chat_template_tool_format(sm->tmpl)));
     else
-        fprintf(stderr, "cllm serve: %s: the chat template shows no tool-call format; requests with tools get a 400\n",
-                sm->name);
+        fprintf(stderr, "cllm serve: %s: the chat template shows no tool-call format: tools are offered in a system "
+                        "message and replies held to the generic JSON format\n", sm->name);
     return 0;
 }
 

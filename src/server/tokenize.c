@@ -81,7 +81,7 @@ static int tokenize_messages(const served_model *sm, const json_t *body, const j
         !(tools && !json_is_null(tools) && api_parse_tools(tools, &req.tools, e)) &&
         !api_vllm_parse_all(body, tokenizer_n_vocab(sm->m->tok), &req, e) && !api_vllm_check(&req, e) &&
         !chat_setup_init(&chat, &req, sm->tmpl, e))
-        n = prompt_limit_chat(sm->m->tok, chat.tmpl, req.messages, &chat.opts, budget, "messages", ids, e);
+        n = prompt_limit_chat(sm->m->tok, chat.tmpl, chat.messages, &chat.opts, budget, "messages", ids, e);
     chat_setup_free(&chat);
     api_request_free(&req);
     return n;

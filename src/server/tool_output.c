@@ -37,12 +37,26 @@ static json_t *name_string(const char *text, const tool_parsed_call *c) {
     return j;
 }
 
-/* The reply's calls in r: written in the format's markup, or (tools
- * offered) as bare JSON (tool_parse_bare). Llama 3's own format is bare JSON
+/* The reply's calls in r and, where the content is not spans of the text
+ * (the generic format's decoded {"content": ...}), the content in *decoded
+ * with *is_decoded set. Calls are written in the format's markup, or (tools
+ * offered) as bare JSON (tool_parse_bare); Llama 3's own format is bare JSON
  * already. Returns true, with r unset, while an unfinished reply may still
- * become a bare call: a stream sends nothing of it until it knows. */
+ * become a bare call or is too short to tell the generic reply's kind: a
+ * stream sends nothing of it until it knows. */
 static bool parse_reply(tool_format f, const json_t *tools, const char *text, size_t len, bool final,
-                        tool_parse_result *r) {
+                        tool_parse_result *r, buf *decoded, bool *is_decoded) {
+    *is_decoded = false;
+    if (f == TOOL_FORMAT_GENERIC) {
+        switch (tool_parse_generic(text, len, final, r, decoded)) {
+        case TOOL_GENERIC_UNKNOWN: return true;
+        case TOOL_GENERIC_CONTENT: *is_decoded = true; return false;
+        case TOOL_GENERIC_CALLS: return false;
+        case TOOL_GENERIC_BAD: break;
+        }
+        tool_parse(f, text, len, final, r); /* plain text */
+        return false;
+    }
     if (f != TOOL_FORMAT_LLAMA3_JSON && json_array_size(tools)) {
         const char *names[API_MAX_TOOLS];
         int n = 0;
@@ -60,18 +74,33 @@ static bool parse_reply(tool_format f, const json_t *tools, const char *text, si
     return false;
 }
 
+/* The reply's content so far: the decoded text, or the spans joined. */
+static void content_of(const tool_parse_result *r, const char *text, const buf *decoded, bool is_decoded, buf *out) {
+    if (is_decoded) {
+        buf_append(out, decoded->data, decoded->len);
+        return;
+    }
+    for (int i = 0; i < r->n_content; i++) buf_append(out, text + r->content[i].off, r->content[i].len);
+}
+
 bool tool_output_message(tool_format f, bool parallel, const json_t *tools, const char *text, size_t len,
                          json_t *msg) {
     tool_parse_result r;
-    parse_reply(f, tools, text, len, true, &r);
-    if (tool_parse_is_plain(&r)) {
+    buf decoded = {0}, content = {0};
+    bool is_decoded;
+    parse_reply(f, tools, text, len, true, &r, &decoded, &is_decoded);
+    if (!is_decoded && tool_parse_is_plain(&r)) {
         json_object_set_new(msg, "content", resp_string(text, len));
+        buf_free(&decoded);
         return false;
     }
-    buf content = {0};
-    for (int i = 0; i < r.n_content; i++) buf_append(&content, text + r.content[i].off, r.content[i].len);
-    json_object_set_new(msg, "content", content.len ? resp_string(content.data, content.len) : json_null());
+    content_of(&r, text, &decoded, is_decoded, &content);
+    buf_free(&decoded);
+    json_object_set_new(msg, "content",
+                        content.len || is_decoded ? resp_string(content.data ? content.data : "", content.len)
+                                                  : json_null());
     buf_free(&content);
+    if (is_decoded) return false;
     json_t *calls = json_array();
     for (int i = 0; i < calls_kept(&r, parallel); i++) {
         char id[40];
@@ -87,23 +116,22 @@ bool tool_output_message(tool_format f, bool parallel, const json_t *tools, cons
 void tool_stream_delta(tool_stream *ts, tool_format f, bool parallel, const json_t *tools, const char *text,
                        size_t len, bool final, json_t *delta) {
     tool_parse_result r;
-    if (parse_reply(f, tools, text, len, final, &r)) return;
-    /* Content: the joined spans past what was sent. */
-    buf content = {0};
-    size_t at = 0;
-    for (int i = 0; i < r.n_content; i++) {
-        const tool_span s = r.content[i];
-        if (at + s.len > ts->content_sent) {
-            const size_t skip = ts->content_sent > at ? ts->content_sent - at : 0;
-            buf_append(&content, text + s.off + skip, s.len - skip);
-        }
-        at += s.len;
+    buf decoded = {0}, content = {0};
+    bool is_decoded;
+    if (parse_reply(f, tools, text, len, final, &r, &decoded, &is_decoded)) {
+        buf_free(&decoded);
+        return;
     }
-    if (content.len) {
-        json_object_set_new(delta, "content", resp_string(content.data, content.len));
-        ts->content_sent += content.len;
+    /* Content: what is past what was sent. */
+    content_of(&r, text, &decoded, is_decoded, &content);
+    buf_free(&decoded);
+    if (content.len > ts->content_sent) {
+        json_object_set_new(delta, "content",
+                            resp_string(content.data + ts->content_sent, content.len - ts->content_sent));
+        ts->content_sent = content.len;
     }
     buf_free(&content);
+    if (is_decoded) r.n_calls = 0;
     /* Calls: announced once the name is complete, then argument fragments. */
     json_t *calls = json_array();
     for (int i = 0; i < calls_kept(&r, parallel); i++) {

@@ -145,16 +145,38 @@ int api_tools_check(const api_tools *t, api_error *e) {
 
 bool api_tools_offered(const api_tools *t) { return t->tools && t->choice != TOOL_CHOICE_NONE; }
 
+static int compile_forced(json_t *spec, const char *what, constraint **forced, api_error *e) {
+    if (!spec) return api_fail(e, 500, "out_of_memory", NULL, "out of memory");
+    *forced = constraint_compile(CONSTRAINT_TOOL_CALL, spec, NULL);
+    json_decref(spec);
+    if (!*forced)
+        return err_is_oom() ? api_fail(e, 500, "out_of_memory", NULL, "out of memory")
+                            : api_fail(e, 400, "invalid_value", "tools",
+                                       "the parameters of the tools cannot force a call (tool_choice '%s'): %s", what,
+                                       err_get());
+    return 0;
+}
+
+/* A template without a tool-call format: the generic format, its reply held
+ * to {"tool_calls": [...]} (or {"content": ...} with auto) whatever the
+ * choice. */
+static int resolve_generic(const api_tools *t, tool_format *out, constraint **forced, api_error *e) {
+    const bool named = t->choice == TOOL_CHOICE_NAMED;
+    const char *what = named ? t->named : t->choice == TOOL_CHOICE_REQUIRED ? "required" : "auto";
+    json_t *schema = tool_format_generic_schema(t->tools, named ? t->named : NULL, t->choice == TOOL_CHOICE_AUTO,
+                                                t->parallel);
+    json_t *spec = schema ? json_pack("{s:s,s:o,s:s}", "prefix", "", "schema", schema, "suffix", "") : NULL;
+    if (compile_forced(spec, what, forced, e)) return -1;
+    *out = TOOL_FORMAT_GENERIC;
+    return 0;
+}
+
 int api_tools_resolve(const api_tools *t, tool_format template_format, tool_format *out, constraint **forced,
                       api_error *e) {
     *out = TOOL_FORMAT_NONE;
     *forced = NULL;
     if (!api_tools_offered(t)) return 0;
-    if (template_format == TOOL_FORMAT_NONE)
-        return api_fail(e, 400, "unsupported_field", "tools",
-                        "the model's chat template has no tool-call format this server can read (none of "
-                        "<tool_call>, [TOOL_CALLS], <function=, Llama 3's JSON calls); call without 'tools', with "
-                        "'tool_choice': \"none\", or serve with a --chat-template that supports tools");
+    if (template_format == TOOL_FORMAT_NONE) return resolve_generic(t, out, forced, e);
     if (t->choice == TOOL_CHOICE_REQUIRED || t->choice == TOOL_CHOICE_NAMED) {
         const char *what = t->choice == TOOL_CHOICE_REQUIRED ? "required" : t->named;
         tool_call_constraint c;
@@ -165,14 +187,7 @@ int api_tools_resolve(const api_tools *t, tool_format template_format, tool_form
                             what, tool_format_name(template_format));
         json_t *spec = json_pack("{s:s, s:O, s:s}", "prefix", c.prefix, "schema", c.schema, "suffix", c.suffix);
         tool_call_constraint_free(&c);
-        if (!spec) return api_fail(e, 500, "out_of_memory", NULL, "out of memory");
-        *forced = constraint_compile(CONSTRAINT_TOOL_CALL, spec, NULL);
-        json_decref(spec);
-        if (!*forced)
-            return err_is_oom() ? api_fail(e, 500, "out_of_memory", NULL, "out of memory")
-                                : api_fail(e, 400, "invalid_value", "tools",
-                                           "the parameters of the tools cannot force a call (tool_choice '%s'): %s",
-                                           what, err_get());
+        if (compile_forced(spec, what, forced, e)) return -1;
     }
     *out = template_format;
     return 0;

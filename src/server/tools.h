@@ -38,12 +38,13 @@ int api_tools_check(const api_tools *t, api_error *e);
 /* Whether the request offers tools to the model (some, and choice not none). */
 bool api_tools_offered(const api_tools *t);
 
-/* Against the model's chat template: the format its output is read in, or a
- * 400 when tools are offered and the template has none. A choice that forces
- * a call (required, a named function) also yields *forced (the caller owns
- * it): a constraint on the output to the format's markup around one JSON
- * value valid under tool_format_call_schema's schema, so the call is always
- * well-formed; NULL otherwise. */
+/* Against the model's chat template: the format its output is read in (the
+ * generic format when the template shows none). A choice that forces a call
+ * (required, a named function) also yields *forced (the caller owns it): a
+ * constraint on the output to the format's markup around one JSON value
+ * valid under tool_format_call_schema's schema, so the call is always
+ * well-formed; NULL otherwise. In the generic format every choice yields one
+ * (tool_format_generic_schema: auto allows {"content": ...} too). */
 int api_tools_resolve(const api_tools *t, tool_format template_format, tool_format *out, constraint **forced,
                       api_error *e);
 

@@ -12,7 +12,8 @@
  * this must end without a crash, a leak or an out-of-bounds read, and every
  * span a parse reports lies in the text. Bit 1 of the first byte offers
  * two tools (the names the corpus's calls use), so replies are also read as
- * calls written in bare JSON (tool_parse_bare). */
+ * calls written in bare JSON (tool_parse_bare); bit 0 reads the reply in the
+ * generic format as well (tool_parse_generic), whole and streamed. */
 #include "chat/tool_parse.h"
 #include "server/tool_output.h"
 
@@ -49,6 +50,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     json_t *msg = json_object();
     tool_output_message(f, data[0] & 4, offered, text, len, msg);
     json_decref(msg);
+    if (data[0] & 1) {
+        buf content = {0};
+        tool_parse_generic(text, len, true, &r, &content);
+        check_spans(&r, len);
+        buf_free(&content);
+        msg = json_object();
+        tool_output_message(TOOL_FORMAT_GENERIC, data[0] & 4, offered, text, len, msg);
+        json_decref(msg);
+        tool_stream gs = {0};
+        for (size_t k = 0;; k += step) {
+            const size_t n = k < len ? k : len;
+            json_t *delta = json_object();
+            tool_stream_delta(&gs, TOOL_FORMAT_GENERIC, true, offered, text, n, n == len, delta);
+            json_decref(delta);
+            if (n == len) break;
+        }
+    }
     tool_stream ts = {0};
     for (size_t k = 0;; k += step) {
         const size_t n = k < len ? k : len;

@@ -19,7 +19,8 @@ the real Llama 3.1 template):
     test_tool_choice_forced.py).
 Then the same history check on more real templates (the corpus fetched at
 setup: Qwen2.5, Hermes 3, Llama 3.1/3.2, Mistral Nemo and Small 3.2,
-functionary v3.1), and the real Gemma 3 model, whose template has no tools.
+functionary v3.1). Templates without a tool-call format (the real Gemma 3
+model's) get the generic format: test_tools_generic.py.
 """
 from __future__ import annotations
 
@@ -270,16 +271,3 @@ def test_real_template_renders_tool_history(cllm_bin, tiny_model_path, name):
 @pytest.fixture(scope="module")
 def tiny_model_path(model_factory):
     return model_factory("llama", n_ctx=4096)
-
-
-def test_real_model_template_has_no_tools(cllm_bin, real_model_path):
-    """gemma-3-270m's template ignores `tools`: offering them is a 400 that
-    says so; with tool_choice none the request is served as plain chat."""
-    with CllmServer(cllm_bin, real_model_path, "--max-model-len", 512, "--kv-cache-memory", "128MiB") as s:
-        assert "the chat template shows no tool-call format" in s.log()
-        r = s.post("/v1/chat/completions", {"messages": QUESTION, "tools": WEATHER, "max_tokens": 2})
-        assert r.status_code == 400 and r.json()["error"]["param"] == "tools"
-        assert "no tool-call format" in r.json()["error"]["message"]
-        r = s.post("/v1/chat/completions", {"messages": QUESTION, "tools": WEATHER, "tool_choice": "none",
-                                            "max_tokens": 2, "temperature": 0})
-        assert r.status_code == 200 and r.json()["choices"][0]["message"].get("tool_calls") is None

@@ -131,6 +131,16 @@ static bool grammar_takes(const grammar *g, const char *text) {
     return ok;
 }
 
+/* The forced constraint's grammar takes each text of `takes` and none of `refuses`. */
+static void check_forced(const constraint *forced, const char *const *takes, const char *const *refuses) {
+    assert_non_null(forced);
+    const grammar *g = constraint_grammar(forced);
+    for (; *takes; takes++)
+        if (!grammar_takes(g, *takes)) fail_msg("the constraint refuses %s", *takes);
+    for (; *refuses; refuses++)
+        if (grammar_takes(g, *refuses)) fail_msg("the constraint takes %s", *refuses);
+}
+
 static void test_choice_against_the_template(void **state) {
     (void)state;
     static const struct {
@@ -144,8 +154,8 @@ static void test_choice_against_the_template(void **state) {
         /* none: the tools are not offered, replies are text */
         {", 'tool_choice': 'none'", TOOL_FORMAT_HERMES, TOOL_FORMAT_NONE, 0, NULL},
         {", 'tool_choice': 'none'", TOOL_FORMAT_NONE, TOOL_FORMAT_NONE, 0, NULL},
-        /* a template without a tool format cannot be offered tools */
-        {"", TOOL_FORMAT_NONE, TOOL_FORMAT_NONE, -1, "tools"},
+        /* a template without a tool format: the generic one, its reply held to it */
+        {"", TOOL_FORMAT_NONE, TOOL_FORMAT_GENERIC, 0, NULL},
         /* required and named: read as the template's format, and forced by a constraint */
         {", 'tool_choice': 'required'", TOOL_FORMAT_HERMES, TOOL_FORMAT_HERMES, 0, NULL},
         {", 'tool_choice': {'type': 'function', 'function': {'name': 'f'}}", TOOL_FORMAT_HERMES, TOOL_FORMAT_HERMES, 0,
@@ -170,13 +180,19 @@ static void test_choice_against_the_template(void **state) {
         } else {
             assert_int_equal(got, CASES[i].want);
         }
-        if (i == 5 || i == 6) {
-            assert_non_null(forced);
-            const grammar *g = constraint_grammar(forced);
-            assert_true(grammar_takes(g, "<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>"));
-            assert_false(grammar_takes(g, "<tool_call>\n{\"name\": \"g\", \"arguments\": {}}\n</tool_call>"));
-            assert_false(grammar_takes(g, "Sure, calling f."));
-            assert_false(grammar_takes(g, "<tool_call>\n{\"name\": \"f\"}\n</tool_call>"));
+        if (i == 4) {
+            static const char *const takes[] = {"{\"tool_calls\": [{\"name\": \"f\", \"arguments\": {}}]}",
+                                                "{\"content\": \"It is \\\"sunny\\\".\"}", NULL};
+            static const char *const refuses[] = {"{\"tool_calls\": [{\"name\": \"g\", \"arguments\": {}}]}",
+                                                  "{\"tool_calls\": []}", "{\"content\": \"a\", \"tool_calls\": []}",
+                                                  "Sure, calling f.", NULL};
+            check_forced(forced, takes, refuses);
+        } else if (i == 5 || i == 6) {
+            static const char *const takes[] = {"<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>", NULL};
+            static const char *const refuses[] = {"<tool_call>\n{\"name\": \"g\", \"arguments\": {}}\n</tool_call>",
+                                                  "Sure, calling f.", "<tool_call>\n{\"name\": \"f\"}\n</tool_call>",
+                                                  NULL};
+            check_forced(forced, takes, refuses);
         } else {
             assert_null(forced);
         }

@@ -253,6 +253,15 @@ static void test_call_schema(void **state) {
     json_decref(tools);
 }
 
+static void check_call(const char *text, const tool_parsed_call *c, const char *name, const char *args) {
+    char *got = tool_parse_name(text, c);
+    assert_string_equal(got, name);
+    free(got);
+    char raw[256] = "";
+    span_cat(raw, sizeof raw, text, c->args);
+    assert_string_equal(raw, args);
+}
+
 /* Calls written as bare JSON: replies that must become calls (names and
  * argument text exact), replies that must stay text, and every prefix of a
  * call still MAYBE while a prefix of text already decided NO stays NO. */
@@ -298,12 +307,7 @@ static void test_bare_calls(void **state) {
             if (rc != TOOL_BARE_YES) fail_msg("case %zu (%s) is not a call", k, t);
             assert_int_equal(r.n_calls, cases[k].n_calls);
             assert_int_equal(r.n_content, 0);
-            char *name = tool_parse_name(t, &r.calls[0]);
-            assert_string_equal(name, cases[k].name0);
-            free(name);
-            char args[256] = "";
-            span_cat(args, sizeof args, t, r.calls[0].args);
-            assert_string_equal(args, cases[k].args0);
+            check_call(t, &r.calls[0], cases[k].name0, cases[k].args0);
         }
         /* Prefixes: a call is MAYBE all the way; text, once NO, stays NO. */
         bool decided_no = false;
@@ -321,6 +325,66 @@ static void test_bare_calls(void **state) {
     assert_int_equal(tool_parse_bare(call, strlen(call), true, NULL, 0, &r), TOOL_BARE_NO);
 }
 
+/* The generic format: calls, decoded content (escapes, surrogate pairs, a
+ * lone surrogate), cut-off replies; every prefix of a reply, as a stream,
+ * reports a prefix of the finished content and never more calls. */
+static void test_generic(void **state) {
+    (void)state;
+    static const struct {
+        const char *text;
+        tool_generic_rc rc;
+        const char *content; /* CONTENT */
+        int n_calls;         /* CALLS */
+        const char *name1, *args1;
+    } cases[] = {
+        {"{\"tool_calls\": [{\"name\": \"f\", \"arguments\": {\"a\": 1}}, {\"name\": \"g\", \"arguments\": {}}]}",
+         TOOL_GENERIC_CALLS, NULL, 2, "g", "{}"},
+        {" {\"content\": \"Line one\\nsaid \\\"hi\\\" \\u00e9 \\ud83d\\ude00 \\/ \\\\\"}\n", TOOL_GENERIC_CONTENT,
+         "Line one\nsaid \"hi\" \xc3\xa9 \xf0\x9f\x98\x80 / \\", 0, NULL, NULL},
+        {"{\"content\": \"lone \\ud83d x \\ude00.\"}", TOOL_GENERIC_CONTENT,
+         "lone \xef\xbf\xbd x \xef\xbf\xbd.", 0, NULL, NULL},
+        /* Cut off by max_tokens: the content so far; the complete calls. */
+        {"{\"content\": \"It is sun", TOOL_GENERIC_CONTENT, "It is sun", 0, NULL, NULL},
+        {"{\"content\": \"ab\\u00", TOOL_GENERIC_CONTENT, "ab", 0, NULL, NULL},
+        {"{\"tool_calls\": [{\"name\": \"f\", \"arguments\": {}}, {\"name\": \"g\", \"argu", TOOL_GENERIC_CALLS,
+         NULL, 1, NULL, NULL},
+        /* Plain text. */
+        {"{\"tool_calls\": [{\"name\": \"f\", \"argu", TOOL_GENERIC_BAD, NULL, 0, NULL, NULL},
+        {"Sure! Paris is sunny.", TOOL_GENERIC_BAD, NULL, 0, NULL, NULL},
+        {"{\"answer\": 1}", TOOL_GENERIC_BAD, NULL, 0, NULL, NULL},
+        {"{\"tool_calls\": [{\"name\": \"f\", \"arguments\": {}}]} more", TOOL_GENERIC_BAD, NULL, 0, NULL, NULL},
+        {"", TOOL_GENERIC_BAD, NULL, 0, NULL, NULL},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        const char *t = cases[k].text;
+        const size_t n = strlen(t);
+        tool_parse_result r;
+        buf whole = {0};
+        const tool_generic_rc rc = tool_parse_generic(t, n, true, &r, &whole);
+        if (rc != cases[k].rc) fail_msg("case %zu (%s): rc %d, want %d", k, t, rc, cases[k].rc);
+        if (rc == TOOL_GENERIC_CONTENT) {
+            assert_int_equal(whole.len, strlen(cases[k].content));
+            assert_memory_equal(whole.data, cases[k].content, whole.len);
+        }
+        if (rc == TOOL_GENERIC_CALLS) {
+            assert_int_equal(r.n_calls, cases[k].n_calls);
+            if (cases[k].name1) check_call(t, &r.calls[1], cases[k].name1, cases[k].args1);
+        }
+        for (size_t i = 0; i < n; i++) {
+            buf part = {0};
+            const tool_generic_rc p = tool_parse_generic(t, i, false, &r, &part);
+            if (p == TOOL_GENERIC_CONTENT) {
+                assert_int_equal(rc, TOOL_GENERIC_CONTENT);
+                if (part.len > whole.len || (part.len && memcmp(part.data, whole.data, part.len)))
+                    fail_msg("case %zu: prefix %zu's content is not a prefix of the whole's", k, i);
+            }
+            if (p == TOOL_GENERIC_CALLS && rc == TOOL_GENERIC_CALLS) assert_true(r.n_calls <= cases[k].n_calls + 1);
+            buf_free(&part);
+        }
+        buf_free(&whole);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hermes),       cmocka_unit_test(test_hermes_malformed),
@@ -329,6 +393,7 @@ int main(void) {
         cmocka_unit_test(test_mistral_args), cmocka_unit_test(test_functionary),
         cmocka_unit_test(test_detect),       cmocka_unit_test(test_call_id),
         cmocka_unit_test(test_call_schema),  cmocka_unit_test(test_bare_calls),
+        cmocka_unit_test(test_generic),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
