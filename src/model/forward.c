@@ -381,7 +381,8 @@ static int check_batch(const forward_ctx *f, const fwd_batch *b) {
 
 int forward_run(forward_ctx *f, const fwd_batch *b, float *logits) {
     if (check_batch(f, b)) return -1;
-    if (f->m->tp.on_forward) f->m->tp.on_forward(f->m->tp.user, f->kv, b);
+    if (f->m->tp.on_forward)
+        f->m->tp.on_forward(f->m->tp.user, f->kv, b, f->m->w.rope_long && f->rope_factors == f->m->w.rope_long);
     const int n = b->n_tokens;
     f->last_tokens = 0;
     forward_step s = {.f = f, .b = b};

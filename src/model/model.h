@@ -76,8 +76,9 @@ typedef struct {
     void (*allreduce)(void *user, float *x, size_t n);
     /* Rank 0 only: called before each forward over kv, so the other ranks
      * run the same batch, and before each copy of a KV block (copy on write),
-     * so theirs copy too. */
-    void (*on_forward)(void *user, const kv_cache *kv, const struct fwd_batch *b);
+     * so theirs copy too. long_rope: the forward rotates with LongRoPE's
+     * long factors (model_rope_factors for its context), so theirs do too. */
+    void (*on_forward)(void *user, const kv_cache *kv, const struct fwd_batch *b, bool long_rope);
     void (*on_kv_copy)(void *user, const kv_cache *kv, int src, int dst);
     void *user;
 } model_tp;

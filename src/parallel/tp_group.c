@@ -3,6 +3,7 @@
  * abort the job with a message. */
 #include "parallel/tp_group.h"
 
+#include "model/forward.h"
 #include "model/runner.h"
 #include "parallel/tp_comm.h"
 #include "parallel/tp_plan.h"
@@ -69,11 +70,12 @@ static void mirror_kv(tp_group *g, const kv_cache *kv) {
     g->sent_kv_msg = h;
 }
 
-static void forward_hook(void *user, const kv_cache *kv, const fwd_batch *b) {
+static void forward_hook(void *user, const kv_cache *kv, const fwd_batch *b, bool long_rope) {
     tp_group *g = user;
     mirror_kv(g, kv);
     tp_msg_header h;
     if (tp_plan_encode(&g->plan, kv, b, &h)) fatal("encoding a batch");
+    h.d = long_rope;
     send_header(&h);
     if (comm_bcast(g->plan.data, g->plan.len * sizeof *g->plan.data, false)) fatal("sending a batch");
 }
@@ -114,6 +116,9 @@ static int follower_forward(follower *f, tp_group *g, const tp_msg_header *h) {
     if (!f->run.kv) return err_set("a forward came before its KV cache");
     if (tp_plan_decode(&g->plan, h, f->run.kv->block_size)) return -1;
     if (runner_reserve(&f->run, h->a)) return -1; /* scratch for the largest batch so far */
+    /* The factors rank 0 rotates with, which its context picked. */
+    f->run.shift.rope_factors = h->d ? f->m->w.rope_long : model_rope_factors(f->m, 1);
+    forward_set_rope_factors(f->run.fwd, f->run.shift.rope_factors);
     return runner_run(&f->run, &g->plan.batch, NULL);
 }
 

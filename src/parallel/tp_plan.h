@@ -23,11 +23,13 @@
 
 typedef enum { TP_MSG_FORWARD = 1, TP_MSG_KV_INIT, TP_MSG_KV_COPY, TP_MSG_SHUTDOWN } tp_msg_kind;
 
-/* kind, then per kind: FORWARD n_tokens, n_seqs, n_groups; KV_INIT dtype,
- * block_size, n_blocks; KV_COPY src, dst. payload_len counts int32s. */
+/* kind, then per kind: FORWARD n_tokens, n_seqs, n_groups, and d: 1 when
+ * the forward rotates with LongRoPE's long factors (rank 0's context picks
+ * them: runner_config.n_ctx); KV_INIT dtype, block_size, n_blocks; KV_COPY
+ * src, dst. payload_len counts int32s. */
 typedef struct {
     int32_t kind;
-    int32_t a, b, c;
+    int32_t a, b, c, d;
     int32_t payload_len;
 } tp_msg_header;
 

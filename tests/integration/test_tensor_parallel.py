@@ -150,6 +150,24 @@ def test_greedy_output_matches_one_process(mpi, cllm_bin, model_factory, tmp_pat
         assert a.get("texts", a["text"]) == b.get("texts", b["text"]), f"{arch}: prompt {a['index']} differs"
 
 
+@pytest.mark.parametrize("max_model_len", [60, 200])
+def test_longrope_factors_follow_rank_0s_context(mpi, cllm_bin, tmp_path, max_model_len):
+    """Phi-3's LongRoPE picks its short or long factors by the context served
+    (short within its 64 original positions): every rank rotates with rank
+    0's choice, so a short context (60) and a long one (200) both give the
+    one-process output. (Rank 1 once took the trained context's factors.)"""
+    import hf_families
+
+    folder = tmp_path / "phi3"
+    hf_families.write("phi3", str(folder))
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text(json.dumps({"prompt": PROMPTS[0], "max_tokens": 20, "temperature": 0}) + "\n")
+    args = ["generate", "-m", folder, "--prompts-file", prompts, "-c", max_model_len, "--threads", "1", "--ignore-eos"]
+    one = _generate([cllm_bin, *args], mpi)
+    tp = _generate(_mpirun(2, cllm_bin, *args, "--tensor-parallel-size", "2"), mpi)
+    assert one[0]["completion_tokens"] == 20 and one[0]["text"] == tp[0]["text"], (one, tp)
+
+
 @pytest.mark.parametrize("extra", [("--num-speculative-tokens", "4"), ("--beam-width", "3")],
                          ids=["ngram-speculation", "beam-search"])
 def test_speculation_and_beam_search_match_one_process(mpi, cllm_bin, model_factory, extra):
