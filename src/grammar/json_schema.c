@@ -17,8 +17,10 @@
  *   (a digit-range grammar), numbers: only a lower bound of 0 (no sign);
  *   other number bounds are refused.
  * Annotations (title, description, default, examples, $schema, $id,
- * $comment, deprecated, readOnly, writeOnly, and any "x-..." key) are
- * ignored; every other keyword is refused with its name and JSON pointer. */
+ * $comment, deprecated, readOnly, writeOnly) and keywords of no JSON Schema
+ * vocabulary (a vendor's own, "x-...") are ignored, as the spec says; the
+ * vocabularies' assertions not covered above are refused with the keyword's
+ * name and JSON pointer (UNSUPPORTED_KEYS). */
 #include "grammar/json_schema.h"
 
 #include "grammar/regex.h"
@@ -192,14 +194,27 @@ static const char *const ARRAY_KEYS[] = {"items", "prefixItems", "minItems", "ma
 static const char *const STRING_KEYS[] = {"minLength", "maxLength", "pattern", "format", NULL};
 static const char *const NUMBER_KEYS[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", NULL};
 
+/* The keywords of JSON Schema's vocabularies (drafts 4 to 2020-12) that
+ * assert something this compiler does not enforce: refused by name. A
+ * keyword in no vocabulary (a vendor's: SchemaStore's "tsType", "fileMatch",
+ * ...) is an annotation, as the spec says, and ignored. */
+static const char *const UNSUPPORTED_KEYS[] = {
+    "not", "if", "then", "else", "dependentSchemas", "dependentRequired", "dependencies", "additionalItems",
+    "contains", "minContains", "maxContains", "uniqueItems", "patternProperties", "propertyNames",
+    "minProperties", "maxProperties", "unevaluatedItems", "unevaluatedProperties", "multipleOf", "contentSchema",
+    "$dynamicRef", "$recursiveRef", "$recursiveAnchor", NULL};
+
+/* A keyword of JSON Schema's own (assertion or annotation). */
+static bool is_schema_keyword(const char *k) {
+    return (is_annotation(k) && strncmp(k, "x-", 2)) || in_list(k, GENERIC_KEYS) || in_list(k, OBJECT_KEYS) ||
+           in_list(k, ARRAY_KEYS) || in_list(k, STRING_KEYS) || in_list(k, NUMBER_KEYS) || in_list(k, UNSUPPORTED_KEYS);
+}
+
 static int check_keywords(js_ctx *c, json_t *schema) {
     const char *k;
     json_t *v;
     json_object_foreach(schema, k, v) {
-        if (is_annotation(k) || in_list(k, GENERIC_KEYS) || in_list(k, OBJECT_KEYS) || in_list(k, ARRAY_KEYS) ||
-            in_list(k, STRING_KEYS) || in_list(k, NUMBER_KEYS))
-            continue;
-        return js_fail(c, "unsupported JSON Schema keyword '%s' at %s", k);
+        if (in_list(k, UNSUPPORTED_KEYS)) return js_fail(c, "unsupported JSON Schema keyword '%s' at %s", k);
     }
     return 0;
 }
@@ -728,7 +743,8 @@ static int schema_rule(js_ctx *c, json_t *schema) {
         const char *k;
         json_t *x;
         json_object_foreach(schema, k, x) {
-            if (!strcmp(k, "$ref") || is_annotation(k) || (!strcmp(k, "type") && type_implied_by_ref(c, v, x)))
+            if (!strcmp(k, "$ref") || is_annotation(k) || !is_schema_keyword(k) ||
+                (!strcmp(k, "type") && type_implied_by_ref(c, v, x)))
                 continue;
             return js_fail(c, "keyword '%s' beside $ref is not supported at %s", k);
         }

@@ -50,6 +50,11 @@ SCHEMAS = [
      "required": ["o", "z"]},
     {"type": "object", "additionalProperties": True},
     {"type": "object", "properties": {"m": {"type": "integer", "minimum": 100}}, "required": ["m"]},
+    # Keywords of no JSON Schema vocabulary (SchemaStore's, a vendor's): annotations, ignored as XGrammar does.
+    {"type": "object", "tsType": "Config", "fileMatch": ["*.cfg"],
+     "properties": {"s": {"type": "string", "x-order": 1, "markdownDescription": "a name", "tsType": "Name"},
+                    "r": {"$ref": "#/$defs/n", "defaultSnippets": [{"body": 1}]}},
+     "required": ["s", "r"], "$defs": {"n": {"type": "integer", "minimum": 0, "doNotSuggest": True}}},
 ]
 
 GRAMMARS = [

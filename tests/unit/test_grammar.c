@@ -282,6 +282,14 @@ static void test_schema_strings_formats_enums_refs(void **state) {
                false); /* a type beside $ref that the target says too */
     assert_true(matches(g, "\"x\""));
     grammar_free(g);
+    /* Keywords of no vocabulary (a vendor's) are annotations, beside $ref too. */
+    g = schema("{\"type\": \"object\", \"tsType\": \"C\", \"properties\": {\"a\": {\"$ref\": \"#/$defs/s\", "
+               "\"defaultSnippets\": [], \"x-y\": 1}}, \"required\": [\"a\"], \"$defs\": {\"s\": {\"type\": \"string\", "
+               "\"fileMatch\": [\"*\"]}}}",
+               false);
+    assert_true(matches(g, "{\"a\": \"x\"}"));
+    assert_false(matches(g, "{\"a\": 1}"));
+    grammar_free(g);
     g = schema("{\"type\": [\"number\", \"null\"], \"minimum\": 0}", false);
     assert_true(matches(g, "1.5e-3"));
     assert_true(matches(g, "null"));
@@ -294,6 +302,10 @@ static void test_schema_errors_name_keyword_and_place(void **state) {
     assert_contains(schema_error("{\"properties\": {\"a\": {\"type\": \"string\", \"if\": {}}}}"),
                     "unsupported JSON Schema keyword 'if' at #/properties/a");
     assert_contains(schema_error("{\"type\": \"array\", \"uniqueItems\": true}"), "'uniqueItems' at #");
+    assert_contains(schema_error("{\"type\": \"object\", \"not\": {\"required\": [\"a\"]}, \"tsType\": \"X\"}"),
+                    "unsupported JSON Schema keyword 'not' at #");
+    assert_contains(schema_error("{\"$ref\": \"#/$defs/s\", \"minLength\": 2, \"$defs\": {\"s\": {\"type\": \"string\"}}}"),
+                    "keyword 'minLength' beside $ref");
     assert_contains(schema_error("{\"$ref\": \"#/$defs/x\"}"), "cannot resolve $ref '#/$defs/x'");
     assert_contains(schema_error("{\"$ref\": \"http://example.com/s.json\"}"), "cannot resolve");
     assert_contains(schema_error("{\"type\": \"string\", \"format\": \"ipv6\"}"), "unsupported string format 'ipv6'");
