@@ -115,8 +115,11 @@ json_t *tool_generic_messages(const json_t *messages, const json_t *tools, tool_
             r = assistant_calls(m);
         } else if (is_role(m, "tool")) {
             json_t *text = tool_result(m);
-            json_t *prev = json_array_get(out, json_array_size(out) - 1);
-            if (text && prev && json_is_true(json_object_get(prev, "_tool_results"))) {
+            /* A result right after another joins its user message. */
+            json_t *prev = i > 0 && is_role(json_array_get(messages, i - 1), "tool")
+                               ? json_array_get(out, json_array_size(out) - 1)
+                               : NULL;
+            if (text && prev) {
                 buf joined = {0};
                 buf_puts(&joined, json_string_value(json_object_get(prev, "content")));
                 buf_puts(&joined, "\n");
@@ -126,15 +129,12 @@ json_t *tool_generic_messages(const json_t *messages, const json_t *tools, tool_
                 json_decref(text);
                 continue;
             }
-            r = text ? json_pack("{s:s,s:o,s:b}", "role", "user", "content", text, "_tool_results", 1) : NULL;
+            r = text ? json_pack("{s:s,s:o}", "role", "user", "content", text) : NULL;
         } else {
             r = json_deep_copy(m);
         }
         ok = r && !json_array_append_new(out, r);
     }
-    /* The marks that joined consecutive results are not the template's. */
-    json_t *m;
-    json_array_foreach(out, i, m) json_object_del(m, "_tool_results");
     if (!ok) {
         json_decref(out);
         return NULL;
