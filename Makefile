@@ -41,7 +41,7 @@ SANITIZE_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:halt_on_error=1 \
 # The server's tests on synthetic models (requests good and hostile, API
 # keys, size bounds, NaN logits, concurrency, shutdown, slow clients, tool calling,
 # the chat page's files, CORS, vLLM's fields, prompt logprobs and /v1/responses; every model
-# family's forward, engine, speculation and eviction paths, test_families.py), a few minutes
+# family's forward, engine, speculation and eviction paths, test_families.py; Medusa heads), a few minutes
 # against the sanitizer build; any report stops the server and fails its test.
 SANITIZE_SERVER_TESTS = tests/integration/test_server_errors.py tests/integration/test_server_hostile_numbers.py \
 	tests/integration/test_server_auth.py tests/integration/test_server_bounds.py \
@@ -51,7 +51,7 @@ SANITIZE_SERVER_TESTS = tests/integration/test_server_errors.py tests/integratio
 	tests/integration/test_response_cache.py tests/integration/test_server_cors.py \
 	tests/integration/test_server_compat_synthetic.py tests/integration/test_embeddings_synthetic.py \
 	tests/integration/test_prompt_logprobs.py tests/integration/test_multi_model.py \
-	tests/integration/test_tensor_parallel.py tests/integration/test_families.py
+	tests/integration/test_tensor_parallel.py tests/integration/test_families.py tests/integration/test_medusa.py
 
 build-sanitize: setup
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCLLM_SANITIZE=ON >/dev/null

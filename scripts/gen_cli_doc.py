@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "docs" / "cli.md"
 # In the order `cllm --help` lists them; `bench` has three subcommands.
 COMMANDS = ["serve", "chat", "generate", "info", "bench offline", "bench serve", "bench plot", "tokenize", "embed",
-            "logits", "quantize", "perplexity", "eval-compare"]
+            "logits", "quantize", "perplexity", "eval-compare", "medusa train"]
 
 
 def help_of(cllm: Path, words: list[str]) -> str:

@@ -89,4 +89,11 @@ void print_spec_stats(FILE *f, const char *label, const engine_stats *st) {
                  n_acc = (double)st->spec_accepted_tokens;
     fprintf(f, "%s%.0f drafts, %.0f draft tokens, %.0f accepted: acceptance rate %.1f%%, mean accepted length %.2f\n",
             label, n, n_draft, n_acc, n_draft > 0 ? 100.0 * n_acc / n_draft : 0.0, n > 0 ? 1.0 + n_acc / n : 0.0);
+    if (n_draft == 0) return;
+    /* Per draft position (for Medusa, per head): accepted where that position was drafted. */
+    fprintf(f, "%saccepted by draft position:", label);
+    for (int i = 0; i < SPEC_MAX_TOKENS && st->spec_drafted_per_pos[i]; i++)
+        fprintf(f, " %d: %.1f%% of %llu;", i + 1, 100.0 * (double)st->spec_accepted_per_pos[i] / (double)st->spec_drafted_per_pos[i],
+                (unsigned long long)st->spec_drafted_per_pos[i]);
+    fprintf(f, "\n");
 }

@@ -14,5 +14,6 @@ int cmd_bench(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_perplexity(int argc, char **argv);
 int cmd_eval_compare(int argc, char **argv);
+int cmd_medusa(int argc, char **argv);
 
 #endif

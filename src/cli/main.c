@@ -22,6 +22,7 @@ static const command k_commands[] = {
     {"quantize", cmd_quantize, "quantize a model's weights (RTN, GPTQ, AWQ) into a new GGUF file"},
     {"perplexity", cmd_perplexity, "perplexity of a model on a text file, in chunks (as llama-perplexity)"},
     {"eval-compare", cmd_eval_compare, "compare two models' greedy outputs on a prompt set; gate on agreement"},
+    {"medusa", cmd_medusa, "train Medusa heads for speculative decoding (cllm medusa train)"},
 };
 
 static void usage(FILE *f) {

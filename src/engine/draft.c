@@ -6,6 +6,7 @@
 
 #include "engine/sampler.h"
 #include "kv/kv_manager.h"
+#include "model/head_slice.h"
 #include "model/runner.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -14,7 +15,9 @@
 #include <string.h>
 
 struct draft_runner {
-    const model *m;
+    const model *m;    /* what the runner runs: the draft, or `view` */
+    model view;        /* with a draft vocabulary: the draft with its output matrix sliced */
+    head_slice head;
     runner run;
     int max_tokens, max_seqs;
     int32_t *tok, *pos, *seq, *rows;
@@ -42,7 +45,8 @@ static int check_vocab(const model *draft, const model *target) {
 }
 
 draft_runner *draft_create(const model *draft, const model *target, int n_seqs, int max_model_len,
-                           int max_tokens, int block_size, threadpool *threads) {
+                           int max_tokens, int block_size, threadpool *threads, const int32_t *vocab,
+                           int n_vocab) {
     if (check_vocab(draft, target)) return NULL;
     draft_runner *d = calloc(1, sizeof *d);
     if (!d) {
@@ -50,6 +54,13 @@ draft_runner *draft_create(const model *draft, const model *target, int n_seqs, 
         return NULL;
     }
     d->m = draft;
+    if (n_vocab > 0) {
+        if (head_slice_init(&d->head, draft, vocab, n_vocab)) goto fail;
+        d->view = *draft; /* shares everything but the output matrix */
+        d->view.w.output = d->head.w;
+        d->view.hp.n_vocab = n_vocab;
+        d->m = &d->view;
+    }
     d->max_tokens = max_tokens;
     d->max_seqs = n_seqs;
     kv_cache layout;
@@ -59,7 +70,7 @@ draft_runner *draft_create(const model *draft, const model *target, int n_seqs, 
     const runner_config rc = {.kv_type = KV_F16, .block_size = block_size, .n_blocks = n_blocks,
                               .block_manager = true, .max_tokens = max_tokens, .max_out = n_seqs, .threads = threads,
                               .n_ctx = max_model_len};
-    if (runner_init(&d->run, draft, &rc)) goto fail;
+    if (runner_init(&d->run, d->m, &rc)) goto fail;
     const size_t T = (size_t)max_tokens, S = (size_t)n_seqs;
     d->tok = malloc(T * sizeof *d->tok);
     d->pos = malloc(T * sizeof *d->pos);
@@ -67,7 +78,7 @@ draft_runner *draft_create(const model *draft, const model *target, int n_seqs, 
     d->rows = malloc(S * sizeof *d->rows);
     d->seqs = calloc(S, sizeof *d->seqs);
     d->row_seq = calloc(S, sizeof *d->row_seq);
-    d->logits = malloc(S * (size_t)draft->hp.n_vocab * sizeof *d->logits);
+    d->logits = malloc(S * (size_t)d->m->hp.n_vocab * sizeof *d->logits);
     if (!d->tok || !d->pos || !d->seq || !d->rows || !d->seqs || !d->row_seq ||
         !d->logits) {
         err_oom("out of memory for the draft model's buffers");
@@ -82,6 +93,7 @@ fail:
 void draft_free(draft_runner *d) {
     if (!d) return;
     runner_destroy(&d->run);
+    head_slice_free(&d->head);
     free(d->tok);
     free(d->pos);
     free(d->seq);
@@ -172,8 +184,8 @@ static void draft_round(draft_runner *d, sequence **seqs, const int *upto, int n
     }
     for (int r = 0; r < n_rows; r++) {
         sequence *s = d->row_seq[r];
-        s->spec.draft[s->spec.n_draft++] =
-            sampler_argmax(d->logits + (size_t)r * d->m->hp.n_vocab, d->m->hp.n_vocab);
+        const int32_t best = sampler_argmax(d->logits + (size_t)r * d->m->hp.n_vocab, d->m->hp.n_vocab);
+        s->spec.draft[s->spec.n_draft++] = d->head.ids ? d->head.ids[best] : best;
     }
 }
 

@@ -19,9 +19,12 @@ typedef struct draft_runner draft_runner;
 /* NULL with err_get() when the draft's vocabulary differs from the target's
  * (size or any token's text) or on allocation failure. The pool holds
  * `n_seqs` sequences of max_model_len tokens; forwards take at most
- * max_tokens tokens. */
+ * max_tokens tokens. With vocab (n_vocab > 0 ids), the draft scores only
+ * those tokens (model/head_slice.h: it reads only their rows of its output
+ * matrix), so its drafts are always among them. */
 draft_runner *draft_create(const model *draft, const model *target, int n_seqs, int max_model_len,
-                           int max_tokens, int block_size, threadpool *threads);
+                           int max_tokens, int block_size, threadpool *threads, const int32_t *vocab,
+                           int n_vocab);
 void draft_free(draft_runner *d);
 
 /* For each of the n sequences, up to want[i] greedy draft tokens into

@@ -33,6 +33,7 @@
 #include "engine/beam.h"
 #include "engine/seq_constraint.h"
 #include "engine/draft.h"
+#include "model/head_slice.h"
 #include "engine/finish.h"
 #include "engine/ngram.h"
 #include "engine/prompt_logprobs.h"
@@ -221,10 +222,26 @@ engine *engine_create(model *m, const engine_config *cfg) {
         e->draft_view->hp.n_layer = n;
         e->draft_view->kv.n_layers = n;
     }
+    if (cfg->spec.method == SPEC_MEDUSA) {
+        const int n_spec = cfg->spec.disable_by_batch_size < cfg->max_num_seqs ? cfg->spec.disable_by_batch_size
+                                                                                : cfg->max_num_seqs;
+        e->medusa = medusa_drafter_create(m, cfg->spec.model, n_spec, cfg->spec.num_speculative_tokens);
+        if (!e->medusa) {
+            err_prefix("speculative decoding: ");
+            goto fail;
+        }
+    }
     if (e->draft_model || e->draft_view) {
         const int n_spec = e->max_draft_rows / cfg->spec.num_speculative_tokens;
-        e->draft = draft_create(e->draft_model ? e->draft_model : e->draft_view, m, n_spec > 0 ? n_spec : 1,
-                                e->cfg.max_model_len, cfg->max_num_batched_tokens, cfg->block_size, e->run.threads);
+        int32_t *vocab = NULL;
+        const int n_vocab =
+            cfg->spec.draft_vocab[0] ? head_slice_read_vocab(cfg->spec.draft_vocab, m, cfg->spec.draft_vocab_size, &vocab)
+                                     : 0;
+        e->draft = n_vocab < 0 ? NULL
+                               : draft_create(e->draft_model ? e->draft_model : e->draft_view, m, n_spec > 0 ? n_spec : 1,
+                                              e->cfg.max_model_len, cfg->max_num_batched_tokens, cfg->block_size,
+                                              e->run.threads, vocab, n_vocab);
+        free(vocab);
         if (!e->draft) {
             err_prefix("speculative decoding: ");
             goto fail;
@@ -261,6 +278,7 @@ void engine_free(engine *e) {
     sampler_free(e->smp);
     constrainer_free(&e->cons);
     draft_free(e->draft); /* before the runner: it runs on the runner's threads */
+    medusa_drafter_free(e->medusa);
     runner_destroy(&e->run);
     model_free(e->draft_model);
     free(e->draft_view);
@@ -511,6 +529,11 @@ static void propose_drafts(engine *e) {
             e->spec_seqs[n_model] = s;
             e->spec_want[n_model++] = k;
             rows_left -= k;
+            continue;
+        }
+        if (e->medusa) {
+            s->spec.n_draft = medusa_drafter_take(s, k, s->spec.draft);
+            rows_left -= s->spec.n_draft;
             continue;
         }
         s->spec.n_draft = ngram_propose(s->tokens, s->n_tokens, c->prompt_lookup_min, c->prompt_lookup_max, k, s->spec.draft);

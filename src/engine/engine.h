@@ -129,6 +129,7 @@ typedef struct {
     int spec_k; /* num_speculative_tokens; 0: speculation off */
     uint64_t spec_drafts, spec_draft_tokens, spec_accepted_tokens;
     uint64_t spec_accepted_per_pos[SPEC_MAX_TOKENS];
+    uint64_t spec_drafted_per_pos[SPEC_MAX_TOKENS]; /* drafts that had a token at position i */
     /* A mixture of experts: expert layers run (one per layer and step), and
      * the distinct experts whose weights they read (the experts the step's
      * tokens chose). */

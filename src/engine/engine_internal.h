@@ -7,6 +7,7 @@
 #include "engine/beam.h"
 #include "engine/seq_constraint.h"
 #include "engine/draft.h"
+#include "engine/spec_medusa.h"
 #include "engine/engine.h"
 #include "engine/prompt_logprobs.h"
 #include "engine/request.h"
@@ -31,6 +32,7 @@ struct engine {
     model *draft_model;  /* method draft_model: loaded from spec.model, owned */
     model *draft_view;   /* method layer_skip: the target with fewer layers (shares its weights) */
     draft_runner *draft;
+    medusa_drafter *medusa; /* method medusa */
     int32_t *eog_ids;
     int n_eog_ids;
 

@@ -149,12 +149,22 @@ static void count_verification(engine *e, int n_draft, int n_accepted) {
     e->stats.spec_draft_tokens += (uint64_t)n_draft;
     e->stats.spec_accepted_tokens += (uint64_t)n_accepted;
     for (int j = 0; j < n_accepted; j++) e->stats.spec_accepted_per_pos[j]++;
+    for (int j = 0; j < n_draft; j++) e->stats.spec_drafted_per_pos[j]++;
     pthread_mutex_unlock(&e->stats_mu);
 }
 
 /* Walks a speculating sequence's 1 + n_draft logits rows (see the top of
  * this file), then rolls its KV back to the verified tokens. */
-static void verify_drafts(engine *e, sequence *s, float *rows) {
+/* Medusa: a sequence just sampled from logits row i that decodes next gets
+ * guesses from that row's hidden state (spec_medusa.h), unless too many
+ * run for the next step to speculate. */
+static void note_for_medusa(engine *e, sequence *s, int i) {
+    if (!e->medusa || s->status == SEQ_FINISHED || s->n_tokens - s->n_computed != 1) return;
+    if (s->req->params.beam_width > 1 || e->sched.running.n > e->cfg.spec.disable_by_batch_size) return;
+    medusa_drafter_note(e->medusa, s, e->b_rows[i]);
+}
+
+static void verify_drafts(engine *e, sequence *s, float *rows, int first_row) {
     const int nv = e->m->hp.n_vocab, n_draft = s->spec.n_draft;
     s->spec.n_draft = 0;
     if (s->status == SEQ_FINISHED) return;
@@ -178,6 +188,7 @@ static void verify_drafts(engine *e, sequence *s, float *rows) {
     kvm_truncate(&e->run.kvm, &s->kv, s->n_computed);
     kvm_commit(&e->run.kvm, &s->kv, s->tokens, s->n_computed);
     if (e->draft) draft_rollback(e->draft, s);
+    note_for_medusa(e, s, first_row + accepted); /* the row the last token came from */
 }
 
 /* ---- the step's logits ---- */
@@ -199,9 +210,10 @@ void postprocess(engine *e, int n_rows) {
     for (int i = 0; i < n_rows;) {
         sequence *s = e->b_row_seq[i];
         float *row = e->logits + (size_t)i * nv;
+        const int first = i;
         i += 1 + s->spec.n_draft; /* a speculating sequence has a row per draft besides its own */
         if (s->spec.n_draft > 0) {
-            verify_drafts(e, s, row);
+            verify_drafts(e, s, row, first);
             continue;
         }
         if (s->status == SEQ_FINISHED) continue; /* aborted while running */
@@ -215,6 +227,8 @@ void postprocess(engine *e, int n_rows) {
         }
         if (s->index == 0 && s->req->n_seqs > 1 && !s->req->forked) fork_samples(e, s, row);
         sample_and_report(e, s, row);
+        note_for_medusa(e, s, first);
     }
+    if (e->medusa) medusa_drafter_run(e->medusa, e->run.fwd, e->run.threads);
     beam_advance(&e->beam, e->live, e->n_live);
 }

@@ -54,6 +54,8 @@ typedef struct {
         seq_kv kv;    /* the draft model's KV (method draft_model) */
         int computed; /* positions whose draft K/V are in kv; those from base on were computed from draft[] */
         int base;
+        int32_t guess[SPEC_MAX_TOKENS]; /* Medusa's guesses for the tokens after tokens[guess_at - 1] */
+        int n_guess, guess_at;
     } spec;
     /* Beam search: the beam's score so far and its best next tokens. */
     struct {

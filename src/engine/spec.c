@@ -30,13 +30,21 @@ int spec_config_check(const spec_config *c) {
                        c->prompt_lookup_min, c->prompt_lookup_max);
     if (c->method == SPEC_DRAFT_MODEL && !c->model[0])
         return err_set("method \"draft_model\" needs \"model\": the draft model's path");
-    if (c->method != SPEC_DRAFT_MODEL && c->model[0])
-        return err_set("\"model\" is for method \"draft_model\", not \"%s\"",
+    if (c->method == SPEC_MEDUSA && !c->model[0])
+        return err_set("method \"medusa\" needs \"model\": the heads' file (made by `cllm medusa train`)");
+    if (c->method != SPEC_DRAFT_MODEL && c->method != SPEC_MEDUSA && c->model[0])
+        return err_set("\"model\" is for methods \"draft_model\" and \"medusa\", not \"%s\"",
                        c->method == SPEC_NGRAM ? "ngram" : "layer_skip");
     if (c->draft_layers < 0 || c->draft_layers > 4096)
         return err_set("draft_layers must be in 1..the target's layers, got %d", c->draft_layers);
     if (c->draft_layers && c->method != SPEC_LAYER_SKIP)
         return err_set("\"draft_layers\" is for method \"layer_skip\"");
+    if ((c->draft_vocab[0] || c->draft_vocab_size) && c->method != SPEC_LAYER_SKIP && c->method != SPEC_DRAFT_MODEL)
+        return err_set("\"draft_vocab\" is for methods \"layer_skip\" and \"draft_model\" (Medusa heads carry their own)");
+    if (c->draft_vocab_size < 0 || c->draft_vocab_size > (1 << 24))
+        return err_set("draft_vocab_size must be positive, got %d", c->draft_vocab_size);
+    if (c->draft_vocab_size && !c->draft_vocab[0])
+        return err_set("\"draft_vocab_size\" needs \"draft_vocab\": the file of frequency-ranked tokens");
     if (c->disable_by_batch_size < 1)
         return err_set("disable_by_batch_size must be at least 1, got %d",
                        c->disable_by_batch_size);
@@ -58,14 +66,19 @@ static int parse_method(json_t *v, spec_config *c) {
         c->method = SPEC_LAYER_SKIP;
         return 0;
     }
-    return err_set("unknown method \"%s\" (known: \"ngram\", \"draft_model\", \"layer_skip\")", m);
+    if (!strcmp(m, "medusa")) {
+        c->method = SPEC_MEDUSA;
+        return 0;
+    }
+    return err_set("unknown method \"%s\" (known: \"ngram\", \"draft_model\", \"layer_skip\", \"medusa\")", m);
 }
 
-static int parse_model(json_t *v, spec_config *c) {
+static int parse_path(const char *key, json_t *v, char *out, size_t cap) {
     const char *path = json_string_value(v);
-    if (!path || !*path) return err_set("\"model\" must be the path of the draft model");
-    if (strlen(path) >= sizeof c->model) return err_set("\"model\": the path is too long");
-    memcpy(c->model, path, strlen(path) + 1);
+    if (!path || !*path) return err_set("\"%s\" must be a path (of the draft model, the Medusa heads, or the draft "
+                                        "vocabulary's file)", key);
+    if (strlen(path) >= cap) return err_set("\"%s\": the path is too long", key);
+    memcpy(out, path, strlen(path) + 1);
     return 0;
 }
 
@@ -104,9 +117,13 @@ int spec_config_parse_json(const char *text, spec_config *c) {
         else if (!strcmp(key, "draft_layers"))
             rc = parse_int(key, v, &out.draft_layers);
         else if (!strcmp(key, "model"))
-            rc = parse_model(v, &out), has_model = true;
+            rc = parse_path(key, v, out.model, sizeof out.model), has_model = true;
+        else if (!strcmp(key, "draft_vocab"))
+            rc = parse_path(key, v, out.draft_vocab, sizeof out.draft_vocab);
+        else if (!strcmp(key, "draft_vocab_size"))
+            rc = parse_int(key, v, &out.draft_vocab_size);
         else
-            rc = err_set("unknown key \"%s\" (known: method, model, draft_layers, "
+            rc = err_set("unknown key \"%s\" (known: method, model, draft_layers, draft_vocab, draft_vocab_size, "
                          "num_speculative_tokens, prompt_lookup_min, prompt_lookup_max, "
                          "disable_by_batch_size)",
                          key);

@@ -5,7 +5,11 @@
  * "draft_model" (a smaller model with the same vocabulary, engine/draft.h,
  * drafting greedily) and method "layer_skip" (self-speculation: the target's
  * first draft_layers layers and its output head are the draft model, run by
- * the same engine/draft.h with its own KV). The drafts of
+ * the same engine/draft.h with its own KV; either may score only a
+ * frequency-ranked slice of the vocabulary, "draft_vocab") and method "medusa" (heads on the
+ * target's last hidden state, model/medusa.h: each sequence's drafts for the
+ * next step come from the hidden state of the row it was just sampled
+ * from, at the cost of a matmul over the heads' draft vocabulary). The drafts of
  * every speculating sequence are verified in the engine's batched forward
  * pass (engine.c): each row's token is sampled as without drafts and a draft
  * is kept while it equals that token, which for a one-hot draft is the
@@ -18,7 +22,7 @@
 
 #define SPEC_MAX_TOKENS 16
 
-typedef enum { SPEC_NONE = 0, SPEC_NGRAM, SPEC_DRAFT_MODEL, SPEC_LAYER_SKIP } spec_method;
+typedef enum { SPEC_NONE = 0, SPEC_NGRAM, SPEC_DRAFT_MODEL, SPEC_LAYER_SKIP, SPEC_MEDUSA } spec_method;
 
 #define SPEC_MODEL_PATH_MAX 4096
 
@@ -28,8 +32,12 @@ typedef struct {
     int prompt_lookup_min;      /* shortest n-gram matched */
     int prompt_lookup_max;      /* longest n-gram matched (tried first) */
     int disable_by_batch_size;  /* no speculation in a step with more running sequences */
-    char model[SPEC_MODEL_PATH_MAX]; /* draft_model: the draft's GGUF file or HF folder */
+    char model[SPEC_MODEL_PATH_MAX]; /* draft_model: the draft's GGUF file or HF folder; medusa: the heads */
     int draft_layers;           /* layer_skip: the target's first layers the draft runs; 0: half */
+    /* draft_model and layer_skip: the draft scores only the most frequent
+     * tokens, read from this file (FR-Spec; model/head_slice.h); "": all */
+    char draft_vocab[SPEC_MODEL_PATH_MAX];
+    int draft_vocab_size;       /* of those, the first N; 0: every one the file has */
 } spec_config;
 
 /* Off; the ngram defaults (K 4, n-grams 2..5, off above 8 running) apply

@@ -365,9 +365,12 @@ static int check_batch(const forward_ctx *f, const fwd_batch *b) {
         return err_set("batch of %d tokens (limit %d)", b->n_tokens, f->max_tokens);
     if (b->n_out < 0 || b->n_out > f->max_out) return err_set("%d logit rows (limit %d)", b->n_out, f->max_out);
     const kv_cache *kv = f->kv;
+    /* The embedding's rows, not hp.n_vocab: a draft that scores a slice of
+     * the vocabulary (model/head_slice.h) still reads every token. */
+    const int64_t n_tok = f->m->w.tok_embd.n_out;
     for (int t = 0; t < b->n_tokens; t++) {
-        if (b->tokens[t] < 0 || b->tokens[t] >= f->m->hp.n_vocab)
-            return err_set("token id %d is outside the vocabulary (%d)", b->tokens[t], f->m->hp.n_vocab);
+        if (b->tokens[t] < 0 || b->tokens[t] >= n_tok)
+            return err_set("token id %d is outside the vocabulary (%lld)", b->tokens[t], (long long)n_tok);
         if (b->seq[t] < 0 || b->seq[t] >= b->n_seqs || b->pos[t] < 0)
             return err_set("token %d has an invalid sequence or position", t);
         for (int g = 0; g < kv->n_groups; g++) {
@@ -416,6 +419,16 @@ int forward_logits(forward_ctx *f, const int32_t *rows, int n_rows, float *logit
     matmul(f->threads, &f->m->w.output, f->out_x, n_rows, logits, f->mm_scratch);
     const model_hparams *hp = &f->m->hp;
     if (hp->logit_scale != 1.0f || hp->final_softcap > 0) for_each(&s, logit_row, n_rows);
+    return 0;
+}
+
+int forward_hidden(forward_ctx *f, const int32_t *rows, int n_rows, float *out) {
+    const model *m = f->m;
+    const int e = m->hp.n_embd;
+    for (int i = 0; i < n_rows; i++) {
+        if (rows[i] < 0 || rows[i] >= f->last_tokens) return err_set("invalid hidden row %d", rows[i]);
+        rmsnorm(out + (size_t)i * e, f->x + (size_t)rows[i] * e, m->w.output_norm, e, m->hp.norm_eps);
+    }
     return 0;
 }
 

@@ -54,6 +54,10 @@ int forward_run(forward_ctx *f, const fwd_batch *b, float *logits);
  * run): how every position of a prompt chunk gets its logits without a
  * [n_tokens][n_vocab] buffer. Returns 0, or -1 with err_get(). */
 int forward_logits(forward_ctx *f, const int32_t *rows, int n_rows, float *logits);
+/* The last hidden states of token rows of the last forward_run's batch,
+ * after the final norm (what the output head multiplies; what Medusa heads
+ * read): out [n_rows][n_embd]. Returns 0, or -1 with err_get(). */
+int forward_hidden(forward_ctx *f, const int32_t *rows, int n_rows, float *out);
 
 /* ---- hooks for offline tools (quantization calibration, src/quant) ---- */
 

@@ -17,7 +17,7 @@ import re
 import pytest
 
 COMMANDS = ["generate", "chat", "serve", "info", "tokenize", "logits", "quantize", "perplexity", "eval-compare",
-            "bench offline", "bench serve", "bench plot"]
+            "bench offline", "bench serve", "bench plot", "medusa train"]
 
 # A value each metavar accepts in every command that uses it, and that is no command's default.
 SAMPLE_VALUES = {"N": "48", "K": "48", "S": "12345", "T": "0.5", "P": "0.5", "R": "0.5", "X": "0.5", "Y": "0.5",

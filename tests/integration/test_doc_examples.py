@@ -104,9 +104,14 @@ COMMANDS = all_commands()
 
 
 @pytest.fixture(scope="module")
-def files(tmp_path_factory, real_model_path):
+def files(tmp_path_factory, real_model_path, cllm_bin):
     """What each placeholder of an example stands for."""
     d = tmp_path_factory.mktemp("doc_examples")
+    heads = d / "heads.gguf"  # Medusa heads for the test model, trained small
+    p = subprocess.run([str(cllm_bin), "medusa", "train", str(real_model_path), "--data",
+                        str(REPO / "data" / "medusa_train_prompts.txt"), "--max-prompts", "8", "--gen-tokens", "16",
+                        "--out", str(heads)], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
     second = d / "qwen.gguf"  # a second model to serve beside the first: the same weights under another name
     shutil.copyfile(real_model_path, second)
     assert long_text.available(), "scripts/setup.sh installs bible-kjv bible-kjv-text"
@@ -114,7 +119,7 @@ def files(tmp_path_factory, real_model_path):
     text.write_text(long_text.long_text())
     return {"MODEL": str(real_model_path), "gemma.gguf": str(real_model_path),
             "gemma-3-270m.gguf": str(real_model_path), "qwen.gguf": str(second), "SMALL.gguf": str(second),
-            "TEXT": str(text), "PROMPT": "Once upon a time"}
+            "HEADS.gguf": str(heads), "TEXT": str(text), "PROMPT": "Once upon a time"}
 
 
 def substitute(code: str, files: dict) -> str:

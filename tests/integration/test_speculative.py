@@ -471,7 +471,8 @@ def test_chat_with_speculation_replies_the_same(run_cllm, model_factory):
 
 
 BAD = [
-    (["--speculative-config", '{"method": "medusa"}'], "unknown method"),
+    (["--speculative-config", '{"method": "eagle"}'], "unknown method"),
+    (["--speculative-config", '{"method": "medusa"}'], "cllm medusa train"),
     (["--speculative-config", '{"method": "ngram", "num_speculative_tokens": 17}'], "1..16"),
     (["--speculative-config", '{"method": "ngram", "num_speculative_tokens": 0}'], "1..16"),
     (["--num-speculative-tokens", "0"], "--num-speculative-tokens"),

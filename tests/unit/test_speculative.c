@@ -129,6 +129,19 @@ static void test_config_parses_vllm_json(void **state) {
     assert_int_equal(c.method, SPEC_LAYER_SKIP);
     assert_int_equal(c.draft_layers, 6);
     c = spec_config_defaults();
+    assert_int_equal(spec_config_parse_json(
+                         "{\"method\": \"medusa\", \"model\": \"h.gguf\", \"num_speculative_tokens\": 3}", &c), 0);
+    assert_int_equal(c.method, SPEC_MEDUSA);
+    assert_string_equal(c.model, "h.gguf");
+    assert_int_equal(c.num_speculative_tokens, 3);
+    c = spec_config_defaults();
+    assert_int_equal(spec_config_parse_json("{\"method\": \"layer_skip\", \"draft_vocab\": \"h.gguf\", "
+                                            "\"draft_vocab_size\": 4096}",
+                                            &c),
+                     0);
+    assert_string_equal(c.draft_vocab, "h.gguf");
+    assert_int_equal(c.draft_vocab_size, 4096);
+    c = spec_config_defaults();
     assert_int_equal(
         spec_config_parse_json("{\"method\": \"ngram\", \"prompt_lookup_min\": 9}", &c), 0);
     assert_int_equal(c.prompt_lookup_max, 9); /* moved up with min */
@@ -138,13 +151,21 @@ static void test_config_rejects_bad_input(void **state) {
     (void)state;
     expect_parse_error("{\"method\": \"ngram\",", "malformed JSON");
     expect_parse_error("[1]", "JSON object");
-    expect_parse_error("{\"method\": \"medusa\"}", "unknown method");
+    expect_parse_error("{\"method\": \"eagle\"}", "unknown method");
     expect_parse_error("{\"method\": \"draft_model\", \"num_speculative_tokens\": 3}",
                        "needs \"model\"");
     expect_parse_error("{\"method\": \"ngram\", \"model\": \"d.gguf\"}", "not \"ngram\"");
-    expect_parse_error("{\"method\": \"draft_model\", \"model\": 3}", "path of the draft model");
+    expect_parse_error("{\"method\": \"draft_model\", \"model\": 3}", "\"model\" must be a path");
     expect_parse_error("{\"method\": \"layer_skip\", \"draft_layers\": -1}", "draft_layers");
     expect_parse_error("{\"method\": \"ngram\", \"draft_layers\": 3}", "for method \"layer_skip\"");
+    expect_parse_error("{\"method\": \"medusa\"}", "cllm medusa train");
+    expect_parse_error("{\"method\": \"medusa\", \"model\": \"h.gguf\", \"draft_layers\": 2}", "layer_skip");
+    expect_parse_error("{\"method\": \"medusa2\"}", "\"medusa\"");
+    expect_parse_error("{\"method\": \"ngram\", \"draft_vocab\": \"h.gguf\"}", "is for methods");
+    expect_parse_error("{\"method\": \"layer_skip\", \"draft_vocab_size\": 8}", "needs \"draft_vocab\"");
+    expect_parse_error("{\"method\": \"layer_skip\", \"draft_vocab\": \"h\", \"draft_vocab_size\": -1}",
+                       "draft_vocab_size");
+    expect_parse_error("{\"method\": \"layer_skip\", \"draft_vocab\": 7}", "must be a path");
     expect_parse_error("{\"num_speculative_tokens\": 3}", "\"method\" is required");
     expect_parse_error("{\"method\": \"ngram\", \"num_speculative_tokens\": 0}", "1..16");
     expect_parse_error("{\"method\": \"ngram\", \"num_speculative_tokens\": 17}", "1..16");

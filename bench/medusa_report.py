@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""Medusa heads and the frequency-ranked layer_skip draft against plain
+decoding on ordinary chat, as ratios from one sitting (a fresh process per
+run, the methods' order reversed every other round):
+
+  1. single stream: the 50 varied instructions of bench/data/chat_prompts_50.txt,
+     one after another (`cllm generate --prompts-file F --max-num-seqs 1`),
+     at 1 and 2 threads, temperature 0 and 0.7 (a seed per prompt, the same
+     for every method). Methods: plain; Medusa (the heads file, K = --k);
+     layer_skip with the first --draft-layers layers, K = 4, scoring the
+     whole vocabulary and scoring only the heads' draft vocabulary (FR-Spec).
+     Output tok/s over the 50, the acceptance rate and mean accepted length
+     cllm prints, the acceptance at each draft position (for Medusa, each
+     head's, given the ones before it were accepted), and whether every
+     output equals plain decoding's.
+  2. serving at concurrency 32 (`cllm bench serve`, random prompts, the same
+     seed for both sides of a round, a fresh server each run, so no prefix
+     cache answers): `cllm serve` plain against `cllm serve
+     --speculative-config '{"method": "medusa", ...}'` (disable_by_batch_size
+     8 keeps speculation out of large batches).
+
+No prompt repeats within a run, and the heads never saw these prompts
+(they train on data/medusa_train_prompts.txt).
+
+usage: bench/medusa_report.py --heads HEADS.gguf [--model GGUF] [--cllm build/cllm]
+           [--tokens 128] [--k 4] [--reps 1] [--serve-prompts 64] [--no-serve]
+Prints a Markdown table (CPU model and flags first) for bench/RESULTS.md.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import subprocess
+import tempfile
+import urllib.request
+from pathlib import Path
+
+from spec_report import cpu_line, serve_throughput
+
+REPO = Path(__file__).resolve().parents[1]
+PROMPTS = REPO / "bench" / "data" / "chat_prompts_50.txt"
+
+
+def prompts_file(tmp: Path, temperature: float, tokens: int) -> Path:
+    path = tmp / f"prompts-{temperature}.jsonl"
+    lines = []
+    for i, p in enumerate(PROMPTS.read_text().splitlines()):
+        lines.append(json.dumps({"prompt": p, "max_tokens": tokens, "temperature": temperature, "seed": 100 + i,
+                                 "ignore_eos": True}))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def run(cllm, model, prompts: Path, threads: int, extra: list[str]):
+    out = subprocess.run([cllm, "generate", "-m", model, "--prompts-file", str(prompts), "--max-num-seqs", "1",
+                          "-t", str(threads), *extra], capture_output=True, text=True, timeout=3600)
+    if out.returncode:
+        raise SystemExit(f"cllm generate failed: {out.stderr}")
+    speed = float(re.search(r"generated tokens in [\d.]+ s: ([\d.]+) output tok/s", out.stderr).group(1))
+    acc = re.search(r"(\d+) draft tokens, (\d+) accepted: acceptance rate ([\d.]+)%, mean accepted length ([\d.]+)",
+                    out.stderr)
+    texts = [json.loads(line)["text"] for line in out.stdout.splitlines() if line.startswith("{")]
+    per_pos = re.findall(r"(\d+): ([\d.]+)% of \d+;", out.stderr)
+    return speed, (acc, ", ".join(f"{p}%" for _, p in per_pos)) if acc else None, texts
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", default=(REPO / "build-model-path.txt").read_text().strip()
+                    if (REPO / "build-model-path.txt").exists() else None)
+    ap.add_argument("--heads", required=True)
+    ap.add_argument("--cllm", default=str(REPO / "build" / "cllm"))
+    ap.add_argument("--tokens", type=int, default=128)
+    ap.add_argument("--k", type=int, default=3)
+    ap.add_argument("--draft-layers", type=int, default=12)
+    ap.add_argument("--reps", type=int, default=1)
+    ap.add_argument("--serve-prompts", type=int, default=64)
+    ap.add_argument("--no-serve", action="store_true")
+    a = ap.parse_args()
+    if not a.model:
+        raise SystemExit("--model GGUF is needed (or build-model-path.txt from `make setup`)")
+    spec = json.dumps({"method": "medusa", "model": a.heads, "num_speculative_tokens": a.k})
+    skip = {"method": "layer_skip", "draft_layers": a.draft_layers, "num_speculative_tokens": 4}
+    methods = {"plain": [], f"Medusa K={a.k}": ["--speculative-config", spec],
+               f"layer_skip {a.draft_layers} layers": ["--speculative-config", json.dumps(skip)],
+               f"layer_skip {a.draft_layers} layers, draft vocab": [
+                   "--speculative-config", json.dumps(dict(skip, draft_vocab=a.heads))]}
+    print(f"CPU: {cpu_line()}\n")
+    print(f"`{a.cllm} generate -m {Path(a.model).name} --prompts-file PROMPTS --max-num-seqs 1 -t T "
+          f"[--speculative-config ...]`, PROMPTS = the 50 lines of bench/data/chat_prompts_50.txt, "
+          f"{a.tokens} tokens each (ignore_eos), seed 100 + line; median of {a.reps}. Configs: "
+          + "; ".join(f"{m}: `{f[1]}`" for m, f in methods.items() if f) + ".\n")
+    print("| threads | temperature | method | output tok/s | vs plain | acceptance | mean accepted length | "
+          "accepted by draft position | same outputs |")
+    print("|---:|---:|---|---:|---:|---:|---:|---|---|")
+    with tempfile.TemporaryDirectory() as tmp:
+        for temperature in (0.0, 0.7):
+            prompts = prompts_file(Path(tmp), temperature, a.tokens)
+            for threads in (1, 2):
+                speeds = {m: [] for m in methods}
+                accs, texts = {}, {}
+                for r in range(a.reps):
+                    order = list(methods.items())
+                    for name, extra in order if r % 2 == 0 else order[::-1]:
+                        speed, accs[name], texts[name] = run(a.cllm, a.model, prompts, threads, extra)
+                        speeds[name].append(speed)
+                p = statistics.median(speeds["plain"])
+                for name in methods:
+                    m, acc = statistics.median(speeds[name]), accs[name]
+                    rate, per_pos = acc if acc else (None, "-")
+                    print(f"| {threads} | {temperature} | {name} | {m:.1f} | {m / p:.2f}x | "
+                          f"{rate.group(3) + '%' if rate else '-'} | {rate.group(4) if rate else '-'} | "
+                          f"{per_pos or '-'} | {'yes' if texts[name] == texts['plain'] else 'NO'} |", flush=True)
+    if a.no_serve:
+        return
+    extra = ["--speculative-config", spec]
+    plain, medusa = [], []
+    for r in range(a.reps):
+        seed = 2000 + r
+        runs = [(plain, []), (medusa, extra)]
+        for results, flags in runs if r % 2 == 0 else runs[::-1]:
+            results.append(serve_throughput(a.cllm, a.model, flags, a.serve_prompts, seed))
+    p, m = statistics.median(plain), statistics.median(medusa)
+    print(f"\nServing, concurrency 32, {a.serve_prompts} requests of 256 random tokens in / 64 out, the same prompts "
+          f"for both (seed 2000 + round): plain {p:.1f} output tok/s, Medusa {m:.1f}: {m / p:.2f}x.")
+
+
+if __name__ == "__main__":
+    main()

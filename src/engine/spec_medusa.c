@@ -1,0 +1,72 @@
+/* See spec_medusa.h. */
+#include "engine/spec_medusa.h"
+
+#include "util/error.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+medusa_drafter *medusa_drafter_create(const model *m, const char *path, int max_rows, int k) {
+    medusa_params p;
+    if (medusa_load(&p, m, path)) return NULL;
+    medusa_drafter *d = calloc(1, sizeof *d);
+    if (!d) {
+        medusa_params_free(&p);
+        err_oom("out of memory");
+        return NULL;
+    }
+    d->max_rows = max_rows < 1 ? 1 : max_rows;
+    d->k = k < p.n_heads ? k : p.n_heads;
+    d->heads = medusa_create(&p, m, d->max_rows);
+    medusa_params_free(&p); /* what medusa_create did not take */
+    if (!d->heads) {
+        free(d);
+        return NULL;
+    }
+    d->seqs = calloc((size_t)d->max_rows, sizeof *d->seqs);
+    d->rows = calloc((size_t)d->max_rows, sizeof *d->rows);
+    d->hidden = malloc((size_t)d->max_rows * m->hp.n_embd * sizeof *d->hidden);
+    d->tokens = malloc((size_t)d->max_rows * d->k * sizeof *d->tokens);
+    if (!d->seqs || !d->rows || !d->hidden || !d->tokens) {
+        medusa_drafter_free(d);
+        err_oom("out of memory");
+        return NULL;
+    }
+    return d;
+}
+
+void medusa_drafter_free(medusa_drafter *d) {
+    if (!d) return;
+    medusa_free(d->heads);
+    free(d->seqs);
+    free(d->rows);
+    free(d->hidden);
+    free(d->tokens);
+    free(d);
+}
+
+void medusa_drafter_note(medusa_drafter *d, sequence *s, int32_t row) {
+    if (d->n >= d->max_rows) return; /* more than may speculate: the rest decode plainly */
+    d->seqs[d->n] = s;
+    d->rows[d->n++] = row;
+}
+
+void medusa_drafter_run(medusa_drafter *d, forward_ctx *f, threadpool *threads) {
+    const int n = d->n;
+    d->n = 0;
+    if (n == 0 || forward_hidden(f, d->rows, n, d->hidden)) return;
+    medusa_propose(d->heads, threads, d->hidden, n, d->k, d->tokens);
+    for (int i = 0; i < n; i++) {
+        sequence *s = d->seqs[i];
+        memcpy(s->spec.guess, d->tokens + (size_t)i * d->k, (size_t)d->k * sizeof *d->tokens);
+        s->spec.n_guess = d->k;
+        s->spec.guess_at = s->n_tokens;
+    }
+}
+
+int medusa_drafter_take(const sequence *s, int k, int32_t *draft) {
+    if (s->spec.guess_at != s->n_tokens || s->spec.n_guess == 0) return 0;
+    const int n = k < s->spec.n_guess ? k : s->spec.n_guess;
+    memcpy(draft, s->spec.guess, (size_t)n * sizeof *draft);
+    return n;
+}

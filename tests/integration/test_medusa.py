@@ -1,0 +1,158 @@
+"""Medusa heads: `cllm medusa train` makes them, and speculative decoding
+with them ("method": "medusa") is lossless: greedy output is token-identical
+to plain decoding on synthetic models of three families, alone, in batches
+where every sequence speculates, under preemption, with prefix-cache hits
+and seeded sampling, and no KV block is left held. Bad heads files and configs fail at start with
+a message (the real model's checks: test_medusa_real.py).
+
+The engine scenarios run through build/engine_harness (test_speculative.py's
+harness); the CLI and the server are started as the user would."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from test_speculative import harness, mixed_requests, preemption_scenario, tokens  # noqa: F401  (fixture)
+
+FAMILIES = ["llama", "qwen2", "gemma3"]
+WORDS = ("the cat sat on a mat and then it ran to the old red barn where a dog slept in the warm sun while "
+         "birds sang songs of rain and wind over green hills near a quiet river").split()
+
+
+def data_file(tmp_path, n=24, seed=0):
+    rng = random.Random(seed)
+    path = tmp_path / "prompts.txt"
+    path.write_text("\n".join(" ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 12))) for _ in range(n)) + "\n")
+    return path
+
+
+def train(run_cllm, model, data, out, *extra, timeout=600):
+    p = run_cllm("medusa", "train", model, "--data", data, "--out", out, "--threads", 2, *extra, timeout=timeout)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module", params=FAMILIES)
+def trained(request, model_factory, run_cllm, tmp_path_factory):
+    arch = request.param
+    model = model_factory(arch)
+    tmp = tmp_path_factory.mktemp(f"medusa-{arch}")
+    heads = tmp / f"{arch}-medusa.gguf"
+    summary = train(run_cllm, model, data_file(tmp), heads, "--gen-tokens", 40, "--epochs", 4, "--lr", "3e-3")
+    return arch, model, heads, summary
+
+
+def medusa(heads, k, **extra):
+    return dict({"method": "medusa", "model": str(heads), "num_speculative_tokens": k}, **extra)
+
+
+def test_training_reports_each_heads_accuracy(trained):
+    arch, model, heads, s = trained
+    assert s["heads"] == 4 and len(s["top1"]) == 4 and len(s["top5"]) == 4
+    assert s["prompts"] == 24 and s["generated_tokens"] > 0
+    assert 8 <= s["draft_vocab"] <= 320 and s["draft_vocab"] % 8 == 0
+    assert s["train_positions"] > 0 and s["holdout_positions"] > 0
+    for t1, t5 in zip(s["top1"], s["top5"]):
+        assert 0 <= t1 <= t5 <= 1
+    assert heads.stat().st_size > 4 * 64 * 64 * 2  # four F16 64x64 blocks at least
+
+
+@pytest.mark.parametrize("k", [1, 4])
+def test_greedy_batch_is_token_identical(harness, trained, k):  # noqa: F811
+    arch, model, heads, _ = trained
+    reqs = mixed_requests(300, seed=50 + k, count=12)
+    plain = harness(model, reqs, max_num_seqs=16)
+    spec = harness(model, reqs, spec=medusa(heads, k, disable_by_batch_size=16), max_num_seqs=16)
+    for i in range(len(reqs)):
+        assert tokens(spec, i) == tokens(plain, i), f"request {i} differs with Medusa drafts"
+    st = spec["spec"]
+    assert st["draft_tokens"] > 0 and 0 <= st["accepted_tokens"] <= st["draft_tokens"]
+    assert sum(st["accepted_per_pos"]) == st["accepted_tokens"]
+    assert spec["blocks_in_use"] == 0
+
+
+def test_alone_preempted_prefix_cached_and_sampled(harness, trained):  # noqa: F811
+    arch, model, heads, _ = trained
+    req = {"prompt": [2] + list(range(10, 40)), "max_tokens": 50, "ignore_eos": True}
+    assert tokens(harness(model, [req], spec=medusa(heads, 4)), 0) == tokens(harness(model, [req]), 0)
+    reqs, cfg = preemption_scenario(arch)
+    plain = harness(model, reqs, **cfg)
+    spec = harness(model, reqs, spec=medusa(heads, 4, disable_by_batch_size=16), **cfg)
+    assert spec["preemptions"] > 0
+    assert [tokens(spec, i) for i in range(len(reqs))] == [tokens(plain, i) for i in range(len(reqs))]
+    # The same prompt again, later: its blocks come from the prefix cache.
+    shared = [2] + [random.Random(8).randrange(4, 300) for _ in range(70)]
+    again = [{"prompt": shared, "max_tokens": 30, "ignore_eos": True, "arrive": a} for a in (0, 40)]
+    plain = harness(model, again, block_size=16)
+    spec = harness(model, again, spec=medusa(heads, 4), block_size=16)
+    assert spec["requests"][1]["cached_tokens"] > 0
+    assert [tokens(spec, i) for i in range(2)] == [tokens(plain, i) for i in range(2)]
+    sampled = [{"prompt": [2] + list(range(50, 80)), "max_tokens": 30, "ignore_eos": True, "temperature": 0.8,
+                "seed": s, "n": 2} for s in range(4)]
+    plain = harness(model, sampled)
+    spec = harness(model, sampled, spec=medusa(heads, 4))
+    assert spec["spec"]["draft_tokens"] > 0
+    for i in range(len(sampled)):
+        assert [tokens(spec, i, j) for j in range(2)] == [tokens(plain, i, j) for j in range(2)]
+    assert spec["blocks_in_use"] == 0
+
+
+@pytest.mark.parametrize("method", ["layer_skip", "draft_model"])
+def test_drafts_from_a_slice_of_the_vocabulary_are_token_identical(harness, trained, method):  # noqa: F811
+    """FR-Spec: a layer_skip or draft_model draft scoring only the heads'
+    frequency-ranked tokens (the first 16 of them, then all) changes no
+    token; the model as its own draft over all its layers still gets drafts
+    accepted whenever its next token is in the slice."""
+    arch, model, heads, _ = trained
+    reqs = mixed_requests(300, seed=70, count=10)
+    plain = harness(model, reqs, max_num_seqs=16)
+    for size in (16, 0):
+        spec = {"method": method, "num_speculative_tokens": 4, "disable_by_batch_size": 16,
+                "draft_vocab": str(heads)}
+        if size:
+            spec["draft_vocab_size"] = size
+        if method == "layer_skip":
+            spec["draft_layers"] = 1
+        else:
+            spec["model"] = str(model)
+        res = harness(model, reqs, spec=spec, max_num_seqs=16)
+        for i in range(len(reqs)):
+            assert tokens(res, i) == tokens(plain, i), f"request {i} differs with {spec}"
+        st = res["spec"]
+        assert st["draft_tokens"] > 0 and res["blocks_in_use"] == 0
+        if method == "draft_model" and not size:
+            assert st["accepted_tokens"] > 0, st
+
+
+def test_heads_of_another_model_and_bad_configs_are_refused(run_cllm, model_factory, trained, tmp_path):
+    arch, model, heads, _ = trained
+    if arch != "llama":
+        pytest.skip("once is enough")
+    wide = model_factory("llama", n_embd=128, n_head=8, n_ff=256)
+    p = run_cllm("generate", "-m", wide, "-p", "hi", "-n", 4, "--speculative-config", json.dumps(medusa(heads, 4)))
+    assert p.returncode != 0
+    assert "hidden size 64" in p.stderr and "cllm medusa train" in p.stderr, p.stderr
+    p = run_cllm("generate", "-m", model, "-p", "hi", "-n", 4, "--speculative-config", json.dumps(medusa(model, 4)))
+    assert p.returncode != 0 and "not a Medusa heads file" in p.stderr, p.stderr
+    p = run_cllm("generate", "-m", model, "-p", "hi", "-n", 4, "--speculative-config", '{"method": "medusa"}')
+    assert p.returncode != 0 and "needs \"model\"" in p.stderr, p.stderr
+    bad_vocab = {"method": "layer_skip", "draft_layers": 1, "draft_vocab": str(model)}
+    p = run_cllm("generate", "-m", model, "-p", "hi", "-n", 4, "--speculative-config", json.dumps(bad_vocab))
+    assert p.returncode != 0 and "has no medusa.draft_vocab" in p.stderr, p.stderr
+    p = run_cllm("generate", "-m", model, "-p", "hi", "-n", 4, "--speculative-config",
+                 json.dumps({"method": "ngram", "draft_vocab": str(heads)}))
+    assert p.returncode != 0 and "\"draft_vocab\" is for methods" in p.stderr, p.stderr
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n\n")
+    p = run_cllm("medusa", "train", model, "--data", empty, "--out", tmp_path / "h.gguf")
+    assert p.returncode != 0 and "no prompts" in p.stderr, p.stderr
+    p = run_cllm("medusa", "train", model, "--data", tmp_path / "missing.txt", "--out", tmp_path / "h.gguf")
+    assert p.returncode != 0 and "missing.txt" in p.stderr, p.stderr
+    p = run_cllm("medusa", "train", model, "--data", data_file(tmp_path), "--out", tmp_path / "h.gguf", "--heads", 9)
+    assert p.returncode != 0 and "--heads" in p.stderr, p.stderr
+    assert not (tmp_path / "h.gguf").exists()
+    p = run_cllm("medusa", "fly")
+    assert p.returncode != 0 and "train" in p.stderr

@@ -1,0 +1,246 @@
+/* Medusa heads without a real model: a hand-made model of an F32 (and a
+ * Q8_0) output matrix. medusa_propose gives the tokens a scalar reference
+ * gives (y = h + SiLU(W h + b), the argmax over the draft rows of the output
+ * matrix, mapped back to token ids), the same in any batch; the file keeps
+ * every parameter (F32 exactly, F16 within half precision); and the loader
+ * refuses heads made for another shape, a draft token outside the
+ * vocabulary and a file that is not Medusa heads, naming each. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "format/gguf_write.h"
+#include "kernels/wtype.h"
+#include "model/medusa.h"
+#include "util/error.h"
+#include "util/rng.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { E = 64, V = 200, N = 48, K = 3 };
+
+typedef struct {
+    model m;
+    float *out; /* [V][E] */
+    void *q;    /* a Q8_0 copy */
+} fake_model;
+
+static float unif(rng_state *r) { return (float)(rng_uniform(r) * 2.0 - 1.0); }
+
+static void fake_init(fake_model *f, uint64_t seed, bool q8) {
+    memset(f, 0, sizeof *f);
+    rng_state r;
+    rng_seed(&r, seed);
+    f->out = malloc((size_t)V * E * sizeof(float));
+    for (int i = 0; i < V * E; i++) f->out[i] = unif(&r);
+    f->m.name = "fake";
+    f->m.hp.n_embd = E;
+    f->m.hp.n_vocab = V;
+    f->m.w.output = (weight){.data = f->out, .type = WT_F32, .n_in = E, .n_out = V, .row_bytes = E * sizeof(float)};
+    if (q8) {
+        const size_t rb = wtype_row_size(WT_Q8_0, E);
+        f->q = malloc((size_t)V * rb);
+        for (int i = 0; i < V; i++) wtype_get(WT_Q8_0)->from_float(f->out + (size_t)i * E, (char *)f->q + i * rb, E);
+        f->m.w.output = (weight){.data = f->q, .type = WT_Q8_0, .n_in = E, .n_out = V, .row_bytes = rb};
+    }
+}
+
+static void fake_free(fake_model *f) {
+    free(f->out);
+    free(f->q);
+}
+
+static void random_heads(medusa_params *p, uint64_t seed) {
+    rng_state r;
+    rng_seed(&r, seed);
+    int32_t vocab[N];
+    for (int i = 0; i < N; i++) vocab[i] = (i * 37 + 11) % V; /* distinct: 37 is prime to 200 */
+    assert_int_equal(medusa_params_init(p, K, E, vocab, N), 0);
+    for (int k = 0; k < K; k++) {
+        for (int i = 0; i < E * E; i++) p->w[k][i] = 0.2f * unif(&r);
+        for (int i = 0; i < E; i++) p->b[k][i] = 0.2f * unif(&r);
+        p->top1[k] = 0.5f, p->top5[k] = 0.75f;
+    }
+}
+
+/* The reference: the draft token of head k for hidden state h, with the
+ * output matrix as floats (dequantized rows for a quantized one). */
+static int32_t ref_token(const medusa_params *p, const model *m, const float *h, int k) {
+    float y[E], row[E];
+    for (int o = 0; o < E; o++) {
+        double z = p->b[k][o];
+        for (int i = 0; i < E; i++) z += (double)p->w[k][(size_t)o * E + i] * h[i];
+        y[o] = h[o] + (float)(z / (1.0 + exp(-z)));
+    }
+    int best = -1;
+    double best_z = -INFINITY;
+    for (int j = 0; j < p->n_draft_vocab; j++) {
+        weight_row_to_float(&m->w.output, p->draft_vocab[j], row);
+        double z = 0;
+        for (int i = 0; i < E; i++) z += (double)row[i] * y[i];
+        if (z > best_z) best_z = z, best = p->draft_vocab[j];
+    }
+    return best;
+}
+
+static void check_propose(bool q8) {
+    fake_model f;
+    fake_init(&f, 3, q8);
+    medusa_params p, copy;
+    random_heads(&p, 5);
+    random_heads(&copy, 5);
+    medusa_heads *h = medusa_create(&p, &f.m, 16);
+    assert_non_null(h);
+    assert_int_equal(medusa_n_heads(h), K);
+    rng_state r;
+    rng_seed(&r, 9);
+    float hidden[16 * E];
+    for (int i = 0; i < 16 * E; i++) hidden[i] = unif(&r);
+    int32_t all[16 * K], one[K];
+    medusa_propose(h, NULL, hidden, 16, K, all);
+    int agree = 0;
+    for (int row = 0; row < 16; row++) {
+        medusa_propose(h, NULL, hidden + row * E, 1, K, one);
+        for (int k = 0; k < K; k++) {
+            assert_int_equal(one[k], all[row * K + k]); /* the same in any batch */
+            agree += one[k] == ref_token(&copy, &f.m, hidden + row * E, k);
+        }
+    }
+    /* F32: every token; Q8_0 activations round, so a near tie may flip. */
+    if (q8) assert_true(agree >= 16 * K - 2);
+    else assert_int_equal(agree, 16 * K);
+    int32_t two[16 * 2];
+    medusa_propose(h, NULL, hidden, 16, 2, two); /* fewer heads: the first ones' tokens */
+    for (int row = 0; row < 16; row++)
+        for (int k = 0; k < 2; k++) assert_int_equal(two[row * 2 + k], all[row * K + k]);
+    medusa_free(h);
+    medusa_params_free(&copy);
+    fake_free(&f);
+}
+
+static void test_propose_matches_reference_f32(void **state) {
+    (void)state;
+    check_propose(false);
+}
+
+static void test_propose_matches_reference_q8_0(void **state) {
+    (void)state;
+    check_propose(true);
+}
+
+static void test_zero_heads_guess_the_models_own_next_token(void **state) {
+    (void)state;
+    /* Medusa's initialization: y = h, so every head's guess is the draft
+     * row the output matrix scores highest for h. */
+    fake_model f;
+    fake_init(&f, 4, false);
+    int32_t vocab[V];
+    for (int i = 0; i < V; i++) vocab[i] = i;
+    medusa_params p;
+    assert_int_equal(medusa_params_init(&p, 2, E, vocab, V), 0);
+    medusa_heads *h = medusa_create(&p, &f.m, 1);
+    assert_non_null(h);
+    rng_state r;
+    rng_seed(&r, 1);
+    float x[E];
+    for (int i = 0; i < E; i++) x[i] = unif(&r);
+    int best = 0;
+    double best_z = -INFINITY;
+    for (int v = 0; v < V; v++) {
+        double z = 0;
+        for (int i = 0; i < E; i++) z += (double)f.out[(size_t)v * E + i] * x[i];
+        if (z > best_z) best_z = z, best = v;
+    }
+    int32_t t[2];
+    medusa_propose(h, NULL, x, 1, 2, t);
+    assert_int_equal(t[0], best);
+    assert_int_equal(t[1], best);
+    medusa_free(h);
+    fake_free(&f);
+}
+
+static char *tmp_path(const char *name) {
+    static char buf[256];
+    snprintf(buf, sizeof buf, "/tmp/cllm_test_medusa_%d_%s", (int)getpid(), name);
+    return buf;
+}
+
+static void test_file_round_trip(void **state) {
+    (void)state;
+    fake_model f;
+    fake_init(&f, 3, false);
+    medusa_params p, back;
+    random_heads(&p, 7);
+    for (int half = 0; half < 2; half++) {
+        const char *path = tmp_path(half ? "f16.gguf" : "f32.gguf");
+        assert_int_equal(medusa_save(&p, &f.m, path, half), 0);
+        assert_int_equal(medusa_load(&back, &f.m, path), 0);
+        assert_int_equal(back.n_heads, K);
+        assert_int_equal(back.n_embd, E);
+        assert_int_equal(back.n_draft_vocab, N);
+        assert_memory_equal(back.draft_vocab, p.draft_vocab, N * sizeof(int32_t));
+        for (int k = 0; k < K; k++) {
+            for (int i = 0; i < E * E; i++) {
+                if (half) assert_true(fabsf(back.w[k][i] - p.w[k][i]) <= 1e-3f * fabsf(p.w[k][i]) + 1e-7f);
+                else assert_true(back.w[k][i] == p.w[k][i]);
+            }
+            assert_memory_equal(back.b[k], p.b[k], E * sizeof(float));
+            assert_true(back.top1[k] == 0.5f && back.top5[k] == 0.75f);
+        }
+        medusa_params_free(&back);
+        unlink(path);
+    }
+    medusa_params_free(&p);
+    fake_free(&f);
+}
+
+static void test_loader_refuses_what_does_not_fit(void **state) {
+    (void)state;
+    fake_model f, wide;
+    fake_init(&f, 3, false);
+    fake_init(&wide, 3, false);
+    medusa_params p, back;
+    random_heads(&p, 7);
+    const char *path = tmp_path("refuse.gguf");
+    assert_int_equal(medusa_save(&p, &f.m, path, false), 0);
+    wide.m.hp.n_embd = 2 * E; /* another model's shape */
+    assert_int_equal(medusa_load(&back, &wide.m, path), -1);
+    assert_non_null(strstr(err_get(), "hidden size 64"));
+    assert_non_null(strstr(err_get(), "cllm medusa train"));
+    wide.m.hp.n_embd = E;
+    wide.m.hp.n_vocab = 40; /* draft tokens past its vocabulary, and another vocabulary size */
+    assert_int_equal(medusa_load(&back, &wide.m, path), -1);
+    assert_non_null(strstr(err_get(), "200 tokens"));
+    unlink(path);
+
+    gguf_writer *w = gguf_writer_new();
+    assert_int_equal(gguf_writer_set_str(w, "general.architecture", "llama"), 0);
+    assert_int_equal(gguf_writer_write_file(w, path), 0);
+    gguf_writer_free(w);
+    assert_int_equal(medusa_load(&back, &f.m, path), -1);
+    assert_non_null(strstr(err_get(), "not a Medusa heads file"));
+    unlink(path);
+    assert_int_equal(medusa_load(&back, &f.m, "/nonexistent/heads.gguf"), -1);
+    assert_non_null(strstr(err_get(), "/nonexistent/heads.gguf"));
+    medusa_params_free(&p);
+    fake_free(&f);
+    fake_free(&wide);
+}
+
+int main(void) {
+    wtype_init();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_propose_matches_reference_f32),
+        cmocka_unit_test(test_propose_matches_reference_q8_0),
+        cmocka_unit_test(test_zero_heads_guess_the_models_own_next_token),
+        cmocka_unit_test(test_file_round_trip),
+        cmocka_unit_test(test_loader_refuses_what_does_not_fit),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
