@@ -150,7 +150,7 @@ def help_of(code: str, env: dict):
         return None
     words = words[words.index("cllm") + 1:]
     cmd = words[:1]
-    if cmd == ["bench"]:
+    if cmd in (["bench"], ["medusa"]):  # commands with subcommands
         cmd = words[:2]
     p = subprocess.run(["cllm", *cmd, "--help"], capture_output=True, text=True, env=env, timeout=60)
     assert p.returncode == 0, f"cllm {' '.join(cmd)} --help: exit {p.returncode}\n{p.stderr}"
