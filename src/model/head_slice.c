@@ -2,6 +2,7 @@
 #include "model/head_slice.h"
 
 #include "format/gguf.h"
+#include "util/big_alloc.h"
 #include "util/error.h"
 
 #include <stdlib.h>
@@ -28,7 +29,7 @@ int head_slice_init(head_slice *h, const model *m, const int32_t *ids, int n) {
                     .row_bytes = rb, .perm = out->perm};
     const size_t x8 = weight_repack_size(&h->w);
     if (x8) {
-        h->x8 = aligned_alloc(32, (x8 + 31) / 32 * 32);
+        h->x8 = big_alloc(x8);
         if (!h->x8) {
             head_slice_free(h);
             return err_set("out of memory for the draft head");

@@ -3,6 +3,7 @@
 
 #include "util/error.h"
 #include "util/array.h"
+#include "util/big_alloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -34,13 +35,11 @@ model_tensor *tensors_add(tensor_table *tt, const char *name, uint32_t type, int
 void *tensors_alloc(tensor_table *tt, size_t bytes) {
     if (array_reserve((void **)&tt->owned, &tt->cap_owned, (size_t)tt->n_owned + 1, sizeof *tt->owned))
         return NULL;
-    size_t rounded = (bytes + 63) / 64 * 64;
-    void *p = aligned_alloc(64, rounded ? rounded : 64);
+    void *p = big_alloc(bytes);
     if (!p) {
         err_oom("out of memory for a %zu-byte tensor", bytes);
         return NULL;
     }
-    memset(p, 0, rounded ? rounded : 64);
     tt->owned[tt->n_owned++] = p;
     return p;
 }
