@@ -41,13 +41,15 @@ const wtype_vnni_overlay wtype_overlay_vnni[WT_COUNT] = {
             .panel_block_bytes = GEMM_PANEL_BLOCK, /* AVX2's Q8_0 panels hold |w| too */
             .x8_panel_min_tok = X8_PANEL_MIN_TOK_VNNI,
         },
-    /* K-quants: the tiles and panels of gemm_k_vnni{,512}_avx2.c */
+    /* K-quants: the tiles and panels of gemm_k_vnni{,512}_avx2.c, the x8
+     * tiles of gemm_x8_k_vnni{,512}_avx2.c */
     [WT_Q4_K] =
         {
             .gemm = {gemm_q4_K_q8_K_vnni, gemm_q4_K_q8_K_vnni512},
             .gemm_pack = {gemm_pack_q4_K_vnni, gemm_pack_q4_K_vnni512},
             .x8_gemm_pack = {gemm_pack_x8_q4_K_vnni, gemm_pack_x8_q4_K_vnni512},
             .gemm_panel = {gemm_panel_q4_K_q8_K_vnni, gemm_panel_q4_K_q8_K_vnni512},
+            .gemm_x8 = {gemm_x8_q4_K_q8_K_vnni, gemm_x8_q4_K_q8_K_vnni512},
             .x8_panel_min_tok = X8_PANEL_MIN_TOK_VNNI,
         },
     [WT_Q5_K] =
@@ -56,6 +58,7 @@ const wtype_vnni_overlay wtype_overlay_vnni[WT_COUNT] = {
             .gemm_pack = {gemm_pack_q5_K_vnni, gemm_pack_q5_K_vnni512},
             .x8_gemm_pack = {gemm_pack_x8_q5_K_vnni, gemm_pack_x8_q5_K_vnni512},
             .gemm_panel = {gemm_panel_q5_K_q8_K_vnni, gemm_panel_q5_K_q8_K_vnni512},
+            .gemm_x8 = {gemm_x8_q5_K_q8_K_vnni, gemm_x8_q5_K_q8_K_vnni512},
             .x8_panel_min_tok = X8_PANEL_MIN_TOK_VNNI,
         },
     [WT_Q6_K] =
@@ -64,6 +67,7 @@ const wtype_vnni_overlay wtype_overlay_vnni[WT_COUNT] = {
             .gemm_pack = {gemm_pack_q6_K_vnni, gemm_pack_q6_K_vnni512},
             .x8_gemm_pack = {gemm_pack_x8_q6_K_vnni, gemm_pack_x8_q6_K_vnni512},
             .gemm_panel = {gemm_panel_q6_K_q8_K_vnni, gemm_panel_q6_K_q8_K_vnni512},
+            .gemm_x8 = {gemm_x8_q6_K_q8_K_vnni, gemm_x8_q6_K_q8_K_vnni512},
             .x8_panel_min_tok = X8_PANEL_MIN_TOK_VNNI,
         },
 };

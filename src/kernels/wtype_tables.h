@@ -50,6 +50,7 @@ typedef struct {
     wtype_x8_gemm_pack_fn x8_gemm_pack[2];
     wtype_gemm_fn gemm_panel[2];
     wtype_gemm_prep_fn panel_prep[2];
+    wtype_gemm_fn gemm_x8[2];
     size_t panel_block_bytes; /* the same in both builds */
     int x8_panel_min_tok;
 } wtype_vnni_overlay;

@@ -446,11 +446,15 @@ static void test_x8_layout_round_trips(void **state) {
 }
 
 /* The x8 tiles against the AVX2 tiles, bit for bit, for 1..X8_COLS columns
- * over 24 rows (3 groups) and 2 * X8_COLS + 1 activation rows. */
+ * over 24 rows (3 groups) and 2 * X8_COLS + 1 activation rows: the AVX2 x8
+ * tiles, and the VNNI tables' where they have their own (the K-quants). */
 static void test_x8_tiles_give_the_tiles_bits(void **state) {
     (void)state;
-    kernel_paths_print("paths compared with the AVX2 tiles and ref", KP_SET_AVX2);
+    kernel_paths_print("paths compared with the AVX2 tiles and ref", KP_SET_ALL);
     if (!kernel_path_runs(KP_AVX2)) return;
+    const int isas[] = {KP_AVX2, KP_VNNI, KP_VNNI512};
+    const char *const isa_names[] = {"avx2", "vnni", "vnni512"};
+    int n_vnni_checked = 0;
     for (size_t i = 0; i < sizeof k_x8_builds / sizeof k_x8_builds[0]; i++) {
         const x8_build *k = &k_x8_builds[i];
         const wtype_traits tiles = {.gemm = k->tiles, .gemm_rows = k->tile_rows, .gemm_cols = k->tile_cols};
@@ -465,17 +469,23 @@ static void test_x8_tiles_give_the_tiles_bits(void **state) {
             const size_t arow = k->prep ? X8_ACT_BLOCK * (size_t)(n / 32) : g.xrow;
             uint8_t *act = k->prep ? malloc(arow * toks) : g.xq;
             for (int c = 0; k->prep && c < toks; c++) k->prep(n, g.xq + c * g.xrow, act + c * arow);
-            for (int nc = 1; nc <= X8_COLS; nc++) {
-                for (int k2 = 0; k2 < rows * toks; k2++) got[k2] = NAN;
-                for (int r = 0; r < rows; r += 8)
-                    for (int c = 0; c < toks; c += nc) {
-                        const int m = toks - c < nc ? toks - c : nc;
-                        k->gemm_x8(n, 8, m, got + c * rows + r, (size_t)rows, x8 + (r / 8) * group, 0,
-                                   act + c * arow, arow);
-                    }
-                if (memcmp(got, want, sizeof(float) * rows * toks))
-                    fail_msg("%s x8 n=%d (%s), %d columns: differs from the tiles", wtype_name(k->type), n,
-                             k_modes[mode], nc);
+            for (int ii = 0; ii < 3; ii++) {
+                if (!kernel_path_runs(isas[ii])) continue;
+                const wtype_gemm_fn fn = ii ? wtype_table((wtype_isa_id)isas[ii])[k->type].gemm_x8 : k->gemm_x8;
+                if (ii && fn == k->gemm_x8) continue; /* the AVX2 tile itself */
+                n_vnni_checked += ii > 0;
+                for (int nc = 1; nc <= X8_COLS; nc++) {
+                    for (int k2 = 0; k2 < rows * toks; k2++) got[k2] = NAN;
+                    for (int r = 0; r < rows; r += 8)
+                        for (int c = 0; c < toks; c += nc) {
+                            const int m = toks - c < nc ? toks - c : nc;
+                            fn(n, 8, m, got + c * rows + r, (size_t)rows, x8 + (r / 8) * group, 0,
+                               act + c * arow, arow);
+                        }
+                    if (memcmp(got, want, sizeof(float) * rows * toks))
+                        fail_msg("%s x8 (%s) n=%d (%s), %d columns: differs from the tiles", wtype_name(k->type),
+                                 isa_names[ii], n, k_modes[mode], nc);
+                }
             }
             check_close(&g, got, "x8", "tiles");
             if (act != g.xq) free(act);
@@ -483,6 +493,10 @@ static void test_x8_tiles_give_the_tiles_bits(void **state) {
             free_case(&g);
         }
     }
+    /* the K-quants' VNNI x8 tiles, 3 types x 3 weight modes, in each VNNI table that runs */
+    const int want_vnni = 9 * (kernel_path_runs(KP_VNNI) + kernel_path_runs(KP_VNNI512));
+    if (n_vnni_checked != want_vnni)
+        fail_msg("%d VNNI x8 tile checks ran, %d expected", n_vnni_checked, want_vnni);
 }
 
 /* x8_gemm_pack makes, from an x8 group, the very panel gemm_pack makes from
