@@ -185,10 +185,10 @@ engine *engine_create(model *m, const engine_config *cfg) {
                     need, need * (double)block_bytes / 1048576.0);
         goto fail;
     }
-    if (cfg->spec.method != SPEC_NONE) {
-        /* Rows for the drafts of every sequence a speculating step may hold. */
-        const int n_spec = cfg->spec.disable_by_batch_size < cfg->max_num_seqs ? cfg->spec.disable_by_batch_size
-                                                                                : cfg->max_num_seqs;
+    /* The most sequences a speculating step holds. */
+    const int n_spec = cfg->spec.disable_by_batch_size < cfg->max_num_seqs ? cfg->spec.disable_by_batch_size
+                                                                            : cfg->max_num_seqs;
+    if (cfg->spec.method != SPEC_NONE) { /* rows for the drafts of every one of them */
         const long rows = (long)n_spec * cfg->spec.num_speculative_tokens;
         e->max_draft_rows = rows < cfg->max_num_batched_tokens ? (int)rows : cfg->max_num_batched_tokens;
     }
@@ -223,8 +223,6 @@ engine *engine_create(model *m, const engine_config *cfg) {
         e->draft_view->kv.n_layers = n;
     }
     if (cfg->spec.method == SPEC_MEDUSA) {
-        const int n_spec = cfg->spec.disable_by_batch_size < cfg->max_num_seqs ? cfg->spec.disable_by_batch_size
-                                                                                : cfg->max_num_seqs;
         e->medusa = medusa_drafter_create(m, cfg->spec.model, n_spec, cfg->spec.num_speculative_tokens);
         if (!e->medusa) {
             err_prefix("speculative decoding: ");
@@ -232,13 +230,13 @@ engine *engine_create(model *m, const engine_config *cfg) {
         }
     }
     if (e->draft_model || e->draft_view) {
-        const int n_spec = e->max_draft_rows / cfg->spec.num_speculative_tokens;
+        const int n_draft_seqs = e->max_draft_rows / cfg->spec.num_speculative_tokens;
         int32_t *vocab = NULL;
         const int n_vocab =
             cfg->spec.draft_vocab[0] ? head_slice_read_vocab(cfg->spec.draft_vocab, m, cfg->spec.draft_vocab_size, &vocab)
                                      : 0;
         e->draft = n_vocab < 0 ? NULL
-                               : draft_create(e->draft_model ? e->draft_model : e->draft_view, m, n_spec > 0 ? n_spec : 1,
+                               : draft_create(e->draft_model ? e->draft_model : e->draft_view, m, n_draft_seqs > 0 ? n_draft_seqs : 1,
                                               e->cfg.max_model_len, cfg->max_num_batched_tokens, cfg->block_size,
                                               e->run.threads, vocab, n_vocab);
         free(vocab);

@@ -15,12 +15,14 @@
 
 const wtype_vnni_overlay wtype_overlay_vnni[WT_COUNT] = {
     /* 32-element formats: the panels of gemm_panel_vnni{,512}_avx2.c, and
-     * the activations as they read them (quants + 128) */
+     * the activations as they read them (quants + 128); the x8 tiles of
+     * gemm_x8_vnni{,512}_avx2.c */
     [WT_Q4_0] =
         {
             .gemm_pack = {gemm_pack_q4_0_vnni, gemm_pack_q4_0_vnni512},
             .x8_gemm_pack = {gemm_pack_x8_q4_0_vnni, gemm_pack_x8_q4_0_vnni512},
             .gemm_panel = {gemm_panel_q4_0_q8_0_vnni, gemm_panel_q4_0_q8_0_vnni512},
+            .gemm_x8 = {gemm_x8_q4_0_q8_0_vnni, gemm_x8_q4_0_q8_0_vnni512},
             .panel_prep = {gemm_prep_q8_0_vnni, gemm_prep_q8_0_vnni512},
             .x8_panel_min_tok = X8_PANEL_MIN_TOK_VNNI,
         },
@@ -29,6 +31,7 @@ const wtype_vnni_overlay wtype_overlay_vnni[WT_COUNT] = {
             .gemm_pack = {gemm_pack_q5_0_vnni, gemm_pack_q5_0_vnni512},
             .x8_gemm_pack = {gemm_pack_x8_q5_0_vnni, gemm_pack_x8_q5_0_vnni512},
             .gemm_panel = {gemm_panel_q5_0_q8_0_vnni, gemm_panel_q5_0_q8_0_vnni512},
+            .gemm_x8 = {gemm_x8_q5_0_q8_0_vnni, gemm_x8_q5_0_q8_0_vnni512},
             .panel_prep = {gemm_prep_q8_0_vnni, gemm_prep_q8_0_vnni512},
             .x8_panel_min_tok = X8_PANEL_MIN_TOK_VNNI,
         },
@@ -37,6 +40,7 @@ const wtype_vnni_overlay wtype_overlay_vnni[WT_COUNT] = {
             .gemm_pack = {gemm_pack_q8_0_vnni, gemm_pack_q8_0_vnni512},
             .x8_gemm_pack = {gemm_pack_x8_q8_0_vnni, gemm_pack_x8_q8_0_vnni512},
             .gemm_panel = {gemm_panel_q8_0_q8_0_vnni, gemm_panel_q8_0_q8_0_vnni512},
+            .gemm_x8 = {gemm_x8_q8_0_q8_0_vnni, gemm_x8_q8_0_q8_0_vnni512},
             .panel_prep = {gemm_prep_q8_0_vnni, gemm_prep_q8_0_vnni512},
             .panel_block_bytes = GEMM_PANEL_BLOCK, /* AVX2's Q8_0 panels hold |w| too */
             .x8_panel_min_tok = X8_PANEL_MIN_TOK_VNNI,

@@ -288,6 +288,19 @@ void gemm_x8_q5_0_q8_0_avx2(int n, int nr, int nc, float *restrict s, size_t ldc
 void gemm_x8_q8_0_q8_0_avx2(int n, int nr, int nc, float *restrict s, size_t ldc,
                             const void *restrict x, size_t bx, const void *restrict y, size_t by);
 void gemm_prep_x8_q8_0_avx2(int n, const void *restrict act, void *restrict out);
+/* gemm_x8_vnni_avx2.c, gemm_x8_vnni512_avx2.c: the VNNI builds of the x8 tiles */
+void gemm_x8_q4_0_q8_0_vnni(int n, int nr, int nc, float *restrict s, size_t ldc,
+                            const void *restrict x, size_t bx, const void *restrict y, size_t by);
+void gemm_x8_q5_0_q8_0_vnni(int n, int nr, int nc, float *restrict s, size_t ldc,
+                            const void *restrict x, size_t bx, const void *restrict y, size_t by);
+void gemm_x8_q8_0_q8_0_vnni(int n, int nr, int nc, float *restrict s, size_t ldc,
+                            const void *restrict x, size_t bx, const void *restrict y, size_t by);
+void gemm_x8_q4_0_q8_0_vnni512(int n, int nr, int nc, float *restrict s, size_t ldc,
+                               const void *restrict x, size_t bx, const void *restrict y, size_t by);
+void gemm_x8_q5_0_q8_0_vnni512(int n, int nr, int nc, float *restrict s, size_t ldc,
+                               const void *restrict x, size_t bx, const void *restrict y, size_t by);
+void gemm_x8_q8_0_q8_0_vnni512(int n, int nr, int nc, float *restrict s, size_t ldc,
+                               const void *restrict x, size_t bx, const void *restrict y, size_t by);
 
 /* gemm_x8_k_avx2.c: the same for the K-quants, on Q8_K rows as they are;
  * gemm_x8_k_vnni_avx2.c and gemm_x8_k_vnni512_avx2.c: their VNNI builds */

@@ -35,33 +35,39 @@ static void shuffle(int64_t *a, int64_t n, rng_state *rng);
 
 /* ---- the draft vocabulary ---- */
 
-static const int64_t *g_counts; /* for qsort's comparator */
+typedef struct {
+    int64_t count;
+    int32_t id;
+} token_count;
+
+/* More frequent first; equal counts by id, so the order is the same on every run. */
 static int by_count(const void *a, const void *b) {
-    const int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    if (g_counts[x] != g_counts[y]) return g_counts[x] > g_counts[y] ? -1 : 1;
-    return x < y ? -1 : x > y;
+    const token_count *x = a, *y = b;
+    if (x->count != y->count) return x->count > y->count ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
 }
 
 /* The n most frequent tokens (ids) of the sequences not skipped, most frequent first; a multiple of 8
  * when more than 8, so the draft head can take the x8 layout. */
 static int32_t *frequent_tokens(int n_vocab, const int32_t *const *seqs, const int *lens, int n_seqs,
                                 const bool *skip, int want, int *n_out) {
-    int64_t *counts = calloc((size_t)n_vocab, sizeof *counts);
+    token_count *tc = calloc((size_t)n_vocab, sizeof *tc);
     int32_t *ids = malloc((size_t)n_vocab * sizeof *ids);
-    if (!counts || !ids) {
-        free(counts), free(ids);
+    if (!tc || !ids) {
+        free(tc), free(ids);
         return NULL;
     }
+    for (int v = 0; v < n_vocab; v++) tc[v].id = v;
     for (int s = 0; s < n_seqs; s++)
         for (int i = 0; i < lens[s] && !skip[s]; i++)
-            if (seqs[s][i] >= 0 && seqs[s][i] < n_vocab) counts[seqs[s][i]]++;
+            if (seqs[s][i] >= 0 && seqs[s][i] < n_vocab) tc[seqs[s][i]].count++;
+    qsort(tc, (size_t)n_vocab, sizeof *tc, by_count);
     int seen = 0;
-    for (int v = 0; v < n_vocab; v++)
-        if (counts[v]) ids[seen++] = v;
-    g_counts = counts;
-    qsort(ids, (size_t)seen, sizeof *ids, by_count);
-    g_counts = NULL;
-    free(counts);
+    while (seen < n_vocab && tc[seen].count) {
+        ids[seen] = tc[seen].id;
+        seen++;
+    }
+    free(tc);
     int n = seen < want ? seen : want;
     if (n > 8) n -= n % 8;
     *n_out = n;
@@ -122,7 +128,8 @@ static int collect_hidden(const model *m, const int32_t *const *seqs, const int 
 /* ---- one head's training ---- */
 
 typedef struct {
-    int e, nv, b;              /* hidden, draft vocabulary, batch rows */
+    int e, nv, b;              /* hidden, draft vocabulary, batch rows at most */
+    int rows;                  /* rows in the batch grad_rows reads */
     threadpool *threads;
     weight head, head_t;       /* [nv][e] and [e][nv], F32 */
     float *x, *a, *y, *z, *dy; /* the batch: input, pre-activation, block output, logits, gradients */
@@ -170,7 +177,7 @@ static void grad_rows(void *p, long lo, long hi) {
         float *dw = c->dw + (size_t)o * c->e;
         memset(dw, 0, (size_t)c->e * sizeof *dw);
         float db = 0;
-        for (int r = 0; r < c->b; r++) {
+        for (int r = 0; r < c->rows; r++) {
             const float g = c->a[(size_t)r * c->e + o]; /* da, in place of a */
             if (g == 0) continue;
             db += g;
@@ -233,7 +240,7 @@ static double train_step(step_ctx *c, const train_set *ts, medusa_params *p, int
         const float a = c->a[at], s = sigmoidf(a);
         c->a[at] = c->dy[at] * s * (1.0f + a * (1.0f - s));
     }
-    c->b = n;
+    c->rows = n;
     threadpool_for(c->threads, e, 16, grad_rows, c);
     st_w->t++, st_b->t++;
     adam(p->w[j], c->dw, st_w, (size_t)e * e, lr);
@@ -420,7 +427,6 @@ int medusa_train(const model *m, const int32_t *const *seqs, const int *lens, in
                 int nr = 0;
                 loss[j] += train_step(&c, &ts, out, j, train + lo, n, tgt, &st_w[j], &st_b[j], o->lr, &nr);
                 rows[j] += nr;
-                c.b = B;
             }
         }
         char line[400];

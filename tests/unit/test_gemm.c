@@ -447,7 +447,7 @@ static void test_x8_layout_round_trips(void **state) {
 
 /* The x8 tiles against the AVX2 tiles, bit for bit, for 1..X8_COLS columns
  * over 24 rows (3 groups) and 2 * X8_COLS + 1 activation rows: the AVX2 x8
- * tiles, and the VNNI tables' where they have their own (the K-quants). */
+ * tiles, and the VNNI tables' (each type has its own there). */
 static void test_x8_tiles_give_the_tiles_bits(void **state) {
     (void)state;
     kernel_paths_print("paths compared with the AVX2 tiles and ref", KP_SET_ALL);
@@ -493,8 +493,9 @@ static void test_x8_tiles_give_the_tiles_bits(void **state) {
             free_case(&g);
         }
     }
-    /* the K-quants' VNNI x8 tiles, 3 types x 3 weight modes, in each VNNI table that runs */
-    const int want_vnni = 9 * (kernel_path_runs(KP_VNNI) + kernel_path_runs(KP_VNNI512));
+    /* every type's VNNI x8 tile, in 3 weight modes, in each VNNI table that runs */
+    const int n_builds = (int)(sizeof k_x8_builds / sizeof k_x8_builds[0]);
+    const int want_vnni = 3 * n_builds * (kernel_path_runs(KP_VNNI) + kernel_path_runs(KP_VNNI512));
     if (n_vnni_checked != want_vnni)
         fail_msg("%d VNNI x8 tile checks ran, %d expected", n_vnni_checked, want_vnni);
 }
