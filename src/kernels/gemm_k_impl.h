@@ -28,7 +28,9 @@
  * 16-bit lanes [s_r0 s_r0 s_r1 s_r1 ...], and d, dmin as floats. An
  * activation's 4 bytes, broadcast, meet the 8 rows in one maddubs; the 16-bit
  * sums of a sub-block then meet the 8 rows' scales in one madd, leaving I per
- * row in the lanes; the mins meet the broadcast bsums likewise.
+ * row in the lanes; the mins meet the broadcast bsums likewise. The VNNI
+ * builds' panels take a group in one vpdpbusd into 32-bit sums instead, and
+ * a sub-block's sums meet its scale in one vpmulld (the same integers).
  *
  * Rows beyond nr repeat row 0 and are computed but not stored.
  *
@@ -342,6 +344,35 @@ GEMM_INLINE void kpanel_tile(const int T, const int NC, int nb, int nr, float *r
             yb[c] = (const block_q8_K *)(y + (size_t)c * by) + i;
             isum[c] = msum[c] = _mm256_setzero_si256();
         }
+#if GEMM_VNNI
+        /* vpdpbusd takes a group's products and their sum in one, into 32-bit
+         * sums per sub-block (Q6_K: per 16 elements, its scales' span), which
+         * meet the scale (its 16-bit pair through a madd with [1 0]) in one
+         * vpmulld: the same integers as the 16-bit sums below */
+        const int span = T == K_Q6 ? 4 : 8;
+        for (int j = 0; j < 8; j++) {
+            __m256i p32[KPC][2]; /* two chains per column, even and odd groups, so their latency overlaps */
+#pragma GCC unroll 8
+            for (int g = 0; g < 8; g++) {
+                const __m256i w = load256(pb + 256 * j + 32 * g);
+                for (int c = 0; c < NC; c++) {
+                    const __m256i y4 = bcast32(yb[c]->qs + 32 * j + 4 * g);
+                    p32[c][g % 2] = GEMM_DPBUSD(g % span > 1 ? p32[c][g % 2] : _mm256_setzero_si256(), w, y4);
+                    GEMM_KEEP(p32[c][g % 2]);
+                }
+                if (g % span == span - 1) {
+                    const int sj = T == K_Q6 ? 2 * j + g / 4 : j;
+                    const __m256i scale = _mm256_madd_epi16(load256(s16 + 16 * sj), _mm256_set1_epi32(1));
+                    for (int c = 0; c < NC; c++) {
+                        const __m256i sum = _mm256_add_epi32(p32[c][0], p32[c][1]);
+                        isum[c] = _mm256_add_epi32(isum[c], _mm256_mullo_epi32(sum, scale));
+                        GEMM_KEEP(isum[c]);
+                    }
+                }
+            }
+        }
+        (void)p16;
+#else
         /* Q4_K: 16-bit sums of 8 groups of at most 2 * 15 * 127; Q5_K (31)
          * and Q6_K (63) flush more often, Q6_K per 16 elements anyway (its
          * scales' span) */
@@ -366,6 +397,7 @@ GEMM_INLINE void kpanel_tile(const int T, const int NC, int nb, int nr, float *r
                 }
             }
         }
+#endif
         /* mins (Q4_K, Q5_K) or offsets (Q6_K) against the activation sums
          * per 16 elements, two at a time */
         for (int p = 0; p < 8; p++) {
