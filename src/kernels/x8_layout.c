@@ -168,14 +168,6 @@ void x8_unpack_q4_K_ref(int n, const void *restrict x8, void *restrict rows, siz
  *   qh[16 vectors u][8 rows][4]: bits 2i..2i+1 of byte 1168 + 32u + 4r + j
  *     are q's top 2 bits for group u + 16i. */
 
-/* Level of element e of a Q6_K block (0..63). */
-static int q6k_level(const block_q6_K *b, int e) {
-    const int h = e / 128, l = e % 32, k = (e % 128) / 32;
-    const int lo = (b->ql[64 * h + l + 32 * (k & 1)] >> (4 * (k >= 2))) & 0xF;
-    const int hi = (b->qh[32 * h + l] >> (2 * k)) & 3;
-    return lo | (hi << 4);
-}
-
 static void q6k_set_level(block_q6_K *b, int e, int q) {
     const int h = e / 128, l = e % 32, k = (e % 128) / 32;
     uint8_t *lo = &b->ql[64 * h + l + 32 * (k & 1)], *hi = &b->qh[32 * h + l];
@@ -184,19 +176,42 @@ static void q6k_set_level(block_q6_K *b, int e, int q) {
     *hi = (uint8_t)((*hi & ~(3 << hs)) | (((q >> 4) & 3) << hs));
 }
 
+/* The 256 levels (0..63) of a Q6_K block in element order, by halves of 128:
+ * element 128h + 32k + l has its low 4 bits in ql[64h + l + 32 (k & 1)]
+ * (the high nibble for k >= 2) and its top 2 bits at bit 2k of
+ * qh[32h + l], as q6k_set_level writes them. */
+static void q6k_levels(const block_q6_K *b, uint8_t q[QK_K]) {
+    for (int h = 0; h < 2; h++) {
+        const uint8_t *ql = b->ql + 64 * h, *qh = b->qh + 32 * h;
+        uint8_t *o = q + 128 * h;
+        for (int l = 0; l < 32; l++) {
+            o[l] = (uint8_t)((ql[l] & 0xF) | ((qh[l] & 3) << 4));
+            o[l + 32] = (uint8_t)((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4));
+            o[l + 64] = (uint8_t)((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
+            o[l + 96] = (uint8_t)((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
+        }
+    }
+}
+
 void x8_pack_q6_K_ref(int n, const void *restrict rows, size_t bx, void *restrict out) {
     uint8_t *o = out;
     for (int b = 0; b < n / QK_K; b++, o += X8_BLOCK_Q6_K) {
-        memset(o + 144, 0, X8_BLOCK_Q6_K - 144);
         for (int r = 0; r < 8; r++) {
             const block_q6_K *src = (const block_q6_K *)((const uint8_t *)rows + r * bx) + b;
             memcpy(o + 2 * r, &src->d, 2);
             for (int s = 0; s < 16; s++) o[16 + 16 * (s / 2) + 2 * r + s % 2] = (uint8_t)src->scales[s];
-            for (int e = 0; e < QK_K; e++) {
-                const int q = q6k_level(src, e), g = e / 4, j = e % 4;
-                o[144 + 32 * (g % 32) + 4 * r + j] |= (uint8_t)((q & 0xF) << (4 * (g / 32)));
-                o[1168 + 32 * (g % 16) + 4 * r + j] |= (uint8_t)((q >> 4) << (2 * (g / 16)));
-            }
+            uint8_t q[QK_K];
+            q6k_levels(src, q);
+            /* element e = 4g + j: low bits of groups g and g + 32 share a byte, top bits of
+             * groups u, u + 16, u + 32 and u + 48 another */
+            for (int g = 0; g < 32; g++)
+                for (int j = 0; j < 4; j++)
+                    o[144 + 32 * g + 4 * r + j] = (uint8_t)((q[4 * g + j] & 0xF) | ((q[4 * (g + 32) + j] & 0xF) << 4));
+            for (int u = 0; u < 16; u++)
+                for (int j = 0; j < 4; j++)
+                    o[1168 + 32 * u + 4 * r + j] =
+                        (uint8_t)((q[4 * u + j] >> 4) | ((q[4 * (u + 16) + j] >> 4) << 2) |
+                                  ((q[4 * (u + 32) + j] >> 4) << 4) | ((q[4 * (u + 48) + j] >> 4) << 6));
         }
     }
 }
