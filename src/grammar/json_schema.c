@@ -1,29 +1,39 @@
 /* JSON Schema to grammar. Covered:
- * The grammar is XGrammar's for the same schema (same language, so the same
- * token masks: tests/integration/test_grammar_masks.py checks it):
+ * The grammar is XGrammar's for the same schema where XGrammar covers it
+ * (same language, so the same token masks: tests/integration/
+ * test_grammar_masks.py checks it):
  *   type (one or a list), enum, const, anyOf, oneOf (as anyOf: the grammar
- *   cannot exclude a value that two branches both match), allOf of one
- *   schema, $ref within the schema ("#", "#/$defs/NAME", any "#/json/pointer";
- *   recursion allowed), booleans as schemas;
+ *   cannot exclude a value that two branches both match), $ref within the
+ *   schema ("#", "#/$defs/NAME", any "#/json/pointer", "#anchor";
+ *   recursion allowed), $recursiveRef and $dynamicRef, booleans as schemas;
+ *   allOf, a $ref with assertions beside it, if/then/else and not are first
+ *   rewritten into one schema by schema_merge.c;
  *   objects: properties (generated in their listed order), required (a
  *   required name "properties" lacks takes any value, after the others),
  *   additionalProperties (false, true or a schema; absent means false, as
- *   XGrammar's strict mode and OpenAI's strict schemas);
- *   arrays: items, prefixItems, minItems, maxItems;
+ *   XGrammar's strict mode and OpenAI's strict schemas; unevaluatedProperties
+ *   in its place), patternProperties and propertyNames (the keys of the
+ *   additional ones), minProperties and maxProperties (counted);
+ *   arrays: items, prefixItems, draft 4 tuples (items as a list,
+ *   additionalItems), minItems, maxItems;
  *   strings: minLength, maxLength, pattern (a regex, regex.c; searched as
- *   JSON Schema says unless anchored with ^...$), format date, time,
- *   date-time, email, uuid, ipv4, uri (a practical shape, not RFC 3986);
+ *   JSON Schema says unless anchored with ^...$), the formats format_regex
+ *   lists (practical shapes, not the RFCs; any other format is an
+ *   annotation, as 2020-12 reads formats);
  *   integers: minimum, maximum, exclusiveMinimum, exclusiveMaximum exactly
  *   (a digit-range grammar), numbers: only a lower bound of 0 (no sign);
  *   other number bounds are refused.
  * Annotations (title, description, default, examples, $schema, $id,
- * $comment, deprecated, readOnly, writeOnly) and keywords of no JSON Schema
- * vocabulary (a vendor's own, "x-...") are ignored, as the spec says; the
- * vocabularies' assertions not covered above are refused with the keyword's
- * name and JSON pointer (UNSUPPORTED_KEYS). */
+ * $comment, deprecated, readOnly, writeOnly, ...) and keywords of no JSON
+ * Schema vocabulary (a vendor's own, "x-...") are ignored, as the spec says.
+ * Assertions a grammar cannot hold (uniqueItems, contains, dependentRequired,
+ * dependentSchemas, dependencies, multipleOf, lengths beside a pattern or a
+ * format) compile and are not enforced, as in XGrammar; docs/tools-and-
+ * structured-output.md lists them for users. */
 #include "grammar/json_schema.h"
 
 #include "grammar/regex.h"
+#include "grammar/schema_merge.h"
 #include "util/error.h"
 
 #include <math.h>
@@ -33,8 +43,13 @@
 
 #define MAX_SCHEMA_DEPTH 64
 
+/* A rule whose body is compiled after the rule exists (finish_refs): a
+ * reference, or a schema rewritten by schema_flatten (both may recur). */
 typedef struct {
-    char *ref;
+    char *ref;            /* the reference, or NULL for a rewritten schema */
+    json_t *source;       /* the schema object rewritten (held, so its address stays unique) */
+    json_t *flat;         /* what it was rewritten into */
+    char *where;          /* the rewritten schema's place, for messages */
     int rule;
 } ref_rule;
 
@@ -174,7 +189,7 @@ static bool is_annotation(const char *k) {
                                       "markdownDescription", "deprecationMessage", "errorMessage",
                                       "contentMediaType", "contentEncoding", "example", "enumDescriptions",
                                       "markdownEnumDescriptions", "$anchor", "strict", "name", "$vocabulary",
-                                      "$dynamicAnchor", NULL};
+                                      "$dynamicAnchor", "$recursiveAnchor", "contentSchema", NULL};
     if (!strncmp(k, "x-", 2)) return true;
     for (int i = 0; ann[i]; i++)
         if (!strcmp(k, ann[i])) return true;
@@ -188,35 +203,41 @@ static bool in_list(const char *k, const char *const *list) {
 }
 
 static const char *const GENERIC_KEYS[] = {"type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "nullable",
-                                           NULL};
-static const char *const OBJECT_KEYS[] = {"properties", "required", "additionalProperties", NULL};
-static const char *const ARRAY_KEYS[] = {"items", "prefixItems", "minItems", "maxItems", NULL};
+                                           "not", "if", "then", "else", "$recursiveRef", "$dynamicRef", NULL};
+static const char *const OBJECT_KEYS[] = {"properties", "required", "additionalProperties", "patternProperties",
+                                          "propertyNames", "minProperties", "maxProperties", "unevaluatedProperties",
+                                          "dependentRequired", "dependentSchemas", "dependencies", NULL};
+static const char *const ARRAY_KEYS[] = {"items", "prefixItems", "minItems", "maxItems", "additionalItems",
+                                         "unevaluatedItems", "contains", "minContains", "maxContains", "uniqueItems",
+                                         NULL};
 static const char *const STRING_KEYS[] = {"minLength", "maxLength", "pattern", "format", NULL};
-static const char *const NUMBER_KEYS[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", NULL};
-
-/* The keywords of JSON Schema's vocabularies (drafts 4 to 2020-12) that
- * assert something this compiler does not enforce: refused by name. A
- * keyword in no vocabulary (a vendor's: SchemaStore's "tsType", "fileMatch",
- * ...) is an annotation, as the spec says, and ignored. */
-static const char *const UNSUPPORTED_KEYS[] = {
-    "not", "if", "then", "else", "dependentSchemas", "dependentRequired", "dependencies", "additionalItems",
-    "contains", "minContains", "maxContains", "uniqueItems", "patternProperties", "propertyNames",
-    "minProperties", "maxProperties", "unevaluatedItems", "unevaluatedProperties", "multipleOf", "contentSchema",
-    "$dynamicRef", "$recursiveRef", "$recursiveAnchor", NULL};
+static const char *const NUMBER_KEYS[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+                                          NULL};
 
 /* A keyword of JSON Schema's own (assertion or annotation). */
 static bool is_schema_keyword(const char *k) {
     return (is_annotation(k) && strncmp(k, "x-", 2)) || in_list(k, GENERIC_KEYS) || in_list(k, OBJECT_KEYS) ||
-           in_list(k, ARRAY_KEYS) || in_list(k, STRING_KEYS) || in_list(k, NUMBER_KEYS) || in_list(k, UNSUPPORTED_KEYS);
+           in_list(k, ARRAY_KEYS) || in_list(k, STRING_KEYS) || in_list(k, NUMBER_KEYS);
 }
 
-static int check_keywords(js_ctx *c, json_t *schema) {
+/* Whether schema_flatten must rewrite a schema before it compiles: allOf,
+ * if/then/else, not, or a reference or anyOf/oneOf with assertions beside
+ * it (a "type" and "properties" beside a oneOf apply to every choice). */
+static bool needs_flatten(json_t *schema) {
+    if (json_object_get(schema, "allOf") || json_object_get(schema, "if") || json_object_get(schema, "not"))
+        return true;
+    const bool ref = schema_ref_of(schema) != NULL,
+               choice = json_object_get(schema, "anyOf") || json_object_get(schema, "oneOf");
+    if (!ref && !choice) return false;
     const char *k;
     json_t *v;
     json_object_foreach(schema, k, v) {
-        if (in_list(k, UNSUPPORTED_KEYS)) return js_fail(c, "unsupported JSON Schema keyword '%s' at %s", k);
+        if (!strcmp(k, "$ref") || !strcmp(k, "$recursiveRef") || !strcmp(k, "$dynamicRef") || !strcmp(k, "anyOf") ||
+            !strcmp(k, "oneOf") || is_annotation(k) || !is_schema_keyword(k))
+            continue;
+        return true;
     }
-    return 0;
+    return false;
 }
 
 /* ---- the schema kinds ---- */
@@ -278,74 +299,69 @@ static int alternatives_rule(js_ctx *c, json_t *list, const char *key) {
     return r;
 }
 
-/* A local reference: "#" or a JSON pointer "#/a/b/0" (~0 and ~1 escapes)
- * into the root schema. */
-static json_t *resolve_ref(js_ctx *c, const char *ref) {
-    if (ref[0] != '#') return NULL;
-    json_t *at = c->root;
-    const char *p = ref + 1;
-    while (*p == '/' && at) {
-        p++;
-        char seg[256];
-        size_t n = 0;
-        for (; *p && *p != '/'; p++) {
-            char ch = *p;
-            if (ch == '~' && (p[1] == '0' || p[1] == '1')) ch = p[1] == '0' ? '~' : '/', p++;
-            else if (ch == '%') return NULL; /* URI-escaped pointers are not supported */
-            if (n + 1 >= sizeof seg) return NULL;
-            seg[n++] = ch;
-        }
-        seg[n] = 0;
-        if (json_is_object(at)) {
-            at = json_object_get(at, seg);
-        } else if (json_is_array(at)) {
-            char *end;
-            const long i = strtol(seg, &end, 10);
-            at = *seg && !*end && i >= 0 ? json_array_get(at, (size_t)i) : NULL;
-        } else {
-            at = NULL;
-        }
-    }
-    return *p ? NULL : at;
-}
-
-/* Whether a "type" beside a $ref adds nothing: the target says the same type. */
-static bool type_implied_by_ref(js_ctx *c, json_t *refv, json_t *type) {
-    const char *ref = json_string_value(refv);
-    json_t *target = ref ? resolve_ref(c, ref) : NULL;
-    json_t *tt = json_object_get(target, "type");
-    return tt && json_equal(tt, type);
-}
-
-static int ref_rule_of(js_ctx *c, json_t *refv) {
-    const char *ref = json_string_value(refv);
-    if (!ref) return js_fail(c, "'%s' must be a string at %s", "$ref");
-    for (int i = 0; i < c->n_refs; i++)
-        if (!strcmp(c->refs[i].ref, ref)) return c->refs[i].rule;
-    json_t *target = resolve_ref(c, ref);
-    if (!target) return err_set("JSON schema: cannot resolve $ref '%s' at %s (only references within the "
-                                "schema: # and #/JSON/pointer)", ref, c->path[0] ? c->path : "#");
-    /* The rule exists before its body, so recursive references find it. */
-    const int r = gb_fresh_rule(c->b);
-    if (r < 0) return -1;
+static int push_pending(js_ctx *c, ref_rule e) {
     if (c->n_refs == c->cap_refs) {
         c->cap_refs = c->cap_refs ? 2 * c->cap_refs : 8;
         ref_rule *n = realloc(c->refs, (size_t)c->cap_refs * sizeof *n);
         if (!n) return err_oom("JSON schema: out of memory");
         c->refs = n;
     }
+    c->refs[c->n_refs++] = e;
+    return 0;
+}
+
+static int ref_rule_of(js_ctx *c, const char *ref) {
+    for (int i = 0; i < c->n_refs; i++)
+        if (c->refs[i].ref && !strcmp(c->refs[i].ref, ref)) return c->refs[i].rule;
+    json_t *target = schema_resolve_ref(c->root, ref);
+    if (!target) return err_set("JSON schema: cannot resolve $ref '%s' at %s (only references within the "
+                                "schema: #, #/JSON/pointer and #anchor)", ref, c->path[0] ? c->path : "#");
+    /* The rule exists now and gets its body in finish_refs, so recursive references find it. */
+    const int r = gb_fresh_rule(c->b);
+    if (r < 0) return -1;
     char *copy = strdup(ref);
     if (!copy) return err_oom("JSON schema: out of memory");
-    c->refs[c->n_refs++] = (ref_rule){copy, r};
-    char saved_path[sizeof c->path];
-    memcpy(saved_path, c->path, sizeof saved_path);
-    if (++c->depth > MAX_SCHEMA_DEPTH) return err_set("JSON schema nested too deeply at %s ($ref '%s')", c->path, ref);
-    snprintf(c->path, sizeof c->path, "%s", ref);
-    const int body = schema_rule(c, target);
-    memcpy(c->path, saved_path, sizeof saved_path);
-    c->depth--;
-    if (body < 0 || gb_alt_begin(c->b, r) || gb_push_rule(c->b, body) || gb_alt_end(c->b)) return -1;
+    if (push_pending(c, (ref_rule){.ref = copy, .rule = r})) {
+        free(copy);
+        return -1;
+    }
     return r;
+}
+
+/* A schema schema_flatten rewrites, as one rule per schema object: the
+ * rewrite of a recursive schema names the same object again (a property of
+ * a schema merged with the root holds the root's own properties), and that
+ * use finds this rule rather than expanding forever. */
+static int flat_rule_of(js_ctx *c, json_t *schema) {
+    for (int i = 0; i < c->n_refs; i++)
+        if (c->refs[i].source == schema) return c->refs[i].rule;
+    json_t *flat = schema_flatten(c->root, schema);
+    if (!flat) return err_prefix("JSON schema at %s: ", c->path[0] ? c->path : "#");
+    char *where = strdup(c->path[0] ? c->path : "#");
+    const int r = where ? gb_fresh_rule(c->b) : err_oom("JSON schema: out of memory");
+    if (r < 0 || push_pending(c, (ref_rule){.source = json_incref(schema), .flat = flat, .where = where, .rule = r})) {
+        if (r >= 0) json_decref(schema);
+        json_decref(flat), free(where);
+        return -1;
+    }
+    return r;
+}
+
+/* The bodies of the pending rules, compiled one after another rather than
+ * nested inside their first use: a schema whose definitions refer to each
+ * other in long chains (SchemaStore's renovate.json: 140 managers, each
+ * naming the others) needs no deeper recursion than its deepest inline
+ * nesting. */
+static int finish_refs(js_ctx *c) {
+    for (int i = 0; i < c->n_refs; i++) { /* n_refs grows as bodies name new ones */
+        const ref_rule e = c->refs[i];
+        json_t *body_schema = e.ref ? schema_resolve_ref(c->root, e.ref) : e.flat;
+        snprintf(c->path, sizeof c->path, "%s", e.ref ? e.ref : e.where);
+        c->depth = 1;
+        const int body = schema_rule(c, body_schema);
+        if (body < 0 || gb_alt_begin(c->b, e.rule) || gb_push_rule(c->b, body) || gb_alt_end(c->b)) return -1;
+    }
+    return 0;
 }
 
 static int get_count(js_ctx *c, json_t *schema, const char *key, long *out, long dflt) {
@@ -357,6 +373,22 @@ static int get_count(js_ctx *c, json_t *schema, const char *key, long *out, long
     *out = (long)json_integer_value(v);
     return 0;
 }
+
+/* RFC 3986's URI and relative reference (IP literals in brackets left
+ * out) and IPv6 address (with an IPv4 tail), and RFC 3339's duration
+ * (Appendix A), as regexes. */
+#define URI_PCT "%[0-9A-Fa-f]{2}"
+#define URI_UNRESERVED_SUB "[A-Za-z0-9._~!$&'()*+,;=-]"
+#define URI_PCHAR "(" URI_UNRESERVED_SUB "|" URI_PCT "|[:@])"
+#define URI_QUERY_CHARS "(" URI_PCHAR "|[/?])*"
+#define URI_AUTHORITY "((" URI_UNRESERVED_SUB "|" URI_PCT "|:)*@)?(" URI_UNRESERVED_SUB "|" URI_PCT ")*(:[0-9]*)?"
+#define URI_PATH_ABEMPTY "(/" URI_PCHAR "*)*"
+#define URI_PATH_ABSOLUTE "/(" URI_PCHAR "+(/" URI_PCHAR "*)*)?"
+#define URI_TAIL "(\\?" URI_QUERY_CHARS ")?(#" URI_QUERY_CHARS ")?"
+#define IPV4_OCTET "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+#define IPV6_H "[0-9a-fA-F]{1,4}"
+#define IPV6_LS32 "(" IPV6_H ":" IPV6_H "|(" IPV4_OCTET "\\.){3}" IPV4_OCTET ")"
+#define DURATION_TIME "T([0-9]+H([0-9]+M([0-9]+S)?)?|[0-9]+M([0-9]+S)?|[0-9]+S)"
 
 static const char *format_regex(const char *f) {
     static const struct {
@@ -370,7 +402,20 @@ static const char *format_regex(const char *f) {
                   "(\\.[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?)+"},
         {"uuid", "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"},
         {"ipv4", "((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"},
-        {"uri", "[a-zA-Z][a-zA-Z0-9+.-]*:[^ \"\\\\\\x00-\\x1f]+"},
+        {"uri", "[A-Za-z][A-Za-z0-9+.-]*:(//" URI_AUTHORITY URI_PATH_ABEMPTY "|" URI_PATH_ABSOLUTE "|" URI_PCHAR
+                "+(/" URI_PCHAR "*)*)?" URI_TAIL},
+        {"iri", "[a-zA-Z][a-zA-Z0-9+.-]*:[^ \"\\\\\\x00-\\x1f]+"},
+        {"uri-reference", "(//" URI_AUTHORITY URI_PATH_ABEMPTY "|" URI_PATH_ABSOLUTE "|(" URI_UNRESERVED_SUB "|" URI_PCT
+                          "|@)+(/" URI_PCHAR "*)*)?" URI_TAIL},
+        {"iri-reference", "[^ \"\\\\\\x00-\\x1f]*"},
+        {"hostname", "[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?(\\.[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?)*"},
+        {"ipv6", "(" IPV6_H ":){6}" IPV6_LS32 "|::(" IPV6_H ":){5}" IPV6_LS32 "|(" IPV6_H ")?::(" IPV6_H ":){4}"
+                 IPV6_LS32 "|((" IPV6_H ":)?" IPV6_H ")?::(" IPV6_H ":){3}" IPV6_LS32 "|((" IPV6_H ":){0,2}" IPV6_H
+                 ")?::(" IPV6_H ":){2}" IPV6_LS32 "|((" IPV6_H ":){0,3}" IPV6_H ")?::" IPV6_H ":" IPV6_LS32 "|(("
+                 IPV6_H ":){0,4}" IPV6_H ")?::" IPV6_LS32 "|((" IPV6_H ":){0,5}" IPV6_H ")?::" IPV6_H "|((" IPV6_H
+                 ":){0,6}" IPV6_H ")?::"},
+        {"duration", "P(([0-9]+D|[0-9]+M([0-9]+D)?|[0-9]+Y([0-9]+M([0-9]+D)?)?)(" DURATION_TIME ")?|" DURATION_TIME
+                     "|[0-9]+W)"},
     };
     for (size_t i = 0; i < sizeof formats / sizeof *formats; i++)
         if (!strcmp(formats[i].name, f)) return formats[i].re;
@@ -382,21 +427,21 @@ static int string_schema(js_ctx *c, json_t *schema) {
     long min_len, max_len;
     if (get_count(c, schema, "minLength", &min_len, 0) || get_count(c, schema, "maxLength", &max_len, -1)) return -1;
     if (max_len >= 0 && max_len < min_len) return js_fail(c, "'%s' is below minLength at %s", "maxLength");
+    /* A format without a grammar here is an annotation (as JSON Schema 2020-12 reads every format). */
+    if (format && json_is_string(format) && !format_regex(json_string_value(format))) format = NULL;
     if (!pattern && !format && min_len == 0 && max_len < 0) return string_rule(c);
     const int r = gb_fresh_rule(c->b);
     if (r < 0) return -1;
     int body;
     if (pattern || format) {
-        if ((pattern && format) || min_len > 0 || max_len >= 0)
-            return js_fail(c, "'%s' with pattern, format and a length together is not supported at %s", "pattern");
+        /* A pattern or a format decides the string; lengths beside them are
+         * not enforced (a regex intersection is not built). */
         if (pattern && !json_is_string(pattern)) return js_fail(c, "'%s' must be a string at %s", "pattern");
         if (format && !json_is_string(format)) return js_fail(c, "'%s' must be a string at %s", "format");
         const char *re;
         char *owned = NULL;
-        if (format) {
-            if (!(re = format_regex(json_string_value(format))))
-                return js_fail(c, "unsupported string format '%s' at %s (supported: date, time, date-time, email, "
-                                  "uuid, ipv4, uri)", json_string_value(format));
+        if (!pattern) {
+            re = format_regex(json_string_value(format));
         } else {
             /* JSON Schema patterns search; anchor them with .* where they are open. */
             const char *p = json_string_value(pattern);
@@ -571,13 +616,18 @@ static int array_schema(js_ctx *c, json_t *schema) {
     if (get_count(c, schema, "minItems", &min_items, 0) || get_count(c, schema, "maxItems", &max_items, -1)) return -1;
     if (max_items >= 0 && max_items < min_items) return js_fail(c, "'%s' is below minItems at %s", "maxItems");
     if (prefix && !json_is_array(prefix)) return js_fail(c, "'%s' must be an array at %s", "prefixItems");
-    if (json_is_array(items)) return js_fail(c, "'%s' as an array (draft 4 tuples) is not supported at %s; use "
-                                                "prefixItems", "items");
+    if (json_is_array(items)) { /* drafts 4-2019: items as a tuple, additionalItems after it */
+        if (prefix) return js_fail(c, "'%s' as an array beside prefixItems at %s", "items");
+        prefix = items;
+        items = json_object_get(schema, "additionalItems");
+    }
+    if (!items) items = json_object_get(schema, "unevaluatedItems");
+    if (!prefix && json_is_false(items)) max_items = 0;
     const long n_prefix = prefix ? (long)json_array_size(prefix) : 0;
     if (n_prefix && min_items != 0 && min_items != n_prefix)
         return js_fail(c, "'%s' with prefixItems must equal their count at %s", "minItems");
     int item = -1;
-    if (!prefix || (items && !json_is_false(items))) {
+    if ((!prefix && max_items != 0) || (prefix && items && !json_is_false(items))) {
         item = items ? sub_rule(c, items, "items") : value_rule(c);
         if (item < 0) return -1;
     }
@@ -609,21 +659,102 @@ static int array_schema(js_ctx *c, json_t *schema) {
     return r;
 }
 
+/* A key of an additional property: any string, or one that propertyNames
+ * or a patternProperties regex allows (a schema for strings). */
+static int key_rule(js_ctx *c, json_t *names, const char *seg) {
+    if (!names || json_is_true(names)) return string_rule(c);
+    if (!json_is_object(names)) return js_fail(c, "'%s' must be a schema object at %s", seg);
+    json_t *as_string = json_copy(names);
+    if (!as_string || json_object_set_new(as_string, "type", json_string("string"))) {
+        json_decref(as_string);
+        return err_oom("JSON schema: out of memory");
+    }
+    const int r = json_object_get(names, "enum") || json_object_get(names, "const") || schema_ref_of(names)
+                      ? sub_rule(c, names, seg) : sub_rule(c, as_string, seg);
+    json_decref(as_string);
+    return r;
+}
+
+/* One additional "key": value pair: a key matching a patternProperties
+ * regex with that pattern's schema or, without patternProperties, where
+ * additionalProperties (or unevaluatedProperties in its place) allows them,
+ * a key propertyNames allows with that schema. Beside patternProperties
+ * the other keys are not written: a key must match no pattern to take the
+ * additionalProperties schema, and a regex's complement is not built (the
+ * grammar stays sound, as XGrammar's does). -2 when no additional property
+ * is allowed. */
+static int extra_pair_rule(js_ctx *c, json_t *schema) {
+    json_t *pattern_props = json_object_get(schema, "patternProperties"),
+           *names = json_object_get(schema, "propertyNames"), *addl = json_object_get(schema, "additionalProperties");
+    if (!addl) addl = json_object_get(schema, "unevaluatedProperties");
+    if (pattern_props && !json_is_object(pattern_props))
+        return js_fail(c, "'%s' must be an object at %s", "patternProperties");
+    const bool any_addl = addl && !json_is_false(addl) && !json_object_size(pattern_props);
+    if (!any_addl && !json_object_size(pattern_props)) return -2;
+    const int r = gb_fresh_rule(c->b);
+    if (r < 0) return -1;
+    const char *re;
+    json_t *v;
+    json_object_foreach(pattern_props, re, v) {
+        char seg[300];
+        snprintf(seg, sizeof seg, "patternProperties/%.250s", re);
+        json_t *key_schema = json_pack("{s:s}", "pattern", re);
+        const int k = key_schema ? key_rule(c, key_schema, seg) : err_oom("JSON schema: out of memory");
+        json_decref(key_schema);
+        const int vr = k < 0 ? -1 : sub_rule(c, v, seg);
+        if (vr < 0 || gb_alt_begin(c->b, r) || gb_push_rule(c->b, k) || key_sep(c) || gb_push_rule(c->b, vr) ||
+            gb_alt_end(c->b))
+            return -1;
+    }
+    if (any_addl) {
+        const int vr = json_is_true(addl) ? value_rule(c) : sub_rule(c, addl, "additionalProperties");
+        const int k = vr < 0 ? -1 : key_rule(c, names, "propertyNames");
+        if (k < 0 || gb_alt_begin(c->b, r) || gb_push_rule(c->b, k) || key_sep(c) || gb_push_rule(c->b, vr) ||
+            gb_alt_end(c->b))
+            return -1;
+    }
+    return r;
+}
+
+/* Whether a property's schema matches no value: false, or a schema that
+ * schema_flatten reduces to false ("not": {}); -1 on error. */
+static int property_never(js_ctx *c, json_t *v) {
+    if (json_is_false(v)) return 1;
+    if (!json_is_object(v) || !needs_flatten(v)) return 0;
+    json_t *flat = schema_flatten(c->root, v);
+    if (!flat) return err_prefix("JSON schema at %s: ", c->path[0] ? c->path : "#");
+    const int never = json_is_false(flat);
+    json_decref(flat);
+    return never;
+}
+
+/* A rule that matches nothing: the dead ends of object_schema's counts. */
+static int push_nothing(js_ctx *c) {
+    const byte_set none = {{0}};
+    return gb_push_set(c->b, &none);
+}
+
 /* Properties in order, optional ones skippable, commas only between those
- * present: F_i (nothing written yet, from property i) and S_i (something
- * written). F_i ::= P_i S_{i+1} | F_{i+1} (the latter when i is optional);
- * S_i ::= sep P_i S_{i+1} | S_{i+1} (likewise). The ends allow the
- * additional properties, if any. */
+ * present, and minProperties/maxProperties counted: state (k, m) has
+ * written m members (capped at M) before property k. (k, m) ::= [sep]
+ * P_k (k+1, m+1) | (k+1, m) (when k is optional); past the last property,
+ * (n, m) ::= [sep] extra (n, m+1) | (empty, when m >= minProperties). The
+ * separator is written when m > 0. Only states from which an object can
+ * still be finished are entered, so the model never writes itself into a
+ * dead end. */
 static int object_schema(js_ctx *c, json_t *schema) {
-    json_t *props = json_object_get(schema, "properties"), *req = json_object_get(schema, "required"),
-           *addl = json_object_get(schema, "additionalProperties");
+    json_t *props = json_object_get(schema, "properties"), *req = json_object_get(schema, "required");
     if (props && !json_is_object(props)) return js_fail(c, "'%s' must be an object at %s", "properties");
     if (req && !json_is_array(req)) return js_fail(c, "'%s' must be an array at %s", "required");
+    long min_p, max_p;
+    if (get_count(c, schema, "minProperties", &min_p, 0) || get_count(c, schema, "maxProperties", &max_p, -1))
+        return -1;
+    if (max_p >= 0 && max_p < min_p) return js_fail(c, "'%s' is below minProperties at %s", "maxProperties");
     size_t i;
     json_t *v;
     /* A required property that "properties" does not describe may hold any
      * value: it is written after the described ones. */
-    json_t *all_props = props ? json_deep_copy(props) : json_object();
+    json_t *all_props = props ? json_copy(props) : json_object();
     if (!all_props) return err_oom("JSON schema: out of memory");
     json_array_foreach(req, i, v) {
         if (!json_is_string(v)) {
@@ -633,22 +764,38 @@ static int object_schema(js_ctx *c, json_t *schema) {
         if (!json_object_get(all_props, json_string_value(v))) json_object_set_new(all_props, json_string_value(v), json_true());
     }
     props = all_props;
-    const size_t n = json_object_size(props);
-    int extra = -1; /* one additional "key": value pair */
-    if (addl && !json_is_false(addl)) {
-        const int vr = json_is_true(addl) ? value_rule(c) : sub_rule(c, addl, "additionalProperties");
-        const int k = string_rule(c);
-        extra = gb_fresh_rule(c->b);
-        if (vr < 0 || k < 0 || extra < 0 || gb_alt_begin(c->b, extra) || gb_push_rule(c->b, k) || key_sep(c) ||
-            gb_push_rule(c->b, vr) || gb_alt_end(c->b)) {
+    /* A property no value may take (false, or "not": {}) is left out, as if absent. */
+    const char *key;
+    void *tmp;
+    json_object_foreach_safe(all_props, tmp, key, v) {
+        const int never = property_never(c, v);
+        if (never < 0) {
             json_decref(all_props);
             return -1;
         }
+        if (!never) continue;
+        size_t j;
+        json_t *rv;
+        json_array_foreach(req, j, rv) if (!strcmp(json_string_value(rv), key)) {
+            json_decref(all_props);
+            return js_fail(c, "required property '%s' may hold no value at %s", key);
+        }
+        json_object_del(all_props, key);
     }
-    int *F = calloc(n + 1, sizeof *F), *S = calloc(n + 1, sizeof *S), *P = calloc(n + 1, sizeof *P);
-    bool *opt = calloc(n + 1, sizeof *opt);
-    int rc = !F || !S || !P || !opt ? err_oom("JSON schema: out of memory") : 0;
-    const char *key;
+    const size_t n = json_object_size(props);
+    const int extra = extra_pair_rule(c, schema); /* one additional "key": value pair */
+    if (extra == -1) {
+        json_decref(all_props);
+        return -1;
+    }
+    /* Counts past 64 are not enforced (the states grow with the count). */
+    if (max_p > 64) max_p = -1;
+    if (min_p > 64) min_p = 64;
+    const long M = max_p >= 0 ? max_p : (min_p > 1 ? min_p : 1);
+    const size_t W = (size_t)M + 1;
+    int *St = calloc((n + 1) * W, sizeof *St), *P = calloc(n + 1, sizeof *P);
+    bool *opt = calloc(n + 1, sizeof *opt), *live = calloc((n + 1) * W, sizeof *live);
+    int rc = !St || !P || !opt || !live ? err_oom("JSON schema: out of memory") : 0;
     i = 0;
     if (!rc) json_object_foreach(props, key, v) {
         char seg[300];
@@ -673,33 +820,48 @@ static int object_schema(js_ctx *c, json_t *schema) {
         json_array_foreach(req, j, rv) if (!strcmp(json_string_value(rv), key)) opt[i] = false;
         i++;
     }
+#define AT(k, m) ((size_t)(k) * W + (size_t)(m))
+    /* Which states can still finish an object: from the end backwards. */
+    const bool open_end = extra >= 0 && max_p < 0;
+    for (long m = M; m >= 0 && !rc; m--)
+        live[AT(n, m)] = m >= min_p || open_end || (extra >= 0 && m < M && live[AT(n, m + 1)]);
+    for (size_t k = n; k-- > 0 && !rc;)
+        for (long m = 0; m <= M; m++) {
+            const long up = m < M ? m + 1 : (max_p < 0 ? M : -1);
+            live[AT(k, m)] = (up >= 0 && live[AT(k + 1, up)]) || (opt[k] && live[AT(k + 1, m)]);
+        }
+    if (!rc && !live[AT(0, 0)])
+        rc = js_fail(c, "no object fits '%s' and the properties allowed at %s", "minProperties/maxProperties/required");
     for (size_t k = 0; k <= n && !rc; k++)
-        if ((F[k] = gb_fresh_rule(c->b)) < 0 || (S[k] = gb_fresh_rule(c->b)) < 0) rc = -1;
-    if (!rc) { /* the ends: F_n ::= (extra (sep extra)*)?, S_n ::= (sep extra)* */
-        rc = gb_alt_begin(c->b, F[n]);
-        if (!rc && extra >= 0) {
-            const size_t m1 = gb_mark(c->b);
-            rc = gb_push_rule(c->b, extra) || gb_push_rule(c->b, S[n]) || gb_repeat_since(c->b, m1, 0, 1);
+        for (long m = 0; m <= M && !rc; m++)
+            if ((St[AT(k, m)] = gb_fresh_rule(c->b)) < 0) rc = -1;
+    for (size_t k = 0; k <= n && !rc; k++)
+        for (long m = 0; m <= M && !rc; m++) {
+            const int s = St[AT(k, m)];
+            const long up = m < M ? m + 1 : (max_p < 0 ? M : -1);
+            const int member = k < n ? P[k] : extra;
+            bool any = false;
+            if (member >= 0 && up >= 0 && live[AT(k < n ? k + 1 : n, up)]) {
+                rc = gb_alt_begin(c->b, s) || (m > 0 && item_sep(c)) || gb_push_rule(c->b, member) ||
+                     gb_push_rule(c->b, St[AT(k < n ? k + 1 : n, up)]) || gb_alt_end(c->b);
+                any = true;
+            }
+            if (!rc && k < n && opt[k] && live[AT(k + 1, m)]) {
+                rc = gb_alt_begin(c->b, s) || gb_push_rule(c->b, St[AT(k + 1, m)]) || gb_alt_end(c->b);
+                any = true;
+            }
+            if (!rc && k == n && m >= min_p) {
+                rc = gb_alt_begin(c->b, s) || gb_alt_end(c->b);
+                any = true;
+            }
+            if (!rc && !any) rc = gb_alt_begin(c->b, s) || push_nothing(c) || gb_alt_end(c->b);
         }
-        rc = rc || gb_alt_end(c->b) || gb_alt_begin(c->b, S[n]);
-        if (!rc && extra >= 0) {
-            const size_t m2 = gb_mark(c->b);
-            rc = item_sep(c) || gb_push_rule(c->b, extra) || gb_repeat_since(c->b, m2, 0, -1);
-        }
-        rc = rc || gb_alt_end(c->b);
-    }
-    for (size_t k = n; k-- > 0 && !rc;) {
-        rc = gb_alt_begin(c->b, F[k]) || gb_push_rule(c->b, P[k]) || gb_push_rule(c->b, S[k + 1]) || gb_alt_end(c->b);
-        if (!rc && opt[k]) rc = gb_alt_begin(c->b, F[k]) || gb_push_rule(c->b, F[k + 1]) || gb_alt_end(c->b);
-        rc = rc || gb_alt_begin(c->b, S[k]) || item_sep(c) || gb_push_rule(c->b, P[k]) ||
-             gb_push_rule(c->b, S[k + 1]) || gb_alt_end(c->b);
-        if (!rc && opt[k]) rc = gb_alt_begin(c->b, S[k]) || gb_push_rule(c->b, S[k + 1]) || gb_alt_end(c->b);
-    }
     int r = -1;
     if (!rc && (r = gb_fresh_rule(c->b)) >= 0)
-        rc = gb_alt_begin(c->b, r) || lit(c, "{") || ws(c) || gb_push_rule(c->b, F[0]) || ws(c) || lit(c, "}") ||
-             gb_alt_end(c->b);
-    free(F), free(S), free(P), free(opt);
+        rc = gb_alt_begin(c->b, r) || lit(c, "{") || ws(c) || gb_push_rule(c->b, St[AT(0, 0)]) || ws(c) ||
+             lit(c, "}") || gb_alt_end(c->b);
+#undef AT
+    free(St), free(P), free(opt), free(live);
     json_decref(all_props);
     return rc || r < 0 ? -1 : r;
 }
@@ -737,19 +899,12 @@ static int schema_rule(js_ctx *c, json_t *schema) {
     if (json_is_true(schema)) return value_rule(c);
     if (json_is_false(schema)) return js_fail(c, "schema '%s' at %s matches nothing", "false");
     if (!json_is_object(schema)) return js_fail(c, "a schema must be an object or a boolean, %s at %s", "not this");
-    if (check_keywords(c, schema)) return -1;
     json_t *v;
-    if ((v = json_object_get(schema, "$ref"))) {
-        const char *k;
-        json_t *x;
-        json_object_foreach(schema, k, x) {
-            if (!strcmp(k, "$ref") || is_annotation(k) || !is_schema_keyword(k) ||
-                (!strcmp(k, "type") && type_implied_by_ref(c, v, x)))
-                continue;
-            return js_fail(c, "keyword '%s' beside $ref is not supported at %s", k);
-        }
-        return ref_rule_of(c, v);
-    }
+    if (needs_flatten(schema)) return flat_rule_of(c, schema);
+    if ((v = json_object_get(schema, "$ref")) && !json_is_string(v))
+        return js_fail(c, "'%s' must be a string at %s", "$ref");
+    const char *ref = schema_ref_of(schema);
+    if (ref) return ref_rule_of(c, ref);
     if ((v = json_object_get(schema, "const"))) {
         json_t *one = json_pack("[O]", v);
         const int r = one ? literals_rule(c, one) : err_oom("JSON schema: out of memory");
@@ -762,11 +917,6 @@ static int schema_rule(js_ctx *c, json_t *schema) {
     }
     if ((v = json_object_get(schema, "anyOf"))) return alternatives_rule(c, v, "anyOf");
     if ((v = json_object_get(schema, "oneOf"))) return alternatives_rule(c, v, "oneOf");
-    if ((v = json_object_get(schema, "allOf"))) {
-        if (!json_is_array(v) || json_array_size(v) != 1)
-            return js_fail(c, "'%s' with more than one schema is not supported at %s", "allOf");
-        return sub_rule(c, json_array_get(v, 0), "allOf/0");
-    }
     json_t *type = json_object_get(schema, "type");
     const bool nullable = json_is_true(json_object_get(schema, "nullable"));
     if (!type && !nullable) {
@@ -802,13 +952,17 @@ static js_ctx ctx_new(grammar_builder *b, json_t *schema, const json_schema_opti
 }
 
 static void ctx_free(js_ctx *c) {
-    for (int i = 0; i < c->n_refs; i++) free(c->refs[i].ref);
+    for (int i = 0; i < c->n_refs; i++) {
+        free(c->refs[i].ref), free(c->refs[i].where);
+        json_decref(c->refs[i].source), json_decref(c->refs[i].flat);
+    }
     free(c->refs);
 }
 
 int json_schema_to_rule(grammar_builder *b, json_t *schema, const json_schema_options *opt) {
     js_ctx c = ctx_new(b, schema, opt);
-    const int r = schema_rule(&c, schema);
+    int r = schema_rule(&c, schema);
+    if (r >= 0 && finish_refs(&c)) r = -1;
     ctx_free(&c);
     return r;
 }
@@ -830,7 +984,9 @@ grammar *grammar_from_json_schema(json_t *schema, const json_schema_options *opt
         return NULL;
     }
     js_ctx c = ctx_new(b, schema, opt);
-    return finish_top(&c, schema_rule(&c, schema));
+    int r = schema_rule(&c, schema);
+    if (r >= 0 && finish_refs(&c)) r = -1;
+    return finish_top(&c, r);
 }
 
 grammar *grammar_json_object(const json_schema_options *opt) {

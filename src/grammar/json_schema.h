@@ -1,8 +1,8 @@
 /* JSON Schema compiled to a grammar (OpenAI response_format json_schema,
  * vLLM guided_json, llama-server json_schema), and the "any JSON object"
  * grammar of response_format json_object. What is covered and how is
- * listed at the top of json_schema.c; a keyword outside it is refused with
- * its name and where it is (never ignored). */
+ * listed at the top of json_schema.c; a schema no value matches, or one
+ * using what is refused there, fails with the keyword and where it is. */
 #ifndef CLLM_GRAMMAR_JSON_SCHEMA_H
 #define CLLM_GRAMMAR_JSON_SCHEMA_H
 

@@ -164,6 +164,14 @@ def grammar_seeds() -> None:
         (6, json.dumps({"$defs": {"s": {"type": "string", "pattern": "^[a-c]+$"}}, "anyOf": [{"$ref": "#/$defs/s"},
                                                                                            {"enum": [1, None]}]})),
         (3, json.dumps(["red", "green", "gr\u00e9"])),
+        (2, json.dumps({"$defs": {"b": {"type": "object", "properties": {"id": {"type": "integer"}}}},
+                        "allOf": [{"$ref": "#/$defs/b", "required": ["id"]}, {"anyOf": [{"minProperties": 1},
+                                                                                      {"maxProperties": 2}]}],
+                        "if": {"properties": {"id": {"const": 1}}}, "then": {"required": ["x"]},
+                        "else": {"not": {"type": "null"}}, "patternProperties": {"^x": {"type": "string"}}})),
+        (6, json.dumps({"$dynamicAnchor": "n", "type": "array", "items": [{"$dynamicRef": "#n"}],
+                        "additionalItems": {"type": "string", "format": "ipv6"},
+                        "propertyNames": {"pattern": "^a"}})),
     ]
     for i, (kind, text) in enumerate(seeds):
         seed("grammar", f"seed{i}", bytes([kind]) + text.encode())

@@ -6,6 +6,12 @@ equal XGrammar's over the same vocabulary: a synthetic byte-level vocabulary
 262k-token gemma-3 vocabulary. The walk picks among the tokens XGrammar
 allows, so the documents come from the reference.
 
+Schemas XGrammar does not merge (allOf of several, keywords beside $ref,
+if/then/else, not) or formats it writes differently (uri without digits in
+the scheme, IPv6 with an IPv4 tail only after ::ffff: or (h16:){1,4}:,
+lowercase hostnames; cllm follows RFC 3986 and RFC 1123) are checked in tests/unit/
+test_schema_keywords.c and against jsonschema by bench/structured_corpus.py.
+
 Two deliberate differences are left out of the walk: XGrammar lets a string
 with minLength/maxLength hold raw control characters and no escapes (invalid
 JSON; cllm keeps the JSON string grammar and counts an escape as one
@@ -55,6 +61,21 @@ SCHEMAS = [
      "properties": {"s": {"type": "string", "x-order": 1, "markdownDescription": "a name", "tsType": "Name"},
                     "r": {"$ref": "#/$defs/n", "defaultSnippets": [{"body": 1}]}},
      "required": ["s", "r"], "$defs": {"n": {"type": "integer", "minimum": 0, "doNotSuggest": True}}},
+    # Keys of additional properties, property counts, and the RFC formats XGrammar shares.
+    {"type": "object", "patternProperties": {"^x-[a-z]+$": {"type": "integer"}}},
+    {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"],
+     "patternProperties": {"^[0-9]+$": {"type": "boolean"}}},
+    {"type": "object", "additionalProperties": {"type": "integer"}, "propertyNames": {"pattern": "^[a-z]{1,4}$"}},
+    {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}, "minProperties": 1},
+    {"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": True, "maxProperties": 2},
+    {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "minProperties": 1,
+     "maxProperties": 1},
+    {"type": "object", "properties": {"a": {"type": "integer"}}, "unevaluatedProperties": {"type": "string"}},
+    {"type": "object", "properties": {"d": {"type": "string", "format": "duration"},
+                                      "r": {"type": "string", "format": "uri-reference"}}, "required": ["d", "r"]},
+    # Assertions neither enforces (uniqueItems, dependentRequired): the grammar without them.
+    {"type": "array", "items": {"type": "integer"}, "uniqueItems": True, "maxItems": 3},
+    {"type": "object", "properties": {"a": {"type": "integer"}}, "dependentRequired": {"a": ["b"]}},
 ]
 
 GRAMMARS = [

@@ -1,0 +1,289 @@
+/* JSON Schema's combining and narrowing keywords compiled to grammars:
+ * allOf of several schemas and $ref with assertions beside it (merged
+ * into one), anyOf inside allOf (distributed), if/then/else, not of a type
+ * or of a required name, minProperties/maxProperties (counted, with no
+ * dead ends), patternProperties and propertyNames (the keys of additional
+ * properties), draft 4 tuples, $recursiveRef and $dynamicRef, the formats
+ * with a grammar and the ones that are only annotations; each on strings
+ * the schema must take and strings it must refuse, and the refusals that
+ * remain (no common type, two patterns, counts no object can meet). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "schema_match.h"
+
+#include <stdlib.h>
+
+/* Every string of `yes` matches, none of `no` does. */
+static void check(const char *json, const char *const *yes, const char *const *no) {
+    grammar *g = schema(json, false);
+    for (int i = 0; yes[i]; i++)
+        if (!matches(g, yes[i])) fail_msg("%s\nshould take %s", json, yes[i]);
+    for (int i = 0; no[i]; i++)
+        if (matches(g, no[i])) fail_msg("%s\nshould refuse %s", json, no[i]);
+    grammar_free(g);
+}
+
+#define LIST(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+static void test_allof_merges_the_branches(void **state) {
+    (void)state;
+    check("{\"allOf\": [{\"type\": \"object\", \"properties\": {\"a\": {\"type\": \"integer\"}}, "
+          "\"required\": [\"a\"]},"
+          " {\"properties\": {\"b\": {\"type\": \"string\"}}, \"required\": [\"b\"]}]}",
+          LIST("{\"a\": 1, \"b\": \"x\"}"),
+          LIST("{\"a\": 1}", "{\"b\": \"x\"}", "{\"a\": 1, \"b\": 2}"));
+    /* A property in two branches gets both schemas. */
+    check("{\"allOf\": [{\"properties\": {\"n\": {\"type\": \"integer\", \"minimum\": 0}}}, "
+          "{\"properties\": {\"n\": {\"maximum\": 5}}}], \"required\": [\"n\"]}",
+          LIST("{\"n\": 0}", "{\"n\": 5}"), LIST("{\"n\": 6}", "{\"n\": -1}", "{\"n\": 1.5}"));
+    /* Types intersect, "integer" within "number"; enums keep the common values. */
+    check("{\"allOf\": [{\"type\": [\"number\", \"string\"]}, {\"type\": \"integer\"}]}",
+          LIST("3", "-12"), LIST("3.5", "\"a\"", "null"));
+    check("{\"allOf\": [{\"enum\": [\"a\", \"b\", 3]}, {\"enum\": [3, \"b\", \"c\"]}]}",
+          LIST("\"b\"", "3"), LIST("\"a\"", "\"c\""));
+    /* Bounds: the larger minimum, the smaller maximum. */
+    check("{\"type\": \"array\", \"items\": {\"type\": \"integer\"}, \"allOf\": [{\"minItems\": 1, "
+          "\"maxItems\": 3}, "
+          "{\"minItems\": 2}]}",
+          LIST("[1, 2]", "[1, 2, 3]"), LIST("[1]", "[1, 2, 3, 4]"));
+    /* allOf nested inside a branch, and true as a branch. */
+    check("{\"allOf\": [true, {\"allOf\": [{\"type\": \"string\"}, {\"minLength\": 2}]}]}",
+          LIST("\"ab\""), LIST("\"a\"", "1"));
+}
+
+static void test_ref_with_assertions_beside_it(void **state) {
+    (void)state;
+    check("{\"$defs\": {\"s\": {\"type\": \"string\"}}, \"$ref\": \"#/$defs/s\", \"minLength\": 2}",
+          LIST("\"ab\""), LIST("\"a\"", "2"));
+    check("{\"$defs\": {\"base\": {\"type\": \"object\", \"properties\": {\"id\": {\"type\": "
+          "\"integer\"}}, "
+          "\"required\": [\"id\"]}}, \"type\": \"object\", \"properties\": {\"item\": {\"$ref\": "
+          "\"#/$defs/base\", "
+          "\"properties\": {\"name\": {\"type\": \"string\"}}, \"required\": [\"name\"], "
+          "\"description\": \"d\"}}, "
+          "\"required\": [\"item\"]}",
+          LIST("{\"item\": {\"id\": 1, \"name\": \"x\"}}"),
+          LIST("{\"item\": {\"id\": 1}}", "{\"item\": {\"name\": \"x\"}}"));
+    /* A recursive target keeps its recursion beside the merge. */
+    check("{\"$defs\": {\"node\": {\"type\": \"object\", \"properties\": {\"kids\": {\"type\": "
+          "\"array\", \"items\": "
+          "{\"$ref\": \"#/$defs/node\"}}}}}, \"$ref\": \"#/$defs/node\", \"required\": [\"kids\"]}",
+          LIST("{\"kids\": []}", "{\"kids\": [{}, {\"kids\": [{}]}]}"),
+          LIST("{}", "{\"kids\": [1]}"));
+    /* A type beside the reference that contradicts it. */
+    assert_contains(
+        schema_error(
+            "{\"$ref\": \"#/$defs/s\", \"type\": \"integer\", \"$defs\": {\"s\": {\"type\": "
+            "\"string\"}}}"),
+        "no type in common");
+}
+
+static void test_anyof_inside_allof_is_distributed(void **state) {
+    (void)state;
+    check("{\"allOf\": [{\"type\": \"object\", \"properties\": {\"k\": {\"type\": \"string\"}}, "
+          "\"required\": [\"k\"]}], "
+          "\"anyOf\": [{\"properties\": {\"x\": {\"type\": \"integer\"}}, \"required\": [\"x\"]}, "
+          "{\"properties\": {\"y\": {\"type\": \"boolean\"}}, \"required\": [\"y\"]}]}",
+          LIST("{\"k\": \"a\", \"x\": 1}", "{\"k\": \"a\", \"y\": true}"),
+          LIST("{\"k\": \"a\"}", "{\"x\": 1}", "{\"k\": \"a\", \"x\": true}"));
+    /* Two choice lists: every combination. */
+    check("{\"allOf\": [{\"anyOf\": [{\"type\": \"integer\"}, {\"type\": \"string\"}]}, "
+          "{\"oneOf\": [{\"minimum\": 5}, {\"maxLength\": 1}]}]}",
+          LIST("7", "\"a\"", "2"), LIST("true", "null"));
+}
+
+static void test_if_then_else_and_not(void **state) {
+    (void)state;
+    const char *cond =
+        "{\"type\": \"object\", \"properties\": {\"kind\": {\"enum\": [\"a\", \"b\"]}, \"v\": {}}, "
+        "\"required\": [\"kind\"], \"if\": {\"properties\": {\"kind\": {\"const\": \"a\"}}}, "
+        "\"then\": {\"properties\": {\"v\": {\"type\": \"integer\"}}, \"required\": [\"v\"]}, "
+        "\"else\": {\"properties\": {\"kind\": {\"const\": \"b\"}}}}";
+    check(
+        cond,
+        LIST("{\"kind\": \"a\", \"v\": 1}", "{\"kind\": \"b\"}", "{\"kind\": \"b\", \"v\": \"s\"}"),
+        LIST("{\"kind\": \"a\"}", "{\"kind\": \"a\", \"v\": \"s\"}"));
+    check("{\"not\": {\"type\": \"null\"}}", LIST("1", "\"x\"", "{}", "[]", "true"), LIST("null"));
+    check("{\"type\": [\"string\", \"integer\", \"null\"], \"not\": {\"type\": [\"null\", "
+          "\"string\"]}}",
+          LIST("4"), LIST("null", "\"s\""));
+    check("{\"type\": \"object\", \"properties\": {\"a\": {\"type\": \"integer\"}, \"b\": "
+          "{\"type\": \"integer\"}}, "
+          "\"not\": {\"required\": [\"b\"]}}",
+          LIST("{\"a\": 1}", "{}"), LIST("{\"a\": 1, \"b\": 2}"));
+    assert_contains(schema_error("{\"type\": \"null\", \"not\": {\"type\": \"null\"}}"),
+                    "excludes every type");
+    /* not of a value taken out of an enum; "not": {} matches nothing, so such a property is left
+     * out. */
+    check("{\"enum\": [\"a\", \"b\", \"c\"], \"not\": {\"enum\": [\"b\", \"c\"]}}", LIST("\"a\""),
+          LIST("\"b\"", "\"c\""));
+    check("{\"type\": \"object\", \"properties\": {\"s\": {\"type\": \"integer\"}, \"c\": "
+          "{\"allOf\": [{\"type\": "
+          "\"string\"}, {\"not\": {}}]}}}",
+          LIST("{\"s\": 1}", "{}"), LIST("{\"s\": 1, \"c\": \"x\"}"));
+    assert_contains(schema_error("{\"type\": \"object\", \"properties\": {\"c\": {\"not\": {}}}, "
+                                 "\"required\": [\"c\"]}"),
+                    "may hold no value");
+    /* if/then without else over a discriminator (GitHub's issue forms): the if is negated exactly.
+     */
+    const char *forms =
+        "{\"type\": \"object\", \"properties\": {\"type\": {\"enum\": [\"markdown\", \"input\"]}, "
+        "\"attributes\": {\"type\": \"object\"}}, \"required\": [\"type\"], \"allOf\": [{\"if\": "
+        "{\"properties\": {\"type\": {\"const\": \"input\"}}}, \"then\": {\"required\": "
+        "[\"attributes\"]}}]}";
+    check(forms,
+          LIST("{\"type\": \"input\", \"attributes\": {}}", "{\"type\": \"markdown\"}",
+               "{\"type\": \"markdown\", \"attributes\": {}}"),
+          LIST("{\"type\": \"input\"}"));
+}
+
+/* Keywords beside an anyOf/oneOf apply to every choice (meltano's schedules). */
+static void test_choices_keep_their_siblings(void **state) {
+    (void)state;
+    check("{\"type\": \"object\", \"oneOf\": [{\"required\": [\"name\", \"job\"]}, {\"required\": "
+          "[\"name\", "
+          "\"loader\"]}], \"additionalProperties\": false, \"properties\": {\"name\": {\"type\": "
+          "\"string\"}, "
+          "\"job\": {\"type\": \"string\"}, \"loader\": {\"type\": \"string\"}}}",
+          LIST("{\"name\": \"a\", \"job\": \"j\"}", "{\"name\": \"a\", \"loader\": \"l\"}"),
+          LIST("{\"name\": \"a\", \"job\": [1]}", "{\"name\": \"a\"}",
+               "{\"name\": 1, \"job\": \"j\"}"));
+    check("{\"type\": \"string\", \"anyOf\": [{\"maxLength\": 1}, {\"pattern\": \"^z+$\"}]}",
+          LIST("\"a\"", "\"zzz\""), LIST("\"ab\"", "1"));
+}
+
+static void test_property_counts_have_no_dead_ends(void **state) {
+    (void)state;
+    const char *ab =
+        "{\"type\": \"object\", \"properties\": {\"a\": {\"type\": \"integer\"}, \"b\": {\"type\": "
+        "\"integer\"}}, \"minProperties\": 1}";
+    check(ab, LIST("{\"a\": 1}", "{\"b\": 2}", "{\"a\": 1, \"b\": 2}"), LIST("{}"));
+    check("{\"type\": \"object\", \"properties\": {\"a\": {\"type\": \"integer\"}, \"b\": "
+          "{\"type\": \"integer\"}}, "
+          "\"maxProperties\": 1}",
+          LIST("{}", "{\"a\": 1}", "{\"b\": 2}"), LIST("{\"a\": 1, \"b\": 2}"));
+    check("{\"type\": \"object\", \"properties\": {\"a\": {\"type\": \"integer\"}}, \"required\": "
+          "[\"a\"], "
+          "\"additionalProperties\": true, \"minProperties\": 2, \"maxProperties\": 3}",
+          LIST("{\"a\": 1, \"x\": 1}", "{\"a\": 1, \"x\": 1, \"y\": null}"),
+          LIST("{\"a\": 1}", "{\"a\": 1, \"x\": 1, \"y\": 2, \"z\": 3}"));
+    /* At most one member and b required: writing a first leads nowhere, so it is refused at once.
+     */
+    grammar *g = schema(
+        "{\"type\": \"object\", \"properties\": {\"a\": {\"type\": \"integer\"}, \"b\": {\"type\": "
+        "\"integer\"}}, \"required\": [\"b\"], \"maxProperties\": 1}",
+        false);
+    assert_true(matches(g, "{\"b\": 1}"));
+    assert_false(viable(g, "{\"a"));
+    assert_false(matches(g, "{\"a\": 1, \"b\": 1}"));
+    grammar_free(g);
+    assert_contains(
+        schema_error("{\"type\": \"object\", \"properties\": {\"a\": {}}, \"minProperties\": 2}"),
+        "no object fits");
+    assert_contains(
+        schema_error("{\"type\": \"object\", \"minProperties\": 3, \"maxProperties\": 2}"),
+        "below minProperties");
+}
+
+static void test_pattern_properties_and_property_names(void **state) {
+    (void)state;
+    check("{\"type\": \"object\", \"patternProperties\": {\"^x-\": {\"type\": \"integer\"}}}",
+          LIST("{}", "{\"x-a\": 1}", "{\"x-a\": 1, \"x-b\": 2}"),
+          LIST("{\"y\": 1}", "{\"x-a\": \"s\"}"));
+    check("{\"type\": \"object\", \"properties\": {\"name\": {\"type\": \"string\"}}, "
+          "\"required\": [\"name\"], "
+          "\"patternProperties\": {\"^[0-9]+$\": {\"type\": \"boolean\"}}}",
+          LIST("{\"name\": \"n\", \"12\": true}"), LIST("{\"name\": \"n\", \"a1\": true}"));
+    /* Beside patternProperties, additionalProperties would need keys matching no pattern: not
+     * written. */
+    check("{\"type\": \"object\", \"additionalProperties\": true, \"patternProperties\": "
+          "{\"^[a-z]+$\": "
+          "{\"type\": \"object\"}}}",
+          LIST("{\"id\": {}}"), LIST("{\"id\": \"s\"}", "{\"ID\": 1}"));
+    check("{\"type\": \"object\", \"additionalProperties\": {\"type\": \"integer\"}, "
+          "\"propertyNames\": "
+          "{\"pattern\": \"^[a-z]+$\"}}",
+          LIST("{\"ab\": 1}", "{}"), LIST("{\"A\": 1}", "{\"ab\": \"s\"}"));
+    check("{\"type\": \"object\", \"additionalProperties\": true, \"propertyNames\": {\"enum\": "
+          "[\"p\", \"q\"]}}",
+          LIST("{\"p\": 1, \"q\": [2]}"), LIST("{\"r\": 1}"));
+    /* unevaluatedProperties stands in for an absent additionalProperties. */
+    check("{\"type\": \"object\", \"unevaluatedProperties\": {\"type\": \"string\"}}",
+          LIST("{\"k\": \"v\"}"), LIST("{\"k\": 1}"));
+}
+
+static void test_tuples_and_dynamic_references(void **state) {
+    (void)state;
+    check("{\"type\": \"array\", \"items\": [{\"type\": \"integer\"}, {\"type\": \"string\"}], "
+          "\"additionalItems\": "
+          "false}",
+          LIST("[1, \"a\"]"), LIST("[1, \"a\", 2]", "[\"a\", 1]"));
+    check("{\"type\": \"array\", \"items\": [{\"type\": \"integer\"}], \"additionalItems\": "
+          "{\"type\": \"boolean\"}}",
+          LIST("[1]", "[1, true, false]"), LIST("[1, 2]"));
+    check("{\"$recursiveAnchor\": true, \"type\": \"object\", \"properties\": {\"kids\": "
+          "{\"type\": \"array\", "
+          "\"items\": {\"$recursiveRef\": \"#\"}}}}",
+          LIST("{\"kids\": [{\"kids\": []}, {}]}"), LIST("{\"kids\": [3]}"));
+    check("{\"$dynamicAnchor\": \"node\", \"type\": \"object\", \"properties\": {\"next\": "
+          "{\"$dynamicRef\": "
+          "\"#node\"}, \"v\": {\"type\": \"integer\"}}}",
+          LIST("{\"next\": {\"v\": 1}, \"v\": 2}"), LIST("{\"next\": 1}"));
+    check("{\"$defs\": {\"x\": {\"$anchor\": \"item\", \"type\": \"integer\"}}, \"type\": "
+          "\"array\", \"items\": "
+          "{\"$ref\": \"#item\"}}",
+          LIST("[1, 2]"), LIST("[\"a\"]"));
+}
+
+static void test_formats_and_annotations(void **state) {
+    (void)state;
+    check("{\"type\": \"string\", \"format\": \"ipv6\"}",
+          LIST("\"::1\"", "\"2001:db8::8a2e:370:7334\"", "\"fe80:0:0:0:0:0:0:1\"", "\"::\"",
+               "\"::ffff:192.0.2.1\"", "\"64:ff9b::1:2:3.4.5.6\"", "\"1:2:3:4:5:6:7::\""),
+          LIST("\"1::2::3\"", "\"12345::\"", "\"1.2.3.4\"", "\"1:2:3:4:5:6:7:8:9\"",
+               "\"::256.1.1.1\"", "\"1:2:3:4:5:6:7:1.2.3.4\""));
+    check("{\"type\": \"string\", \"format\": \"hostname\"}", LIST("\"example.com\"", "\"a-b.c\""),
+          LIST("\"-a.com\"", "\"a..b\"", "\"a b\""));
+    check("{\"type\": \"string\", \"format\": \"duration\"}",
+          LIST("\"P3D\"", "\"PT1H30M\"", "\"P1Y2M\"", "\"P2W\""),
+          LIST("\"3D\"", "\"P\"", "\"PT\"", "\"P1M2Y\"", "\"P1DT\""));
+    check("{\"type\": \"string\", \"format\": \"uri\"}",
+          LIST("\"http://a.b/c?d=1#e\"", "\"mailto:x@y\"", "\"urn:isbn:1\"", "\"s3://b/k%20\""),
+          LIST("\"a b:c\"", "\"no-scheme\"", "\"http://a/%zz\""));
+    check("{\"type\": \"string\", \"format\": \"uri-reference\"}", LIST("\"../a/b?c=1\"", "\"\""),
+          LIST("\"a b\""));
+    /* A format without a grammar, and assertions a grammar cannot hold, still compile. */
+    check("{\"type\": \"string\", \"format\": \"x-my-format\"}", LIST("\"anything\""), LIST("1"));
+    check("{\"type\": \"array\", \"items\": {\"type\": \"integer\"}, \"uniqueItems\": true, "
+          "\"contains\": "
+          "{\"const\": 1}}",
+          LIST("[1, 2]"), LIST("[\"a\"]"));
+    check("{\"type\": \"object\", \"properties\": {\"a\": {}, \"b\": {}}, \"dependentRequired\": "
+          "{\"a\": [\"b\"]}}",
+          LIST("{\"a\": 1, \"b\": 2}"), LIST("{\"c\": 1}"));
+    assert_contains(
+        schema_error(
+            "{\"allOf\": [{\"type\": \"string\", \"pattern\": \"a\"}, {\"pattern\": \"b\"}]}"),
+        "two different 'pattern'");
+    assert_contains(schema_error("{\"allOf\": [{\"type\": \"string\"}, false]}"),
+                    "nothing matches");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_allof_merges_the_branches),
+        cmocka_unit_test(test_ref_with_assertions_beside_it),
+        cmocka_unit_test(test_anyof_inside_allof_is_distributed),
+        cmocka_unit_test(test_if_then_else_and_not),
+        cmocka_unit_test(test_choices_keep_their_siblings),
+        cmocka_unit_test(test_property_counts_have_no_dead_ends),
+        cmocka_unit_test(test_pattern_properties_and_property_names),
+        cmocka_unit_test(test_tuples_and_dynamic_references),
+        cmocka_unit_test(test_formats_and_annotations),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
