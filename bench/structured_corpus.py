@@ -148,19 +148,19 @@ def run_one(srv, name, schema, max_tokens, seed):
     return name, "valid", "", dt
 
 
-def other_compilers(items) -> dict[str, set[str]]:
+def other_compilers(items) -> dict[str, set[int]]:
     """The entries XGrammar's and llguidance's JSON Schema compilers accept
     (compile only, no vocabulary: the grammar is built or refused), each
-    compiler's names of the accepted entries. A compiler that is not
+    compiler's indices of the accepted entries. A compiler that is not
     installed is left out."""
-    out: dict[str, set[str]] = {}
+    out: dict[str, set[int]] = {}
     try:
         import xgrammar as xgr
         ok = set()
-        for name, schema in items:
+        for i, (_, schema) in enumerate(items):
             try:
                 xgr.Grammar.from_json_schema(json.dumps(schema), any_whitespace=False, strict_mode=True)
-                ok.add(name)
+                ok.add(i)
             except Exception:  # noqa: BLE001 (any refusal counts as not compiled)
                 pass
         out["XGrammar"] = ok
@@ -169,10 +169,10 @@ def other_compilers(items) -> dict[str, set[str]]:
     try:
         from llguidance import LLMatcher
         ok = set()
-        for name, schema in items:
+        for i, (_, schema) in enumerate(items):
             try:
                 if not LLMatcher.validate_grammar(LLMatcher.grammar_from_json_schema(schema)):
-                    ok.add(name)
+                    ok.add(i)
             except Exception:  # noqa: BLE001
                 pass
         out["llguidance"] = ok
@@ -199,13 +199,15 @@ def main() -> int:
     print(f"corpus: {len(items)} schemas from check-jsonschema (SchemaStore) and jsonschema-specifications",
           file=sys.stderr)
     results = []
+    index_of: dict[int, int] = {}  # a result's entry (names repeat: a definition reached from two schemas)
     with CllmServer(args.cllm, args.model, "--max-model-len", 2048, "--max-num-seqs", max(args.concurrency, 1),
                     "--max-body-size", "8MiB",
                     threads=args.threads) as srv:
         with concurrent.futures.ThreadPoolExecutor(args.concurrency) as ex:
-            futs = [ex.submit(run_one, srv, n, s, args.max_tokens, args.seed + i) for i, (n, s) in enumerate(items)]
+            futs = {ex.submit(run_one, srv, n, s, args.max_tokens, args.seed + i): i for i, (n, s) in enumerate(items)}
             for f in concurrent.futures.as_completed(futs):
                 results.append(f.result())
+                index_of[id(results[-1])] = futs[f]
                 name, kind, detail, dt = results[-1]
                 print(f"{kind:8} {dt:6.1f}s {name} {detail[:100]}", file=sys.stderr)
         assert srv.get("/health").status_code == 200
@@ -220,7 +222,7 @@ def main() -> int:
           f"{counts['length']} | {counts['error']} |")
     print("\nRefusals by reason: " + ", ".join(f"{r} {n}" for r, n in reasons.most_common()))
     if args.compare:
-        cllm_ok = {name for name, kind, _, _ in results if kind not in ("refused", "error")}
+        cllm_ok = {index_of[id(r)] for r in results if r[1] not in ("refused", "error")}
         print("\n| compiler | compiled | of entries | compiled where cllm refused | refused where cllm compiled |")
         print("|---|---:|---:|---:|---:|")
         print(f"| cllm | {len(cllm_ok)} | {len(results)} | - | - |")

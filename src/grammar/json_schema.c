@@ -240,6 +240,19 @@ static bool needs_flatten(json_t *schema) {
     return false;
 }
 
+/* Whether a schema matches no value: false, or one that schema_flatten
+ * reduces to false ("not": {}, allOf branches with no type in common); -1
+ * on error. An anyOf leaves such a choice out, an object such a property. */
+static int matches_nothing(js_ctx *c, json_t *v) {
+    if (json_is_false(v)) return 1;
+    if (!json_is_object(v) || !needs_flatten(v)) return 0;
+    json_t *flat = schema_flatten(c->root, v);
+    if (!flat) return err_prefix("JSON schema at %s: ", c->path[0] ? c->path : "#");
+    const int never = json_is_false(flat);
+    json_decref(flat);
+    return never;
+}
+
 /* ---- the schema kinds ---- */
 
 static int schema_rule(js_ctx *c, json_t *schema);
@@ -290,13 +303,18 @@ static int alternatives_rule(js_ctx *c, json_t *list, const char *key) {
     if (r < 0) return -1;
     size_t i;
     json_t *v;
+    size_t kept = 0;
     json_array_foreach(list, i, v) {
         char seg[96];
         snprintf(seg, sizeof seg, "%s/%zu", key, i);
+        const int never = matches_nothing(c, v);
+        if (never < 0) return -1;
+        if (never) continue;
         const int s = sub_rule(c, v, seg);
         if (s < 0 || gb_alt_begin(c->b, r) || gb_push_rule(c->b, s) || gb_alt_end(c->b)) return -1;
+        kept++;
     }
-    return r;
+    return kept ? r : js_fail(c, "no choice of '%s' at %s can match a value", key);
 }
 
 static int push_pending(js_ctx *c, ref_rule e) {
@@ -337,6 +355,11 @@ static int flat_rule_of(js_ctx *c, json_t *schema) {
         if (c->refs[i].source == schema) return c->refs[i].rule;
     json_t *flat = schema_flatten(c->root, schema);
     if (!flat) return err_prefix("JSON schema at %s: ", c->path[0] ? c->path : "#");
+    if (json_is_false(flat)) {
+        json_decref(flat);
+        return js_fail(c, "%s: no value matches the schema at %s (its allOf, not or if leave nothing)",
+                       "unsatisfiable");
+    }
     char *where = strdup(c->path[0] ? c->path : "#");
     const int r = where ? gb_fresh_rule(c->b) : err_oom("JSON schema: out of memory");
     if (r < 0 || push_pending(c, (ref_rule){.source = json_incref(schema), .flat = flat, .where = where, .rule = r})) {
@@ -716,18 +739,6 @@ static int extra_pair_rule(js_ctx *c, json_t *schema) {
     return r;
 }
 
-/* Whether a property's schema matches no value: false, or a schema that
- * schema_flatten reduces to false ("not": {}); -1 on error. */
-static int property_never(js_ctx *c, json_t *v) {
-    if (json_is_false(v)) return 1;
-    if (!json_is_object(v) || !needs_flatten(v)) return 0;
-    json_t *flat = schema_flatten(c->root, v);
-    if (!flat) return err_prefix("JSON schema at %s: ", c->path[0] ? c->path : "#");
-    const int never = json_is_false(flat);
-    json_decref(flat);
-    return never;
-}
-
 /* A rule that matches nothing: the dead ends of object_schema's counts. */
 static int push_nothing(js_ctx *c) {
     const byte_set none = {{0}};
@@ -768,7 +779,7 @@ static int object_schema(js_ctx *c, json_t *schema) {
     const char *key;
     void *tmp;
     json_object_foreach_safe(all_props, tmp, key, v) {
-        const int never = property_never(c, v);
+        const int never = matches_nothing(c, v);
         if (never < 0) {
             json_decref(all_props);
             return -1;

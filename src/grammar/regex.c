@@ -1,6 +1,6 @@
 /* Regular expressions (vLLM's guided_regex, JSON Schema `pattern`) compiled
  * into a grammar rule. The practical subset that constrained decoding needs:
- * literals, `.`, classes [a-z] [^...] with escapes, \d \w \s \D \W \S,
+ * literals, `.`, classes [a-z] [^...] with escapes, \d \w \s \D \W \S (inside classes too),
  * groups ( ) (?: ), alternation |, and ? * + {m} {m,} {m,n} (lazy `?`
  * suffixes accepted: the language is the same). The whole output must match
  * (anchored); a leading ^ and trailing $ are accepted. Backreferences and
@@ -48,6 +48,28 @@ static int add_class_escape(rx_parser *ps, char c) {
 }
 
 static bool is_class_escape(char c) { return strchr("dwsDWS", c) && c; }
+
+/* \D \W \S inside a class: every code point outside \d \w \s (no
+ * surrogates), as ranges added to the class. */
+static int add_negated_class_escape(rx_parser *ps, char c) {
+    static const uint32_t d[] = {'0', '9'}, w[] = {'0', '9', 'A', 'Z', '_', '_', 'a', 'z'},
+                          sp[] = {'\t', '\r', ' ', ' '};
+    const uint32_t *in = c == 'D' ? d : c == 'W' ? w : sp;
+    const int n = c == 'D' ? 1 : c == 'W' ? 4 : 2;
+    uint32_t from = 0;
+    for (int i = 0; i <= n; i++) {
+        const uint32_t to = i < n ? in[2 * i] : 0x110000; /* the gap [from, to) */
+        if (to > from) {
+            if (from < 0xD800 && to > 0xE000) {
+                if (add_range(ps, from, 0xD7FF) || add_range(ps, 0xE000, to - 1)) return -1;
+            } else if (add_range(ps, from, to - 1)) {
+                return -1;
+            }
+        }
+        if (i < n) from = in[2 * i + 1] + 1;
+    }
+    return 0;
+}
 
 /* A single escaped character (after the backslash); -1 when unknown. */
 static int escape_char(rx_parser *ps, uint32_t *out) {
@@ -119,8 +141,8 @@ static int parse_class(rx_parser *ps) {
         if (*ps->p == '\\') {
             ps->p++;
             if (is_class_escape(*ps->p)) {
-                if (isupper((unsigned char)*ps->p)) return rx_fail(ps, ps->p - 1, "\\D \\W \\S inside a class are not supported");
-                if (add_class_escape(ps, *ps->p++)) return -1;
+                const char e = *ps->p++;
+                if (isupper((unsigned char)e) ? add_negated_class_escape(ps, e) : add_class_escape(ps, e)) return -1;
                 continue;
             }
             if (*ps->p == 'b') lo = '\b', ps->p++;

@@ -31,6 +31,10 @@
 #include <string.h>
 
 #define MAX_MERGE_DEPTH 64
+/* What the merge functions return when the intersection is empty (no error
+ * set): the result is the schema false, which an anyOf drops as a choice and
+ * an object as a property. */
+#define MATCHES_NOTHING 1
 
 /* ---- references ---- */
 
@@ -232,7 +236,7 @@ static int merge_values(merge_ctx *m, const char *key, json_t *v) {
     json_decref(old), json_decref(new);
     if (!json_array_size(both)) {
         json_decref(both);
-        return err_set("allOf: the branches' enum/const values have none in common");
+        return MATCHES_NOTHING; /* no value in common */
     }
     json_object_del(m->acc, "const");
     json_object_set_new(m->acc, "enum", both);
@@ -281,7 +285,7 @@ static int merge_key(merge_ctx *m, const char *k, json_t *v) {
     if (!strcmp(k, "type")) {
         const int a = type_bits_of(old), b = type_bits_of(v);
         if (a < 0 || b < 0) return err_set("'%s' must be a string or a list of strings", "type");
-        if (!(a & b)) return err_set("allOf: the branches allow no type in common");
+        if (!(a & b)) return MATCHES_NOTHING; /* no type in common */
         merged = type_of_bits(a & b);
     } else if (listed(k, SUBSCHEMA_KEYS)) {
         merged = all_of2(old, v);
@@ -358,7 +362,7 @@ static int push_choices(merge_ctx *m, json_t *choices) {
 
 static int merge_one(merge_ctx *m, json_t *s) {
     if (json_is_true(s)) return 0;
-    if (json_is_false(s)) return err_set("allOf: a branch is the schema 'false': nothing matches");
+    if (json_is_false(s)) return MATCHES_NOTHING;
     if (!json_is_object(s)) return err_set("allOf: a branch must be a schema object or a boolean");
     if (++m->depth > MAX_MERGE_DEPTH)
         return err_set("allOf/$ref nested too deeply (over %d levels)", MAX_MERGE_DEPTH);
@@ -420,23 +424,20 @@ static bool asserts_nothing(json_t *s) {
     return true;
 }
 
-/* The enum values of acc that `not` (a const or an enum) leaves; false when
- * acc holds no value list (the not is then not enforced). */
-static int drop_values(json_t *acc, json_t * not ) {
-    json_t *list =
-        json_object_get(acc, "enum") ? json_object_get(acc, "enum") : json_object_get(acc, "const");
+/* The enum values of acc that `negated` (a const or an enum) leaves; acc
+ * unchanged when it holds no value list (the not is then not enforced). */
+static int drop_values(json_t *acc, json_t *negated) {
+    json_t *list = json_object_get(acc, "enum") ? json_object_get(acc, "enum") : json_object_get(acc, "const");
     if (!list) {
-        json_t *c = json_object_get(not, "const");
+        json_t *c = json_object_get(negated, "const");
         const char *type = json_string_value(json_object_get(acc, "type"));
-        if (c && json_is_boolean(c) && type && !strcmp(type, "boolean")) {
+        if (c && json_is_boolean(c) && type && !strcmp(type, "boolean"))
             json_object_set_new(acc, "const", json_boolean(!json_is_true(c)));
-            return 1;
-        }
         return 0;
     }
     json_t *have = values_of(json_object_get(acc, "enum") ? "enum" : "const", list);
-    json_t *gone = json_object_get(not, "enum") ? json_incref(json_object_get(not, "enum"))
-                                                : json_pack("[O]", json_object_get(not, "const"));
+    json_t *gone = json_object_get(negated, "enum") ? json_incref(json_object_get(negated, "enum"))
+                                                    : json_pack("[O]", json_object_get(negated, "const"));
     json_t *kept = json_array();
     if (!have || !gone || !kept || !json_is_array(gone)) {
         json_decref(have), json_decref(gone), json_decref(kept);
@@ -448,42 +449,35 @@ static int drop_values(json_t *acc, json_t * not ) {
     json_decref(have), json_decref(gone);
     json_object_del(acc, "const");
     json_object_set_new(acc, "enum", kept);
-    return json_array_size(kept) ? 1 : err_set("'not' excludes every value of the enum");
+    return json_array_size(kept) ? 0 : MATCHES_NOTHING;
 }
 
 /* A "not" the grammar can hold, applied: of nothing ({} or true), the
- * schema false (returns 1); of types, the types left; of one required
- * name, the property removed; of a const or an enum, those values taken
- * out of the schema's own enum. Any other is dropped. */
+ * schema false; of types, the types left; of one required name, the
+ * property removed; of a const or an enum, those values taken out of the
+ * schema's own enum. Any other is dropped. 0, MATCHES_NOTHING or -1. */
 static int apply_not(json_t *acc) {
-    json_t *not = json_object_get(acc, "not");
-    if (!not ) return 0;
-    if (asserts_nothing(not )) return 1;
-    const size_t n_keys = json_is_object(not ) ? json_object_size(not ) : 0;
-    json_t *nt = json_object_get(not, "type");
+    json_t *negated = json_object_get(acc, "not");
+    if (!negated) return 0;
+    if (asserts_nothing(negated)) return MATCHES_NOTHING;
+    const size_t n_keys = json_is_object(negated) ? json_object_size(negated) : 0;
+    json_t *nt = json_object_get(negated, "type");
     if (nt && n_keys == 1) {
         const int have = type_bits_of(json_object_get(acc, "type")), drop = type_bits_of(nt);
-        if (have < 0 || drop < 0)
-            return err_set("'%s' must be a string or a list of strings", "type");
-        if (!(have & ~drop)) return err_set("'not' excludes every type the schema allows");
+        if (have < 0 || drop < 0) return err_set("'%s' must be a string or a list of strings", "type");
+        if (!(have & ~drop)) return MATCHES_NOTHING;
         json_object_set_new(acc, "type", type_of_bits(have & ~drop));
     }
-    if (n_keys == 1 && (json_object_get(not, "const") || json_object_get(not, "enum")) &&
-        drop_values(acc, not ) < 0)
-        return -1;
-    json_t *req = json_object_get(not, "required");
+    if (n_keys == 1 && (json_object_get(negated, "const") || json_object_get(negated, "enum"))) {
+        const int rc = drop_values(acc, negated);
+        if (rc) return rc;
+    }
+    json_t *req = json_object_get(negated, "required");
     if (n_keys == 1 && json_is_array(req) && json_array_size(req) == 1) {
-        const char *name = json_string_value(json_array_get(req, 0));
+        json_t *name = json_array_get(req, 0);
         json_t *props = json_object_get(acc, "properties");
-        json_t *have = json_object_get(acc, "required");
-        size_t i;
-        json_t *r;
-        json_array_foreach(
-            have, i,
-            r) if (name && json_is_string(r) &&
-                   !strcmp(json_string_value(r),
-                           name)) return err_set("'not' forbids the required property '%s'", name);
-        if (name && json_is_object(props)) json_object_del(props, name);
+        if (list_has(json_object_get(acc, "required"), name)) return MATCHES_NOTHING;
+        if (json_is_string(name) && json_is_object(props)) json_object_del(props, json_string_value(name));
     }
     json_object_del(acc, "not");
     return 0;
@@ -522,14 +516,13 @@ fail:
 json_t *schema_flatten(json_t *root, json_t *schema) {
     merge_ctx m = {.root = root, .acc = json_object(), .alts = json_array(), .seen = json_object()};
     json_t *out = NULL;
-    if (!m.acc || !m.alts || !m.seen)
+    if (!m.acc || !m.alts || !m.seen) {
         err_oom("JSON schema: out of memory");
-    else if (!merge_one(&m, schema)) {
-        const int nothing = apply_not(m.acc);
-        if (nothing == 1)
-            out = json_false();
-        else if (nothing == 0)
-            out = distribute(m.acc, m.alts);
+    } else {
+        int rc = merge_one(&m, schema);
+        if (!rc) rc = apply_not(m.acc);
+        if (rc == MATCHES_NOTHING) out = json_false();
+        else if (rc == 0) out = distribute(m.acc, m.alts);
     }
     json_decref(m.acc), json_decref(m.alts), json_decref(m.seen);
     return out;

@@ -18,8 +18,10 @@ json_t *schema_resolve_ref(json_t *root, const char *ref);
 const char *schema_ref_of(json_t *schema);
 
 /* One schema object (holding allOf, a $ref with assertions beside it, if,
- * not, ...) as a new schema without those, or NULL with err_get()
- * ("allOf: the branches allow no type in common"). References at its top
+ * not, ...) as a new schema without those; the schema false when no value
+ * can match (branches with no type or enum value in common, "not": {});
+ * NULL with err_get() for what is malformed or not supported ("allOf: two
+ * different 'pattern' values ..."). References at its top
  * level are followed (against root, up to a bound); nested schemas keep
  * theirs. An anyOf/oneOf or if/then/else of a branch becomes the result's
  * anyOf, each alternative an allOf of the rest and one choice. */

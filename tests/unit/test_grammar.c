@@ -132,6 +132,15 @@ static void test_regex_subset(void **state) {
     assert_true(matches(g, "xyabcd."));
     assert_false(matches(g, "1ab."));
     grammar_free(g);
+    /* \S \W \D inside a class: the complements, non-ASCII included; joined with other members. */
+    g = grammar_from_regex("[\\S]+ [\\W\\d]+ [\\Da]");
+    assert_non_null(g);
+    assert_true(matches(g, "a\xc3\xa9! -1\xe6\x97\xa5 x"));
+    assert_true(matches(g, "x 5 a"));
+    assert_false(matches(g, "a\tb - x"));
+    assert_false(matches(g, "a b x"));
+    assert_false(matches(g, "a - 7"));
+    grammar_free(g);
 }
 
 static void test_regex_errors_name_the_position(void **state) {
