@@ -241,17 +241,30 @@ static bool needs_flatten(json_t *schema) {
 }
 
 /* Whether a schema matches no value: false, or one that schema_flatten
- * reduces to false ("not": {}, allOf branches with no type in common); -1
- * on error. An anyOf leaves such a choice out, an object such a property. */
-static int matches_nothing(js_ctx *c, json_t *v) {
+ * reduces to false ("not": {}, allOf branches with no type in common), or
+ * an object with a required property of such a schema (an if/then choice
+ * whose discriminator contradicts the one around it); -1 on error. An anyOf
+ * leaves such a choice out, an object such a property. */
+static int never_at(js_ctx *c, json_t *v, int depth) {
     if (json_is_false(v)) return 1;
-    if (!json_is_object(v) || !needs_flatten(v)) return 0;
-    json_t *flat = schema_flatten(c->root, v);
+    if (!json_is_object(v)) return 0;
+    json_t *flat = needs_flatten(v) ? schema_flatten(c->root, v) : json_incref(v);
     if (!flat) return err_prefix("JSON schema at %s: ", c->path[0] ? c->path : "#");
-    const int never = json_is_false(flat);
+    int never = json_is_false(flat);
+    /* A required property that can hold no value empties its object (two levels down at most). */
+    json_t *req = json_object_get(flat, "required"), *props = json_object_get(flat, "properties");
+    size_t i;
+    json_t *name;
+    if (!never && depth < 2 && json_is_object(props) && !json_object_get(flat, "anyOf"))
+        json_array_foreach(req, i, name) {
+            json_t *p = json_is_string(name) ? json_object_get(props, json_string_value(name)) : NULL;
+            if (p && (never = never_at(c, p, depth + 1)) != 0) break;
+        }
     json_decref(flat);
     return never;
 }
+
+static int matches_nothing(js_ctx *c, json_t *v) { return never_at(c, v, 0); }
 
 /* ---- the schema kinds ---- */
 

@@ -1,5 +1,7 @@
 """Token masks against XGrammar: for each grammar (JSON schemas in both
-whitespace modes, GBNF grammars, regexes, choices), random valid documents
+whitespace modes, 60 generated object schemas over patternProperties,
+propertyNames, additionalProperties, unevaluatedProperties and
+minProperties/maxProperties, GBNF grammars, regexes, choices), random valid documents
 are walked token by token and at every step cllm's allowed-token set must
 equal XGrammar's over the same vocabulary: a synthetic byte-level vocabulary
 (all bytes plus JSON-ish pieces and multi-byte characters) and the real
@@ -77,6 +79,43 @@ SCHEMAS = [
     {"type": "array", "items": {"type": "integer"}, "uniqueItems": True, "maxItems": 3},
     {"type": "object", "properties": {"a": {"type": "integer"}}, "dependentRequired": {"a": ["b"]}},
 ]
+
+def object_schemas(n: int, seed: int = 0) -> list[dict]:
+    """Random object schemas over the keywords that shape an object's keys
+    and counts: properties of assorted types, some required;
+    patternProperties, or additionalProperties (true or a schema) with or
+    without propertyNames, or unevaluatedProperties; minProperties and
+    maxProperties. Patterns are anchored at both ends: XGrammar matches a
+    key pattern whole, where JSON Schema searches (cllm follows the spec)."""
+    r = random.Random(seed)
+    types = [{"type": "string"}, {"type": "integer"}, {"type": "boolean"}, {"enum": ["red", "blue"]},
+             {"type": "integer", "minimum": 0, "maximum": 9}, {"type": "array", "items": {"type": "integer"},
+                                                             "maxItems": 2}]
+    out = []
+    for _ in range(n):
+        props = {name: r.choice(types) for name in r.sample(["a", "name", "age", "x1", "color"], r.randint(1, 3))}
+        s = {"type": "object", "properties": props}
+        required = [name for name in props if r.random() < 0.4]
+        if required:
+            s["required"] = required
+        k = r.random()
+        if k < 0.3:
+            s["patternProperties"] = {r.choice(["^x[0-9]$", "^[a-c]+$", "^z[0-9]?$"]): r.choice(types)}
+        elif k < 0.5:
+            s["additionalProperties"] = r.choice([True, {"type": "integer"}])
+            if r.random() < 0.5:
+                s["propertyNames"] = {"pattern": r.choice(["^[a-z]{1,3}$", "^q[a-z]?$"])}
+        elif k < 0.6:
+            s["unevaluatedProperties"] = r.choice([{"type": "string"}, False])
+        open_keys = "patternProperties" in s or "additionalProperties" in s or s.get("unevaluatedProperties")
+        if r.random() < 0.5:
+            s["minProperties"] = r.randint(0, min(2, len(props) + (3 if open_keys else 0)))
+        if r.random() < 0.4:
+            floor = max(s.get("minProperties", 0), len(required))
+            s["maxProperties"] = r.randint(floor, max(floor, 3))
+        out.append(s)
+    return out
+
 
 GRAMMARS = [
     'root ::= "yes" | "no" | "maybe" [0-9]*',
@@ -199,6 +238,16 @@ def test_masks_equal_xgrammar_synthetic_vocab(kind, spec, any_ws, synthetic_voca
     path, toks, eos = synthetic_vocab
     checked = walk_and_compare(build_dir / "grammar_masks", tmp_path, kind, spec, any_ws, path, toks, [eos],
                                walks=6, max_steps=40, seed=hash((kind, str(spec), any_ws)) & 0xFFFF)
+    assert checked > 0
+
+
+@pytest.mark.parametrize("any_ws", [False, True])
+@pytest.mark.parametrize("index", range(60))
+def test_masks_equal_xgrammar_generated_object_schemas(index, any_ws, synthetic_vocab, build_dir, tmp_path):
+    path, toks, eos = synthetic_vocab
+    spec = object_schemas(60)[index]
+    checked = walk_and_compare(build_dir / "grammar_masks", tmp_path, "json_schema", spec, any_ws, path, toks, [eos],
+                               walks=4, max_steps=40, seed=index)
     assert checked > 0
 
 

@@ -152,6 +152,11 @@ static void test_choices_keep_their_siblings(void **state) {
                "{\"name\": 1, \"job\": \"j\"}"));
     check("{\"type\": \"string\", \"anyOf\": [{\"maxLength\": 1}, {\"pattern\": \"^z+$\"}]}",
           LIST("\"a\"", "\"zzz\""), LIST("\"ab\"", "1"));
+    /* A choice whose required discriminator contradicts the one around it is dropped, not an error. */
+    check("{\"type\": \"object\", \"properties\": {\"kind\": {\"const\": \"a\"}, \"x\": {\"type\": \"integer\"}}, "
+          "\"required\": [\"kind\"], \"oneOf\": [{\"properties\": {\"kind\": {\"const\": \"b\"}}}, "
+          "{\"required\": [\"x\"]}]}",
+          LIST("{\"kind\": \"a\", \"x\": 1}"), LIST("{\"kind\": \"a\"}", "{\"kind\": \"b\"}"));
 }
 
 static void test_property_counts_have_no_dead_ends(void **state) {
