@@ -62,6 +62,7 @@ typedef struct {
     int n_refs, cap_refs;
     char path[512];
     int depth;
+    int never_budget; /* schemas matches_nothing may still flatten */
 } js_ctx;
 
 static int js_fail(js_ctx *c, const char *fmt, const char *what) {
@@ -243,28 +244,39 @@ static bool needs_flatten(json_t *schema) {
 /* Whether a schema matches no value: false, or one that schema_flatten
  * reduces to false ("not": {}, allOf branches with no type in common), or
  * an object with a required property of such a schema (an if/then choice
- * whose discriminator contradicts the one around it); -1 on error. An anyOf
- * leaves such a choice out, an object such a property. */
+ * whose discriminator contradicts the one around it), or an anyOf of such
+ * choices only; -1 on error. An anyOf leaves such a choice out, an object
+ * such a property. */
 static int never_at(js_ctx *c, json_t *v, int depth) {
     if (json_is_false(v)) return 1;
-    if (!json_is_object(v)) return 0;
+    if (!json_is_object(v) || c->never_budget <= 0) return 0; /* past the budget: assume it can match */
+    c->never_budget--;
     json_t *flat = needs_flatten(v) ? schema_flatten(c->root, v) : json_incref(v);
     if (!flat) return err_prefix("JSON schema at %s: ", c->path[0] ? c->path : "#");
     int never = json_is_false(flat);
-    /* A required property that can hold no value empties its object (two levels down at most). */
-    json_t *req = json_object_get(flat, "required"), *props = json_object_get(flat, "properties");
+    json_t *req = json_object_get(flat, "required"), *props = json_object_get(flat, "properties"),
+           *choices = json_object_get(flat, "anyOf");
     size_t i;
-    json_t *name;
-    if (!never && depth < 2 && json_is_object(props) && !json_object_get(flat, "anyOf"))
-        json_array_foreach(req, i, name) {
-            json_t *p = json_is_string(name) ? json_object_get(props, json_string_value(name)) : NULL;
+    json_t *x;
+    if (!never && json_is_array(choices) && depth < 8) { /* every choice empty (if/then groups, distributed) */
+        never = 1;
+        json_array_foreach(choices, i, x) if ((never = never_at(c, x, depth + 1)) != 1) break;
+    } else if (!never && depth < 2 && json_is_object(props)) {
+        /* a required property that can hold no value empties its object */
+        json_array_foreach(req, i, x) {
+            json_t *p = json_is_string(x) ? json_object_get(props, json_string_value(x)) : NULL;
             if (p && (never = never_at(c, p, depth + 1)) != 0) break;
         }
+    }
     json_decref(flat);
     return never;
 }
 
-static int matches_nothing(js_ctx *c, json_t *v) { return never_at(c, v, 0); }
+/* Bounded: a schema of k if/then groups has 2^k combinations to look at. */
+static int matches_nothing(js_ctx *c, json_t *v) {
+    c->never_budget = 512;
+    return never_at(c, v, 0);
+}
 
 /* ---- the schema kinds ---- */
 

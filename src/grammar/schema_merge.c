@@ -452,15 +452,25 @@ static int drop_values(json_t *acc, json_t *negated) {
     return json_array_size(kept) ? 0 : MATCHES_NOTHING;
 }
 
-/* A "not" the grammar can hold, applied: of nothing ({} or true), the
- * schema false; of types, the types left; of one required name, the
- * property removed; of a const or an enum, those values taken out of the
- * schema's own enum. Any other is dropped. 0, MATCHES_NOTHING or -1. */
-static int apply_not(json_t *acc) {
-    json_t *negated = json_object_get(acc, "not");
-    if (!negated) return 0;
+/* One "not" the grammar can hold, applied to acc: of nothing ({} or true),
+ * the schema false; of an anyOf, each of its choices (not (A or B) is not A
+ * and not B; the merge joins two branches' nots so); of types, the types
+ * left; of one required name, the property removed; of a const or an enum,
+ * those values taken out of the schema's own enum. Any other is dropped.
+ * 0, MATCHES_NOTHING or -1. */
+static int apply_one_not(json_t *acc, json_t *negated, int depth) {
     if (asserts_nothing(negated)) return MATCHES_NOTHING;
     const size_t n_keys = json_is_object(negated) ? json_object_size(negated) : 0;
+    json_t *choices = json_object_get(negated, "anyOf");
+    if (n_keys == 1 && json_is_array(choices) && depth < MAX_MERGE_DEPTH) {
+        size_t i;
+        json_t *x;
+        json_array_foreach(choices, i, x) {
+            const int rc = apply_one_not(acc, x, depth + 1);
+            if (rc) return rc;
+        }
+        return 0;
+    }
     json_t *nt = json_object_get(negated, "type");
     if (nt && n_keys == 1) {
         const int have = type_bits_of(json_object_get(acc, "type")), drop = type_bits_of(nt);
@@ -479,8 +489,16 @@ static int apply_not(json_t *acc) {
         if (list_has(json_object_get(acc, "required"), name)) return MATCHES_NOTHING;
         if (json_is_string(name) && json_is_object(props)) json_object_del(props, json_string_value(name));
     }
-    json_object_del(acc, "not");
     return 0;
+}
+
+static int apply_not(json_t *acc) {
+    json_t *negated = json_incref(json_object_get(acc, "not"));
+    if (!negated) return 0;
+    json_object_del(acc, "not");
+    const int rc = apply_one_not(acc, negated, 0);
+    json_decref(negated);
+    return rc;
 }
 
 /* The merged keywords with the choices distributed: anyOf over the first

@@ -157,6 +157,15 @@ static void test_choices_keep_their_siblings(void **state) {
           "\"required\": [\"kind\"], \"oneOf\": [{\"properties\": {\"kind\": {\"const\": \"b\"}}}, "
           "{\"required\": [\"x\"]}]}",
           LIST("{\"kind\": \"a\", \"x\": 1}"), LIST("{\"kind\": \"a\"}", "{\"kind\": \"b\"}"));
+    /* Three if/then groups over one discriminator: of the eight combinations, the three consistent ones stay. */
+    check("{\"type\": \"object\", \"required\": [\"t\"], \"properties\": {\"t\": {\"enum\": [\"a\", \"b\", \"c\"]}, "
+          "\"x\": {\"type\": \"integer\"}, \"y\": {\"type\": \"integer\"}}, \"allOf\": ["
+          "{\"if\": {\"properties\": {\"t\": {\"const\": \"a\"}}}, \"then\": {\"required\": [\"x\"]}}, "
+          "{\"if\": {\"properties\": {\"t\": {\"const\": \"b\"}}}, \"then\": {\"required\": [\"y\"]}}, "
+          "{\"if\": {\"properties\": {\"t\": {\"const\": \"c\"}}}, \"then\": {\"required\": [\"x\", \"y\"]}}]}",
+          LIST("{\"t\": \"a\", \"x\": 1}", "{\"t\": \"b\", \"y\": 2}", "{\"t\": \"c\", \"x\": 1, \"y\": 2}",
+               "{\"t\": \"a\", \"x\": 1, \"y\": 2}"),
+          LIST("{\"t\": \"a\"}", "{\"t\": \"b\", \"x\": 1}", "{\"t\": \"c\", \"x\": 1}", "{\"t\": \"d\", \"x\": 1}"));
 }
 
 static void test_property_counts_have_no_dead_ends(void **state) {
