@@ -813,8 +813,9 @@ static int object_schema(js_ctx *c, json_t *schema) {
         size_t j;
         json_t *rv;
         json_array_foreach(req, j, rv) if (!strcmp(json_string_value(rv), key)) {
+            const int rc = js_fail(c, "required property '%s' may hold no value at %s", key); /* key dies with all_props */
             json_decref(all_props);
-            return js_fail(c, "required property '%s' may hold no value at %s", key);
+            return rc;
         }
         json_object_del(all_props, key);
     }
