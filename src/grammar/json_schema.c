@@ -247,7 +247,7 @@ static bool needs_flatten(json_t *schema) {
  * whose discriminator contradicts the one around it), or an anyOf of such
  * choices only; -1 on error. An anyOf leaves such a choice out, an object
  * such a property. */
-static int never_at(js_ctx *c, json_t *v, int depth) {
+static int never_at(js_ctx *c, json_t *v, int prop_depth, int choice_depth) {
     if (json_is_false(v)) return 1;
     if (!json_is_object(v) || c->never_budget <= 0) return 0; /* past the budget: assume it can match */
     c->never_budget--;
@@ -258,14 +258,14 @@ static int never_at(js_ctx *c, json_t *v, int depth) {
            *choices = json_object_get(flat, "anyOf");
     size_t i;
     json_t *x;
-    if (!never && json_is_array(choices) && depth < 8) { /* every choice empty (if/then groups, distributed) */
+    if (!never && json_is_array(choices) && choice_depth < 8) { /* every choice empty (if/then groups, distributed) */
         never = 1;
-        json_array_foreach(choices, i, x) if ((never = never_at(c, x, depth + 1)) != 1) break;
-    } else if (!never && depth < 2 && json_is_object(props)) {
+        json_array_foreach(choices, i, x) if ((never = never_at(c, x, prop_depth, choice_depth + 1)) != 1) break;
+    } else if (!never && prop_depth < 2 && json_is_object(props)) {
         /* a required property that can hold no value empties its object */
         json_array_foreach(req, i, x) {
             json_t *p = json_is_string(x) ? json_object_get(props, json_string_value(x)) : NULL;
-            if (p && (never = never_at(c, p, depth + 1)) != 0) break;
+            if (p && (never = never_at(c, p, prop_depth + 1, choice_depth)) != 0) break;
         }
     }
     json_decref(flat);
@@ -275,7 +275,7 @@ static int never_at(js_ctx *c, json_t *v, int depth) {
 /* Bounded: a schema of k if/then groups has 2^k combinations to look at. */
 static int matches_nothing(js_ctx *c, json_t *v) {
     c->never_budget = 512;
-    return never_at(c, v, 0);
+    return never_at(c, v, 0, 0);
 }
 
 /* ---- the schema kinds ---- */

@@ -166,6 +166,16 @@ static void test_choices_keep_their_siblings(void **state) {
           LIST("{\"t\": \"a\", \"x\": 1}", "{\"t\": \"b\", \"y\": 2}", "{\"t\": \"c\", \"x\": 1, \"y\": 2}",
                "{\"t\": \"a\", \"x\": 1, \"y\": 2}"),
           LIST("{\"t\": \"a\"}", "{\"t\": \"b\", \"x\": 1}", "{\"t\": \"c\", \"x\": 1}", "{\"t\": \"d\", \"x\": 1}"));
+    /* Six groups (64 combinations, GitHub's issue forms): only one then holds at a time, and each is found. */
+    check("{\"type\": \"object\", \"required\": [\"t\"], \"properties\": {\"t\": {\"enum\": [\"a\", \"b\", \"c\", "
+          "\"d\", \"e\", \"f\"]}, \"x\": {\"type\": \"integer\"}}, \"allOf\": ["
+          "{\"if\": {\"properties\": {\"t\": {\"const\": \"a\"}}}, \"then\": {\"required\": [\"x\"]}}, "
+          "{\"if\": {\"properties\": {\"t\": {\"const\": \"b\"}}}, \"then\": {\"required\": [\"x\"]}}, "
+          "{\"if\": {\"properties\": {\"t\": {\"const\": \"c\"}}}, \"then\": {\"required\": [\"x\"]}}, "
+          "{\"if\": {\"properties\": {\"t\": {\"const\": \"d\"}}}, \"then\": {\"required\": [\"x\"]}}, "
+          "{\"if\": {\"properties\": {\"t\": {\"const\": \"e\"}}}, \"then\": {\"required\": [\"x\"]}}, "
+          "{\"if\": {\"properties\": {\"t\": {\"const\": \"f\"}}}, \"then\": {\"required\": [\"x\"]}}]}",
+          LIST("{\"t\": \"a\", \"x\": 1}", "{\"t\": \"f\", \"x\": 2}"), LIST("{\"t\": \"e\"}", "{\"t\": \"g\", \"x\": 1}"));
 }
 
 static void test_property_counts_have_no_dead_ends(void **state) {
