@@ -21,8 +21,9 @@
  *   lists (practical shapes, not the RFCs; any other format is an
  *   annotation, as 2020-12 reads formats);
  *   integers: minimum, maximum, exclusiveMinimum, exclusiveMaximum exactly
- *   (a digit-range grammar), numbers: only a lower bound of 0 (no sign);
- *   other number bounds are refused.
+ *   (a digit-range grammar; draft 4's boolean exclusive* too); numbers: the
+ *   same bounds when they are whole values, exactly, in plain decimals
+ *   (fractional bounds are refused).
  * Annotations (title, description, default, examples, $schema, $id,
  * $comment, deprecated, readOnly, writeOnly, ...) and keywords of no JSON
  * Schema vocabulary (a vendor's own, "x-...") are ignored, as the spec says.
@@ -585,13 +586,14 @@ static int integer_schema(js_ctx *c, json_t *schema) {
     const char *keys[] = {"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"};
     for (int k = 0; k < 4; k++) {
         json_t *v = json_object_get(schema, keys[k]);
-        if (!v) continue;
+        if (!v || json_is_boolean(v)) continue; /* draft 4's boolean exclusive* modify minimum/maximum */
         if (!json_is_number(v)) return js_fail(c, "'%s' must be a number at %s", keys[k]);
         const double d = json_number_value(v);
         if (fabs(d) > 1e15) return js_fail(c, "'%s' is out of the supported range (|x| <= 1e15) at %s", keys[k]);
+        const bool excl = k % 2 == 1 || json_is_true(json_object_get(schema, keys[k + 1]));
         long long b = k < 2 ? (long long)ceil(d) : (long long)floor(d);
-        if (k == 1 && (double)b == d) b++;
-        if (k == 3 && (double)b == d) b--;
+        if (excl && k < 2 && (double)b == d) b++;
+        if (excl && k >= 2 && (double)b == d) b--;
         if (k < 2) lo = has_lo && lo > b ? lo : b, has_lo = true;
         else hi = has_hi && hi < b ? hi : b, has_hi = true;
     }
@@ -642,20 +644,105 @@ static int integer_schema(js_ctx *c, json_t *schema) {
     return r;
 }
 
+/* Whole numbers lo..hi (hi < 0: no upper end) as regex alternatives, each in
+ * parentheses: the canonical digits, as range_pos writes them, and past the
+ * digits of lo every longer number. */
+static void append_whole_range(char *out, size_t cap, long long lo, long long hi) {
+    const size_t at = strlen(out);
+    snprintf(out + at, cap - at, "%s(", out[0] ? "|" : "");
+    if (hi >= 0) {
+        range_pos(out, cap, lo, hi);
+    } else {
+        char d[24];
+        snprintf(d, sizeof d, "%lld", lo);
+        long long p = 1;
+        for (size_t k = 0; k < strlen(d); k++) p *= 10;
+        range_pos(out, cap, lo, p - 1);
+        const size_t n = strlen(out);
+        snprintf(out + n, cap - n, "|[1-9][0-9]{%zu,}", strlen(d));
+    }
+    const size_t n = strlen(out);
+    snprintf(out + n, cap - n, ")");
+}
+
+/* Numbers without a sign (a whole part a and a fraction f) from lo to hi,
+ * whole-valued bounds, lo >= 0, either bound inclusive or exclusive, hi
+ * optional: a in (lo or lo + 1) .. hi - 1 with any fraction; a = lo with a
+ * fraction that is not zero when lo is exclusive; a = hi with a zero
+ * fraction when hi is inclusive. */
+static void append_magnitudes(char *out, size_t cap, long long lo, bool lo_ex, bool has_hi, long long hi, bool hi_ex) {
+    const long long from = lo_ex ? lo + 1 : lo;
+    char *part = out + strlen(out);
+    const size_t part_cap = cap - strlen(out);
+    if (!has_hi || from <= hi - 1) {
+        append_whole_range(part, part_cap, from, has_hi ? hi - 1 : -1);
+        const size_t n = strlen(part);
+        snprintf(part + n, part_cap - n, "(\\.[0-9]+)?");
+    }
+    if (lo_ex && (!has_hi || hi > lo)) {
+        const size_t n = strlen(part);
+        snprintf(part + n, part_cap - n, "%s%lld\\.[0-9]*[1-9][0-9]*", part[0] ? "|" : "", lo);
+    }
+    if (has_hi && !hi_ex && (hi > lo || (hi == lo && !lo_ex))) {
+        const size_t n = strlen(part);
+        snprintf(part + n, part_cap - n, "%s%lld(\\.0+)?", part[0] ? "|" : "", hi);
+    }
+}
+
+/* A number's bounds, each a whole value within +-1e15 (inclusive or
+ * exclusive; draft 4's boolean exclusiveMinimum/exclusiveMaximum make the
+ * plain bound exclusive): the tighter of two on one side. Bounded numbers
+ * are written in plain decimals (no exponent), exactly the values in range. */
 static int number_schema(js_ctx *c, json_t *schema) {
+    bool has[2] = {false, false}, ex[2] = {false, false};
+    long long b[2] = {0, 0};
     const char *keys[] = {"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"};
-    bool nonneg = false;
     for (int k = 0; k < 4; k++) {
         json_t *v = json_object_get(schema, keys[k]);
-        if (!v) continue;
-        if (k == 0 && json_is_number(v) && json_number_value(v) == 0) {
-            nonneg = true;
-            continue;
-        }
-        return js_fail(c, "'%s' on a non-integer number is not supported (only minimum 0) at %s", keys[k]);
+        const int side = k / 2;
+        if (!v || json_is_boolean(v)) continue;
+        if (!json_is_number(v)) return js_fail(c, "'%s' must be a number at %s", keys[k]);
+        const double d = json_number_value(v);
+        if (fabs(d) > 1e15) return js_fail(c, "'%s' is out of the supported range (|x| <= 1e15) at %s", keys[k]);
+        if (d != floor(d))
+            return js_fail(c, "'%s' on a non-integer number must be a whole value (a fractional bound is not "
+                              "supported) at %s", keys[k]);
+        bool excl = k % 2 == 1 || json_is_true(json_object_get(schema, keys[k + 1]));
+        const long long val = (long long)d;
+        const bool tighter = !has[side] || (side == 0 ? val > b[side] || (val == b[side] && excl)
+                                                      : val < b[side] || (val == b[side] && excl));
+        if (tighter) b[side] = val, ex[side] = excl, has[side] = true;
     }
-    if (!nonneg) return number_rule(c);
-    return regex_rule(c, "(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][+-]?[0-9]+)?");
+    if (!has[0] && !has[1]) return number_rule(c);
+    if (has[0] && b[0] == 0 && !ex[0] && !has[1]) /* minimum 0 alone: exponents stay non-negative */
+        return regex_rule(c, "(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][+-]?[0-9]+)?");
+    char *re = calloc(1, 65536);
+    if (!re) return err_oom("JSON schema: out of memory");
+    const long long lo = b[0], hi = b[1];
+    /* x >= 0, unsigned */
+    if (!has[1] || hi > 0 || (hi == 0 && !ex[1])) {
+        const bool lo_here = has[0] && lo >= 0;
+        append_magnitudes(re, 65536, lo_here ? lo : 0, lo_here && ex[0], has[1], hi, ex[1]);
+    }
+    /* x < 0: "-" and a magnitude above 0 (or above -hi) up to -lo */
+    if (!has[0] || lo < 0) {
+        const bool hi_here = has[1] && hi < 0;
+        char *neg = calloc(1, 32768);
+        if (!neg) {
+            free(re);
+            return err_oom("JSON schema: out of memory");
+        }
+        append_magnitudes(neg, 32768, hi_here ? -hi : 0, hi_here ? ex[1] : true, has[0], -lo, ex[0]);
+        if (neg[0]) snprintf(re + strlen(re), 65536 - strlen(re), "%s-(%s)", re[0] ? "|" : "", neg);
+        free(neg);
+    }
+    if (!re[0]) {
+        free(re);
+        return js_fail(c, "'%s' and maximum leave no number at %s", "minimum");
+    }
+    const int r = regex_rule(c, re);
+    free(re);
+    return r;
 }
 
 static int array_schema(js_ctx *c, json_t *schema) {

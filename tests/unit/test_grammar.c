@@ -209,6 +209,8 @@ static void test_schema_integer_bounds_exact(void **state) {
     check_integer_range(", \"minimum\": -42", -42, 1L << 40);
     check_integer_range(", \"maximum\": 42", -(1L << 40), 42);
     check_integer_range(", \"maximum\": -7", -(1L << 40), -7);
+    /* draft 4: a boolean exclusiveMinimum/exclusiveMaximum makes minimum/maximum exclusive */
+    check_integer_range(", \"minimum\": 3, \"exclusiveMinimum\": true, \"maximum\": 9, \"exclusiveMaximum\": true", 4, 8);
 }
 
 static void test_schema_strings_formats_enums_refs(void **state) {

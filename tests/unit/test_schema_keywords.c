@@ -15,6 +15,7 @@
 
 #include "schema_match.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 /* Every string of `yes` matches, none of `no` does. */
@@ -303,6 +304,50 @@ static void test_formats_and_annotations(void **state) {
                     "no choice of 'anyOf'");
 }
 
+/* A number schema takes exactly the values its bounds allow, over whole and
+ * fractional values around them (plain decimals; no exponent once bounded). */
+static void check_number_range(const char *bounds, double lo, bool lo_ex, double hi, bool hi_ex) {
+    char js[256];
+    snprintf(js, sizeof js, "{\"type\": \"number\"%s}", bounds);
+    grammar *g = schema(js, false);
+    static const char *const fracs[] = {"", ".0", ".00", ".5", ".25", ".05", ".999"};
+    for (int whole = -25; whole <= 25; whole++)
+        for (int f = 0; f < 7; f++)
+            for (int neg = 0; neg < 2; neg++) {
+                if (neg && whole != 0) continue; /* -0.x: the only way to write values in (-1, 0) */
+                char num[48];
+                snprintf(num, sizeof num, "%s%d%s", neg ? "-" : "", whole, fracs[f]);
+                const double v = strtod(num, NULL);
+                const bool in = (lo_ex ? v > lo : v >= lo) && (hi_ex ? v < hi : v <= hi);
+                if (neg && v == 0) continue; /* "-0", "-0.0": zero needs no sign (not written) */
+                if (matches(g, num) != in) fail_msg("%s: %s should be %s", js, num, in ? "taken" : "refused");
+            }
+    assert_false(matches(g, "1e0"));
+    assert_false(matches(g, "01"));
+    grammar_free(g);
+}
+
+static void test_number_bounds_exact(void **state) {
+    (void)state;
+    check_number_range(", \"minimum\": 0, \"maximum\": 1", 0, false, 1, false);
+    check_number_range(", \"minimum\": -10, \"maximum\": 10", -10, false, 10, false);
+    check_number_range(", \"exclusiveMinimum\": 0", 0, true, 1e18, false);
+    check_number_range(", \"minimum\": 0, \"exclusiveMinimum\": true", 0, true, 1e18, false); /* draft 4 */
+    check_number_range(", \"exclusiveMinimum\": -3, \"exclusiveMaximum\": 2", -3, true, 2, true);
+    check_number_range(", \"maximum\": -2", -1e18, false, -2, false);
+    check_number_range(", \"exclusiveMaximum\": 0", -1e18, false, 0, true);
+    check_number_range(", \"minimum\": 7, \"maximum\": 7", 7, false, 7, false);
+    check_number_range(", \"minimum\": 3, \"exclusiveMinimum\": 3, \"maximum\": 4", 3, true, 4, false);
+    grammar *g = schema("{\"type\": \"number\", \"minimum\": 0, \"maximum\": 100}", false);
+    assert_true(matches(g, "99.99"));
+    assert_true(matches(g, "100.000"));
+    assert_false(matches(g, "100.01"));
+    assert_false(matches(g, "1000"));
+    grammar_free(g);
+    assert_contains(schema_error("{\"type\": \"number\", \"maximum\": 2.5}"), "whole value");
+    assert_contains(schema_error("{\"type\": \"number\", \"minimum\": 3, \"exclusiveMaximum\": 3}"), "leave no number");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_allof_merges_the_branches),
@@ -314,6 +359,7 @@ int main(void) {
         cmocka_unit_test(test_pattern_properties_and_property_names),
         cmocka_unit_test(test_tuples_and_dynamic_references),
         cmocka_unit_test(test_formats_and_annotations),
+        cmocka_unit_test(test_number_bounds_exact),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
