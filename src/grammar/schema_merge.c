@@ -7,9 +7,12 @@
  *   additionalProperties, propertyNames, ...: allOf of both (false wins);
  *   minimum-like bounds: the larger, maximum-like: the smaller; uniqueItems:
  *   either; not: not of either (anyOf); integer multipleOf: the lcm.
- * An anyOf/oneOf in a branch, or beside other keywords, is distributed:
- * the result is anyOf over its choices of allOf(rest, choice). if/then/else
- * becomes the choice anyOf[allOf(if, then), else] (exact where "if" and
+ * An anyOf/oneOf in a branch, or beside other keywords, is expanded: the
+ * result is anyOf over the consistent combinations of every such choice
+ * list, each merged whole (depth first; a combination is dropped as soon as
+ * it matches nothing or leaves a required property no value; over 1,024
+ * combinations is refused). if/then/else becomes the choice list
+ * [allOf(if, then), else] (exact where "if" and
  * "else" exclude each other, as they do in practice); without "else", an
  * "if" that tests one property against a const or enum (a discriminator)
  * is negated exactly (the property absent or holding another value), and
@@ -501,47 +504,98 @@ static int apply_not(json_t *acc) {
     return rc;
 }
 
-/* The merged keywords with the choices distributed: anyOf over the first
- * list's choices of allOf(rest, choice), the rest carrying the other lists. */
-static json_t *distribute(json_t *acc, json_t *alts) {
-    if (!json_array_size(alts)) return json_incref(acc);
-    json_t *base = json_copy(acc), *rest = json_array(), *out = json_array();
-    if (!base || !rest || !out) goto oom;
-    for (size_t i = 1; i < json_array_size(alts); i++)
-        if (json_array_append_new(rest, json_pack("{s:O}", "anyOf", json_array_get(alts, i))))
-            goto oom;
-    if (json_array_size(rest) && json_object_set(base, "allOf", rest)) goto oom;
-    json_t *first = json_array_get(alts, 0), *choice;
-    if (!json_is_array(first) || !json_array_size(first)) {
-        err_set("'%s' must be a non-empty array", "anyOf");
-        goto fail;
+static json_t *flatten_at(json_t *root, json_t *schema, int depth);
+
+/* acc with its maps and required list copied too: a merge changes those in
+ * place, and the branches of one expansion must not see each other's. */
+static json_t *copy_acc(json_t *acc) {
+    json_t *out = json_copy(acc);
+    if (!out) return NULL;
+    static const char *const deep[] = {"properties", "patternProperties", "dependentSchemas", "required", NULL};
+    for (int i = 0; deep[i]; i++) {
+        json_t *v = json_object_get(out, deep[i]);
+        if (v && json_object_set_new(out, deep[i], json_copy(v))) {
+            json_decref(out);
+            return NULL;
+        }
     }
-    size_t i;
-    json_array_foreach(first, i,
-                       choice) if (json_array_append_new(out, json_pack("{s:[O,O]}", "allOf", base,
-                                                                        choice))) goto oom;
-    json_decref(base), json_decref(rest);
-    json_t *r = json_pack("{s:o}", "anyOf", out);
-    if (!r) err_oom("JSON schema: out of memory");
-    return r;
-oom:
-    err_oom("JSON schema: out of memory");
-fail:
-    json_decref(base), json_decref(rest), json_decref(out);
-    return NULL;
+    return out;
 }
 
-json_t *schema_flatten(json_t *root, json_t *schema) {
+/* Whether a required property of acc can hold no value (its schema false,
+ * or rewritten to false: a discriminator with two different values). */
+static int required_never(json_t *root, json_t *acc, int depth) {
+    json_t *props = json_object_get(acc, "properties"), *name;
+    size_t i;
+    if (depth >= 2 || !json_is_object(props)) return 0;
+    json_array_foreach(json_object_get(acc, "required"), i, name) {
+        json_t *p = json_is_string(name) ? json_object_get(props, json_string_value(name)) : NULL;
+        if (json_is_false(p)) return 1;
+        if (!json_is_object(p) || !(json_object_get(p, "allOf") || json_object_get(p, "not"))) continue;
+        json_t *flat = flatten_at(root, p, depth + 1);
+        if (!flat) return -1;
+        const int never = json_is_false(flat);
+        json_decref(flat);
+        if (never) return 1;
+    }
+    return 0;
+}
+
+typedef struct {
+    json_t *root;
+    json_t *out; /* the consistent combinations, merged */
+    int steps;   /* merges left */
+    int depth;
+} expansion;
+
+/* Every consistent combination of the choice lists alts[i..], each merged
+ * into acc, depth first: a branch is dropped as soon as its merge matches
+ * nothing or leaves a required property no value, so a discriminator's k
+ * if/then groups cost about k * k merges, not 2^k. */
+static int expand(expansion *e, json_t *acc, json_t *seen, json_t *alts, size_t i) {
+    if (i == json_array_size(alts)) {
+        json_t *leaf = copy_acc(acc);
+        if (!leaf) return err_oom("JSON schema: out of memory");
+        const int rc = apply_not(leaf);
+        if (rc == 0 && json_array_append(e->out, leaf)) {
+            json_decref(leaf);
+            return err_oom("JSON schema: out of memory");
+        }
+        json_decref(leaf);
+        return rc == MATCHES_NOTHING ? 0 : rc;
+    }
+    json_t *choices = json_array_get(alts, i), *choice;
+    if (!json_is_array(choices) || !json_array_size(choices)) return err_set("'%s' must be a non-empty array", "anyOf");
+    size_t k;
+    json_array_foreach(choices, k, choice) {
+        if (--e->steps < 0 || json_array_size(e->out) >= 1024)
+            return err_set("anyOf/oneOf/if choices make over %d combinations to merge", 1024);
+        merge_ctx m = {.root = e->root, .acc = copy_acc(acc), .alts = json_copy(alts), .seen = json_copy(seen)};
+        int rc = !m.acc || !m.alts || !m.seen ? err_oom("JSON schema: out of memory") : merge_one(&m, choice);
+        if (rc == 0) rc = required_never(e->root, m.acc, e->depth);
+        if (rc == 0) rc = expand(e, m.acc, m.seen, m.alts, i + 1); /* choices the choice holds come last */
+        json_decref(m.acc), json_decref(m.alts), json_decref(m.seen);
+        if (rc < 0) return rc;
+    }
+    return 0;
+}
+
+static json_t *flatten_at(json_t *root, json_t *schema, int depth) {
     merge_ctx m = {.root = root, .acc = json_object(), .alts = json_array(), .seen = json_object()};
+    expansion e = {.root = root, .out = json_array(), .steps = 4096, .depth = depth};
     json_t *out = NULL;
-    if (!m.acc || !m.alts || !m.seen) {
+    if (!m.acc || !m.alts || !m.seen || !e.out) {
         err_oom("JSON schema: out of memory");
     } else {
         int rc = merge_one(&m, schema);
-        if (!rc) rc = apply_not(m.acc);
-        if (rc == MATCHES_NOTHING) out = json_false();
-        else if (rc == 0) out = distribute(m.acc, m.alts);
+        if (rc == 0) rc = expand(&e, m.acc, m.seen, m.alts, 0);
+        if (rc == MATCHES_NOTHING || (rc == 0 && !json_array_size(e.out))) out = json_false();
+        else if (rc == 0 && json_array_size(e.out) == 1) out = json_incref(json_array_get(e.out, 0));
+        else if (rc == 0) out = json_pack("{s:O}", "anyOf", e.out);
+        if (rc == 0 && !out) err_oom("JSON schema: out of memory");
     }
-    json_decref(m.acc), json_decref(m.alts), json_decref(m.seen);
+    json_decref(m.acc), json_decref(m.alts), json_decref(m.seen), json_decref(e.out);
     return out;
 }
+
+json_t *schema_flatten(json_t *root, json_t *schema) { return flatten_at(root, schema, 0); }

@@ -23,8 +23,8 @@ const char *schema_ref_of(json_t *schema);
  * NULL with err_get() for what is malformed or not supported ("allOf: two
  * different 'pattern' values ..."). References at its top
  * level are followed (against root, up to a bound); nested schemas keep
- * theirs. An anyOf/oneOf or if/then/else of a branch becomes the result's
- * anyOf, each alternative an allOf of the rest and one choice. */
+ * theirs. The anyOf/oneOf and if/then/else lists of the branches become
+ * the result's anyOf of their consistent combinations, each merged. */
 json_t *schema_flatten(json_t *root, json_t *schema);
 
 #endif

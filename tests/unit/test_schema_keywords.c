@@ -304,6 +304,30 @@ static void test_formats_and_annotations(void **state) {
                     "no choice of 'anyOf'");
 }
 
+/* Forty if/then groups over one discriminator merge in about 40 * 40 steps
+ * (each branch is dropped once two groups fix two values), not 2^40; choices
+ * that are all consistent with each other past 1,024 combinations are
+ * refused with a message rather than built. */
+static void test_many_choice_groups(void **state) {
+    (void)state;
+    char *js = malloc(20000);
+    strcpy(js, "{\"type\": \"object\", \"required\": [\"t\"], \"properties\": {\"t\": {\"enum\": [");
+    for (int i = 0; i < 40; i++) snprintf(js + strlen(js), 32, "%s\"v%d\"", i ? ", " : "", i);
+    strcat(js, "]}, \"x\": {\"type\": \"integer\"}}, \"allOf\": [");
+    for (int i = 0; i < 40; i++)
+        snprintf(js + strlen(js), 160, "%s{\"if\": {\"properties\": {\"t\": {\"const\": \"v%d\"}}}, \"then\": "
+                                      "{\"required\": [\"x\"]}}", i ? ", " : "", i);
+    strcat(js, "]}");
+    check(js, LIST("{\"t\": \"v0\", \"x\": 1}", "{\"t\": \"v39\", \"x\": 2}"), LIST("{\"t\": \"v7\"}"));
+    strcpy(js, "{\"type\": \"object\", \"allOf\": [");
+    for (int i = 0; i < 12; i++)
+        snprintf(js + strlen(js), 160, "%s{\"anyOf\": [{\"required\": [\"a%d\"]}, {\"required\": [\"b%d\"]}]}",
+                 i ? ", " : "", i, i);
+    strcat(js, "]}");
+    assert_contains(schema_error(js), "over 1024 combinations");
+    free(js);
+}
+
 /* A number schema takes exactly the values its bounds allow, over whole and
  * fractional values around them (plain decimals; no exponent once bounded). */
 static void check_number_range(const char *bounds, double lo, bool lo_ex, double hi, bool hi_ex) {
@@ -360,6 +384,7 @@ int main(void) {
         cmocka_unit_test(test_tuples_and_dynamic_references),
         cmocka_unit_test(test_formats_and_annotations),
         cmocka_unit_test(test_number_bounds_exact),
+        cmocka_unit_test(test_many_choice_groups),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
