@@ -239,7 +239,7 @@ def test_same_constraint_twice(srv):
 BAD = [
     ("malformed schema text", {"guided_json": '{"type": "object",'}, "guided_json", "position"),
     ("allOf with no common type", {"guided_json": {"type": "object", "properties": {"a": {"allOf": [
-        {"type": "string"}, {"type": "integer"}]}}}}, "guided_json", "no value matches"),
+        {"type": "string"}, {"type": "integer"}]}}, "required": ["a"]}}, "guided_json", "'a' may hold no value"),
     ("counts no object meets", {"json_schema": {"type": "object", "properties": {"a": {}}, "minProperties": 2}},
      "json_schema", "minProperties"),
     ("unresolvable ref", {"guided_json": {"$ref": "#/$defs/nope"}}, "guided_json", "#/$defs/nope"),
