@@ -82,10 +82,12 @@ def test_matches_llama_cpp_on_the_real_model(run_cllm, real_model_path, repo_roo
     # Both quantize activations (differently) against the Q4_K/Q5_0/Q6_K weights. Measured (AVX-512 EPYC,
     # llama-cpp-python 0.3.36; cllm the same at 1, 2 and all threads): running 28.199 / 44.330 / 33.154
     # against 27.884 / 43.993 / 33.178, 1.13% and 0.77% apart after chunks 1 and 2, the final estimate
-    # 0.073% (the chunks' differences partly cancel). The bounds leave room for other CPUs' kernels
-    # (llama.cpp's AVX2 build rounds its activations apart from its AVX-512 one): 2% and 0.3%.
+    # 0.073% (the chunks' differences partly cancel). llama.cpp's own builds differ by more than that:
+    # its AVX2 build (which setup.sh makes where the prebuilt one cannot run: an Intel Xeon with AVX-VNNI,
+    # 2026-12-03) gives 33.623 on the same file, 1.4% from its AVX-512 build's 33.178, while cllm gives
+    # 33.154 on both machines. So the bound is the reference's own spread, 2%, for every chunk.
     np.testing.assert_allclose(running, ref_running, rtol=0.02)
-    assert ppl == pytest.approx(ref_ppl, rel=0.003)
+    assert ppl == pytest.approx(ref_ppl, rel=0.02)
     assert 5 < ppl < 100  # a real model on English prose
 
 
