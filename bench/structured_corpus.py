@@ -18,6 +18,9 @@ schema with `jsonschema`; an output cut by max_tokens is counted apart.
 
 --compare also compiles every entry with XGrammar's and llguidance's JSON
 Schema compilers (compile only) and prints their counts beside cllm's.
+--save-outputs FILE keeps every compiled entry's schema and output, so that
+`grammar_bench MODEL --replay FILE` can time the first mask of each state
+along real outputs.
 
 Prints a Markdown summary; exits 1 if any finished output is invalid or any
 refusal is not a 400.
@@ -128,24 +131,25 @@ def run_one(srv, name, schema, max_tokens, seed):
                                      "seed": seed, "guided_json": schema}, timeout=1800)
     dt = time.time() - t0
     if r.status_code == 400:
-        return name, "refused", refusal_reason(r.json()["error"]["message"]), dt
+        return name, "refused", refusal_reason(r.json()["error"]["message"]), dt, ""
     if r.status_code != 200:
-        return name, "error", f"HTTP {r.status_code}: {r.text[:200]}", dt
+        return name, "error", f"HTTP {r.status_code}: {r.text[:200]}", dt, ""
     c = r.json()["choices"][0]
+    text = c["text"]
     if c["finish_reason"] != "stop":
-        return name, "length", c["text"][-40:], dt
+        return name, "length", text[-40:], dt, text
     try:
-        doc = json.loads(c["text"])
+        doc = json.loads(text)
     except ValueError as e:
-        return name, "invalid", f"not JSON: {e}: {c['text'][:200]!r}", dt
+        return name, "invalid", f"not JSON: {e}: {text[:200]!r}", dt, text
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     try:
         errors = list(cls(schema).iter_errors(doc))
     except RecursionError:  # a $ref cycle with no instance step between (renovate's "#" -> manager -> "#")
-        return name, "unchecked", "jsonschema recursed without end on this schema", dt
+        return name, "unchecked", "jsonschema recursed without end on this schema", dt, text
     if errors:
-        return name, "invalid", f"{errors[0].message[:200]} in {c['text'][:200]!r}", dt
-    return name, "valid", "", dt
+        return name, "invalid", f"{errors[0].message[:200]} in {text[:200]!r}", dt, text
+    return name, "valid", "", dt, text
 
 
 def other_compilers(items) -> dict[str, set[int]]:
@@ -190,6 +194,9 @@ def main() -> int:
     ap.add_argument("--sample", type=int, default=0, help="run a random sample of this many entries")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--save-outputs", metavar="FILE",
+                    help="write each compiled entry's schema and output (finished or cut) as JSON lines, "
+                         "for grammar_bench --replay")
     ap.add_argument("--compare", action="store_true",
                     help="also compile every entry with XGrammar and llguidance and report their rates")
     args = ap.parse_args()
@@ -208,11 +215,11 @@ def main() -> int:
             for f in concurrent.futures.as_completed(futs):
                 results.append(f.result())
                 index_of[id(results[-1])] = futs[f]
-                name, kind, detail, dt = results[-1]
+                name, kind, detail, dt, _ = results[-1]
                 print(f"{kind:8} {dt:6.1f}s {name} {detail[:100]}", file=sys.stderr)
         assert srv.get("/health").status_code == 200
-    counts = collections.Counter(k for _, k, _, _ in results)
-    reasons = collections.Counter(d for _, k, d, _ in results if k == "refused")
+    counts = collections.Counter(k for _, k, *_ in results)
+    reasons = collections.Counter(d for _, k, d, *_ in results if k == "refused")
     print("| schemas | compiled | refused (400) | finished | valid of finished | jsonschema could not check "
           "| cut by max_tokens | errors |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|")
@@ -221,6 +228,11 @@ def main() -> int:
           f"{finished + counts['unchecked']} | {counts['valid']}/{finished} | {counts['unchecked']} | "
           f"{counts['length']} | {counts['error']} |")
     print("\nRefusals by reason: " + ", ".join(f"{r} {n}" for r, n in reasons.most_common()))
+    if args.save_outputs:
+        with open(args.save_outputs, "w") as f:
+            for r in results:
+                if r[4]:
+                    f.write(json.dumps({"name": r[0], "schema": items[index_of[id(r)]][1], "text": r[4]}) + "\n")
     if args.compare:
         cllm_ok = {index_of[id(r)] for r in results if r[1] not in ("refused", "error")}
         print("\n| compiler | compiled | of entries | compiled where cllm refused | refused where cllm compiled |")
@@ -228,7 +240,7 @@ def main() -> int:
         print(f"| cllm | {len(cllm_ok)} | {len(results)} | - | - |")
         for other, ok in other_compilers(items).items():
             print(f"| {other} | {len(ok)} | {len(results)} | {len(ok - cllm_ok)} | {len(cllm_ok - ok)} |")
-    for name, kind, detail, _ in results:
+    for name, kind, detail, *_ in results:
         if kind in ("invalid", "error"):
             print(f"- {kind}: {name}: {detail}")
     return 1 if counts["invalid"] or counts["error"] else 0

@@ -22,6 +22,9 @@ static int ensure_vocab(constrainer *c) {
         constrainer_free(c);
         return err_oom("constraint: out of memory for the token mask");
     }
+    /* A few milliseconds once per model, so no request pays them mid-answer;
+     * an optimization only, so a failure here changes nothing. */
+    if (constraint_warm_token_classes(c->vocab)) err_clear();
     return 0;
 }
 

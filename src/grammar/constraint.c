@@ -4,6 +4,7 @@
 
 #include "grammar/regex.h"
 #include "grammar/token_mask.h"
+#include "grammar/token_mask_class.h"
 #include "util/error.h"
 
 #include <pthread.h>
@@ -22,10 +23,10 @@ struct constraint {
     atomic_int refs;
     grammar *g;
     char *canonical;
-    pthread_mutex_t mu; /* guards everything below */
-    gdfa *dfa;          /* created at the first mask */
-    const token_vocab *vocab; /* the masks' vocabulary */
-    uint32_t **masks;   /* [DFA_MAX_STATES]: per DFA state, NULL until computed */
+    pthread_mutex_t mu;                 /* guards everything below */
+    gdfa *dfa;                          /* created at the first mask */
+    const token_vocab *vocab;           /* the masks' vocabulary */
+    uint32_t **masks;                   /* [DFA_MAX_STATES]: per DFA state, NULL until computed */
     int32_t cached[MASK_CACHE_ENTRIES]; /* the states with a mask */
     uint64_t used[MASK_CACHE_ENTRIES];  /* when each was last used (clock) */
     int n_masks;
@@ -54,8 +55,8 @@ static grammar *grammar_from_choice(json_t *spec) {
             gb_free(b);
             return NULL;
         }
-        if (r < 0 || gb_alt_begin(b, r) || gb_push_literal(b, json_string_value(v), json_string_length(v)) ||
-            gb_alt_end(b)) {
+        if (r < 0 || gb_alt_begin(b, r) ||
+            gb_push_literal(b, json_string_value(v), json_string_length(v)) || gb_alt_end(b)) {
             gb_free(b);
             return NULL;
         }
@@ -66,7 +67,8 @@ static grammar *grammar_from_choice(json_t *spec) {
 /* prefix, one value of the schema, suffix: tool_choice "required" or a
  * named function, in the markup of the model's tool-call format. */
 static grammar *grammar_tool_call(json_t *spec, const json_schema_options *opt) {
-    const json_t *prefix = json_object_get(spec, "prefix"), *suffix = json_object_get(spec, "suffix");
+    const json_t *prefix = json_object_get(spec, "prefix"),
+                 *suffix = json_object_get(spec, "suffix");
     json_t *schema = json_object_get(spec, "schema");
     if (!json_is_string(prefix) || !json_is_string(suffix) || !json_is_object(schema)) {
         err_set("tool call: expected {\"prefix\": string, \"schema\": object, \"suffix\": string}");
@@ -80,20 +82,27 @@ static grammar *grammar_tool_call(json_t *spec, const json_schema_options *opt) 
     const int value = json_schema_to_rule(b, schema, opt);
     const int root = value < 0 ? -1 : gb_fresh_rule(b);
     if (root < 0 || gb_alt_begin(b, root) ||
-        gb_push_literal(b, json_string_value(prefix), json_string_length(prefix)) || gb_push_rule(b, value) ||
-        gb_push_literal(b, json_string_value(suffix), json_string_length(suffix)) || gb_alt_end(b)) {
+        gb_push_literal(b, json_string_value(prefix), json_string_length(prefix)) ||
+        gb_push_rule(b, value) ||
+        gb_push_literal(b, json_string_value(suffix), json_string_length(suffix)) ||
+        gb_alt_end(b)) {
         gb_free(b);
         return NULL;
     }
     return gb_finish(b, root);
 }
 
-static grammar *compile_grammar(constraint_kind kind, json_t *spec, const json_schema_options *opt) {
+static grammar *compile_grammar(constraint_kind kind, json_t *spec,
+                                const json_schema_options *opt) {
     switch (kind) {
-    case CONSTRAINT_JSON_SCHEMA: return grammar_from_json_schema(spec, opt);
-    case CONSTRAINT_JSON_OBJECT: return grammar_json_object(opt);
-    case CONSTRAINT_CHOICE: return grammar_from_choice(spec);
-    case CONSTRAINT_TOOL_CALL: return grammar_tool_call(spec, opt);
+    case CONSTRAINT_JSON_SCHEMA:
+        return grammar_from_json_schema(spec, opt);
+    case CONSTRAINT_JSON_OBJECT:
+        return grammar_json_object(opt);
+    case CONSTRAINT_CHOICE:
+        return grammar_from_choice(spec);
+    case CONSTRAINT_TOOL_CALL:
+        return grammar_tool_call(spec, opt);
     case CONSTRAINT_REGEX:
     case CONSTRAINT_GBNF:
         if (!json_is_string(spec)) {
@@ -147,7 +156,9 @@ void constraint_release(constraint *c) {
     if (c && atomic_fetch_sub(&c->refs, 1) == 1) constraint_destroy(c);
 }
 
-const grammar *constraint_grammar(const constraint *c) { return c->g; }
+const grammar *constraint_grammar(const constraint *c) {
+    return c->g;
+}
 
 static struct {
     pthread_mutex_t mu;
@@ -168,8 +179,10 @@ static constraint *cache_lookup(const char *key) {
             constraint_retain(found);  /* the caller's */
             break;
         }
-    if (found) cache.hits++;
-    else cache.misses++;
+    if (found)
+        cache.hits++;
+    else
+        cache.misses++;
     pthread_mutex_unlock(&cache.mu);
     return found;
 }
@@ -254,8 +267,12 @@ int constraint_state_copy(constraint_state *dst, const constraint_state *src) {
     return 0;
 }
 
-bool constraint_can_end(const constraint_state *s) { return s->st.accept; }
-bool constraint_must_end(const constraint_state *s) { return s->st.n_stacks == 0; }
+bool constraint_can_end(const constraint_state *s) {
+    return s->st.accept;
+}
+bool constraint_must_end(const constraint_state *s) {
+    return s->st.n_stacks == 0;
+}
 
 int constraint_accept(constraint_state *s, const token_vocab *v, int32_t token) {
     if (token < 0 || token >= v->n_vocab) return 0;
@@ -264,8 +281,36 @@ int constraint_accept(constraint_state *s, const token_vocab *v, int32_t token) 
     const char *p = token_vocab_bytes(v, token, &len);
     if (len == 0) return 0;
     pthread_mutex_lock(&s->c->mu);
-    const int rc = gstate_advance_bytes(s->c->g, &s->st, (const unsigned char *)p, (size_t)len, &s->c->scratch);
+    const int rc = gstate_advance_bytes(s->c->g, &s->st, (const unsigned char *)p, (size_t)len,
+                                        &s->c->scratch);
     pthread_mutex_unlock(&s->c->mu);
+    return rc;
+}
+
+static atomic_bool use_classes = true;
+static atomic_uint_fast64_t masks_computed;
+
+void constraint_use_token_classes(bool on) {
+    atomic_store(&use_classes, on);
+}
+uint64_t constraint_masks_computed(void) {
+    return atomic_load(&masks_computed);
+}
+
+int constraint_warm_token_classes(const token_vocab *v) {
+    json_t *spec = json_pack("{s:s}", "type", "string");
+    constraint *c = spec ? constraint_compile(CONSTRAINT_JSON_SCHEMA, spec, NULL) : NULL;
+    json_decref(spec);
+    uint32_t *mask = malloc((size_t)(v->n_vocab + 31) / 32 * sizeof *mask);
+    constraint_state st = {0};
+    gscratch w = {0};
+    int rc = c && mask ? constraint_state_init(&st, c) : err_oom("constraint: out of memory");
+    if (!rc && gstate_advance_bytes(c->g, &st.st, (const unsigned char *)"\"", 1, &w) != 1) rc = -1;
+    if (!rc) rc = constraint_mask(&st, v, mask);
+    gscratch_free(&w);
+    if (st.c) constraint_state_free(&st);
+    constraint_release(c);
+    free(mask);
     return rc;
 }
 
@@ -279,7 +324,10 @@ static int state_mask(constraint *c, const token_vocab *v, int id, uint32_t *mas
             if (c->cached[i] == id) c->used[i] = c->clock;
         return 0;
     }
-    const int rc = token_mask_walk_dfa(c->dfa, v, id, mask);
+    atomic_fetch_add(&masks_computed, 1);
+    int rc =
+        atomic_load(&use_classes) ? token_mask_by_class(c->dfa, v, id, mask) : TOKEN_CLASS_UNUSED;
+    if (rc == TOKEN_CLASS_UNUSED) rc = token_mask_walk_dfa(c->dfa, v, id, mask);
     if (rc) return rc;
     int slot = c->n_masks;
     if (slot == MASK_CACHE_ENTRIES) {
@@ -293,7 +341,8 @@ static int state_mask(constraint *c, const token_vocab *v, int id, uint32_t *mas
     }
     c->cached[slot] = id;
     c->used[slot] = c->clock;
-    if ((c->masks[id] = malloc(words * sizeof *mask))) memcpy(c->masks[id], mask, words * sizeof *mask);
+    if ((c->masks[id] = malloc(words * sizeof *mask)))
+        memcpy(c->masks[id], mask, words * sizeof *mask);
     return 0;
 }
 

@@ -62,6 +62,17 @@ int constraint_mask(constraint_state *s, const token_vocab *v, uint32_t *mask);
 /* Advances by a token: 1 accepted, 0 refused (the state is unchanged), -1
  * error. An end-of-generation token is accepted where the grammar may end. */
 int constraint_accept(constraint_state *s, const token_vocab *v, int32_t token);
+/* Whether new states' masks come from the vocabulary's token classes
+ * (token_mask_class.h; the default) or from a walk of the whole vocabulary
+ * (grammar_bench compares the two). */
+void constraint_use_token_classes(bool on);
+/* Classifies the vocabulary against the inside of a JSON string, the state
+ * nearly every schema meets and the costliest to classify, so that the
+ * first request's strings find it done (token_mask_class.h). -1 with
+ * err_get(). */
+int constraint_warm_token_classes(const token_vocab *v);
+/* Masks of new states computed since start (the cache did not hold them). */
+uint64_t constraint_masks_computed(void);
 /* Whether the output may end here (an end-of-generation token is allowed). */
 bool constraint_can_end(const constraint_state *s);
 /* Whether the grammar allows nothing more: only ending is possible. */

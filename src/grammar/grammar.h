@@ -56,6 +56,8 @@ typedef struct grammar {
     int32_t *alts;      /* start positions (in elems) of alternatives, grouped by rule */
     int n_rules;
     int root;
+    bool *nullable;     /* per rule: derives the empty string */
+    uint64_t id;        /* unique among the grammars this process builds */
 } grammar;
 
 void grammar_free(grammar *g);

@@ -9,6 +9,7 @@
 #include "util/array.h"
 
 #include <stdio.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,6 +65,7 @@ void grammar_free(grammar *g) {
     free(g->alt_first);
     free(g->alt_count);
     free(g->alts);
+    free(g->nullable);
     free(g);
 }
 
@@ -443,7 +445,9 @@ grammar *gb_finish(grammar_builder *b, int root) {
     g->n_elems = (int)ei;
     g->n_rules = (int)b->n_rules;
     g->root = root;
-    free(nullable);
+    g->nullable = nullable;
+    static atomic_uint_fast64_t next_id = 1;
+    g->id = atomic_fetch_add(&next_id, 1);
     gb_free(b);
     return g;
 oom:

@@ -8,6 +8,8 @@
 #include <string.h>
 
 #define UNKNOWN (-1)
+#define FLAG_ACCEPT 1
+#define FLAG_STACKS 2
 
 typedef struct {
     gstate st;
@@ -18,6 +20,7 @@ struct gdfa {
     const grammar *g;
     dstate *states;
     int n_states, max_states;
+    uint8_t *flags; /* per state: FLAG_ACCEPT, FLAG_STACKS */
     int32_t *index; /* slots: -1 empty, else a state id */
     uint32_t index_mask;
     gscratch scratch;
@@ -30,10 +33,12 @@ gdfa *gdfa_create(const grammar *g, int max_states) {
     d->g = g;
     d->max_states = max_states;
     uint32_t slots = 16;
-    while (slots < 2u * (uint32_t)max_states) slots <<= 1;
+    while (slots < 2u * (uint32_t)max_states)
+        slots <<= 1;
     d->index = malloc(slots * sizeof *d->index);
     d->states = calloc((size_t)max_states, sizeof *d->states);
-    if (!d->index || !d->states) {
+    d->flags = calloc((size_t)max_states, sizeof *d->flags);
+    if (!d->index || !d->states || !d->flags) {
         gdfa_free(d);
         return NULL;
     }
@@ -43,7 +48,8 @@ gdfa *gdfa_create(const grammar *g, int max_states) {
 }
 
 void gdfa_clear(gdfa *d) {
-    for (int i = 0; i < d->n_states; i++) gstate_free(&d->states[i].st);
+    for (int i = 0; i < d->n_states; i++)
+        gstate_free(&d->states[i].st);
     d->n_states = 0;
     memset(d->index, 0xff, (d->index_mask + 1) * sizeof *d->index);
 }
@@ -52,15 +58,31 @@ void gdfa_free(gdfa *d) {
     if (!d) return;
     if (d->states) gdfa_clear(d);
     free(d->states);
+    free(d->flags);
     free(d->index);
     gscratch_free(&d->scratch);
     gstate_free(&d->tmp);
     free(d);
 }
 
-int gdfa_n_states(const gdfa *d) { return d->n_states; }
-const gstate *gdfa_state(const gdfa *d, int id) { return &d->states[id].st; }
-const grammar *gdfa_grammar(const gdfa *d) { return d->g; }
+int gdfa_n_states(const gdfa *d) {
+    return d->n_states;
+}
+const gstate *gdfa_state(const gdfa *d, int id) {
+    return &d->states[id].st;
+}
+const grammar *gdfa_grammar(const gdfa *d) {
+    return d->g;
+}
+uint32_t gdfa_peak(const gdfa *d) {
+    return d->scratch.peak;
+}
+bool gdfa_accepts(const gdfa *d, int id) {
+    return d->flags[id] & FLAG_ACCEPT;
+}
+bool gdfa_has_stacks(const gdfa *d, int id) {
+    return d->flags[id] & FLAG_STACKS;
+}
 
 int gdfa_intern(gdfa *d, const gstate *s) {
     uint32_t slot = (uint32_t)(s->hash ^ (s->hash >> 29)) & d->index_mask;
@@ -70,7 +92,10 @@ int gdfa_intern(gdfa *d, const gstate *s) {
     dstate *n = &d->states[d->n_states];
     n->st = (gstate){0};
     if (gstate_copy(&n->st, s)) return err_oom("grammar: out of memory");
-    for (int b = 0; b < 256; b++) n->next[b] = UNKNOWN;
+    for (int b = 0; b < 256; b++)
+        n->next[b] = UNKNOWN;
+    d->flags[d->n_states] =
+        (uint8_t)((s->accept ? FLAG_ACCEPT : 0) | (s->n_stacks > 0 ? FLAG_STACKS : 0));
     d->index[slot] = d->n_states;
     return d->n_states++;
 }

@@ -31,5 +31,12 @@ int gdfa_intern(gdfa *d, const gstate *s);
 int gdfa_step(gdfa *d, int id, unsigned char b);
 const gstate *gdfa_state(const gdfa *d, int id);
 const grammar *gdfa_grammar(const gdfa *d);
+/* Whether state id may end here (some stack emptied) / has stacks left:
+ * from a dense array, so a walk reading them per step stays in cache. */
+bool gdfa_accepts(const gdfa *d, int id);
+bool gdfa_has_stacks(const gdfa *d, int id);
+/* The longest stack any of this DFA's advances met or refused, ever (not
+ * reset by gdfa_clear): a bound on how deep its walks went. */
+uint32_t gdfa_peak(const gdfa *d);
 
 #endif

@@ -116,6 +116,7 @@ static int expand(const grammar *g, gstate *out, gscratch *w) {
         }
         const uint32_t len = w->work[w->n - 1];
         w->n -= len + 1;
+        if (len > w->peak) w->peak = len;
         if (len == 0) {
             if (!out->accept) out->hash ^= 0x5bd1e995u;
             out->accept = true;
@@ -136,7 +137,10 @@ static int expand(const grammar *g, gstate *out, gscratch *w) {
         } else {
             const bool tail = g->elems[top + 1].kind == GE_END;
             const int32_t first = g->alt_first[e.arg], count = g->alt_count[e.arg];
-            if (!tail && len + 1 > GRAMMAR_MAX_DEPTH) continue; /* nesting past the bound: this parse ends */
+            if (!tail && len + 1 > GRAMMAR_MAX_DEPTH) {
+                w->peak = len + 1;
+                continue; /* nesting past the bound: this parse ends */
+            }
             /* Pushed in reverse so alternatives expand in grammar order. */
             for (int32_t a = count - 1; a >= 0; a--) {
                 const uint32_t start = (uint32_t)g->alts[first + a];
@@ -163,6 +167,17 @@ int gstate_init(gstate *s, const grammar *g, gscratch *w) {
         if (work_push(w, &start, 1, 0, false, false, 0)) return -1;
     }
     return expand(g, s, w);
+}
+
+int gstate_add_stack(gstate *s, const uint32_t *pos, uint32_t len, gscratch *w, bool fresh) {
+    if (fresh) {
+        state_clear(s);
+        if (++w->gen == 0) {
+            if (w->slots) memset(w->slots, 0, w->n_slots * sizeof *w->slots);
+            w->gen = 1;
+        }
+    }
+    return add_stack(s, w, pos, len);
 }
 
 int gstate_advance(const grammar *g, const gstate *from, unsigned char byte, gstate *to, gscratch *w) {

@@ -45,12 +45,18 @@ typedef struct {
     size_t cap_cur;
     gslot *slots;   /* open addressing, a power of two, at most half full */
     uint32_t n_slots, gen;
+    uint32_t peak;  /* the longest stack any expansion with this scratch met or refused (depth bound) */
 } gscratch;
 
 void gstate_free(gstate *s);
 void gscratch_free(gscratch *w);
 /* The state before any input. -1 with err_get() (too deep, too ambiguous). */
 int gstate_init(gstate *s, const grammar *g, gscratch *w);
+/* Adds the stack pos[0..len) (bottom first; the top a byte set) to s, or
+ * makes it s's only stack when `fresh`: stacks cut from longer ones, whose
+ * empty stack then means "the cut-off frames continue"
+ * (token_mask_class.c). -1 out of memory. */
+int gstate_add_stack(gstate *s, const uint32_t *pos, uint32_t len, gscratch *w, bool fresh);
 /* *to = *from advanced by `byte`. Returns 1 when some stack (or the end)
  * survives, 0 when the byte is refused (to->n_stacks 0, to->accept false),
  * -1 with err_get() when the state grows past the limits. */

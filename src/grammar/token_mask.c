@@ -25,7 +25,7 @@ int token_mask_walk_dfa(gdfa *d, const token_vocab *v, int root, uint32_t *mask)
     while (i < v->n_order) {
         const int32_t id = v->order[i];
         int len;
-        const unsigned char *p = (const unsigned char *)token_vocab_bytes(v, id, &len);
+        const unsigned char *p = token_vocab_sorted(v, i, &len);
         if (!byte_set_has(&first, p[0])) {
             i = v->first_end[p[0]];
             valid = 0;

@@ -313,6 +313,6 @@ def test_real_schema_corpus_sample(srv, repo_root):
 
     items = random.Random(4).sample(structured_corpus.entries(), 8)
     results = [structured_corpus.run_one(srv, name, schema, 120, i) for i, (name, schema) in enumerate(items)]
-    for name, kind, detail, _ in results:
+    for name, kind, detail, *_ in results:
         assert kind in ("valid", "refused", "length", "unchecked"), (name, kind, detail)
-    assert any(kind == "valid" for _, kind, _, _ in results)
+    assert any(kind == "valid" for _, kind, *_ in results)
