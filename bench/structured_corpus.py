@@ -43,6 +43,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "integration"))
 
 import jsonschema  # noqa: E402
+import referencing.exceptions  # noqa: E402  (jsonschema's own dependency)
 
 from server_util import CllmServer  # noqa: E402
 
@@ -100,7 +101,9 @@ def entries() -> list[tuple[str, dict]]:
                 for d in defs:
                     if "/" in d or "~" in d:
                         continue
-                    sub = {k: v for k, v in root.items() if k == "$schema"}
+                    # The root's identity and anchors come along, so "#anchor" references resolve.
+                    sub = {k: v for k, v in root.items()
+                           if k in ("$schema", "$id", "$anchor", "$dynamicAnchor", "$recursiveAnchor")}
                     sub["$ref"] = f"#/{key}/{d}"
                     sub.update(reachable_defs(root, sub))
                     items.append((f"{name}#/{key}/{d}", sub))
@@ -147,6 +150,8 @@ def run_one(srv, name, schema, max_tokens, seed):
         errors = list(cls(schema).iter_errors(doc))
     except RecursionError:  # a $ref cycle with no instance step between (renovate's "#" -> manager -> "#")
         return name, "unchecked", "jsonschema recursed without end on this schema", dt, text
+    except referencing.exceptions.Unresolvable as e:  # a reference to another document: not fetched by either
+        return name, "unchecked", f"jsonschema cannot resolve {e}", dt, text
     if errors:
         return name, "invalid", f"{errors[0].message[:200]} in {text[:200]!r}", dt, text
     return name, "valid", "", dt, text

@@ -166,6 +166,7 @@ typedef struct {
     int n_out;
     bool done;
     bool failed; /* the engine ended the request with FINISH_ERROR */
+    char why[200]; /* and why, when the request caused it (engine_output.error) */
     gen_prompt_lps prompt_lps;
     bool oom;
 } stream_state;
@@ -185,6 +186,7 @@ static void on_stream(void *user, const engine_output *o) {
     st->n_out = o->n_output_tokens;
     if (o->finished) st->done = true;
     if (o->finished && o->reason == FINISH_ERROR) st->failed = true;
+    if (o->finished && o->error) snprintf(st->why, sizeof st->why, "%s", o->error);
 }
 
 static int run_single(gen_options *o, model *m) {
@@ -229,6 +231,7 @@ static int run_single(gen_options *o, model *m) {
         fprintf(stderr, "generation: %d tokens in %.3f s (%.1f tok/s)\n", st.n_out, t1 - st.t_first,
                 st.n_out > 1 ? (st.n_out - 1) / (t1 - st.t_first) : 0.0);
     }
+    if (!rc && st.failed && st.why[0]) rc = err_set("%s", st.why);
     if (!rc && st.failed)
         rc = err_oom("the engine ended the request with an error (out of memory, or a KV cache too small for its "
                      "next step: raise --kv-cache-memory)");

@@ -108,6 +108,8 @@ typedef struct {
     int n_cached_tokens;
     int n_output_tokens;
     int n_evicted_tokens;      /* tokens of this sample evicted from its KV cache (kv/kv_evict.h) */
+    const char *error;         /* reason FINISH_ERROR: why, when the request itself caused it (its grammar
+                                  past a limit while generating); NULL otherwise */
 } engine_output;
 
 typedef void (*engine_output_fn)(void *user, const engine_output *out);

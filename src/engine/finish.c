@@ -14,7 +14,7 @@ void finish_sequence(scheduler *sched, sequence *s, finish_reason why, const int
                          .new_tokens = toks, .logprobs = lp, .text = text, .text_len = text_len,
                          .finished = true, .reason = why, .n_prompt_tokens = s->n_prompt,
                          .n_cached_tokens = r->n_cached_tokens, .n_output_tokens = seq_n_output(s),
-                         .n_evicted_tokens = s->n_evicted};
+                         .n_evicted_tokens = s->n_evicted, .error = s->error[0] ? s->error : NULL};
     if (report) seq_attach_prompt_logprobs(s, &out);
     if (report && r->on_output) r->on_output(r->user, &out);
 }

@@ -15,9 +15,11 @@
 #include "engine/token_bans.h"
 #include "kv/kv_manager.h"
 #include "tokenizer/tokenizer.h"
+#include "util/error.h"
 #include "util/time.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,6 +42,13 @@ static bool is_stop_token(const request_params *p, int32_t tok) {
 static int32_t fail(engine *e, sequence *s) {
     engine_finish_seq(e, s, FINISH_ERROR, NULL, NULL, "", 0);
     return -1;
+}
+
+/* The request's grammar went past a limit (too ambiguous, too deep): the
+ * client's to know (a 400 naming it), not a server fault; out of memory is. */
+static int32_t fail_grammar(engine *e, sequence *s) {
+    if (!err_is_oom()) snprintf(s->error, sizeof s->error, "structured output: %s", err_get());
+    return fail(e, s);
 }
 
 /* The logits processors before the sampler's own (penalties, bias,
@@ -70,11 +79,11 @@ static int32_t sample_and_report(engine *e, sequence *s, float *logits) {
     float top_lp[MAX_LOGPROBS];
     /* Logprobs are of the model's distribution, before bias, penalties and temperature. */
     if (p->logprobs >= 0) memcpy(e->raw, logits, (size_t)nv * sizeof *logits);
-    if (process_logits(e, s, logits)) return fail(e, s);
+    if (process_logits(e, s, logits)) return fail_grammar(e, s);
     const int32_t tok = sampler_sample(e->smp, &p->sampling, &s->rng, logits, s->tokens, s->n_prompt,
                                        s->tokens + s->n_prompt, seq_n_output(s));
     if (tok < 0) return fail(e, s); /* no token was possible: the model gave NaN or -inf everywhere */
-    if (p->constraint && constrain_advance(&e->cons, &s->cons, tok)) return fail(e, s);
+    if (p->constraint && constrain_advance(&e->cons, &s->cons, tok)) return fail_grammar(e, s);
     if (p->logprobs >= 0) compute_logprobs(e->raw, nv, tok, p->logprobs, &lp, top_tok, top_lp);
     if (seq_append_token(s, tok)) return fail(e, s);
     if (r->t_first_token == 0) r->t_first_token = now_seconds();

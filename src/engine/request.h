@@ -68,6 +68,7 @@ typedef struct {
     /* Structured output: where the output is in the request's grammar. */
     constraint_state cons;
     bool prompt_lps_sent; /* its first output carried the request's prompt logprobs */
+    char error[200];      /* why it ended with FINISH_ERROR, when the request caused it ("" otherwise) */
 } sequence;
 
 /* A finished beam-search hypothesis. */

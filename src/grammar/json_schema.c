@@ -47,10 +47,11 @@
 /* A rule whose body is compiled after the rule exists (finish_refs): a
  * reference, or a schema rewritten by schema_flatten (both may recur). */
 typedef struct {
-    char *ref;            /* the reference, or NULL for a rewritten schema */
-    json_t *source;       /* the schema object rewritten (held, so its address stays unique) */
-    json_t *flat;         /* what it was rewritten into */
-    char *where;          /* the rewritten schema's place, for messages */
+    char *ref;      /* the reference, or NULL for a rewritten schema */
+    json_t *source; /* the schema object rewritten (held, so its address stays unique) */
+    json_t *flat;   /* what it was rewritten into */
+    char *shape;    /* the rewritten schema's text without its annotations (schema_shape) */
+    char *where;    /* the rewritten schema's place, for messages */
     int rule;
 } ref_rule;
 
@@ -252,6 +253,12 @@ static int never_at(js_ctx *c, json_t *v, int prop_depth, int choice_depth) {
     if (json_is_false(v)) return 1;
     if (!json_is_object(v) || c->never_budget <= 0) return 0; /* past the budget: assume it can match */
     c->never_budget--;
+    /* A bare reference: whether its target can match (bounded by the budget, so cycles end). */
+    const char *ref = schema_ref_of(v);
+    if (ref && !needs_flatten(v)) {
+        json_t *target = schema_resolve_ref(c->root, ref);
+        return target ? never_at(c, target, prop_depth, choice_depth) : 0;
+    }
     json_t *flat = needs_flatten(v) ? schema_flatten(c->root, v) : json_incref(v);
     if (!flat) return err_prefix("JSON schema at %s: ", c->path[0] ? c->path : "#");
     int never = json_is_false(flat);
@@ -305,7 +312,8 @@ static int literals_rule(js_ctx *c, json_t *values) {
             free(text);
             text = json_dumps(v, JSON_INDENT(0) | JSON_ENCODE_ANY);
             if (!text) return err_oom("JSON schema: out of memory");
-            /* JSON_INDENT(0) puts newlines; rewrite ",\n" as ", " and ":" as ": " (jansson writes ": "). */
+            /* JSON_INDENT(0) puts newlines; rewrite ",\n" as ", " and ":" as ": " (jansson writes
+             * ": "). */
             char *w = text;
             for (const char *p = text; *p; p++) {
                 if (*p == '\n') {
@@ -321,6 +329,60 @@ static int literals_rule(js_ctx *c, json_t *values) {
         if (rc) return -1;
     }
     return r;
+}
+
+/* A oneOf of closed objects (additionalProperties false) whose property
+ * names are pairwise disjoint: a non-empty object matches one choice at
+ * most, but {} matches every choice that allows it, so where two or more
+ * do, {} is invalid and those choices get minProperties 1 (Woodpecker's
+ * secret target: {"env": ...} or {"file": ...}, never {}). The list
+ * rewritten, a new reference; the list itself (one more reference) when
+ * the rule does not apply; NULL out of memory. */
+static json_t *one_of_disjoint_objects(js_ctx *c, json_t *list) {
+    json_t *seen = json_object(), *out = NULL;
+    size_t i, n_empty = 0;
+    json_t *v;
+    bool applies = seen != NULL;
+    json_array_foreach(list, i, v) {
+        const char *ref = schema_ref_of(v);
+        json_t *o = ref && !needs_flatten(v) ? schema_resolve_ref(c->root, ref) : v;
+        json_t *type = json_object_get(o, "type"), *props = json_object_get(o, "properties");
+        if (!applies || !json_is_object(o) ||
+            !json_is_false(json_object_get(o, "additionalProperties")) || !json_is_string(type) ||
+            strcmp(json_string_value(type), "object") || needs_flatten(o) ||
+            json_object_get(o, "patternProperties") || (props && !json_is_object(props))) {
+            applies = false;
+            break;
+        }
+        const char *k;
+        json_t *x;
+        json_object_foreach(props, k, x) {
+            if (json_object_get(seen, k))
+                applies = false;
+            else if (json_object_set(seen, k, json_true()))
+                applies = false;
+        }
+        json_t *minp = json_object_get(o, "minProperties");
+        n_empty += json_array_size(json_object_get(o, "required")) == 0 &&
+                   !(json_is_integer(minp) && json_integer_value(minp) > 0);
+    }
+    json_decref(seen);
+    if (!applies || n_empty < 2) return json_incref(list);
+    if (!(out = json_array())) return NULL;
+    json_array_foreach(list, i, v) {
+        const char *ref = schema_ref_of(v);
+        json_t *o = ref && !needs_flatten(v) ? schema_resolve_ref(c->root, ref) : v;
+        json_t *copy = json_copy(o), /* shallow: the properties stay shared */
+            *minp = json_object_get(o, "minProperties");
+        const bool takes_empty = json_array_size(json_object_get(o, "required")) == 0 &&
+                                 !(json_is_integer(minp) && json_integer_value(minp) > 0);
+        if (!copy || (takes_empty && json_object_set_new(copy, "minProperties", json_integer(1))) ||
+            json_array_append_new(out, copy)) {
+            json_decref(out);
+            return NULL;
+        }
+    }
+    return out;
 }
 
 static int alternatives_rule(js_ctx *c, json_t *list, const char *key) {
@@ -357,9 +419,14 @@ static int push_pending(js_ctx *c, ref_rule e) {
 static int ref_rule_of(js_ctx *c, const char *ref) {
     for (int i = 0; i < c->n_refs; i++)
         if (c->refs[i].ref && !strcmp(c->refs[i].ref, ref)) return c->refs[i].rule;
-    json_t *target = schema_resolve_ref(c->root, ref);
-    if (!target) return err_set("JSON schema: cannot resolve $ref '%s' at %s (only references within the "
-                                "schema: #, #/JSON/pointer and #anchor)", ref, c->path[0] ? c->path : "#");
+    /* A reference to another document (a URI, not "#..."): never fetched, so
+     * its value is not enforced (any JSON value, as XGrammar and llguidance
+     * do); one within the schema must resolve. */
+    if (ref[0] == '#' && !schema_resolve_ref(c->root, ref))
+        return err_set(
+            "JSON schema: cannot resolve $ref '%s' at %s (only references within the schema: #, "
+            "#/JSON/pointer and #anchor)",
+            ref, c->path[0] ? c->path : "#");
     /* The rule exists now and gets its body in finish_refs, so recursive references find it. */
     const int r = gb_fresh_rule(c->b);
     if (r < 0) return -1;
@@ -376,21 +443,55 @@ static int ref_rule_of(js_ctx *c, const char *ref) {
  * rewrite of a recursive schema names the same object again (a property of
  * a schema merged with the root holds the root's own properties), and that
  * use finds this rule rather than expanding forever. */
+/* A schema's text without the annotations beside its keywords (sorted
+ * keys): schemas that differ only in descriptions and defaults (Renovate's
+ * 132 manager definitions, each the root schema merged with the same
+ * options) compile to one rule. References inside resolve against the same
+ * root, so equal text means the same schema. NULL out of memory. */
+static char *schema_shape(json_t *schema) {
+    json_t *bare = json_object();
+    if (!bare) return NULL;
+    const char *k;
+    json_t *v;
+    json_object_foreach(schema, k, v) if (!is_annotation(k) && json_object_set(bare, k, v)) {
+        json_decref(bare);
+        return NULL;
+    }
+    char *text = json_dumps(bare, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(bare);
+    return text;
+}
+
 static int flat_rule_of(js_ctx *c, json_t *schema) {
     for (int i = 0; i < c->n_refs; i++)
         if (c->refs[i].source == schema) return c->refs[i].rule;
+    char *shape = schema_shape(schema);
+    if (!shape) return err_oom("JSON schema: out of memory");
+    for (int i = 0; i < c->n_refs; i++)
+        if (c->refs[i].shape && !strcmp(c->refs[i].shape, shape)) {
+            free(shape);
+            return c->refs[i].rule;
+        }
     json_t *flat = schema_flatten(c->root, schema);
-    if (!flat) return err_prefix("JSON schema at %s: ", c->path[0] ? c->path : "#");
+    if (!flat) {
+        free(shape);
+        return err_prefix("JSON schema at %s: ", c->path[0] ? c->path : "#");
+    }
     if (json_is_false(flat)) {
-        json_decref(flat);
-        return js_fail(c, "%s: no value matches the schema at %s (its allOf, not or if leave nothing)",
+        json_decref(flat), free(shape);
+        return js_fail(c,
+                       "%s: no value matches the schema at %s (its allOf, not or if leave nothing)",
                        "unsatisfiable");
     }
     char *where = strdup(c->path[0] ? c->path : "#");
     const int r = where ? gb_fresh_rule(c->b) : err_oom("JSON schema: out of memory");
-    if (r < 0 || push_pending(c, (ref_rule){.source = json_incref(schema), .flat = flat, .where = where, .rule = r})) {
+    if (r < 0 || push_pending(c, (ref_rule){.source = json_incref(schema),
+                                            .flat = flat,
+                                            .shape = shape,
+                                            .where = where,
+                                            .rule = r})) {
         if (r >= 0) json_decref(schema);
-        json_decref(flat), free(where);
+        json_decref(flat), free(where), free(shape);
         return -1;
     }
     return r;
@@ -407,8 +508,10 @@ static int finish_refs(js_ctx *c) {
         json_t *body_schema = e.ref ? schema_resolve_ref(c->root, e.ref) : e.flat;
         snprintf(c->path, sizeof c->path, "%s", e.ref ? e.ref : e.where);
         c->depth = 1;
-        const int body = schema_rule(c, body_schema);
-        if (body < 0 || gb_alt_begin(c->b, e.rule) || gb_push_rule(c->b, body) || gb_alt_end(c->b)) return -1;
+        const int body =
+            body_schema ? schema_rule(c, body_schema) : value_rule(c); /* another document's */
+        if (body < 0 || gb_alt_begin(c->b, e.rule) || gb_push_rule(c->b, body) || gb_alt_end(c->b))
+            return -1;
     }
     return 0;
 }
@@ -430,7 +533,8 @@ static int get_count(js_ctx *c, json_t *schema, const char *key, long *out, long
 #define URI_UNRESERVED_SUB "[A-Za-z0-9._~!$&'()*+,;=-]"
 #define URI_PCHAR "(" URI_UNRESERVED_SUB "|" URI_PCT "|[:@])"
 #define URI_QUERY_CHARS "(" URI_PCHAR "|[/?])*"
-#define URI_AUTHORITY "((" URI_UNRESERVED_SUB "|" URI_PCT "|:)*@)?(" URI_UNRESERVED_SUB "|" URI_PCT ")*(:[0-9]*)?"
+#define URI_AUTHORITY                                                                              \
+    "((" URI_UNRESERVED_SUB "|" URI_PCT "|:)*@)?(" URI_UNRESERVED_SUB "|" URI_PCT ")*(:[0-9]*)?"
 #define URI_PATH_ABEMPTY "(/" URI_PCHAR "*)*"
 #define URI_PATH_ABSOLUTE "/(" URI_PCHAR "+(/" URI_PCHAR "*)*)?"
 #define URI_TAIL "(\\?" URI_QUERY_CHARS ")?(#" URI_QUERY_CHARS ")?"
@@ -444,15 +548,18 @@ static const char *format_regex(const char *f) {
         const char *name, *re;
     } formats[] = {
         {"date", "[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"},
-        {"time", "([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])"},
-        {"date-time", "[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
+        {"time", "([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-"
+                 "5][0-9])"},
+        {"date-time", "[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5]["
+                      "0-9]:[0-5][0-9]"
                       "(\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])"},
         {"email", "[a-zA-Z0-9_+-]+(\\.[a-zA-Z0-9_+-]+)*@[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?"
                   "(\\.[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?)+"},
         {"uuid", "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"},
-        {"ipv4", "((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"},
-        {"uri", "[A-Za-z][A-Za-z0-9+.-]*:(//" URI_AUTHORITY URI_PATH_ABEMPTY "|" URI_PATH_ABSOLUTE "|" URI_PCHAR
-                "+(/" URI_PCHAR "*)*)?" URI_TAIL},
+        {"ipv4", "((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]["
+                 "0-9]|[1-9]?[0-9])"},
+        {"uri", "[A-Za-z][A-Za-z0-9+.-]*:(//" URI_AUTHORITY URI_PATH_ABEMPTY "|" URI_PATH_ABSOLUTE
+                "|" URI_PCHAR "+(/" URI_PCHAR "*)*)?" URI_TAIL},
         {"iri", "[a-zA-Z][a-zA-Z0-9+.-]*:[^ \"\\\\\\x00-\\x1f]+"},
         {"uri-reference", "(//" URI_AUTHORITY URI_PATH_ABEMPTY "|" URI_PATH_ABSOLUTE "|(" URI_UNRESERVED_SUB "|" URI_PCT
                           "|@)+(/" URI_PCHAR "*)*)?" URI_TAIL},
@@ -589,7 +696,12 @@ static int integer_schema(js_ctx *c, json_t *schema) {
         if (!v || json_is_boolean(v)) continue; /* draft 4's boolean exclusive* modify minimum/maximum */
         if (!json_is_number(v)) return js_fail(c, "'%s' must be a number at %s", keys[k]);
         const double d = json_number_value(v);
-        if (fabs(d) > 1e15) return js_fail(c, "'%s' is out of the supported range (|x| <= 1e15) at %s", keys[k]);
+        if (fabs(d) > 1e15) {
+            /* A bound out past the range that bounds nothing of it (a maximum of 2^63): not
+             * enforced. */
+            if (k < 2 ? d < 0 : d > 0) continue;
+            return js_fail(c, "'%s' is out of the supported range (|x| <= 1e15) at %s", keys[k]);
+        }
         const bool excl = k % 2 == 1 || json_is_true(json_object_get(schema, keys[k + 1]));
         long long b = k < 2 ? (long long)ceil(d) : (long long)floor(d);
         if (excl && k < 2 && (double)b == d) b++;
@@ -703,7 +815,12 @@ static int number_schema(js_ctx *c, json_t *schema) {
         if (!v || json_is_boolean(v)) continue;
         if (!json_is_number(v)) return js_fail(c, "'%s' must be a number at %s", keys[k]);
         const double d = json_number_value(v);
-        if (fabs(d) > 1e15) return js_fail(c, "'%s' is out of the supported range (|x| <= 1e15) at %s", keys[k]);
+        if (fabs(d) > 1e15) {
+            /* A bound out past the range that bounds nothing of it (a maximum of 2^63): not
+             * enforced. */
+            if (k < 2 ? d < 0 : d > 0) continue;
+            return js_fail(c, "'%s' is out of the supported range (|x| <= 1e15) at %s", keys[k]);
+        }
         if (d != floor(d))
             return js_fail(c, "'%s' on a non-integer number must be a whole value (a fractional bound is not "
                               "supported) at %s", keys[k]);
@@ -929,22 +1046,22 @@ static int object_schema(js_ctx *c, json_t *schema) {
         if (vr < 0 || P[i] < 0) {
             rc = -1;
             break;
+            }
+            json_t *name = json_string(key);
+            char *quoted = name ? json_dumps(name, JSON_ENCODE_ANY) : NULL;
+            json_decref(name);
+            if (!quoted || gb_alt_begin(c->b, P[i]) || lit(c, quoted) || key_sep(c) ||
+                gb_push_rule(c->b, vr) || gb_alt_end(c->b))
+                rc = -1;
+            free(quoted);
+            if (rc) break;
+            opt[i] = true;
+            size_t j;
+            json_t *rv;
+            json_array_foreach(req, j, rv) if (!strcmp(json_string_value(rv), key)) opt[i] = false;
+            i++;
         }
-        json_t *name = json_string(key);
-        char *quoted = name ? json_dumps(name, JSON_ENCODE_ANY) : NULL;
-        json_decref(name);
-        if (!quoted || gb_alt_begin(c->b, P[i]) || lit(c, quoted) || key_sep(c) || gb_push_rule(c->b, vr) ||
-            gb_alt_end(c->b))
-            rc = -1;
-        free(quoted);
-        if (rc) break;
-        opt[i] = true;
-        size_t j;
-        json_t *rv;
-        json_array_foreach(req, j, rv) if (!strcmp(json_string_value(rv), key)) opt[i] = false;
-        i++;
-    }
-#define AT(k, m) ((size_t)(k) * W + (size_t)(m))
+#define AT(k, m) ((size_t)(k)*W + (size_t)(m))
     /* Which states can still finish an object: from the end backwards. */
     const bool open_end = extra >= 0 && max_p < 0;
     for (long m = M; m >= 0 && !rc; m--)
@@ -996,6 +1113,7 @@ static int typed_rule(js_ctx *c, json_t *schema, const char *type) {
     if (!strcmp(type, "number")) return number_schema(c, schema);
     if (!strcmp(type, "object")) return object_schema(c, schema);
     if (!strcmp(type, "array")) return array_schema(c, schema);
+    if (!strcmp(type, "any")) return value_rule(c); /* draft 3 */
     const char *word = !strcmp(type, "boolean") ? NULL : !strcmp(type, "null") ? "null" : "";
     if (word && !*word) return js_fail(c, "unknown type '%s' at %s", type);
     const int r = gb_fresh_rule(c->b);
@@ -1040,7 +1158,13 @@ static int schema_rule(js_ctx *c, json_t *schema) {
         return literals_rule(c, v);
     }
     if ((v = json_object_get(schema, "anyOf"))) return alternatives_rule(c, v, "anyOf");
-    if ((v = json_object_get(schema, "oneOf"))) return alternatives_rule(c, v, "oneOf");
+    if ((v = json_object_get(schema, "oneOf"))) {
+        json_t *list = json_is_array(v) ? one_of_disjoint_objects(c, v) : json_incref(v);
+        if (!list) return err_oom("JSON schema: out of memory");
+        const int r = alternatives_rule(c, list, "oneOf");
+        json_decref(list);
+        return r;
+    }
     json_t *type = json_object_get(schema, "type");
     const bool nullable = json_is_true(json_object_get(schema, "nullable"));
     if (!type && !nullable) {
@@ -1056,11 +1180,15 @@ static int schema_rule(js_ctx *c, json_t *schema) {
     size_t i;
     int rc = 0;
     json_array_foreach(types, i, v) {
-        if (!json_is_string(v)) {
-            rc = js_fail(c, "'%s' must list strings at %s", "type");
+        char seg[32];
+        snprintf(seg, sizeof seg, "type/%zu", i);
+        /* Draft 3 lets a type list hold schemas too: each is one more choice. */
+        if (!json_is_string(v) && !json_is_object(v)) {
+            rc = js_fail(c, "'%s' must list type names or schemas at %s", "type");
             break;
         }
-        const int t = typed_rule(c, schema, json_string_value(v));
+        const int t =
+            json_is_object(v) ? sub_rule(c, v, seg) : typed_rule(c, schema, json_string_value(v));
         if (t < 0 || gb_alt_begin(c->b, r) || gb_push_rule(c->b, t) || gb_alt_end(c->b)) {
             rc = -1;
             break;
@@ -1077,7 +1205,7 @@ static js_ctx ctx_new(grammar_builder *b, json_t *schema, const json_schema_opti
 
 static void ctx_free(js_ctx *c) {
     for (int i = 0; i < c->n_refs; i++) {
-        free(c->refs[i].ref), free(c->refs[i].where);
+        free(c->refs[i].ref), free(c->refs[i].where), free(c->refs[i].shape);
         json_decref(c->refs[i].source), json_decref(c->refs[i].flat);
     }
     free(c->refs);

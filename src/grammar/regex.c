@@ -1,6 +1,7 @@
 /* Regular expressions (vLLM's guided_regex, JSON Schema `pattern`) compiled
  * into a grammar rule. The practical subset that constrained decoding needs:
- * literals, `.`, classes [a-z] [^...] with escapes, \d \w \s \D \W \S (inside classes too),
+ * literals, `.`, classes [a-z] [^...] with escapes, \d \w \s \D \W \S and \p{Cc} \P{Cc} (inside
+ * classes too),
  * groups ( ) (?: ), alternation |, and ? * + {m} {m,} {m,n} (lazy `?`
  * suffixes accepted: the language is the same). The whole output must match
  * (anchored); a leading ^ and trailing $ are accepted. Backreferences and
@@ -37,25 +38,46 @@ static int add_range(rx_parser *ps, uint32_t lo, uint32_t hi) {
     return 0;
 }
 
-/* The class of \d \w \s (and their negations, which the caller complements). */
-static int add_class_escape(rx_parser *ps, char c) {
+/* The class escapes: \d \w \s, their negations \D \W \S, and the Unicode
+ * property \p{Cc} (control characters) with its negation \P{Cc}. Reads one
+ * after the backslash: its code point ranges (sorted, n pairs) and whether
+ * it is negated. 1 when what follows is no class escape (nothing read). */
+static int read_class_escape(rx_parser *ps, const uint32_t **in, int *n, bool *negated) {
+    static const uint32_t d[] = {'0', '9'}, w[] = {'0', '9', 'A', 'Z', '_', '_', 'a', 'z'},
+                          sp[] = {'\t', '\r', ' ', ' '}, cc[] = {0, 0x1f, 0x7f, 0x9f};
+    const char c = *ps->p;
+    *negated = isupper((unsigned char)c);
     switch (tolower((unsigned char)c)) {
-    case 'd': return add_range(ps, '0', '9');
-    case 'w': return add_range(ps, '0', '9') || add_range(ps, 'a', 'z') || add_range(ps, 'A', 'Z') || add_range(ps, '_', '_');
-    case 's': return add_range(ps, ' ', ' ') || add_range(ps, '\t', '\r');
+    case 'd':
+        *in = d, *n = 1;
+        break;
+    case 'w':
+        *in = w, *n = 4;
+        break;
+    case 's':
+        *in = sp, *n = 2;
+        break;
+    case 'p':
+        if (ps->p[1] != '{') return rx_fail(ps, ps->p - 1, "expected {Name} after \\p");
+        if (strncmp(ps->p + 2, "Cc}", 3))
+            return rx_fail(ps, ps->p - 1, "unsupported Unicode property (only \\p{Cc})");
+        *in = cc, *n = 2;
+        ps->p += 4;
+        break;
+    default:
+        return 1;
     }
-    return -1;
+    ps->p++;
+    return 0;
 }
 
-static bool is_class_escape(char c) { return strchr("dwsDWS", c) && c; }
+static bool is_class_escape(char c) {
+    return c && strchr("dwsDWSpP", c);
+}
 
-/* \D \W \S inside a class: every code point outside \d \w \s (no
- * surrogates), as ranges added to the class. */
-static int add_negated_class_escape(rx_parser *ps, char c) {
-    static const uint32_t d[] = {'0', '9'}, w[] = {'0', '9', 'A', 'Z', '_', '_', 'a', 'z'},
-                          sp[] = {'\t', '\r', ' ', ' '};
-    const uint32_t *in = c == 'D' ? d : c == 'W' ? w : sp;
-    const int n = c == 'D' ? 1 : c == 'W' ? 4 : 2;
+/* Every code point outside the sorted ranges in[0..n) (no surrogates),
+ * added to the class. */
+static int add_complement(rx_parser *ps, const uint32_t *in, int n) {
     uint32_t from = 0;
     for (int i = 0; i <= n; i++) {
         const uint32_t to = i < n ? in[2 * i] : 0x110000; /* the gap [from, to) */
@@ -68,6 +90,19 @@ static int add_negated_class_escape(rx_parser *ps, char c) {
         }
         if (i < n) from = in[2 * i + 1] + 1;
     }
+    return 0;
+}
+
+/* A class escape inside [...]: its ranges, or their complement. */
+static int add_class_escape(rx_parser *ps) {
+    const uint32_t *in;
+    int n;
+    bool neg;
+    const int rc = read_class_escape(ps, &in, &n, &neg);
+    if (rc) return rc < 0 ? -1 : rx_fail(ps, ps->p, "expected a class escape");
+    if (neg) return add_complement(ps, in, n);
+    for (int i = 0; i < n; i++)
+        if (add_range(ps, in[2 * i], in[2 * i + 1])) return -1;
     return 0;
 }
 
@@ -141,8 +176,7 @@ static int parse_class(rx_parser *ps) {
         if (*ps->p == '\\') {
             ps->p++;
             if (is_class_escape(*ps->p)) {
-                const char e = *ps->p++;
-                if (isupper((unsigned char)e) ? add_negated_class_escape(ps, e) : add_class_escape(ps, e)) return -1;
+                if (add_class_escape(ps)) return -1;
                 continue;
             }
             if (*ps->p == 'b') lo = '\b', ps->p++;
@@ -261,10 +295,16 @@ static int parse_seq(rx_parser *ps, int depth) {
         } else if (c == '\\') {
             ps->p++;
             if (is_class_escape(*ps->p)) {
-                const char e = *ps->p++;
+                const uint32_t *in;
+                int n;
+                bool neg;
+                if (read_class_escape(ps, &in, &n, &neg)) return -1;
                 ps->n = 0;
-                if (add_class_escape(ps, e) || push_ranges(ps, isupper((unsigned char)e))) return -1;
-            } else if (*ps->p == 'b' || *ps->p == 'B' || *ps->p == 'A' || *ps->p == 'Z' || *ps->p == 'z') {
+                for (int i = 0; i < n; i++)
+                    if (add_range(ps, in[2 * i], in[2 * i + 1])) return -1;
+                if (push_ranges(ps, neg)) return -1;
+            } else if (*ps->p == 'b' || *ps->p == 'B' || *ps->p == 'A' || *ps->p == 'Z' ||
+                       *ps->p == 'z') {
                 return rx_fail(ps, at, "word boundaries and \\A \\Z anchors are not supported");
             } else {
                 uint32_t cp;

@@ -316,7 +316,8 @@ static int merge_key(merge_ctx *m, const char *k, json_t *v) {
             json_array_append_new(merged, a && b ? all_of2(a, b) : json_incref(a ? a : b));
         }
     } else if (!strcmp(k, "pattern") || !strcmp(k, "format")) {
-        return err_set("allOf: two different '%s' values in one intersection are not supported", k);
+        return 0; /* two different ones: no regex intersection is built; the first stands, the other
+                     is not enforced */
     } else {
         return 0; /* an annotation or an assertion not enforced: the first branch's stands */
     }
@@ -375,12 +376,14 @@ static int merge_one(merge_ctx *m, json_t *s) {
         json_t *target = schema_resolve_ref(m->root, ref);
         if (json_object_set(m->seen, ref, json_true()))
             rc = err_oom("JSON schema: out of memory");
-        else
-            rc = target ? merge_one(m, target)
-                        : err_set("cannot resolve $ref '%s' (only references within the schema: #, "
-                                  "#/JSON/pointer, "
-                                  "#anchor)",
-                                  ref);
+        else if (target)
+            rc = merge_one(m, target);
+        else if (ref[0] == '#') /* a reference within the schema to nothing: the schema is wrong */
+            rc = err_set("cannot resolve $ref '%s' (only references within the schema: #, "
+                         "#/JSON/pointer, #anchor)",
+                         ref);
+        /* A reference to another document (a URI): not fetched, so not enforced (any value), as
+         * XGrammar and llguidance do. */
     }
     json_t *v = json_object_get(s, "allOf");
     if (!rc && v) {

@@ -346,8 +346,10 @@ static json_t *stream_tool_choice(stream_state *st, int i, const gen_choice *c, 
 static bool stream_collect(stream_state *st) {
     gen *g = st->g;
     bool failed = false, aborted = false;
+    const char *why = NULL; /* the request's own fault, when that is what failed it */
     for (int i = 0; i < g->n_prompts * g->n; i++) {
         gen_choice *c = &g->choices[i];
+        if (c->reason == FINISH_ERROR && c->error[0]) why = c->error;
         if (st->finish_sent[i]) continue;
         const size_t new_text = c->text.len - st->sent_text[i];
         const int new_lps = c->n_lps - st->sent_lps[i];
@@ -384,7 +386,9 @@ static bool stream_collect(stream_state *st) {
         stream_error_event(st, 500, "out_of_memory", "the server ran out of memory for this request");
         return true;
     }
-    if (done && failed) {
+    if (done && failed && why) {
+        stream_error_event(st, 400, "invalid_request_error", why);
+    } else if (done && failed) {
         stream_error_event(st, 500, "internal_error", "the engine failed while generating this request");
     } else if (done && aborted) {
         stream_error_event(st, 503, "aborted", "the request was aborted because the server is shutting down");
@@ -447,9 +451,11 @@ static enum MHD_Result reply_complete(http_req *r, gen *g, const prepared *p, re
     api_error e;
     gen_lock(g);
     bool failed = g->oom, aborted = false;
+    const char *why = NULL; /* the request's own fault, when that is what failed it */
     for (int i = 0; i < g->n_prompts * g->n; i++) {
         failed |= g->choices[i].reason == FINISH_ERROR;
         aborted |= g->choices[i].reason == FINISH_ABORT;
+        if (g->choices[i].reason == FINISH_ERROR && g->choices[i].error[0]) why = g->choices[i].error;
     }
     json_t *body = NULL;
     if (!failed && !aborted && shape) {
@@ -473,6 +479,10 @@ static enum MHD_Result reply_complete(http_req *r, gen *g, const prepared *p, re
             json_object_set_new(body, "prompt_logprobs", resp_prompt_logprobs(ctx, &g->prompt_lps[0]));
     }
     gen_unlock(g);
+    if (failed && why && !g->oom) {
+        api_fail(&e, 400, "invalid_request_error", NULL, "%s", why);
+        return http_reply_error(r, &e);
+    }
     if (failed) {
         api_fail(&e, 500, "internal_error", NULL, "the engine failed while generating this request");
         return http_reply_error(r, &e);

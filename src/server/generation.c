@@ -125,6 +125,7 @@ static bool apply_output(gen_sub *sub, const engine_output *o) {
         if (o->finished && !c->finished) {
             c->finished = true;
             c->reason = o->reason;
+            if (o->error) snprintf(c->error, sizeof c->error, "%s", o->error);
             g->n_unfinished--;
             if (g->counters && o->reason >= 0 && o->reason <= FINISH_ERROR)
                 atomic_fetch_add(&g->counters->finished[o->reason], 1);

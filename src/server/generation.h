@@ -51,6 +51,7 @@ typedef struct {
     size_t cap_lps;
     bool finished;
     finish_reason reason;
+    char error[200];       /* with FINISH_ERROR: the request's own fault (engine_output.error), or "" */
 } gen_choice;
 
 typedef struct gen gen;

@@ -249,7 +249,7 @@ BAD = [
     ("undefined rule", {"grammar": "root ::= item"}, "grammar", "undefined rule 'item'"),
     ("left recursion", {"grammar": 'root ::= root "a" | "a"'}, "grammar", "left-recursive"),
     ("no root", {"grammar": 'item ::= "a"'}, "grammar", "root"),
-    ("grammar too large", {"grammar": "root ::= " + " ".join(f'"{i}"{{1000}}' for i in range(500))}, "grammar",
+    ("grammar too large", {"grammar": "root ::= " + " ".join(f'"{i}"{{3000}}' for i in range(1000))}, "grammar",
      "too large"),
     ("two constraints", {"guided_regex": "a", "grammar": 'root ::= "a"'}, "grammar", "only one"),
     ("empty choice", {"guided_choice": []}, "guided_choice", "non-empty"),
@@ -316,3 +316,26 @@ def test_real_schema_corpus_sample(srv, repo_root):
     for name, kind, detail, *_ in results:
         assert kind in ("valid", "refused", "length", "unchecked"), (name, kind, detail)
     assert any(kind == "valid" for _, kind, *_ in results)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_grammar_past_its_limits_while_generating_is_a_400(srv, stream):
+    """A grammar whose parses double with every "a" (each may close with "b"
+    or "c") passes 2,048 parses after a dozen: generation stops there with a
+    400 naming the limit (streamed: an error event), not a 500, and the
+    server keeps serving."""
+    a = srv.tokenize(prompt="a", add_special_tokens=False)
+    assert len(a) == 1
+    body = {"prompt": "Letters:", "max_tokens": 40, "temperature": 0, "logit_bias": {str(a[0]): 100},
+            "grammar": 'root ::= "a" root "b" | "a" root "c" | "d"', "stream": stream}
+    r = srv.post("/v1/completions", body, stream=stream)
+    if not stream:
+        assert r.status_code == 400, r.text
+        assert "structured output: grammar too ambiguous" in r.json()["error"]["message"]
+    else:
+        events = list(sse_events(r))
+        errors = [e for e in events if isinstance(e, dict) and "error" in e]
+        assert errors and "structured output: grammar too ambiguous" in errors[0]["error"]["message"], events[-3:]
+    ok = srv.post("/v1/completions", {"prompt": "Hi", "max_tokens": 2})
+    assert ok.status_code == 200
+    srv.wait_idle()

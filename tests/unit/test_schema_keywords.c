@@ -81,6 +81,62 @@ static void test_ref_with_assertions_beside_it(void **state) {
                     "no value matches the schema at #");
 }
 
+/* Renovate's shape: 150 definitions, each the root schema merged with the
+ * same extra options and told apart only by descriptions and defaults, and
+ * the root naming all of them. Merged one by one they are 150 copies of a
+ * 200-property object (about 90,000 rules, past the bound); as one
+ * rewritten schema they are one. */
+static void test_merges_that_differ_in_annotations_compile_once(void **state) {
+    (void)state;
+    enum { N_PLAIN = 50, N_DEFS = 150 };
+    size_t cap = 64 * 1024, n = 0;
+    char *text = malloc(cap);
+#define OUT(...) n += (size_t)snprintf(text + n, cap - n, __VA_ARGS__)
+    OUT("{\"type\": \"object\", \"properties\": {");
+    for (int i = 0; i < N_PLAIN; i++)
+        OUT("\"p%d\": {\"type\": \"string\"}, ", i);
+    for (int i = 0; i < N_DEFS; i++)
+        OUT("%s\"m%d\": {\"$ref\": \"#/definitions/m%d\"}", i ? ", " : "", i, i);
+    OUT("}, \"definitions\": {");
+    for (int i = 0; i < N_DEFS; i++)
+        OUT("%s\"m%d\": {\"description\": \"manager %d\", \"default\": {\"p0\": \"v%d\"}, "
+            "\"$ref\": \"#\", "
+            "\"allOf\": [{\"type\": \"object\", \"properties\": {\"q\": {\"type\": "
+            "\"integer\"}}}]}",
+            i ? ", " : "", i, i, i);
+    OUT("}}");
+#undef OUT
+    assert_true(n < cap);
+    grammar *g = schema(text, false);
+    assert_true(g->n_rules < 5000);
+    /* Properties come in the merged order: the root's, then the manager's own. */
+    assert_true(
+        matches(g, "{\"p0\": \"a\", \"m7\": {\"p1\": \"b\", \"m9\": {\"q\": 4}, \"q\": 3}}"));
+    assert_false(matches(g, "{\"q\": 3}")); /* the root has no q; only a manager does */
+    assert_false(matches(g, "{\"m7\": {\"q\": \"x\"}}"));
+    grammar_free(g);
+    free(text);
+}
+
+/* oneOf of closed objects with disjoint names: {} matches both, so neither may be empty. */
+static void test_one_of_closed_disjoint_objects(void **state) {
+    (void)state;
+    check("{\"oneOf\": [{\"type\": \"object\", \"additionalProperties\": false, \"properties\": "
+          "{\"env\": "
+          "{\"type\": \"string\"}}}, {\"$ref\": \"#/$defs/f\"}], \"$defs\": {\"f\": {\"type\": "
+          "\"object\", "
+          "\"additionalProperties\": false, \"properties\": {\"file\": {\"type\": \"string\"}}}}}",
+          LIST("{\"env\": \"a\"}", "{\"file\": \"b\"}"),
+          LIST("{}", "{\"env\": \"a\", \"file\": \"b\"}"));
+    /* Open objects, or names in common: left as they are ({} stays, as a grammar cannot do better).
+     */
+    check("{\"oneOf\": [{\"type\": \"object\", \"additionalProperties\": false, \"properties\": "
+          "{\"a\": {}}}, "
+          "{\"type\": \"object\", \"additionalProperties\": false, \"properties\": {\"a\": {}, "
+          "\"b\": {}}}]}",
+          LIST("{}", "{\"a\": 1}"), LIST("[]"));
+}
+
 static void test_anyof_inside_allof_is_distributed(void **state) {
     (void)state;
     check("{\"allOf\": [{\"type\": \"object\", \"properties\": {\"k\": {\"type\": \"string\"}}, "
@@ -153,30 +209,47 @@ static void test_choices_keep_their_siblings(void **state) {
                "{\"name\": 1, \"job\": \"j\"}"));
     check("{\"type\": \"string\", \"anyOf\": [{\"maxLength\": 1}, {\"pattern\": \"^z+$\"}]}",
           LIST("\"a\"", "\"zzz\""), LIST("\"ab\"", "1"));
-    /* A choice whose required discriminator contradicts the one around it is dropped, not an error. */
-    check("{\"type\": \"object\", \"properties\": {\"kind\": {\"const\": \"a\"}, \"x\": {\"type\": \"integer\"}}, "
+    /* A choice whose required discriminator contradicts the one around it is dropped, not an error.
+     */
+    check("{\"type\": \"object\", \"properties\": {\"kind\": {\"const\": \"a\"}, \"x\": {\"type\": "
+          "\"integer\"}}, "
           "\"required\": [\"kind\"], \"oneOf\": [{\"properties\": {\"kind\": {\"const\": \"b\"}}}, "
           "{\"required\": [\"x\"]}]}",
           LIST("{\"kind\": \"a\", \"x\": 1}"), LIST("{\"kind\": \"a\"}", "{\"kind\": \"b\"}"));
-    /* Three if/then groups over one discriminator: of the eight combinations, the three consistent ones stay. */
-    check("{\"type\": \"object\", \"required\": [\"t\"], \"properties\": {\"t\": {\"enum\": [\"a\", \"b\", \"c\"]}, "
+    /* Three if/then groups over one discriminator: of the eight combinations, the three consistent
+     * ones stay. */
+    check("{\"type\": \"object\", \"required\": [\"t\"], \"properties\": {\"t\": {\"enum\": "
+          "[\"a\", \"b\", \"c\"]}, "
           "\"x\": {\"type\": \"integer\"}, \"y\": {\"type\": \"integer\"}}, \"allOf\": ["
-          "{\"if\": {\"properties\": {\"t\": {\"const\": \"a\"}}}, \"then\": {\"required\": [\"x\"]}}, "
-          "{\"if\": {\"properties\": {\"t\": {\"const\": \"b\"}}}, \"then\": {\"required\": [\"y\"]}}, "
-          "{\"if\": {\"properties\": {\"t\": {\"const\": \"c\"}}}, \"then\": {\"required\": [\"x\", \"y\"]}}]}",
-          LIST("{\"t\": \"a\", \"x\": 1}", "{\"t\": \"b\", \"y\": 2}", "{\"t\": \"c\", \"x\": 1, \"y\": 2}",
-               "{\"t\": \"a\", \"x\": 1, \"y\": 2}"),
-          LIST("{\"t\": \"a\"}", "{\"t\": \"b\", \"x\": 1}", "{\"t\": \"c\", \"x\": 1}", "{\"t\": \"d\", \"x\": 1}"));
-    /* Six groups (64 combinations, GitHub's issue forms): only one then holds at a time, and each is found. */
-    check("{\"type\": \"object\", \"required\": [\"t\"], \"properties\": {\"t\": {\"enum\": [\"a\", \"b\", \"c\", "
+          "{\"if\": {\"properties\": {\"t\": {\"const\": \"a\"}}}, \"then\": {\"required\": "
+          "[\"x\"]}}, "
+          "{\"if\": {\"properties\": {\"t\": {\"const\": \"b\"}}}, \"then\": {\"required\": "
+          "[\"y\"]}}, "
+          "{\"if\": {\"properties\": {\"t\": {\"const\": \"c\"}}}, \"then\": {\"required\": "
+          "[\"x\", \"y\"]}}]}",
+          LIST("{\"t\": \"a\", \"x\": 1}", "{\"t\": \"b\", \"y\": 2}",
+               "{\"t\": \"c\", \"x\": 1, \"y\": 2}", "{\"t\": \"a\", \"x\": 1, \"y\": 2}"),
+          LIST("{\"t\": \"a\"}", "{\"t\": \"b\", \"x\": 1}", "{\"t\": \"c\", \"x\": 1}",
+               "{\"t\": \"d\", \"x\": 1}"));
+    /* Six groups (64 combinations, GitHub's issue forms): only one then holds at a time, and each
+     * is found. */
+    check("{\"type\": \"object\", \"required\": [\"t\"], \"properties\": {\"t\": {\"enum\": "
+          "[\"a\", \"b\", \"c\", "
           "\"d\", \"e\", \"f\"]}, \"x\": {\"type\": \"integer\"}}, \"allOf\": ["
-          "{\"if\": {\"properties\": {\"t\": {\"const\": \"a\"}}}, \"then\": {\"required\": [\"x\"]}}, "
-          "{\"if\": {\"properties\": {\"t\": {\"const\": \"b\"}}}, \"then\": {\"required\": [\"x\"]}}, "
-          "{\"if\": {\"properties\": {\"t\": {\"const\": \"c\"}}}, \"then\": {\"required\": [\"x\"]}}, "
-          "{\"if\": {\"properties\": {\"t\": {\"const\": \"d\"}}}, \"then\": {\"required\": [\"x\"]}}, "
-          "{\"if\": {\"properties\": {\"t\": {\"const\": \"e\"}}}, \"then\": {\"required\": [\"x\"]}}, "
-          "{\"if\": {\"properties\": {\"t\": {\"const\": \"f\"}}}, \"then\": {\"required\": [\"x\"]}}]}",
-          LIST("{\"t\": \"a\", \"x\": 1}", "{\"t\": \"f\", \"x\": 2}"), LIST("{\"t\": \"e\"}", "{\"t\": \"g\", \"x\": 1}"));
+          "{\"if\": {\"properties\": {\"t\": {\"const\": \"a\"}}}, \"then\": {\"required\": "
+          "[\"x\"]}}, "
+          "{\"if\": {\"properties\": {\"t\": {\"const\": \"b\"}}}, \"then\": {\"required\": "
+          "[\"x\"]}}, "
+          "{\"if\": {\"properties\": {\"t\": {\"const\": \"c\"}}}, \"then\": {\"required\": "
+          "[\"x\"]}}, "
+          "{\"if\": {\"properties\": {\"t\": {\"const\": \"d\"}}}, \"then\": {\"required\": "
+          "[\"x\"]}}, "
+          "{\"if\": {\"properties\": {\"t\": {\"const\": \"e\"}}}, \"then\": {\"required\": "
+          "[\"x\"]}}, "
+          "{\"if\": {\"properties\": {\"t\": {\"const\": \"f\"}}}, \"then\": {\"required\": "
+          "[\"x\"]}}]}",
+          LIST("{\"t\": \"a\", \"x\": 1}", "{\"t\": \"f\", \"x\": 2}"),
+          LIST("{\"t\": \"e\"}", "{\"t\": \"g\", \"x\": 1}"));
 }
 
 static void test_property_counts_have_no_dead_ends(void **state) {
@@ -288,16 +361,27 @@ static void test_formats_and_annotations(void **state) {
     check("{\"type\": \"object\", \"properties\": {\"a\": {}, \"b\": {}}, \"dependentRequired\": "
           "{\"a\": [\"b\"]}}",
           LIST("{\"a\": 1, \"b\": 2}"), LIST("{\"c\": 1}"));
-    assert_contains(
-        schema_error(
-            "{\"allOf\": [{\"type\": \"string\", \"pattern\": \"a\"}, {\"pattern\": \"b\"}]}"),
-        "two different 'pattern'");
+    /* Two patterns in one intersection: the first is enforced, the second not (no regex
+     * intersection). */
+    check("{\"allOf\": [{\"type\": \"string\", \"pattern\": \"^a+$\"}, {\"pattern\": \"b\"}]}",
+          LIST("\"aa\""), LIST("\"b\"", "\"ab\""));
+    /* A bound out past the range that bounds nothing of it is not enforced; one that would bound
+     * all is refused. */
+    check("{\"type\": \"integer\", \"minimum\": 0, \"maximum\": 9223372036854775807}",
+          LIST("0", "123"), LIST("-1"));
+    assert_contains(schema_error("{\"type\": \"integer\", \"minimum\": 1e16}"),
+                    "out of the supported range");
+    /* Draft 3: a type list may hold schemas. */
+    check("{\"type\": [\"integer\", {\"type\": \"string\", \"maxLength\": 1}]}", LIST("1", "\"a\""),
+          LIST("\"ab\"", "true"));
     assert_contains(schema_error("{\"allOf\": [{\"type\": \"string\"}, false]}"),
                     "no value matches");
     /* A choice no value can match is left out of its anyOf; an anyOf left with none is refused. */
-    check("{\"anyOf\": [{\"allOf\": [{\"type\": \"string\"}, {\"type\": \"integer\"}]}, {\"type\": \"boolean\"}]}",
+    check("{\"anyOf\": [{\"allOf\": [{\"type\": \"string\"}, {\"type\": \"integer\"}]}, {\"type\": "
+          "\"boolean\"}]}",
           LIST("true"), LIST("\"a\"", "1"));
-    check("{\"type\": \"object\", \"required\": [\"k\"], \"oneOf\": [{\"not\": {\"required\": [\"k\"]}}, "
+    check("{\"type\": \"object\", \"required\": [\"k\"], \"oneOf\": [{\"not\": {\"required\": "
+          "[\"k\"]}}, "
           "{\"properties\": {\"k\": {\"const\": 1}}}]}",
           LIST("{\"k\": 1}"), LIST("{}", "{\"k\": 2}"));
     assert_contains(schema_error("{\"anyOf\": [{\"type\": \"string\", \"not\": {\"type\": \"string\"}}]}"),
@@ -376,6 +460,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_allof_merges_the_branches),
         cmocka_unit_test(test_ref_with_assertions_beside_it),
+        cmocka_unit_test(test_merges_that_differ_in_annotations_compile_once),
+        cmocka_unit_test(test_one_of_closed_disjoint_objects),
         cmocka_unit_test(test_anyof_inside_allof_is_distributed),
         cmocka_unit_test(test_if_then_else_and_not),
         cmocka_unit_test(test_choices_keep_their_siblings),
