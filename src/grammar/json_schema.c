@@ -51,6 +51,7 @@ typedef struct {
     json_t *source; /* the schema object rewritten (held, so its address stays unique) */
     json_t *flat;   /* what it was rewritten into */
     char *shape;    /* the rewritten schema's text without its annotations (schema_shape) */
+    uint64_t shape_hash;
     char *where;    /* the rewritten schema's place, for messages */
     int rule;
 } ref_rule;
@@ -439,10 +440,6 @@ static int ref_rule_of(js_ctx *c, const char *ref) {
     return r;
 }
 
-/* A schema schema_flatten rewrites, as one rule per schema object: the
- * rewrite of a recursive schema names the same object again (a property of
- * a schema merged with the root holds the root's own properties), and that
- * use finds this rule rather than expanding forever. */
 /* A schema's text without the annotations beside its keywords (sorted
  * keys): schemas that differ only in descriptions and defaults (Renovate's
  * 132 manager definitions, each the root schema merged with the same
@@ -462,13 +459,20 @@ static char *schema_shape(json_t *schema) {
     return text;
 }
 
+/* A schema schema_flatten rewrites, as one rule per schema object (and
+ * per shape, below): the
+ * rewrite of a recursive schema names the same object again (a property of
+ * a schema merged with the root holds the root's own properties), and that
+ * use finds this rule rather than expanding forever. */
 static int flat_rule_of(js_ctx *c, json_t *schema) {
     for (int i = 0; i < c->n_refs; i++)
         if (c->refs[i].source == schema) return c->refs[i].rule;
     char *shape = schema_shape(schema);
     if (!shape) return err_oom("JSON schema: out of memory");
+    uint64_t hash = 0xcbf29ce484222325ull;
+    for (const char *p = shape; *p; p++) hash = (hash ^ (unsigned char)*p) * 0x100000001b3ull;
     for (int i = 0; i < c->n_refs; i++)
-        if (c->refs[i].shape && !strcmp(c->refs[i].shape, shape)) {
+        if (c->refs[i].shape && c->refs[i].shape_hash == hash && !strcmp(c->refs[i].shape, shape)) {
             free(shape);
             return c->refs[i].rule;
         }
@@ -488,6 +492,7 @@ static int flat_rule_of(js_ctx *c, json_t *schema) {
     if (r < 0 || push_pending(c, (ref_rule){.source = json_incref(schema),
                                             .flat = flat,
                                             .shape = shape,
+                                            .shape_hash = hash,
                                             .where = where,
                                             .rule = r})) {
         if (r >= 0) json_decref(schema);
