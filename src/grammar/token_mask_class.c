@@ -10,14 +10,14 @@
 
 /* Bounds: 1024 classified cuts per vocabulary, and at most 64 MiB of them
  * (with gemma's 262k tokens a cut that allows many tokens keeps 32 KiB of
- * bits, one that allows few a list); a canonical form of at most 4096
- * words (a string, a number, any JSON value), past which a cut is keyed by
- * its grammar and positions, shared only by that grammar's states; at most
- * 256 stacks. A state whose first bytes start fewer than 4096 tokens is
+ * bits, one that allows few a list); a canonical form of at most 16,384
+ * words (a string, a number, any JSON value, most patterns), past which a
+ * cut is keyed by its grammar and positions, shared only by that grammar's
+ * states; at most 256 stacks. A state whose first bytes start fewer than 4096 tokens is
  * walked whole: that walk is as cheap as classifying. */
 #define CLASS_ENTRIES 1024
 #define CLASS_BYTES (64u << 20)
-#define KEY_MAX 4096
+#define KEY_MAX 16384
 #define MAX_FRAMES 32
 #define MIN_TOKENS 4096
 #define MAX_STACKS 256

@@ -23,9 +23,11 @@ struct tracked_conn {
 static void sweep(http_deadlines *d, double now) {
     for (tracked_conn *c = d->head; c; c = c->next) {
         if (c->phase == CONN_ANSWERING || now < c->deadline) continue;
+        /* Counted first: the peer may see the cut (and a test read the
+         * count) before this thread runs another instruction. */
+        atomic_fetch_add(&d->n_cut, 1);
         shutdown(c->fd, SHUT_RDWR);
         c->phase = CONN_ANSWERING; /* once is enough; it closes soon */
-        atomic_fetch_add(&d->n_cut, 1);
     }
 }
 
