@@ -76,10 +76,8 @@ static json_t *schema_n(int which, int k) {
 
 static void bench_compile(int reps) {
     printf("| schema | compile, median ms | max ms |\n|---|---:|---:|\n");
-    static const char *names[] = {"person (string, integer range, email)",
-                                  "order (uuid, array of objects, pattern, "
-                                  "enum, date-time, free text)",
-                                  "recursive tree ($ref, anyOf)"};
+    static const char *names[] = {"person (string, integer range, email)", "order (uuid, array of objects, pattern, "
+                                  "enum, date-time, free text)", "recursive tree ($ref, anyOf)"};
     for (int s = 0; s < 3; s++) {
         double t[256], worst = 0;
         for (int r = 0; r < reps; r++) {
@@ -100,11 +98,10 @@ static void bench_masks(const tokenizer *tok, const token_vocab *v) {
     json_t *j = schema_n(1, 7);
     constraint *c = constraint_compile(CONSTRAINT_JSON_SCHEMA, j, NULL);
     json_decref(j);
-    const char *doc =
-        "{\"id7\": \"123e4567-e89b-12d3-a456-426614174000\", \"items\": [{\"sku\": \"ABC-1234\", "
-        "\"qty\": 2, \"price\": 9.5}, {\"sku\": \"XYZ-0001\", \"qty\": 10}], \"status\": \"paid\", "
-        "\"created\": \"2024-05-01T12:30:00Z\", \"note\": \"Leave the parcel at the back door, "
-        "next to the blue bins; ring twice.\"}";
+    const char *doc = "{\"id7\": \"123e4567-e89b-12d3-a456-426614174000\", \"items\": [{\"sku\": \"ABC-1234\", "
+                      "\"qty\": 2, \"price\": 9.5}, {\"sku\": \"XYZ-0001\", \"qty\": 10}], \"status\": \"paid\", "
+                      "\"created\": \"2024-05-01T12:30:00Z\", \"note\": \"Leave the parcel at the back door, "
+                      "next to the blue bins; ring twice.\"}";
     int32_t *ids;
     const int n = tokenizer_encode(tok, doc, strlen(doc), false, false, &ids);
     uint32_t *mask = malloc((size_t)(v->n_vocab + 31) / 32 * sizeof *mask);
@@ -118,14 +115,10 @@ static void bench_masks(const tokenizer *tok, const token_vocab *v) {
             double t0 = now_seconds();
             if (constraint_mask(&st, v, mask)) fprintf(stderr, "mask: %s\n", err_get());
             const double dt = (now_seconds() - t0) * 1e3;
-            if (pass == 0)
-                cold[nc++] = dt;
-            else
-                warm[i] = dt;
-            if (!(mask[ids[i] / 32] >> (ids[i] % 32) & 1))
-                fprintf(stderr, "token %d refused at %d\n", ids[i], i);
-            for (int k = 0; k < v->n_vocab; k++)
-                logits[k] = (float)k;
+            if (pass == 0) cold[nc++] = dt;
+            else warm[i] = dt;
+            if (!(mask[ids[i] / 32] >> (ids[i] % 32) & 1)) fprintf(stderr, "token %d refused at %d\n", ids[i], i);
+            for (int k = 0; k < v->n_vocab; k++) logits[k] = (float)k;
             constrainer cr = {.tok = tok, .vocab = (token_vocab *)v, .mask = mask};
             t0 = now_seconds();
             constrain_logits(&cr, &st, logits, v->n_vocab);
@@ -135,12 +128,10 @@ static void bench_masks(const tokenizer *tok, const token_vocab *v) {
         constraint_state_free(&st);
     }
     double worst = 0, sum = 0;
-    for (int i = 0; i < nc; i++)
-        worst = cold[i] > worst ? cold[i] : worst, sum += cold[i];
+    for (int i = 0; i < nc; i++) worst = cold[i] > worst ? cold[i] : worst, sum += cold[i];
     printf("\nMasks along a %d-token order document (schema 2), gemma vocabulary:\n\n", n);
-    printf(
-        "| first pass (new states walked), mean ms | worst ms | second pass (cached), median ms | "
-        "mask + apply to logits, median ms |\n|---:|---:|---:|---:|\n");
+    printf("| first pass (new states walked), mean ms | worst ms | second pass (cached), median ms | "
+           "mask + apply to logits, median ms |\n|---:|---:|---:|---:|\n");
     printf("| %.2f | %.2f | %.3f | %.3f |\n", sum / nc, worst, median(warm, nc), median(apply, nc));
     free(ids), free(mask), free(logits);
     constraint_release(c);
@@ -312,14 +303,10 @@ int main(int argc, char **argv) {
     const char *replay_file = NULL;
     for (int i = 2; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--replay")) replay_file = argv[i + 1];
-        if (!strcmp(argv[i], "--reps"))
-            reps = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--tokens"))
-            tokens = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--batch"))
-            batch = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--threads"))
-            threads = atoi(argv[i + 1]);
+        if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--tokens")) tokens = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--batch")) batch = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--threads")) threads = atoi(argv[i + 1]);
     }
     if (reps > 256) reps = 256;
     model *m = model_load(argv[1]);
@@ -368,8 +355,7 @@ int main(int argc, char **argv) {
             b[r] = tpot(e, m, sizes[s], tokens, c);
         }
         const double ma = median(a, n), mb = median(b, n);
-        printf("| %d | %.2f | %.2f | %.2f | %.3f |\n", sizes[s], ma * 1e3, first * 1e3, mb * 1e3,
-               mb / ma);
+        printf("| %d | %.2f | %.2f | %.2f | %.3f |\n", sizes[s], ma * 1e3, first * 1e3, mb * 1e3, mb / ma);
         fflush(stdout);
         engine_free(e);
     }

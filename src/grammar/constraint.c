@@ -23,10 +23,10 @@ struct constraint {
     atomic_int refs;
     grammar *g;
     char *canonical;
-    pthread_mutex_t mu;                 /* guards everything below */
-    gdfa *dfa;                          /* created at the first mask */
-    const token_vocab *vocab;           /* the masks' vocabulary */
-    uint32_t **masks;                   /* [DFA_MAX_STATES]: per DFA state, NULL until computed */
+    pthread_mutex_t mu; /* guards everything below */
+    gdfa *dfa;          /* created at the first mask */
+    const token_vocab *vocab; /* the masks' vocabulary */
+    uint32_t **masks;   /* [DFA_MAX_STATES]: per DFA state, NULL until computed */
     int32_t cached[MASK_CACHE_ENTRIES]; /* the states with a mask */
     uint64_t used[MASK_CACHE_ENTRIES];  /* when each was last used (clock) */
     int n_masks;
@@ -55,8 +55,8 @@ static grammar *grammar_from_choice(json_t *spec) {
             gb_free(b);
             return NULL;
         }
-        if (r < 0 || gb_alt_begin(b, r) ||
-            gb_push_literal(b, json_string_value(v), json_string_length(v)) || gb_alt_end(b)) {
+        if (r < 0 || gb_alt_begin(b, r) || gb_push_literal(b, json_string_value(v), json_string_length(v)) ||
+            gb_alt_end(b)) {
             gb_free(b);
             return NULL;
         }
@@ -67,8 +67,7 @@ static grammar *grammar_from_choice(json_t *spec) {
 /* prefix, one value of the schema, suffix: tool_choice "required" or a
  * named function, in the markup of the model's tool-call format. */
 static grammar *grammar_tool_call(json_t *spec, const json_schema_options *opt) {
-    const json_t *prefix = json_object_get(spec, "prefix"),
-                 *suffix = json_object_get(spec, "suffix");
+    const json_t *prefix = json_object_get(spec, "prefix"), *suffix = json_object_get(spec, "suffix");
     json_t *schema = json_object_get(spec, "schema");
     if (!json_is_string(prefix) || !json_is_string(suffix) || !json_is_object(schema)) {
         err_set("tool call: expected {\"prefix\": string, \"schema\": object, \"suffix\": string}");
@@ -82,27 +81,20 @@ static grammar *grammar_tool_call(json_t *spec, const json_schema_options *opt) 
     const int value = json_schema_to_rule(b, schema, opt);
     const int root = value < 0 ? -1 : gb_fresh_rule(b);
     if (root < 0 || gb_alt_begin(b, root) ||
-        gb_push_literal(b, json_string_value(prefix), json_string_length(prefix)) ||
-        gb_push_rule(b, value) ||
-        gb_push_literal(b, json_string_value(suffix), json_string_length(suffix)) ||
-        gb_alt_end(b)) {
+        gb_push_literal(b, json_string_value(prefix), json_string_length(prefix)) || gb_push_rule(b, value) ||
+        gb_push_literal(b, json_string_value(suffix), json_string_length(suffix)) || gb_alt_end(b)) {
         gb_free(b);
         return NULL;
     }
     return gb_finish(b, root);
 }
 
-static grammar *compile_grammar(constraint_kind kind, json_t *spec,
-                                const json_schema_options *opt) {
+static grammar *compile_grammar(constraint_kind kind, json_t *spec, const json_schema_options *opt) {
     switch (kind) {
-    case CONSTRAINT_JSON_SCHEMA:
-        return grammar_from_json_schema(spec, opt);
-    case CONSTRAINT_JSON_OBJECT:
-        return grammar_json_object(opt);
-    case CONSTRAINT_CHOICE:
-        return grammar_from_choice(spec);
-    case CONSTRAINT_TOOL_CALL:
-        return grammar_tool_call(spec, opt);
+    case CONSTRAINT_JSON_SCHEMA: return grammar_from_json_schema(spec, opt);
+    case CONSTRAINT_JSON_OBJECT: return grammar_json_object(opt);
+    case CONSTRAINT_CHOICE: return grammar_from_choice(spec);
+    case CONSTRAINT_TOOL_CALL: return grammar_tool_call(spec, opt);
     case CONSTRAINT_REGEX:
     case CONSTRAINT_GBNF:
         if (!json_is_string(spec)) {
@@ -156,9 +148,7 @@ void constraint_release(constraint *c) {
     if (c && atomic_fetch_sub(&c->refs, 1) == 1) constraint_destroy(c);
 }
 
-const grammar *constraint_grammar(const constraint *c) {
-    return c->g;
-}
+const grammar *constraint_grammar(const constraint *c) { return c->g; }
 
 static struct {
     pthread_mutex_t mu;
@@ -179,10 +169,8 @@ static constraint *cache_lookup(const char *key) {
             constraint_retain(found);  /* the caller's */
             break;
         }
-    if (found)
-        cache.hits++;
-    else
-        cache.misses++;
+    if (found) cache.hits++;
+    else cache.misses++;
     pthread_mutex_unlock(&cache.mu);
     return found;
 }
@@ -267,12 +255,8 @@ int constraint_state_copy(constraint_state *dst, const constraint_state *src) {
     return 0;
 }
 
-bool constraint_can_end(const constraint_state *s) {
-    return s->st.accept;
-}
-bool constraint_must_end(const constraint_state *s) {
-    return s->st.n_stacks == 0;
-}
+bool constraint_can_end(const constraint_state *s) { return s->st.accept; }
+bool constraint_must_end(const constraint_state *s) { return s->st.n_stacks == 0; }
 
 int constraint_accept(constraint_state *s, const token_vocab *v, int32_t token) {
     if (token < 0 || token >= v->n_vocab) return 0;
@@ -281,8 +265,7 @@ int constraint_accept(constraint_state *s, const token_vocab *v, int32_t token) 
     const char *p = token_vocab_bytes(v, token, &len);
     if (len == 0) return 0;
     pthread_mutex_lock(&s->c->mu);
-    const int rc = gstate_advance_bytes(s->c->g, &s->st, (const unsigned char *)p, (size_t)len,
-                                        &s->c->scratch);
+    const int rc = gstate_advance_bytes(s->c->g, &s->st, (const unsigned char *)p, (size_t)len, &s->c->scratch);
     pthread_mutex_unlock(&s->c->mu);
     return rc;
 }
@@ -341,8 +324,7 @@ static int state_mask(constraint *c, const token_vocab *v, int id, uint32_t *mas
     }
     c->cached[slot] = id;
     c->used[slot] = c->clock;
-    if ((c->masks[id] = malloc(words * sizeof *mask)))
-        memcpy(c->masks[id], mask, words * sizeof *mask);
+    if ((c->masks[id] = malloc(words * sizeof *mask))) memcpy(c->masks[id], mask, words * sizeof *mask);
     return 0;
 }
 

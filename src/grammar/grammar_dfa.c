@@ -33,8 +33,7 @@ gdfa *gdfa_create(const grammar *g, int max_states) {
     d->g = g;
     d->max_states = max_states;
     uint32_t slots = 16;
-    while (slots < 2u * (uint32_t)max_states)
-        slots <<= 1;
+    while (slots < 2u * (uint32_t)max_states) slots <<= 1;
     d->index = malloc(slots * sizeof *d->index);
     d->states = calloc((size_t)max_states, sizeof *d->states);
     d->flags = calloc((size_t)max_states, sizeof *d->flags);
@@ -48,8 +47,7 @@ gdfa *gdfa_create(const grammar *g, int max_states) {
 }
 
 void gdfa_clear(gdfa *d) {
-    for (int i = 0; i < d->n_states; i++)
-        gstate_free(&d->states[i].st);
+    for (int i = 0; i < d->n_states; i++) gstate_free(&d->states[i].st);
     d->n_states = 0;
     memset(d->index, 0xff, (d->index_mask + 1) * sizeof *d->index);
 }
@@ -65,15 +63,9 @@ void gdfa_free(gdfa *d) {
     free(d);
 }
 
-int gdfa_n_states(const gdfa *d) {
-    return d->n_states;
-}
-const gstate *gdfa_state(const gdfa *d, int id) {
-    return &d->states[id].st;
-}
-const grammar *gdfa_grammar(const gdfa *d) {
-    return d->g;
-}
+int gdfa_n_states(const gdfa *d) { return d->n_states; }
+const gstate *gdfa_state(const gdfa *d, int id) { return &d->states[id].st; }
+const grammar *gdfa_grammar(const gdfa *d) { return d->g; }
 uint32_t gdfa_peak(const gdfa *d) {
     return d->scratch.peak;
 }
@@ -92,8 +84,7 @@ int gdfa_intern(gdfa *d, const gstate *s) {
     dstate *n = &d->states[d->n_states];
     n->st = (gstate){0};
     if (gstate_copy(&n->st, s)) return err_oom("grammar: out of memory");
-    for (int b = 0; b < 256; b++)
-        n->next[b] = UNKNOWN;
+    for (int b = 0; b < 256; b++) n->next[b] = UNKNOWN;
     d->flags[d->n_states] =
         (uint8_t)((s->accept ? FLAG_ACCEPT : 0) | (s->n_stacks > 0 ? FLAG_STACKS : 0));
     d->index[slot] = d->n_states;

@@ -60,6 +60,14 @@ static int index_grow(const gstate *s, gscratch *w) {
     return 0;
 }
 
+/* A new generation empties the stack index without touching it. */
+static void new_generation(gscratch *w) {
+    if (++w->gen == 0) {
+        if (w->slots) memset(w->slots, 0, w->n_slots * sizeof *w->slots);
+        w->gen = 1;
+    }
+}
+
 /* Adds a stack whose top is a byte set, unless the state has it already. */
 static int add_stack(gstate *s, gscratch *w, const uint32_t *pos, uint32_t len) {
     const uint64_t h = stack_hash(pos, len);
@@ -104,11 +112,7 @@ static int work_push(gscratch *w, const uint32_t *pos, uint32_t len, uint32_t to
 static int expand(const grammar *g, gstate *out, gscratch *w) {
     long steps = 0;
     int rc = 0;
-    /* A new generation empties the index without touching it. */
-    if (++w->gen == 0) {
-        if (w->slots) memset(w->slots, 0, w->n_slots * sizeof *w->slots);
-        w->gen = 1;
-    }
+    new_generation(w);
     while (w->n > 0) {
         if (++steps > MAX_EXPANSIONS) {
             rc = err_set("grammar too ambiguous: more than %d expansion steps for one byte", MAX_EXPANSIONS);
@@ -172,10 +176,7 @@ int gstate_init(gstate *s, const grammar *g, gscratch *w) {
 int gstate_add_stack(gstate *s, const uint32_t *pos, uint32_t len, gscratch *w, bool fresh) {
     if (fresh) {
         state_clear(s);
-        if (++w->gen == 0) {
-            if (w->slots) memset(w->slots, 0, w->n_slots * sizeof *w->slots);
-            w->gen = 1;
-        }
+        new_generation(w);
     }
     return add_stack(s, w, pos, len);
 }

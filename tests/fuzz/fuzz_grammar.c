@@ -15,12 +15,10 @@
 #include <string.h>
 
 static token_vocab *small_vocab(void) {
-    static const char *toks[] = {"{",  "}", "\"", "a",    "ab",   "1",   ":",
-                                 ", ", "[", "]",  "\xc3", "\xa9", "x y", ""};
+    static const char *toks[] = {"{", "}", "\"", "a", "ab", "1", ":", ", ", "[", "]", "\xc3", "\xa9", "x y", ""};
     int lens[14];
     bool eog[14] = {0};
-    for (int i = 0; i < 14; i++)
-        lens[i] = (int)strlen(toks[i]);
+    for (int i = 0; i < 14; i++) lens[i] = (int)strlen(toks[i]);
     eog[13] = true;
     return token_vocab_create(14, toks, lens, eog);
 }
