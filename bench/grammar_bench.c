@@ -17,8 +17,10 @@
  *      tokens followed, once walking the whole vocabulary for each new state
  *      and once from the vocabulary's token classes (token_mask_class.h),
  *      each side on a fresh vocabulary index, so neither inherits the
- *      other's caches.
+ *      other's caches. --slow MS names each state whose mask from the
+ *      classes took longer than MS.
  * usage: grammar_bench MODEL.gguf [--reps N] [--tokens N] [--batch N] [--threads N] [--replay FILE]
+ *        [--slow MS]
  */
 #include "engine/seq_constraint.h"
 #include "engine/engine.h"
@@ -200,6 +202,9 @@ static double quantile(samples *s, double q) {
 }
 
 /* Follows every output of the file, timing the masks of new states. */
+/* --slow MS: each new state's mask slower than MS with token classes is printed. */
+static double slow_ms;
+
 static int replay_pass(const model *m, const token_vocab *v, const char *path, bool classes,
                        samples *out, int *docs, int *tokens) {
     FILE *f = fopen(path, "r");
@@ -235,6 +240,9 @@ static int replay_pass(const model *m, const token_vocab *v, const char *path, b
                 }
                 const double dt = (now_seconds() - t0) * 1e3;
                 if (constraint_masks_computed() != before) add_sample(out, dt);
+                if (constraint_masks_computed() != before && slow_ms > 0 && dt > slow_ms && classes)
+                    fprintf(stderr, "slow: %.2f ms, output %d at token %d of %d, after: %.*s\n", dt,
+                            *docs, i, n, 160, text);
                 /* The text tokenized anew may split where the model did not; stop where it leaves
                  * the grammar. */
                 if (!(mask[ids[i] / 32] >> (ids[i] % 32) & 1) ||
@@ -296,14 +304,15 @@ int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr,
                 "usage: grammar_bench MODEL.gguf [--reps N] [--tokens N] [--batch N] [--threads N] "
-                "[--replay FILE]\n");
+                "[--replay FILE] [--slow MS]\n");
         return 1;
     }
     int reps = 20, tokens = 64, batch = 32, threads = 0;
     const char *replay_file = NULL;
     for (int i = 2; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--replay")) replay_file = argv[i + 1];
-        if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--slow")) slow_ms = atof(argv[i + 1]);
+        else if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--tokens")) tokens = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--batch")) batch = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--threads")) threads = atoi(argv[i + 1]);

@@ -35,6 +35,7 @@
 
 #include "grammar/regex.h"
 #include "grammar/schema_merge.h"
+#include "grammar/schema_values.h"
 #include "util/error.h"
 
 #include <math.h>
@@ -263,6 +264,15 @@ static int never_at(js_ctx *c, json_t *v, int prop_depth, int choice_depth) {
     json_t *flat = needs_flatten(v) ? schema_flatten(c->root, v) : json_incref(v);
     if (!flat) return err_prefix("JSON schema at %s: ", c->path[0] ? c->path : "#");
     int never = json_is_false(flat);
+    if (!never && json_is_object(flat) && (json_object_get(flat, "const") || json_is_array(json_object_get(flat, "enum")))) {
+        json_t *values = schema_admitted_values(flat); /* a value list the other keywords empty */
+        never = !values ? -1 : !json_array_size(values);
+        json_decref(values);
+        if (never < 0) {
+            json_decref(flat);
+            return err_prefix("JSON schema at %s: ", c->path[0] ? c->path : "#");
+        }
+    }
     json_t *req = json_object_get(flat, "required"), *props = json_object_get(flat, "properties"),
            *choices = json_object_get(flat, "anyOf");
     size_t i;
@@ -604,13 +614,8 @@ static int string_schema(js_ctx *c, json_t *schema) {
         if (!pattern) {
             re = format_regex(json_string_value(format));
         } else {
-            /* JSON Schema patterns search; anchor them with .* where they are open. */
-            const char *p = json_string_value(pattern);
-            const size_t n = strlen(p);
-            const bool start = p[0] == '^', end = n > 0 && p[n - 1] == '$' && (n < 2 || p[n - 2] != '\\');
-            owned = malloc(n + 16);
-            if (!owned) return err_oom("JSON schema: out of memory");
-            snprintf(owned, n + 16, "%s(%.*s)%s", start ? "" : ".*", (int)(n - start - end), p + start, end ? "" : ".*");
+            owned = schema_pattern_anchored(json_string_value(pattern)); /* JSON Schema patterns search */
+            if (!owned) return -1;
             re = owned;
         }
         gb_set_json_string_mode(c->b, true);
@@ -1152,15 +1157,17 @@ static int schema_rule(js_ctx *c, json_t *schema) {
         return js_fail(c, "'%s' must be a string at %s", "$ref");
     const char *ref = schema_ref_of(schema);
     if (ref) return ref_rule_of(c, ref);
-    if ((v = json_object_get(schema, "const"))) {
-        json_t *one = json_pack("[O]", v);
-        const int r = one ? literals_rule(c, one) : err_oom("JSON schema: out of memory");
-        json_decref(one);
+    if (json_object_get(schema, "const") || (v = json_object_get(schema, "enum"))) {
+        if (!json_object_get(schema, "const") && (!json_is_array(v) || !json_array_size(v)))
+            return js_fail(c, "'%s' must be a non-empty array at %s", "enum");
+        /* The values the assertions beside them admit (schema_values.h). */
+        json_t *values = schema_admitted_values(schema);
+        if (!values) return err_prefix("JSON schema at %s: ", c->path[0] ? c->path : "#");
+        const int r = json_array_size(values) ? literals_rule(c, values)
+                                              : js_fail(c, "no value of '%s' meets the schema's other keywords at %s",
+                                                        json_object_get(schema, "const") ? "const" : "enum");
+        json_decref(values);
         return r;
-    }
-    if ((v = json_object_get(schema, "enum"))) {
-        if (!json_is_array(v) || !json_array_size(v)) return js_fail(c, "'%s' must be a non-empty array at %s", "enum");
-        return literals_rule(c, v);
     }
     if ((v = json_object_get(schema, "anyOf"))) return alternatives_rule(c, v, "anyOf");
     if ((v = json_object_get(schema, "oneOf"))) {

@@ -27,6 +27,7 @@
  * grammar of a regex intersection is not built. */
 #include "grammar/schema_merge.h"
 
+#include "grammar/schema_values.h"
 #include "util/error.h"
 
 #include <stdbool.h>
@@ -544,6 +545,24 @@ static int required_never(json_t *root, json_t *acc, int depth) {
     return 0;
 }
 
+/* acc's enum narrowed to the values its other keywords admit
+ * (schema_values.h): MATCHES_NOTHING when none is left, so a choice of
+ * names merged with a pattern for one of them keeps that one. */
+static int narrow_values(json_t *acc) {
+    json_t *values = schema_admitted_values(acc);
+    if (!values) return json_object_get(acc, "enum") || json_object_get(acc, "const") ? -1 : 0;
+    const size_t n = json_array_size(values);
+    json_t *old = json_object_get(acc, "enum");
+    int rc = 0;
+    if (!n) rc = MATCHES_NOTHING;
+    else if (!json_is_array(old) || json_array_size(old) != n) {
+        json_object_del(acc, "const");
+        rc = json_object_set(acc, "enum", values) ? err_oom("JSON schema: out of memory") : 0;
+    }
+    json_decref(values);
+    return rc;
+}
+
 typedef struct {
     json_t *root;
     json_t *out; /* the consistent combinations, merged */
@@ -559,7 +578,8 @@ static int expand(expansion *e, json_t *acc, json_t *seen, json_t *alts, size_t 
     if (i == json_array_size(alts)) {
         json_t *leaf = copy_acc(acc);
         if (!leaf) return err_oom("JSON schema: out of memory");
-        const int rc = apply_not(leaf);
+        int rc = apply_not(leaf);
+        if (rc == 0) rc = narrow_values(leaf);
         if (rc == 0 && json_array_append(e->out, leaf)) {
             json_decref(leaf);
             return err_oom("JSON schema: out of memory");
@@ -575,6 +595,7 @@ static int expand(expansion *e, json_t *acc, json_t *seen, json_t *alts, size_t 
             return err_set("anyOf/oneOf/if choices make over %d combinations to merge", 1024);
         merge_ctx m = {.root = e->root, .acc = copy_acc(acc), .alts = json_copy(alts), .seen = json_copy(seen)};
         int rc = !m.acc || !m.alts || !m.seen ? err_oom("JSON schema: out of memory") : merge_one(&m, choice);
+        if (rc == 0) rc = narrow_values(m.acc);
         if (rc == 0) rc = required_never(e->root, m.acc, e->depth);
         if (rc == 0) rc = expand(e, m.acc, m.seen, m.alts, i + 1); /* choices the choice holds come last */
         json_decref(m.acc), json_decref(m.alts), json_decref(m.seen);

@@ -14,7 +14,8 @@
  * reach, renumbered), so they are shared by every state, constraint and
  * request of the model whose stacks end the same way: the first JSON string
  * of any schema pays the full walk, every later one the check of its
- * context-dependent tokens. */
+ * context-dependent tokens. Stacks of a cut that read the same as another
+ * (one schema compiled in several places) are classified once. */
 #ifndef CLLM_GRAMMAR_TOKEN_MASK_CLASS_H
 #define CLLM_GRAMMAR_TOKEN_MASK_CLASS_H
 
@@ -34,6 +35,7 @@ typedef struct {
     uint64_t walks;  /* suffixes classified (a walk of the whole vocabulary each) */
     uint64_t hits;   /* stacks whose suffix was classified already */
     uint64_t unused; /* states left to the whole walk */
+    uint64_t copies; /* stacks left out of a classification as copies of another */
 } token_class_stats;
 
 void token_class_stats_get(const token_vocab *v, token_class_stats *out);

@@ -456,6 +456,38 @@ static void test_number_bounds_exact(void **state) {
     assert_contains(schema_error("{\"type\": \"number\", \"minimum\": 3, \"exclusiveMaximum\": 3}"), "leave no number");
 }
 
+static void test_enum_values_meet_the_keywords_beside_them(void **state) {
+    (void)state;
+    /* An enum compiles to its values: the keywords beside it filter them. */
+    check("{\"type\": \"string\", \"enum\": [\"ab\", 3, \"abc\", \"xbc\", null], \"pattern\": \"^a\", \"maxLength\": 2}",
+          LIST("\"ab\""), LIST("3", "\"abc\"", "\"xbc\"", "null"));
+    check("{\"enum\": [\"2024-01-02\", \"x2024\", \"2024\"], \"pattern\": \"[0-9]{4}-[0-9]{2}\"}",
+          LIST("\"2024-01-02\""), LIST("\"x2024\"", "\"2024\""));
+    check("{\"enum\": [1, 2.5, 4, 6, 8], \"minimum\": 2, \"exclusiveMaximum\": 8, \"multipleOf\": 2}",
+          LIST("4", "6"), LIST("1", "2.5", "8"));
+    check("{\"enum\": [\"\\u00e9\\u00e9\", \"abc\"], \"minLength\": 1, \"maxLength\": 2}", /* code points */
+          LIST("\"\xc3\xa9\xc3\xa9\""), LIST("\"abc\""));
+    check("{\"enum\": [null, \"a\"], \"type\": \"integer\", \"nullable\": true}", LIST("null"), LIST("\"a\""));
+    assert_contains(schema_error("{\"const\": \"a\", \"type\": \"integer\"}"), "no value of 'const'");
+    assert_contains(schema_error("{\"enum\": [\"a\", \"b\"], \"pattern\": \"^c\"}"), "no value of 'enum'");
+    /* A choice of names merged with one branch's pattern for its own name
+     * keeps that name alone (Azure Pipelines' task schemas): 60 branches
+     * each keep one name, not all 60 (3,600 parses, past the 2,048 that
+     * generation allows), and each name keeps its own branch's fields. */
+    char *json = malloc(1 << 16);
+    assert_non_null(json);
+    int at = sprintf(json, "{\"type\": \"object\", \"properties\": {\"task\": {\"anyOf\": [");
+    for (int i = 0; i < 60; i++) at += sprintf(json + at, "%s{\"enum\": [\"T%d@1\"]}", i ? ", " : "", i);
+    at += sprintf(json + at, "]}}, \"required\": [\"task\"], \"anyOf\": [");
+    for (int i = 0; i < 60; i++)
+        at += sprintf(json + at, "%s{\"properties\": {\"task\": {\"pattern\": \"^T%d@1$\"}, \"v%d\": {\"type\": \"integer\"}}}",
+                      i ? ", " : "", i, i);
+    sprintf(json + at, "]}");
+    check(json, LIST("{\"task\": \"T3@1\", \"v3\": 1}", "{\"task\": \"T59@1\"}"),
+          LIST("{\"task\": \"T3@1\", \"v5\": 1}", "{\"task\": \"T60@1\"}"));
+    free(json);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_allof_merges_the_branches),
@@ -471,6 +503,7 @@ int main(void) {
         cmocka_unit_test(test_formats_and_annotations),
         cmocka_unit_test(test_number_bounds_exact),
         cmocka_unit_test(test_many_choice_groups),
+        cmocka_unit_test(test_enum_values_meet_the_keywords_beside_them),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

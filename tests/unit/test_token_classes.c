@@ -142,6 +142,15 @@ static void test_classes_equal_the_whole_walk_on_schemas(void **state) {
         "{\"type\": \"array\", \"items\": {\"enum\": [\"red\", \"green\", \"a\\\"b\"]}, "
         "\"minItems\": 2}",
         "{\"type\": \"object\", \"properties\": {\"doc\": {}}, \"required\": [\"doc\"]}",
+        /* Two kinds with their own copy of one string (their stacks inside it are
+         * classified once) and a third whose string is one longer (not a copy). */
+        "{\"anyOf\": [{\"$ref\": \"#/$defs/A\"}, {\"$ref\": \"#/$defs/B\"}, {\"$ref\": \"#/$defs/C\"}], "
+        "\"$defs\": {\"A\": {\"type\": \"object\", \"properties\": {\"name\": {\"type\": \"string\", "
+        "\"maxLength\": 12}, \"a\": {\"type\": \"integer\"}}, \"required\": [\"name\", \"a\"]}, "
+        "\"B\": {\"type\": \"object\", \"properties\": {\"name\": {\"type\": \"string\", \"maxLength\": 12}, "
+        "\"b\": {\"type\": \"string\"}}, \"required\": [\"name\", \"b\"]}, "
+        "\"C\": {\"type\": \"object\", \"properties\": {\"name\": {\"type\": \"string\", \"maxLength\": 13}, "
+        "\"c\": {\"type\": \"null\"}}, \"required\": [\"name\", \"c\"]}}}",
     };
     for (size_t s = 0; s < sizeof schemas / sizeof *schemas; s++)
         for (int ws = 0; ws < 2; ws++) {
@@ -154,6 +163,7 @@ static void test_classes_equal_the_whole_walk_on_schemas(void **state) {
     /* The classes did the work: suffixes classified once, then found again. */
     assert_true(st.walks > 0);
     assert_true(st.hits > st.walks);
+    assert_true(st.copies > 0);
     token_vocab_free(v);
 }
 
