@@ -7,25 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define UNKNOWN (-1)
-#define FLAG_ACCEPT 1
-#define FLAG_STACKS 2
-
-typedef struct {
-    gstate st;
-    int32_t next[256]; /* UNKNOWN, GDFA_DEAD or a state id */
-} dstate;
-
-struct gdfa {
-    const grammar *g;
-    dstate *states;
-    int n_states, max_states;
-    uint8_t *flags; /* per state: FLAG_ACCEPT, FLAG_STACKS */
-    int32_t *index; /* slots: -1 empty, else a state id */
-    uint32_t index_mask;
-    gscratch scratch;
-    gstate tmp;
-};
+#define UNKNOWN GDFA_UNKNOWN
+#define FLAG_ACCEPT GDFA_FLAG_ACCEPT
+#define FLAG_STACKS GDFA_FLAG_STACKS
 
 gdfa *gdfa_create(const grammar *g, int max_states) {
     gdfa *d = calloc(1, sizeof *d);
@@ -69,19 +53,13 @@ const grammar *gdfa_grammar(const gdfa *d) { return d->g; }
 uint32_t gdfa_peak(const gdfa *d) {
     return d->scratch.peak;
 }
-bool gdfa_accepts(const gdfa *d, int id) {
-    return d->flags[id] & FLAG_ACCEPT;
-}
-bool gdfa_has_stacks(const gdfa *d, int id) {
-    return d->flags[id] & FLAG_STACKS;
-}
 
 int gdfa_intern(gdfa *d, const gstate *s) {
     uint32_t slot = (uint32_t)(s->hash ^ (s->hash >> 29)) & d->index_mask;
     for (; d->index[slot] >= 0; slot = (slot + 1) & d->index_mask)
         if (gstate_equal(&d->states[d->index[slot]].st, s)) return d->index[slot];
     if (d->n_states >= d->max_states) return GDFA_FULL;
-    dstate *n = &d->states[d->n_states];
+    gdfa_dstate *n = &d->states[d->n_states];
     n->st = (gstate){0};
     if (gstate_copy(&n->st, s)) return err_oom("grammar: out of memory");
     for (int b = 0; b < 256; b++) n->next[b] = UNKNOWN;
@@ -91,9 +69,7 @@ int gdfa_intern(gdfa *d, const gstate *s) {
     return d->n_states++;
 }
 
-int gdfa_step(gdfa *d, int id, unsigned char b) {
-    const int32_t known = d->states[id].next[b];
-    if (known != UNKNOWN) return known;
+int gdfa_step_new(gdfa *d, int id, unsigned char b) {
     const int rc = gstate_advance(d->g, &d->states[id].st, b, &d->tmp, &d->scratch);
     if (rc < 0) return -1;
     const int to = rc == 0 ? GDFA_DEAD : gdfa_intern(d, &d->tmp);
