@@ -13,6 +13,7 @@ struct chat_template {
     nodelist body;
     bool trust_content; /* see chat_template_set_trust_content */
     tool_format tools;  /* the tool-call format its markers show */
+    reasoning_format reasoning; /* how replies mark their reasoning: detected, or set */
 };
 
 chat_template *chat_template_parse(const char *source) {
@@ -34,10 +35,13 @@ chat_template *chat_template_parse(const char *source) {
         return NULL;
     }
     t->tools = tool_format_detect(source);
+    t->reasoning = reasoning_format_detect(source);
     return t;
 }
 
 tool_format chat_template_tool_format(const chat_template *t) { return t->tools; }
+reasoning_format chat_template_reasoning(const chat_template *t) { return t->reasoning; }
+void chat_template_set_reasoning(chat_template *t, reasoning_format f) { t->reasoning = f; }
 
 void chat_template_free(chat_template *t) {
     if (!t) return;

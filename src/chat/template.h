@@ -14,6 +14,7 @@
 #ifndef CLLM_CHAT_TEMPLATE_H
 #define CLLM_CHAT_TEMPLATE_H
 
+#include "chat/reasoning.h"
 #include "chat/tool_format.h"
 
 #include <jansson.h>
@@ -57,6 +58,11 @@ bool chat_template_trusts_content(const chat_template *t);
 
 /* The tool-call format the template's source shows (tool_format_detect). */
 tool_format chat_template_tool_format(const chat_template *t);
+/* How replies mark their reasoning: what the source shows
+ * (reasoning_format_detect) unless set (a server's --reasoning-parser; set
+ * it before the template is shared between threads). */
+reasoning_format chat_template_reasoning(const chat_template *t);
+void chat_template_set_reasoning(chat_template *t, reasoning_format f);
 
 /* A built-in template for models whose file has none, chosen by architecture:
  * Gemma 3's for "gemma3"; for "llama", Llama 3's with a Llama 3 vocabulary

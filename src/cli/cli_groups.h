@@ -72,6 +72,7 @@ typedef struct {
     long max_embedding_inputs;       /* inputs per /v1/embeddings request */
     long embedding_cache_size;       /* entries; 0: off */
     const char *allowed_origins, *allowed_methods, *allowed_headers; /* JSON lists (CORS); NULL: not given */
+    const char *reasoning_parser; /* NULL: as each chat template shows */
 } cli_server_settings;
 
 /* --speculative-config, --speculative-model, --num-speculative-tokens,

@@ -123,6 +123,10 @@ static int parse_options(int argc, char **argv, serve_options *o) {
     }
     if (cors_config_parse(&o->cors, o->server.allowed_origins, o->server.allowed_methods, o->server.allowed_headers))
         return cli_usage_error(&k_serve, "%s", err_get());
+    reasoning_format rf;
+    if (o->server.reasoning_parser && !reasoning_format_parse(o->server.reasoning_parser, &rf))
+        return cli_usage_error(&k_serve, "--reasoning-parser '%s': known are deepseek_r1, qwen3, think and none",
+                               o->server.reasoning_parser);
     if (o->server.metrics_require_api_key && !(o->server.api_key && *o->server.api_key))
         return cli_usage_error(&k_serve,
                                "--metrics-require-api-key needs a key (--api-key, --api-key-file or $CLLM_API_KEY)");
@@ -339,6 +343,7 @@ int cmd_serve(int argc, char **argv) {
                              .max_loaded = (int)o.max_loaded_models,
                              .chat_template = o.model.chat_template,
                              .trust_template_content = o.model.chat_parse_special_in_content,
+                             .reasoning_parser = ss->reasoning_parser,
                              .load_model = load_tp_model,
                              .load_user = &tp};
     es.engine.spec = o.sc;

@@ -172,10 +172,23 @@ json_t *resp_choice(const resp_ctx *c, const gen_choice *ch, int index, const ch
     if (c->kind == API_CHAT) {
         json_t *msg = json_object();
         json_object_set_new(msg, "role", json_string("assistant"));
+        /* The reply past its reasoning: the content, and where tools are read. */
+        const char *reply = text;
+        size_t reply_len = ch->text.len;
+        reasoning_split sp = {0};
+        if (c->reasoning != REASONING_NONE) {
+            reasoning_split_text(text, ch->text.len, c->reasoning_opened, true, &sp);
+            if (sp.reasoned)
+                json_object_set_new(msg, "reasoning_content",
+                                    resp_string(text + sp.reasoning_from, sp.reasoning_to - sp.reasoning_from));
+            reply = text + sp.content_from, reply_len = sp.content_to - sp.content_from;
+        }
         if (c->tool_fmt != TOOL_FORMAT_NONE)
-            called = tool_output_message(c->tool_fmt, c->tool_parallel, c->tools, text, ch->text.len, msg);
+            called = tool_output_message(c->tool_fmt, c->tool_parallel, c->tools, reply, reply_len, msg);
+        else if (sp.reasoned && !reply_len)
+            json_object_set_new(msg, "content", json_null()); /* it only reasoned (cut by max_tokens) */
         else
-            json_object_set_new(msg, "content", resp_string(text, ch->text.len));
+            json_object_set_new(msg, "content", resp_string(reply, reply_len));
         json_object_set_new(msg, "refusal", json_null());
         json_object_set_new(o, "message", msg);
     } else if (echo_len) {

@@ -7,6 +7,7 @@
 #ifndef CLLM_SERVER_COMPLETION_JSON_H
 #define CLLM_SERVER_COMPLETION_JSON_H
 
+#include "chat/reasoning.h"
 #include "server/api_json.h" /* resp_string, which every response builder uses */
 #include "server/generation.h"
 #include "server/params.h"
@@ -25,6 +26,8 @@ typedef struct {
     tool_format tool_fmt; /* chat with tools offered: the format replies are read in; else NONE */
     bool tool_parallel;   /* parallel_tool_calls */
     const json_t *tools;  /* the request's tools list (NULL: none), for calls written without markup */
+    reasoning_format reasoning; /* chat: how replies mark their reasoning (chat/reasoning.h) */
+    bool reasoning_opened;      /* the prompt opened the reasoning ("<think>" at its end) */
 } resp_ctx;
 
 /* "stop", "length", or NULL for unfinished; "abort" and "error" as named. */

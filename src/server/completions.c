@@ -32,6 +32,7 @@ typedef struct {
     buf *echo;        /* per prompt, completions with echo */
     int n_prompts;
     tool_format tool_fmt; /* chat with tools offered: how replies write calls */
+    bool reasoning_opened; /* chat: the prompt ends inside <think> (reasoning.h) */
     char *cache_key;  /* the response cache's key; NULL: not cacheable, or no cache */
     chat_setup chat;  /* the template and rendering options */
     bad_word_seqs bad_words;
@@ -176,6 +177,12 @@ static int prepare(server *s, served_model *sm, json_t *body, api_kind kind, pre
             break;
         }
         p->n_tokens[i] = n;
+        if (kind == API_CHAT && n > 0 && chat_template_reasoning(p->chat.tmpl) != REASONING_NONE) {
+            buf tail = {0}; /* the prompt's last tokens, as text */
+            prompt_decode(tok, p->tokens[i] + (n > 8 ? n - 8 : 0), n > 8 ? 8 : n, true, &tail);
+            p->reasoning_opened = reasoning_prompt_opens(tail.data ? tail.data : "", tail.len);
+            buf_free(&tail);
+        }
         if (n == 0) {
             rc = api_fail(e, 400, "invalid_value", param, "The %s is empty (and the model adds no BOS token)", param);
             break;
@@ -215,6 +222,7 @@ typedef struct {
     long *text_offset;
     bool *finish_sent;
     tool_stream *tool_streams; /* per choice, when tools are offered */
+    reasoning_stream *reasoning_streams; /* per choice, when replies reason */
     buf out;
     bool started, ended, include_usage;
     response_replay *replay; /* a response cache hit: outputs come from here, not the engine */
@@ -243,6 +251,7 @@ static void stream_state_free(stream_state *st) {
     free(st->text_offset);
     free(st->finish_sent);
     free(st->tool_streams);
+    free(st->reasoning_streams);
     buf_free(&st->out);
     free(st);
 }
@@ -260,7 +269,10 @@ static stream_state *stream_state_create(server *s, gen *g, const prepared *p, c
     st->finish_sent = calloc(nc, sizeof *st->finish_sent);
     const bool tools = p->tool_fmt != TOOL_FORMAT_NONE;
     st->tool_streams = tools ? calloc(nc, sizeof *st->tool_streams) : NULL;
-    if (!st->sent_text || !st->sent_lps || !st->text_offset || !st->finish_sent || (tools && !st->tool_streams)) {
+    const bool reasons = ctx->reasoning != REASONING_NONE;
+    st->reasoning_streams = reasons ? calloc(nc, sizeof *st->reasoning_streams) : NULL;
+    if (!st->sent_text || !st->sent_lps || !st->text_offset || !st->finish_sent || (tools && !st->tool_streams) ||
+        (reasons && !st->reasoning_streams)) {
         stream_state_free(st);
         return NULL;
     }
@@ -323,17 +335,36 @@ static void stream_start(stream_state *st) {
     }
 }
 
-/* A chunk's choice when tools are offered: content and tool_calls deltas
- * from the reply read so far; NULL when there is nothing to send yet. */
-static json_t *stream_tool_choice(stream_state *st, int i, const gen_choice *c, json_t *lp) {
-    tool_stream *ts = &st->tool_streams[i];
+/* A chunk's choice when tools are offered or replies reason: the
+ * reasoning_content, content and tool_calls deltas from the reply read so
+ * far (tools read in the reply past its reasoning); NULL when there is
+ * nothing to send yet. */
+static json_t *stream_parsed_choice(stream_state *st, int i, const gen_choice *c, json_t *lp) {
+    const char *text = c->text.data ? c->text.data : "";
+    size_t from = 0; /* where the content starts */
+    bool content_known = true;
     json_t *ch = resp_chunk_choice(&st->ctx, i, "", 0, false, lp, NULL);
     json_t *delta = json_object_get(ch, "delta");
-    tool_stream_delta(ts, st->ctx.tool_fmt, st->ctx.tool_parallel, st->ctx.tools, c->text.data ? c->text.data : "",
-                      c->text.len, c->finished, delta);
+    if (st->reasoning_streams) {
+        reasoning_stream *rs = &st->reasoning_streams[i];
+        reasoning_split d;
+        reasoning_stream_next(rs, text, c->text.len, st->ctx.reasoning_opened, c->finished, &d);
+        if (d.reasoning_to > d.reasoning_from)
+            json_object_set_new(delta, "reasoning_content",
+                                resp_string(text + d.reasoning_from, d.reasoning_to - d.reasoning_from));
+        if (!st->tool_streams && d.content_to > d.content_from)
+            json_object_set_new(delta, "content", resp_string(text + d.content_from, d.content_to - d.content_from));
+        content_known = rs->content_started;
+        from = rs->content_start;
+    }
+    tool_stream *ts = st->tool_streams ? &st->tool_streams[i] : NULL;
+    if (ts && content_known)
+        tool_stream_delta(ts, st->ctx.tool_fmt, st->ctx.tool_parallel, st->ctx.tools, text + from,
+                          c->text.len - from, c->finished, delta);
     if (c->finished) {
         json_object_set_new(ch, "finish_reason",
-                            json_string(resp_finish_name_tools(c->reason, ts->n_announced > 0)));
+                            json_string(ts ? resp_finish_name_tools(c->reason, ts->n_announced > 0)
+                                           : resp_finish_name(c->reason)));
     } else if (!lp && json_object_size(delta) == 0) {
         json_decref(ch);
         return NULL;
@@ -370,8 +401,8 @@ static bool stream_collect(stream_state *st) {
         json_t *lp = new_lps > 0 ? resp_logprobs(&st->ctx, c->lps, st->sent_lps[i], c->n_lps, &st->text_offset[i])
                                  : NULL;
         json_t *ch;
-        if (st->ctx.tool_fmt != TOOL_FORMAT_NONE) {
-            ch = stream_tool_choice(st, i, c, lp);
+        if (st->tool_streams || st->reasoning_streams) {
+            ch = stream_parsed_choice(st, i, c, lp);
         } else {
             ch = resp_chunk_choice(&st->ctx, i, c->text.data ? c->text.data + st->sent_text[i] : "", new_text, false,
                                    lp, fin ? resp_finish_name(c->reason) : NULL);
@@ -564,7 +595,9 @@ static enum MHD_Result generate(server *s, served_model *sm, http_req *r, api_ki
                     .tok = sm->m->tok,
                     .tool_fmt = p.tool_fmt,
                     .tool_parallel = p.req.tools.parallel,
-                    .tools = p.req.tools.tools};
+                    .tools = p.req.tools.tools,
+                    .reasoning = kind == API_CHAT ? chat_template_reasoning(p.chat.tmpl) : REASONING_NONE,
+                    .reasoning_opened = p.reasoning_opened};
     server_new_id(s, kind == API_CHAT ? "chatcmpl-" : "cmpl-", ctx.id, sizeof ctx.id);
     if (p.req.stream) {
         stream_state *st = stream_state_create(s, g, &p, &ctx, r, shape);

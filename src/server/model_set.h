@@ -51,6 +51,7 @@ typedef struct {
     int max_loaded;              /* --max-loaded-models; 0: all */
     const char *chat_template;   /* a template file for every model, or NULL: each model's own */
     bool trust_template_content; /* control tokens in message content are parsed */
+    const char *reasoning_parser; /* --reasoning-parser: "none", "deepseek_r1", ...; NULL: as each template shows */
     /* Reads a model (a tensor-parallel job reads its shard), or NULL: model_load. */
     model *(*load_model)(void *user, const char *path);
     void *load_user;

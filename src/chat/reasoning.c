@@ -1,0 +1,107 @@
+/* See reasoning.h. */
+#include "chat/reasoning.h"
+
+#include <string.h>
+
+static const char OPEN[] = "<think>", CLOSE[] = "</think>";
+#define OPEN_LEN (sizeof OPEN - 1)
+#define CLOSE_LEN (sizeof CLOSE - 1)
+
+reasoning_format reasoning_format_detect(const char *template_source) {
+    return template_source && strstr(template_source, OPEN) ? REASONING_THINK : REASONING_NONE;
+}
+
+bool reasoning_format_parse(const char *name, reasoning_format *out) {
+    if (!strcmp(name, "none"))
+        *out = REASONING_NONE;
+    else if (!strcmp(name, "think") || !strcmp(name, "deepseek_r1") || !strcmp(name, "qwen3"))
+        *out = REASONING_THINK;
+    else
+        return false;
+    return true;
+}
+
+const char *reasoning_format_name(reasoning_format f) {
+    return f == REASONING_THINK ? "think" : "none";
+}
+
+static bool is_space(char c) {
+    return c == ' ' || c == '\n' || c == '\t' || c == '\r';
+}
+
+static size_t skip_space(const char *t, size_t at, size_t len) {
+    while (at < len && is_space(t[at]))
+        at++;
+    return at;
+}
+
+static size_t trim_end(const char *t, size_t from, size_t end) {
+    while (end > from && is_space(t[end - 1]))
+        end--;
+    return end;
+}
+
+bool reasoning_prompt_opens(const char *tail, size_t len) {
+    const size_t end = trim_end(tail, 0, len);
+    return end >= OPEN_LEN && !memcmp(tail + end - OPEN_LEN, OPEN, OPEN_LEN);
+}
+
+/* The longest end of t[from, len) that begins `tag` without completing it. */
+static size_t partial_tag(const char *t, size_t from, size_t len, const char *tag, size_t tag_len) {
+    for (size_t n = tag_len - 1; n > 0; n--)
+        if (len - from >= n && !memcmp(t + len - n, tag, n)) return n;
+    return 0;
+}
+
+void reasoning_split_text(const char *text, size_t len, bool opened, bool final,
+                          reasoning_split *out) {
+    *out = (reasoning_split){
+        .reasoning_from = len, .reasoning_to = len, .content_from = len, .content_to = len};
+    size_t at = 0;
+    if (!opened) {
+        const size_t s = skip_space(text, 0, len), rest = len - s;
+        const bool starts =
+            rest >= OPEN_LEN ? !memcmp(text + s, OPEN, OPEN_LEN) : !memcmp(text + s, OPEN, rest);
+        if (starts && rest < OPEN_LEN && !final)
+            return; /* it may still be "<think>": nothing yet */
+        if (!starts || rest < OPEN_LEN) {
+            out->content_from = 0; /* no reasoning: the reply as written */
+            return;
+        }
+        at = s + OPEN_LEN;
+    }
+    out->reasoned = true;
+    const size_t from = skip_space(text, at, len);
+    const char *close = memmem(text + at, len - at, CLOSE, CLOSE_LEN);
+    if (!close) { /* still reasoning: hold back a partial "</think>" and trailing whitespace */
+        const size_t end = final ? len : len - partial_tag(text, at, len, CLOSE, CLOSE_LEN);
+        out->reasoning_to = trim_end(text, from, end);
+        out->reasoning_from = from < out->reasoning_to ? from : out->reasoning_to;
+        return;
+    }
+    const size_t c = (size_t)(close - text);
+    out->reasoning_to = trim_end(text, from, c);
+    out->reasoning_from = from < out->reasoning_to ? from : out->reasoning_to;
+    out->content_from = skip_space(text, c + CLOSE_LEN, len);
+}
+
+void reasoning_stream_next(reasoning_stream *rs, const char *text, size_t len, bool opened,
+                           bool final, reasoning_split *out) {
+    reasoning_split all;
+    reasoning_split_text(text, len, opened, final, &all);
+    *out = all;
+    out->reasoning_from =
+        all.reasoning_from > rs->reasoning_sent ? all.reasoning_from : rs->reasoning_sent;
+    if (out->reasoning_from > all.reasoning_to) out->reasoning_from = all.reasoning_to;
+    out->content_from = all.content_from > rs->content_sent ? all.content_from : rs->content_sent;
+    if (out->content_from > all.content_to) out->content_from = all.content_to;
+    /* Only what was sent moves the marks: an empty part's place may still change. */
+    if (all.reasoning_to > all.reasoning_from && all.reasoning_to > rs->reasoning_sent)
+        rs->reasoning_sent = all.reasoning_to;
+    if (all.content_to > all.content_from || final) {
+        if (!rs->content_started) rs->content_start = all.content_from;
+        rs->content_started = true;
+    }
+    if (all.content_to > all.content_from && all.content_to > rs->content_sent)
+        rs->content_sent = all.content_to;
+}

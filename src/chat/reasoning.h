@@ -1,0 +1,61 @@
+/* A reply's reasoning and its answer, apart: what reasoning models (Qwen3,
+ * QwQ, DeepSeek-R1 and its distills) write between <think> and </think>
+ * goes to the chat API's "reasoning_content", the rest to "content", as
+ * vLLM's reasoning parsers and llama-server's --reasoning-format do.
+ *
+ * A reply may open its reasoning itself (Qwen3 writes "<think>" first) or
+ * find it opened by the prompt (DeepSeek-R1's template ends the prompt with
+ * "<think>\n", so the reply holds only "</think>"). Leading whitespace of
+ * each part, and whitespace before "</think>", is dropped. A reply that
+ * does not start with "<think>" (after whitespace), in a prompt that did
+ * not open one, is all content: <think> later on is then text.
+ *
+ * Streamed, the split of the text so far only ever grows: what it returns
+ * with final false is never taken back (a partial "</thi" at the end, or
+ * trailing whitespace of the reasoning, waits for the next text). */
+#ifndef CLLM_CHAT_REASONING_H
+#define CLLM_CHAT_REASONING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef enum {
+    REASONING_NONE,  /* replies are all content */
+    REASONING_THINK, /* <think> ... </think> */
+} reasoning_format;
+
+/* The format a chat template's replies use: THINK when it mentions <think>. */
+reasoning_format reasoning_format_detect(const char *template_source);
+/* "none", "think" (also vLLM's parser names "deepseek_r1" and "qwen3");
+ * false for an unknown name. */
+bool reasoning_format_parse(const char *name, reasoning_format *out);
+const char *reasoning_format_name(reasoning_format f);
+
+/* Whether a rendered prompt's end opens the reasoning ("<think>" then only
+ * whitespace); `tail` is the prompt's last characters. */
+bool reasoning_prompt_opens(const char *tail, size_t len);
+
+typedef struct {
+    size_t reasoning_from, reasoning_to; /* [from, to): the reasoning (empty when none) */
+    size_t content_from, content_to;     /* [from, to): the content so far */
+    bool reasoned;                       /* the reply has a reasoning part (maybe empty) */
+} reasoning_split;
+
+/* Splits text[0, len): `opened` when the prompt opened the reasoning,
+ * `final` when the reply has ended. */
+void reasoning_split_text(const char *text, size_t len, bool opened, bool final,
+                          reasoning_split *out);
+
+/* What a stream has sent of one reply. Zero-initialize. */
+typedef struct {
+    size_t reasoning_sent, content_sent; /* ends of what was sent, in the reply's text */
+    bool content_started;                /* content_start is known */
+    size_t content_start; /* where the content starts, for a parser of the content alone */
+} reasoning_stream;
+
+/* The reasoning and content of text[0, len) not sent yet, as ranges of
+ * text (out->reasoned as for the whole text), and marks them sent. */
+void reasoning_stream_next(reasoning_stream *rs, const char *text, size_t len, bool opened,
+                           bool final, reasoning_split *out);
+
+#endif
