@@ -8,7 +8,9 @@ static const char OPEN[] = "<think>", CLOSE[] = "</think>";
 #define CLOSE_LEN (sizeof CLOSE - 1)
 
 reasoning_format reasoning_format_detect(const char *template_source) {
-    return template_source && strstr(template_source, OPEN) ? REASONING_THINK : REASONING_NONE;
+    if (!template_source) return REASONING_NONE;
+    if (strstr(template_source, "<|channel|>")) return REASONING_HARMONY;
+    return strstr(template_source, OPEN) ? REASONING_THINK : REASONING_NONE;
 }
 
 bool reasoning_format_parse(const char *name, reasoning_format *out) {
@@ -16,13 +18,15 @@ bool reasoning_format_parse(const char *name, reasoning_format *out) {
         *out = REASONING_NONE;
     else if (!strcmp(name, "think") || !strcmp(name, "deepseek_r1") || !strcmp(name, "qwen3"))
         *out = REASONING_THINK;
+    else if (!strcmp(name, "harmony") || !strcmp(name, "gpt_oss") || !strcmp(name, "openai_gptoss"))
+        *out = REASONING_HARMONY;
     else
         return false;
     return true;
 }
 
 const char *reasoning_format_name(reasoning_format f) {
-    return f == REASONING_THINK ? "think" : "none";
+    return f == REASONING_THINK ? "think" : f == REASONING_HARMONY ? "harmony" : "none";
 }
 
 static bool is_space(char c) {
@@ -53,10 +57,18 @@ static size_t partial_tag(const char *t, size_t from, size_t len, const char *ta
     return 0;
 }
 
-void reasoning_split_text(const char *text, size_t len, bool opened, bool final,
+void reasoning_split_text(reasoning_format f, const char *text, size_t len, bool opened, bool final,
                           reasoning_split *out) {
+    if (f == REASONING_HARMONY) {
+        harmony_split_text(text, len, final, out);
+        return;
+    }
     *out = (reasoning_split){
         .reasoning_from = len, .reasoning_to = len, .content_from = len, .content_to = len};
+    if (f == REASONING_NONE) {
+        out->content_from = 0;
+        return;
+    }
     size_t at = 0;
     if (!opened) {
         const size_t s = skip_space(text, 0, len), rest = len - s;
@@ -85,10 +97,10 @@ void reasoning_split_text(const char *text, size_t len, bool opened, bool final,
     out->content_from = skip_space(text, c + CLOSE_LEN, len);
 }
 
-void reasoning_stream_next(reasoning_stream *rs, const char *text, size_t len, bool opened,
-                           bool final, reasoning_split *out) {
+void reasoning_stream_next(reasoning_stream *rs, reasoning_format f, const char *text, size_t len,
+                           bool opened, bool final, reasoning_split *out) {
     reasoning_split all;
-    reasoning_split_text(text, len, opened, final, &all);
+    reasoning_split_text(f, text, len, opened, final, &all);
     *out = all;
     out->reasoning_from =
         all.reasoning_from > rs->reasoning_sent ? all.reasoning_from : rs->reasoning_sent;

@@ -3,6 +3,12 @@
  * goes to the chat API's "reasoning_content", the rest to "content", as
  * vLLM's reasoning parsers and llama-server's --reasoning-format do.
  *
+ * gpt-oss writes OpenAI's harmony format instead: messages on channels,
+ * "<|channel|>analysis<|message|>...<|end|>" (the reasoning) then
+ * "<|start|>assistant<|channel|>final<|message|>..." (the answer); the
+ * first analysis message is the reasoning, the first message on another
+ * channel the content (reasoning_harmony.c).
+ *
  * A reply may open its reasoning itself (Qwen3 writes "<think>" first) or
  * find it opened by the prompt (DeepSeek-R1's template ends the prompt with
  * "<think>\n", so the reply holds only "</think>"). Leading whitespace of
@@ -20,14 +26,16 @@
 #include <stddef.h>
 
 typedef enum {
-    REASONING_NONE,  /* replies are all content */
-    REASONING_THINK, /* <think> ... </think> */
+    REASONING_NONE,    /* replies are all content */
+    REASONING_THINK,   /* <think> ... </think> */
+    REASONING_HARMONY, /* gpt-oss's channels */
 } reasoning_format;
 
-/* The format a chat template's replies use: THINK when it mentions <think>. */
+/* The format a chat template's replies use: HARMONY when it mentions
+ * <|channel|>, THINK when it mentions <think>. */
 reasoning_format reasoning_format_detect(const char *template_source);
-/* "none", "think" (also vLLM's parser names "deepseek_r1" and "qwen3");
- * false for an unknown name. */
+/* "none", "think" (also vLLM's parser names "deepseek_r1" and "qwen3"),
+ * "harmony" (also "gpt_oss", "openai_gptoss"); false for an unknown name. */
 bool reasoning_format_parse(const char *name, reasoning_format *out);
 const char *reasoning_format_name(reasoning_format f);
 
@@ -41,10 +49,12 @@ typedef struct {
     bool reasoned;                       /* the reply has a reasoning part (maybe empty) */
 } reasoning_split;
 
-/* Splits text[0, len): `opened` when the prompt opened the reasoning,
- * `final` when the reply has ended. */
-void reasoning_split_text(const char *text, size_t len, bool opened, bool final,
+/* Splits text[0, len) in format f: `opened` when the prompt opened the
+ * reasoning (THINK), `final` when the reply has ended. */
+void reasoning_split_text(reasoning_format f, const char *text, size_t len, bool opened, bool final,
                           reasoning_split *out);
+/* The HARMONY case of reasoning_split_text (reasoning_harmony.c). */
+void harmony_split_text(const char *text, size_t len, bool final, reasoning_split *out);
 
 /* What a stream has sent of one reply. Zero-initialize. */
 typedef struct {
@@ -55,7 +65,7 @@ typedef struct {
 
 /* The reasoning and content of text[0, len) not sent yet, as ranges of
  * text (out->reasoned as for the whole text), and marks them sent. */
-void reasoning_stream_next(reasoning_stream *rs, const char *text, size_t len, bool opened,
-                           bool final, reasoning_split *out);
+void reasoning_stream_next(reasoning_stream *rs, reasoning_format f, const char *text, size_t len,
+                           bool opened, bool final, reasoning_split *out);
 
 #endif

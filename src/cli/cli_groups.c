@@ -188,9 +188,11 @@ const cli_group cli_server_group = {
          .offset = offsetof(cli_server_settings, embedding_cache_size), .metavar = "N", .min = 0, .max = 1 << 24,
          .help = "an embedding model: keep the embeddings of the last N distinct text inputs (LRU); 0 = off"},
         {.name = "--reasoning-parser", .kind = CLI_STRING, .offset = offsetof(cli_server_settings, reasoning_parser),
-         .metavar = "NAME", .default_text = "think where the chat template shows <think>, else none",
+         .metavar = "NAME",
+         .default_text = "harmony where the chat template shows <|channel|>, think where it shows <think>, else none",
          .help = "where replies' reasoning goes: deepseek_r1 or qwen3 (vLLM's names; also think): <think> ... "
-                 "</think> to the chat message's reasoning_content; none: all of it in content"},
+                 "</think> to the chat message's reasoning_content; openai_gptoss (or harmony): gpt-oss's analysis "
+                 "channel there, its final channel in content; none: the whole reply in content"},
         {.name = "--allowed-origins", .kind = CLI_STRING, .offset = offsetof(cli_server_settings, allowed_origins),
          .metavar = "JSON", .default_text = "[]: no cross-origin access",
          .help = "CORS: the origins browsers may call from, a JSON list such as '[\"http://localhost:3000\"]'; "

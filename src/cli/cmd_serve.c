@@ -125,7 +125,9 @@ static int parse_options(int argc, char **argv, serve_options *o) {
         return cli_usage_error(&k_serve, "%s", err_get());
     reasoning_format rf;
     if (o->server.reasoning_parser && !reasoning_format_parse(o->server.reasoning_parser, &rf))
-        return cli_usage_error(&k_serve, "--reasoning-parser '%s': known are deepseek_r1, qwen3, think and none",
+        return cli_usage_error(&k_serve,
+                               "--reasoning-parser '%s': known are deepseek_r1, qwen3, think, openai_gptoss, harmony "
+                               "and none",
                                o->server.reasoning_parser);
     if (o->server.metrics_require_api_key && !(o->server.api_key && *o->server.api_key))
         return cli_usage_error(&k_serve,

@@ -177,7 +177,7 @@ json_t *resp_choice(const resp_ctx *c, const gen_choice *ch, int index, const ch
         size_t reply_len = ch->text.len;
         reasoning_split sp = {0};
         if (c->reasoning != REASONING_NONE) {
-            reasoning_split_text(text, ch->text.len, c->reasoning_opened, true, &sp);
+            reasoning_split_text(c->reasoning, text, ch->text.len, c->reasoning_opened, true, &sp);
             if (sp.reasoned)
                 json_object_set_new(msg, "reasoning_content",
                                     resp_string(text + sp.reasoning_from, sp.reasoning_to - sp.reasoning_from));

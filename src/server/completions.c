@@ -142,8 +142,10 @@ static int prepare(server *s, served_model *sm, json_t *body, api_kind kind, pre
         }
     }
     if (rc) goto out;
-    /* Markers that are control tokens ([TOOL_CALLS]) must reach the parser. */
-    if (tool_format_needs_special_text(p->tool_fmt)) p->req.rp.include_special_text = true;
+    /* Markers that are control tokens ([TOOL_CALLS], harmony's <|channel|>) must reach the parser. */
+    if (tool_format_needs_special_text(p->tool_fmt) ||
+        (kind == API_CHAT && chat_template_reasoning(p->chat.tmpl) == REASONING_HARMONY))
+        p->req.rp.include_special_text = true;
     p->n_prompts = kind == API_CHAT ? 1 : p->req.n_prompts;
     p->tokens = calloc((size_t)p->n_prompts, sizeof *p->tokens);
     p->n_tokens = calloc((size_t)p->n_prompts, sizeof *p->n_tokens);
@@ -348,7 +350,8 @@ static json_t *stream_parsed_choice(stream_state *st, int i, const gen_choice *c
     if (st->reasoning_streams) {
         reasoning_stream *rs = &st->reasoning_streams[i];
         reasoning_split d;
-        reasoning_stream_next(rs, text, c->text.len, st->ctx.reasoning_opened, c->finished, &d);
+        reasoning_stream_next(rs, st->ctx.reasoning, text, c->text.len, st->ctx.reasoning_opened, c->finished,
+                              &d);
         if (d.reasoning_to > d.reasoning_from)
             json_object_set_new(delta, "reasoning_content",
                                 resp_string(text + d.reasoning_from, d.reasoning_to - d.reasoning_from));

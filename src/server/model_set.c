@@ -91,10 +91,11 @@ static int load_one(model_set_entry *sm, const model_set_settings *st) {
     if (st->reasoning_parser && reasoning_format_parse(st->reasoning_parser, &rf))
         chat_template_set_reasoning(sm->tmpl, rf);
     if (chat_template_reasoning(sm->tmpl) != REASONING_NONE)
-        fprintf(stderr, "cllm serve: %s: replies' <think> ... </think> go to reasoning_content%s\n", sm->name,
+        fprintf(stderr, "cllm serve: %s: replies' reasoning (%s) goes to reasoning_content%s\n", sm->name,
+                chat_template_reasoning(sm->tmpl) == REASONING_HARMONY ? "harmony's analysis channel"
+                                                                       : "<think> ... </think>",
                 st->reasoning_parser ? ""
-                                     : " (the chat template shows <think>; --reasoning-parser none keeps them in "
-                                       "content)");
+                                     : " (as the chat template shows; --reasoning-parser none keeps it in content)");
     if (chat_template_tool_format(sm->tmpl) != TOOL_FORMAT_NONE)
         fprintf(stderr, "cllm serve: %s: tool calls are read in the '%s' format the chat template shows\n", sm->name,
                 tool_format_name(chat_template_tool_format(sm->tmpl)));

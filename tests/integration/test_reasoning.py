@@ -14,6 +14,8 @@ whatever the small model would write:
     reasoning and the reply is all content;
   - Qwen3 with enable_thinking false: the prompt closes it: all content;
   - tools (Qwen3's <tool_call> format) read in the reply past its reasoning;
+  - gpt-oss's template: harmony's analysis channel is the reasoning, its
+    final channel the content;
   - --reasoning-parser none keeps everything in content; an unknown name is
     a usage error."""
 
@@ -146,7 +148,23 @@ def test_reasoning_parser_none_keeps_it_in_content(cllm_bin, real_model_path):
         msg = chat(srv, THINK_RE)["message"]
         assert "reasoning_content" not in msg
         assert re.fullmatch(THINK_RE, msg["content"]), msg
-    bad = subprocess.run([str(cllm_bin), "serve", str(real_model_path), "--reasoning-parser", "gpt_oss"],
+    bad = subprocess.run([str(cllm_bin), "serve", str(real_model_path), "--reasoning-parser", "granite"],
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode != 0
-    assert "--reasoning-parser 'gpt_oss'" in bad.stderr and "deepseek_r1" in bad.stderr
+    assert "--reasoning-parser 'granite'" in bad.stderr and "deepseek_r1" in bad.stderr
+
+
+def test_gpt_oss_harmony_channels(cllm_bin, real_model_path):
+    """gpt-oss's template (harmony): the analysis channel is the reasoning,
+    the final channel the content; markers never reach the client."""
+    with serve(cllm_bin, real_model_path, "openai-gpt-oss-120b.jinja") as srv:
+        harmony = (r"<\|channel\|>analysis<\|message\|>[a-z]{3,8}( [a-z]{3,8}){1,3}<\|end\|>"
+                   r"<\|start\|>assistant<\|channel\|>final<\|message\|>[A-Z][a-z]{2,8}\.")
+        whole = chat(srv, harmony)["message"]
+        assert re.fullmatch(r"[a-z]{3,8}( [a-z]{3,8}){1,3}", whole["reasoning_content"]), whole
+        assert re.fullmatch(r"[A-Z][a-z]{2,8}\.", whole["content"]), whole
+        streamed = chat(srv, harmony, stream=True)
+        assert (streamed["reasoning_content"], streamed["content"]) == (whole["reasoning_content"], whole["content"])
+        # A reply outside the format stays content as written.
+        plain = chat(srv, r"[A-Z][a-z]{2,8}\.")["message"]
+        assert "reasoning_content" not in plain and re.fullmatch(r"[A-Z][a-z]{2,8}\.", plain["content"])

@@ -2,7 +2,8 @@
  * split as vLLM's deepseek_r1/qwen3 parsers and llama-server do, with the
  * reasoning opened by the reply or by the prompt; and streamed, every
  * prefix's deltas joined give exactly the whole reply's parts, whatever
- * the pieces the text arrives in (a tag cut anywhere). */
+ * the pieces the text arrives in (a tag cut anywhere); gpt-oss's harmony
+ * channels the same way. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +16,7 @@
 #include <string.h>
 
 typedef struct {
+    reasoning_format f;
     const char *text;
     bool opened;
     const char *reasoning; /* NULL: the reply has no reasoning part */
@@ -22,20 +24,40 @@ typedef struct {
 } split_case;
 
 static const split_case CASES[] = {
-    {"<think>\nWeigh it.\n</think>\n\nParis.", false, "Weigh it.", "Paris."},
-    {"  <think>a</think>b", false, "a", "b"},
-    {"<think></think>Just this.", false, "", "Just this."},
-    {"Weigh it.\n</think>\n\nParis.", true, "Weigh it.", "Paris."}, /* the prompt opened it */
-    {"\n</think>\n\nParis.", true, "", "Paris."},
-    {"Still thinking", true, "Still thinking", ""},
-    {"<think>never closed ", false, "never closed", ""},
-    {"Paris. <think> is a tag.", false, NULL, "Paris. <think> is a tag."},
-    {"<thin", false, NULL, "<thin"},
-    {"  plain", false, NULL, "  plain"},
-    {"<think>a</think>b</think>c", false, "a", "b</think>c"},
-    {"<think>x < y, y </ z</think>\n<ok>", false, "x < y, y </ z", "<ok>"},
-    {"", false, NULL, ""},
-    {"", true, "", ""},
+    {REASONING_THINK, "<think>\nWeigh it.\n</think>\n\nParis.", false, "Weigh it.", "Paris."},
+    {REASONING_THINK, "  <think>a</think>b", false, "a", "b"},
+    {REASONING_THINK, "<think></think>Just this.", false, "", "Just this."},
+    {REASONING_THINK, "Weigh it.\n</think>\n\nParis.", true, "Weigh it.",
+     "Paris."}, /* the prompt opened it */
+    {REASONING_THINK, "\n</think>\n\nParis.", true, "", "Paris."},
+    {REASONING_THINK, "Still thinking", true, "Still thinking", ""},
+    {REASONING_THINK, "<think>never closed ", false, "never closed", ""},
+    {REASONING_THINK, "Paris. <think> is a tag.", false, NULL, "Paris. <think> is a tag."},
+    {REASONING_THINK, "<thin", false, NULL, "<thin"},
+    {REASONING_THINK, "  plain", false, NULL, "  plain"},
+    {REASONING_THINK, "<think>a</think>b</think>c", false, "a", "b</think>c"},
+    {REASONING_THINK, "<think>x < y, y </ z</think>\n<ok>", false, "x < y, y </ z", "<ok>"},
+    {REASONING_THINK, "", false, NULL, ""},
+    {REASONING_THINK, "", true, "", ""},
+    /* gpt-oss's harmony channels */
+    {REASONING_HARMONY,
+     "<|channel|>analysis<|message|>Weigh "
+     "it.<|end|><|start|>assistant<|channel|>final<|message|>Paris.",
+     false, "Weigh it.", "Paris."},
+    {REASONING_HARMONY, "<|channel|>final<|message|>Paris.", false, NULL, "Paris."},
+    {REASONING_HARMONY,
+     "<|channel|>analysis<|message|>a <| b <|en<|end|><|start|>assistant<|channel|>final "
+     "<|constrain|>json<|message|>{\"a\": 1}<|return|>",
+     false, "a <| b <|en", "{\"a\": 1}"},
+    {REASONING_HARMONY, "<|channel|>analysis<|message|>cut while thinking", false,
+     "cut while thinking", ""},
+    {REASONING_HARMONY,
+     "<|channel|>analysis<|message|>x<|end|><|start|>assistant<|channel|>commentary "
+     "to=functions.f<|message|>{}<|call|>",
+     false, "x", "{}"},
+    {REASONING_HARMONY, "Plain words", false, NULL, "Plain words"},
+    {REASONING_HARMONY, "<|chan", false, NULL, "<|chan"},
+    {REASONING_NONE, "<think>a</think>b", false, NULL, "<think>a</think>b"},
 };
 
 static void part_equals(const char *text, size_t from, size_t to, const char *want,
@@ -50,7 +72,7 @@ static void test_whole_replies(void **state) {
     for (size_t i = 0; i < sizeof CASES / sizeof *CASES; i++) {
         const split_case *c = &CASES[i];
         reasoning_split s;
-        reasoning_split_text(c->text, strlen(c->text), c->opened, true, &s);
+        reasoning_split_text(c->f, c->text, strlen(c->text), c->opened, true, &s);
         assert_int_equal(s.reasoned, c->reasoning != NULL);
         part_equals(c->text, s.reasoning_from, s.reasoning_to, c->reasoning ? c->reasoning : "",
                     "reasoning");
@@ -68,7 +90,7 @@ static void stream_in_pieces(const split_case *c, size_t step) {
     for (size_t at = step < len ? step : len;; at = at + step < len ? at + step : len) {
         const bool final = at == len;
         reasoning_split d;
-        reasoning_stream_next(&rs, c->text, at, c->opened, final, &d);
+        reasoning_stream_next(&rs, c->f, c->text, at, c->opened, final, &d);
         memcpy(reasoning + rn, c->text + d.reasoning_from, d.reasoning_to - d.reasoning_from);
         rn += d.reasoning_to - d.reasoning_from;
         memcpy(content + cn, c->text + d.content_from, d.content_to - d.content_from);
@@ -84,7 +106,7 @@ static void stream_in_pieces(const split_case *c, size_t step) {
     /* The content's start, for a parser of the content alone, is where the whole reply's content
      * starts. */
     reasoning_split whole;
-    reasoning_split_text(c->text, len, c->opened, true, &whole);
+    reasoning_split_text(c->f, c->text, len, c->opened, true, &whole);
     assert_true(rs.content_started);
     assert_int_equal(rs.content_start, whole.content_from);
 }
@@ -110,7 +132,11 @@ static void test_detection_and_names(void **state) {
     assert_true(reasoning_format_parse("deepseek_r1", &f) && f == REASONING_THINK);
     assert_true(reasoning_format_parse("qwen3", &f) && f == REASONING_THINK);
     assert_true(reasoning_format_parse("none", &f) && f == REASONING_NONE);
-    assert_false(reasoning_format_parse("gpt_oss", &f));
+    assert_true(reasoning_format_parse("openai_gptoss", &f) && f == REASONING_HARMONY);
+    assert_false(reasoning_format_parse("granite", &f));
+    assert_int_equal(
+        reasoning_format_detect("{{- \"<|start|>assistant<|channel|>final<|message|>\" }}"),
+        REASONING_HARMONY);
     const char *const opens = "<|Assistant|><think>\n", *closed = "<think>\n\n</think>\n\n",
                       *plain = "model\n";
     assert_true(reasoning_prompt_opens(opens, strlen(opens)));

@@ -1,0 +1,99 @@
+/* gpt-oss's replies in OpenAI's harmony format, split into reasoning and
+ * content (reasoning.h). The prompt ends with "<|start|>assistant", so a
+ * reply is messages, the first without its start:
+ *   <|channel|>analysis<|message|>BODY<|end|>
+ *   <|start|>assistant<|channel|>final<|message|>BODY   (<|return|> ends it, unseen)
+ * A message's header is everything up to <|message|>: its channel follows
+ * <|channel|>, and a recipient (" to=functions.NAME") or a <|constrain|>
+ * may sit there too. A body ends at <|end|>, <|call|>, <|return|> or the
+ * next <|start|>. The first analysis body is the reasoning; the first body
+ * on any other channel (final, or commentary) is the content. A reply that
+ * does not begin with <|channel|> or <|start|> is all content. Streamed, a
+ * partial marker at the end of a body waits for the next text. */
+#include "chat/reasoning.h"
+
+#include <string.h>
+
+static const char START[] = "<|start|>", CHANNEL[] = "<|channel|>", MESSAGE[] = "<|message|>";
+static const char *const BODY_ENDS[] = {"<|end|>", "<|call|>", "<|return|>", START};
+
+static size_t find(const char *t, size_t from, size_t len, const char *what) {
+    const size_t n = strlen(what);
+    for (size_t i = from; i + n <= len; i++)
+        if (t[i] == what[0] && !memcmp(t + i, what, n)) return i;
+    return len;
+}
+
+/* Whether t[from, len) begins `what`, or is all of its beginning (complete: whether it holds all of
+ * it). */
+static bool begins(const char *t, size_t from, size_t len, const char *what, bool *complete) {
+    const size_t n = strlen(what), have = len - from;
+    *complete = have >= n;
+    return !memcmp(t + from, what, have < n ? have : n);
+}
+
+/* Where the body starting at `from` ends, and where the text after its end
+ * marker starts (*next; len when the body is still open). */
+static size_t body_end(const char *t, size_t from, size_t len, bool final, size_t *next) {
+    size_t end = len, marker = 0;
+    for (size_t m = 0; m < sizeof BODY_ENDS / sizeof *BODY_ENDS; m++) {
+        const size_t at = find(t, from, len, BODY_ENDS[m]);
+        if (at < end) end = at, marker = m;
+    }
+    if (end < len) {
+        /* a following <|start|> begins the next message: not consumed */
+        *next = BODY_ENDS[marker] == START ? end : end + strlen(BODY_ENDS[marker]);
+        return end;
+    }
+    *next = len;
+    if (final) return len;
+    size_t hold = 0; /* the longest end that begins a marker */
+    for (size_t m = 0; m < sizeof BODY_ENDS / sizeof *BODY_ENDS; m++) {
+        const size_t n = strlen(BODY_ENDS[m]);
+        for (size_t k = n - 1; k > hold; k--)
+            if (len - from >= k && !memcmp(t + len - k, BODY_ENDS[m], k)) {
+                hold = k;
+                break;
+            }
+    }
+    return len - hold;
+}
+
+void harmony_split_text(const char *text, size_t len, bool final, reasoning_split *out) {
+    *out = (reasoning_split){
+        .reasoning_from = len, .reasoning_to = len, .content_from = len, .content_to = len};
+    bool complete_start, complete_channel;
+    const bool by_start = begins(text, 0, len, START, &complete_start),
+               by_channel = begins(text, 0, len, CHANNEL, &complete_channel);
+    if ((by_start && !complete_start) || (by_channel && !complete_channel)) {
+        if (!final) return; /* it may still be a header: nothing yet */
+        out->content_from = 0;
+        return;
+    }
+    if (!by_start && !by_channel) {
+        out->content_from = 0; /* not in the format: the reply as written */
+        return;
+    }
+    bool have_content = false;
+    for (size_t at = 0; at < len;) {
+        const size_t msg = find(text, at, len, MESSAGE);
+        if (msg == len) break; /* the header is not complete yet */
+        const size_t ch = find(text, at, msg, CHANNEL);
+        const char *name = ch < msg ? text + ch + strlen(CHANNEL) : "";
+        const bool analysis = ch < msg && msg - (ch + strlen(CHANNEL)) >= 8 &&
+                              !memcmp(name, "analysis", 8) &&
+                              (name + 8 == text + msg || name[8] == ' ' || name[8] == '<');
+        const size_t from = msg + strlen(MESSAGE);
+        size_t next;
+        const size_t end = body_end(text, from, len, final, &next);
+        if (analysis && !out->reasoned) {
+            out->reasoned = true;
+            out->reasoning_from = from, out->reasoning_to = end;
+        } else if (!analysis && !have_content) {
+            have_content = true;
+            out->content_from = from, out->content_to = end;
+        }
+        if (next == len || have_content) break;
+        at = next;
+    }
+}
