@@ -284,6 +284,10 @@ static int read_quant(const cfg_obj *q, hf_config *cfg) {
         if (bad) return -1;
         if (version && strcasecmp(version, "gemm"))
             return err_set("%s: AWQ version '%s' is not supported (gemm)", q->path, version);
+    } else if (!strcasecmp(method, "mxfp4")) { /* gpt-oss as it ships */
+        return err_set("%s: MXFP4 checkpoints (gpt-oss's experts) load from GGUF, not from the folder: convert it "
+                       "with llama.cpp's convert_hf_to_gguf.py, which keeps the experts in MXFP4",
+                       q->path);
     } else {
         return err_set("%s: quantization method '%.32s' is not supported (gptq, awq)", q->path, method);
     }
