@@ -63,10 +63,13 @@ void reasoning_split_text(reasoning_format f, const char *text, size_t len, bool
         harmony_split_text(text, len, final, out);
         return;
     }
-    *out = (reasoning_split){
-        .reasoning_from = len, .reasoning_to = len, .content_from = len, .content_to = len};
+    *out = (reasoning_split){.reasoning_from = len,
+                             .reasoning_to = len,
+                             .content_from = len,
+                             .content_to = len,
+                             .rest_from = len};
     if (f == REASONING_NONE) {
-        out->content_from = 0;
+        out->content_from = out->rest_from = 0, out->rest_known = true;
         return;
     }
     size_t at = 0;
@@ -77,7 +80,8 @@ void reasoning_split_text(reasoning_format f, const char *text, size_t len, bool
         if (starts && rest < OPEN_LEN && !final)
             return; /* it may still be "<think>": nothing yet */
         if (!starts || rest < OPEN_LEN) {
-            out->content_from = 0; /* no reasoning: the reply as written */
+            out->content_from = out->rest_from = 0,
+            out->rest_known = true; /* no reasoning: as written */
             return;
         }
         at = s + OPEN_LEN;
@@ -89,12 +93,14 @@ void reasoning_split_text(reasoning_format f, const char *text, size_t len, bool
         const size_t end = final ? len : len - partial_tag(text, at, len, CLOSE, CLOSE_LEN);
         out->reasoning_to = trim_end(text, from, end);
         out->reasoning_from = from < out->reasoning_to ? from : out->reasoning_to;
+        out->rest_known = final; /* rest_from: len */
         return;
     }
     const size_t c = (size_t)(close - text);
     out->reasoning_to = trim_end(text, from, c);
     out->reasoning_from = from < out->reasoning_to ? from : out->reasoning_to;
-    out->content_from = skip_space(text, c + CLOSE_LEN, len);
+    out->content_from = out->rest_from = skip_space(text, c + CLOSE_LEN, len);
+    out->rest_known = out->content_from < len || final; /* past the whitespace after </think> */
 }
 
 void reasoning_stream_next(reasoning_stream *rs, reasoning_format f, const char *text, size_t len,
@@ -110,10 +116,8 @@ void reasoning_stream_next(reasoning_stream *rs, reasoning_format f, const char 
     /* Only what was sent moves the marks: an empty part's place may still change. */
     if (all.reasoning_to > all.reasoning_from && all.reasoning_to > rs->reasoning_sent)
         rs->reasoning_sent = all.reasoning_to;
-    if (all.content_to > all.content_from || final) {
-        if (!rs->content_started) rs->content_start = all.content_from;
-        rs->content_started = true;
-    }
+    if (all.rest_known && !rs->rest_started)
+        rs->rest_start = all.rest_from, rs->rest_started = true;
     if (all.content_to > all.content_from && all.content_to > rs->content_sent)
         rs->content_sent = all.content_to;
 }

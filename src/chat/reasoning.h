@@ -46,7 +46,10 @@ bool reasoning_prompt_opens(const char *tail, size_t len);
 typedef struct {
     size_t reasoning_from, reasoning_to; /* [from, to): the reasoning (empty when none) */
     size_t content_from, content_to;     /* [from, to): the content so far */
-    bool reasoned;                       /* the reply has a reasoning part (maybe empty) */
+    size_t rest_from; /* where the reply past its reasoning starts, markup included: what a tool
+                         parser reads (THINK: content_from; HARMONY: the next message's header) */
+    bool rest_known;  /* rest_from is final (it never moves once known) */
+    bool reasoned;    /* the reply has a reasoning part (maybe empty) */
 } reasoning_split;
 
 /* Splits text[0, len) in format f: `opened` when the prompt opened the
@@ -55,12 +58,17 @@ void reasoning_split_text(reasoning_format f, const char *text, size_t len, bool
                           reasoning_split *out);
 /* The HARMONY case of reasoning_split_text (reasoning_harmony.c). */
 void harmony_split_text(const char *text, size_t len, bool final, reasoning_split *out);
+/* Where a harmony message body starting at `from` ends: at <|end|>,
+ * <|call|>, <|return|> or the next <|start|>; *next is where the text after
+ * it starts (len while the body is open). Unfinished (final false), a
+ * partial marker at the end is left out of the body. */
+size_t harmony_body_end(const char *text, size_t from, size_t len, bool final, size_t *next);
 
 /* What a stream has sent of one reply. Zero-initialize. */
 typedef struct {
     size_t reasoning_sent, content_sent; /* ends of what was sent, in the reply's text */
-    bool content_started;                /* content_start is known */
-    size_t content_start; /* where the content starts, for a parser of the content alone */
+    bool rest_started;                   /* rest_start is known */
+    size_t rest_start; /* where the reply past its reasoning starts (reasoning_split.rest_from) */
 } reasoning_stream;
 
 /* The reasoning and content of text[0, len) not sent yet, as ranges of

@@ -18,10 +18,8 @@ static const char START[] = "<|start|>", CHANNEL[] = "<|channel|>", MESSAGE[] = 
 static const char *const BODY_ENDS[] = {"<|end|>", "<|call|>", "<|return|>", START};
 
 static size_t find(const char *t, size_t from, size_t len, const char *what) {
-    const size_t n = strlen(what);
-    for (size_t i = from; i + n <= len; i++)
-        if (t[i] == what[0] && !memcmp(t + i, what, n)) return i;
-    return len;
+    const char *at = memmem(t + from, len - from, what, strlen(what));
+    return at ? (size_t)(at - t) : len;
 }
 
 /* Whether t[from, len) begins `what`, or is all of its beginning (complete: whether it holds all of
@@ -32,9 +30,7 @@ static bool begins(const char *t, size_t from, size_t len, const char *what, boo
     return !memcmp(t + from, what, have < n ? have : n);
 }
 
-/* Where the body starting at `from` ends, and where the text after its end
- * marker starts (*next; len when the body is still open). */
-static size_t body_end(const char *t, size_t from, size_t len, bool final, size_t *next) {
+size_t harmony_body_end(const char *t, size_t from, size_t len, bool final, size_t *next) {
     size_t end = len, marker = 0;
     for (size_t m = 0; m < sizeof BODY_ENDS / sizeof *BODY_ENDS; m++) {
         const size_t at = find(t, from, len, BODY_ENDS[m]);
@@ -60,18 +56,22 @@ static size_t body_end(const char *t, size_t from, size_t len, bool final, size_
 }
 
 void harmony_split_text(const char *text, size_t len, bool final, reasoning_split *out) {
-    *out = (reasoning_split){
-        .reasoning_from = len, .reasoning_to = len, .content_from = len, .content_to = len};
+    *out = (reasoning_split){.reasoning_from = len,
+                             .reasoning_to = len,
+                             .content_from = len,
+                             .content_to = len,
+                             .rest_from = len};
     bool complete_start, complete_channel;
     const bool by_start = begins(text, 0, len, START, &complete_start),
                by_channel = begins(text, 0, len, CHANNEL, &complete_channel);
     if ((by_start && !complete_start) || (by_channel && !complete_channel)) {
         if (!final) return; /* it may still be a header: nothing yet */
-        out->content_from = 0;
+        out->content_from = out->rest_from = 0, out->rest_known = true;
         return;
     }
     if (!by_start && !by_channel) {
-        out->content_from = 0; /* not in the format: the reply as written */
+        out->content_from = out->rest_from = 0,
+        out->rest_known = true; /* not in the format: as written */
         return;
     }
     bool have_content = false;
@@ -85,7 +85,10 @@ void harmony_split_text(const char *text, size_t len, bool final, reasoning_spli
                               (name + 8 == text + msg || name[8] == ' ' || name[8] == '<');
         const size_t from = msg + strlen(MESSAGE);
         size_t next;
-        const size_t end = body_end(text, from, len, final, &next);
+        const size_t end = harmony_body_end(text, from, len, final, &next);
+        if (!out->rest_known &&
+            (!analysis || out->reasoned)) /* the first message past the reasoning */
+            out->rest_from = at, out->rest_known = true;
         if (analysis && !out->reasoned) {
             out->reasoned = true;
             out->reasoning_from = from, out->reasoning_to = end;
@@ -95,5 +98,7 @@ void harmony_split_text(const char *text, size_t len, bool final, reasoning_spli
         }
         if (next == len || have_content) break;
         at = next;
+        if (out->reasoned && !out->rest_known) out->rest_from = at, out->rest_known = true;
     }
+    if (final && !out->rest_known) out->rest_from = len, out->rest_known = true;
 }

@@ -13,6 +13,8 @@ tool_format tool_format_detect(const char *src) {
     if (!src || !has(src, "tool")) return TOOL_FORMAT_NONE;
     /* Arguments written as XML elements, not as a JSON object. */
     if (has(src, "<parameter=") || has(src, "<arg_key>")) return TOOL_FORMAT_NONE;
+    if (has(src, "<|channel|>") && (has(src, "to=functions.") || has(src, "assistant to=")))
+        return TOOL_FORMAT_HARMONY;
     if (has(src, "<tool_call>")) return TOOL_FORMAT_HERMES;
     if (has(src, "[TOOL_CALLS]")) return has(src, "[ARGS]") ? TOOL_FORMAT_MISTRAL_ARGS : TOOL_FORMAT_MISTRAL;
     if (has(src, "<function=")) return TOOL_FORMAT_FUNCTIONARY;
@@ -28,6 +30,7 @@ static const char *const k_names[] = {
     [TOOL_FORMAT_MISTRAL_ARGS] = "mistral_args",
     [TOOL_FORMAT_FUNCTIONARY] = "functionary",
     [TOOL_FORMAT_GENERIC] = "generic",
+    [TOOL_FORMAT_HARMONY] = "harmony",
 };
 
 const char *tool_format_name(tool_format f) {
@@ -41,7 +44,8 @@ int tool_format_from_name(const char *name) {
 }
 
 bool tool_format_needs_special_text(tool_format f) {
-    return f == TOOL_FORMAT_MISTRAL || f == TOOL_FORMAT_MISTRAL_ARGS || f == TOOL_FORMAT_LLAMA3_JSON;
+    return f == TOOL_FORMAT_MISTRAL || f == TOOL_FORMAT_MISTRAL_ARGS || f == TOOL_FORMAT_LLAMA3_JSON ||
+           f == TOOL_FORMAT_HARMONY;
 }
 
 void tool_format_call_id(tool_format f, const unsigned char random[16], char *out, size_t cap) {
@@ -122,14 +126,18 @@ int tool_format_call_schema(tool_format f, const json_t *tools, const char *only
         return 0;
     case TOOL_FORMAT_MISTRAL_ARGS:
     case TOOL_FORMAT_FUNCTIONARY:
+    case TOOL_FORMAT_HARMONY:
         /* The name sits in the markup: with a named choice it is a fixed
          * prefix; with any tool the prefix is an alternation, which only a
          * grammar (not one JSON schema) can say, so the schema covers the
          * arguments and the caller adds the names. */
         if (only) {
-            const bool fn = f == TOOL_FORMAT_FUNCTIONARY;
-            snprintf(out->prefix, sizeof out->prefix, fn ? "<function=%.64s>" : "[TOOL_CALLS]%.64s[ARGS]", only);
-            snprintf(out->suffix, sizeof out->suffix, "%s", fn ? "</function>" : "");
+            const char *form = f == TOOL_FORMAT_FUNCTIONARY ? "<function=%.64s>"
+                               : f == TOOL_FORMAT_HARMONY   ? "<|channel|>commentary to=functions.%.40s "
+                                                              "<|constrain|>json<|message|>"
+                                                            : "[TOOL_CALLS]%.64s[ARGS]";
+            snprintf(out->prefix, sizeof out->prefix, form, only);
+            snprintf(out->suffix, sizeof out->suffix, "%s", f == TOOL_FORMAT_FUNCTIONARY ? "</function>" : "");
             out->schema = calls_any_of(tools, only, NULL);
             return 0;
         }

@@ -11,6 +11,9 @@
  *   mistral_args [TOOL_CALLS]name[ARGS]{...}, once per call
  *                (Mistral Small 3.2, Devstral, Ministral 3)
  *   functionary  <function=name>{...}</function> (functionary v3.1)
+ *   harmony      <|start|>assistant<|channel|>commentary to=functions.name
+ *                <|constrain|>json<|message|>{...}<|call|> (gpt-oss; the
+ *                analysis message before it is the reasoning, reasoning.h)
  *   generic      one JSON object as the whole reply:
  *                {"tool_calls": [{"name": ..., "arguments": {...}}, ...]}
  *                or {"content": "the answer"}; for the templates that show
@@ -38,6 +41,7 @@ typedef enum {
     TOOL_FORMAT_MISTRAL_ARGS,
     TOOL_FORMAT_FUNCTIONARY,
     TOOL_FORMAT_GENERIC,
+    TOOL_FORMAT_HARMONY,
 } tool_format;
 
 /* The format a chat template's source uses, or TOOL_FORMAT_NONE. */
@@ -61,7 +65,7 @@ void tool_format_call_id(tool_format f, const unsigned char random[16], char *ou
  * "\n</tool_call>". `tools` is the request's validated tools array; `only`
  * names the one function a named tool_choice allows (NULL: any). */
 typedef struct {
-    char prefix[96];
+    char prefix[128];
     json_t *schema; /* owned */
     char suffix[16];
 } tool_call_constraint;

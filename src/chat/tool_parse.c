@@ -5,6 +5,7 @@
  * checked by jansson, so what counts as JSON is jansson's strict grammar. */
 #include "chat/tool_parse.h"
 
+#include "chat/reasoning.h"
 #include "util/utf8.h"
 
 #include <ctype.h>
@@ -21,6 +22,9 @@ static size_t skip_ws(const char *s, size_t i, size_t n) {
     while (i < n && is_ws(s[i])) i++;
     return i;
 }
+
+/* The first `what` in s[0, n), or NULL. */
+static const char *find_in(const char *s, size_t n, const char *what) { return memmem(s, n, what, strlen(what)); }
 
 static bool json_ok(const char *s, size_t len) {
     json_error_t err;
@@ -251,6 +255,7 @@ static scan_rc parse_block(tool_format f, const char *s, size_t m, size_t n, too
         *after = i;
         return SCAN_DONE;
     case TOOL_FORMAT_NONE:
+    case TOOL_FORMAT_HARMONY: /* parse_harmony */
     case TOOL_FORMAT_GENERIC: break; /* tool_parse_generic */
     }
     return SCAN_BAD;
@@ -302,9 +307,59 @@ static void add_content(tool_parse_result *r, const char *s, size_t a, size_t b,
     if (b > a && r->n_content < TOOL_PARSE_MAX_CONTENT) r->content[r->n_content++] = (tool_span){a, b - a};
 }
 
+/* gpt-oss's messages (tool_format.h, harmony): a message whose header names
+ * a recipient "to=functions.NAME" is a call with its body as the
+ * arguments; the body of a final (or other non-analysis) message is
+ * content; analysis messages are the reasoning, read by reasoning.h, and
+ * skipped here. */
+static void parse_harmony(const char *s, size_t n, bool final, tool_parse_result *r) {
+    static const char START[] = "<|start|>", MESSAGE[] = "<|message|>", TO[] = "to=functions.";
+    for (size_t pos = 0; pos < n;) {
+        size_t h = pos, e;
+        const scan_rc start = match_literal(s, pos, n, START, &e);
+        if (start == SCAN_DONE) h = e;
+        else if (start == SCAN_PARTIAL && !final) return;
+        const char *msg = find_in(s + h, n - h, MESSAGE);
+        if (!msg) { /* the header is not complete yet; a finished reply cut there: plain */
+            if (final) r->malformed_at = pos, add_content(r, s, pos, n, false, false);
+            return;
+        }
+        const size_t body = (size_t)(msg - s) + strlen(MESSAGE);
+        const char *to = find_in(s + h, (size_t)(msg - s) - h, TO);
+        const char *channel = find_in(s + h, (size_t)(msg - s) - h, "<|channel|>analysis");
+        size_t next;
+        const size_t end = harmony_body_end(s, body, n, final, &next);
+        if (to) {
+            tool_parsed_call *c = new_call(r);
+            const size_t name = (size_t)(to - s) + strlen(TO);
+            size_t name_end = name;
+            while (name_end < (size_t)(msg - s) && !is_ws(s[name_end]) && s[name_end] != '<') name_end++;
+            scan_rc rc = c && name_end > name ? scan_args_object(s, body, end, c, &e) : SCAN_BAD;
+            if (rc == SCAN_DONE && skip_ws(s, e, end) != end) rc = SCAN_BAD; /* more than the object */
+            if (rc == SCAN_BAD || (rc == SCAN_PARTIAL && (final || next < n))) {
+                r->n_calls -= c != NULL;
+                r->malformed_at = pos;
+                add_content(r, s, pos, n, false, false);
+                return;
+            }
+            c->name = (tool_span){name, name_end - name};
+            c->name_done = true;
+            c->done = rc == SCAN_DONE && (next < n || final);
+        } else if (!channel) {
+            add_content(r, s, body, end, false, false);
+        }
+        if (next >= n) return;
+        pos = next;
+    }
+}
+
 void tool_parse(tool_format f, const char *s, size_t n, bool final, tool_parse_result *r) {
     r->n_content = r->n_calls = 0;
     r->malformed_at = (size_t)-1;
+    if (f == TOOL_FORMAT_HARMONY) {
+        parse_harmony(s, n, final, r);
+        return;
+    }
     size_t pos = 0;
     bool after_call = false;
     for (;;) {

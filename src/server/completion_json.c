@@ -183,8 +183,9 @@ json_t *resp_choice(const resp_ctx *c, const gen_choice *ch, int index, const ch
                                     resp_string(text + sp.reasoning_from, sp.reasoning_to - sp.reasoning_from));
             reply = text + sp.content_from, reply_len = sp.content_to - sp.content_from;
         }
-        if (c->tool_fmt != TOOL_FORMAT_NONE)
-            called = tool_output_message(c->tool_fmt, c->tool_parallel, c->tools, reply, reply_len, msg);
+        if (c->tool_fmt != TOOL_FORMAT_NONE) /* tools read past the reasoning, their markup included */
+            called = tool_output_message(c->tool_fmt, c->tool_parallel, c->tools, text + sp.rest_from,
+                                         ch->text.len - sp.rest_from, msg);
         else if (sp.reasoned && !reply_len)
             json_object_set_new(msg, "content", json_null()); /* it only reasoned (cut by max_tokens) */
         else

@@ -357,8 +357,8 @@ static json_t *stream_parsed_choice(stream_state *st, int i, const gen_choice *c
                                 resp_string(text + d.reasoning_from, d.reasoning_to - d.reasoning_from));
         if (!st->tool_streams && d.content_to > d.content_from)
             json_object_set_new(delta, "content", resp_string(text + d.content_from, d.content_to - d.content_from));
-        content_known = rs->content_started;
-        from = rs->content_start;
+        content_known = rs->rest_started;
+        from = rs->rest_start;
     }
     tool_stream *ts = st->tool_streams ? &st->tool_streams[i] : NULL;
     if (ts && content_known)

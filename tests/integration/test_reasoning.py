@@ -168,3 +168,36 @@ def test_gpt_oss_harmony_channels(cllm_bin, real_model_path):
         # A reply outside the format stays content as written.
         plain = chat(srv, r"[A-Z][a-z]{2,8}\.")["message"]
         assert "reasoning_content" not in plain and re.fullmatch(r"[A-Z][a-z]{2,8}\.", plain["content"])
+
+
+def test_gpt_oss_tool_calls_on_the_commentary_channel(cllm_bin, real_model_path):
+    """gpt-oss's calls: a commentary message to functions.NAME is a tool
+    call, its body the arguments, after the analysis message (the
+    reasoning); a named tool_choice forces the call's header."""
+    params = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    tools = [{"type": "function",
+              "function": {"name": "get_weather", "description": "The weather in a city", "parameters": params}}]
+    call = (r"<\|channel\|>analysis<\|message\|>need the weather<\|end\|><\|start\|>assistant<\|channel\|>commentary "
+            r'to=functions\.get_weather <\|constrain\|>json<\|message\|>\{"city": "Paris"\}')
+    with serve(cllm_bin, real_model_path, "openai-gpt-oss-120b.jinja") as srv:
+        for stream in (False, True):
+            got = chat(srv, call, stream=stream, tools=tools, tool_choice="auto", max_tokens=160)
+            if stream:
+                calls, reasoning, content = got["tool_calls"], got["reasoning_content"], got["content"]
+                name = calls[0]["function"]["name"]
+                args = "".join(c["function"].get("arguments") or "" for c in calls)
+            else:
+                msg = got["message"]
+                reasoning, content = msg["reasoning_content"], msg["content"] or ""
+                name, args = msg["tool_calls"][0]["function"]["name"], msg["tool_calls"][0]["function"]["arguments"]
+            assert reasoning == "need the weather" and content == ""
+            assert name == "get_weather" and json.loads(args) == {"city": "Paris"}
+            assert got["finish_reason"] == "tool_calls"
+        body = {"messages": ASK, "max_tokens": 160, "temperature": 0, "tools": tools,
+                "tool_choice": {"type": "function", "function": {"name": "get_weather"}}}
+        r = srv.post("/v1/chat/completions", body)
+        assert r.status_code == 200, r.text
+        msg = r.json()["choices"][0]["message"]
+        calls = msg["tool_calls"]
+        assert len(calls) == 1 and calls[0]["function"]["name"] == "get_weather", msg
+        assert isinstance(json.loads(calls[0]["function"]["arguments"])["city"], str)

@@ -77,7 +77,18 @@ static void test_whole_replies(void **state) {
         part_equals(c->text, s.reasoning_from, s.reasoning_to, c->reasoning ? c->reasoning : "",
                     "reasoning");
         part_equals(c->text, s.content_from, s.content_to, c->content, "content");
+        assert_true(s.rest_known);
+        if (c->f == REASONING_THINK) assert_int_equal(s.rest_from, s.content_from);
     }
+    /* harmony: a tool parser reads from the message after the analysis, header and all */
+    const char *h = "<|channel|>analysis<|message|>x<|end|><|start|>assistant<|channel|>commentary "
+                    "to=functions.f<|message|>{}";
+    reasoning_split s;
+    reasoning_split_text(REASONING_HARMONY, h, strlen(h), false, true, &s);
+    assert_int_equal(s.rest_from, strstr(h, "<|start|>") - h);
+    h = "<|channel|>final<|message|>hi";
+    reasoning_split_text(REASONING_HARMONY, h, strlen(h), false, true, &s);
+    assert_int_equal(s.rest_from, 0);
 }
 
 /* The text in pieces of `step` bytes (and the remainder), then final. */
@@ -103,12 +114,11 @@ static void stream_in_pieces(const split_case *c, size_t step) {
         reasoned != (c->reasoning != NULL))
         fail_msg("'%s' in pieces of %zu: reasoning '%s', content '%s'", c->text, step, reasoning,
                  content);
-    /* The content's start, for a parser of the content alone, is where the whole reply's content
-     * starts. */
+    /* Where a tool parser starts reading (past the reasoning) is found once and kept. */
     reasoning_split whole;
     reasoning_split_text(c->f, c->text, len, c->opened, true, &whole);
-    assert_true(rs.content_started);
-    assert_int_equal(rs.content_start, whole.content_from);
+    assert_true(rs.rest_started);
+    assert_int_equal(rs.rest_start, whole.rest_from);
 }
 
 static void test_streamed_replies_join_to_the_whole(void **state) {

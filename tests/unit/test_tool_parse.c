@@ -188,6 +188,32 @@ static void test_functionary(void **state) {
     expect(TOOL_FORMAT_FUNCTIONARY, "<function=get_weather>{\"city\": \"Paris\"}", "", 0, NULL, NULL);
 }
 
+static void test_harmony(void **state) {
+    (void)state;
+    const char *n1[] = {"get_weather"}, *a1[] = {"{\"city\": \"Paris\"}"};
+    /* gpt-oss: the analysis message (reasoning.h reads it) is skipped; the call ends at <|call|>, an
+     * end-of-generation token the text usually lacks. */
+    expect(TOOL_FORMAT_HARMONY,
+           "<|channel|>analysis<|message|>Need weather.<|end|><|start|>assistant<|channel|>commentary "
+           "to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Paris\"}",
+           "", 1, n1, a1);
+    expect(TOOL_FORMAT_HARMONY,
+           "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Paris\"}<|call|>",
+           "", 1, n1, a1);
+    const char *n2[] = {"lookup"}, *a2[] = {"{}"}; /* the recipient before the channel */
+    expect(TOOL_FORMAT_HARMONY, "<|start|>assistant to=functions.lookup<|channel|>commentary json<|message|>{}", "", 1,
+           n2, a2);
+    /* An answer on the final channel is content; a call cut off, or not JSON, is plain. */
+    const char *answer = "<|channel|>analysis<|message|>easy<|end|><|start|>assistant<|channel|>final<|message|>Sunny.";
+    expect(TOOL_FORMAT_HARMONY, answer, "", 0, NULL, NULL);
+    assert_string_equal(flatten(TOOL_FORMAT_HARMONY, answer, strlen(answer), true).content, "Sunny.");
+    expect(TOOL_FORMAT_HARMONY, "<|channel|>commentary to=functions.f<|message|>{\"a\": ", "", 0, NULL, NULL);
+    expect(TOOL_FORMAT_HARMONY, "<|channel|>commentary to=functions.f<|message|>not json", "", 0, NULL, NULL);
+    /* Streamed, the answer arrives as content and a marker cut in two waits. */
+    const flat whole = flatten(TOOL_FORMAT_HARMONY, answer, strlen(answer), true);
+    check_stream(TOOL_FORMAT_HARMONY, answer, &whole);
+}
+
 static void test_detect(void **state) {
     (void)state;
     assert_int_equal(tool_format_detect("{{ '<tool_call>\\n' }}{% if tools %}{% endif %}"), TOOL_FORMAT_HERMES);
@@ -202,6 +228,9 @@ static void test_detect(void **state) {
     /* XML-style arguments (Qwen3-Coder), and templates without tools. */
     assert_int_equal(tool_format_detect("{{ tools }}<tool_call>\n<function=f>\n<parameter=x>"), TOOL_FORMAT_NONE);
     assert_int_equal(tool_format_detect("<start_of_turn>{{ message.content }}"), TOOL_FORMAT_NONE);
+    assert_int_equal(tool_format_detect("{{- \"<|start|>assistant to=\" }}{{- \"functions.\" + tool_call.name }}"
+                                        "{%- if tools %}<|channel|>{% endif %} to=functions."),
+                     TOOL_FORMAT_HARMONY);
     assert_int_equal(tool_format_from_name("hermes"), TOOL_FORMAT_HERMES);
     assert_int_equal(tool_format_from_name("nope"), -1);
 }
@@ -249,6 +278,10 @@ static void test_call_schema(void **state) {
     assert_string_equal(c.prefix, "<function=a>");
     tool_call_constraint_free(&c);
     assert_int_equal(tool_format_call_schema(TOOL_FORMAT_FUNCTIONARY, tools, NULL, &c), -1);
+    assert_int_equal(tool_format_call_schema(TOOL_FORMAT_HARMONY, tools, "a", &c), 0);
+    assert_string_equal(c.prefix, "<|channel|>commentary to=functions.a <|constrain|>json<|message|>");
+    tool_call_constraint_free(&c);
+    assert_int_equal(tool_format_call_schema(TOOL_FORMAT_HARMONY, tools, NULL, &c), -1);
     assert_int_equal(tool_format_call_schema(TOOL_FORMAT_NONE, tools, NULL, &c), -1);
     json_decref(tools);
 }
@@ -391,6 +424,7 @@ int main(void) {
         cmocka_unit_test(test_hermes_holds_partial_marker),
         cmocka_unit_test(test_llama3_json),  cmocka_unit_test(test_mistral),
         cmocka_unit_test(test_mistral_args), cmocka_unit_test(test_functionary),
+        cmocka_unit_test(test_harmony),
         cmocka_unit_test(test_detect),       cmocka_unit_test(test_call_id),
         cmocka_unit_test(test_call_schema),  cmocka_unit_test(test_bare_calls),
         cmocka_unit_test(test_generic),
