@@ -343,8 +343,8 @@ static void stream_start(stream_state *st) {
  * nothing to send yet. */
 static json_t *stream_parsed_choice(stream_state *st, int i, const gen_choice *c, json_t *lp) {
     const char *text = c->text.data ? c->text.data : "";
-    size_t from = 0; /* where the content starts */
-    bool content_known = true;
+    size_t from = 0;         /* where the reply past the reasoning starts: what the tool parser reads */
+    bool from_known = true;
     json_t *ch = resp_chunk_choice(&st->ctx, i, "", 0, false, lp, NULL);
     json_t *delta = json_object_get(ch, "delta");
     if (st->reasoning_streams) {
@@ -357,11 +357,11 @@ static json_t *stream_parsed_choice(stream_state *st, int i, const gen_choice *c
                                 resp_string(text + d.reasoning_from, d.reasoning_to - d.reasoning_from));
         if (!st->tool_streams && d.content_to > d.content_from)
             json_object_set_new(delta, "content", resp_string(text + d.content_from, d.content_to - d.content_from));
-        content_known = rs->rest_started;
+        from_known = rs->rest_started;
         from = rs->rest_start;
     }
     tool_stream *ts = st->tool_streams ? &st->tool_streams[i] : NULL;
-    if (ts && content_known)
+    if (ts && from_known)
         tool_stream_delta(ts, st->ctx.tool_fmt, st->ctx.tool_parallel, st->ctx.tools, text + from,
                           c->text.len - from, c->finished, delta);
     if (c->finished) {
