@@ -51,6 +51,7 @@ static bool plain_text(const char *p, size_t n) {
 /* A pattern's regex, compiled at its first use over a list of values. */
 typedef struct {
     grammar *g;
+    bool unusable; /* outside regex.c's subset (lookaround, ...): not applied */
 } pattern_cache;
 
 static int pattern_matches(const char *pattern, const char *s, size_t len, pattern_cache *pc) {
@@ -68,17 +69,21 @@ static int pattern_matches(const char *pattern, const char *s, size_t len, patte
             if (!memcmp(text, s + i, tn)) return 1;
         return 0;
     }
-    if (!pc->g) {
+    /* A pattern the regex subset cannot hold filters nothing: the values
+     * stand, as they did before the filter existed (it is not enforced). */
+    if (!pc->g && !pc->unusable) {
         char *anchored = schema_pattern_anchored(pattern);
         pc->g = anchored ? grammar_from_regex(anchored) : NULL;
         free(anchored);
-        if (!pc->g) return err_prefix("'pattern' '%.64s': ", pattern);
+        if (!pc->g && err_is_oom()) return -1;
+        if (!pc->g) err_clear(), pc->unusable = true;
     }
+    if (pc->unusable) return 1;
     gstate st = {0};
     gscratch w = {0};
     int rc = gstate_init(&st, pc->g, &w);
     if (rc == 0) rc = gstate_advance_bytes(pc->g, &st, (const unsigned char *)s, len, &w);
-    const int matched = rc == 1 ? st.accept : rc < 0 ? -1 : 0;
+    const int matched = rc == 1 ? st.accept : rc < 0 ? (err_is_oom() ? -1 : (err_clear(), 1)) : 0;
     gstate_free(&st), gscratch_free(&w);
     return matched;
 }

@@ -12,9 +12,10 @@
 
 /* Whether `value` meets the assertions of `schema` that apply to it alone:
  * type (and OpenAPI's nullable), minLength/maxLength (in code points),
- * pattern (searched, as JSON Schema says), minimum/maximum/
- * exclusiveMinimum/exclusiveMaximum (draft 4's boolean forms too) and
- * multipleOf. 1 admitted, 0 not, -1 with err_get() (a malformed pattern). */
+ * pattern (searched, as JSON Schema says; one outside regex.c's subset is
+ * not applied), minimum/maximum/exclusiveMinimum/exclusiveMaximum (draft
+ * 4's boolean forms too) and multipleOf. 1 admitted, 0 not, -1 with
+ * err_get() (out of memory). */
 int schema_admits_value(json_t *schema, json_t *value);
 
 /* The values of schema's enum (or const) that schema_admits_value admits,

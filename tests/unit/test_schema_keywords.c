@@ -468,6 +468,8 @@ static void test_enum_values_meet_the_keywords_beside_them(void **state) {
     check("{\"enum\": [\"\\u00e9\\u00e9\", \"abc\"], \"minLength\": 1, \"maxLength\": 2}", /* code points */
           LIST("\"\xc3\xa9\xc3\xa9\""), LIST("\"abc\""));
     check("{\"enum\": [null, \"a\"], \"type\": \"integer\", \"nullable\": true}", LIST("null"), LIST("\"a\""));
+    /* A pattern outside the regex subset (lookahead) filters nothing, as before the filter. */
+    check("{\"enum\": [\"a\", \"b\"], \"pattern\": \"^(?=a)\"}", LIST("\"a\"", "\"b\""), LIST("\"c\""));
     assert_contains(schema_error("{\"const\": \"a\", \"type\": \"integer\"}"), "no value of 'const'");
     assert_contains(schema_error("{\"enum\": [\"a\", \"b\"], \"pattern\": \"^c\"}"), "no value of 'enum'");
     /* A choice of names merged with one branch's pattern for its own name
