@@ -50,9 +50,8 @@ bool reasoning_prompt_opens(const char *tail, size_t len) {
     return end >= OPEN_LEN && !memcmp(tail + end - OPEN_LEN, OPEN, OPEN_LEN);
 }
 
-/* The longest end of t[from, len) that begins `tag` without completing it. */
-static size_t partial_tag(const char *t, size_t from, size_t len, const char *tag, size_t tag_len) {
-    for (size_t n = tag_len - 1; n > 0; n--)
+size_t reasoning_partial_tag(const char *t, size_t from, size_t len, const char *tag) {
+    for (size_t n = strlen(tag) - 1; n > 0; n--)
         if (len - from >= n && !memcmp(t + len - n, tag, n)) return n;
     return 0;
 }
@@ -90,7 +89,7 @@ void reasoning_split_text(reasoning_format f, const char *text, size_t len, bool
     const size_t from = skip_space(text, at, len);
     const char *close = memmem(text + at, len - at, CLOSE, CLOSE_LEN);
     if (!close) { /* still reasoning: hold back a partial "</think>" and trailing whitespace */
-        const size_t end = final ? len : len - partial_tag(text, at, len, CLOSE, CLOSE_LEN);
+        const size_t end = final ? len : len - reasoning_partial_tag(text, at, len, CLOSE);
         out->reasoning_to = trim_end(text, from, end);
         out->reasoning_from = from < out->reasoning_to ? from : out->reasoning_to;
         out->rest_known = final; /* rest_from: len */

@@ -58,11 +58,22 @@ void reasoning_split_text(reasoning_format f, const char *text, size_t len, bool
                           reasoning_split *out);
 /* The HARMONY case of reasoning_split_text (reasoning_harmony.c). */
 void harmony_split_text(const char *text, size_t len, bool final, reasoning_split *out);
-/* Where a harmony message body starting at `from` ends: at <|end|>,
- * <|call|>, <|return|> or the next <|start|>; *next is where the text after
- * it starts (len while the body is open). Unfinished (final false), a
- * partial marker at the end is left out of the body. */
-size_t harmony_body_end(const char *text, size_t from, size_t len, bool final, size_t *next);
+/* One harmony message read at `at`: its header [at, header_end) (an
+ * optional <|start|>ROLE, <|channel|>NAME, a recipient, ...), its body
+ * [body, end), which ends at <|end|>, <|call|>, <|return|> or the next
+ * <|start|>, and where the text after it starts (next; len while the body
+ * is open). Unfinished (final false), a partial marker at the end is left
+ * out of the body. False while the header is not complete (no <|message|>
+ * yet). Both the reasoning split and the harmony tool parser read replies
+ * with it. */
+typedef struct {
+    size_t header_end, body, end, next;
+    bool analysis; /* on the analysis channel: the reasoning */
+} harmony_message;
+bool harmony_message_at(const char *text, size_t at, size_t len, bool final, harmony_message *m);
+/* The longest end of t[from, len) that begins `tag` without completing it
+ * (what a stream holds back until the next text decides it). */
+size_t reasoning_partial_tag(const char *t, size_t from, size_t len, const char *tag);
 
 /* What a stream has sent of one reply. Zero-initialize. */
 typedef struct {

@@ -30,7 +30,8 @@ static bool begins(const char *t, size_t from, size_t len, const char *what, boo
     return !memcmp(t + from, what, have < n ? have : n);
 }
 
-size_t harmony_body_end(const char *t, size_t from, size_t len, bool final, size_t *next) {
+/* Where the body starting at `from` ends, and *next. */
+static size_t body_end(const char *t, size_t from, size_t len, bool final, size_t *next) {
     size_t end = len, marker = 0;
     for (size_t m = 0; m < sizeof BODY_ENDS / sizeof *BODY_ENDS; m++) {
         const size_t at = find(t, from, len, BODY_ENDS[m]);
@@ -45,14 +46,22 @@ size_t harmony_body_end(const char *t, size_t from, size_t len, bool final, size
     if (final) return len;
     size_t hold = 0; /* the longest end that begins a marker */
     for (size_t m = 0; m < sizeof BODY_ENDS / sizeof *BODY_ENDS; m++) {
-        const size_t n = strlen(BODY_ENDS[m]);
-        for (size_t k = n - 1; k > hold; k--)
-            if (len - from >= k && !memcmp(t + len - k, BODY_ENDS[m], k)) {
-                hold = k;
-                break;
-            }
+        const size_t k = reasoning_partial_tag(t, from, len, BODY_ENDS[m]);
+        if (k > hold) hold = k;
     }
     return len - hold;
+}
+
+bool harmony_message_at(const char *text, size_t at, size_t len, bool final, harmony_message *m) {
+    const size_t msg = find(text, at, len, MESSAGE);
+    if (msg == len) return false;
+    const size_t ch = find(text, at, msg, CHANNEL), name = ch + strlen(CHANNEL);
+    m->header_end = msg;
+    m->analysis = ch < msg && msg - name >= 8 && !memcmp(text + name, "analysis", 8) &&
+                  (name + 8 == msg || text[name + 8] == ' ' || text[name + 8] == '<');
+    m->body = msg + strlen(MESSAGE);
+    m->end = body_end(text, m->body, len, final, &m->next);
+    return true;
 }
 
 void harmony_split_text(const char *text, size_t len, bool final, reasoning_split *out) {
@@ -75,29 +84,20 @@ void harmony_split_text(const char *text, size_t len, bool final, reasoning_spli
         return;
     }
     bool have_content = false;
-    for (size_t at = 0; at < len;) {
-        const size_t msg = find(text, at, len, MESSAGE);
-        if (msg == len) break; /* the header is not complete yet */
-        const size_t ch = find(text, at, msg, CHANNEL);
-        const char *name = ch < msg ? text + ch + strlen(CHANNEL) : "";
-        const bool analysis = ch < msg && msg - (ch + strlen(CHANNEL)) >= 8 &&
-                              !memcmp(name, "analysis", 8) &&
-                              (name + 8 == text + msg || name[8] == ' ' || name[8] == '<');
-        const size_t from = msg + strlen(MESSAGE);
-        size_t next;
-        const size_t end = harmony_body_end(text, from, len, final, &next);
+    harmony_message m;
+    for (size_t at = 0; at < len && harmony_message_at(text, at, len, final, &m);) {
         if (!out->rest_known &&
-            (!analysis || out->reasoned)) /* the first message past the reasoning */
+            (!m.analysis || out->reasoned)) /* the first message past the reasoning */
             out->rest_from = at, out->rest_known = true;
-        if (analysis && !out->reasoned) {
+        if (m.analysis && !out->reasoned) {
             out->reasoned = true;
-            out->reasoning_from = from, out->reasoning_to = end;
-        } else if (!analysis && !have_content) {
+            out->reasoning_from = m.body, out->reasoning_to = m.end;
+        } else if (!m.analysis && !have_content) {
             have_content = true;
-            out->content_from = from, out->content_to = end;
+            out->content_from = m.body, out->content_to = m.end;
         }
-        if (next == len || have_content) break;
-        at = next;
+        if (m.next == len || have_content) break;
+        at = m.next;
         if (out->reasoned && !out->rest_known) out->rest_from = at, out->rest_known = true;
     }
     if (final && !out->rest_known) out->rest_from = len, out->rest_known = true;

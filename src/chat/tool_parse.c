@@ -313,30 +313,22 @@ static void add_content(tool_parse_result *r, const char *s, size_t a, size_t b,
  * content; analysis messages are the reasoning, read by reasoning.h, and
  * skipped here. */
 static void parse_harmony(const char *s, size_t n, bool final, tool_parse_result *r) {
-    static const char START[] = "<|start|>", MESSAGE[] = "<|message|>", TO[] = "to=functions.";
+    static const char TO[] = "to=functions.";
+    harmony_message m;
     for (size_t pos = 0; pos < n;) {
-        size_t h = pos, e;
-        const scan_rc start = match_literal(s, pos, n, START, &e);
-        if (start == SCAN_DONE) h = e;
-        else if (start == SCAN_PARTIAL && !final) return;
-        const char *msg = find_in(s + h, n - h, MESSAGE);
-        if (!msg) { /* the header is not complete yet; a finished reply cut there: plain */
-            if (final) r->malformed_at = pos, add_content(r, s, pos, n, false, false);
+        if (!harmony_message_at(s, pos, n, final, &m)) { /* the header is not complete yet */
+            if (final) r->malformed_at = pos, add_content(r, s, pos, n, false, false); /* cut there: plain */
             return;
         }
-        const size_t body = (size_t)(msg - s) + strlen(MESSAGE);
-        const char *to = find_in(s + h, (size_t)(msg - s) - h, TO);
-        const char *channel = find_in(s + h, (size_t)(msg - s) - h, "<|channel|>analysis");
-        size_t next;
-        const size_t end = harmony_body_end(s, body, n, final, &next);
+        const char *to = find_in(s + pos, m.header_end - pos, TO);
         if (to) {
             tool_parsed_call *c = new_call(r);
             const size_t name = (size_t)(to - s) + strlen(TO);
-            size_t name_end = name;
-            while (name_end < (size_t)(msg - s) && !is_ws(s[name_end]) && s[name_end] != '<') name_end++;
-            scan_rc rc = c && name_end > name ? scan_args_object(s, body, end, c, &e) : SCAN_BAD;
-            if (rc == SCAN_DONE && skip_ws(s, e, end) != end) rc = SCAN_BAD; /* more than the object */
-            if (rc == SCAN_BAD || (rc == SCAN_PARTIAL && (final || next < n))) {
+            size_t name_end = name, e;
+            while (name_end < m.header_end && !is_ws(s[name_end]) && s[name_end] != '<') name_end++;
+            scan_rc rc = c && name_end > name ? scan_args_object(s, m.body, m.end, c, &e) : SCAN_BAD;
+            if (rc == SCAN_DONE && skip_ws(s, e, m.end) != m.end) rc = SCAN_BAD; /* more than the object */
+            if (rc == SCAN_BAD || (rc == SCAN_PARTIAL && (final || m.next < n))) {
                 r->n_calls -= c != NULL;
                 r->malformed_at = pos;
                 add_content(r, s, pos, n, false, false);
@@ -344,12 +336,12 @@ static void parse_harmony(const char *s, size_t n, bool final, tool_parse_result
             }
             c->name = (tool_span){name, name_end - name};
             c->name_done = true;
-            c->done = rc == SCAN_DONE && (next < n || final);
-        } else if (!channel) {
-            add_content(r, s, body, end, false, false);
+            c->done = rc == SCAN_DONE && (m.next < n || final);
+        } else if (!m.analysis) {
+            add_content(r, s, m.body, m.end, false, false);
         }
-        if (next >= n) return;
-        pos = next;
+        if (m.next >= n) return;
+        pos = m.next;
     }
 }
 
