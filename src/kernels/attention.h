@@ -88,7 +88,18 @@ typedef struct {
      * share of the probability and adds nothing to the output. */
     const float *sinks;
     int64_t *key_mass; /* NULL, or [hi + 1] at least */
+    /* NULL, or [n_tok]: the draft tree's ancestry (speculative decoding over a
+     * tree of drafts, Medusa). A token with tree[i] != 0 sees key positions
+     * p >= tree_base only where bit p - tree_base of tree[i] is set (its
+     * ancestors in the tree and itself; the tree's nodes sit at tree_base ..
+     * tree_base + 31); keys below tree_base as lo and hi say. A token with
+     * tree[i] == 0 is not in the tree. */
+    const uint32_t *tree;
+    int tree_base;
 } attn_tile;
+
+/* Nodes in one draft tree, at most: one bit each in attn_tile.tree. */
+#define ATTN_TREE_MAX 32
 
 typedef void (*attn_tile_fn)(const paged_kv *kv, const int32_t *block_table, int kv_head, const attn_tile *t,
                              float scale);

@@ -5,6 +5,7 @@
 #include "kernels/attention.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Value dimensions per pass: the accumulators of one pass are ATTN_TILE_ROWS x
@@ -21,6 +22,12 @@ static void row_span(const attn_tile *t, int bs, int r, int b, int *a, int *e) {
     const int i = r / t->n_head;
     *a = max_int(t->lo[i], b * bs) - b * bs;
     *e = min_int(t->hi[i], b * bs + bs - 1) - b * bs;
+}
+
+/* Whether row r sees key position p of [lo, hi] (the draft tree's mask). */
+static bool row_sees(const attn_tile *t, int r, int p) {
+    const uint32_t anc = t->tree ? t->tree[r / t->n_head] : 0;
+    return !anc || p < t->tree_base || (anc >> (p - t->tree_base) & 1u);
 }
 
 static const float *row_q(const attn_tile *t, int dk, int r) {
@@ -55,7 +62,8 @@ static void mass_sweep(const paged_kv *kv, const int32_t *block_table, int kv_he
             row_span(t, bs, r, b, &a, &e);
             double s[ATTN_MAX_BLOCK];
             row_scores(kv, kblk, row_q(t, kv->head_dim_k, r), a, e, scale, t->softcap, s);
-            for (int k = a; k <= e; k++) col[k] += llrint(exp(s[k] - m[r]) / l[r] * ATTN_MASS_ONE);
+            for (int k = a; k <= e; k++)
+                if (row_sees(t, r, b * bs + k)) col[k] += llrint(exp(s[k] - m[r]) / l[r] * ATTN_MASS_ONE);
         }
         for (int k = 0; k < bs; k++)
             if (col[k]) __atomic_fetch_add(&t->key_mass[b * bs + k], col[k], __ATOMIC_RELAXED);
@@ -89,7 +97,9 @@ static void tile_pass(const paged_kv *kv, const int32_t *block_table, int kv_hea
             double s[ATTN_MAX_BLOCK], mb = -INFINITY;
             row_scores(kv, kblk, row_q(t, dk, r), a, e, scale, t->softcap, s);
             for (int k = a; k <= e; k++)
-                if (s[k] > mb) mb = s[k];
+                if (!row_sees(t, r, b * bs + k)) s[k] = -INFINITY;
+                else if (s[k] > mb) mb = s[k];
+            if (mb == -INFINITY) continue; /* the tree hides every key of the block */
             if (mb > m[r]) {
                 const double c = exp(m[r] - mb);
                 l[r] *= c;
@@ -97,6 +107,7 @@ static void tile_pass(const paged_kv *kv, const int32_t *block_table, int kv_hea
                 m[r] = mb;
             }
             for (int k = a; k <= e; k++) {
+                if (!row_sees(t, r, b * bs + k)) continue;
                 const uint8_t *vrow = vblk + (row0 + k) * v_row;
                 const double p = exp(s[k] - m[r]);
                 l[r] += p;

@@ -83,9 +83,14 @@ static void embed_row(const forward_step *s, int t) {
     if (m->hp.embd_scale != 1.0f) vec_scale(x, m->hp.embd_scale, m->hp.n_embd);
 }
 
+/* The position token t is rotated at (fwd_batch.rope_pos). */
+static int rope_pos_of(const fwd_batch *b, int t) {
+    return b->rope_pos ? b->rope_pos[t] : b->pos[t];
+}
+
 static void rope_row(const forward_step *s, int t) {
     const model_hparams *hp = &s->f->m->hp;
-    const int pos = s->b->pos[t];
+    const int pos = rope_pos_of(s->b, t);
     float *full = s->f->rope_full + (size_t)t * hp->rope_dim;
     rope_angles(full, pos, hp->rope_dim, hp->rope_base, hp->rope_pos_scale, s->f->rope_factors);
     /* LongRoPE's and YaRN's attention factor scales the rotated dims of q and k. */
@@ -252,9 +257,8 @@ static void attn_unit_run(const forward_step *s, int u) {
     const float *sinks = f->m->w.layers[s->il].sinks;
     int32_t lo[ATTN_TILE_ROWS], hi[ATTN_TILE_ROWS];
     for (int i = 0; i < a->n_tok; i++) {
-        const int pos = s->b->pos[a->t0 + i];
-        hi[i] = pos;
-        lo[i] = first_key(kv, s->il, pos);
+        hi[i] = s->b->pos[a->t0 + i];
+        lo[i] = first_key(kv, s->il, rope_pos_of(s->b, a->t0 + i));
     }
     const attn_tile tile = {.q = f->q + ((size_t)a->t0 * hp->n_head + a->h0) * hp->head_dim_k,
                             .out = f->att + ((size_t)a->t0 * hp->n_head + a->h0) * hp->head_dim_v,
@@ -262,7 +266,8 @@ static void attn_unit_run(const forward_step *s, int u) {
                             .out_stride = (size_t)hp->n_head * hp->head_dim_v,
                             .lo = lo, .hi = hi, .n_tok = a->n_tok, .n_head = a->n_h,
                             .softcap = hp->attn_softcap, .key_mass = fs->attn_acc,
-                            .sinks = sinks ? sinks + a->h0 : NULL};
+                            .sinks = sinks ? sinks + a->h0 : NULL,
+                            .tree = s->b->tree ? s->b->tree + a->t0 : NULL, .tree_base = fs->tree_base};
     f->attn(&pk, fs->block_table[g], a->kv_head, &tile, hp->attn_scale);
 }
 
@@ -373,6 +378,13 @@ static int check_batch(const forward_ctx *f, const fwd_batch *b) {
             return err_set("token id %d is outside the vocabulary (%lld)", b->tokens[t], (long long)n_tok);
         if (b->seq[t] < 0 || b->seq[t] >= b->n_seqs || b->pos[t] < 0)
             return err_set("token %d has an invalid sequence or position", t);
+        if (b->rope_pos && (b->rope_pos[t] < 0 || b->rope_pos[t] > b->pos[t]))
+            return err_set("token %d is rotated at position %d, past its KV position %d", t, b->rope_pos[t], b->pos[t]);
+        if (b->tree && b->tree[t]) {
+            const int node = b->pos[t] - b->seqs[b->seq[t]].tree_base;
+            if (node < 0 || node >= ATTN_TREE_MAX || !(b->tree[t] >> node & 1u))
+                return err_set("token %d (position %d) is not a node of its sequence's draft tree", t, b->pos[t]);
+        }
         for (int g = 0; g < kv->n_groups; g++) {
             int blk = b->seqs[b->seq[t]].block_table[g][b->pos[t] / kv->block_size];
             if (blk < 0 || blk >= kv->n_blocks)
@@ -384,6 +396,8 @@ static int check_batch(const forward_ctx *f, const fwd_batch *b) {
 
 int forward_run(forward_ctx *f, const fwd_batch *b, float *logits) {
     if (check_batch(f, b)) return -1;
+    if (f->m->tp.on_forward && (b->tree || b->rope_pos))
+        return err_set("draft trees are not run under tensor parallelism");
     if (f->m->tp.on_forward)
         f->m->tp.on_forward(f->m->tp.user, f->kv, b, f->m->w.rope_long && f->rope_factors == f->m->w.rope_long);
     const int n = b->n_tokens;

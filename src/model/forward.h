@@ -20,6 +20,9 @@ typedef struct {
      * ATTN_MASS_ONE units (kernels/attention.h): the same sums whatever the
      * batch, chunking or threads. */
     int64_t *attn_acc;
+    /* Where the sequence's draft tree starts (fwd_batch.tree): its nodes sit
+     * at KV positions tree_base .. tree_base + ATTN_TREE_MAX - 1. */
+    int tree_base;
 } fwd_seq;
 
 typedef struct fwd_batch {
@@ -31,6 +34,17 @@ typedef struct fwd_batch {
     const fwd_seq *seqs;
     int n_out;
     const int32_t *out_rows; /* [n_out] token rows whose logits are wanted */
+    /* Speculative decoding over a tree of drafts (Medusa): NULL, or
+     * [n_tokens] ancestry masks. A token with tree[t] != 0 is a node of its
+     * sequence's tree, written at KV position pos[t]; it sees the keys below
+     * its sequence's tree_base and, from there on, only the nodes whose bit
+     * (key - tree_base) is set: its ancestors and itself. tree[t] == 0: an
+     * ordinary token. */
+    const uint32_t *tree;
+    /* NULL, or [n_tokens]: the position each token is rotated at and its
+     * sliding window counted from, where that is not its KV position pos[t]
+     * (a tree node: tree_base + its depth). */
+    const int32_t *rope_pos;
 } fwd_batch;
 
 typedef struct forward_ctx forward_ctx;

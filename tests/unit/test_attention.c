@@ -7,7 +7,8 @@
  * with the one-row reference for every tile size, GQA ratio, head dim and
  * window (and soft-capped scores, Gemma 2's, and attention sinks, gpt-oss's),
  * and an AVX2 row has the same
- * bits in every tile as alone. Over an
+ * bits in every tile as alone. A draft tree's rows (speculative decoding)
+ * see the prefix and their ancestors, no other node. Over an
  * 8-bit cache each kernel gives the bits it gives over the same cache
  * dequantized to f32: the codes are decoded in registers, exactly. */
 #include <setjmp.h>
@@ -323,6 +324,92 @@ static void test_sink_share_of_one_key(void **state) {
     free(p.k), free(p.v);
 }
 
+/* Direct softmax of one query over a list of key positions, in double. */
+static void naive_keys(const pages *p, int head, const float *q, const int *keys, int n_keys, float scale,
+                       float *out) {
+    const int dk = p->kv.head_dim_k, dv = p->kv.head_dim_v;
+    double s[128], m = -INFINITY, l = 0;
+    for (int j = 0; j < n_keys; j++) {
+        double x = 0;
+        for (int d = 0; d < dk; d++) x += (double)q[d] * elem(p, p->k, dk, head, keys[j], d);
+        s[j] = x * scale;
+        if (s[j] > m) m = s[j];
+    }
+    for (int j = 0; j < n_keys; j++) l += exp(s[j] - m);
+    for (int d = 0; d < dv; d++) {
+        double acc = 0;
+        for (int j = 0; j < n_keys; j++) acc += exp(s[j] - m) / l * elem(p, p->v, dv, head, keys[j], d);
+        out[d] = (float)acc;
+    }
+}
+
+/* A draft tree of n nodes at positions start .. start + n - 1 (node 0 the
+ * root, parent[i] < i): each node's row, in tiles of every kernel, equals
+ * the direct softmax over the prefix and the path from the root to it, the
+ * keys listed by walking the parents (not read from the bit masks). */
+static void check_tree(kv_dtype dt, int start, int n, int ratio, int tile_tok, const int *parent) {
+    const int dk = 64, n_head = ratio, n_pos = start + n;
+    pages p = make_pages(dt, 16, 1, dk, dk, n_pos);
+    const size_t qs = (size_t)n_head * dk;
+    float *q = malloc(sizeof(float) * n * qs), *out = malloc(sizeof(float) * n * qs), want[64];
+    uint32_t anc[ATTN_TREE_MAX];
+    int32_t lo[ATTN_TREE_MAX], hi[ATTN_TREE_MAX];
+    for (int i = 0; i < n; i++) {
+        anc[i] = (i ? anc[parent[i]] : 0) | 1u << i;
+        lo[i] = 0, hi[i] = start + i;
+    }
+    for (size_t i = 0; i < n * qs; i++) q[i] = frand();
+    const float scale = 1.0f / sqrtf((float)dk);
+    for (int avx2 = 0; avx2 <= (int)wtype_using_avx2(); avx2++) {
+        for (int t0 = 0; t0 < n; t0 += tile_tok) {
+            const attn_tile t = {.q = q + t0 * qs, .out = out + t0 * qs, .q_stride = qs, .out_stride = qs,
+                                 .lo = lo + t0, .hi = hi + t0, .n_tok = n - t0 < tile_tok ? n - t0 : tile_tok,
+                                 .n_head = n_head, .tree = anc + t0, .tree_base = start};
+            (avx2 ? attn_tile_avx2 : attn_tile_ref)(&p.kv, p.table, 0, &t, scale);
+        }
+        for (int i = 0; i < n; i++) {
+            int keys[128], n_keys = 0, path[ATTN_TREE_MAX], depth = 0;
+            for (int j = 0; j < start; j++) keys[n_keys++] = j;
+            for (int v = i; v >= 0; v = v ? parent[v] : -1) path[depth++] = v;
+            while (depth > 0) keys[n_keys++] = start + path[--depth];
+            for (int h = 0; h < n_head; h++) {
+                naive_keys(&p, 0, q + i * qs + (size_t)h * dk, keys, n_keys, scale, want);
+                const float *got = out + i * qs + (size_t)h * dk;
+                for (int d = 0; d < dk; d++)
+                    if (fabsf(got[d] - want[d]) > 2e-5f)
+                        fail_msg("tree %s %s start=%d n=%d tile=%d node=%d head=%d d=%d: %g want %g",
+                                 avx2 ? "avx2" : "ref", kv_dtype_name(dt), start, n, tile_tok, i, h, d, got[d],
+                                 want[d]);
+            }
+        }
+    }
+    pages_free(&p), free(q), free(out);
+}
+
+/* Trees across block boundaries (blocks of 16), with nodes whose ancestors
+ * skip a whole block of the tree (the root's late children), a chain, a
+ * star, the largest tree (32 nodes: every bit), and one from position 0. */
+static void test_tree_mask_sees_ancestors_and_prefix(void **state) {
+    (void)state;
+    int random_tree[ATTN_TREE_MAX], chain[ATTN_TREE_MAX], star[ATTN_TREE_MAX];
+    uint64_t r = 12345;
+    for (int i = 1; i < ATTN_TREE_MAX; i++) {
+        r = r * 6364136223846793005ull + 1442695040888963407ull;
+        random_tree[i] = (int)((r >> 33) % (uint64_t)i);
+        chain[i] = i - 1, star[i] = 0;
+    }
+    random_tree[25] = 0, random_tree[26] = 25, random_tree[31] = 26;
+    const int *trees[] = {random_tree, chain, star};
+    for (int di = 0; di < 2; di++)
+        for (int ti = 0; ti < 3; ti++) {
+            check_tree(k_dtypes[di], 29, ATTN_TREE_MAX, 1, ATTN_TREE_MAX, trees[ti]);
+            check_tree(k_dtypes[di], 29, ATTN_TREE_MAX, 1, 5, trees[ti]);
+            check_tree(k_dtypes[di], 40, 12, 2, 12, trees[ti]);
+            check_tree(k_dtypes[di], 0, 20, 1, 7, trees[ti]);
+        }
+    check_tree(KV_INT8, 17, 16, 2, 16, random_tree);
+}
+
 int main(void) {
     wtype_init();
     kernel_paths_print("paths compared with ref", KP_SET_AVX2);
@@ -336,6 +423,7 @@ int main(void) {
         cmocka_unit_test(test_tiles_soft_capped),
         cmocka_unit_test(test_tiles_with_sinks),
         cmocka_unit_test(test_sink_share_of_one_key),
+        cmocka_unit_test(test_tree_mask_sees_ancestors_and_prefix),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
