@@ -36,7 +36,15 @@ typedef struct {
     int n_kv_heads;
     int head_dim_k;
     int head_dim_v;
+    /* V rows are the first head_dim_v dims of the K rows (latent attention):
+     * v and v_block_stride are K's, and a V row is a K row apart. */
+    bool v_in_k;
 } paged_kv;
+
+/* Bytes from one V row of a block to the next. */
+static inline size_t paged_v_row_bytes(const paged_kv *kv) {
+    return kv_row_bytes(kv->dtype, kv->v_in_k ? kv->head_dim_k : kv->head_dim_v);
+}
 
 #define ATTN_MAX_BLOCK 64
 

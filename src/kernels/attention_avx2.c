@@ -93,6 +93,7 @@ typedef struct {
     float *out[ATTN_TILE_ROWS];
     int lo[ATTN_TILE_ROWS], hi[ATTN_TILE_ROWS];
     float m[ATTN_TILE_ROWS], l[ATTN_TILE_ROWS];
+    size_t vstride;                /* bytes from one V row to the next (paged_v_row_bytes) */
     uint32_t tree[ATTN_TILE_ROWS]; /* each row's token's attn_tile.tree, or 0 */
     int tree_base;
     float softcap; /* attn_tile's */
@@ -145,7 +146,7 @@ static ALWAYS_INLINE void dots_rows(int NR, kv_dtype dt, const tile_rows *tr, in
  * p[t] * V[t]; NR <= 2, ND <= 4. */
 static ALWAYS_INLINE void pv(int NR, int ND, kv_dtype dt, const tile_rows *tr, const int *rows, const float *c,
                              const uint8_t *vblk, int t0, int t1, float p[][ATTN_MAX_BLOCK], int d) {
-    const size_t vstride = kv_row_bytes(dt, tr->dv);
+    const size_t vstride = tr->vstride;
     __m256 acc[2][4];
     for (int r = 0; r < NR; r++)
         for (int j = 0; j < ND; j++)
@@ -165,7 +166,7 @@ static ALWAYS_INLINE void pv(int NR, int ND, kv_dtype dt, const tile_rows *tr, c
 static ALWAYS_INLINE void pv_rows(int NR, kv_dtype dt, const tile_rows *tr, const int *rows, const float *c,
                                   const uint8_t *vblk, int t0, int t1, float p[][ATTN_MAX_BLOCK]) {
     const int dv = tr->dv;
-    const size_t vstride = kv_row_bytes(dt, dv);
+    const size_t vstride = tr->vstride;
     int d = 0;
     for (; d + 32 <= dv; d += 32) pv(NR, 4, dt, tr, rows, c, vblk, t0, t1, p, d);
     for (; d + 8 <= dv; d += 8) pv(NR, 1, dt, tr, rows, c, vblk, t0, t1, p, d);
@@ -290,7 +291,8 @@ static ALWAYS_INLINE void mass_sweep(kv_dtype dt, const paged_kv *kv, const int3
 static ALWAYS_INLINE void tile_body(kv_dtype dt, const paged_kv *kv, const int32_t *block_table, int kv_head,
                                     const attn_tile *t, float scale) {
     tile_rows tr = {.n_rows = t->n_tok * t->n_head, .dk = kv->head_dim_k, .dv = kv->head_dim_v,
-                    .bs = kv->block_size, .softcap = t->softcap, .tree_base = t->tree_base};
+                    .bs = kv->block_size, .softcap = t->softcap, .tree_base = t->tree_base,
+                    .vstride = paged_v_row_bytes(kv)};
     const int bs = tr.bs;
     int jlo = t->lo[0], jhi = t->hi[0];
     for (int r = 0; r < tr.n_rows; r++) {
@@ -308,7 +310,7 @@ static ALWAYS_INLINE void tile_body(kv_dtype dt, const paged_kv *kv, const int32
         const int t0 = max_int(jlo, b * bs) - b * bs, t1 = min_int(jhi, b * bs + bs - 1) - b * bs;
         const size_t row0 = (size_t)kv_head * bs;
         const uint8_t *kblk = kv->k + (size_t)block_table[b] * kv->k_block_stride + row0 * kv_row_bytes(dt, tr.dk);
-        const uint8_t *vblk = kv->v + (size_t)block_table[b] * kv->v_block_stride + row0 * kv_row_bytes(dt, tr.dv);
+        const uint8_t *vblk = kv->v + (size_t)block_table[b] * kv->v_block_stride + row0 * tr.vstride;
         int r = 0;
         for (; r + 2 <= tr.n_rows; r += 2) dots_rows(2, dt, &tr, r, kblk, t0, t1, s);
         if (r < tr.n_rows) dots_rows(1, dt, &tr, r, kblk, t0, t1, s);

@@ -13,8 +13,8 @@
 /* out[d] for d0 <= d < d0 + nd (nd <= ATTN_REF_DIMS). */
 static void attn_pass(const paged_kv *kv, const int32_t *block_table, int kv_head, const float *q,
                       int lo, int hi, float scale, int d0, int nd, float *out) {
-    const int bs = kv->block_size, dk = kv->head_dim_k, dv = kv->head_dim_v;
-    const size_t k_row = kv_row_bytes(kv->dtype, dk), v_row = kv_row_bytes(kv->dtype, dv);
+    const int bs = kv->block_size, dk = kv->head_dim_k;
+    const size_t k_row = kv_row_bytes(kv->dtype, dk), v_row = paged_v_row_bytes(kv);
     double m = -INFINITY, l = 0;
     double acc[ATTN_REF_DIMS];
     for (int d = 0; d < nd; d++) acc[d] = 0;

@@ -76,7 +76,7 @@ static void tile_pass(const paged_kv *kv, const int32_t *block_table, int kv_hea
                       float scale, int d0, int nd) {
     const int bs = kv->block_size, dk = kv->head_dim_k, dv = kv->head_dim_v;
     const int n_rows = t->n_tok * t->n_head;
-    const size_t v_row = kv_row_bytes(kv->dtype, dv);
+    const size_t v_row = paged_v_row_bytes(kv);
     double m[ATTN_TILE_ROWS], l[ATTN_TILE_ROWS], acc[ATTN_TILE_ROWS][ATTN_TILE_REF_DIMS];
     int jlo = t->lo[0], jhi = t->hi[0];
     for (int i = 1; i < t->n_tok; i++) jlo = min_int(jlo, t->lo[i]), jhi = max_int(jhi, t->hi[i]);

@@ -31,7 +31,8 @@ int kv_dtype_parse(const char *s, kv_dtype *out) {
 }
 
 size_t kv_bytes_per_layer_token(const kv_spec *spec, kv_dtype dtype) {
-    return (size_t)spec->n_kv_heads * (kv_row_bytes(dtype, spec->head_dim_k) + kv_row_bytes(dtype, spec->head_dim_v));
+    const size_t v_row = spec->v_in_k ? 0 : kv_row_bytes(dtype, spec->head_dim_v);
+    return (size_t)spec->n_kv_heads * (kv_row_bytes(dtype, spec->head_dim_k) + v_row);
 }
 
 size_t kv_bytes_per_token(const kv_spec *spec, kv_dtype dtype) {
@@ -68,10 +69,11 @@ void kv_cache_layout(const kv_spec *spec, kv_dtype dtype, int block_size, kv_cac
     kv->n_kv_heads = spec->n_kv_heads;
     kv->head_dim_k = spec->head_dim_k;
     kv->head_dim_v = spec->head_dim_v;
+    kv->v_in_k = spec->v_in_k;
     kv->n_layers = spec->n_layers;
     kv->layers_per_group = size;
     kv->k_layer_bytes = (size_t)block_size * spec->n_kv_heads * kv_row_bytes(dtype, spec->head_dim_k);
-    kv->v_layer_bytes = (size_t)block_size * spec->n_kv_heads * kv_row_bytes(dtype, spec->head_dim_v);
+    kv->v_layer_bytes = spec->v_in_k ? 0 : (size_t)block_size * spec->n_kv_heads * kv_row_bytes(dtype, spec->head_dim_v);
     kv->n_groups = 0;
     /* Full layers first, then each window, each kind filling groups in layer order. */
     for (int k = 0; k < n_kinds; k++) {

@@ -18,6 +18,7 @@
 #ifndef CLLM_KV_KV_CACHE_H
 #define CLLM_KV_KV_CACHE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,6 +35,10 @@ typedef struct {
     int head_dim_k;
     int head_dim_v;
     int window[KV_MAX_LAYERS]; /* each layer's sliding window in tokens; 0 = full attention */
+    /* V is the first head_dim_v dims of each K row and takes no bytes of its
+     * own (latent attention: the key row is [latent | rope key], the value
+     * the latent). */
+    bool v_in_k;
 } kv_spec;
 
 typedef struct kv_cache {
@@ -42,6 +47,7 @@ typedef struct kv_cache {
     int n_kv_heads;
     int head_dim_k;
     int head_dim_v;
+    bool v_in_k;           /* kv_spec's: no V pages; V rows are K rows' prefixes */
     int n_blocks;
     int n_layers;
     int layers_per_group;
@@ -50,7 +56,7 @@ typedef struct kv_cache {
     int layer_group[KV_MAX_LAYERS];    /* group of each model layer */
     int layer_slot[KV_MAX_LAYERS];     /* its index within the group */
     size_t k_layer_bytes;  /* one layer's K for one block */
-    size_t v_layer_bytes;
+    size_t v_layer_bytes;  /* 0 when v_in_k */
     uint8_t *k;
     uint8_t *v;
     /* When set, told of every kv_cache_copy_block before it copies (tensor
@@ -83,7 +89,9 @@ void kv_cache_copy_block(kv_cache *kv, int src, int dst);
 static inline uint8_t *kv_k_block(const kv_cache *kv, int il, int b) {
     return kv->k + ((size_t)b * kv->layers_per_group + kv->layer_slot[il]) * kv->k_layer_bytes;
 }
+/* With v_in_k, V is read from the K block (row stride: a K row). */
 static inline uint8_t *kv_v_block(const kv_cache *kv, int il, int b) {
+    if (kv->v_in_k) return kv_k_block(kv, il, b);
     return kv->v + ((size_t)b * kv->layers_per_group + kv->layer_slot[il]) * kv->v_layer_bytes;
 }
 

@@ -46,7 +46,8 @@ static void move_slot(kv_cache *kv, const int32_t *ids, int g, int from, int to,
         for (int h = 0; h < kv->n_kv_heads; h++) {
             kv_row_store(kv->dtype, buf + (size_t)h * kv->head_dim_k, kd + ((size_t)h * bs + to % bs) * k_row,
                          kv->head_dim_k);
-            memcpy(vd + ((size_t)h * bs + to % bs) * v_row, vs + ((size_t)h * bs + from % bs) * v_row, v_row);
+            if (!kv->v_in_k) /* else V is the K row's prefix, moved with it */
+                memcpy(vd + ((size_t)h * bs + to % bs) * v_row, vs + ((size_t)h * bs + from % bs) * v_row, v_row);
         }
     }
 }

@@ -406,6 +406,7 @@ int hparams_check(const model_hparams *hp) {
 
 void model_kv_spec(const model_hparams *hp, kv_spec *spec) {
     *spec = (kv_spec){.n_layers = hp->n_layer, .n_kv_heads = hp->n_head_kv,
-                      .head_dim_k = hp->head_dim_k, .head_dim_v = hp->head_dim_v};
+                      .head_dim_k = hp->head_dim_k, .head_dim_v = hp->head_dim_v,
+                      .v_in_k = hp->mla_kv_rank > 0};
     for (int il = 0; il < hp->n_layer; il++) spec->window[il] = hp->is_swa[il] ? hp->n_swa : 0;
 }

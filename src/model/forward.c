@@ -125,7 +125,8 @@ static void write_kv(const forward_step *s, int t, const float *k, const float *
     for (int h = 0; h < kv->n_kv_heads; h++) {
         const size_t row = (size_t)h * kv->block_size + off;
         kv_row_store(kv->dtype, k + (size_t)h * kv->head_dim_k, kb + row * k_row, kv->head_dim_k);
-        kv_row_store(kv->dtype, v + (size_t)h * kv->head_dim_v, vb + row * v_row, kv->head_dim_v);
+        if (!kv->v_in_k) /* else V is the K row's prefix: latent attention's K row starts with it */
+            kv_row_store(kv->dtype, v + (size_t)h * kv->head_dim_v, vb + row * v_row, kv->head_dim_v);
     }
 }
 
@@ -231,7 +232,8 @@ static void plan_attention(forward_ctx *f, const fwd_batch *b) {
 static paged_kv layer_pages(const kv_cache *kv, int il) {
     return (paged_kv){.k = kv_k_block(kv, il, 0), .v = kv_v_block(kv, il, 0),
                       .k_block_stride = (size_t)kv->layers_per_group * kv->k_layer_bytes,
-                      .v_block_stride = (size_t)kv->layers_per_group * kv->v_layer_bytes,
+                      .v_block_stride = (size_t)kv->layers_per_group * (kv->v_in_k ? kv->k_layer_bytes : kv->v_layer_bytes),
+                      .v_in_k = kv->v_in_k,
                       .dtype = kv->dtype, .block_size = kv->block_size,
                       .n_kv_heads = kv->n_kv_heads, .head_dim_k = kv->head_dim_k,
                       .head_dim_v = kv->head_dim_v};

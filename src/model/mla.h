@@ -2,9 +2,10 @@
  * come from one latent vector per token (kv_a's first mla_kv_rank outputs,
  * RMS-normed) and one rope key shared by the heads (its last rope_dim
  * outputs, rotated). The KV cache holds exactly that: one kv head whose key
- * row is [latent | rope key] and whose value row is the latent, so a token
- * costs (2 mla_kv_rank + rope_dim) numbers per layer instead of
- * n_head (key + value dims).
+ * row is [latent | rope key], its value row the key row's first mla_kv_rank
+ * dims (kv_spec.v_in_k: no bytes of its own), so a token costs
+ * (mla_kv_rank + rope_dim) numbers per layer instead of n_head (key + value
+ * dims).
  *
  * Attention runs on the latent directly ("absorbed" weights): head h's
  * query nope part q_n becomes k_b[h] . q_n (k_b[h] maps a latent to that

@@ -410,6 +410,44 @@ static void test_tree_mask_sees_ancestors_and_prefix(void **state) {
     check_tree(KV_INT8, 17, 16, 2, 16, random_tree);
 }
 
+/* Latent attention's cache (paged_kv.v_in_k): V rows are the K rows' first
+ * dv dims and have no pages of their own. Every kernel gives the bits it
+ * gives over a cache whose V rows are copies of those prefixes (the same
+ * bytes: an 8-bit row's scale, then its first dv codes), which the tests
+ * above hold to the direct softmax. */
+static void test_values_read_from_key_rows(void **state) {
+    (void)state;
+    const int dk = 72, dv = 64, n_pos = 45, n_q = 8, ratio = 4, bs = 16; /* 32 rows: a whole tile */
+    for (int ti = 0; ti < N_DTYPES; ti++) {
+        const kv_dtype dt = k_dtypes[ti];
+        pages sep = make_pages(dt, bs, 1, dk, dv, n_pos);
+        const size_t k_row = kv_row_bytes(dt, dk), v_row = kv_row_bytes(dt, dv);
+        const int n_rows = ((n_pos + bs - 1) / bs + 3) * bs;
+        for (int r = 0; r < n_rows; r++) memcpy(sep.v + (size_t)r * v_row, sep.k + (size_t)r * k_row, v_row);
+        pages shared = sep;
+        shared.kv.v = sep.k, shared.kv.v_block_stride = sep.kv.k_block_stride, shared.kv.v_in_k = true;
+        float q[9 * 4 * 72], a[9 * 4 * 64], b[9 * 4 * 64];
+        int32_t lo[9], hi[9];
+        for (int i = 0; i < n_q * ratio * dk; i++) q[i] = frand();
+        for (int i = 0; i < n_q; i++) lo[i] = i % 4 ? 0 : 3 * i, hi[i] = n_pos - n_q + i;
+        for (int avx2 = 0; avx2 <= (int)wtype_using_avx2(); avx2++) {
+            attn_tile t = {.q = q, .out = a, .q_stride = (size_t)ratio * dk, .out_stride = (size_t)ratio * dv,
+                           .lo = lo, .hi = hi, .n_tok = n_q, .n_head = ratio};
+            (avx2 ? attn_tile_avx2 : attn_tile_ref)(&sep.kv, sep.table, 0, &t, 0.125f);
+            t.out = b;
+            (avx2 ? attn_tile_avx2 : attn_tile_ref)(&shared.kv, shared.table, 0, &t, 0.125f);
+            if (memcmp(a, b, sizeof(float) * n_q * ratio * dv))
+                fail_msg("%s tile %s: V read from the K rows differs from V rows of the same bytes",
+                         avx2 ? "avx2" : "ref", kv_dtype_name(dt));
+            (avx2 ? attn_paged_avx2 : attn_paged_ref)(&sep.kv, sep.table, 0, q, 5, n_pos - 1, 0.125f, a);
+            (avx2 ? attn_paged_avx2 : attn_paged_ref)(&shared.kv, shared.table, 0, q, 5, n_pos - 1, 0.125f, b);
+            if (memcmp(a, b, sizeof(float) * dv))
+                fail_msg("%s row %s: V read from the K rows differs", avx2 ? "avx2" : "ref", kv_dtype_name(dt));
+        }
+        pages_free(&sep);
+    }
+}
+
 int main(void) {
     wtype_init();
     kernel_paths_print("paths compared with ref", KP_SET_AVX2);
@@ -424,6 +462,7 @@ int main(void) {
         cmocka_unit_test(test_tiles_with_sinks),
         cmocka_unit_test(test_sink_share_of_one_key),
         cmocka_unit_test(test_tree_mask_sees_ancestors_and_prefix),
+        cmocka_unit_test(test_values_read_from_key_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

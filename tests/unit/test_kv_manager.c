@@ -392,6 +392,22 @@ static void test_speculative_rollback_with_sliding_groups(void **state) {
     run_rollback_walk(true, 160, 20000);
 }
 
+/* Latent attention's cache (kv_spec.v_in_k, DeepSeek-V2-Lite's shape: 27
+ * layers, one kv head of [512 latent | 64 rope]): no V pages, so a token
+ * costs its K rows alone, and the V block of a layer is its K block. */
+static void test_values_in_key_rows_cost_nothing(void **state) {
+    (void)state;
+    kv_spec spec = {.n_layers = 27, .n_kv_heads = 1, .head_dim_k = 576, .head_dim_v = 512, .v_in_k = true};
+    assert_int_equal(kv_bytes_per_token(&spec, KV_F16), 27 * 576 * 2);
+    assert_int_equal(kv_bytes_per_token(&spec, KV_INT8), 27 * (576 + 4));
+    kv_cache *kv = kv_cache_create(&spec, KV_F16, 16, 3);
+    assert_non_null(kv);
+    assert_int_equal(kv->v_layer_bytes, 0);
+    assert_int_equal(kv_block_bytes(kv), (size_t)kv->layers_per_group * 16 * 576 * 2);
+    assert_ptr_equal(kv_v_block(kv, 7, 2), kv_k_block(kv, 7, 2));
+    kv_cache_free(kv);
+}
+
 /* 8-bit caches count their real bytes: a row is head_dim codes and a 4-byte
  * scale, so blocks, the per-token size and the pool's arithmetic use
  * head_dim + 4 (a gemma-3-270m shape: 18 layers, one kv head of 256, 15
@@ -424,6 +440,7 @@ static void test_8bit_block_bytes(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_8bit_block_bytes),
+        cmocka_unit_test(test_values_in_key_rows_cost_nothing),
         cmocka_unit_test(test_pool_lru_and_hash_map),
         cmocka_unit_test(test_random_walk_full_attention),
         cmocka_unit_test(test_random_walk_with_sliding_groups),
