@@ -96,4 +96,7 @@ void print_spec_stats(FILE *f, const char *label, const engine_stats *st) {
         fprintf(f, " %d: %.1f%% of %llu;", i + 1, 100.0 * (double)st->spec_accepted_per_pos[i] / (double)st->spec_drafted_per_pos[i],
                 (unsigned long long)st->spec_drafted_per_pos[i]);
     fprintf(f, "\n");
+    if (st->spec_paths_moved)
+        fprintf(f, "%sdraft tree: %llu accepted paths moved into place\n", label,
+                (unsigned long long)st->spec_paths_moved);
 }

@@ -89,6 +89,8 @@ static int alloc_buffers(engine *e) {
     e->b_tokens = malloc((size_t)T * sizeof *e->b_tokens);
     e->b_pos = malloc((size_t)T * sizeof *e->b_pos);
     e->b_seq = malloc((size_t)T * sizeof *e->b_seq);
+    e->b_rope = malloc((size_t)T * sizeof *e->b_rope);
+    e->b_tree = malloc((size_t)T * sizeof *e->b_tree);
     e->b_rows = malloc((size_t)R * sizeof *e->b_rows);
     e->b_seqs = calloc((size_t)S, sizeof *e->b_seqs);
     e->b_row_seq = calloc((size_t)R, sizeof *e->b_row_seq);
@@ -99,7 +101,7 @@ static int alloc_buffers(engine *e) {
     e->spec_want = calloc((size_t)S, sizeof *e->spec_want);
     e->text_cap = 4096;
     e->text = malloc(e->text_cap);
-    if (!e->batch.seqs || !e->b_tokens || !e->b_pos || !e->b_seq || !e->b_rows || !e->b_seqs ||
+    if (!e->batch.seqs || !e->b_tokens || !e->b_pos || !e->b_seq || !e->b_rope || !e->b_tree || !e->b_rows || !e->b_seqs ||
         !e->b_row_seq || !e->logits || !e->scratch || !e->raw || !e->text || !e->spec_seqs || !e->spec_want)
         return err_oom("out of memory allocating engine buffers");
     return 0;
@@ -223,7 +225,8 @@ engine *engine_create(model *m, const engine_config *cfg) {
         e->draft_view->kv.n_layers = n;
     }
     if (cfg->spec.method == SPEC_MEDUSA) {
-        e->medusa = medusa_drafter_create(m, cfg->spec.model, n_spec, cfg->spec.num_speculative_tokens);
+        e->medusa = medusa_drafter_create(m, cfg->spec.model, n_spec, cfg->spec.num_speculative_tokens,
+                                          cfg->spec.token_tree);
         if (!e->medusa) {
             err_prefix("speculative decoding: ");
             goto fail;
@@ -285,6 +288,8 @@ void engine_free(engine *e) {
     free(e->b_tokens);
     free(e->b_pos);
     free(e->b_seq);
+    free(e->b_rope);
+    free(e->b_tree);
     free(e->b_rows);
     free(e->b_seqs);
     free(e->b_row_seq);
@@ -503,7 +508,10 @@ static void take_inbox(engine *e) {
  * drafts no longer pay). */
 static void propose_drafts(engine *e) {
     const spec_config *c = &e->cfg.spec;
-    for (int i = 0; i < e->sched.running.n; i++) e->sched.running.items[i]->spec.n_draft = 0;
+    for (int i = 0; i < e->sched.running.n; i++) {
+        e->sched.running.items[i]->spec.n_draft = 0;
+        e->sched.running.items[i]->spec.tree = false;
+    }
     if (c->method == SPEC_NONE || e->sched.running.n > c->disable_by_batch_size) return;
     int rows_left = e->max_draft_rows, n_model = 0;
     for (int i = 0; i < e->sched.running.n && rows_left > 0; i++) {
@@ -530,7 +538,7 @@ static void propose_drafts(engine *e) {
             continue;
         }
         if (e->medusa) {
-            s->spec.n_draft = medusa_drafter_take(s, k, s->spec.draft);
+            s->spec.n_draft = medusa_drafter_take(e->medusa, s, k);
             rows_left -= s->spec.n_draft;
             continue;
         }
@@ -570,20 +578,44 @@ static void update_gauges(engine *e) {
     pthread_mutex_unlock(&e->stats_mu);
 }
 
+/* A draft tree's masks and rotary positions for sequence s, whose tokens
+ * start at batch token t0: its last token is the root (bit 0, at KV
+ * position base), draft j is node j + 1 at base + 1 + j, rotated at base +
+ * its depth. */
+static void layout_tree(engine *e, const sequence *s, int t0, fwd_seq *fs) {
+    const int base = s->n_tokens - 1 - s->n_evicted, root = t0 + s->n_scheduled - 1 - s->spec.n_draft;
+    fs->tree_base = base;
+    e->b_tree[root] = 1u, e->b_rope[root] = base;
+    for (int j = 0; j < s->spec.n_draft; j++) {
+        const int up = s->spec.parent[j] < 0 ? root : root + 1 + s->spec.parent[j];
+        e->b_tree[root + 1 + j] = e->b_tree[up] | 1u << (j + 1);
+        e->b_rope[root + 1 + j] = e->b_rope[up] + 1;
+    }
+}
+
 static int layout_batch(engine *e, fwd_batch *fb) {
     const sched_batch *b = &e->batch;
     int t = 0, n_rows = 0;
+    bool trees = false;
     for (int i = 0; i < b->n_seqs; i++) {
         sequence *s = b->seqs[i];
+        const int t0 = t;
+        e->b_seqs[i].tree_base = 0;
         for (int k = 0; k < s->n_scheduled; k++, t++) {
             const int at = s->n_computed + k; /* past n_tokens: a draft */
             e->b_tokens[t] = at < s->n_tokens ? s->tokens[at] : s->spec.draft[at - s->n_tokens];
             e->b_pos[t] = at - s->n_evicted;
+            e->b_rope[t] = e->b_pos[t];
+            e->b_tree[t] = 0;
             e->b_seq[t] = i;
             if (at >= s->n_tokens - 1) { /* the last known token and each draft: logits */
                 e->b_rows[n_rows] = t;
                 e->b_row_seq[n_rows++] = s;
             }
+        }
+        if (s->spec.tree && s->spec.n_draft > 0) {
+            layout_tree(e, s, t0, &e->b_seqs[i]);
+            trees = true;
         }
         for (int g = 0; g < e->run.kvm.n_groups; g++) e->b_seqs[i].block_table[g] = kvm_table(&s->kv, g);
         e->b_seqs[i].attn_acc = s->attn_acc;
@@ -595,7 +627,8 @@ static int layout_batch(engine *e, fwd_batch *fb) {
         }
     }
     *fb = (fwd_batch){.n_tokens = t, .tokens = e->b_tokens, .pos = e->b_pos, .seq = e->b_seq,
-                      .n_seqs = b->n_seqs, .seqs = e->b_seqs, .n_out = n_rows, .out_rows = e->b_rows};
+                      .n_seqs = b->n_seqs, .seqs = e->b_seqs, .n_out = n_rows, .out_rows = e->b_rows,
+                      .tree = trees ? e->b_tree : NULL, .rope_pos = trees ? e->b_rope : NULL};
     return n_rows;
 }
 

@@ -132,6 +132,9 @@ typedef struct {
     uint64_t spec_drafts, spec_draft_tokens, spec_accepted_tokens;
     uint64_t spec_accepted_per_pos[SPEC_MAX_TOKENS];
     uint64_t spec_drafted_per_pos[SPEC_MAX_TOKENS]; /* drafts that had a token at position i */
+    /* Draft trees: verifications whose accepted path was not the nodes'
+     * first slots, so its KV rows moved into place. */
+    uint64_t spec_paths_moved;
     /* A mixture of experts: expert layers run (one per layer and step), and
      * the distinct experts whose weights they read (the experts the step's
      * tokens chose). */

@@ -39,6 +39,8 @@ struct engine {
     /* Batch layout, sized for max_num_batched_tokens / max_num_seqs. */
     sched_batch batch;
     int32_t *b_tokens, *b_pos, *b_seq, *b_rows;
+    int32_t *b_rope;   /* draft trees: each token's rotary position (fwd_batch.rope_pos) */
+    uint32_t *b_tree;  /* and its ancestry mask (fwd_batch.tree) */
     fwd_seq *b_seqs;
     sequence **b_row_seq;
     int max_out;     /* logits rows per step: max_num_seqs + max_draft_rows */

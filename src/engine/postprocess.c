@@ -13,6 +13,7 @@
 #include "engine/spec.h"
 #include "engine/stop_strings.h"
 #include "engine/token_bans.h"
+#include "kv/kv_evict.h"
 #include "kv/kv_manager.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -152,14 +153,55 @@ static void fork_samples(engine *e, sequence *s0, const float *logits) {
 
 /* ---- speculative decoding ---- */
 
-static void count_verification(engine *e, int n_draft, int n_accepted) {
+/* n_draft drafts reaching n_deep positions past the last token (a chain's
+ * n_draft; a tree's depth), of which n_accepted were kept: per position,
+ * how often a draft stood there and how often it was kept. */
+static void count_verification(engine *e, int n_draft, int n_deep, int n_accepted) {
     pthread_mutex_lock(&e->stats_mu);
     e->stats.spec_drafts++;
     e->stats.spec_draft_tokens += (uint64_t)n_draft;
     e->stats.spec_accepted_tokens += (uint64_t)n_accepted;
     for (int j = 0; j < n_accepted; j++) e->stats.spec_accepted_per_pos[j]++;
-    for (int j = 0; j < n_draft; j++) e->stats.spec_drafted_per_pos[j]++;
+    for (int j = 0; j < n_deep; j++) e->stats.spec_drafted_per_pos[j]++;
     pthread_mutex_unlock(&e->stats_mu);
+}
+
+/* The step's drafts, as verify_drafts walks them: parent[j] is -1 for the
+ * last token, j - 1 in a chain. */
+typedef struct {
+    int n;
+    int32_t tok[SPEC_MAX_TOKENS];
+    int parent[SPEC_MAX_TOKENS];
+} draft_nodes;
+
+/* The child of node `at` (-1: the last token) holding tok, or -1. Siblings
+ * hold distinct tokens (a head's candidates), so at most one matches. */
+static int child_with(const draft_nodes *d, int at, int32_t tok) {
+    for (int j = 0; j < d->n; j++)
+        if (d->parent[j] == at && d->tok[j] == tok) return j;
+    return -1;
+}
+
+/* A tree's accepted drafts path[0..n) moved from their node slots (base + 1
+ * + path[i]) to the positions that follow the last token (base + 1 + i);
+ * their keys were rotated at those positions already. Nothing moves when
+ * the path is the chain of the first n drafts. */
+static int keep_path(engine *e, sequence *s, int base, const int *path, int n) {
+    int i = 0;
+    while (i < n && path[i] == i) i++;
+    if (i == n) return 0;
+    int32_t *keep = malloc((size_t)(base + 1 + n) * sizeof *keep);
+    if (!keep) return err_oom("out of memory keeping a draft tree's path");
+    for (int p = 0; p <= base; p++) keep[p] = p;
+    for (int j = 0; j < n; j++) keep[base + 1 + j] = base + 1 + path[j];
+    const int rc = kvm_compact(&e->run.kvm, &s->kv, keep, base + 1 + n, false);
+    free(keep);
+    if (!rc) {
+        pthread_mutex_lock(&e->stats_mu);
+        e->stats.spec_paths_moved++;
+        pthread_mutex_unlock(&e->stats_mu);
+    }
+    return rc;
 }
 
 /* Walks a speculating sequence's 1 + n_draft logits rows (see the top of
@@ -173,31 +215,50 @@ static void note_for_medusa(engine *e, sequence *s, int i) {
     medusa_drafter_note(e->medusa, s, e->b_rows[i]);
 }
 
+/* Walks a speculating sequence's drafts from its last token's row: samples
+ * the row as without drafts, and goes on to the draft (a child of this
+ * node) holding the sampled token, if one does. For one-hot drafts that is
+ * the standard rejection rule, and over a tree SpecInfer's rule for several
+ * drafts of one position: each emitted token is a sample of the target's
+ * distribution, so the output is the one without speculation. */
 static void verify_drafts(engine *e, sequence *s, float *rows, int first_row) {
     const int nv = e->m->hp.n_vocab, n_draft = s->spec.n_draft;
     s->spec.n_draft = 0;
     if (s->status == SEQ_FINISHED) return;
     const int computed = s->n_computed + s->n_scheduled; /* positions the forward wrote */
-    int accepted = 0;
-    for (int j = 0; j <= n_draft; j++) {
-        const int32_t tok = sample_and_report(e, s, rows + (size_t)j * nv);
-        if (j == n_draft || tok < 0 || tok != s->spec.draft[j]) break; /* the bonus, an error, or a rejection */
-        accepted++;
+    const int base = s->n_tokens - 1 - s->n_evicted; /* the last token's KV position: the root */
+    draft_nodes d = {.n = n_draft};
+    int accepted = 0, at = -1, path[SPEC_MAX_TOKENS], deep = 0, depth[SPEC_MAX_TOKENS] = {0};
+    for (int j = 0; j < n_draft; j++) {
+        d.tok[j] = s->spec.draft[j];
+        d.parent[j] = s->spec.tree ? s->spec.parent[j] : j - 1;
+        depth[j] = d.parent[j] < 0 ? 1 : depth[d.parent[j]] + 1; /* parents come first */
+        if (depth[j] > deep) deep = depth[j];
+    }
+    for (;;) {
+        const int32_t tok = sample_and_report(e, s, rows + (size_t)(at + 1) * nv);
+        const int next = tok < 0 ? -1 : child_with(&d, at, tok);
+        if (next < 0) break; /* the bonus, an error, or a rejection */
+        path[accepted++] = at = next;
         if (s->status == SEQ_FINISHED) break; /* a stop condition inside the accepted run */
     }
-    count_verification(e, n_draft, accepted);
-    s->spec.k = spec_next_k(s->spec.k, e->cfg.spec.num_speculative_tokens, n_draft, accepted);
+    count_verification(e, n_draft, deep, accepted);
+    if (!s->spec.tree) s->spec.k = spec_next_k(s->spec.k, e->cfg.spec.num_speculative_tokens, n_draft, accepted);
     if (e->draft) {
         s->spec.misses = accepted ? 0 : s->spec.misses + 1;
         s->spec.skip = spec_backoff_steps(s->spec.misses);
     }
     if (s->status == SEQ_FINISHED) return; /* its blocks are released */
+    if (s->spec.tree && keep_path(e, s, base, path, accepted)) {
+        engine_finish_seq(e, s, FINISH_ERROR, NULL, NULL, "", 0);
+        return;
+    }
     /* Verified: everything before the token just emitted. */
     s->n_computed = computed < s->n_tokens - 1 ? computed : s->n_tokens - 1;
     kvm_truncate(&e->run.kvm, &s->kv, s->n_computed);
     kvm_commit(&e->run.kvm, &s->kv, s->tokens, s->n_computed);
     if (e->draft) draft_rollback(e->draft, s);
-    note_for_medusa(e, s, first_row + accepted); /* the row the last token came from */
+    note_for_medusa(e, s, accepted ? first_row + 1 + path[accepted - 1] : first_row); /* the row the last token came from */
 }
 
 /* ---- the step's logits ---- */

@@ -48,6 +48,11 @@ typedef struct {
     struct {
         int32_t draft[SPEC_MAX_TOKENS];
         int n_draft;
+        /* A tree of drafts (Medusa with a speculative_token_tree): draft j
+         * follows draft parent[j] (-1: the last token), parents first. A
+         * chain when tree is false: draft j follows draft j - 1. */
+        bool tree;
+        int8_t parent[SPEC_MAX_TOKENS];
         int k;
         int misses;   /* verifications in a row that accepted nothing */
         int skip;     /* decode steps left without drafts (spec_backoff_steps) */

@@ -3,6 +3,7 @@
  * drafts more often and the adaptive K keeps failed ones cheap. */
 #include "engine/spec.h"
 
+#include "engine/spec_tree.h"
 #include "util/error.h"
 
 #include <jansson.h>
@@ -45,6 +46,12 @@ int spec_config_check(const spec_config *c) {
         return err_set("draft_vocab_size must be positive, got %d", c->draft_vocab_size);
     if (c->draft_vocab_size && !c->draft_vocab[0])
         return err_set("\"draft_vocab_size\" needs \"draft_vocab\": the file of frequency-ranked tokens");
+    if (c->token_tree[0] && c->method != SPEC_MEDUSA)
+        return err_set("\"speculative_token_tree\" is for method \"medusa\"");
+    spec_tree tree;
+    if (c->token_tree[0] && strcmp(c->token_tree, "auto") &&
+        spec_tree_parse(c->token_tree, c->num_speculative_tokens, &tree))
+        return -1;
     if (c->disable_by_batch_size < 1)
         return err_set("disable_by_batch_size must be at least 1, got %d",
                        c->disable_by_batch_size);
@@ -79,6 +86,17 @@ static int parse_path(const char *key, json_t *v, char *out, size_t cap) {
                                         "vocabulary's file)", key);
     if (strlen(path) >= cap) return err_set("\"%s\": the path is too long", key);
     memcpy(out, path, strlen(path) + 1);
+    return 0;
+}
+
+/* The tree as text: "auto", or the list of paths as a string (vLLM's form). */
+static int parse_tree_text(json_t *v, char *out, size_t cap) {
+    const char *text = json_string_value(v);
+    if (!text || !*text)
+        return err_set("\"speculative_token_tree\" must be a string: \"auto\" or a list of paths like "
+                       "\"[(0,), (1,), (0, 0)]\"");
+    if (strlen(text) >= cap) return err_set("\"speculative_token_tree\" is too long");
+    memcpy(out, text, strlen(text) + 1);
     return 0;
 }
 
@@ -122,9 +140,11 @@ int spec_config_parse_json(const char *text, spec_config *c) {
             rc = parse_path(key, v, out.draft_vocab, sizeof out.draft_vocab);
         else if (!strcmp(key, "draft_vocab_size"))
             rc = parse_int(key, v, &out.draft_vocab_size);
+        else if (!strcmp(key, "speculative_token_tree"))
+            rc = parse_tree_text(v, out.token_tree, sizeof out.token_tree);
         else
             rc = err_set("unknown key \"%s\" (known: method, model, draft_layers, draft_vocab, draft_vocab_size, "
-                         "num_speculative_tokens, prompt_lookup_min, prompt_lookup_max, "
+                         "num_speculative_tokens, speculative_token_tree, prompt_lookup_min, prompt_lookup_max, "
                          "disable_by_batch_size)",
                          key);
     }

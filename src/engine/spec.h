@@ -25,6 +25,7 @@
 typedef enum { SPEC_NONE = 0, SPEC_NGRAM, SPEC_DRAFT_MODEL, SPEC_LAYER_SKIP, SPEC_MEDUSA } spec_method;
 
 #define SPEC_MODEL_PATH_MAX 4096
+#define SPEC_TREE_TEXT_MAX 1024
 
 typedef struct {
     spec_method method;
@@ -38,6 +39,11 @@ typedef struct {
      * tokens, read from this file (FR-Spec; model/head_slice.h); "": all */
     char draft_vocab[SPEC_MODEL_PATH_MAX];
     int draft_vocab_size;       /* of those, the first N; 0: every one the file has */
+    /* medusa: "" drafts a chain of num_speculative_tokens guesses; a tree
+     * (engine/spec_tree.h) of num_speculative_tokens nodes is either "auto"
+     * (chosen from the heads' recorded accuracies) or vLLM's list of paths,
+     * "[(0,), (1,), (0, 0)]" (its first num_speculative_tokens nodes). */
+    char token_tree[SPEC_TREE_TEXT_MAX];
 } spec_config;
 
 /* Off; the ngram defaults (K 4, n-grams 2..5, off above 8 running) apply

@@ -9,23 +9,28 @@
 #define CLLM_ENGINE_SPEC_MEDUSA_H
 
 #include "engine/request.h"
+#include "engine/spec_tree.h"
 #include "model/forward.h"
 #include "model/medusa.h"
 #include "util/threadpool.h"
 
 typedef struct {
     medusa_heads *heads;
-    int max_rows, k;
+    int max_rows, k;   /* heads run per sequence */
+    spec_tree tree;    /* n 0: a chain of k guesses */
+    int top;           /* candidates per head (the tree's ranks; 1 for a chain) */
     sequence **seqs;   /* [max_rows] this step's sampled sequences */
     int32_t *rows;     /* [max_rows] the batch row each was sampled from */
     float *hidden;     /* [max_rows][n_embd] */
-    int32_t *tokens;   /* [max_rows][k] */
+    int32_t *tokens;   /* [max_rows][k][top] */
     int n;
 } medusa_drafter;
 
-/* Loads the heads for m from path; k guesses per sequence (at most the
- * heads'), for up to max_rows sequences a step. NULL with err_get(). */
-medusa_drafter *medusa_drafter_create(const model *m, const char *path, int max_rows, int k);
+/* Loads the heads for m from path, for up to max_rows sequences a step:
+ * with token_tree "" a chain of k guesses per sequence (at most the
+ * heads'); else a tree of k nodes, "auto" or a list of paths
+ * (spec_config.token_tree), no deeper than the heads. NULL with err_get(). */
+medusa_drafter *medusa_drafter_create(const model *m, const char *path, int max_rows, int k, const char *token_tree);
 void medusa_drafter_free(medusa_drafter *d);
 
 /* Sequence s was just sampled from batch row `row` (a token row of the
@@ -35,8 +40,9 @@ void medusa_drafter_note(medusa_drafter *d, sequence *s, int32_t row);
  * into s->spec.guess (before the next forward overwrites them). */
 void medusa_drafter_run(medusa_drafter *d, forward_ctx *f, threadpool *threads);
 
-/* Copies up to k of s's guesses into draft when they were made for its
- * current tokens; returns how many. */
-int medusa_drafter_take(const sequence *s, int k, int32_t *draft);
+/* Makes up to k of s's guesses its drafts (s->spec.draft, and for a tree
+ * s->spec.parent and tree) when they were made for its current tokens;
+ * returns how many. */
+int medusa_drafter_take(const medusa_drafter *d, sequence *s, int k);
 
 #endif

@@ -107,7 +107,7 @@ static int first_moved(const int32_t *keep, int n_keep) {
     return i;
 }
 
-int kvm_compact(kv_manager *m, seq_kv *s, const int32_t *keep, int n_keep) {
+int kvm_compact(kv_manager *m, seq_kv *s, const int32_t *keep, int n_keep, bool shift) {
     const int bs = m->block_size, first = first_moved(keep, n_keep);
     const int last_block = n_keep > 0 ? (n_keep - 1) / bs : -1;
     /* Free blocks the copies need at their peak: each takes one, and a block
@@ -150,7 +150,7 @@ int kvm_compact(kv_manager *m, seq_kv *s, const int32_t *keep, int n_keep) {
     if (first < n_keep) { /* the lists as they are now, copies in, released blocks still listed */
         for (int g = 0; g < m->n_groups; g++) memcpy(ids[g], s->lists[g].ids, (size_t)n_ids[g] * sizeof *ids[g]);
         memcpy(keep_copy, keep, (size_t)n_keep * sizeof *keep);
-        kv_plan_move(&m->plan, m->n_groups, ids, n_ids, keep_copy, n_keep, first);
+        kv_plan_move(&m->plan, m->n_groups, ids, n_ids, keep_copy, n_keep, first, shift);
     }
     for (int g = 0; g < m->n_groups; g++)
         for (block_list *l = &s->lists[g]; l->n > last_block + 1; l->n--)
@@ -166,7 +166,7 @@ int kvm_evict(kv_manager *m, seq_kv *s, const kv_evict_params *p, int n_cached, 
     if (n_new > p->budget - n_keep || n_keep >= n_cached)
         return err_set("KV eviction: %d new tokens do not fit beside the %d kept of %d", n_new, n_keep, n_cached);
     int32_t *keep = malloc((size_t)n_keep * sizeof *keep);
-    if (!keep || kv_evict_plan(p, n_cached, n_keep, scores, keep) || kvm_compact(m, s, keep, n_keep)) {
+    if (!keep || kv_evict_plan(p, n_cached, n_keep, scores, keep) || kvm_compact(m, s, keep, n_keep, true)) {
         free(keep);
         return -1;
     }

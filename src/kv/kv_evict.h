@@ -77,7 +77,9 @@ int kv_evict_plan(const kv_evict_params *p, int n_cached, int n_keep, const int6
 
 
 /* Compacts the sequence's blocks: slot keep[i] goes to slot i in every group
- * (keep ascending, keep[i] >= i), keys re-rotated by i - keep[i], and the
+ * (keep ascending, keep[i] >= i), keys re-rotated by i - keep[i] when
+ * shift (not when they were rotated for slot i already: a draft tree's
+ * accepted path, engine/spec_tree.h), and the
  * blocks past slot n_keep - 1 are released. Written blocks that are shared or
  * hashed get private copies first; a copied block the sequence alone held
  * returns to the pool at once, so a sequence that shares nothing needs one
@@ -85,7 +87,7 @@ int kv_evict_plan(const kv_evict_params *p, int n_cached, int n_keep, const int6
  * the moves are recorded in m->plan for the runner (kv_plan.h). All or
  * nothing: -1 (nothing changed) when the pool lacks blocks for the copies,
  * or memory runs out. */
-int kvm_compact(kv_manager *m, seq_kv *s, const int32_t *keep, int n_keep);
+int kvm_compact(kv_manager *m, seq_kv *s, const int32_t *keep, int n_keep, bool shift);
 
 /* Makes room for n_new (<= kv_evict_room) tokens beside the n_cached a
  * sequence holds: when they would pass the budget, plans (scores[budget] for

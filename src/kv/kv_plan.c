@@ -21,14 +21,16 @@ static void free_op(kv_op *op) {
 }
 
 void kv_plan_move(kv_plan *p, int n_groups, int32_t *const ids[], const int n_ids[], int32_t *keep, int n_keep,
-                  int first) {
-    kv_op op = {.kind = KV_OP_MOVE, .n_groups = n_groups, .keep = keep, .n_keep = n_keep, .first = first};
+                  int first, bool shift) {
+    kv_op op = {.kind = KV_OP_MOVE, .n_groups = n_groups, .keep = keep, .n_keep = n_keep, .first = first,
+                .shift = shift};
     for (int g = 0; g < n_groups; g++) op.ids[g] = ids[g], op.n_ids[g] = n_ids[g];
     p->ops[p->n++] = op;
 }
 
 /* Moves one token's rows (every kv head of every layer of group g) from slot
- * `from` to slot `to` of the blocks `ids`, re-rotating the keys. */
+ * `from` to slot `to` of the blocks `ids`, re-rotating the keys (shift
+ * NULL: the bytes as they are). */
 static void move_slot(kv_cache *kv, const int32_t *ids, int g, int from, int to, float *buf, kv_key_shift_fn shift,
                       void *user) {
     const int bs = kv->block_size;
@@ -38,6 +40,14 @@ static void move_slot(kv_cache *kv, const int32_t *ids, int g, int from, int to,
         if (kv->layer_group[il] != g) continue;
         const uint8_t *ks = kv_k_block(kv, il, src), *vs = kv_v_block(kv, il, src);
         uint8_t *kd = kv_k_block(kv, il, dst), *vd = kv_v_block(kv, il, dst);
+        if (!shift) {
+            for (int h = 0; h < kv->n_kv_heads; h++) {
+                memcpy(kd + ((size_t)h * bs + to % bs) * k_row, ks + ((size_t)h * bs + from % bs) * k_row, k_row);
+                if (!kv->v_in_k)
+                    memcpy(vd + ((size_t)h * bs + to % bs) * v_row, vs + ((size_t)h * bs + from % bs) * v_row, v_row);
+            }
+            continue;
+        }
         for (int h = 0; h < kv->n_kv_heads; h++) {
             const uint8_t *row = ks + ((size_t)h * bs + from % bs) * k_row;
             for (int d = 0; d < kv->head_dim_k; d++) buf[(size_t)h * kv->head_dim_k + d] = kv_row_value(kv->dtype, row, d);
@@ -55,7 +65,8 @@ static void move_slot(kv_cache *kv, const int32_t *ids, int g, int from, int to,
 /* Slot i always comes from a slot >= i, so slot by slot in order is in place, like memmove. */
 static void apply_move(kv_cache *kv, const kv_op *op, float *buf, kv_key_shift_fn shift, void *user) {
     for (int g = 0; g < op->n_groups; g++)
-        for (int i = op->first; i < op->n_keep; i++) move_slot(kv, op->ids[g], g, op->keep[i], i, buf, shift, user);
+        for (int i = op->first; i < op->n_keep; i++)
+            move_slot(kv, op->ids[g], g, op->keep[i], i, buf, op->shift ? shift : NULL, user);
 }
 
 int kv_plan_apply(kv_plan *p, kv_cache *kv, kv_key_shift_fn shift, void *user) {

@@ -7,7 +7,9 @@
  *   copy   a whole block into a fresh one (copy on write of a block shared
  *          with another sequence or registered in the prefix cache)
  *   move   a compaction (kv_evict.h): kept slot keep[i] to slot i of one
- *          sequence's blocks, keys re-rotated by i - keep[i]
+ *          sequence's blocks, keys re-rotated by i - keep[i] (or not at
+ *          all: a draft tree's accepted path, whose keys were rotated at
+ *          the positions they move to)
  *
  * Applied in order, the ops give the data the books describe: a block freed
  * and handed out again within one step is only written by an op recorded
@@ -17,6 +19,7 @@
 
 #include "kv/kv_cache.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,6 +37,7 @@ typedef struct {
     int n_ids[KV_MAX_GROUPS];
     int32_t *keep;                  /*   [n_keep], ascending, keep[i] >= i */
     int n_keep, first;              /*   slots below `first` stay where they are */
+    bool shift;                     /*   re-rotate the keys by i - keep[i] */
 } kv_op;
 
 typedef struct {
@@ -49,7 +53,7 @@ void kv_plan_copy(kv_plan *p, int src, int dst);
 /* Records a compaction (room reserved), taking ownership of the arrays
  * ids[g] (the sequence's n_ids[g] blocks in group g) and keep (malloc'ed). */
 void kv_plan_move(kv_plan *p, int n_groups, int32_t *const ids[], const int n_ids[], int32_t *keep, int n_keep,
-                  int first);
+                  int first, bool shift);
 /* Carries out every op in order on kv, then empties the plan. 0, or -1 with
  * err_get() (out of memory: the cache no longer matches the books). */
 int kv_plan_apply(kv_plan *p, kv_cache *kv, kv_key_shift_fn shift, void *user);

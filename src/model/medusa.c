@@ -215,11 +215,30 @@ void medusa_free(medusa_heads *h) {
 
 int medusa_n_heads(const medusa_heads *h) { return h->p.n_heads; }
 
+/* The `top` largest of z[0..n) (top <= MEDUSA_MAX_TOP), largest first, the
+ * lower index first among equals, into best[]. */
+static void top_indices(const float *z, int n, int top, int *best) {
+    int m = 0;
+    for (int v = 0; v < n; v++) {
+        if (m == top && !(z[v] > z[best[m - 1]])) continue;
+        int i = m < top ? m++ : top - 1;
+        while (i > 0 && z[v] > z[best[i - 1]]) best[i] = best[i - 1], i--;
+        best[i] = v;
+    }
+}
+
 void medusa_propose(medusa_heads *h, threadpool *threads, const float *hidden, int n, int k, int32_t *tokens) {
+    medusa_propose_top(h, threads, hidden, n, k, 1, tokens);
+}
+
+void medusa_propose_top(medusa_heads *h, threadpool *threads, const float *hidden, int n, int k, int top,
+                        int32_t *tokens) {
     const int e = h->p.n_embd, nv = h->p.n_draft_vocab;
     if (k > h->p.n_heads) k = h->p.n_heads;
     if (n > h->max_rows) n = h->max_rows;
-    if (n <= 0 || k <= 0) return;
+    if (top > MEDUSA_MAX_TOP) top = MEDUSA_MAX_TOP;
+    if (top > nv) top = nv;
+    if (n <= 0 || k <= 0 || top <= 0) return;
     /* y rows in head-major order: head j's n rows together, one matmul each. */
     for (int j = 0; j < k; j++) {
         float *y = h->y + (size_t)j * n * e;
@@ -236,10 +255,8 @@ void medusa_propose(medusa_heads *h, threadpool *threads, const float *hidden, i
     matmul(threads, &h->head.w, h->y, n * k, h->logits, h->scratch);
     for (int j = 0; j < k; j++)
         for (int r = 0; r < n; r++) {
-            const float *z = h->logits + ((size_t)j * n + r) * nv;
-            int best = 0;
-            for (int v = 1; v < nv; v++)
-                if (z[v] > z[best]) best = v;
-            tokens[(size_t)r * k + j] = h->p.draft_vocab[best];
+            int best[MEDUSA_MAX_TOP];
+            top_indices(h->logits + ((size_t)j * n + r) * nv, nv, top, best);
+            for (int t = 0; t < top; t++) tokens[((size_t)r * k + j) * top + t] = h->p.draft_vocab[best[t]];
         }
 }

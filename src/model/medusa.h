@@ -70,4 +70,14 @@ int medusa_n_heads(const medusa_heads *h);
  * matmul, so its bytes are read once per call. The same bits in any batch. */
 void medusa_propose(medusa_heads *h, threadpool *threads, const float *hidden, int n, int k, int32_t *tokens);
 
+/* Candidates per head, at most (a draft tree's ranks). */
+#define MEDUSA_MAX_TOP 8
+
+/* The same with the `top` best tokens of each head (top <= MEDUSA_MAX_TOP
+ * and the draft vocabulary), best first, the lower draft row first among
+ * equal logits: tokens[(i * k + j) * top + t] is head j's t-th choice for
+ * row i, so top 1 is medusa_propose. */
+void medusa_propose_top(medusa_heads *h, threadpool *threads, const float *hidden, int n, int k, int top,
+                        int32_t *tokens);
+
 #endif

@@ -60,40 +60,52 @@ def test_training_reports_each_heads_accuracy(trained):
     assert heads.stat().st_size > 4 * 64 * 64 * 2  # four F16 64x64 blocks at least
 
 
-@pytest.mark.parametrize("k", [1, 4])
-def test_greedy_batch_is_token_identical(harness, trained, k):  # noqa: F811
+# A draft tree (speculative_token_tree): the heads' top candidates at each
+# depth, verified in one pass with a tree mask; a branch off the first
+# candidate (1, 0) and one off the second (0, 1) make accepted paths that are
+# not the chain's, whose KV rows move into place.
+TREE = "[(0,), (1,), (2,), (0, 0), (1, 0), (0, 1), (0, 0, 0), (1, 0, 0)]"
+
+
+@pytest.mark.parametrize("k,tree", [(1, None), (4, None), (8, TREE), (6, "auto")])
+def test_greedy_batch_is_token_identical(harness, trained, k, tree):  # noqa: F811
     arch, model, heads, _ = trained
+    extra = {"speculative_token_tree": tree} if tree else {}
     reqs = mixed_requests(300, seed=50 + k, count=12)
     plain = harness(model, reqs, max_num_seqs=16)
-    spec = harness(model, reqs, spec=medusa(heads, k, disable_by_batch_size=16), max_num_seqs=16)
+    spec = harness(model, reqs, spec=medusa(heads, k, disable_by_batch_size=16, **extra), max_num_seqs=16)
     for i in range(len(reqs)):
         assert tokens(spec, i) == tokens(plain, i), f"request {i} differs with Medusa drafts"
     st = spec["spec"]
     assert st["draft_tokens"] > 0 and 0 <= st["accepted_tokens"] <= st["draft_tokens"]
     assert sum(st["accepted_per_pos"]) == st["accepted_tokens"]
+    if tree == TREE:  # some accepted paths left the nodes' first slots: their KV rows moved
+        assert st["paths_moved"] > 0, st
     assert spec["blocks_in_use"] == 0
 
 
-def test_alone_preempted_prefix_cached_and_sampled(harness, trained):  # noqa: F811
+@pytest.mark.parametrize("tree", [None, TREE])
+def test_alone_preempted_prefix_cached_and_sampled(harness, trained, tree):  # noqa: F811
     arch, model, heads, _ = trained
+    k, extra = (8, {"speculative_token_tree": tree}) if tree else (4, {})
     req = {"prompt": [2] + list(range(10, 40)), "max_tokens": 50, "ignore_eos": True}
-    assert tokens(harness(model, [req], spec=medusa(heads, 4)), 0) == tokens(harness(model, [req]), 0)
+    assert tokens(harness(model, [req], spec=medusa(heads, k, **extra)), 0) == tokens(harness(model, [req]), 0)
     reqs, cfg = preemption_scenario(arch)
     plain = harness(model, reqs, **cfg)
-    spec = harness(model, reqs, spec=medusa(heads, 4, disable_by_batch_size=16), **cfg)
+    spec = harness(model, reqs, spec=medusa(heads, k, disable_by_batch_size=16, **extra), **cfg)
     assert spec["preemptions"] > 0
     assert [tokens(spec, i) for i in range(len(reqs))] == [tokens(plain, i) for i in range(len(reqs))]
     # The same prompt again, later: its blocks come from the prefix cache.
     shared = [2] + [random.Random(8).randrange(4, 300) for _ in range(70)]
     again = [{"prompt": shared, "max_tokens": 30, "ignore_eos": True, "arrive": a} for a in (0, 40)]
     plain = harness(model, again, block_size=16)
-    spec = harness(model, again, spec=medusa(heads, 4), block_size=16)
+    spec = harness(model, again, spec=medusa(heads, k, **extra), block_size=16)
     assert spec["requests"][1]["cached_tokens"] > 0
     assert [tokens(spec, i) for i in range(2)] == [tokens(plain, i) for i in range(2)]
     sampled = [{"prompt": [2] + list(range(50, 80)), "max_tokens": 30, "ignore_eos": True, "temperature": 0.8,
                 "seed": s, "n": 2} for s in range(4)]
     plain = harness(model, sampled)
-    spec = harness(model, sampled, spec=medusa(heads, 4))
+    spec = harness(model, sampled, spec=medusa(heads, k, **extra))
     assert spec["spec"]["draft_tokens"] > 0
     for i in range(len(sampled)):
         assert [tokens(spec, i, j) for j in range(2)] == [tokens(plain, i, j) for j in range(2)]
