@@ -8,7 +8,10 @@ run, the methods' order reversed every other round):
      at 1 and 2 threads, temperature 0 and 0.7 (a seed per prompt, the same
      for every method). Methods: plain; Medusa (the heads file, K = --k);
      layer_skip with the first --draft-layers layers, K = 4, scoring the
-     whole vocabulary and scoring only the heads' draft vocabulary (FR-Spec).
+     whole vocabulary and scoring only the heads' draft vocabulary (FR-Spec)
+     (--no-layer-skip leaves them out); with --trees N [N ...], Medusa over
+     a tree of N nodes chosen from the heads' accuracies
+     ("speculative_token_tree": "auto") for each N.
      Output tok/s over the 50, the acceptance rate and mean accepted length
      cllm prints, the acceptance at each draft position (for Medusa, each
      head's, given the ones before it were accepted), and whether every
@@ -23,7 +26,9 @@ No prompt repeats within a run, and the heads never saw these prompts
 (they train on data/medusa_train_prompts.txt).
 
 usage: bench/medusa_report.py --heads HEADS.gguf [--model GGUF] [--cllm build/cllm]
-           [--tokens 128] [--k 4] [--reps 1] [--serve-prompts 64] [--no-serve]
+           [--tokens 128] [--k 4] [--trees N ...] [--no-layer-skip] [--reps 1]
+           [--serve-prompts 64] [--serve-tree N] [--no-serve]
+(--serve-tree N: the served Medusa config is the N-node tree instead of the chain.)
 Prints a Markdown table (CPU model and flags first) for bench/RESULTS.md.
 """
 from __future__ import annotations
@@ -78,15 +83,24 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=1)
     ap.add_argument("--serve-prompts", type=int, default=64)
     ap.add_argument("--no-serve", action="store_true")
+    ap.add_argument("--trees", type=int, nargs="*", default=[])
+    ap.add_argument("--no-layer-skip", action="store_true")
+    ap.add_argument("--serve-tree", type=int, default=0)
     a = ap.parse_args()
     if not a.model:
         raise SystemExit("--model GGUF is needed (or build-model-path.txt from `make setup`)")
     spec = json.dumps({"method": "medusa", "model": a.heads, "num_speculative_tokens": a.k})
     skip = {"method": "layer_skip", "draft_layers": a.draft_layers, "num_speculative_tokens": 4}
-    methods = {"plain": [], f"Medusa K={a.k}": ["--speculative-config", spec],
-               f"layer_skip {a.draft_layers} layers": ["--speculative-config", json.dumps(skip)],
-               f"layer_skip {a.draft_layers} layers, draft vocab": [
-                   "--speculative-config", json.dumps(dict(skip, draft_vocab=a.heads))]}
+    def tree(n):
+        return json.dumps({"method": "medusa", "model": a.heads, "num_speculative_tokens": n,
+                           "speculative_token_tree": "auto"})
+    methods = {"plain": [], f"Medusa K={a.k}": ["--speculative-config", spec]}
+    for n in a.trees:
+        methods[f"Medusa tree of {n}"] = ["--speculative-config", tree(n)]
+    if not a.no_layer_skip:
+        methods[f"layer_skip {a.draft_layers} layers"] = ["--speculative-config", json.dumps(skip)]
+        methods[f"layer_skip {a.draft_layers} layers, draft vocab"] = [
+            "--speculative-config", json.dumps(dict(skip, draft_vocab=a.heads))]
     print(f"CPU: {cpu_line()}\n")
     print(f"`{a.cllm} generate -m {Path(a.model).name} --prompts-file PROMPTS --max-num-seqs 1 -t T "
           f"[--speculative-config ...]`, PROMPTS = the 50 lines of bench/data/chat_prompts_50.txt, "
@@ -115,7 +129,7 @@ def main() -> None:
                           f"{per_pos or '-'} | {'yes' if texts[name] == texts['plain'] else 'NO'} |", flush=True)
     if a.no_serve:
         return
-    extra = ["--speculative-config", spec]
+    extra = ["--speculative-config", tree(a.serve_tree) if a.serve_tree else spec]
     plain, medusa = [], []
     for r in range(a.reps):
         seed = 2000 + r
@@ -124,7 +138,8 @@ def main() -> None:
             results.append(serve_throughput(a.cllm, a.model, flags, a.serve_prompts, seed))
     p, m = statistics.median(plain), statistics.median(medusa)
     print(f"\nServing, concurrency 32, {a.serve_prompts} requests of 256 random tokens in / 64 out, the same prompts "
-          f"for both (seed 2000 + round): plain {p:.1f} output tok/s, Medusa {m:.1f}: {m / p:.2f}x.")
+          f"for both (seed 2000 + round): plain {p:.1f} output tok/s, Medusa "
+          f"{f'tree of {a.serve_tree}' if a.serve_tree else f'K={a.k}'} {m:.1f}: {m / p:.2f}x.")
 
 
 if __name__ == "__main__":

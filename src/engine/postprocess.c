@@ -11,6 +11,7 @@
 
 #include "engine/logprobs.h"
 #include "engine/spec.h"
+#include "engine/spec_tree.h"
 #include "engine/stop_strings.h"
 #include "engine/token_bans.h"
 #include "kv/kv_evict.h"
@@ -166,20 +167,18 @@ static void count_verification(engine *e, int n_draft, int n_deep, int n_accepte
     pthread_mutex_unlock(&e->stats_mu);
 }
 
-/* The step's drafts, as verify_drafts walks them: parent[j] is -1 for the
- * last token, j - 1 in a chain. */
+/* spec_walk's sampler: a row of the step's logits, sampled and emitted. */
 typedef struct {
-    int n;
-    int32_t tok[SPEC_MAX_TOKENS];
-    int parent[SPEC_MAX_TOKENS];
-} draft_nodes;
+    engine *e;
+    sequence *s;
+    float *rows;
+} walk_rows;
 
-/* The child of node `at` (-1: the last token) holding tok, or -1. Siblings
- * hold distinct tokens (a head's candidates), so at most one matches. */
-static int child_with(const draft_nodes *d, int at, int32_t tok) {
-    for (int j = 0; j < d->n; j++)
-        if (d->parent[j] == at && d->tok[j] == tok) return j;
-    return -1;
+static int32_t sample_walk_row(void *user, int row, bool *stop) {
+    walk_rows *w = user;
+    const int32_t tok = sample_and_report(w->e, w->s, w->rows + (size_t)row * w->e->m->hp.n_vocab);
+    *stop = w->s->status == SEQ_FINISHED;
+    return tok;
 }
 
 /* A tree's accepted drafts path[0..n) moved from their node slots (base + 1
@@ -215,33 +214,27 @@ static void note_for_medusa(engine *e, sequence *s, int i) {
     medusa_drafter_note(e->medusa, s, e->b_rows[i]);
 }
 
-/* Walks a speculating sequence's drafts from its last token's row: samples
- * the row as without drafts, and goes on to the draft (a child of this
- * node) holding the sampled token, if one does. For one-hot drafts that is
- * the standard rejection rule, and over a tree SpecInfer's rule for several
- * drafts of one position: each emitted token is a sample of the target's
- * distribution, so the output is the one without speculation. */
+/* Walks a speculating sequence's drafts from its last token's row
+ * (spec_walk: the output is the one without speculation), then moves a
+ * tree's accepted path into place and rolls its KV back to the verified
+ * tokens. */
 static void verify_drafts(engine *e, sequence *s, float *rows, int first_row) {
-    const int nv = e->m->hp.n_vocab, n_draft = s->spec.n_draft;
+    const int n_draft = s->spec.n_draft;
     s->spec.n_draft = 0;
     if (s->status == SEQ_FINISHED) return;
     const int computed = s->n_computed + s->n_scheduled; /* positions the forward wrote */
     const int base = s->n_tokens - 1 - s->n_evicted; /* the last token's KV position: the root */
-    draft_nodes d = {.n = n_draft};
-    int accepted = 0, at = -1, path[SPEC_MAX_TOKENS], deep = 0, depth[SPEC_MAX_TOKENS] = {0};
+    const int8_t *parent = s->spec.tree ? s->spec.parent : NULL;
+    int32_t tok[SPEC_MAX_TOKENS];
+    int path[SPEC_MAX_TOKENS], deep = 0, depth[SPEC_MAX_TOKENS] = {0};
     for (int j = 0; j < n_draft; j++) {
-        d.tok[j] = s->spec.draft[j];
-        d.parent[j] = s->spec.tree ? s->spec.parent[j] : j - 1;
-        depth[j] = d.parent[j] < 0 ? 1 : depth[d.parent[j]] + 1; /* parents come first */
+        tok[j] = s->spec.draft[j];
+        const int up = parent ? parent[j] : j - 1;
+        depth[j] = up < 0 ? 1 : depth[up] + 1; /* parents come first */
         if (depth[j] > deep) deep = depth[j];
     }
-    for (;;) {
-        const int32_t tok = sample_and_report(e, s, rows + (size_t)(at + 1) * nv);
-        const int next = tok < 0 ? -1 : child_with(&d, at, tok);
-        if (next < 0) break; /* the bonus, an error, or a rejection */
-        path[accepted++] = at = next;
-        if (s->status == SEQ_FINISHED) break; /* a stop condition inside the accepted run */
-    }
+    walk_rows w = {e, s, rows};
+    const int accepted = spec_walk(n_draft, tok, parent, sample_walk_row, &w, path);
     count_verification(e, n_draft, deep, accepted);
     if (!s->spec.tree) s->spec.k = spec_next_k(s->spec.k, e->cfg.spec.num_speculative_tokens, n_draft, accepted);
     if (e->draft) {

@@ -182,6 +182,21 @@ void spec_tree_auto(const float *top1, const float *top5, int n_heads, int n_nod
     build(paths, s.n, s.n, t); /* the kept paths are closed under prefixes: cannot fail */
 }
 
+int spec_walk(int n, const int32_t *tok, const int8_t *parent, spec_row_sampler sample, void *user,
+              int *path) {
+    int accepted = 0, at = -1;
+    for (;;) {
+        bool stop = false;
+        const int32_t x = sample(user, at + 1, &stop);
+        int next = -1;
+        for (int j = 0; j < n && x >= 0 && next < 0; j++) /* siblings hold distinct tokens */
+            if ((parent ? parent[j] : j - 1) == at && tok[j] == x) next = j;
+        if (next < 0) return accepted; /* the bonus, an error, or a rejection */
+        path[accepted++] = at = next;
+        if (stop) return accepted; /* a stop condition inside the accepted run */
+    }
+}
+
 int spec_tree_depth(const spec_tree *t) {
     int d = 0;
     for (int j = 0; j < t->n; j++)

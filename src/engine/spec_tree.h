@@ -12,6 +12,7 @@
 
 #include "engine/spec.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Candidates per head a tree may name (ranks 0..7). */
@@ -43,6 +44,22 @@ int spec_tree_parse(const char *text, int max_nodes, spec_tree *t);
  * child is never likelier than its parent, and ties go to the shorter path,
  * then the lower ranks, so those paths are a tree. At most n_heads deep. */
 void spec_tree_auto(const float *top1, const float *top5, int n_heads, int n_nodes, spec_tree *t);
+
+/* Draws the token of the target's logits row `row` (0: the row of the
+ * sequence's last token; 1 + j: draft j's) as without drafts, or < 0 (an
+ * error); sets *stop when that token ends the sequence. */
+typedef int32_t (*spec_row_sampler)(void *user, int row, bool *stop);
+
+/* Verification of n drafts tok[j], draft j a child of draft parent[j] (-1:
+ * of the last token; parent NULL: a chain, j - 1), parents first: from the
+ * last token's row, each row's token is sampled as without drafts, and the
+ * walk goes on to the row of the child holding that token while one does
+ * (and the sequence has not stopped). For one-hot drafts that is the
+ * standard rejection rule, and over a tree SpecInfer's rule for several
+ * drafts of one position: every token emitted is a sample of the target's
+ * distribution. The accepted drafts go into path; returns their count. */
+int spec_walk(int n, const int32_t *tok, const int8_t *parent, spec_row_sampler sample, void *user,
+              int *path);
 
 /* Deepest node's depth + 1, and the largest rank + 1 (candidates a head
  * must propose). */

@@ -19,6 +19,7 @@
 #include "engine/ngram.h"
 #include "engine/sampler.h"
 #include "engine/spec.h"
+#include "engine/spec_tree.h"
 #include "util/error.h"
 
 #include <math.h>
@@ -226,12 +227,12 @@ static double gamma_q(double a, double x) {
     return exp(-x + a * log(x) - gln) * h;
 }
 
-/* p-value of the counts against the probabilities; a count where the
- * probability is 0 gives p-value 0. */
-static double chi_square_p(const long *count, const double *prob, long n) {
+/* p-value of the counts of n_cat categories against their probabilities; a
+ * count where the probability is 0 gives p-value 0. */
+static double chi_square_p_n(const long *count, const double *prob, int n_cat, long n) {
     double x2 = 0;
     int df = -1;
-    for (int i = 0; i < NV; i++) {
+    for (int i = 0; i < n_cat; i++) {
         if (prob[i] <= 0) {
             if (count[i] > 0) return 0;
             continue;
@@ -241,6 +242,10 @@ static double chi_square_p(const long *count, const double *prob, long n) {
         df++;
     }
     return df > 0 ? gamma_q(df / 2.0, x2 / 2.0) : 1.0;
+}
+
+static double chi_square_p(const long *count, const double *prob, long n) {
+    return chi_square_p_n(count, prob, NV, n);
 }
 
 static const float k_logits[NV] = {1.2f, 0.3f, 2.0f, -0.5f, 0.9f, 1.9f, -1.4f, 0.0f};
@@ -403,6 +408,101 @@ static void test_biased_rule_fails_the_same_test(void **state) {
     }
 }
 
+/* ---- the tree walk: spec_walk, which the engine's verify_drafts runs ---- */
+
+/* Drafts after the last token: 2 and 5 (nodes 0, 1), then 0 and 2 after
+ * the first, 5 after the second. Each row (the last token's, then each
+ * node's) has logits of its own. */
+#define TREE_NODES 5
+static const int32_t k_tree_tok[TREE_NODES] = {2, 5, 0, 2, 5};
+static const int8_t k_tree_parent[TREE_NODES] = {-1, -1, 0, 0, 1};
+static const float k_tree_logits[TREE_NODES + 1][NV] = {
+    {1.2f, 0.3f, 2.0f, -0.5f, 0.9f, 1.9f, -1.4f, 0.0f},  {0.5f, -0.2f, 0.1f, 1.5f, 0.4f, -1.0f, 0.8f, 0.2f},
+    {-0.3f, 1.1f, 0.6f, 0.0f, 1.3f, 0.7f, -0.6f, 0.9f},  {2.2f, 0.0f, -0.4f, 0.3f, 0.1f, 0.5f, 1.0f, -1.2f},
+    {0.0f, 0.2f, 0.4f, 0.6f, 0.8f, 1.0f, 1.2f, 1.4f},     {1.0f, 1.0f, -2.0f, 0.5f, 0.5f, 0.0f, 0.3f, 2.1f},
+};
+
+typedef struct {
+    sampler *s;
+    sampling_params p;
+    rng_state rng;
+    int32_t last; /* the last token drawn */
+} walk_case;
+
+static int32_t walk_sample(void *user, int row, bool *stop) {
+    walk_case *c = user;
+    float l[NV];
+    memcpy(l, k_tree_logits[row], sizeof l);
+    *stop = false;
+    return c->last = sampler_sample(c->s, &c->p, &c->rng, l, NULL, 0, NULL, 0);
+}
+
+typedef int (*walk_fn)(int n, const int32_t *tok, const int8_t *parent, spec_row_sampler sample, void *user,
+                       int *path);
+
+/* A walk that also takes the first child, one time in ten, when the row's
+ * token is none of them: it keeps drafts the target did not draw. */
+static int biased_walk(int n, const int32_t *tok, const int8_t *parent, spec_row_sampler sample, void *user,
+                       int *path) {
+    walk_case *c = user;
+    int accepted = 0, at = -1;
+    for (;;) {
+        bool stop;
+        const int32_t x = sample(user, at + 1, &stop);
+        int next = -1, first = -1;
+        for (int j = 0; j < n; j++)
+            if (parent[j] == at) {
+                if (first < 0) first = j;
+                if (tok[j] == x) next = j;
+            }
+        if (next < 0 && first >= 0 && rng_uniform(&c->rng) < 0.1) next = first;
+        if (next < 0) return accepted;
+        path[accepted++] = at = next;
+    }
+}
+
+/* Over N_DRAWS walks, the outcome (the node the walk ended at, the token
+ * drawn there) against the target's chance of it: the product of the
+ * rows' softmax probabilities (computed here, in double) along the path,
+ * times the last row's of its token, for a token none of that node's
+ * children holds. */
+static double tree_walk_p_value(walk_fn walk, uint64_t seed) {
+    double p[TREE_NODES + 1][NV], reach[TREE_NODES + 1] = {1.0};
+    for (int r = 0; r <= TREE_NODES; r++) {
+        double sum = 0;
+        for (int x = 0; x < NV; x++) sum += p[r][x] = exp(k_tree_logits[r][x]);
+        for (int x = 0; x < NV; x++) p[r][x] /= sum;
+    }
+    for (int j = 0; j < TREE_NODES; j++) reach[j + 1] = reach[k_tree_parent[j] + 1] * p[k_tree_parent[j] + 1][k_tree_tok[j]];
+    double want[(TREE_NODES + 1) * NV];
+    for (int r = 0; r <= TREE_NODES; r++)
+        for (int x = 0; x < NV; x++) {
+            bool child = false;
+            for (int j = 0; j < TREE_NODES; j++) child |= k_tree_parent[j] == r - 1 && k_tree_tok[j] == x;
+            want[r * NV + x] = child ? 0 : reach[r] * p[r][x];
+        }
+    walk_case c = {.s = sampler_create(NV), .p = sampling_defaults()};
+    rng_seed(&c.rng, seed);
+    long count[(TREE_NODES + 1) * NV] = {0};
+    for (long i = 0; i < N_DRAWS; i++) {
+        int path[TREE_NODES];
+        const int n = walk(TREE_NODES, k_tree_tok, k_tree_parent, walk_sample, &c, path);
+        count[(n ? path[n - 1] + 1 : 0) * NV + c.last]++;
+    }
+    sampler_free(c.s);
+    return chi_square_p_n(count, want, (TREE_NODES + 1) * NV, N_DRAWS);
+}
+
+static void test_tree_walk_emits_the_targets_distribution(void **state) {
+    (void)state;
+    for (uint64_t seed = 1; seed <= 2; seed++) {
+        const double pv = tree_walk_p_value(spec_walk, seed);
+        if (pv <= 0.01) fail_msg("spec_walk over a tree: chi-square p = %g", pv);
+    }
+    const double pv = tree_walk_p_value(biased_walk, 1);
+    if (pv > 0.01) fail_msg("the biased walk passed (p = %g)", pv);
+}
+
 static void test_chi_square_p_value_is_calibrated(void **state) {
     (void)state;
     /* Known values: chi-square with 7 degrees of freedom at 18.475 is p = 0.01,
@@ -442,6 +542,7 @@ int main(void) {
         cmocka_unit_test(test_engine_rule_is_speculative_rejection_sampling),
         cmocka_unit_test(test_textbook_rule_passes_the_same_test),
         cmocka_unit_test(test_biased_rule_fails_the_same_test),
+        cmocka_unit_test(test_tree_walk_emits_the_targets_distribution),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
