@@ -25,7 +25,10 @@
  * condition; after all drafts are accepted the last row gives one more
  * (bonus) token. Then the sequence's computed length drops to its verified
  * tokens and its block table is truncated (kvm_truncate), so rejected drafts
- * leave no trace. */
+ * leave no trace. Medusa's drafts may form a tree (spec_tree.h): the nodes
+ * sit in the batch in breadth-first order with ancestry masks, the walk goes
+ * from a row to the child holding its sampled token (spec_walk), and the
+ * accepted path's K/V rows move to the slots after the last token. */
 #include "engine/engine.h"
 
 #include "engine/engine_internal.h"

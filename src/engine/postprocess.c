@@ -203,8 +203,6 @@ static int keep_path(engine *e, sequence *s, int base, const int *path, int n) {
     return rc;
 }
 
-/* Walks a speculating sequence's 1 + n_draft logits rows (see the top of
- * this file), then rolls its KV back to the verified tokens. */
 /* Medusa: a sequence just sampled from logits row i that decodes next gets
  * guesses from that row's hidden state (spec_medusa.h), unless too many
  * run for the next step to speculate. */

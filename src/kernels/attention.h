@@ -96,18 +96,39 @@ typedef struct {
      * share of the probability and adds nothing to the output. */
     const float *sinks;
     int64_t *key_mass; /* NULL, or [hi + 1] at least */
-    /* NULL, or [n_tok]: the draft tree's ancestry (speculative decoding over a
-     * tree of drafts, Medusa). A token with tree[i] != 0 sees key positions
-     * p >= tree_base only where bit p - tree_base of tree[i] is set (its
-     * ancestors in the tree and itself; the tree's nodes sit at tree_base ..
-     * tree_base + 31); keys below tree_base as lo and hi say. A token with
-     * tree[i] == 0 is not in the tree. */
+    /* NULL, or a node of a tree of draft tokens (speculative decoding over a
+     * tree, Medusa), the tile's one token (n_tok 1): tree[0] is its ancestry
+     * mask over the tree's nodes, which sit at KV positions tree_base (the
+     * root, bit 0) .. tree_base + 31. The token sees the keys lo ..
+     * tree_base, then its ancestors below the root and itself (the mask's
+     * other bits, in increasing order) as if they sat at positions
+     * tree_base + 1 .. hi: the keys plain decoding of its path sees, in the
+     * same places, so its output has that decoding's bits. The blocks that
+     * hold those positions are gathered into tree_rows first
+     * (attn_tree_rows_bytes of scratch); key_mass is not kept. */
     const uint32_t *tree;
     int tree_base;
+    uint8_t *tree_rows;
 } attn_tile;
 
 /* Nodes in one draft tree, at most: one bit each in attn_tile.tree. */
 #define ATTN_TREE_MAX 32
+
+/* Scratch a tree tile needs: a block's K rows and V rows of one kv head. */
+static inline size_t attn_tree_rows_bytes(const paged_kv *kv) {
+    return (size_t)kv->block_size * (kv_row_bytes(kv->dtype, kv->head_dim_k) + paged_v_row_bytes(kv));
+}
+
+/* attention_tree.c, for the kernels: the KV slot of each position past
+ * tree_base a tree token sees (its path below the root, in depth order);
+ * returns how many. */
+int attn_tree_path(uint32_t anc, int tree_base, int32_t *slots);
+/* Keys t0..t1 of block b of a tree token's positions (lo .. hi as the
+ * tile's), read from their slots (path: attn_tree_path's) into rows laid
+ * out as one kv head's rows of a block: K at rows, V at rows + block_size K
+ * rows. */
+void attn_tree_gather(const paged_kv *kv, const int32_t *block_table, int kv_head, int b, int t0, int t1,
+                      int tree_base, const int32_t *path, uint8_t *rows);
 
 typedef void (*attn_tile_fn)(const paged_kv *kv, const int32_t *block_table, int kv_head, const attn_tile *t,
                              float scale);

@@ -93,10 +93,8 @@ typedef struct {
     float *out[ATTN_TILE_ROWS];
     int lo[ATTN_TILE_ROWS], hi[ATTN_TILE_ROWS];
     float m[ATTN_TILE_ROWS], l[ATTN_TILE_ROWS];
-    size_t vstride;                /* bytes from one V row to the next (paged_v_row_bytes) */
-    uint32_t tree[ATTN_TILE_ROWS]; /* each row's token's attn_tile.tree, or 0 */
-    int tree_base;
-    float softcap; /* attn_tile's */
+    size_t vstride; /* bytes from one V row to the next (paged_v_row_bytes) */
+    float softcap;  /* attn_tile's */
 } tile_rows;
 
 /* Raw dots of rows r0 .. r0+NR-1 with keys k0 .. k0+NK-1 of a block into
@@ -190,12 +188,9 @@ static void row_span(const tile_rows *tr, int r, int b, int *a, int *e) {
 }
 
 /* s[k] = scale * s[k] (soft-capped: softcap * tanh(scale * s[k] / softcap))
- * for the keys a..e the row sees, -inf for the others, over the whole 8-key
- * chunks c0..c1; returns the largest. A draft tree (anc != 0) hides key k
- * where k + rel0 >= 0 and bit k + rel0 of anc is clear (rel0: the block's
- * first position less the tree's base). */
-static float scale_and_mask(float *s, int a, int e, int c0, int c1, float scale, float softcap, uint32_t anc,
-                            int rel0) {
+ * for the keys a..e, -inf for the others, over the whole 8-key chunks
+ * c0..c1; returns the largest. */
+static float scale_and_mask(float *s, int a, int e, int c0, int c1, float scale, float softcap) {
     if (softcap > 0) { /* Gemma 2 only: scalar tanhf, as the reference computes it */
         for (int k = a; k <= e; k++) s[k] = softcap * tanhf(s[k] * scale / softcap);
         scale = 1.0f;
@@ -204,17 +199,9 @@ static float scale_and_mask(float *s, int a, int e, int c0, int c1, float scale,
     __m256 mx = ninf;
     for (int k = c0; k < c1; k += 8) {
         const __m256i idx = _mm256_add_epi32(_mm256_set1_epi32(k), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-        __m256i in = _mm256_andnot_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(a), idx),
-                                         _mm256_andnot_si256(_mm256_cmpgt_epi32(idx, _mm256_set1_epi32(e)),
-                                                             _mm256_set1_epi32(-1)));
-        if (anc) { /* a shift by a negative (huge unsigned) or >= 32 count gives 0 */
-            const __m256i rel = _mm256_add_epi32(idx, _mm256_set1_epi32(rel0));
-            const __m256i bit = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)anc), rel),
-                                                 _mm256_set1_epi32(1));
-            const __m256i seen = _mm256_or_si256(_mm256_cmpgt_epi32(_mm256_setzero_si256(), rel),
-                                                 _mm256_cmpeq_epi32(bit, _mm256_set1_epi32(1)));
-            in = _mm256_and_si256(in, seen);
-        }
+        const __m256i in = _mm256_andnot_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(a), idx),
+                                               _mm256_andnot_si256(_mm256_cmpgt_epi32(idx, _mm256_set1_epi32(e)),
+                                                                   _mm256_set1_epi32(-1)));
         const __m256 x = _mm256_blendv_ps(ninf, _mm256_mul_ps(sc, _mm256_loadu_ps(s + k)), _mm256_castsi256_ps(in));
         _mm256_storeu_ps(s + k, x);
         mx = _mm256_max_ps(mx, x);
@@ -232,8 +219,7 @@ static float softmax_row(tile_rows *tr, int r, int b, int t0, int t1, float scal
     row_span(tr, r, b, &a, &e);
     if (a > e) return -1;
     const int c0 = t0 & ~7, c1 = (t1 + 8) & ~7; /* whole 8-key chunks, within s's ATTN_MAX_BLOCK */
-    const float mb = scale_and_mask(s, a, e, c0, c1, scale, tr->softcap, tr->tree[r], b * tr->bs - tr->tree_base);
-    if (mb == -INFINITY) return -1; /* the draft tree hides every key here */
+    const float mb = scale_and_mask(s, a, e, c0, c1, scale, tr->softcap);
     float c = 1;
     if (mb > tr->m[r]) {
         c = expf(tr->m[r] - mb);
@@ -274,7 +260,7 @@ static ALWAYS_INLINE void mass_sweep(kv_dtype dt, const paged_kv *kv, const int3
             int a, e;
             row_span(tr, r, b, &a, &e);
             if (a > e) continue;
-            scale_and_mask(s[r], a, e, c0, c1, scale, tr->softcap, tr->tree[r], b * bs - tr->tree_base);
+            scale_and_mask(s[r], a, e, c0, c1, scale, tr->softcap);
             const __m256 mv = _mm256_set1_ps(tr->m[r]), wv = _mm256_set1_ps(w[r]);
             for (int k = c0; k < c1; k += 8) {
                 const __m256 p = _mm256_mul_ps(exp8(_mm256_sub_ps(_mm256_loadu_ps(s[r] + k), mv)), wv);
@@ -291,8 +277,7 @@ static ALWAYS_INLINE void mass_sweep(kv_dtype dt, const paged_kv *kv, const int3
 static ALWAYS_INLINE void tile_body(kv_dtype dt, const paged_kv *kv, const int32_t *block_table, int kv_head,
                                     const attn_tile *t, float scale) {
     tile_rows tr = {.n_rows = t->n_tok * t->n_head, .dk = kv->head_dim_k, .dv = kv->head_dim_v,
-                    .bs = kv->block_size, .softcap = t->softcap, .tree_base = t->tree_base,
-                    .vstride = paged_v_row_bytes(kv)};
+                    .bs = kv->block_size, .softcap = t->softcap, .vstride = paged_v_row_bytes(kv)};
     const int bs = tr.bs;
     int jlo = t->lo[0], jhi = t->hi[0];
     for (int r = 0; r < tr.n_rows; r++) {
@@ -300,17 +285,22 @@ static ALWAYS_INLINE void tile_body(kv_dtype dt, const paged_kv *kv, const int32
         tr.q[r] = t->q + i * t->q_stride + (size_t)h * tr.dk;
         tr.out[r] = t->out + i * t->out_stride + (size_t)h * tr.dv;
         tr.lo[r] = t->lo[i], tr.hi[r] = t->hi[i];
-        tr.tree[r] = t->tree ? t->tree[i] : 0;
         tr.m[r] = t->sinks ? t->sinks[h] : -INFINITY, tr.l[r] = t->sinks ? 1 : 0; /* the sink: a key seen first */
         for (int d = 0; d < tr.dv; d++) tr.out[r][d] = 0;
         jlo = min_int(jlo, tr.lo[r]), jhi = max_int(jhi, tr.hi[r]);
     }
     _Alignas(32) float s[ATTN_TILE_ROWS][ATTN_MAX_BLOCK];
+    int32_t path[ATTN_TREE_MAX];
+    if (t->tree) attn_tree_path(t->tree[0], t->tree_base, path);
     for (int b = jlo / bs; b <= jhi / bs; b++) {
         const int t0 = max_int(jlo, b * bs) - b * bs, t1 = min_int(jhi, b * bs + bs - 1) - b * bs;
         const size_t row0 = (size_t)kv_head * bs;
         const uint8_t *kblk = kv->k + (size_t)block_table[b] * kv->k_block_stride + row0 * kv_row_bytes(dt, tr.dk);
         const uint8_t *vblk = kv->v + (size_t)block_table[b] * kv->v_block_stride + row0 * tr.vstride;
+        if (t->tree && b * bs + t1 > t->tree_base) { /* a block of the token's path: its keys gathered */
+            attn_tree_gather(kv, block_table, kv_head, b, t0, t1, t->tree_base, path, t->tree_rows);
+            kblk = t->tree_rows, vblk = t->tree_rows + (size_t)bs * kv_row_bytes(dt, tr.dk);
+        }
         int r = 0;
         for (; r + 2 <= tr.n_rows; r += 2) dots_rows(2, dt, &tr, r, kblk, t0, t1, s);
         if (r < tr.n_rows) dots_rows(1, dt, &tr, r, kblk, t0, t1, s);
@@ -332,7 +322,7 @@ static ALWAYS_INLINE void tile_body(kv_dtype dt, const paged_kv *kv, const int32
         for (; d + 8 <= tr.dv; d += 8) _mm256_storeu_ps(out + d, _mm256_mul_ps(inv, _mm256_loadu_ps(out + d)));
         for (; d < tr.dv; d++) out[d] *= 1.0f / tr.l[r];
     }
-    if (t->key_mass) mass_sweep(dt, kv, block_table, kv_head, &tr, jlo, jhi, scale, s, t->key_mass);
+    if (t->key_mass && !t->tree) mass_sweep(dt, kv, block_table, kv_head, &tr, jlo, jhi, scale, s, t->key_mass);
 }
 
 void attn_tile_avx2(const paged_kv *kv, const int32_t *block_table, int kv_head, const attn_tile *t,

@@ -5,7 +5,6 @@
 #include "kernels/attention.h"
 
 #include <math.h>
-#include <stdbool.h>
 #include <stddef.h>
 
 /* Value dimensions per pass: the accumulators of one pass are ATTN_TILE_ROWS x
@@ -22,12 +21,6 @@ static void row_span(const attn_tile *t, int bs, int r, int b, int *a, int *e) {
     const int i = r / t->n_head;
     *a = max_int(t->lo[i], b * bs) - b * bs;
     *e = min_int(t->hi[i], b * bs + bs - 1) - b * bs;
-}
-
-/* Whether row r sees key position p of [lo, hi] (the draft tree's mask). */
-static bool row_sees(const attn_tile *t, int r, int p) {
-    const uint32_t anc = t->tree ? t->tree[r / t->n_head] : 0;
-    return !anc || p < t->tree_base || (anc >> (p - t->tree_base) & 1u);
 }
 
 static const float *row_q(const attn_tile *t, int dk, int r) {
@@ -62,8 +55,7 @@ static void mass_sweep(const paged_kv *kv, const int32_t *block_table, int kv_he
             row_span(t, bs, r, b, &a, &e);
             double s[ATTN_MAX_BLOCK];
             row_scores(kv, kblk, row_q(t, kv->head_dim_k, r), a, e, scale, t->softcap, s);
-            for (int k = a; k <= e; k++)
-                if (row_sees(t, r, b * bs + k)) col[k] += llrint(exp(s[k] - m[r]) / l[r] * ATTN_MASS_ONE);
+            for (int k = a; k <= e; k++) col[k] += llrint(exp(s[k] - m[r]) / l[r] * ATTN_MASS_ONE);
         }
         for (int k = 0; k < bs; k++)
             if (col[k]) __atomic_fetch_add(&t->key_mass[b * bs + k], col[k], __ATOMIC_RELAXED);
@@ -85,11 +77,18 @@ static void tile_pass(const paged_kv *kv, const int32_t *block_table, int kv_hea
         m[r] = t->sinks ? t->sinks[r % t->n_head] : -INFINITY, l[r] = t->sinks ? 1 : 0;
         for (int d = 0; d < nd; d++) acc[r][d] = 0;
     }
+    int32_t path[ATTN_TREE_MAX];
+    if (t->tree) attn_tree_path(t->tree[0], t->tree_base, path);
     for (int b = jlo / bs; b <= jhi / bs; b++) {
         const size_t row0 = (size_t)kv_head * bs;
         const uint8_t *kblk = kv->k + (size_t)block_table[b] * kv->k_block_stride +
                               row0 * kv_row_bytes(kv->dtype, dk);
-        const uint8_t *vblk = kv->v + (size_t)block_table[b] * kv->v_block_stride;
+        const uint8_t *vblk = kv->v + (size_t)block_table[b] * kv->v_block_stride + row0 * v_row;
+        if (t->tree && b * bs + bs - 1 > t->tree_base) { /* a block of the token's path: its keys gathered */
+            attn_tree_gather(kv, block_table, kv_head, b, max_int(jlo, b * bs) - b * bs,
+                             min_int(jhi, b * bs + bs - 1) - b * bs, t->tree_base, path, t->tree_rows);
+            kblk = t->tree_rows, vblk = t->tree_rows + (size_t)bs * kv_row_bytes(kv->dtype, dk);
+        }
         for (int r = 0; r < n_rows; r++) {
             int a, e;
             row_span(t, bs, r, b, &a, &e);
@@ -97,9 +96,7 @@ static void tile_pass(const paged_kv *kv, const int32_t *block_table, int kv_hea
             double s[ATTN_MAX_BLOCK], mb = -INFINITY;
             row_scores(kv, kblk, row_q(t, dk, r), a, e, scale, t->softcap, s);
             for (int k = a; k <= e; k++)
-                if (!row_sees(t, r, b * bs + k)) s[k] = -INFINITY;
-                else if (s[k] > mb) mb = s[k];
-            if (mb == -INFINITY) continue; /* the tree hides every key of the block */
+                if (s[k] > mb) mb = s[k];
             if (mb > m[r]) {
                 const double c = exp(m[r] - mb);
                 l[r] *= c;
@@ -107,8 +104,7 @@ static void tile_pass(const paged_kv *kv, const int32_t *block_table, int kv_hea
                 m[r] = mb;
             }
             for (int k = a; k <= e; k++) {
-                if (!row_sees(t, r, b * bs + k)) continue;
-                const uint8_t *vrow = vblk + (row0 + k) * v_row;
+                const uint8_t *vrow = vblk + k * v_row;
                 const double p = exp(s[k] - m[r]);
                 l[r] += p;
                 for (int d = 0; d < nd; d++) acc[r][d] += p * kv_row_value(kv->dtype, vrow, d0 + d);
@@ -120,7 +116,7 @@ static void tile_pass(const paged_kv *kv, const int32_t *block_table, int kv_hea
         float *out = t->out + i * t->out_stride + (size_t)h * dv;
         for (int d = 0; d < nd; d++) out[d0 + d] = (float)(acc[r][d] / l[r]);
     }
-    if (t->key_mass && d0 == 0) mass_sweep(kv, block_table, kv_head, t, scale, jlo, jhi, m, l);
+    if (t->key_mass && !t->tree && d0 == 0) mass_sweep(kv, block_table, kv_head, t, scale, jlo, jhi, m, l);
 }
 
 void attn_tile_ref(const paged_kv *kv, const int32_t *block_table, int kv_head, const attn_tile *t, float scale) {

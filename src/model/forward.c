@@ -22,9 +22,10 @@
 
 /* One piece of a layer's attention: query heads h0 .. h0+n_h-1 (of one GQA
  * group, kv head kv_head) of the consecutive tokens t0 .. t0+n_tok-1, all of
- * one sequence. */
+ * one sequence. A draft tree's node is a unit of its own, with its piece of
+ * tree_rows (index tree_slot) to gather its path's keys into. */
 typedef struct {
-    int t0, n_tok, kv_head, h0, n_h;
+    int t0, n_tok, kv_head, h0, n_h, tree_slot;
 } attn_unit;
 
 struct forward_ctx {
@@ -37,6 +38,8 @@ struct forward_ctx {
     const float *rope_factors; /* model_rope_factors, for the context this forward serves */
     attn_unit *units; /* this batch's attention work, [max_tokens * n_head] */
     int n_units;
+    uint8_t *tree_rows;  /* draft trees' units' scratch (attn_tree_rows_bytes each), grown as needed */
+    size_t tree_rows_cap;
     /* Activations of the batch, [max_tokens][...]. */
     float *x, *xb, *tmp, *q, *k, *v, *att, *gate, *up;
     float *rope_full, *rope_swa; /* [max_tokens][rope_dim] cos/sin pairs */
@@ -193,39 +196,14 @@ static void mla_kv_row(const forward_step *s, int t) {
 
 /* Tokens in the tile that starts at token t: up to max consecutive tokens
  * of t's sequence. */
+static bool in_tree(const fwd_batch *b, int t) { return b->tree && b->tree[t]; }
+
+/* A draft tree's node is a tile of its own (attn_tile.tree). */
 static int tile_len(const fwd_batch *b, int t, int max) {
     int n = 1;
-    while (t + n < b->n_tokens && n < max && b->seq[t + n] == b->seq[t]) n++;
+    if (in_tree(b, t)) return 1;
+    while (t + n < b->n_tokens && n < max && b->seq[t + n] == b->seq[t] && !in_tree(b, t + n)) n++;
     return n;
-}
-
-/* Cuts the batch's attention into units: runs of consecutive tokens of one
- * sequence, in tiles of up to ATTN_TILE_ROWS rows (tokens x the heads of a GQA
- * group), per kv head. Where that gives fewer units than threads (decode of
- * one sequence), the group's heads are shared out over as many units as there
- * are threads: each unit reads its kv head's K/V once, so no more parts than
- * that. A row's bits do not depend on its tile (attention.h), so neither do
- * the outputs. */
-static void plan_attention(forward_ctx *f, const fwd_batch *b) {
-    const model_hparams *hp = &f->m->hp;
-    const int group = hp->n_head / hp->n_head_kv;
-    const int tile_tok = group < ATTN_TILE_ROWS ? ATTN_TILE_ROWS / group : 1;
-    int n_tiles = 0;
-    for (int t = 0; t < b->n_tokens; t += tile_len(b, t, tile_tok)) n_tiles++;
-    const int n_tp = threadpool_size(f->threads), n_kv_tiles = n_tiles * hp->n_head_kv;
-    const int parts = n_kv_tiles >= n_tp ? 1 : (n_tp + n_kv_tiles - 1) / n_kv_tiles;
-    int per_unit = parts >= group ? 1 : (group + parts - 1) / parts;
-    if (per_unit > ATTN_TILE_ROWS) per_unit = ATTN_TILE_ROWS; /* a group of more than 32 heads: tiles of 1 token */
-    f->n_units = 0;
-    for (int t = 0; t < b->n_tokens;) {
-        const int n = tile_len(b, t, tile_tok);
-        for (int kh = 0; kh < hp->n_head_kv; kh++)
-            for (int h = kh * group; h < (kh + 1) * group; h += per_unit) {
-                const int n_h = (kh + 1) * group - h < per_unit ? (kh + 1) * group - h : per_unit;
-                f->units[f->n_units++] = (attn_unit){.t0 = t, .n_tok = n, .kv_head = kh, .h0 = h, .n_h = n_h};
-            }
-        t += n;
-    }
 }
 
 /* Layer il's K/V pages as the attention kernels read them. */
@@ -237,6 +215,46 @@ static paged_kv layer_pages(const kv_cache *kv, int il) {
                       .dtype = kv->dtype, .block_size = kv->block_size,
                       .n_kv_heads = kv->n_kv_heads, .head_dim_k = kv->head_dim_k,
                       .head_dim_v = kv->head_dim_v};
+}
+
+/* Cuts the batch's attention into units: runs of consecutive tokens of one
+ * sequence, in tiles of up to ATTN_TILE_ROWS rows (tokens x the heads of a GQA
+ * group), per kv head. Where that gives fewer units than threads (decode of
+ * one sequence), the group's heads are shared out over as many units as there
+ * are threads: each unit reads its kv head's K/V once, so no more parts than
+ * that. A row's bits do not depend on its tile (attention.h), so neither do
+ * the outputs. */
+static int plan_attention(forward_ctx *f, const fwd_batch *b) {
+    const model_hparams *hp = &f->m->hp;
+    const int group = hp->n_head / hp->n_head_kv;
+    const int tile_tok = group < ATTN_TILE_ROWS ? ATTN_TILE_ROWS / group : 1;
+    int n_tiles = 0;
+    for (int t = 0; t < b->n_tokens; t += tile_len(b, t, tile_tok)) n_tiles++;
+    const int n_tp = threadpool_size(f->threads), n_kv_tiles = n_tiles * hp->n_head_kv;
+    const int parts = n_kv_tiles >= n_tp ? 1 : (n_tp + n_kv_tiles - 1) / n_kv_tiles;
+    int per_unit = parts >= group ? 1 : (group + parts - 1) / parts;
+    if (per_unit > ATTN_TILE_ROWS) per_unit = ATTN_TILE_ROWS; /* a group of more than 32 heads: tiles of 1 token */
+    f->n_units = 0;
+    int n_tree = 0;
+    for (int t = 0; t < b->n_tokens;) {
+        const int n = tile_len(b, t, tile_tok);
+        for (int kh = 0; kh < hp->n_head_kv; kh++)
+            for (int h = kh * group; h < (kh + 1) * group; h += per_unit) {
+                const int n_h = (kh + 1) * group - h < per_unit ? (kh + 1) * group - h : per_unit;
+                f->units[f->n_units++] = (attn_unit){.t0 = t, .n_tok = n, .kv_head = kh, .h0 = h, .n_h = n_h,
+                                                     .tree_slot = in_tree(b, t) ? n_tree++ : -1};
+            }
+        t += n;
+    }
+    /* Every layer's pages have one row shape, so one size serves the pass. */
+    const paged_kv pk = layer_pages(f->kv, 0);
+    const size_t need = (size_t)n_tree * attn_tree_rows_bytes(&pk);
+    if (need > f->tree_rows_cap) {
+        uint8_t *grown = realloc(f->tree_rows, need);
+        if (!grown) return err_oom("out of memory for a draft tree's attention (%zu bytes)", need);
+        f->tree_rows = grown, f->tree_rows_cap = need;
+    }
+    return 0;
 }
 
 /* First key position a query at pos sees in layer il. */
@@ -258,8 +276,8 @@ static void attn_unit_run(const forward_step *s, int u) {
     const paged_kv pk = layer_pages(kv, s->il);
     const float *sinks = f->m->w.layers[s->il].sinks;
     int32_t lo[ATTN_TILE_ROWS], hi[ATTN_TILE_ROWS];
-    for (int i = 0; i < a->n_tok; i++) {
-        hi[i] = s->b->pos[a->t0 + i];
+    for (int i = 0; i < a->n_tok; i++) { /* a tree node sees its path as at the positions of its rotation */
+        hi[i] = in_tree(s->b, a->t0 + i) ? rope_pos_of(s->b, a->t0 + i) : s->b->pos[a->t0 + i];
         lo[i] = first_key(kv, s->il, rope_pos_of(s->b, a->t0 + i));
     }
     const attn_tile tile = {.q = f->q + ((size_t)a->t0 * hp->n_head + a->h0) * hp->head_dim_k,
@@ -269,7 +287,9 @@ static void attn_unit_run(const forward_step *s, int u) {
                             .lo = lo, .hi = hi, .n_tok = a->n_tok, .n_head = a->n_h,
                             .softcap = hp->attn_softcap, .key_mass = fs->attn_acc,
                             .sinks = sinks ? sinks + a->h0 : NULL,
-                            .tree = s->b->tree ? s->b->tree + a->t0 : NULL, .tree_base = fs->tree_base};
+                            .tree = a->tree_slot >= 0 ? s->b->tree + a->t0 : NULL, .tree_base = fs->tree_base,
+                            .tree_rows = a->tree_slot >= 0 ? f->tree_rows + (size_t)a->tree_slot * attn_tree_rows_bytes(&pk)
+                                                           : NULL};
     f->attn(&pk, fs->block_table[g], a->kv_head, &tile, hp->attn_scale);
 }
 
@@ -384,8 +404,13 @@ static int check_batch(const forward_ctx *f, const fwd_batch *b) {
             return err_set("token %d is rotated at position %d, past its KV position %d", t, b->rope_pos[t], b->pos[t]);
         if (b->tree && b->tree[t]) {
             const int node = b->pos[t] - b->seqs[b->seq[t]].tree_base;
-            if (node < 0 || node >= ATTN_TREE_MAX || !(b->tree[t] >> node & 1u))
+            if (node < 0 || node >= ATTN_TREE_MAX || !(b->tree[t] >> node & 1u) || b->tree[t] >> (node + 1) ||
+                !(b->tree[t] & 1u))
                 return err_set("token %d (position %d) is not a node of its sequence's draft tree", t, b->pos[t]);
+            const int depth = __builtin_popcount(b->tree[t]) - 1;
+            if (rope_pos_of(b, t) != b->seqs[b->seq[t]].tree_base + depth)
+                return err_set("draft tree node %d (position %d) must be rotated at its depth, position %d", t,
+                               b->pos[t], b->seqs[b->seq[t]].tree_base + depth);
         }
         for (int g = 0; g < kv->n_groups; g++) {
             int blk = b->seqs[b->seq[t]].block_table[g][b->pos[t] / kv->block_size];
@@ -410,7 +435,7 @@ int forward_run(forward_ctx *f, const fwd_batch *b, float *logits) {
     if (h && h->x_in) memcpy(f->x, h->x_in, (size_t)n * n_embd * sizeof(float));
     else for_each(&s, embed_row, n);
     for_each(&s, rope_row, n);
-    plan_attention(f, b);
+    if (plan_attention(f, b)) return -1;
     const int first = h ? h->first_layer : 0;
     const int last = h && h->last_layer >= 0 ? h->last_layer : f->m->hp.n_layer - 1;
     for (int il = first; il <= last; il++) {
@@ -516,6 +541,7 @@ void forward_free(forward_ctx *f) {
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(f->mm_scratch);
     free(f->units);
+    free(f->tree_rows);
     moe_scratch_free(f->moe);
     mla_scratch_free(f->mla);
     free(f->mla_out);

@@ -31,7 +31,10 @@ static inline pages make_pages(kv_dtype dt, int bs, int n_kv_heads, int dk, int 
     const size_t n_rows = (size_t)n_phys * n_kv_heads * bs;
     p.k = calloc(n_rows, k_row);
     p.v = calloc(n_rows, v_row);
-    for (int i = 0; i < n_logical; i++) p.table[i] = (i * 7 + 2) % n_phys; /* distinct for n_phys coprime-ish */
+    /* Scattered and distinct: a stride coprime to n_phys (7 is not, for n_phys 7 or 14). */
+    int stride = 7;
+    while (n_phys % stride == 0) stride -= 2;
+    for (int i = 0; i < n_logical; i++) p.table[i] = (i * stride + 2) % n_phys;
     float *x = malloc(sizeof(float) * (size_t)(dk > dv ? dk : dv));
     for (size_t r = 0; r < n_rows; r++) {
         /* Rows of different magnitudes, so the 8-bit scales differ. */
