@@ -194,11 +194,12 @@ static void mla_kv_row(const forward_step *s, int t) {
     write_kv(s, t, s->f->k + (size_t)t * hp->head_dim_k, s->f->v + (size_t)t * hp->head_dim_v);
 }
 
-/* Tokens in the tile that starts at token t: up to max consecutive tokens
- * of t's sequence. */
+/* Whether token t is a node of a draft tree (fwd_batch.tree). */
 static bool in_tree(const fwd_batch *b, int t) { return b->tree && b->tree[t]; }
 
-/* A draft tree's node is a tile of its own (attn_tile.tree). */
+/* Tokens in the tile that starts at token t: up to max consecutive tokens
+ * of t's sequence; a draft tree's node is a tile of its own
+ * (attn_tile.tree). */
 static int tile_len(const fwd_batch *b, int t, int max) {
     int n = 1;
     if (in_tree(b, t)) return 1;
