@@ -127,7 +127,14 @@ build_llamacpp() { # $1 = avx2 | native
     [ "$have" = 1 ] && return 0
     src=$(llama_src) || { LLAMA_FALLBACK="no llama.cpp sources in the llama-cpp-python sdist"; return 1; }
     command -v c++ >/dev/null || { LLAMA_FALLBACK="no C++ compiler"; return 1; }
-    local flags=(-DGGML_NATIVE=ON)
+    # AMX off even in the native build: on the Xeons these benchmarks run on, llama.cpp's AMX
+    # matmul (ggml_backend_amx_mul_mat) dies with a general protection fault on its ldtilecfg
+    # in prompt processing, though the kernel grants the tile state; a user there builds without it.
+    # ggml tests the compiler's __AMX_*__ macros, which -march=native defines, so the options alone
+    # do not do it; GCC's explicit -mno-* win over -march's implied ISA whatever their order.
+    local no_amx="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+    local flags=(-DGGML_NATIVE=ON -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
+                 "-DCMAKE_C_FLAGS=$no_amx" "-DCMAKE_CXX_FLAGS=$no_amx")
     if [ "$flavour" = avx2 ]; then
         flags=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
                -DGGML_AVX_VNNI=OFF -DGGML_AVX512=OFF -DGGML_AVX512_VBMI=OFF -DGGML_AVX512_VNNI=OFF
@@ -291,7 +298,7 @@ for RACE in $RACES; do
         CLLM_ENV=""
         LLAMA_DIR=$LLAMACPP_DIR/native/bin
         [ "$NATIVE_OK" = 1 ] || { log "race native: no native llama.cpp build; skipped"; continue; }
-        RACE_NOTE="native: cllm as it runs on this CPU (kernels: $("$CLLM" info "$MODEL" 2>/dev/null | awk '$1=="kernels" {sub(/^kernels +/, ""); print}')) against llama.cpp built with -DGGML_NATIVE=ON (AVX-512/VNNI where this CPU has them)" ;;
+        RACE_NOTE="native: cllm as it runs on this CPU (kernels: $("$CLLM" info "$MODEL" 2>/dev/null | awk '$1=="kernels" {sub(/^kernels +/, ""); print}')) against llama.cpp built with -DGGML_NATIVE=ON (AVX-512/VNNI where this CPU has them; AMX off, see build_llamacpp)" ;;
     novnni)
         CLLM_ENV="CLLM_NO_VNNI=1 CLLM_NO_AVX512=1"
         LLAMA_DIR=$LLAMACPP_DIR/avx2/bin

@@ -13,6 +13,7 @@
 #include "engine/finish.h"
 #include "engine/logprobs.h"
 #include "tokenizer/detok.h"
+#include "util/top_k.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -30,8 +31,8 @@ void beam_collect(const beam_env *env, sequence *s, const float *logits) {
     const request_params *p = &s->req->params;
     const float lse = logprobs_logsumexp(logits, env->n_vocab);
     /* Before min_tokens no continuation may end the text. */
-    const logprobs_skip_fn skip = seq_n_output(s) < p->min_tokens ? is_eog : NULL;
-    const int n = logprobs_top_k(logits, env->n_vocab, 2 * p->beam_width, skip, env->tok, s->beam.cand_tok);
+    const top_k_skip_fn skip = seq_n_output(s) < p->min_tokens ? is_eog : NULL;
+    const int n = top_k_indices(logits, env->n_vocab, 2 * p->beam_width, skip, env->tok, s->beam.cand_tok);
     for (int i = 0; i < n; i++) s->beam.cand_lp[i] = logits[s->beam.cand_tok[i]] - lse;
     s->beam.n_cand = n;
     s->beam.pending = true;

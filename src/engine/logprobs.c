@@ -25,19 +25,3 @@ int logprobs_rank(const float *logits, int n, int32_t tok) {
     return rank;
 }
 
-int logprobs_top_k(const float *logits, int n, int k, logprobs_skip_fn skip, const void *ctx, int32_t *top) {
-    if (k <= 0) return 0;
-    int m = 0;
-    for (int i = 0; i < n; i++) {
-        if (isnan(logits[i])) continue; /* no rank: the sampler never picks it either */
-        if (m == k && logits[i] <= logits[top[m - 1]]) continue;
-        if (skip && skip(ctx, i)) continue;
-        int j = m < k ? m++ : m - 1;
-        while (j > 0 && logits[top[j - 1]] < logits[i]) {
-            top[j] = top[j - 1];
-            j--;
-        }
-        top[j] = i;
-    }
-    return m;
-}

@@ -19,6 +19,7 @@
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/time.h"
+#include "util/top_k.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -28,7 +29,7 @@
 static void compute_logprobs(const float *raw, int nv, int32_t tok, int n_top, token_logprobs *lp,
                              int32_t *top_tok, float *top_lp) {
     const float lse = logprobs_logsumexp(raw, nv);
-    const int k = logprobs_top_k(raw, nv, n_top, NULL, NULL, top_tok);
+    const int k = top_k_indices(raw, nv, n_top, NULL, NULL, top_tok);
     for (int i = 0; i < k; i++) top_lp[i] = raw[top_tok[i]] - lse;
     *lp = (token_logprobs){.token = tok, .logprob = raw[tok] - lse, .n_top = k, .top_tokens = top_tok,
                            .top_logprobs = top_lp};

@@ -3,6 +3,7 @@
 
 #include "engine/logprobs.h"
 #include "util/error.h"
+#include "util/top_k.h"
 
 #include <stdlib.h>
 
@@ -32,7 +33,7 @@ static void fill_position(request *r, int pos, const float *logits, int n_vocab)
     int32_t *top_tok = r->prompt_top_tok + (size_t)pos * stride;
     float *top_lp = r->prompt_top_lp + (size_t)pos * stride;
     const float lse = logprobs_logsumexp(logits, n_vocab);
-    const int n_top = logprobs_top_k(logits, n_vocab, k, NULL, NULL, top_tok);
+    const int n_top = top_k_indices(logits, n_vocab, k, NULL, NULL, top_tok);
     int rank = 0;
     for (int i = 0; i < n_top; i++) {
         top_lp[i] = logits[top_tok[i]] - lse;

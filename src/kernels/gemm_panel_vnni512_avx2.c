@@ -1,6 +1,6 @@
 /* Packed-panel gemm (see gemm_panel_impl.h), built for CPUs with AVX512-VNNI
- * and AVX512VL but not AVX-VNNI (AMD Zen 4, Intel Ice Lake servers): the
- * AVX-VNNI build's 256-bit code with the EVEX encodings (gemm_vnni.h). The
+ * and AVX512VL (AMD Zen 4, Intel Ice Lake and Sapphire Rapids servers;
+ * chosen over AVX-VNNI where a CPU has both): the AVX-VNNI build's 256-bit code with the EVEX encodings (gemm_vnni.h). The
  * registry's VNNI overlay (kernels_vnni.c) names it. */
 #pragma GCC target("avx512vnni,avx512vl")
 #define GEMM_VNNI_EVEX 1

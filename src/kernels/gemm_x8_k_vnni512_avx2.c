@@ -1,6 +1,6 @@
 /* K-quant x8 tiles (see gemm_x8_k_impl.h), built for CPUs with AVX512-VNNI
- * and AVX512VL but not AVX-VNNI: the AVX-VNNI build's 256-bit code with the
- * EVEX encodings (gemm_vnni.h). The registry's VNNI overlay names them. */
+ * and AVX512VL (chosen over AVX-VNNI where a CPU has both): the AVX-VNNI
+ * build's 256-bit code with the EVEX encodings (gemm_vnni.h). The registry's VNNI overlay names them. */
 #pragma GCC target("avx512vnni,avx512vl")
 #define GEMM_VNNI_EVEX 1
 #define GEMM_VNNI 1

@@ -3,8 +3,9 @@
  * wtype_traits_avx2 entry, each kernel in its two builds side by side: the
  * AVX-VNNI one (cpuid 7.1 EAX bit 4, the 256-bit VEX vpdpbusd/vpdpwssd;
  * *_vnni_avx2.c) and the AVX512-VNNI one (the same 256-bit code
- * EVEX-encoded, gemm_vnni.h, for CPUs with AVX512-VNNI and AVX512VL but not
- * AVX-VNNI: AMD Zen 4, Intel Ice Lake and Sapphire Rapids servers;
+ * EVEX-encoded, gemm_vnni.h, with 512-bit K-quant panels, for CPUs with
+ * AVX512-VNNI and AVX512VL: AMD Zen 4, Intel Ice Lake and Sapphire Rapids
+ * servers, which take it over AVX-VNNI where they have both;
  * *_vnni512_avx2.c). wtype_init builds each VNNI table as the AVX2 table with
  * one column of this laid over it. The VNNI builds give the same bits as
  * the AVX2 ones (test_gemm checks each against the AVX2 tiles), so the

@@ -48,7 +48,8 @@ static bool cpu_has_avxvnni(void) {
     return __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a >> 4 & 1);
 }
 
-/* AVX512-VNNI with AVX512VL: the EVEX forms of the same 256-bit operations. */
+/* AVX512-VNNI with AVX512VL: the EVEX forms of the same 256-bit operations,
+ * and the 512-bit K-quant panels. */
 static bool cpu_has_avx512vnni(void) {
     if (!allowed("CLLM_NO_VNNI") || !allowed("CLLM_NO_AVX512")) return false;
     __builtin_cpu_init();
@@ -101,8 +102,10 @@ static void build_tables(void) {
 
 static void init_tables(void) {
     build_tables();
-    const bool avx2 = cpu_has_avx2(), vnni = avx2 && cpu_has_avxvnni();
-    const bool vnni512 = avx2 && !vnni && cpu_has_avx512vnni();
+    /* AVX512-VNNI first where the CPU has both: its K-quant panels are 512-bit
+     * (gemm_k_panel_zmm.h); CLLM_NO_AVX512=1 takes the AVX-VNNI build. */
+    const bool avx2 = cpu_has_avx2(), vnni512 = avx2 && cpu_has_avx512vnni();
+    const bool vnni = avx2 && !vnni512 && cpu_has_avxvnni();
     const wtype_isa_id isa = vnni      ? WTYPE_ISA_VNNI
                              : vnni512 ? WTYPE_ISA_VNNI512
                              : avx2    ? WTYPE_ISA_AVX2

@@ -108,7 +108,8 @@ void wtype_init(void);
  * ops and attention (ops_tables.h). */
 bool wtype_using_avx2(void);
 /* The active table's instruction set: "ref", "avx2", "vnni" (AVX-VNNI) or
- * "vnni512" (AVX512-VNNI, 256-bit EVEX forms). */
+ * "vnni512" (AVX512-VNNI: 256-bit EVEX forms, 512-bit K-quant panels; taken
+ * over "vnni" where the CPU has both, unless CLLM_NO_AVX512 is set). */
 const char *wtype_isa(void);
 
 /* NULL when the type is unknown or has no kernels. */

@@ -41,24 +41,22 @@ static void move_slot(kv_cache *kv, const int32_t *ids, int g, int from, int to,
         const uint8_t *ks = kv_k_block(kv, il, src), *vs = kv_v_block(kv, il, src);
         uint8_t *kd = kv_k_block(kv, il, dst), *vd = kv_v_block(kv, il, dst);
         if (!shift) {
-            for (int h = 0; h < kv->n_kv_heads; h++) {
+            for (int h = 0; h < kv->n_kv_heads; h++)
                 memcpy(kd + ((size_t)h * bs + to % bs) * k_row, ks + ((size_t)h * bs + from % bs) * k_row, k_row);
-                if (!kv->v_in_k)
-                    memcpy(vd + ((size_t)h * bs + to % bs) * v_row, vs + ((size_t)h * bs + from % bs) * v_row, v_row);
+        } else {
+            for (int h = 0; h < kv->n_kv_heads; h++) {
+                const uint8_t *row = ks + ((size_t)h * bs + from % bs) * k_row;
+                for (int d = 0; d < kv->head_dim_k; d++)
+                    buf[(size_t)h * kv->head_dim_k + d] = kv_row_value(kv->dtype, row, d);
             }
-            continue;
+            shift(user, il, buf, kv->n_kv_heads, to - from);
+            for (int h = 0; h < kv->n_kv_heads; h++)
+                kv_row_store(kv->dtype, buf + (size_t)h * kv->head_dim_k, kd + ((size_t)h * bs + to % bs) * k_row,
+                             kv->head_dim_k);
         }
-        for (int h = 0; h < kv->n_kv_heads; h++) {
-            const uint8_t *row = ks + ((size_t)h * bs + from % bs) * k_row;
-            for (int d = 0; d < kv->head_dim_k; d++) buf[(size_t)h * kv->head_dim_k + d] = kv_row_value(kv->dtype, row, d);
-        }
-        shift(user, il, buf, kv->n_kv_heads, to - from);
-        for (int h = 0; h < kv->n_kv_heads; h++) {
-            kv_row_store(kv->dtype, buf + (size_t)h * kv->head_dim_k, kd + ((size_t)h * bs + to % bs) * k_row,
-                         kv->head_dim_k);
-            if (!kv->v_in_k) /* else V is the K row's prefix, moved with it */
-                memcpy(vd + ((size_t)h * bs + to % bs) * v_row, vs + ((size_t)h * bs + from % bs) * v_row, v_row);
-        }
+        if (kv->v_in_k) continue; /* V is the K row's prefix, moved with it */
+        for (int h = 0; h < kv->n_kv_heads; h++)
+            memcpy(vd + ((size_t)h * bs + to % bs) * v_row, vs + ((size_t)h * bs + from % bs) * v_row, v_row);
     }
 }
 

@@ -6,6 +6,7 @@
 #include "kernels/wtype.h"
 #include "util/error.h"
 #include "util/fp16.h"
+#include "util/top_k.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -215,18 +216,6 @@ void medusa_free(medusa_heads *h) {
 
 int medusa_n_heads(const medusa_heads *h) { return h->p.n_heads; }
 
-/* The `top` largest of z[0..n) (top <= MEDUSA_MAX_TOP), largest first, the
- * lower index first among equals, into best[]. */
-static void top_indices(const float *z, int n, int top, int *best) {
-    int m = 0;
-    for (int v = 0; v < n; v++) {
-        if (m == top && !(z[v] > z[best[m - 1]])) continue;
-        int i = m < top ? m++ : top - 1;
-        while (i > 0 && z[v] > z[best[i - 1]]) best[i] = best[i - 1], i--;
-        best[i] = v;
-    }
-}
-
 void medusa_propose(medusa_heads *h, threadpool *threads, const float *hidden, int n, int k, int32_t *tokens) {
     medusa_propose_top(h, threads, hidden, n, k, 1, tokens);
 }
@@ -255,8 +244,9 @@ void medusa_propose_top(medusa_heads *h, threadpool *threads, const float *hidde
     matmul(threads, &h->head.w, h->y, n * k, h->logits, h->scratch);
     for (int j = 0; j < k; j++)
         for (int r = 0; r < n; r++) {
-            int best[MEDUSA_MAX_TOP];
-            top_indices(h->logits + ((size_t)j * n + r) * nv, nv, top, best);
-            for (int t = 0; t < top; t++) tokens[((size_t)r * k + j) * top + t] = h->p.draft_vocab[best[t]];
+            int32_t best[MEDUSA_MAX_TOP];
+            const int got = top_k_indices(h->logits + ((size_t)j * n + r) * nv, nv, top, NULL, NULL, best);
+            for (int t = 0; t < top; t++) /* all NaN (a broken head): guess index 0 rather than garbage */
+                tokens[((size_t)r * k + j) * top + t] = h->p.draft_vocab[t < got ? best[t] : 0];
         }
 }

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "engine/logprobs.h"
+#include "util/top_k.h"
 
 #include <math.h>
 
@@ -30,11 +31,11 @@ static void test_top_k_is_largest_first_lower_id_on_ties(void **state) {
     (void)state;
     const float x[8] = {0.5f, 3, 1, 3, -2, 7, 1, 0};
     int32_t top[8];
-    assert_int_equal(logprobs_top_k(x, 8, 4, NULL, NULL, top), 4);
+    assert_int_equal(top_k_indices(x, 8, 4, NULL, NULL, top), 4);
     const int32_t want[4] = {5, 1, 3, 2};
     for (int i = 0; i < 4; i++) assert_int_equal(top[i], want[i]);
-    assert_int_equal(logprobs_top_k(x, 8, 0, NULL, NULL, top), 0);
-    assert_int_equal(logprobs_top_k(x, 3, 8, NULL, NULL, top), 3); /* fewer tokens than k */
+    assert_int_equal(top_k_indices(x, 8, 0, NULL, NULL, top), 0);
+    assert_int_equal(top_k_indices(x, 3, 8, NULL, NULL, top), 3); /* fewer tokens than k */
     assert_int_equal(top[0], 1);
     assert_int_equal(top[1], 2);
     assert_int_equal(top[2], 0);
@@ -49,10 +50,10 @@ static void test_top_k_never_ranks_a_skipped_token(void **state) {
     (void)state;
     const float x[6] = {0, 9, 1, 8, 2, 7};
     int32_t top[6];
-    assert_int_equal(logprobs_top_k(x, 6, 2, skip_odd, NULL, top), 2);
+    assert_int_equal(top_k_indices(x, 6, 2, skip_odd, NULL, top), 2);
     assert_int_equal(top[0], 4);
     assert_int_equal(top[1], 2);
-    assert_int_equal(logprobs_top_k(x, 6, 5, skip_odd, NULL, top), 3); /* only 3 even ids */
+    assert_int_equal(top_k_indices(x, 6, 5, skip_odd, NULL, top), 3); /* only 3 even ids */
 }
 
 static void test_nan_logits_are_impossible_tokens(void **state) {
@@ -60,13 +61,13 @@ static void test_nan_logits_are_impossible_tokens(void **state) {
     const float x[] = {NAN, 0, NAN, 0, -INFINITY};
     assert_float_equal(logprobs_logsumexp(x, 5), logf(2), 1e-6);
     int32_t top[5];
-    assert_int_equal(logprobs_top_k(x, 5, 5, NULL, NULL, top), 3);
+    assert_int_equal(top_k_indices(x, 5, 5, NULL, NULL, top), 3);
     assert_int_equal(top[0], 1);
     assert_int_equal(top[1], 3);
     assert_int_equal(top[2], 4);
     const float all_nan[] = {NAN, NAN};
     assert_true(logprobs_logsumexp(all_nan, 2) == -INFINITY);
-    assert_int_equal(logprobs_top_k(all_nan, 2, 2, NULL, NULL, top), 0);
+    assert_int_equal(top_k_indices(all_nan, 2, 2, NULL, NULL, top), 0);
     const float inf[] = {1, INFINITY};
     assert_true(logprobs_logsumexp(inf, 2) == INFINITY);
 }
@@ -97,7 +98,7 @@ static void test_rank_counts_tokens_at_least_as_likely(void **state) {
         assert_int_equal(logprobs_rank(row, 64, tok), want);
         /* Nothing is more likely than the top-1 token: its rank is its ties. */
         int32_t top;
-        logprobs_top_k(row, 64, 1, NULL, NULL, &top);
+        top_k_indices(row, 64, 1, NULL, NULL, &top);
         int ties = 0;
         for (int i = 0; i < 64; i++) ties += row[i] == row[top];
         assert_int_equal(logprobs_rank(row, 64, top), ties);
