@@ -96,6 +96,7 @@ typedef struct {
     bool x8;            /* through gemm_x8 over w->x8 */
     wtype_gemm_prep_fn prep; /* panel_prep or x8_prep, or NULL */
     uint8_t *xp;        /* the activations as prep leaves them */
+    uint8_t *xq_perm;   /* matmul_multi, act-order weights: where x is gathered (x points there) */
     size_t xp_row;
     int n_tok;
     float *y;
@@ -313,11 +314,14 @@ void matmul(threadpool *threads, const weight *w, const float *x, int n_tok, flo
 typedef struct {
     mm_job *jobs;
     long *tok_at, *row_at; /* [n + 1] */
+    const float **x_in;    /* [n]: each task's activations as given; an act-order
+                              task's job reads them gathered (job.x) */
     int n;
 } multi_job;
 
 static size_t multi_header_bytes(int n) {
-    return ((size_t)n * sizeof(mm_job) + 2 * (size_t)(n + 1) * sizeof(long) + 63) / 64 * 64;
+    return ((size_t)n * (sizeof(mm_job) + sizeof(const float *)) + 2 * (size_t)(n + 1) * sizeof(long) + 63) / 64 *
+           64;
 }
 
 size_t matmul_multi_scratch_size(const matmul_task *t, int n) {
@@ -327,7 +331,8 @@ size_t matmul_multi_scratch_size(const matmul_task *t, int n) {
 }
 
 size_t matmul_multi_scratch_bound(const weight *w, int n_tasks, int n_tok) {
-    return multi_header_bytes(n_tasks) + 128 * (size_t)n_tasks + matmul_scratch_size(w, n_tok);
+    /* each task rounds its perm, quant and whole scratch up to 64 bytes */
+    return multi_header_bytes(n_tasks) + 192 * (size_t)n_tasks + matmul_scratch_size(w, n_tok);
 }
 
 /* The task holding flat index i (at[] ascending; at[n] the end). */
@@ -345,7 +350,13 @@ static void multi_quantize(void *p, long lo, long hi) {
     const multi_job *m = p;
     for (int k = task_at(m->tok_at, m->n, lo); k < m->n && m->tok_at[k] < hi; k++) {
         const long a = lo > m->tok_at[k] ? lo : m->tok_at[k], b = hi < m->tok_at[k + 1] ? hi : m->tok_at[k + 1];
-        if (a < b && m->jobs[k].act_tr) quantize_rows(&m->jobs[k], a - m->tok_at[k], b - m->tok_at[k]);
+        if (a >= b) continue;
+        mm_job *j = &m->jobs[k];
+        if (j->w->perm) { /* into job.x, which this task's scratch begins with */
+            perm_job pj = {.w = j->w, .x = m->x_in[k], .out = (float *)j->xq_perm};
+            gather_rows(&pj, a - m->tok_at[k], b - m->tok_at[k]);
+        }
+        if (j->act_tr) quantize_rows(j, a - m->tok_at[k], b - m->tok_at[k]);
     }
 }
 
@@ -363,11 +374,15 @@ void matmul_multi(threadpool *threads, const matmul_task *t, int n, void *scratc
     multi_job m = {.jobs = scratch, .n = n};
     m.tok_at = (long *)(m.jobs + n);
     m.row_at = m.tok_at + n + 1;
+    m.x_in = (const float **)(m.row_at + n + 1);
     uint8_t *at = (uint8_t *)scratch + multi_header_bytes(n);
     int max_tok = 0;
     m.tok_at[0] = m.row_at[0] = 0;
     for (int i = 0; i < n; i++) {
-        m.jobs[i] = job_for(t[i].w, t[i].x, t[i].n_tok, t[i].y, at);
+        const size_t perm = perm_scratch_size(t[i].w, t[i].n_tok);
+        m.x_in[i] = t[i].x;
+        m.jobs[i] = job_for(t[i].w, perm ? (const float *)at : t[i].x, t[i].n_tok, t[i].y, at + perm);
+        m.jobs[i].xq_perm = perm ? at : NULL;
         at += (matmul_scratch_size(t[i].w, t[i].n_tok) + 63) / 64 * 64;
         m.tok_at[i + 1] = m.tok_at[i] + t[i].n_tok;
         m.row_at[i + 1] = m.row_at[i] + (long)((t[i].w->n_out + MM_ROW_CHUNK - 1) / MM_ROW_CHUNK * MM_ROW_CHUNK);

@@ -59,8 +59,8 @@ size_t matmul_multi_scratch_bound(const weight *w, int n_tasks, int n_tok);
 /* Runs the n tasks with the bits matmul gives each, in two passes over the
  * thread pool for all of them (every task's activations, then every task's
  * weight rows) instead of two per task: a mixture of experts' chosen
- * experts, many small matmuls, then cost one dispatch each way. No weight
- * may be act-order (w->perm). */
+ * experts, many small matmuls, then cost one dispatch each way. An
+ * act-order weight's (w->perm) activations are gathered in the first pass. */
 void matmul_multi(threadpool *threads, const matmul_task *t, int n, void *scratch);
 
 /* Bytes weight_repack needs for w: 0 where w stays as it is (the active

@@ -26,18 +26,21 @@ struct moe_scratch {
     void *mm;        /* matmul_multi's scratch */
 };
 
-/* The most the layers' matmul_multi calls need for n_tok entries. */
+/* The most the layers' matmul_multi calls need for n_tok entries (over every
+ * expert: an act-order GPTQ expert needs room to gather its inputs). */
 static size_t multi_bytes(const model *m, int n_tok) {
     size_t best = 0;
     for (int il = 0; il < m->hp.n_layer; il++) {
         const moe_weights *w = &m->w.layers[il].moe;
         if (!w->gate) continue;
         const int E = m->hp.n_expert;
-        const size_t gu = matmul_multi_scratch_bound(&w->gate[0], E, n_tok) +
-                          matmul_multi_scratch_bound(&w->up[0], E, n_tok);
-        const size_t dn = matmul_multi_scratch_bound(&w->down[0], E, n_tok);
-        best = gu > best ? gu : best;
-        best = dn > best ? dn : best;
+        for (int e = 0; e < E; e++) {
+            const size_t gu = matmul_multi_scratch_bound(&w->gate[e], E, n_tok) +
+                              matmul_multi_scratch_bound(&w->up[e], E, n_tok);
+            const size_t dn = matmul_multi_scratch_bound(&w->down[e], E, n_tok);
+            best = gu > best ? gu : best;
+            best = dn > best ? dn : best;
+        }
     }
     return best;
 }

@@ -621,10 +621,13 @@ static void test_matmul_multi_gives_matmuls_bits(void **state) {
         float *want[N_TASKS];
         void *x8 = NULL;
         size_t scratch_bytes = 0;
+        /* tasks 2 and 3 act-order (GPTQ's desc_act experts): their inputs gathered by perm */
+        int32_t *perm = malloc(sizeof(int32_t) * n);
+        for (int k = 0; k < n; k++) perm[k] = (int32_t)((7 * k + 3) % n);
         for (int k = 0; k < N_TASKS; k++) {
             g[k] = make_case(t, n, shapes[k][0], shapes[k][1], false, 900 + (uint64_t)k);
             w[k] = (weight){.name = "w", .data = g[k].wq, .type = t, .n_in = n, .n_out = shapes[k][0],
-                            .row_bytes = g[k].wrow};
+                            .row_bytes = g[k].wrow, .perm = k == 2 || k == 3 ? perm : NULL};
             if (k == 1 && weight_repack_size(&w[k])) {
                 x8 = aligned_alloc(64, (weight_repack_size(&w[k]) + 63) / 64 * 64);
                 weight_repack(&w[k], x8, NULL);
@@ -644,8 +647,9 @@ static void test_matmul_multi_gives_matmuls_bits(void **state) {
             matmul_multi(threads, tasks, N_TASKS, multi);
             for (int k = 0; k < N_TASKS; k++)
                 if (memcmp(tasks[k].y, want[k], sizeof(float) * shapes[k][0] * shapes[k][1]))
-                    fail_msg("%s, %d threads: task %d (%d rows x %d tokens%s) differs from matmul's", wtype_name(t),
-                             th, k, shapes[k][0], shapes[k][1], w[k].x8 ? ", x8" : "");
+                    fail_msg("%s, %d threads: task %d (%d rows x %d tokens%s%s) differs from matmul's",
+                             wtype_name(t), th, k, shapes[k][0], shapes[k][1], w[k].x8 ? ", x8" : "",
+                             w[k].perm ? ", act-order" : "");
             threadpool_free(threads);
         }
         for (int k = 0; k < N_TASKS; k++) {
@@ -653,7 +657,7 @@ static void test_matmul_multi_gives_matmuls_bits(void **state) {
             free(tasks[k].y);
             free_case(&g[k]);
         }
-        free(x8), free(scratch), free(multi);
+        free(x8), free(scratch), free(multi), free(perm);
     }
 }
 
