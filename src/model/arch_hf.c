@@ -328,7 +328,7 @@ static const struct {
     {"gemma2", "gemma2"},   {"gemma3", "gemma3"},       {"gemma3_text", "gemma3"}, {"granite", "granite"},
     {"smollm3", "smollm3"}, {"olmo2", "olmo2"},     {"phi3", "phi3"},
     {"mixtral", "llama"},   {"qwen2_moe", "qwen2moe"}, {"qwen3_moe", "qwen3moe"}, {"olmoe", "olmoe"},
-    {"gpt_oss", "gpt-oss"}, {"deepseek_v2", "deepseek2"},
+    {"gpt_oss", "gpt-oss"}, {"deepseek_v2", "deepseek2"}, {"deepseek_v3", "deepseek2"},
 };
 
 #define N_HF_FAMILIES (sizeof k_hf_families / sizeof k_hf_families[0])
@@ -349,12 +349,16 @@ static bool hf_is_moe(const char *model_type) {
  * moe_intermediate_size, n_shared_experts more of that width without a
  * gate, routed_scaling_factor, group-limited routing, dense layers before
  * first_k_dense_replace; transformers' router does not renormalize, whatever
- * norm_topk_prob says), and DeepSeek's YaRN q.k scale. */
-static int read_deepseek2(const cfg_obj *c, model_hparams *hp) {
-    int nope = 128, rope = 64, first_dense = 0, n_shared = 2;
+ * norm_topk_prob says), and DeepSeek's YaRN q.k scale.
+ * DeepSeek-V3 (v3): the same, routed as noaux_tc: sigmoid scores, a
+ * selection bias (the tensor e_score_correction_bias, moe.c), groups ranked
+ * by their two best scores, the weights renormalized as norm_topk_prob says;
+ * its rope pairs adjacent dims unless rope_interleave is false. */
+static int read_deepseek2(const cfg_obj *c, model_hparams *hp, bool v3) {
+    int nope = 128, rope = 64, first_dense = v3 ? 3 : 0, n_shared = v3 ? 1 : 2;
     hp->mla_kv_rank = 512, hp->mla_q_rank = 1536, hp->mla_v_dim = 128;
-    hp->n_expert = 64, hp->n_expert_used = 6, hp->n_ff_exp = 1407;
-    hp->gating = GATING_SOFTMAX, hp->expert_norm = false, hp->expert_scale = 1.0f;
+    hp->n_expert = v3 ? 256 : 64, hp->n_expert_used = v3 ? 8 : 6, hp->n_ff_exp = v3 ? 2048 : 1407;
+    hp->gating = v3 ? GATING_SIGMOID : GATING_SOFTMAX, hp->expert_norm = v3, hp->expert_scale = 1.0f;
     json_t *q_rank = json_object_get(c->obj, "q_lora_rank");
     if (json_is_null(q_rank)) hp->mla_q_rank = 0;
     bool bad = false;
@@ -371,19 +375,31 @@ static int read_deepseek2(const cfg_obj *c, model_hparams *hp) {
         get_num(c, "routed_scaling_factor", &hp->expert_scale))
         return -1;
     if (rope % 2) return err_set("%s: qk_rope_head_dim %d is odd; rope needs pairs", c->path, rope);
-    if (method && !strcmp(method, "group_limited_greedy")) {
-        if (get_int(c, "n_group", &hp->n_expert_groups, 1, hp->n_expert, true) ||
-            get_int(c, "topk_group", &hp->n_group_used, 1, hp->n_expert, true))
+    const char *want = v3 ? "noaux_tc" : NULL; /* V2: greedy or group_limited_greedy */
+    if (method && (v3 ? strcmp(method, want) : strcmp(method, "greedy") && strcmp(method, "group_limited_greedy")))
+        return err_set("%s: topk_method '%.32s' is not supported (%s)", c->path, method,
+                       v3 ? "noaux_tc" : "greedy, group_limited_greedy");
+    const char *scoring = get_str(c, "scoring_func", &bad);
+    if (bad) return -1;
+    if (scoring && strcmp(scoring, v3 ? "sigmoid" : "softmax"))
+        return err_set("%s: scoring_func '%.32s' is not supported for %s (%s)", c->path, scoring,
+                       v3 ? "deepseek_v3" : "deepseek_v2", v3 ? "sigmoid" : "softmax");
+    if (v3 || (method && !strcmp(method, "group_limited_greedy"))) {
+        hp->n_expert_groups = v3 ? 8 : 1, hp->n_group_used = v3 ? 4 : 1;
+        if (get_int(c, "n_group", &hp->n_expert_groups, 1, hp->n_expert, !v3) ||
+            get_int(c, "topk_group", &hp->n_group_used, 1, hp->n_expert_groups, !v3))
             return -1;
-    } else if (method && strcmp(method, "greedy")) {
-        return err_set("%s: topk_method '%.32s' is not supported (greedy, group_limited_greedy)", c->path, method);
     }
+    if (v3 && get_bool(c, "norm_topk_prob", &hp->expert_norm)) return -1;
     hp->n_ff_shexp = n_shared * hp->n_ff_exp;
     for (int il = 0; il < hp->n_layer; il++) hp->dense_ffn[il] = il < first_dense;
     hp->mla_nope_dim = nope;
     hp->rope_dim = rope;
     hp->n_head_kv = 1;
     hp->rope = ROPE_NORM; /* DeepSeek's checkpoints rotate adjacent pairs (complex numbers), as its GGUF files */
+    bool interleave = true;
+    if (v3 && get_bool(c, "rope_interleave", &interleave)) return -1;
+    if (!interleave) hp->rope = ROPE_NEOX;
     hp->head_dim_k = hp->mla_kv_rank + rope;
     hp->head_dim_v = hp->mla_kv_rank;
     hp->attn_scale = mla_attn_scale(hp, 1.0f);
@@ -583,7 +599,7 @@ static int read_text_config(const cfg_obj *c, const char *model_type, model_hpar
         if (read_layer_windows(c, hp, tr->swa_pattern)) return -1;
     }
     if (!gemma && tr->swa_pattern > 0 && read_layer_windows(c, hp, tr->swa_pattern)) return -1;
-    if (tr->mla && read_deepseek2(c, hp)) return -1;
+    if (tr->mla && read_deepseek2(c, hp, !strcmp(model_type, "deepseek_v3"))) return -1;
     if ((tr->softcaps && read_softcaps(c, hp)) || (tr->multipliers && read_granite(c, hp)) ||
         (tr->nope_period && read_nope(c, hp)) ||
         ((!strcmp(model_type, "mistral") || !strcmp(model_type, "phi3") || !strcmp(model_type, "mixtral")) &&

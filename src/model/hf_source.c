@@ -90,6 +90,7 @@ static const name_pair k_layer_moe[] = {
     {"ffn_down_shexp", "mlp.shared_experts.down_proj", K_LINEAR},
     {"ffn_gate_inp.weight", "mlp.router.weight", K_MATRIX}, /* gpt-oss */
     {"ffn_gate_inp.bias", "mlp.router.bias", K_VEC},
+    {"exp_probs_b.bias", "mlp.gate.e_score_correction_bias", K_VEC}, /* DeepSeek-V3 */
 };
 
 /* Each expert's matrices (%d: the expert), as transformers saves them, to

@@ -174,7 +174,7 @@ static int bind_mla(model *m, layer_weights *l, int il) {
 
 static int bind_floats(model *m, const float **out, const char *name, int64_t ne0, int64_t ne1, bool required);
 
-/* gpt-oss's router and expert biases. */
+/* gpt-oss's router and expert biases, and DeepSeek-V3's selection bias. */
 static int bind_expert_biases(model *m, moe_weights *w, int il) {
     const model_hparams *hp = &m->hp;
     const bool req = hp->traits->biases;
@@ -183,7 +183,8 @@ static int bind_expert_biases(model *m, moe_weights *w, int il) {
     if (bind_floats(m, &w->router_bias, NAME("blk.%d.ffn_gate_inp.bias", il), hp->n_expert, 1, req) ||
         bind_floats(m, &w->gate_bias, NAME("blk.%d.ffn_gate_exps.bias", il), hp->n_ff_exp, hp->n_expert, req) ||
         bind_floats(m, &w->up_bias, NAME("blk.%d.ffn_up_exps.bias", il), hp->n_ff_exp, hp->n_expert, req) ||
-        bind_floats(m, &w->down_bias, NAME("blk.%d.ffn_down_exps.bias", il), hp->n_embd, hp->n_expert, req))
+        bind_floats(m, &w->down_bias, NAME("blk.%d.ffn_down_exps.bias", il), hp->n_embd, hp->n_expert, req) ||
+        bind_floats(m, &w->select_bias, NAME("blk.%d.exp_probs_b.bias", il), hp->n_expert, 1, false))
         return -1;
 #undef NAME
     if (!w->gate_bias != !w->up_bias || !w->up_bias != !w->down_bias)

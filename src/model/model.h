@@ -27,6 +27,9 @@ typedef struct {
     /* gpt-oss's biases, NULL elsewhere: the router's [n_expert], and each
      * expert's gate and up [n_expert][n_ff_exp] and down [n_expert][n_embd]. */
     const float *router_bias, *gate_bias, *up_bias, *down_bias;
+    /* DeepSeek-V3's e_score_correction_bias (exp_probs_b) [n_expert], NULL
+     * elsewhere: added to the scores that choose the experts, not to their weights. */
+    const float *select_bias;
 } moe_weights;
 
 /* Multi-head latent attention's matrices (DeepSeek-V2, model/mla.h); the

@@ -122,29 +122,35 @@ size_t moe_expert_bytes(const model *m, int *n_layers) {
     return bytes;
 }
 
-/* Group-limited routing (DeepSeek-V2's group_limited_greedy): a group
- * scores its best expert's probability; the experts of all but the
- * n_group_used best groups (ties to the lower group) are marked taken (-1). */
-static void exclude_groups(const model_hparams *hp, float *probs) {
+/* Group-limited routing: a group scores its best expert's score (DeepSeek-V2's
+ * group_limited_greedy) or the sum of its two best (DeepSeek-V3's noaux_tc,
+ * top2); the experts of all but the n_group_used best groups (ties to the
+ * lower group) are marked out. */
+static void exclude_groups(const model_hparams *hp, const float *score, bool top2, bool *out) {
     const int G = hp->n_expert_groups, per = hp->n_expert / G;
-    float score[CLLM_MAX_EXPERTS];
+    float group[CLLM_MAX_EXPERTS];
     bool keep[CLLM_MAX_EXPERTS] = {false};
     for (int g = 0; g < G; g++) {
-        score[g] = probs[g * per];
-        for (int e = 1; e < per; e++) score[g] = probs[g * per + e] > score[g] ? probs[g * per + e] : score[g];
+        const float *s = score + g * per;
+        float a = s[0], b = -INFINITY; /* the best and the second best */
+        for (int e = 1; e < per; e++) {
+            if (s[e] > a) b = a, a = s[e];
+            else if (s[e] > b) b = s[e];
+        }
+        group[g] = top2 && per > 1 ? a + b : a;
     }
     for (int j = 0; j < hp->n_group_used; j++) {
         int best = -1;
         for (int g = 0; g < G; g++)
-            if (!keep[g] && (best < 0 || score[g] > score[best])) best = g;
+            if (!keep[g] && (best < 0 || group[g] > group[best])) best = g;
         keep[best] = true;
     }
     for (int g = 0; g < G; g++)
         if (!keep[g])
-            for (int e = 0; e < per; e++) probs[g * per + e] = -1.0f;
+            for (int e = 0; e < per; e++) out[g * per + e] = true;
 }
 
-void moe_route(const model_hparams *hp, float *probs, int32_t *experts, float *weights) {
+void moe_route(const model_hparams *hp, float *probs, const float *select_bias, int32_t *experts, float *weights) {
     const int E = hp->n_expert, k = hp->n_expert_used;
     if (hp->gating == GATING_SIGMOID) {
         for (int e = 0; e < E; e++) probs[e] = 1.0f / (1.0f + expf(-probs[e]));
@@ -154,16 +160,19 @@ void moe_route(const model_hparams *hp, float *probs, int32_t *experts, float *w
         for (int e = 0; e < E; e++) sum += probs[e] = expf(probs[e] - mx);
         for (int e = 0; e < E; e++) probs[e] /= sum;
     }
-    if (hp->n_expert_groups > 1) exclude_groups(hp, probs);
+    float choice[CLLM_MAX_EXPERTS];
+    bool out[CLLM_MAX_EXPERTS] = {false}; /* in an excluded group, or taken */
+    for (int e = 0; e < E; e++) choice[e] = select_bias ? probs[e] + select_bias[e] : probs[e];
+    if (hp->n_expert_groups > 1) exclude_groups(hp, choice, select_bias != NULL, out);
     float total = 0;
     for (int j = 0; j < k; j++) { /* k passes: k is small (2-8) */
         int best = -1;
         for (int e = 0; e < E; e++)
-            if (probs[e] != -1.0f && (best < 0 || probs[e] > probs[best])) best = e; /* NaN: still some expert */
+            if (!out[e] && (best < 0 || choice[e] > choice[best])) best = e; /* NaN: still some expert */
         experts[j] = best;
         weights[j] = probs[best];
         total += probs[best];
-        probs[best] = -1.0f; /* taken: no probability is -1 */
+        out[best] = true;
     }
     const float norm = hp->expert_norm && total > 0 ? 1.0f / total : 1.0f;
     for (int j = 0; j < k; j++) weights[j] *= norm * hp->expert_scale;
@@ -187,7 +196,7 @@ static void route_rows(void *p, long lo, long hi) {
     for (long t = lo; t < hi; t++) {
         float *logits = c->s->probs + t * E;
         if (c->w->router_bias) vec_add(logits, c->w->router_bias, E);
-        moe_route(c->hp, logits, c->s->choice + t * k, c->s->weight + t * k);
+        moe_route(c->hp, logits, c->w->select_bias, c->s->choice + t * k, c->s->weight + t * k);
     }
 }
 

@@ -51,8 +51,12 @@ void moe_counts(const moe_scratch *s, uint64_t *layer_steps, uint64_t *experts_r
 size_t moe_expert_bytes(const model *m, int *n_layers);
 
 /* The router's choice for one token: probs[n_expert] holds its router
- * logits on entry (overwritten); the n_expert_used chosen experts (best
- * first, ties to the lower index) and their weights come out. */
-void moe_route(const model_hparams *hp, float *probs, int32_t *experts, float *weights);
+ * logits on entry (overwritten with their softmax or sigmoid); the
+ * n_expert_used chosen experts (best first, ties to the lower index) and
+ * their weights come out. select_bias (DeepSeek-V3's, or NULL) is added to
+ * the scores that choose, not to the weights, and groups are then ranked by
+ * the sum of their two best such scores (DeepSeek-V3's noaux_tc) rather
+ * than by their best one (DeepSeek-V2's group_limited_greedy). */
+void moe_route(const model_hparams *hp, float *probs, const float *select_bias, int32_t *experts, float *weights);
 
 #endif

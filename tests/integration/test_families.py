@@ -4,8 +4,9 @@ For every family of tests/ref/hf_families.py (Llama 3 with llama3 rope and
 tied embeddings, Qwen3, Mistral with a sliding window, Granite, SmolLM3,
 OLMo 2, Gemma 2, Phi-3 with partial rotary and LongRoPE; the mixtures of
 experts Mixtral, Qwen2-MoE with its shared expert, Qwen3-MoE, OLMoE, a
-Qwen3-MoE with dense layers, and gpt-oss with its sinks, biases, clamped
-SwiGLU and YaRN, also with MXFP4 experts), a tiny checkpoint made by transformers' own
+Qwen3-MoE with dense layers, gpt-oss with its sinks, biases, clamped
+SwiGLU and YaRN, also with MXFP4 experts, DeepSeek-V2 with latent attention
+and DeepSeek-V3 with its biased sigmoid routing), a tiny checkpoint made by transformers' own
 model class, seeded, saved in float32:
 
   * transformers: `cllm logits` on the folder matches transformers' float32

@@ -43,6 +43,7 @@ class Family:
     tied: bool = False
     norm_plus_one: bool = False  # Gemma: norm weights are offsets from 1
     weight_scale: Optional[dict] = None  # parameter name suffix -> multiplier of its random weights
+    buffer_scale: Optional[dict] = None  # buffer name suffix -> scale of random values it gets (else left as made)
 
 
 def _common(**extra) -> dict:
@@ -147,11 +148,19 @@ FAMILIES: Dict[str, Family] = {
     "deepseek_v2_groups": Family("DeepseekV2Config", "DeepseekV2ForCausalLM",
                                  _common(**dict(DEEPSEEK_V2, q_lora_rank=None, topk_method="group_limited_greedy",
                                                 n_group=4, topk_group=2))),
+    # DeepSeek-V3 (Moonlight, Kimi K2, DeepSeek-R1 share it): DeepSeek-V2's attention, routed as noaux_tc:
+    # sigmoid scores, a random e_score_correction_bias that chooses the experts but does not weigh them, the
+    # 2 of 4 groups whose two best biased scores sum highest, 2 of 8 experts renormalized x 2.5.
+    "deepseek_v3": Family("DeepseekV3Config", "DeepseekV3ForCausalLM",
+                          _common(**dict({k: v for k, v in DEEPSEEK_V2.items() if k != "topk_method"},
+                                         norm_topk_prob=True, n_group=4, topk_group=2)),
+                          buffer_scale={"e_score_correction_bias": 0.1}),
 }
 
 # Families llama.cpp cannot load (the GGUF comparisons skip them), and the mixtures of experts.
 NOT_IN_LLAMACPP = {"qwen3_moe_dense", "deepseek_v2_groups"}
-MOE = {"mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "qwen3_moe_dense", "gpt_oss", "deepseek_v2", "deepseek_v2_groups"}
+MOE = {"mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "qwen3_moe_dense", "gpt_oss", "deepseek_v2", "deepseek_v2_groups",
+       "deepseek_v3"}
 
 
 def build(family: str, seed: int = 0):
@@ -178,6 +187,10 @@ def build(family: str, seed: int = 0):
             for suffix, mult in (fam.weight_scale or {}).items():
                 if name.endswith(suffix):
                     p.mul_(mult)
+        for name, b in model.named_buffers():
+            for suffix, scale in (fam.buffer_scale or {}).items():
+                if name.endswith(suffix):
+                    b.copy_(scale * torch.randn(b.shape, generator=gen))
     return model
 
 

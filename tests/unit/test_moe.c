@@ -143,7 +143,7 @@ static void test_route_softmax_topk_renormalized_and_scaled(void **state) {
                         .expert_scale = 1.0f};
     float logits[4] = {1.0f, 3.0f, 2.0f, 3.0f}, w[2];
     int32_t ex[2];
-    moe_route(&hp, logits, ex, w);
+    moe_route(&hp, logits, NULL, ex, w);
     const float z = expf(1) + 2 * expf(3) + expf(2);
     assert_int_equal(ex[0], 1); /* a tie: the lower index first */
     assert_int_equal(ex[1], 3);
@@ -151,7 +151,7 @@ static void test_route_softmax_topk_renormalized_and_scaled(void **state) {
     assert_float_equal(w[1], expf(3) / z, 1e-6);
     hp.expert_norm = true, hp.expert_scale = 2.5f;
     float again[4] = {1.0f, 3.0f, 2.0f, 3.0f};
-    moe_route(&hp, again, ex, w);
+    moe_route(&hp, again, NULL, ex, w);
     assert_float_equal(w[0], 1.25f, 1e-6);
     assert_float_equal(w[1], 1.25f, 1e-6);
 }
@@ -161,7 +161,7 @@ static void test_route_sigmoid(void **state) {
     model_hparams hp = {.n_expert = 3, .n_expert_used = 1, .gating = GATING_SIGMOID, .expert_scale = 1.0f};
     float logits[3] = {-1.0f, 0.5f, 0.25f}, w[1];
     int32_t ex[1];
-    moe_route(&hp, logits, ex, w);
+    moe_route(&hp, logits, NULL, ex, w);
     assert_int_equal(ex[0], 1);
     assert_float_equal(w[0], 1.0f / (1.0f + expf(-0.5f)), 1e-6);
 }
@@ -179,11 +179,44 @@ static void test_route_groups(void **state) {
     memcpy(logits, in, sizeof in);
     for (int e = 0; e < 8; e++) z += expf(in[e]);
     int32_t ex[2];
-    moe_route(&hp, logits, ex, w);
+    moe_route(&hp, logits, NULL, ex, w);
     assert_int_equal(ex[0], 7);
     assert_int_equal(ex[1], 6);
     assert_float_equal(w[0], expf(3.0f) / z, 1e-6);
     assert_float_equal(w[1], expf(0.0f) / z, 1e-6);
+}
+
+/* DeepSeek-V3's noaux_tc routing: sigmoid scores, a selection bias that
+ * chooses but does not weigh, and groups ranked by their two best biased
+ * scores. 8 experts in 4 groups of 2, 2 groups used, 2 experts chosen.
+ * Sigmoid scores s and biased scores c = s + bias:
+ *   group 0: s 0.95 0.10 c 0.55 0.20 -> 0.75  (the best score, but biased down)
+ *   group 1: s 0.60 0.60 c 0.60 0.60 -> 1.20
+ *   group 2: s 0.90 0.05 c 0.90 0.05 -> 0.95  (its best alone would beat group 1's)
+ *   group 3: s 0.30 0.30 c 0.50 0.50 -> 1.00
+ * Groups 1 and 3 are kept (by their best alone, 2 and 1 would be); the
+ * choice is experts 2, 3 (c 0.60) over 6, 7 (c 0.50), and the weights are
+ * their unbiased scores, renormalized and scaled. */
+static void test_route_selection_bias_and_top2_groups(void **state) {
+    (void)state;
+    model_hparams hp = {.n_expert = 8, .n_expert_used = 2, .gating = GATING_SIGMOID, .expert_norm = true,
+                        .expert_scale = 2.5f, .n_expert_groups = 4, .n_group_used = 2};
+    const float s[8] = {0.95f, 0.10f, 0.60f, 0.60f, 0.90f, 0.05f, 0.30f, 0.30f};
+    const float bias[8] = {-0.40f, 0.10f, 0.0f, 0.0f, 0.0f, 0.0f, 0.20f, 0.20f};
+    float logits[8], w[2];
+    for (int e = 0; e < 8; e++) logits[e] = logf(s[e] / (1.0f - s[e])); /* sigmoid^-1 */
+    int32_t ex[2];
+    moe_route(&hp, logits, bias, ex, w);
+    assert_int_equal(ex[0], 2);
+    assert_int_equal(ex[1], 3);
+    assert_float_equal(w[0], 1.25f, 1e-5);
+    assert_float_equal(w[1], 1.25f, 1e-5);
+    /* without the bias, V2's rule: groups 0 (0.95) and 2 (0.90), experts 0 and 4 */
+    for (int e = 0; e < 8; e++) logits[e] = logf(s[e] / (1.0f - s[e]));
+    moe_route(&hp, logits, NULL, ex, w);
+    assert_int_equal(ex[0], 0);
+    assert_int_equal(ex[1], 4);
+    assert_float_equal(w[0], 2.5f * 0.95f / (0.95f + 0.90f), 1e-5);
 }
 
 static void check_layer(bool shared) {
@@ -226,7 +259,7 @@ static void test_unchosen_experts_are_not_read(void **state) {
     }
     int32_t ex[K];
     float w[K];
-    moe_route(&t->hp, p, ex, w);
+    moe_route(&t->hp, p, NULL, ex, w);
     for (int e = 0; e < E; e++) {
         if (e == ex[0] || e == ex[1]) continue;
         for (int f = 0; f < FF; f++)
@@ -242,6 +275,7 @@ int main(void) {
         cmocka_unit_test(test_route_softmax_topk_renormalized_and_scaled),
         cmocka_unit_test(test_route_sigmoid),
         cmocka_unit_test(test_route_groups),
+        cmocka_unit_test(test_route_selection_bias_and_top2_groups),
         cmocka_unit_test(test_layer_matches_direct_computation),
         cmocka_unit_test(test_shared_expert_with_its_gate),
         cmocka_unit_test(test_unchosen_experts_are_not_read),
