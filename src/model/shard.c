@@ -46,13 +46,17 @@ typedef struct {
     int q0, n_q;   /* query heads */
     int kv0, n_kv; /* KV heads */
     int f0, n_f;   /* FFN hidden columns */
+    int e0, n_e;   /* each routed expert's hidden columns */
+    int s0, n_s;   /* the shared expert's */
 } shard_share;
 
 static int share_of(const model_hparams *hp, int rank, int size, shard_share *s) {
     if (hp->n_head % size)
         return err_set("a tensor-parallel size of %d does not divide the model's %d attention heads", size,
                        hp->n_head);
-    if (hp->n_ff % size)
+    bool dense = hp->n_expert == 0; /* some layer has the dense FFN */
+    for (int il = 0; il < hp->n_layer; il++) dense = dense || hp->dense_ffn[il];
+    if (dense && hp->n_ff % size)
         return err_set("a tensor-parallel size of %d does not divide the model's %d FFN columns", size, hp->n_ff);
     if (hp->n_head_kv % size && size % hp->n_head_kv)
         return err_set("a tensor-parallel size of %d neither divides the model's %d KV heads nor is a multiple "
@@ -69,7 +73,31 @@ static int share_of(const model_hparams *hp, int rank, int size, shard_share *s)
     }
     s->n_f = hp->n_ff / size;
     s->f0 = rank * s->n_f;
+    if (hp->n_expert > 0) {
+        if (hp->n_ff_exp % size || hp->n_ff_shexp % size)
+            return err_set("a tensor-parallel size of %d does not divide the experts' %d hidden columns (shared: %d)",
+                           size, hp->n_ff_exp, hp->n_ff_shexp);
+        s->n_e = hp->n_ff_exp / size, s->e0 = rank * s->n_e;
+        s->n_s = hp->n_ff_shexp / size, s->s0 = rank * s->n_s;
+    }
     return 0;
+}
+
+/* A mixture of experts splits as a dense FFN does, expert by expert: each
+ * rank keeps its share of every expert's (and the shared expert's) gate
+ * and up rows and down columns, so its experts' outputs are partial sums
+ * that the FFN's all-reduce adds up. The router stays whole on every rank:
+ * the same inputs give every rank the same choice. */
+static int shard_experts(model *m, moe_weights *w, const shard_share *s, int size) {
+    for (int e = 0; e < m->hp.n_expert; e++) {
+        keep_rows(&w->gate[e], s->e0, s->n_e);
+        keep_rows(&w->up[e], s->e0, s->n_e);
+        if (keep_cols(m, &w->down[e], s->e0, s->n_e, size)) return -1;
+    }
+    if (!w->sh_gate.data) return 0;
+    keep_rows(&w->sh_gate, s->s0, s->n_s);
+    keep_rows(&w->sh_up, s->s0, s->n_s);
+    return keep_cols(m, &w->sh_down, s->s0, s->n_s, size);
 }
 
 static int shard_layer(model *m, layer_weights *l, const shard_share *s, int size) {
@@ -81,12 +109,11 @@ static int shard_layer(model *m, layer_weights *l, const shard_share *s, int siz
     l->bq = vec_part(l->bq, (int64_t)s->q0 * dk);
     l->bk = vec_part(l->bk, (int64_t)s->kv0 * dk);
     l->bv = vec_part(l->bv, (int64_t)s->kv0 * dv);
+    if (keep_cols(m, &l->wo, (int64_t)s->q0 * dv, (int64_t)s->n_q * dv, size)) return -1;
+    if (l->moe.gate) return shard_experts(m, &l->moe, s, size);
     keep_rows(&l->w_gate, s->f0, s->n_f);
     keep_rows(&l->w_up, s->f0, s->n_f);
-    if (keep_cols(m, &l->wo, (int64_t)s->q0 * dv, (int64_t)s->n_q * dv, size) ||
-        keep_cols(m, &l->w_down, s->f0, s->n_f, size))
-        return -1;
-    return 0;
+    return keep_cols(m, &l->w_down, s->f0, s->n_f, size);
 }
 
 int model_shard(model *m, int rank, int size) {
@@ -97,8 +124,6 @@ int model_shard(model *m, int rank, int size) {
     if (m->hp.traits && m->hp.traits->qk_norm == QK_NORM_ALL)
         return err_set("tensor parallelism cannot split %s's q/k norm, which spans every head of the projection",
                        m->hp.traits->family);
-    if (m->hp.n_expert > 0)
-        return err_set("tensor parallelism does not split a mixture of experts (%s) yet", m->hp.traits->family);
     if (m->hp.mla_kv_rank > 0 || (m->hp.traits && m->hp.traits->biases))
         return err_set("tensor parallelism does not split %s's attention yet", m->hp.traits->family);
     shard_share s = {0};
@@ -108,5 +133,6 @@ int model_shard(model *m, int rank, int size) {
     m->hp.n_head = s.n_q;
     m->hp.n_head_kv = s.n_kv;
     m->hp.n_ff = s.n_f;
+    m->hp.n_ff_exp = s.n_e, m->hp.n_ff_shexp = s.n_s;
     return 0;
 }

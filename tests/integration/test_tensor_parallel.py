@@ -188,6 +188,42 @@ def test_replicated_kv_head_on_four_ranks(mpi, cllm_bin, model_factory, tmp_path
     assert _rel_err(one, tp).max() <= 1e-5
 
 
+# Mixtures of experts made by transformers' own classes (tests/ref/hf_families.py), float32 folders.
+MOE_FAMILIES = ["mixtral", "qwen2_moe", "qwen3_moe", "qwen3_moe_dense"]
+
+
+@pytest.fixture(scope="module")
+def moe_checkpoint(tmp_path_factory):
+    import hf_families
+
+    root = tmp_path_factory.mktemp("tp_moe")
+
+    def get(family):
+        folder = root / family
+        if not folder.exists():
+            hf_families.write(family, str(folder))
+        return folder
+
+    return get
+
+
+@pytest.mark.parametrize("family", MOE_FAMILIES)
+def test_experts_split_across_ranks(mpi, cllm_bin, moe_checkpoint, tmp_path, family):
+    """Each rank holds half of every expert's hidden columns (and of the
+    shared expert's, Qwen2-MoE; the dense layers' FFN, qwen3_moe_dense) and
+    the whole router: the same logits as one process, to 1e-5."""
+    one, tp = _logits_pair(cllm_bin, moe_checkpoint(family), mpi, tmp_path)
+    err = _rel_err(one, tp)
+    assert err.max() <= 1e-5, f"{family}: TP 2 vs 1 differ by {err.max():.3g} (position {err.argmax()})"
+
+
+def test_refuses_to_split_latent_attention(mpi, cllm_bin, moe_checkpoint):
+    r = _run(_mpirun(2, cllm_bin, "generate", "-m", moe_checkpoint("deepseek_v2"), "-p", "hi", "--threads", "1",
+                     "--tensor-parallel-size", "2"), mpi)
+    assert r.returncode != 0
+    assert "tensor parallelism does not split DeepSeek-V2's attention yet" in r.stderr
+
+
 def _within_quantization_noise(cllm_bin, model, env, tmp_path, what):
     one, tp = _logits_pair(cllm_bin, model, env, tmp_path)
     f16 = _logits([cllm_bin, "logits", "-m", model, "--tokens", ",".join(map(str, TOKENS)), "--kv-type", "f16",
