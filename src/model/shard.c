@@ -83,6 +83,12 @@ static int share_of(const model_hparams *hp, int rank, int size, shard_share *s)
     return 0;
 }
 
+static int shard_dense_ffn(model *m, layer_weights *l, const shard_share *s, int size) {
+    keep_rows(&l->w_gate, s->f0, s->n_f);
+    keep_rows(&l->w_up, s->f0, s->n_f);
+    return keep_cols(m, &l->w_down, s->f0, s->n_f, size);
+}
+
 /* A mixture of experts splits as a dense FFN does, expert by expert: each
  * rank keeps its share of every expert's (and the shared expert's) gate
  * and up rows and down columns, so its experts' outputs are partial sums
@@ -100,9 +106,27 @@ static int shard_experts(model *m, moe_weights *w, const shard_share *s, int siz
     return keep_cols(m, &w->sh_down, s->s0, s->n_s, size);
 }
 
+/* Latent attention (DeepSeek): each rank keeps its heads' query rows (q_b,
+ * or wq), their k_b and v_b, and their columns of the output projection;
+ * the latent and its rope key (kv_a) are every head's, so every rank
+ * computes and caches the whole latent (share_of gives each rank the one
+ * "KV head"). */
+static int shard_latent(model *m, layer_weights *l, const shard_share *s, int size) {
+    const model_hparams *hp = &m->hp;
+    const int64_t qk = hp->mla_nope_dim + hp->rope_dim, dv = hp->mla_v_dim;
+    keep_rows(l->mla.q_b.data ? &l->mla.q_b : &l->wq, s->q0 * qk, s->n_q * qk);
+    l->mla.k_b += s->q0;
+    l->mla.v_b += s->q0;
+    return keep_cols(m, &l->wo, s->q0 * dv, s->n_q * dv, size);
+}
+
 static int shard_layer(model *m, layer_weights *l, const shard_share *s, int size) {
     const model_hparams *hp = &m->hp;
     const int dk = hp->head_dim_k, dv = hp->head_dim_v;
+    if (l->mla.kv_a.data) {
+        if (shard_latent(m, l, s, size)) return -1;
+        return l->moe.gate ? shard_experts(m, &l->moe, s, size) : shard_dense_ffn(m, l, s, size);
+    }
     keep_rows(&l->wq, (int64_t)s->q0 * dk, (int64_t)s->n_q * dk);
     keep_rows(&l->wk, (int64_t)s->kv0 * dk, (int64_t)s->n_kv * dk);
     keep_rows(&l->wv, (int64_t)s->kv0 * dv, (int64_t)s->n_kv * dv);
@@ -110,10 +134,7 @@ static int shard_layer(model *m, layer_weights *l, const shard_share *s, int siz
     l->bk = vec_part(l->bk, (int64_t)s->kv0 * dk);
     l->bv = vec_part(l->bv, (int64_t)s->kv0 * dv);
     if (keep_cols(m, &l->wo, (int64_t)s->q0 * dv, (int64_t)s->n_q * dv, size)) return -1;
-    if (l->moe.gate) return shard_experts(m, &l->moe, s, size);
-    keep_rows(&l->w_gate, s->f0, s->n_f);
-    keep_rows(&l->w_up, s->f0, s->n_f);
-    return keep_cols(m, &l->w_down, s->f0, s->n_f, size);
+    return l->moe.gate ? shard_experts(m, &l->moe, s, size) : shard_dense_ffn(m, l, s, size);
 }
 
 int model_shard(model *m, int rank, int size) {
@@ -124,7 +145,7 @@ int model_shard(model *m, int rank, int size) {
     if (m->hp.traits && m->hp.traits->qk_norm == QK_NORM_ALL)
         return err_set("tensor parallelism cannot split %s's q/k norm, which spans every head of the projection",
                        m->hp.traits->family);
-    if (m->hp.mla_kv_rank > 0 || (m->hp.traits && m->hp.traits->biases))
+    if (m->hp.traits && m->hp.traits->biases)
         return err_set("tensor parallelism does not split %s's attention yet", m->hp.traits->family);
     shard_share s = {0};
     if (share_of(&m->hp, rank, size, &s)) return -1;

@@ -189,7 +189,7 @@ def test_replicated_kv_head_on_four_ranks(mpi, cllm_bin, model_factory, tmp_path
 
 
 # Mixtures of experts made by transformers' own classes (tests/ref/hf_families.py), float32 folders.
-MOE_FAMILIES = ["mixtral", "qwen2_moe", "qwen3_moe", "qwen3_moe_dense"]
+MOE_FAMILIES = ["mixtral", "qwen2_moe", "qwen3_moe", "qwen3_moe_dense", "deepseek_v2", "deepseek_v3"]
 
 
 @pytest.fixture(scope="module")
@@ -210,18 +210,20 @@ def moe_checkpoint(tmp_path_factory):
 @pytest.mark.parametrize("family", MOE_FAMILIES)
 def test_experts_split_across_ranks(mpi, cllm_bin, moe_checkpoint, tmp_path, family):
     """Each rank holds half of every expert's hidden columns (and of the
-    shared expert's, Qwen2-MoE; the dense layers' FFN, qwen3_moe_dense) and
-    the whole router: the same logits as one process, to 1e-5."""
+    shared experts', Qwen2-MoE and DeepSeek; the dense layers' FFN,
+    qwen3_moe_dense and DeepSeek's first layer) and the whole router; with
+    latent attention (DeepSeek) half of the heads and the whole latent, which
+    each rank caches: the same logits as one process, to 1e-5."""
     one, tp = _logits_pair(cllm_bin, moe_checkpoint(family), mpi, tmp_path)
     err = _rel_err(one, tp)
     assert err.max() <= 1e-5, f"{family}: TP 2 vs 1 differ by {err.max():.3g} (position {err.argmax()})"
 
 
-def test_refuses_to_split_latent_attention(mpi, cllm_bin, moe_checkpoint):
-    r = _run(_mpirun(2, cllm_bin, "generate", "-m", moe_checkpoint("deepseek_v2"), "-p", "hi", "--threads", "1",
+def test_refuses_to_split_biased_attention(mpi, cllm_bin, moe_checkpoint):
+    r = _run(_mpirun(2, cllm_bin, "generate", "-m", moe_checkpoint("gpt_oss"), "-p", "hi", "--threads", "1",
                      "--tensor-parallel-size", "2"), mpi)
     assert r.returncode != 0
-    assert "tensor parallelism does not split DeepSeek-V2's attention yet" in r.stderr
+    assert "tensor parallelism does not split gpt-oss's attention yet" in r.stderr
 
 
 def _within_quantization_noise(cllm_bin, model, env, tmp_path, what):
