@@ -48,6 +48,7 @@ typedef struct {
     int f0, n_f;   /* FFN hidden columns */
     int e0, n_e;   /* each routed expert's hidden columns */
     int s0, n_s;   /* the shared expert's */
+    int rank;
 } shard_share;
 
 static int share_of(const model_hparams *hp, int rank, int size, shard_share *s) {
@@ -71,6 +72,7 @@ static int share_of(const model_hparams *hp, int rank, int size, shard_share *s)
         s->n_kv = 1;
         s->kv0 = s->q0 / (hp->n_head / hp->n_head_kv);
     }
+    s->rank = rank;
     s->n_f = hp->n_ff / size;
     s->f0 = rank * s->n_f;
     if (hp->n_expert > 0) {
@@ -95,6 +97,17 @@ static int shard_dense_ffn(model *m, layer_weights *l, const shard_share *s, int
  * that the FFN's all-reduce adds up. The router stays whole on every rank:
  * the same inputs give every rank the same choice. */
 static int shard_experts(model *m, moe_weights *w, const shard_share *s, int size) {
+    if (w->gate_bias) { /* gpt-oss: each expert's share of its gate and up biases, [n_expert][n_e] */
+        const int E = m->hp.n_expert, F = m->hp.n_ff_exp;
+        float *b = tensors_alloc(&m->tensors, 2 * (size_t)E * (size_t)s->n_e * sizeof *b);
+        if (!b) return -1;
+        for (int e = 0; e < E; e++) {
+            memcpy(b + (size_t)e * s->n_e, w->gate_bias + (size_t)e * F + s->e0, (size_t)s->n_e * sizeof *b);
+            memcpy(b + (size_t)(E + e) * s->n_e, w->up_bias + (size_t)e * F + s->e0, (size_t)s->n_e * sizeof *b);
+        }
+        w->gate_bias = b, w->up_bias = b + (size_t)E * s->n_e;
+    }
+    if (s->rank > 0) w->down_bias = NULL; /* added once, by rank 0, before the sum */
     for (int e = 0; e < m->hp.n_expert; e++) {
         keep_rows(&w->gate[e], s->e0, s->n_e);
         keep_rows(&w->up[e], s->e0, s->n_e);
@@ -130,6 +143,7 @@ static int shard_layer(model *m, layer_weights *l, const shard_share *s, int siz
     keep_rows(&l->wq, (int64_t)s->q0 * dk, (int64_t)s->n_q * dk);
     keep_rows(&l->wk, (int64_t)s->kv0 * dk, (int64_t)s->n_kv * dk);
     keep_rows(&l->wv, (int64_t)s->kv0 * dv, (int64_t)s->n_kv * dv);
+    l->sinks = vec_part(l->sinks, s->q0);
     l->bq = vec_part(l->bq, (int64_t)s->q0 * dk);
     l->bk = vec_part(l->bk, (int64_t)s->kv0 * dk);
     l->bv = vec_part(l->bv, (int64_t)s->kv0 * dv);
@@ -145,8 +159,6 @@ int model_shard(model *m, int rank, int size) {
     if (m->hp.traits && m->hp.traits->qk_norm == QK_NORM_ALL)
         return err_set("tensor parallelism cannot split %s's q/k norm, which spans every head of the projection",
                        m->hp.traits->family);
-    if (m->hp.traits && m->hp.traits->biases)
-        return err_set("tensor parallelism does not split %s's attention yet", m->hp.traits->family);
     shard_share s = {0};
     if (share_of(&m->hp, rank, size, &s)) return -1;
     for (int il = 0; il < m->hp.n_layer; il++)

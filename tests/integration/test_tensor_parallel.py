@@ -189,7 +189,7 @@ def test_replicated_kv_head_on_four_ranks(mpi, cllm_bin, model_factory, tmp_path
 
 
 # Mixtures of experts made by transformers' own classes (tests/ref/hf_families.py), float32 folders.
-MOE_FAMILIES = ["mixtral", "qwen2_moe", "qwen3_moe", "qwen3_moe_dense", "deepseek_v2", "deepseek_v3"]
+MOE_FAMILIES = ["mixtral", "qwen2_moe", "qwen3_moe", "qwen3_moe_dense", "deepseek_v2", "deepseek_v3", "gpt_oss"]
 
 
 @pytest.fixture(scope="module")
@@ -213,17 +213,19 @@ def test_experts_split_across_ranks(mpi, cllm_bin, moe_checkpoint, tmp_path, fam
     shared experts', Qwen2-MoE and DeepSeek; the dense layers' FFN,
     qwen3_moe_dense and DeepSeek's first layer) and the whole router; with
     latent attention (DeepSeek) half of the heads and the whole latent, which
-    each rank caches: the same logits as one process, to 1e-5."""
+    each rank caches; gpt-oss's sinks and q/k/v biases by head, its experts'
+    gate and up biases by column, its output and down biases on rank 0
+    alone: the same logits as one process, to 1e-5."""
     one, tp = _logits_pair(cllm_bin, moe_checkpoint(family), mpi, tmp_path)
     err = _rel_err(one, tp)
     assert err.max() <= 1e-5, f"{family}: TP 2 vs 1 differ by {err.max():.3g} (position {err.argmax()})"
 
 
-def test_refuses_to_split_biased_attention(mpi, cllm_bin, moe_checkpoint):
-    r = _run(_mpirun(2, cllm_bin, "generate", "-m", moe_checkpoint("gpt_oss"), "-p", "hi", "--threads", "1",
+def test_refuses_to_split_a_whole_projection_norm(mpi, cllm_bin, moe_checkpoint):
+    r = _run(_mpirun(2, cllm_bin, "generate", "-m", moe_checkpoint("olmoe"), "-p", "hi", "--threads", "1",
                      "--tensor-parallel-size", "2"), mpi)
     assert r.returncode != 0
-    assert "tensor parallelism does not split gpt-oss's attention yet" in r.stderr
+    assert "q/k norm, which spans every head of the projection" in r.stderr
 
 
 def _within_quantization_noise(cllm_bin, model, env, tmp_path, what):
