@@ -48,6 +48,8 @@ struct forward_ctx {
     moe_scratch *moe;            /* NULL unless the model has experts */
     mla_scratch *mla;            /* NULL unless the model has latent attention */
     float *mla_out;              /* [max_tokens][n_head * mla_v_dim]: its value dims */
+    float *qk_ss;                /* [max_tokens][2]: tensor parallelism with a whole-projection q/k norm
+                                    (OLMo 2, OLMoE): each token's sums of squares of q and k, over the ranks */
     const fwd_hooks *hooks;      /* NULL unless an offline tool installed some */
     int last_tokens;             /* tokens of the last forward_run whose residual stream x holds */
 };
@@ -152,6 +154,26 @@ static void rope_pairs_to_halves(float *x, int n_heads, int head_dim, int rope_d
 }
 
 /* Biases, Q/K norms, rope, and the K/V write of one token. */
+/* x's share of an RMS norm whose sum of squares over all n_total elements is
+ * ss (the ranks' sums added; rmsnorm's formula otherwise). */
+static void norm_by_sum(float *x, const float *w, int n, float ss, int n_total, float eps) {
+    const float r = (float)(1.0 / sqrt((double)ss / n_total + eps));
+    for (int i = 0; i < n; i++) x[i] = x[i] * r * w[i];
+}
+
+/* This rank's part of each token's sums of squares of q and k (no biases:
+ * the families with a whole-projection norm have none; shard.c checks). */
+static void qk_sumsq_row(const forward_step *s, int t) {
+    forward_ctx *f = s->f;
+    const model_hparams *hp = &f->m->hp;
+    const int q_dim = hp->n_head * hp->head_dim_k, k_dim = hp->n_head_kv * hp->head_dim_k;
+    const float *q = f->q + (size_t)t * q_dim, *k = f->k + (size_t)t * k_dim;
+    double sq = 0, sk = 0;
+    for (int i = 0; i < q_dim; i++) sq += (double)q[i] * q[i];
+    for (int i = 0; i < k_dim; i++) sk += (double)k[i] * k[i];
+    f->qk_ss[2 * t] = (float)sq, f->qk_ss[2 * t + 1] = (float)sk;
+}
+
 static void qkv_row(const forward_step *s, int t) {
     forward_ctx *f = s->f;
     const model_hparams *hp = &f->m->hp;
@@ -165,7 +187,11 @@ static void qkv_row(const forward_step *s, int t) {
         vec_add(k, l->bk, k_dim);
         vec_add(v, l->bv, v_dim);
     }
-    if (l->q_norm && hp->traits->qk_norm == QK_NORM_ALL) {
+    if (l->q_norm && hp->traits->qk_norm == QK_NORM_ALL && f->qk_ss) {
+        const int ranks = f->m->tp.size; /* every rank holds q_dim and k_dim of them (shard.c) */
+        norm_by_sum(q, l->q_norm, q_dim, f->qk_ss[2 * t], q_dim * ranks, hp->norm_eps);
+        norm_by_sum(k, l->k_norm, k_dim, f->qk_ss[2 * t + 1], k_dim * ranks, hp->norm_eps);
+    } else if (l->q_norm && hp->traits->qk_norm == QK_NORM_ALL) {
         rmsnorm(q, q, l->q_norm, q_dim, hp->norm_eps);
         rmsnorm(k, k, l->k_norm, k_dim, hp->norm_eps);
     } else if (l->q_norm) {
@@ -367,6 +393,10 @@ static void run_layer(forward_ctx *f, forward_step *s, int n) {
         matmul(f->threads, &l->wq, f->xb, n, f->q, f->mm_scratch);
         matmul(f->threads, &l->wk, f->xb, n, f->k, f->mm_scratch);
         matmul(f->threads, &l->wv, f->xb, n, f->v, f->mm_scratch);
+        if (f->qk_ss) {
+            for_each(s, qk_sumsq_row, n);
+            f->m->tp.allreduce(f->m->tp.user, f->qk_ss, 2 * (size_t)n);
+        }
         for_each(s, qkv_row, n);
         for_each(s, attn_unit_run, f->n_units);
         capture(f, s->il, FWD_IN_O, f->att, n, hp->n_head * hp->head_dim_v);
@@ -520,6 +550,8 @@ forward_ctx *forward_create(const model *m, kv_cache *kv, int max_tokens, int ma
     if (hp->mla_kv_rank > 0 && (!(f->mla = mla_scratch_create(m, max_tokens)) ||
                                 !(f->mla_out = malloc(T * hp->n_head * hp->mla_v_dim * sizeof(float)))))
         goto oom;
+    if (m->tp.allreduce && hp->traits->qk_norm == QK_NORM_ALL && !(f->qk_ss = malloc(2 * T * sizeof(float))))
+        goto oom;
     return f;
 oom:
     forward_free(f);
@@ -546,5 +578,6 @@ void forward_free(forward_ctx *f) {
     moe_scratch_free(f->moe);
     mla_scratch_free(f->mla);
     free(f->mla_out);
+    free(f->qk_ss);
     free(f);
 }

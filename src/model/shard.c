@@ -144,6 +144,10 @@ static int shard_layer(model *m, layer_weights *l, const shard_share *s, int siz
     keep_rows(&l->wk, (int64_t)s->kv0 * dk, (int64_t)s->n_kv * dk);
     keep_rows(&l->wv, (int64_t)s->kv0 * dv, (int64_t)s->n_kv * dv);
     l->sinks = vec_part(l->sinks, s->q0);
+    if (m->hp.traits && m->hp.traits->qk_norm == QK_NORM_ALL) { /* its weights span the heads */
+        l->q_norm = vec_part(l->q_norm, (int64_t)s->q0 * dk);
+        l->k_norm = vec_part(l->k_norm, (int64_t)s->kv0 * dk);
+    }
     l->bq = vec_part(l->bq, (int64_t)s->q0 * dk);
     l->bk = vec_part(l->bk, (int64_t)s->kv0 * dk);
     l->bv = vec_part(l->bv, (int64_t)s->kv0 * dv);
@@ -156,9 +160,13 @@ int model_shard(model *m, int rank, int size) {
     m->tp.rank = rank;
     m->tp.size = size;
     if (size == 1) return 0;
-    if (m->hp.traits && m->hp.traits->qk_norm == QK_NORM_ALL)
-        return err_set("tensor parallelism cannot split %s's q/k norm, which spans every head of the projection",
-                       m->hp.traits->family);
+    /* A q/k norm over the whole projection (OLMo 2, OLMoE) is split with its heads; the ranks add their
+     * sums of squares (forward.c), so each must hold as many KV heads, and none may have a bias first. */
+    const bool qk_all = m->hp.traits && m->hp.traits->qk_norm == QK_NORM_ALL;
+    if (qk_all && (m->hp.n_head_kv % size || m->w.layers[0].bq))
+        return err_set("tensor parallelism cannot split %s's q/k norm, which spans every head of the projection, "
+                       "over %d ranks: they must divide its %d KV heads",
+                       m->hp.traits->family, size, m->hp.n_head_kv);
     shard_share s = {0};
     if (share_of(&m->hp, rank, size, &s)) return -1;
     for (int il = 0; il < m->hp.n_layer; il++)

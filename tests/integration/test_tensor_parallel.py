@@ -188,8 +188,10 @@ def test_replicated_kv_head_on_four_ranks(mpi, cllm_bin, model_factory, tmp_path
     assert _rel_err(one, tp).max() <= 1e-5
 
 
-# Mixtures of experts made by transformers' own classes (tests/ref/hf_families.py), float32 folders.
-MOE_FAMILIES = ["mixtral", "qwen2_moe", "qwen3_moe", "qwen3_moe_dense", "deepseek_v2", "deepseek_v3", "gpt_oss"]
+# Mixtures of experts, and OLMo 2's whole-projection q/k norm, made by transformers' own classes
+# (tests/ref/hf_families.py), float32 folders.
+HF_FAMILIES = ["mixtral", "qwen2_moe", "qwen3_moe", "qwen3_moe_dense", "deepseek_v2", "deepseek_v3", "gpt_oss",
+               "olmoe", "olmo2"]
 
 
 @pytest.fixture(scope="module")
@@ -207,25 +209,27 @@ def moe_checkpoint(tmp_path_factory):
     return get
 
 
-@pytest.mark.parametrize("family", MOE_FAMILIES)
-def test_experts_split_across_ranks(mpi, cllm_bin, moe_checkpoint, tmp_path, family):
+@pytest.mark.parametrize("family", HF_FAMILIES)
+def test_hf_families_split_across_ranks(mpi, cllm_bin, moe_checkpoint, tmp_path, family):
     """Each rank holds half of every expert's hidden columns (and of the
     shared experts', Qwen2-MoE and DeepSeek; the dense layers' FFN,
     qwen3_moe_dense and DeepSeek's first layer) and the whole router; with
     latent attention (DeepSeek) half of the heads and the whole latent, which
     each rank caches; gpt-oss's sinks and q/k/v biases by head, its experts'
     gate and up biases by column, its output and down biases on rank 0
-    alone: the same logits as one process, to 1e-5."""
+    alone; OLMoE's and OLMo 2's q/k norm, which spans every head, with the
+    ranks' sums of squares added: the same logits as one process, to 1e-5."""
     one, tp = _logits_pair(cllm_bin, moe_checkpoint(family), mpi, tmp_path)
     err = _rel_err(one, tp)
     assert err.max() <= 1e-5, f"{family}: TP 2 vs 1 differ by {err.max():.3g} (position {err.argmax()})"
 
 
-def test_refuses_to_split_a_whole_projection_norm(mpi, cllm_bin, moe_checkpoint):
-    r = _run(_mpirun(2, cllm_bin, "generate", "-m", moe_checkpoint("olmoe"), "-p", "hi", "--threads", "1",
-                     "--tensor-parallel-size", "2"), mpi)
+def test_refuses_a_whole_projection_norm_over_more_ranks_than_kv_heads(mpi, cllm_bin, moe_checkpoint):
+    r = _run(_mpirun(4, cllm_bin, "generate", "-m", moe_checkpoint("olmo2"), "-p", "hi", "--threads", "1",
+                     "--tensor-parallel-size", "4"), mpi)
     assert r.returncode != 0
-    assert "q/k norm, which spans every head of the projection" in r.stderr
+    assert ("cannot split OLMo 2's q/k norm, which spans every head of the projection, over 4 ranks: they must "
+            "divide its 2 KV heads") in r.stderr
 
 
 def _within_quantization_noise(cllm_bin, model, env, tmp_path, what):
