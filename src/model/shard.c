@@ -51,12 +51,11 @@ typedef struct {
     int rank;
 } shard_share;
 
-static int share_of(const model_hparams *hp, int rank, int size, shard_share *s) {
+/* dense: some layer has a dense FFN (a mixture of experts may have none). */
+static int share_of(const model_hparams *hp, bool dense, int rank, int size, shard_share *s) {
     if (hp->n_head % size)
         return err_set("a tensor-parallel size of %d does not divide the model's %d attention heads", size,
                        hp->n_head);
-    bool dense = hp->n_expert == 0; /* some layer has the dense FFN */
-    for (int il = 0; il < hp->n_layer; il++) dense = dense || hp->dense_ffn[il];
     if (dense && hp->n_ff % size)
         return err_set("a tensor-parallel size of %d does not divide the model's %d FFN columns", size, hp->n_ff);
     if (hp->n_head_kv % size && size % hp->n_head_kv)
@@ -163,12 +162,18 @@ int model_shard(model *m, int rank, int size) {
     /* A q/k norm over the whole projection (OLMo 2, OLMoE) is split with its heads; the ranks add their
      * sums of squares (forward.c), so each must hold as many KV heads, and none may have a bias first. */
     const bool qk_all = m->hp.traits && m->hp.traits->qk_norm == QK_NORM_ALL;
-    if (qk_all && (m->hp.n_head_kv % size || m->w.layers[0].bq))
+    if (qk_all && m->hp.n_head_kv % size)
         return err_set("tensor parallelism cannot split %s's q/k norm, which spans every head of the projection, "
                        "over %d ranks: they must divide its %d KV heads",
                        m->hp.traits->family, size, m->hp.n_head_kv);
+    bool dense = false;
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        const layer_weights *l = &m->w.layers[il];
+        dense = dense || (!l->moe.gate && l->w_up.data);
+        if (qk_all && l->bq) return err_set("tensor parallelism cannot split a q/k norm over biased projections");
+    }
     shard_share s = {0};
-    if (share_of(&m->hp, rank, size, &s)) return -1;
+    if (share_of(&m->hp, dense, rank, size, &s)) return -1;
     for (int il = 0; il < m->hp.n_layer; il++)
         if (shard_layer(m, &m->w.layers[il], &s, size)) return err_prefix("tensor parallel: ");
     m->hp.n_head = s.n_q;
