@@ -122,16 +122,18 @@ static void test_shard_refuses_sizes_that_do_not_divide(void **state) {
     assert_int_equal(model_shard(&t->m, 0, 8), -1);
     assert_non_null(strstr(err_get(), "does not divide the model's 4 attention heads"));
     toy_free(t);
-    t = toy(2); /* OLMo 2's q/k norm spans every head: no rank holds all it needs */
+    t = toy(2); /* OLMo 2's q/k norm spans every head: its sums are added over ranks that split the KV heads */
     t->m.hp.traits = arch_find("olmo2");
-    assert_int_equal(model_shard(&t->m, 0, 2), -1);
-    assert_non_null(strstr(err_get(), "cannot split OLMo 2's q/k norm"));
+    assert_int_equal(model_shard(&t->m, 0, 4), -1);
+    assert_non_null(strstr(err_get(), "cannot split OLMo 2's q/k norm, which spans every head of the projection, "
+                                      "over 4 ranks: they must divide its 2 KV heads"));
     toy_free(t);
-    t = toy(2); /* experts are not split yet: refused, not run whole on every rank */
+    t = toy(2); /* each expert's hidden columns are split like a dense FFN's */
     t->m.hp.traits = arch_find("qwen3moe");
     t->m.hp.n_expert = 8;
+    t->m.hp.n_ff_exp = 3;
     assert_int_equal(model_shard(&t->m, 0, 2), -1);
-    assert_non_null(strstr(err_get(), "does not split a mixture of experts (Qwen3-MoE)"));
+    assert_non_null(strstr(err_get(), "a tensor-parallel size of 2 does not divide the experts' 3 hidden columns"));
     toy_free(t);
 }
 
