@@ -330,6 +330,47 @@ GEMM_INLINE void kpanel_pack_x8(const int T, int n, const uint8_t *x8, uint8_t *
     }
 }
 
+/* The end of a panel super-block pb for NC activation columns yb[c],
+ * given the integer sums of its quants times their scales isum[c] (one per
+ * row): the mins (Q4_K, Q5_K) or offsets (Q6_K) against the activations'
+ * sums per 16 elements, two at a time, then both into the float
+ * accumulators with the block's scales. Shared by kpanel_tile and the
+ * 512-bit kzmm_tile, which differ only in how they make isum. */
+GEMM_INLINE void kpanel_block_end(const int T, const int NC, const uint8_t *pb, const block_q8_K *const *yb,
+                                  const __m256i *isum, __m256 *acc, __m256 *accm) {
+    const int16_t *s16 = (const int16_t *)(pb + KP_LEVELS);
+    __m256i msum[KPC];
+    for (int c = 0; c < NC; c++)
+        msum[c] = _mm256_setzero_si256();
+    for (int p = 0; p < 8; p++) {
+        const __m256i ms = load256(s16 + (T == K_Q6 ? 256 : 128) + 16 * p);
+        for (int c = 0; c < NC; c++)
+            msum[c] = madd_acc(msum[c], ms, bcast32(yb[c]->bsums + 2 * p));
+    }
+    const float *f = (const float *)(pb + kpanel_bytes(T) - (T == K_Q6 ? 32 : 64));
+    const __m256 dw = _mm256_loadu_ps(f);
+    for (int c = 0; c < NC; c++) {
+        const __m256 dy = _mm256_set1_ps(yb[c]->d);
+        const __m256i sum =
+            T == K_Q6 ? _mm256_sub_epi32(isum[c], _mm256_slli_epi32(msum[c], 5)) : isum[c];
+        acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(dw, dy), acc[c]);
+        if (T != K_Q6)
+            accm[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum[c]),
+                                      _mm256_mul_ps(_mm256_loadu_ps(f + 8), dy), accm[c]);
+    }
+}
+
+/* A panel tile's nr rows of NC columns into s (column c at s + c * ldc). */
+GEMM_INLINE void kpanel_store(const int NC, int nr, float *restrict s, size_t ldc, const __m256 *acc,
+                              const __m256 *accm) {
+    for (int c = 0; c < NC; c++) {
+        float out[KPR];
+        _mm256_storeu_ps(out, _mm256_sub_ps(acc[c], accm[c]));
+        for (int r = 0; r < nr; r++)
+            s[(size_t)c * ldc + r] = out[r];
+    }
+}
+
 GEMM_INLINE void kpanel_tile(const int T, const int NC, int nb, int nr, float *restrict s,
                              size_t ldc, const uint8_t *panel, const uint8_t *y, size_t by) {
     __m256 acc[KPC], accm[KPC];
@@ -339,10 +380,10 @@ GEMM_INLINE void kpanel_tile(const int T, const int NC, int nb, int nr, float *r
         const uint8_t *pb = panel + (size_t)i * kpanel_bytes(T);
         const int16_t *s16 = (const int16_t *)(pb + KP_LEVELS);
         const block_q8_K *yb[KPC];
-        __m256i isum[KPC], msum[KPC], p16[KPC];
+        __m256i isum[KPC], p16[KPC];
         for (int c = 0; c < NC; c++) {
             yb[c] = (const block_q8_K *)(y + (size_t)c * by) + i;
-            isum[c] = msum[c] = _mm256_setzero_si256();
+            isum[c] = _mm256_setzero_si256();
         }
 #if GEMM_VNNI
         /* vpdpbusd takes a group's products and their sum in one, into 32-bit
@@ -398,31 +439,9 @@ GEMM_INLINE void kpanel_tile(const int T, const int NC, int nb, int nr, float *r
             }
         }
 #endif
-        /* mins (Q4_K, Q5_K) or offsets (Q6_K) against the activation sums
-         * per 16 elements, two at a time */
-        for (int p = 0; p < 8; p++) {
-            const __m256i ms = load256(s16 + (T == K_Q6 ? 256 : 128) + 16 * p);
-            for (int c = 0; c < NC; c++)
-                msum[c] = madd_acc(msum[c], ms, bcast32(yb[c]->bsums + 2 * p));
-        }
-        const float *f = (const float *)(pb + kpanel_bytes(T) - (T == K_Q6 ? 32 : 64));
-        const __m256 dw = _mm256_loadu_ps(f);
-        for (int c = 0; c < NC; c++) {
-            const __m256 dy = _mm256_set1_ps(yb[c]->d);
-            const __m256i sum =
-                T == K_Q6 ? _mm256_sub_epi32(isum[c], _mm256_slli_epi32(msum[c], 5)) : isum[c];
-            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(dw, dy), acc[c]);
-            if (T != K_Q6)
-                accm[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum[c]),
-                                          _mm256_mul_ps(_mm256_loadu_ps(f + 8), dy), accm[c]);
-        }
+        kpanel_block_end(T, NC, pb, yb, isum, acc, accm);
     }
-    for (int c = 0; c < NC; c++) {
-        float out[KPR];
-        _mm256_storeu_ps(out, _mm256_sub_ps(acc[c], accm[c]));
-        for (int r = 0; r < nr; r++)
-            s[(size_t)c * ldc + r] = out[r];
-    }
+    kpanel_store(NC, nr, s, ldc, acc, accm);
 }
 
 /* ---- for the entry points (gemm_k_avx2.c, gemm_k_vnni_avx2.c) ---- */

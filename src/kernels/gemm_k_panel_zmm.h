@@ -66,11 +66,9 @@ GEMM_INLINE void kzmm_tile(const int T, const int NC, int nb, int nr, float *res
         const int16_t *s16 = (const int16_t *)(pb + KP_LEVELS);
         const block_q8_K *yb[KPC];
         __m512i isum[KPC];
-        __m256i msum[KPC];
         for (int c = 0; c < NC; c++) {
             yb[c] = (const block_q8_K *)(y + (size_t)c * by) + i;
             isum[c] = _mm512_setzero_si512();
-            msum[c] = _mm256_setzero_si256();
         }
         for (int j = 0; j < 8; j++) {
             __m512i p32[KPC];
@@ -96,29 +94,12 @@ GEMM_INLINE void kzmm_tile(const int T, const int NC, int nb, int nr, float *res
                 }
             }
         }
-        for (int p = 0; p < 8; p++) { /* as kpanel_tile */
-            const __m256i ms = load256(s16 + (T == K_Q6 ? 256 : 128) + 16 * p);
-            for (int c = 0; c < NC; c++)
-                msum[c] = madd_acc(msum[c], ms, bcast32(yb[c]->bsums + 2 * p));
-        }
-        const float *f = (const float *)(pb + kpanel_bytes(T) - (T == K_Q6 ? 32 : 64));
-        const __m256 dw = _mm256_loadu_ps(f);
-        for (int c = 0; c < NC; c++) {
-            const __m256 dy = _mm256_set1_ps(yb[c]->d);
-            const __m256i I = kzmm_pairs(isum[c]);
-            const __m256i sum = T == K_Q6 ? _mm256_sub_epi32(I, _mm256_slli_epi32(msum[c], 5)) : I;
-            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(dw, dy), acc[c]);
-            if (T != K_Q6)
-                accm[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum[c]),
-                                          _mm256_mul_ps(_mm256_loadu_ps(f + 8), dy), accm[c]);
-        }
+        __m256i I[KPC];
+        for (int c = 0; c < NC; c++)
+            I[c] = kzmm_pairs(isum[c]);
+        kpanel_block_end(T, NC, pb, yb, I, acc, accm);
     }
-    for (int c = 0; c < NC; c++) {
-        float out[KPR];
-        _mm256_storeu_ps(out, _mm256_sub_ps(acc[c], accm[c]));
-        for (int r = 0; r < nr; r++)
-            s[(size_t)c * ldc + r] = out[r];
-    }
+    kpanel_store(NC, nr, s, ldc, acc, accm);
 }
 
 GEMM_INLINE void kzmm_tile_any(const int T, int n, int nr, int nc, float *restrict s, size_t ldc,

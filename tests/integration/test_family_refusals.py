@@ -6,13 +6,17 @@ and what to do, never a crash or a wrong model:
   * a DeepSeek-V2 GGUF from an older converter (one attn_kv_b per layer,
     not attn_k_b and attn_v_b);
   * YaRN keys out of their range in a GGUF (an ext_factor other than 1, a
-    factor below 1, an original context of 0).
+    factor below 1, an original context of 0);
+  * a DeepSeek folder whose router cllm does not implement: a topk_method
+    or scoring_func other than V3's noaux_tc over sigmoid scores (V2:
+    greedy or group_limited_greedy over softmax).
 
 The files are the tiny checkpoints of tests/ref/hf_families.py, converted by
 llama.cpp's own convert_hf_to_gguf.py and then edited with its gguf-py."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -114,3 +118,20 @@ def test_yarn_keys_out_of_range(run_cllm, converter, tmp_path, key, value, messa
     bad = tmp_path / "bad.gguf"
     rewrite(gguf_path, bad, set_kv={f"qwen3.{key}": value})  # added where the converter leaves it out
     refused(run_cllm, bad, message)
+
+
+@pytest.mark.parametrize("family,key,value,needle", [
+    ("deepseek_v3", "topk_method", "greedy", "topk_method 'greedy' is not supported (noaux_tc)"),
+    ("deepseek_v3", "scoring_func", "softmax", "scoring_func 'softmax' is not supported for deepseek_v3 (sigmoid)"),
+    ("deepseek_v2", "topk_method", "noaux_tc", "topk_method 'noaux_tc' is not supported (greedy, group_limited_greedy)"),
+    ("deepseek_v2", "scoring_func", "sigmoid", "scoring_func 'sigmoid' is not supported for deepseek_v2 (softmax)"),
+])
+def test_deepseek_router_cllm_does_not_implement(run_cllm, tmp_path, family, key, value, needle):
+    folder = tmp_path / family
+    hf_families.write(family, str(folder))
+    r = run_cllm("info", folder, timeout=120)
+    assert r.returncode == 0, r.stderr  # as written, it loads
+    cfg = json.loads((folder / "config.json").read_text())
+    cfg[key] = value
+    (folder / "config.json").write_text(json.dumps(cfg))
+    refused(run_cllm, folder, needle, "config.json")
