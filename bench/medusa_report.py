@@ -26,9 +26,11 @@ No prompt repeats within a run, and the heads never saw these prompts
 (they train on data/medusa_train_prompts.txt).
 
 usage: bench/medusa_report.py --heads HEADS.gguf [--model GGUF] [--cllm build/cllm]
-           [--tokens 128] [--k 4] [--trees N ...] [--no-layer-skip] [--reps 1]
-           [--serve-prompts 64] [--serve-tree N] [--no-serve]
-(--serve-tree N: the served Medusa config is the N-node tree instead of the chain.)
+           [--tokens 128] [--k 3 [K ...]] [--trees N ...] [--no-layer-skip] [--reps 1]
+           [--compare-heads OTHER.gguf] [--serve-prompts 64] [--serve-tree N] [--no-serve]
+(--k: a chain of each length; --compare-heads: another heads file's chain of the first K beside
+them, in the same sitting; --serve-tree N: the served Medusa config is the N-node tree instead of
+the first chain.)
 Prints a Markdown table (CPU model and flags first) for bench/RESULTS.md.
 """
 from __future__ import annotations
@@ -78,7 +80,8 @@ def main() -> None:
     ap.add_argument("--heads", required=True)
     ap.add_argument("--cllm", default=str(REPO / "build" / "cllm"))
     ap.add_argument("--tokens", type=int, default=128)
-    ap.add_argument("--k", type=int, default=3)
+    ap.add_argument("--k", type=int, nargs="+", default=[3])
+    ap.add_argument("--compare-heads")
     ap.add_argument("--draft-layers", type=int, default=12)
     ap.add_argument("--reps", type=int, default=1)
     ap.add_argument("--serve-prompts", type=int, default=64)
@@ -89,12 +92,19 @@ def main() -> None:
     a = ap.parse_args()
     if not a.model:
         raise SystemExit("--model GGUF is needed (or build-model-path.txt from `make setup`)")
-    spec = json.dumps({"method": "medusa", "model": a.heads, "num_speculative_tokens": a.k})
+    def chain(heads, k):
+        return json.dumps({"method": "medusa", "model": heads, "num_speculative_tokens": k})
+    spec = chain(a.heads, a.k[0])
     skip = {"method": "layer_skip", "draft_layers": a.draft_layers, "num_speculative_tokens": 4}
     def tree(n):
         return json.dumps({"method": "medusa", "model": a.heads, "num_speculative_tokens": n,
                            "speculative_token_tree": "auto"})
-    methods = {"plain": [], f"Medusa K={a.k}": ["--speculative-config", spec]}
+    methods = {"plain": []}
+    for k in a.k:
+        methods[f"Medusa K={k}"] = ["--speculative-config", chain(a.heads, k)]
+    if a.compare_heads:
+        methods[f"Medusa K={a.k[0]}, {Path(a.compare_heads).name}"] = [
+            "--speculative-config", chain(a.compare_heads, a.k[0])]
     for n in a.trees:
         methods[f"Medusa tree of {n}"] = ["--speculative-config", tree(n)]
     if not a.no_layer_skip:
@@ -139,7 +149,7 @@ def main() -> None:
     p, m = statistics.median(plain), statistics.median(medusa)
     print(f"\nServing, concurrency 32, {a.serve_prompts} requests of 256 random tokens in / 64 out, the same prompts "
           f"for both (seed 2000 + round): plain {p:.1f} output tok/s, Medusa "
-          f"{f'tree of {a.serve_tree}' if a.serve_tree else f'K={a.k}'} {m:.1f}: {m / p:.2f}x.")
+          f"{f'tree of {a.serve_tree}' if a.serve_tree else f'K={a.k[0]}'} {m:.1f}: {m / p:.2f}x.")
 
 
 if __name__ == "__main__":

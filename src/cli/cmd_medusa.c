@@ -31,16 +31,23 @@ typedef struct {
     cli_engine_settings engine; /* --threads, --max-num-seqs, --kv-cache-dtype */
     cli_list data;
     const char *out;
-    long heads, draft_vocab, epochs, batch, gen_tokens, max_prompts, seed;
-    double lr, holdout;
+    int kind; /* an index into k_kinds */
+    long heads, draft_vocab, epochs, batch, gen_tokens, samples, max_prompts, seed;
+    double lr, holdout, temperature;
     bool chat, f32;
 } train_options;
+
+static const char *const k_kinds[] = {"hydra", "medusa", NULL};
 
 static const cli_option k_train_options[] = {
     {.name = "--data", .kind = CLI_LIST, .offset = offsetof(train_options, data), .metavar = "TEXT", .required = true,
      .help = "a text file of prompts, one per line (repeatable)"},
     {.name = "--out", .kind = CLI_STRING, .offset = offsetof(train_options, out),
      .metavar = "HEADS.gguf", .required = true, .help = "the heads' file to write"},
+    {.name = "--kind", .kind = CLI_ENUM, .offset = offsetof(train_options, kind), .choices = k_kinds,
+     .help = "hydra: each head also reads the token before the one it guesses (its parent's draft), "
+             "so it is not guessing two places ahead blind; medusa: independent heads on the hidden state "
+             "alone"},
     {.name = "--heads", .kind = CLI_INT, .offset = offsetof(train_options, heads), .metavar = "K", .min = 1,
      .max = MEDUSA_MAX_HEADS, .help = "heads: head k guesses the token k + 2 places ahead"},
     {.name = "--draft-vocab", .kind = CLI_INT, .offset = offsetof(train_options, draft_vocab), .metavar = "N",
@@ -51,6 +58,12 @@ static const cli_option k_train_options[] = {
      .max = 1 << 16,
      .help = "the model continues each prompt greedily by up to N tokens, and the heads learn from that text "
              "(self-distillation); 0 trains on the data alone"},
+    {.name = "--samples", .kind = CLI_INT, .offset = offsetof(train_options, samples), .metavar = "N", .min = 1,
+     .max = 64,
+     .help = "continuations per prompt: the first greedy, the others sampled at --temperature (seeded), so the "
+             "heads see more of what the model says than its single likeliest text"},
+    {.name = "--temperature", .kind = CLI_FLOAT, .offset = offsetof(train_options, temperature), .metavar = "T",
+     .min = 0, .max = 2, .help = "the sampled continuations' temperature"},
     {.name = "--chat", .kind = CLI_BOOL, .offset = offsetof(train_options, chat),
      .help = "each line is a user message, rendered with the model's chat template"},
     {.name = "--max-prompts", .kind = CLI_INT, .offset = offsetof(train_options, max_prompts), .metavar = "N",
@@ -81,8 +94,9 @@ static const cli_command k_train = {
     .synopsis = "MODEL --data TEXT... --out HEADS.gguf [options]",
     .about = "Trains Medusa heads for a model, for `--speculative-config '{\"method\": \"medusa\", \"model\": "
              "\"HEADS.gguf\"}'`. The model continues every prompt of the data greedily; each head learns, from "
-             "the model's last hidden state, a token further ahead in that text, drafting from the text's most "
-             "frequent tokens only. Reports each head's top-1 and top-5 accuracy on held-out prompts.",
+             "the model's last hidden state (and, for Hydra's chained heads, the token before its guess), a "
+             "token further ahead in that text, drafting from the text's most frequent tokens only. Reports "
+             "each head's top-1 and top-5 accuracy on held-out prompts.",
     .sections = k_train_sections,
     .positionals = (const cli_positional[]){
         {.metavar = "MODEL", .offset = offsetof(train_options, model.path), .required = true}, {0}},
@@ -91,6 +105,7 @@ static const cli_command k_train = {
 typedef struct {
     int32_t *tokens; /* prompt, then the continuation */
     int n, cap;
+    int draw;        /* 0: greedy; else the draw's number (its seed) */
     bool done;
 } sample;
 
@@ -145,7 +160,7 @@ static int encode_prompt(const model *m, const chat_template *tmpl, const char *
     return n;
 }
 
-/* Each prompt, continued by the model (greedy) through the engine. */
+/* Each sample's prompt continued by the model through the engine: greedy, or drawn at the temperature. */
 static int generate_all(model *m, const train_options *o, sample *s, int n) {
     int max_len = 0;
     for (int i = 0; i < n; i++)
@@ -160,7 +175,8 @@ static int generate_all(model *m, const train_options *o, sample *s, int n) {
         while (next < n && next - done < 4 * ec.max_num_seqs) { /* keep the engine's queue short */
             request_params p = request_params_defaults();
             p.max_tokens = (int)o->gen_tokens;
-            p.sampling.temperature = 0;
+            p.sampling.temperature = s[next].draw ? (float)o->temperature : 0;
+            p.sampling.seed = (uint64_t)o->seed * 1000003u + (uint64_t)next;
             if (engine_submit(e, s[next].tokens, s[next].n, &p, on_output, &s[next], NULL)) rc = -1;
             next++;
         }
@@ -178,7 +194,7 @@ static void progress(void *user, const char *line) {
 }
 
 static int cmd_medusa_train(int argc, char **argv) {
-    train_options o = {.heads = 4, .draft_vocab = 16384, .epochs = 2, .batch = 64, .gen_tokens = 128,
+    train_options o = {.kind = 0, .heads = 4, .samples = 1, .temperature = 0.8, .draft_vocab = 16384, .epochs = 2, .batch = 64, .gen_tokens = 128,
                        .lr = 1e-3, .holdout = 0.1, .seed = 1, .engine = cli_engine_defaults()};
     o.engine.max_num_seqs = 16;
     const int pr = cli_parse(&k_train, argc, argv, &o);
@@ -190,6 +206,7 @@ static int cmd_medusa_train(int argc, char **argv) {
     sample *samples = NULL;
     chat_template *tmpl = NULL;
     char **lines = read_lines(&o.data, o.max_prompts, &n);
+    const int n_prompts = n;
     model *m = n > 0 ? model_load(o.model.path) : NULL;
     if (n == 0) fprintf(stderr, "cllm medusa train: the data has no prompts\n");
     if (n <= 0) goto done;
@@ -201,15 +218,17 @@ static int cmd_medusa_train(int argc, char **argv) {
         fprintf(stderr, "cllm: %s\n", err_get());
         goto done;
     }
+    n *= (int)o.samples; /* sample i: prompt i / samples, draw i % samples */
     samples = calloc((size_t)n, sizeof *samples);
     if (!samples) goto oom;
     for (int i = 0; i < n; i++) {
         int32_t *ids = NULL;
-        const int len = encode_prompt(m, tmpl, lines[i], &ids);
+        const int len = encode_prompt(m, tmpl, lines[i / o.samples], &ids);
         if (len < 0) {
-            fprintf(stderr, "cllm medusa train: prompt %d: %s\n", i + 1, err_get());
+            fprintf(stderr, "cllm medusa train: prompt %ld: %s\n", i / o.samples + 1, err_get());
             goto done;
         }
+        samples[i].draw = i % (int)o.samples;
         samples[i].cap = len + (int)o.gen_tokens;
         samples[i].tokens = realloc(ids, (size_t)(samples[i].cap ? samples[i].cap : 1) * sizeof *ids);
         if (!samples[i].tokens) {
@@ -230,7 +249,8 @@ static int cmd_medusa_train(int argc, char **argv) {
         for (int i = 0; i < n; i++) generated += samples[i].n;
         generated -= n_prompt_tokens;
         t_gen = now_seconds() - t0;
-        fprintf(stderr, "cllm medusa train: %d prompts continued by %ld tokens in %.1f s\n", n, generated, t_gen);
+        fprintf(stderr, "cllm medusa train: %d prompts continued %ld times by %ld tokens in %.1f s\n", n_prompts,
+                o.samples, generated, t_gen);
     }
     const int32_t **seqs = malloc((size_t)n * sizeof *seqs);
     int *lens = malloc((size_t)n * sizeof *lens);
@@ -241,6 +261,7 @@ static int cmd_medusa_train(int argc, char **argv) {
     for (int i = 0; i < n; i++) seqs[i] = samples[i].tokens, lens[i] = samples[i].n;
     medusa_train_opts to = medusa_train_defaults();
     to.n_heads = (int)o.heads;
+    to.chained = o.kind == 0;
     to.draft_vocab = (int)o.draft_vocab;
     to.epochs = (int)o.epochs;
     to.batch = (int)o.batch;
@@ -265,8 +286,8 @@ static int cmd_medusa_train(int argc, char **argv) {
         json_array_append_new(top1, isnan(heads.top1[k]) ? json_null() : json_real(heads.top1[k]));
         json_array_append_new(top5, isnan(heads.top5[k]) ? json_null() : json_real(heads.top5[k]));
     }
-    json_t *sum = json_pack("{s:s, s:i, s:i, s:i, s:I, s:I, s:I, s:o, s:o, s:f, s:f, s:f, s:f}", "out", o.out,
-                            "heads", heads.n_heads, "draft_vocab", heads.n_draft_vocab, "prompts", n,
+    json_t *sum = json_pack("{s:s, s:s, s:i, s:i, s:i, s:i, s:I, s:I, s:I, s:o, s:o, s:f, s:f, s:f, s:f}", "out", o.out,
+                            "kind", k_kinds[o.kind], "heads", heads.n_heads, "draft_vocab", heads.n_draft_vocab, "prompts", n_prompts, "samples", (int)o.samples,
                             "generated_tokens", (json_int_t)generated, "train_positions",
                             (json_int_t)rep.train_positions, "holdout_positions", (json_int_t)rep.holdout_positions,
                             "top1", top1, "top5", top5, "vocab_coverage",
@@ -284,7 +305,7 @@ oom:
 done:
     for (int i = 0; samples && i < n; i++) free(samples[i].tokens);
     free(samples);
-    for (int i = 0; i < n; i++) free(lines[i]);
+    for (int i = 0; i < n_prompts; i++) free(lines[i]);
     free(lines);
     chat_template_free(tmpl);
     model_free(m);

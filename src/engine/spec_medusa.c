@@ -17,7 +17,6 @@ medusa_drafter *medusa_drafter_create(const model *m, const char *path, int max_
     }
     d->max_rows = max_rows < 1 ? 1 : max_rows;
     d->k = k < p.n_heads ? k : p.n_heads;
-    d->top = 1;
     if (token_tree && token_tree[0]) {
         if (!strcmp(token_tree, "auto")) spec_tree_auto(p.top1, p.top5, p.n_heads, k, &d->tree);
         else if (spec_tree_parse(token_tree, k, &d->tree)) {
@@ -26,7 +25,6 @@ medusa_drafter *medusa_drafter_create(const model *m, const char *path, int max_
             return NULL;
         }
         d->k = spec_tree_depth(&d->tree);
-        d->top = spec_tree_ranks(&d->tree);
         if (d->k > p.n_heads) {
             err_set("speculative_token_tree is %d deep, but %s has %d heads", d->k, path, p.n_heads);
             medusa_params_free(&p);
@@ -34,7 +32,10 @@ medusa_drafter *medusa_drafter_create(const model *m, const char *path, int max_
             return NULL;
         }
     }
-    d->heads = medusa_create(&p, m, d->max_rows);
+    if (d->tree.n == 0) /* a chain: node j the best guess of head j */
+        for (int j = 0; j < d->k; j++) d->tree.parent[j] = (int8_t)(j - 1), d->tree.rank[j] = 0, d->tree.depth[j] = (int8_t)j;
+    d->n_nodes = d->tree.n > 0 ? d->tree.n : d->k;
+    d->heads = medusa_create(&p, m, d->max_rows, d->n_nodes);
     medusa_params_free(&p); /* what medusa_create did not take */
     if (!d->heads) {
         free(d);
@@ -43,8 +44,9 @@ medusa_drafter *medusa_drafter_create(const model *m, const char *path, int max_
     d->seqs = calloc((size_t)d->max_rows, sizeof *d->seqs);
     d->rows = calloc((size_t)d->max_rows, sizeof *d->rows);
     d->hidden = malloc((size_t)d->max_rows * m->hp.n_embd * sizeof *d->hidden);
-    d->tokens = malloc((size_t)d->max_rows * d->k * d->top * sizeof *d->tokens);
-    if (!d->seqs || !d->rows || !d->hidden || !d->tokens) {
+    d->last = malloc((size_t)d->max_rows * sizeof *d->last);
+    d->tokens = malloc((size_t)d->max_rows * d->n_nodes * sizeof *d->tokens);
+    if (!d->seqs || !d->rows || !d->hidden || !d->last || !d->tokens) {
         medusa_drafter_free(d);
         err_oom("out of memory");
         return NULL;
@@ -58,6 +60,7 @@ void medusa_drafter_free(medusa_drafter *d) {
     free(d->seqs);
     free(d->rows);
     free(d->hidden);
+    free(d->last);
     free(d->tokens);
     free(d);
 }
@@ -72,14 +75,12 @@ void medusa_drafter_run(medusa_drafter *d, forward_ctx *f, threadpool *threads) 
     const int n = d->n;
     d->n = 0;
     if (n == 0 || forward_hidden(f, d->rows, n, d->hidden)) return;
-    medusa_propose_top(d->heads, threads, d->hidden, n, d->k, d->top, d->tokens);
+    for (int i = 0; i < n; i++) d->last[i] = d->seqs[i]->tokens[d->seqs[i]->n_tokens - 1];
+    medusa_draft(d->heads, threads, d->hidden, d->last, n, d->tree.parent, d->tree.rank, d->n_nodes, d->tokens);
     for (int i = 0; i < n; i++) {
         sequence *s = d->seqs[i];
-        const int32_t *cand = d->tokens + (size_t)i * d->k * d->top; /* [head][rank] */
-        if (d->tree.n > 0)
-            for (int j = 0; j < d->tree.n; j++) s->spec.guess[j] = cand[d->tree.depth[j] * d->top + d->tree.rank[j]];
-        else memcpy(s->spec.guess, cand, (size_t)d->k * sizeof *cand);
-        s->spec.n_guess = d->tree.n > 0 ? d->tree.n : d->k;
+        memcpy(s->spec.guess, d->tokens + (size_t)i * d->n_nodes, (size_t)d->n_nodes * sizeof *d->tokens);
+        s->spec.n_guess = d->n_nodes;
         s->spec.guess_at = s->n_tokens;
     }
 }
@@ -88,7 +89,7 @@ int medusa_drafter_take(const medusa_drafter *d, sequence *s, int k) {
     if (s->spec.guess_at != s->n_tokens || s->spec.n_guess == 0) return 0;
     const int n = k < s->spec.n_guess ? k : s->spec.n_guess;
     memcpy(s->spec.draft, s->spec.guess, (size_t)n * sizeof *s->spec.draft);
-    s->spec.tree = d->tree.n > 0;
+    s->spec.tree = d->tree.n > 0; /* a chain's parents are implied */
     if (s->spec.tree) memcpy(s->spec.parent, d->tree.parent, (size_t)n * sizeof *s->spec.parent);
     return n;
 }

@@ -17,12 +17,13 @@
 typedef struct {
     medusa_heads *heads;
     int max_rows, k;   /* heads run per sequence */
-    spec_tree tree;    /* n 0: a chain of k guesses */
-    int top;           /* candidates per head (the tree's ranks; 1 for a chain) */
+    spec_tree tree;    /* n 0: a chain of k guesses (its parents and ranks still filled in) */
+    int n_nodes;       /* guesses per sequence: the tree's nodes, or k */
     sequence **seqs;   /* [max_rows] this step's sampled sequences */
     int32_t *rows;     /* [max_rows] the batch row each was sampled from */
     float *hidden;     /* [max_rows][n_embd] */
-    int32_t *tokens;   /* [max_rows][k][top] */
+    int32_t *last;     /* [max_rows] each sequence's last token (chained heads read it) */
+    int32_t *tokens;   /* [max_rows][n_nodes] */
     int n;
 } medusa_drafter;
 

@@ -153,7 +153,6 @@ static void rope_pairs_to_halves(float *x, int n_heads, int head_dim, int rope_d
     }
 }
 
-/* Biases, Q/K norms, rope, and the K/V write of one token. */
 /* x's share of an RMS norm whose sum of squares over all n_total elements is
  * ss (the ranks' sums added; rmsnorm's formula otherwise). */
 static void norm_by_sum(float *x, const float *w, int n, float ss, int n_total, float eps) {
@@ -174,6 +173,7 @@ static void qk_sumsq_row(const forward_step *s, int t) {
     f->qk_ss[2 * t] = (float)sq, f->qk_ss[2 * t + 1] = (float)sk;
 }
 
+/* Biases, Q/K norms, rope, and the K/V write of one token. */
 static void qkv_row(const forward_step *s, int t) {
     forward_ctx *f = s->f;
     const model_hparams *hp = &f->m->hp;

@@ -13,17 +13,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-int medusa_params_init(medusa_params *p, int n_heads, int n_embd, const int32_t *vocab, int n_vocab) {
+int medusa_params_init(medusa_params *p, int n_heads, int n_embd, const int32_t *vocab, int n_vocab, bool chained) {
     memset(p, 0, sizeof *p);
     if (n_heads < 1 || n_heads > MEDUSA_MAX_HEADS) return err_set("%d Medusa heads (1..%d)", n_heads, MEDUSA_MAX_HEADS);
     if (n_vocab < 1) return err_set("an empty draft vocabulary");
     p->n_heads = n_heads;
     p->n_embd = n_embd;
+    p->chained = chained;
+    p->n_in = chained ? 2 * n_embd : n_embd;
     p->n_draft_vocab = n_vocab;
     p->draft_vocab = malloc((size_t)n_vocab * sizeof *p->draft_vocab);
     bool ok = p->draft_vocab != NULL;
     for (int k = 0; k < n_heads && ok; k++) {
-        p->w[k] = calloc((size_t)n_embd * n_embd, sizeof(float));
+        p->w[k] = calloc((size_t)n_embd * p->n_in, sizeof(float));
         p->b[k] = calloc((size_t)n_embd, sizeof(float));
         ok = p->w[k] && p->b[k];
     }
@@ -33,6 +35,18 @@ int medusa_params_init(medusa_params *p, int n_heads, int n_embd, const int32_t 
     }
     memcpy(p->draft_vocab, vocab, (size_t)n_vocab * sizeof *vocab);
     return 0;
+}
+
+void medusa_unit_rms(const float *v, int n, float *out) {
+    double ss = 0;
+    for (int i = 0; i < n; i++) ss += (double)v[i] * v[i];
+    const float r = ss > 0 ? (float)(1.0 / sqrt(ss / n)) : 0.0f;
+    for (int i = 0; i < n; i++) out[i] = v[i] * r;
+}
+
+void medusa_token_input(const model *m, int32_t token, float *out) {
+    weight_row_to_float(&m->w.tok_embd, token, out);
+    medusa_unit_rms(out, m->hp.n_embd, out);
 }
 
 void medusa_params_free(medusa_params *p) {
@@ -49,11 +63,12 @@ void medusa_params_free(medusa_params *p) {
 int medusa_save(const medusa_params *p, const model *m, const char *path, bool f16) {
     gguf_writer *w = gguf_writer_new();
     if (!w) return err_set("out of memory");
-    const size_t e2 = (size_t)p->n_embd * p->n_embd;
+    const size_t e2 = (size_t)p->n_embd * p->n_in;
     f16_t *half = f16 ? malloc((size_t)p->n_heads * e2 * sizeof *half) : NULL;
     int rc = f16 && !half ? err_set("out of memory") : 0;
     rc = rc || gguf_writer_set_str(w, "general.architecture", "medusa") ||
          gguf_writer_set_str(w, "medusa.base_model", m->name ? m->name : "") ||
+         gguf_writer_set_str(w, "medusa.kind", p->chained ? "hydra" : "medusa") ||
          gguf_writer_set_u32(w, "medusa.n_heads", (uint32_t)p->n_heads) ||
          gguf_writer_set_u32(w, "medusa.n_embd", (uint32_t)p->n_embd) ||
          gguf_writer_set_u32(w, "medusa.n_vocab", (uint32_t)m->hp.n_vocab) ||
@@ -62,7 +77,7 @@ int medusa_save(const medusa_params *p, const model *m, const char *path, bool f
          gguf_writer_set_arr(w, "medusa.train.top5", GGUF_TYPE_FLOAT32, p->top5, (uint64_t)p->n_heads);
     for (int k = 0; k < p->n_heads && !rc; k++) {
         char name[64];
-        const int64_t ne_w[2] = {p->n_embd, p->n_embd}, ne_b[1] = {p->n_embd};
+        const int64_t ne_w[2] = {p->n_in, p->n_embd}, ne_b[1] = {p->n_embd};
         const void *data = p->w[k];
         if (f16) {
             f16_t *h = half + (size_t)k * e2;
@@ -111,6 +126,13 @@ static int load_from(medusa_params *p, const model *m, const gguf_ctx *g) {
         return err_set("the heads were made for a model of hidden size %u and %u tokens; this one has %d and %d "
                        "(train heads for it with `cllm medusa train`)",
                        n_embd, n_vocab, m->hp.n_embd, m->hp.n_vocab);
+    gguf_str kind;
+    bool chained = false;
+    if (gguf_get_str(g, "medusa.kind", &kind)) {
+        chained = gguf_str_eq(kind, "hydra");
+        if (!chained && !gguf_str_eq(kind, "medusa"))
+            return err_set("medusa.kind is \"%.*s\" (\"medusa\" or \"hydra\" expected)", (int)kind.len, kind.ptr);
+    }
     const gguf_value *vocab = gguf_get_arr(g, "medusa.draft_vocab", GGUF_TYPE_INT32);
     if (!vocab || vocab->arr.n == 0 || vocab->arr.n > n_vocab) return err_set("medusa.draft_vocab is missing or invalid");
     const int n = (int)vocab->arr.n;
@@ -124,13 +146,13 @@ static int load_from(medusa_params *p, const model *m, const gguf_ctx *g) {
         }
         ids[i] = (int32_t)v;
     }
-    const int rc = medusa_params_init(p, (int)n_heads, (int)n_embd, ids, n);
+    const int rc = medusa_params_init(p, (int)n_heads, (int)n_embd, ids, n, chained);
     free(ids);
     if (rc) return -1;
     for (int k = 0; k < p->n_heads; k++) {
         char name[64];
         snprintf(name, sizeof name, "medusa.%d.weight", k);
-        if (read_tensor(g, name, n_embd, n_embd, p->w[k])) return -1;
+        if (read_tensor(g, name, p->n_in, n_embd, p->w[k])) return -1;
         snprintf(name, sizeof name, "medusa.%d.bias", k);
         if (read_tensor(g, name, n_embd, 1, p->b[k])) return -1;
     }
@@ -160,17 +182,27 @@ int medusa_load(medusa_params *p, const model *m, const char *path) {
 
 struct medusa_heads {
     medusa_params p;
+    const model *m;                 /* its token embedding gives chained heads their inputs */
     weight block[MEDUSA_MAX_HEADS]; /* W_k as F32 weights */
     head_slice head;                /* the draft rows of the output matrix */
-    int max_rows;
-    float *y;       /* [max_rows * n_heads][n_embd] the blocks' outputs */
-    float *logits;  /* [max_rows * n_heads][N] */
+    int max_rows, max_nodes;
+    int max_head_rows; /* rows one block or draft-head matmul takes */
+    float *in;         /* [max_head_rows][n_in] chained blocks' inputs */
+    float *res;        /* [max_head_rows][n_embd] chained blocks' residuals (the states they extend) */
+    float *y;          /* [max_head_rows][n_embd] the blocks' outputs */
+    float *logits;     /* [max_head_rows][N] */
+    float *state;      /* chained: [max_rows][max_nodes + 1][n_embd], what each expansion made */
+    int32_t *cand;     /* independent: [max_rows][n_heads][MEDUSA_MAX_TOP] */
     void *scratch;
 };
 
-medusa_heads *medusa_create(medusa_params *p, const model *m, int max_rows) {
+medusa_heads *medusa_create(medusa_params *p, const model *m, int max_rows, int max_nodes) {
     if (m->tp.size > 1) {
         err_set("Medusa heads do not run under tensor parallelism yet");
+        return NULL;
+    }
+    if (max_nodes > MEDUSA_MAX_NODES) {
+        err_set("a draft tree of %d nodes (at most %d)", max_nodes, MEDUSA_MAX_NODES);
         return NULL;
     }
     medusa_heads *h = calloc(1, sizeof *h);
@@ -180,11 +212,14 @@ medusa_heads *medusa_create(medusa_params *p, const model *m, int max_rows) {
     }
     h->p = *p;
     memset(p, 0, sizeof *p);
+    h->m = m;
     h->max_rows = max_rows < 1 ? 1 : max_rows;
-    const int e = h->p.n_embd, n = h->p.n_draft_vocab, rows = h->max_rows * h->p.n_heads;
+    h->max_nodes = max_nodes < h->p.n_heads ? h->p.n_heads : max_nodes;
+    h->max_head_rows = h->max_rows * h->max_nodes;
+    const int e = h->p.n_embd, n = h->p.n_draft_vocab, rows = h->max_head_rows;
     for (int k = 0; k < h->p.n_heads; k++)
-        h->block[k] = (weight){.name = "medusa block", .data = h->p.w[k], .type = WT_F32, .n_in = e, .n_out = e,
-                               .row_bytes = (size_t)e * sizeof(float)};
+        h->block[k] = (weight){.name = "medusa block", .data = h->p.w[k], .type = WT_F32, .n_in = h->p.n_in,
+                               .n_out = e, .row_bytes = (size_t)h->p.n_in * sizeof(float)};
     if (head_slice_init(&h->head, m, h->p.draft_vocab, n)) {
         medusa_free(h);
         return NULL;
@@ -192,9 +227,18 @@ medusa_heads *medusa_create(medusa_params *p, const model *m, int max_rows) {
     h->y = malloc((size_t)rows * e * sizeof(float));
     h->logits = malloc((size_t)rows * n * sizeof(float));
     if (!h->y || !h->logits) goto oom;
+    if (h->p.chained) {
+        h->in = malloc((size_t)rows * h->p.n_in * sizeof(float));
+        h->res = malloc((size_t)rows * e * sizeof(float));
+        h->state = malloc((size_t)h->max_rows * (h->max_nodes + 1) * e * sizeof(float));
+        if (!h->in || !h->res || !h->state) goto oom;
+    } else {
+        h->cand = malloc((size_t)h->max_rows * h->p.n_heads * MEDUSA_MAX_TOP * sizeof *h->cand);
+        if (!h->cand) goto oom;
+    }
     size_t sc = matmul_scratch_size(&h->head.w, rows);
     for (int k = 0; k < h->p.n_heads; k++)
-        if (matmul_scratch_size(&h->block[k], h->max_rows) > sc) sc = matmul_scratch_size(&h->block[k], h->max_rows);
+        if (matmul_scratch_size(&h->block[k], rows) > sc) sc = matmul_scratch_size(&h->block[k], rows);
     h->scratch = aligned_alloc(64, (sc + 63) / 64 * 64 + 64);
     if (!h->scratch) goto oom;
     return h;
@@ -208,13 +252,40 @@ void medusa_free(medusa_heads *h) {
     if (!h) return;
     medusa_params_free(&h->p);
     head_slice_free(&h->head);
+    free(h->in);
+    free(h->res);
     free(h->y);
     free(h->logits);
+    free(h->state);
+    free(h->cand);
     free(h->scratch);
     free(h);
 }
 
 int medusa_n_heads(const medusa_heads *h) { return h->p.n_heads; }
+bool medusa_chained(const medusa_heads *h) { return h->p.chained; }
+
+/* Block j on n input rows x ([n][n_in]): y = res + SiLU(W_j x + b_j), res [n][n_embd]. */
+static void block_apply(medusa_heads *h, threadpool *threads, int j, const float *x, const float *res, int n,
+                        float *y) {
+    const int e = h->p.n_embd;
+    matmul(threads, &h->block[j], x, n, y, h->scratch);
+    for (int r = 0; r < n; r++) {
+        float *yr = y + (size_t)r * e;
+        const float *xr = res + (size_t)r * e;
+        for (int i = 0; i < e; i++) {
+            const float z = yr[i] + h->p.b[j][i];
+            yr[i] = xr[i] + z / (1.0f + expf(-z));
+        }
+    }
+}
+
+/* The `top` best draft tokens of a logits row, best first; index 0 where the row is all NaN (a broken head). */
+static void best_tokens(const medusa_heads *h, const float *logits, int top, int32_t *out) {
+    int32_t best[MEDUSA_MAX_TOP];
+    const int got = top_k_indices(logits, h->p.n_draft_vocab, top, NULL, NULL, best);
+    for (int t = 0; t < top; t++) out[t] = h->p.draft_vocab[t < got ? best[t] : 0];
+}
 
 void medusa_propose(medusa_heads *h, threadpool *threads, const float *hidden, int n, int k, int32_t *tokens) {
     medusa_propose_top(h, threads, hidden, n, k, 1, tokens);
@@ -227,26 +298,80 @@ void medusa_propose_top(medusa_heads *h, threadpool *threads, const float *hidde
     if (n > h->max_rows) n = h->max_rows;
     if (top > MEDUSA_MAX_TOP) top = MEDUSA_MAX_TOP;
     if (top > nv) top = nv;
-    if (n <= 0 || k <= 0 || top <= 0) return;
+    if (n <= 0 || k <= 0 || top <= 0 || h->p.chained) return;
     /* y rows in head-major order: head j's n rows together, one matmul each. */
-    for (int j = 0; j < k; j++) {
-        float *y = h->y + (size_t)j * n * e;
-        matmul(threads, &h->block[j], hidden, n, y, h->scratch);
-        for (int r = 0; r < n; r++) {
-            float *yr = y + (size_t)r * e;
-            const float *hr = hidden + (size_t)r * e;
-            for (int i = 0; i < e; i++) {
-                const float z = yr[i] + h->p.b[j][i];
-                yr[i] = hr[i] + z / (1.0f + expf(-z));
-            }
-        }
-    }
+    for (int j = 0; j < k; j++) block_apply(h, threads, j, hidden, hidden, n, h->y + (size_t)j * n * e);
     matmul(threads, &h->head.w, h->y, n * k, h->logits, h->scratch);
     for (int j = 0; j < k; j++)
-        for (int r = 0; r < n; r++) {
-            int32_t best[MEDUSA_MAX_TOP];
-            const int got = top_k_indices(h->logits + ((size_t)j * n + r) * nv, nv, top, NULL, NULL, best);
-            for (int t = 0; t < top; t++) /* all NaN (a broken head): guess index 0 rather than garbage */
-                tokens[((size_t)r * k + j) * top + t] = h->p.draft_vocab[t < got ? best[t] : 0];
+        for (int r = 0; r < n; r++)
+            best_tokens(h, h->logits + ((size_t)j * n + r) * nv, top, tokens + ((size_t)r * k + j) * top);
+}
+
+/* Chained heads over a tree, one depth at a time: expanding node x (the
+ * root, x = -1, or a node with children) runs head depth(x) + 1 on
+ * [its parent's expansion's state; e(x's token)], giving x's children
+ * their state and candidates. */
+static void draft_chained(medusa_heads *h, threadpool *threads, const float *hidden, const int32_t *last, int n,
+                          const int8_t *parent, const int8_t *rank, const int *depth, int n_nodes, int stride,
+                          int32_t *tokens) {
+    const int e = h->p.n_embd, ni = h->p.n_in, nv = h->p.n_draft_vocab, slots = h->max_nodes + 1;
+    int need[MEDUSA_MAX_NODES + 1] = {0}; /* candidates expansion x + 1 must give; 0: none */
+    int deepest = 0;
+    for (int j = 0; j < n_nodes; j++) {
+        if (rank[j] + 1 > need[parent[j] + 1]) need[parent[j] + 1] = rank[j] + 1;
+        if (depth[j] > deepest) deepest = depth[j];
+    }
+    for (int d = 0; d <= deepest; d++) {
+        int xs[MEDUSA_MAX_NODES + 1], nx = 0;
+        for (int x = -1; x < n_nodes; x++)
+            if (need[x + 1] && (x < 0 ? 0 : depth[x] + 1) == d) xs[nx++] = x;
+        const int rows = n * nx;
+        for (int i = 0; i < n; i++)
+            for (int q = 0; q < nx; q++) {
+                const int x = xs[q];
+                float *in = h->in + (size_t)(i * nx + q) * ni, *res = h->res + (size_t)(i * nx + q) * e;
+                const float *from = x < 0 ? hidden + (size_t)i * e : h->state + ((size_t)i * slots + parent[x] + 1) * e;
+                memcpy(res, from, (size_t)e * sizeof *res);
+                medusa_unit_rms(from, e, in);
+                medusa_token_input(h->m, x < 0 ? last[i] : tokens[(size_t)i * stride + x], in + e);
+            }
+        block_apply(h, threads, d, h->in, h->res, rows, h->y);
+        matmul(threads, &h->head.w, h->y, rows, h->logits, h->scratch);
+        for (int i = 0; i < n; i++)
+            for (int q = 0; q < nx; q++) {
+                const int x = xs[q], r = i * nx + q;
+                memcpy(h->state + ((size_t)i * slots + x + 1) * e, h->y + (size_t)r * e, (size_t)e * sizeof(float));
+                int32_t best[MEDUSA_MAX_TOP];
+                best_tokens(h, h->logits + (size_t)r * nv, need[x + 1], best);
+                for (int c = 0; c < n_nodes; c++)
+                    if (parent[c] == x) tokens[(size_t)i * stride + c] = best[rank[c]];
+            }
+    }
+}
+
+void medusa_draft(medusa_heads *h, threadpool *threads, const float *hidden, const int32_t *last, int n,
+                  const int8_t *parent, const int8_t *rank, int n_nodes, int32_t *tokens) {
+    if (n > h->max_rows) n = h->max_rows;
+    if (n_nodes > h->max_nodes) n_nodes = h->max_nodes;
+    if (n <= 0 || n_nodes <= 0) return;
+    int depth[MEDUSA_MAX_NODES], top = 1, k = 0, usable = n_nodes;
+    for (int j = 0; j < n_nodes; j++) {
+        depth[j] = parent[j] < 0 ? 0 : depth[parent[j]] + 1;
+        if (depth[j] >= h->p.n_heads || rank[j] >= MEDUSA_MAX_TOP || rank[j] >= h->p.n_draft_vocab) {
+            usable = j; /* past what the heads can guess (a caller's error): token 0 from here on */
+            break;
         }
+        if (depth[j] + 1 > k) k = depth[j] + 1;
+        if (rank[j] + 1 > top) top = rank[j] + 1;
+    }
+    for (int i = 0; i < n; i++)
+        for (int j = usable; j < n_nodes; j++) tokens[(size_t)i * n_nodes + j] = 0;
+    if (usable == 0) return;
+    if (h->p.chained) {
+        draft_chained(h, threads, hidden, last, n, parent, rank, depth, usable, n_nodes, tokens);
+        return;
+    }
+    medusa_propose_top(h, threads, hidden, n, k, top, h->cand);
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < usable; j++) tokens[(size_t)i * n_nodes + j] = h->cand[((size_t)i * k + depth[j]) * top + rank[j]];
 }

@@ -28,6 +28,7 @@ typedef struct {
     int64_t n_pos;
     float *hidden;       /* [n_pos][e] */
     int32_t *target;     /* [n_pos][k]: draft row, OUT_OF_VOCAB or NO_TARGET */
+    int32_t *input;      /* [n_pos][k]: the token before head j's target (chained heads read it) */
     bool *held;          /* [n_pos] */
 } train_set;
 
@@ -96,9 +97,10 @@ static int collect_hidden(const model *m, const int32_t *const *seqs, const int 
     ts->n_pos = n_pos;
     ts->hidden = malloc((size_t)n_pos * ts->e * sizeof *ts->hidden);
     ts->target = malloc((size_t)n_pos * ts->k * sizeof *ts->target);
+    ts->input = malloc((size_t)n_pos * ts->k * sizeof *ts->input);
     ts->held = calloc((size_t)n_pos, sizeof *ts->held);
     int32_t pos[HIDDEN_CHUNK], seq[HIDDEN_CHUNK] = {0}, rows[HIDDEN_CHUNK];
-    if (!ts->hidden || !ts->target || !ts->held) return err_set("out of memory for %lld hidden states", (long long)n_pos);
+    if (!ts->hidden || !ts->target || !ts->input || !ts->held) return err_set("out of memory for %lld hidden states", (long long)n_pos);
     const fwd_seq fs = runner_identity_seq(run);
     int64_t at = 0;
     for (int s = 0; s < n_seqs; s++) {
@@ -117,6 +119,7 @@ static int collect_hidden(const model *m, const int32_t *const *seqs, const int 
                 for (int j = 0; j < ts->k; j++) {
                     const int next = t + 2 + j;
                     ts->target[at * ts->k + j] = next < L ? row_of[seqs[s][next]] : NO_TARGET;
+                    ts->input[at * ts->k + j] = next - 1 < L ? seqs[s][next - 1] : 0;
                 }
             }
             done += chunk;
@@ -129,10 +132,13 @@ static int collect_hidden(const model *m, const int32_t *const *seqs, const int 
 
 typedef struct {
     int e, nv, b;              /* hidden, draft vocabulary, batch rows at most */
+    int ni;                    /* a block's input: e, or 2 e for chained heads */
     int rows;                  /* rows in the batch grad_rows reads */
+    const model *m;            /* chained heads' token inputs */
     threadpool *threads;
     weight head, head_t;       /* [nv][e] and [e][nv], F32 */
-    float *x, *a, *y, *z, *dy; /* the batch: input, pre-activation, block output, logits, gradients */
+    float *x, *a, *y, *z, *dy; /* the batch: input [b][ni], pre-activation, block output, logits, gradients */
+    float *res;                /* [b][e] what the block adds to: the input (independent) or the state (chained) */
     const int32_t *tgt;        /* [b] this head's targets */
     float *dw, *db;
     void *scratch;
@@ -174,15 +180,15 @@ static void softmax_rows(void *p, long lo, long hi) {
 static void grad_rows(void *p, long lo, long hi) {
     step_ctx *c = p;
     for (long o = lo; o < hi; o++) {
-        float *dw = c->dw + (size_t)o * c->e;
-        memset(dw, 0, (size_t)c->e * sizeof *dw);
+        float *dw = c->dw + (size_t)o * c->ni;
+        memset(dw, 0, (size_t)c->ni * sizeof *dw);
         float db = 0;
         for (int r = 0; r < c->rows; r++) {
             const float g = c->a[(size_t)r * c->e + o]; /* da, in place of a */
             if (g == 0) continue;
             db += g;
-            const float *x = c->x + (size_t)r * c->e;
-            for (int i = 0; i < c->e; i++) dw[i] += g * x[i];
+            const float *x = c->x + (size_t)r * c->ni;
+            for (int i = 0; i < c->ni; i++) dw[i] += g * x[i];
         }
         c->db[o] = db;
     }
@@ -196,7 +202,7 @@ static void block_forward(step_ctx *c, const weight *w, const float *bias, int n
             const size_t at = (size_t)r * c->e + i;
             const float a = c->a[at] + bias[i];
             c->a[at] = a;
-            c->y[at] = c->x[at] + a * sigmoidf(a);
+            c->y[at] = c->res[at] + a * sigmoidf(a);
         }
 }
 
@@ -215,21 +221,46 @@ static void adam(float *w, const float *g, adam_state *s, size_t n, float lr) {
     }
 }
 
-/* One optimizer step of head j on the positions idx[0..n): returns the
- * summed loss and the number of rows with a target. */
+/* The batch's inputs to head j (positions idx[0..n)) into c->x and its
+ * residuals into c->res: the hidden state; for chained heads the input is
+ * [n(z); e(token)], the residual z, z the state head j - 1 left in c->y on
+ * these rows (teacher forcing: the tokens are the text's, as they are along
+ * any path verification accepts). */
+static void fill_inputs(step_ctx *c, const train_set *ts, int j, const int64_t *idx, int n) {
+    const int e = c->e;
+    for (int r = 0; r < n; r++) {
+        float *x = c->x + (size_t)r * c->ni, *res = c->res + (size_t)r * e;
+        const float *z = j == 0 || c->ni == e ? ts->hidden + (size_t)idx[r] * e : c->y + (size_t)r * e;
+        memcpy(res, z, (size_t)e * sizeof *res);
+        if (c->ni == e) {
+            memcpy(x, z, (size_t)e * sizeof *x);
+            continue;
+        }
+        medusa_unit_rms(z, e, x);
+        medusa_token_input(c->m, ts->input[idx[r] * ts->k + j], x + e);
+    }
+}
+
+static weight block_weight(const step_ctx *c, const medusa_params *p, int j) {
+    return (weight){.data = p->w[j], .type = WT_F32, .n_in = c->ni, .n_out = c->e,
+                    .row_bytes = (size_t)c->ni * sizeof(float)};
+}
+
+/* One optimizer step of head j on the positions idx[0..n), its inputs in
+ * c->x: returns the summed loss and the number of rows with a target. The
+ * block's output stays in c->y (the next chained head's input). */
 static double train_step(step_ctx *c, const train_set *ts, medusa_params *p, int j, const int64_t *idx, int n,
                          int32_t *tgt, adam_state *st_w, adam_state *st_b, float lr, int *n_rows) {
     const int e = c->e;
     int valid = 0;
     for (int r = 0; r < n; r++) {
-        memcpy(c->x + (size_t)r * e, ts->hidden + (size_t)idx[r] * e, (size_t)e * sizeof(float));
         tgt[r] = ts->target[idx[r] * ts->k + j];
         valid += tgt[r] >= 0;
     }
     *n_rows = valid;
-    if (!valid) return 0;
-    const weight w = {.data = p->w[j], .type = WT_F32, .n_in = e, .n_out = e, .row_bytes = (size_t)e * sizeof(float)};
+    const weight w = block_weight(c, p, j);
     block_forward(c, &w, p->b[j], n);
+    if (!valid) return 0;
     matmul(c->threads, &c->head, c->y, n, c->z, c->scratch);
     double loss[1024];
     softmax_job sj = {.c = c, .inv_n = 1.0f / (float)valid, .loss = loss};
@@ -243,39 +274,43 @@ static double train_step(step_ctx *c, const train_set *ts, medusa_params *p, int
     c->rows = n;
     threadpool_for(c->threads, e, 16, grad_rows, c);
     st_w->t++, st_b->t++;
-    adam(p->w[j], c->dw, st_w, (size_t)e * e, lr);
+    adam(p->w[j], c->dw, st_w, (size_t)e * c->ni, lr);
     adam(p->b[j], c->db, st_b, (size_t)e, lr);
     double sum = 0;
     for (int r = 0; r < n; r++) sum += loss[r];
     return sum;
 }
 
-/* Held-out accuracy of head j: top-1 and top-5 hits over positions with a target. */
-static void evaluate(step_ctx *c, const train_set *ts, medusa_params *p, int j, const int64_t *held, int64_t n_held,
+/* Held-out accuracy of every head: top-1 and top-5 hits over positions
+ * with a target (a chained head's given the text's tokens before it). */
+static void evaluate(step_ctx *c, const train_set *ts, medusa_params *p, const int64_t *held, int64_t n_held,
                      float *top1, float *top5) {
-    const int e = c->e, nv = c->nv;
-    int64_t hit1 = 0, hit5 = 0, total = 0;
-    const weight w = {.data = p->w[j], .type = WT_F32, .n_in = e, .n_out = e, .row_bytes = (size_t)e * sizeof(float)};
+    const int nv = c->nv;
+    int64_t hit1[MEDUSA_MAX_HEADS] = {0}, hit5[MEDUSA_MAX_HEADS] = {0}, total[MEDUSA_MAX_HEADS] = {0};
     for (int64_t lo = 0; lo < n_held; lo += c->b) {
         const int n = (int)(n_held - lo < c->b ? n_held - lo : c->b);
-        for (int r = 0; r < n; r++)
-            memcpy(c->x + (size_t)r * e, ts->hidden + (size_t)held[lo + r] * e, (size_t)e * sizeof(float));
-        block_forward(c, &w, p->b[j], n);
-        matmul(c->threads, &c->head, c->y, n, c->z, c->scratch);
-        for (int r = 0; r < n; r++) {
-            const int32_t t = ts->target[held[lo + r] * ts->k + j];
-            if (t == NO_TARGET) continue;
-            total++;
-            if (t < 0) continue;
-            const float *z = c->z + (size_t)r * nv;
-            int above = 0;
-            for (int v = 0; v < nv && above < 5; v++) above += z[v] > z[t] || (z[v] == z[t] && v < t);
-            hit1 += above == 0;
-            hit5 += above < 5;
+        for (int j = 0; j < p->n_heads; j++) {
+            fill_inputs(c, ts, j, held + lo, n);
+            const weight w = block_weight(c, p, j);
+            block_forward(c, &w, p->b[j], n);
+            matmul(c->threads, &c->head, c->y, n, c->z, c->scratch);
+            for (int r = 0; r < n; r++) {
+                const int32_t t = ts->target[held[lo + r] * ts->k + j];
+                if (t == NO_TARGET) continue;
+                total[j]++;
+                if (t < 0) continue;
+                const float *z = c->z + (size_t)r * nv;
+                int above = 0;
+                for (int v = 0; v < nv && above < 5; v++) above += z[v] > z[t] || (z[v] == z[t] && v < t);
+                hit1[j] += above == 0;
+                hit5[j] += above < 5;
+            }
         }
     }
-    *top1 = total ? (float)hit1 / (float)total : NAN;
-    *top5 = total ? (float)hit5 / (float)total : NAN;
+    for (int j = 0; j < p->n_heads; j++) {
+        top1[j] = total[j] ? (float)hit1[j] / (float)total[j] : NAN;
+        top5[j] = total[j] ? (float)hit5[j] / (float)total[j] : NAN;
+    }
 }
 
 static void shuffle(int64_t *a, int64_t n, rng_state *rng) {
@@ -328,7 +363,7 @@ int medusa_train(const model *m, const int32_t *const *seqs, const int *lens, in
         free(ids), free(row_of), free(seq_held);
         return err_set("out of memory");
     }
-    if (nv < 1 || medusa_params_init(out, o->n_heads, e, ids, nv)) {
+    if (nv < 1 || medusa_params_init(out, o->n_heads, e, ids, nv, o->chained)) {
         free(ids), free(row_of), free(seq_held);
         return nv < 1 ? err_set("no training tokens") : -1;
     }
@@ -339,7 +374,7 @@ int medusa_train(const model *m, const int32_t *const *seqs, const int *lens, in
     train_set ts = {.e = e, .nv = nv, .k = o->n_heads};
     runner run = {0};
     threadpool *threads = NULL;
-    step_ctx c = {.e = e, .nv = nv, .b = o->batch};
+    step_ctx c = {.e = e, .nv = nv, .b = o->batch, .ni = out->n_in, .m = m};
     adam_state st_w[MEDUSA_MAX_HEADS] = {{0}}, st_b[MEDUSA_MAX_HEADS] = {{0}};
     int64_t *train = NULL, *held = NULL;
     int32_t *tgt = malloc((size_t)o->batch * sizeof *tgt);
@@ -389,20 +424,21 @@ int medusa_train(const model *m, const int32_t *const *seqs, const int *lens, in
     const int B = o->batch;
     size_t sc = matmul_scratch_size(&c.head, B);
     if (matmul_scratch_size(&c.head_t, B) > sc) sc = matmul_scratch_size(&c.head_t, B);
-    const weight w0 = {.type = WT_F32, .n_in = e, .n_out = e, .row_bytes = (size_t)e * sizeof(float)};
+    const weight w0 = {.type = WT_F32, .n_in = c.ni, .n_out = e, .row_bytes = (size_t)c.ni * sizeof(float)};
     if (matmul_scratch_size(&w0, B) > sc) sc = matmul_scratch_size(&w0, B);
     c.scratch = aligned_alloc(64, (sc + 63) / 64 * 64 + 64);
-    c.x = malloc((size_t)B * e * sizeof(float));
+    c.x = malloc((size_t)B * c.ni * sizeof(float));
     c.a = malloc((size_t)B * e * sizeof(float));
     c.y = malloc((size_t)B * e * sizeof(float));
+    c.res = malloc((size_t)B * e * sizeof(float));
     c.dy = malloc((size_t)B * e * sizeof(float));
     c.z = malloc((size_t)B * nv * sizeof(float));
-    c.dw = malloc((size_t)e * e * sizeof(float));
+    c.dw = malloc((size_t)e * c.ni * sizeof(float));
     c.db = malloc((size_t)e * sizeof(float));
-    bool ok = c.scratch && c.x && c.a && c.y && c.dy && c.z && c.dw && c.db;
+    bool ok = c.scratch && c.x && c.a && c.y && c.res && c.dy && c.z && c.dw && c.db;
     for (int j = 0; j < o->n_heads && ok; j++) {
-        st_w[j].m = calloc((size_t)e * e, sizeof(float));
-        st_w[j].v = calloc((size_t)e * e, sizeof(float));
+        st_w[j].m = calloc((size_t)e * c.ni, sizeof(float));
+        st_w[j].v = calloc((size_t)e * c.ni, sizeof(float));
         st_b[j].m = calloc((size_t)e, sizeof(float));
         st_b[j].v = calloc((size_t)e, sizeof(float));
         ok = st_w[j].m && st_w[j].v && st_b[j].m && st_b[j].v;
@@ -425,6 +461,7 @@ int medusa_train(const model *m, const int32_t *const *seqs, const int *lens, in
             const int n = (int)(n_train - lo < B ? n_train - lo : B);
             for (int j = 0; j < o->n_heads; j++) {
                 int nr = 0;
+                fill_inputs(&c, &ts, j, train + lo, n);
                 loss[j] += train_step(&c, &ts, out, j, train + lo, n, tgt, &st_w[j], &st_b[j], o->lr, &nr);
                 rows[j] += nr;
             }
@@ -443,18 +480,18 @@ int medusa_train(const model *m, const int32_t *const *seqs, const int *lens, in
         in_vocab += t >= 0;
     }
     rep->vocab_coverage = with_target ? (float)in_vocab / (float)with_target : NAN;
+    if (n_held) evaluate(&c, &ts, out, held, n_held, out->top1, out->top5);
     for (int j = 0; j < o->n_heads; j++) {
-        if (n_held) evaluate(&c, &ts, out, j, held, n_held, &out->top1[j], &out->top5[j]);
-        else out->top1[j] = out->top5[j] = NAN;
+        if (!n_held) out->top1[j] = out->top5[j] = NAN;
         rep->top1[j] = out->top1[j];
         rep->top5[j] = out->top5[j];
     }
     free((void *)c.head.data);
 done:
     for (int j = 0; j < MEDUSA_MAX_HEADS; j++) free(st_w[j].m), free(st_w[j].v), free(st_b[j].m), free(st_b[j].v);
-    free(c.scratch), free(c.x), free(c.a), free(c.y), free(c.dy), free(c.z), free(c.dw), free(c.db);
+    free(c.scratch), free(c.x), free(c.a), free(c.y), free(c.res), free(c.dy), free(c.z), free(c.dw), free(c.db);
     free(head_t), free(train), free(held), free(tgt), free(row_of), free(seq_held);
-    free(ts.hidden), free(ts.target), free(ts.held);
+    free(ts.hidden), free(ts.target), free(ts.input), free(ts.held);
     runner_destroy(&run);
     if (rc) medusa_params_free(out);
     return rc;

@@ -9,7 +9,9 @@
  * The draft vocabulary is the N tokens most frequent in the sequences. The
  * loss is the cross-entropy over those N (a target outside them cannot be
  * drafted anyway); each head trains with Adam from Medusa's zero
- * initialization. Accuracy is measured on held-out sequences, a target
+ * initialization. Chained heads (medusa.h) train head by head on each
+ * batch, head j reading the state head j - 1 just computed (not
+ * differentiated through) and the text's token before its target. Accuracy is measured on held-out sequences, a target
  * outside the draft vocabulary counting as a miss: the acceptance a chain of
  * drafts can expect per position. */
 #ifndef CLLM_MODEL_MEDUSA_TRAIN_H
@@ -22,6 +24,7 @@
 
 typedef struct {
     int n_heads;        /* K, 1..MEDUSA_MAX_HEADS */
+    bool chained;       /* Hydra's heads, each reading the token before its guess */
     int draft_vocab;    /* N at most (fewer when fewer distinct tokens occur) */
     int epochs;
     int batch;          /* positions per optimizer step */

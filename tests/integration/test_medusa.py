@@ -1,6 +1,7 @@
-"""Medusa heads: `cllm medusa train` makes them, and speculative decoding
-with them ("method": "medusa") is lossless: greedy output is token-identical
-to plain decoding on synthetic models of three families, alone, in batches
+"""Medusa heads: `cllm medusa train` makes them (Hydra's chained kind by
+default, Medusa's independent one with --kind medusa), and speculative
+decoding with them ("method": "medusa") is lossless: greedy output is
+token-identical to plain decoding on synthetic models of three families, alone, in batches
 where every sequence speculates, under preemption, with prefix-cache hits
 and seeded sampling, and no KV block is left held. Bad heads files and configs fail at start with
 a message (the real model's checks: test_medusa_real.py).
@@ -35,13 +36,20 @@ def train(run_cllm, model, data, out, *extra, timeout=600):
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
-@pytest.fixture(scope="module", params=FAMILIES)
+# Hydra's chained heads (the default kind) on each family, and Medusa's own
+# independent heads (--kind medusa) on one.
+KINDS = [(arch, "hydra") for arch in FAMILIES] + [("llama", "medusa")]
+
+
+@pytest.fixture(scope="module", params=KINDS, ids=lambda p: "-".join(p))
 def trained(request, model_factory, run_cllm, tmp_path_factory):
-    arch = request.param
+    arch, kind = request.param
     model = model_factory(arch)
-    tmp = tmp_path_factory.mktemp(f"medusa-{arch}")
-    heads = tmp / f"{arch}-medusa.gguf"
-    summary = train(run_cllm, model, data_file(tmp), heads, "--gen-tokens", 40, "--epochs", 4, "--lr", "3e-3")
+    tmp = tmp_path_factory.mktemp(f"medusa-{arch}-{kind}")
+    heads = tmp / f"{arch}-{kind}.gguf"
+    summary = train(run_cllm, model, data_file(tmp), heads, "--kind", kind, "--gen-tokens", 40, "--epochs", 4,
+                    "--lr", "3e-3")
+    assert summary["kind"] == kind, summary
     return arch, model, heads, summary
 
 
@@ -57,7 +65,8 @@ def test_training_reports_each_heads_accuracy(trained):
     assert s["train_positions"] > 0 and s["holdout_positions"] > 0
     for t1, t5 in zip(s["top1"], s["top5"]):
         assert 0 <= t1 <= t5 <= 1
-    assert heads.stat().st_size > 4 * 64 * 64 * 2  # four F16 64x64 blocks at least
+    n_in = 128 if s["kind"] == "hydra" else 64  # chained blocks read [h; e(token)]
+    assert heads.stat().st_size > 4 * 64 * n_in * 2  # four F16 blocks at least
 
 
 # A draft tree (speculative_token_tree): the heads' top candidates at each
@@ -90,7 +99,13 @@ def test_alone_preempted_prefix_cached_and_sampled(harness, trained, tree):  # n
     k, extra = (8, {"speculative_token_tree": tree}) if tree else (4, {})
     req = {"prompt": [2] + list(range(10, 40)), "max_tokens": 50, "ignore_eos": True}
     assert tokens(harness(model, [req], spec=medusa(heads, k, **extra)), 0) == tokens(harness(model, [req]), 0)
-    reqs, cfg = preemption_scenario(arch)
+    # Six short prompts admitted at once, each growing by 100 tokens in a pool
+    # that holds far less than six of max_model_len: sequences must be
+    # preempted whatever share of the drafts is accepted.
+    _, cfg = preemption_scenario(arch)
+    rng = random.Random(5)
+    reqs = [{"prompt": [2] + [rng.randrange(4, 300) for _ in range(7)], "max_tokens": 100, "ignore_eos": True,
+             "arrive": 0} for _ in range(6)]
     plain = harness(model, reqs, **cfg)
     spec = harness(model, reqs, spec=medusa(heads, k, disable_by_batch_size=16, **extra), **cfg)
     assert spec["preemptions"] > 0

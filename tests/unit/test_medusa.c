@@ -1,10 +1,14 @@
 /* Medusa heads without a real model: a hand-made model of an F32 (and a
  * Q8_0) output matrix. medusa_propose gives the tokens a scalar reference
  * gives (y = h + SiLU(W h + b), the argmax over the draft rows of the output
- * matrix, mapped back to token ids), the same in any batch; the file keeps
- * every parameter (F32 exactly, F16 within half precision); and the loader
- * refuses heads made for another shape, a draft token outside the
- * vocabulary and a file that is not Medusa heads, naming each. */
+ * matrix, mapped back to token ids), the same in any batch; chained (Hydra)
+ * heads drafting a chain or a tree give, node by node, what a recursive
+ * scalar reference gives (each node's children from its parent's state and
+ * its own token's embedding), and independent heads fill a tree with each
+ * depth's ranked candidates; the file keeps every parameter of both kinds
+ * (F32 exactly, F16 within half precision); and the loader refuses heads
+ * made for another shape, a draft token outside the vocabulary and a file
+ * that is not Medusa heads, naming each. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -43,6 +47,7 @@ static void fake_init(fake_model *f, uint64_t seed, bool q8) {
     f->m.hp.n_embd = E;
     f->m.hp.n_vocab = V;
     f->m.w.output = (weight){.data = f->out, .type = WT_F32, .n_in = E, .n_out = V, .row_bytes = E * sizeof(float)};
+    f->m.w.tok_embd = f->m.w.output; /* tied */
     if (q8) {
         const size_t rb = wtype_row_size(WT_Q8_0, E);
         f->q = malloc((size_t)V * rb);
@@ -56,18 +61,21 @@ static void fake_free(fake_model *f) {
     free(f->q);
 }
 
-static void random_heads(medusa_params *p, uint64_t seed) {
+static void random_kind(medusa_params *p, uint64_t seed, bool chained) {
     rng_state r;
     rng_seed(&r, seed);
     int32_t vocab[N];
     for (int i = 0; i < N; i++) vocab[i] = (i * 37 + 11) % V; /* distinct: 37 is prime to 200 */
-    assert_int_equal(medusa_params_init(p, K, E, vocab, N), 0);
+    assert_int_equal(medusa_params_init(p, K, E, vocab, N, chained), 0);
+    assert_int_equal(p->n_in, chained ? 2 * E : E);
     for (int k = 0; k < K; k++) {
-        for (int i = 0; i < E * E; i++) p->w[k][i] = 0.2f * unif(&r);
+        for (int i = 0; i < E * p->n_in; i++) p->w[k][i] = 0.2f * unif(&r);
         for (int i = 0; i < E; i++) p->b[k][i] = 0.2f * unif(&r);
         p->top1[k] = 0.5f, p->top5[k] = 0.75f;
     }
 }
+
+static void random_heads(medusa_params *p, uint64_t seed) { random_kind(p, seed, false); }
 
 /* The reference: the draft token of head k for hidden state h, with the
  * output matrix as floats (dequantized rows for a quantized one). */
@@ -95,7 +103,7 @@ static void check_propose(bool q8) {
     medusa_params p, copy;
     random_heads(&p, 5);
     random_heads(&copy, 5);
-    medusa_heads *h = medusa_create(&p, &f.m, 16);
+    medusa_heads *h = medusa_create(&p, &f.m, 16, K);
     assert_non_null(h);
     assert_int_equal(medusa_n_heads(h), K);
     rng_state r;
@@ -143,8 +151,8 @@ static void test_zero_heads_guess_the_models_own_next_token(void **state) {
     int32_t vocab[V];
     for (int i = 0; i < V; i++) vocab[i] = i;
     medusa_params p;
-    assert_int_equal(medusa_params_init(&p, 2, E, vocab, V), 0);
-    medusa_heads *h = medusa_create(&p, &f.m, 1);
+    assert_int_equal(medusa_params_init(&p, 2, E, vocab, V, false), 0);
+    medusa_heads *h = medusa_create(&p, &f.m, 1, 2);
     assert_non_null(h);
     rng_state r;
     rng_seed(&r, 1);
@@ -165,6 +173,155 @@ static void test_zero_heads_guess_the_models_own_next_token(void **state) {
     fake_free(&f);
 }
 
+/* ---- chained (Hydra) heads ---- */
+
+/* A tree of 7 nodes: the root's top three, the second head's best and
+ * second after node 0, its best after node 1, the third's best after node 3. */
+static const int8_t k_parent[7] = {-1, -1, -1, 0, 0, 1, 3};
+static const int8_t k_rank[7] = {0, 1, 2, 0, 1, 0, 0};
+static const int8_t k_chain_parent[K] = {-1, 0, 1};
+static const int8_t k_chain_rank[K] = {0, 0, 0};
+
+/* Block j on state z and token x, as the header writes it, in doubles:
+ * z + SiLU(W [n(z); n(e(x))] + b), e(x) the embedding row, n at unit RMS. */
+static void ref_block(const medusa_params *p, const model *m, int j, const float *z, int32_t x, float *out) {
+    float in[2 * E], row[E];
+    weight_row_to_float(&m->w.tok_embd, x, row);
+    double sz = 0, se = 0;
+    for (int i = 0; i < E; i++) sz += (double)z[i] * z[i], se += (double)row[i] * row[i];
+    for (int i = 0; i < E; i++) in[i] = (float)(z[i] / sqrt(sz / E)), in[E + i] = (float)(row[i] / sqrt(se / E));
+    for (int o = 0; o < E; o++) {
+        double a = p->b[j][o];
+        for (int i = 0; i < 2 * E; i++) a += (double)p->w[j][(size_t)o * 2 * E + i] * in[i];
+        out[o] = z[o] + (float)(a / (1.0 + exp(-a)));
+    }
+}
+
+/* The draft token of rank `rank` for state y: draft rows by logit, highest first, the lower row among equals. */
+static int32_t ref_ranked(const medusa_params *p, const model *m, const float *y, int rank) {
+    double z[N];
+    float row[E];
+    for (int j = 0; j < N; j++) {
+        weight_row_to_float(&m->w.output, p->draft_vocab[j], row);
+        z[j] = 0;
+        for (int i = 0; i < E; i++) z[j] += (double)row[i] * y[i];
+    }
+    for (int j = 0; j < N; j++) {
+        int above = 0;
+        for (int v = 0; v < N; v++) above += z[v] > z[j] || (z[v] == z[j] && v < j);
+        if (above == rank) return p->draft_vocab[j];
+    }
+    return -1;
+}
+
+/* Node j's token by recursion: its parent's children come from block
+ * depth(j) on (the state that made the parent, the parent's token). */
+static void ref_tree(const medusa_params *p, const model *m, const float *h, int32_t last, const int8_t *parent,
+                     const int8_t *rank, int n, int32_t *tok) {
+    float state[8][E]; /* state[x + 1]: what expanding x made */
+    bool made[8] = {false};
+    int depth[8];
+    for (int j = 0; j < n; j++) {
+        depth[j] = parent[j] < 0 ? 0 : depth[parent[j]] + 1;
+        const int x = parent[j];
+        if (!made[x + 1]) {
+            ref_block(p, m, depth[j], x < 0 ? h : state[parent[x] + 1], x < 0 ? last : tok[x], state[x + 1]);
+            made[x + 1] = true;
+        }
+        tok[j] = ref_ranked(p, m, state[x + 1], rank[j]);
+    }
+}
+
+static void check_chained(const int8_t *parent, const int8_t *rank, int n_nodes) {
+    fake_model f;
+    fake_init(&f, 3, false);
+    medusa_params p, copy;
+    random_kind(&p, 5, true);
+    random_kind(&copy, 5, true);
+    medusa_heads *h = medusa_create(&p, &f.m, 8, n_nodes);
+    assert_non_null(h);
+    assert_true(medusa_chained(h));
+    rng_state r;
+    rng_seed(&r, 9);
+    float hidden[8 * E];
+    int32_t last[8];
+    for (int i = 0; i < 8 * E; i++) hidden[i] = unif(&r);
+    for (int i = 0; i < 8; i++) last[i] = (int32_t)(rng_next(&r) % V);
+    int32_t all[8 * 8], one[8], want[8];
+    medusa_draft(h, NULL, hidden, last, 8, parent, rank, n_nodes, all);
+    int agree = 0;
+    for (int row = 0; row < 8; row++) {
+        medusa_draft(h, NULL, hidden + row * E, last + row, 1, parent, rank, n_nodes, one);
+        ref_tree(&copy, &f.m, hidden + row * E, last[row], parent, rank, n_nodes, want);
+        for (int j = 0; j < n_nodes; j++) {
+            assert_int_equal(one[j], all[row * n_nodes + j]); /* the same in any batch */
+            agree += one[j] == want[j];
+        }
+    }
+    /* The kernels sum in float, the reference in double: a near tie may flip one node (and its subtree). */
+    assert_true(agree >= 8 * n_nodes - 3);
+    medusa_free(h);
+    medusa_params_free(&copy);
+    fake_free(&f);
+}
+
+static void test_chained_chain_matches_reference(void **state) {
+    (void)state;
+    check_chained(k_chain_parent, k_chain_rank, K);
+}
+
+static void test_chained_tree_matches_reference(void **state) {
+    (void)state;
+    check_chained(k_parent, k_rank, 7);
+}
+
+static void test_chained_heads_read_the_token(void **state) {
+    (void)state;
+    /* The same hidden state after two different tokens: chained heads' guesses differ for most rows. */
+    fake_model f;
+    fake_init(&f, 3, false);
+    medusa_params p;
+    random_kind(&p, 6, true);
+    medusa_heads *h = medusa_create(&p, &f.m, 16, K);
+    assert_non_null(h);
+    rng_state r;
+    rng_seed(&r, 2);
+    float hidden[16 * E];
+    int32_t a[16], b[16], ta[16 * K], tb[16 * K];
+    for (int i = 0; i < 16 * E; i++) hidden[i] = unif(&r);
+    for (int i = 0; i < 16; i++) a[i] = 7, b[i] = 150;
+    medusa_draft(h, NULL, hidden, a, 16, k_chain_parent, k_chain_rank, K, ta);
+    medusa_draft(h, NULL, hidden, b, 16, k_chain_parent, k_chain_rank, K, tb);
+    int differ = 0;
+    for (int i = 0; i < 16; i++) differ += ta[i * K] != tb[i * K];
+    assert_true(differ >= 8);
+    medusa_free(h);
+    fake_free(&f);
+}
+
+static void test_independent_heads_fill_a_tree_by_depth_and_rank(void **state) {
+    (void)state;
+    fake_model f;
+    fake_init(&f, 3, false);
+    medusa_params p;
+    random_heads(&p, 5);
+    medusa_heads *h = medusa_create(&p, &f.m, 8, 7);
+    assert_non_null(h);
+    assert_false(medusa_chained(h));
+    rng_state r;
+    rng_seed(&r, 4);
+    float hidden[8 * E];
+    int32_t last[8] = {0}, tree[8 * 7], cand[8 * 3 * 3];
+    for (int i = 0; i < 8 * E; i++) hidden[i] = unif(&r);
+    medusa_draft(h, NULL, hidden, last, 8, k_parent, k_rank, 7, tree);
+    medusa_propose_top(h, NULL, hidden, 8, 3, 3, cand);
+    const int depth[7] = {0, 0, 0, 1, 1, 1, 2};
+    for (int i = 0; i < 8; i++)
+        for (int j = 0; j < 7; j++) assert_int_equal(tree[i * 7 + j], cand[(i * 3 + depth[j]) * 3 + k_rank[j]]);
+    medusa_free(h);
+    fake_free(&f);
+}
+
 static char *tmp_path(const char *name) {
     static char buf[256];
     snprintf(buf, sizeof buf, "/tmp/cllm_test_medusa_%d_%s", (int)getpid(), name);
@@ -175,28 +332,32 @@ static void test_file_round_trip(void **state) {
     (void)state;
     fake_model f;
     fake_init(&f, 3, false);
-    medusa_params p, back;
-    random_heads(&p, 7);
-    for (int half = 0; half < 2; half++) {
-        const char *path = tmp_path(half ? "f16.gguf" : "f32.gguf");
-        assert_int_equal(medusa_save(&p, &f.m, path, half), 0);
-        assert_int_equal(medusa_load(&back, &f.m, path), 0);
-        assert_int_equal(back.n_heads, K);
-        assert_int_equal(back.n_embd, E);
-        assert_int_equal(back.n_draft_vocab, N);
-        assert_memory_equal(back.draft_vocab, p.draft_vocab, N * sizeof(int32_t));
-        for (int k = 0; k < K; k++) {
-            for (int i = 0; i < E * E; i++) {
-                if (half) assert_true(fabsf(back.w[k][i] - p.w[k][i]) <= 1e-3f * fabsf(p.w[k][i]) + 1e-7f);
-                else assert_true(back.w[k][i] == p.w[k][i]);
+    for (int chained = 0; chained < 2; chained++) {
+        medusa_params p, back;
+        random_kind(&p, 7, chained);
+        for (int half = 0; half < 2; half++) {
+            const char *path = tmp_path(half ? "f16.gguf" : "f32.gguf");
+            assert_int_equal(medusa_save(&p, &f.m, path, half), 0);
+            assert_int_equal(medusa_load(&back, &f.m, path), 0);
+            assert_int_equal(back.n_heads, K);
+            assert_int_equal(back.n_embd, E);
+            assert_int_equal(back.chained, chained);
+            assert_int_equal(back.n_in, p.n_in);
+            assert_int_equal(back.n_draft_vocab, N);
+            assert_memory_equal(back.draft_vocab, p.draft_vocab, N * sizeof(int32_t));
+            for (int k = 0; k < K; k++) {
+                for (int i = 0; i < E * p.n_in; i++) {
+                    if (half) assert_true(fabsf(back.w[k][i] - p.w[k][i]) <= 1e-3f * fabsf(p.w[k][i]) + 1e-7f);
+                    else assert_true(back.w[k][i] == p.w[k][i]);
+                }
+                assert_memory_equal(back.b[k], p.b[k], E * sizeof(float));
+                assert_true(back.top1[k] == 0.5f && back.top5[k] == 0.75f);
             }
-            assert_memory_equal(back.b[k], p.b[k], E * sizeof(float));
-            assert_true(back.top1[k] == 0.5f && back.top5[k] == 0.75f);
+            medusa_params_free(&back);
+            unlink(path);
         }
-        medusa_params_free(&back);
-        unlink(path);
+        medusa_params_free(&p);
     }
-    medusa_params_free(&p);
     fake_free(&f);
 }
 
@@ -239,6 +400,10 @@ int main(void) {
         cmocka_unit_test(test_propose_matches_reference_f32),
         cmocka_unit_test(test_propose_matches_reference_q8_0),
         cmocka_unit_test(test_zero_heads_guess_the_models_own_next_token),
+        cmocka_unit_test(test_chained_chain_matches_reference),
+        cmocka_unit_test(test_chained_tree_matches_reference),
+        cmocka_unit_test(test_chained_heads_read_the_token),
+        cmocka_unit_test(test_independent_heads_fill_a_tree_by_depth_and_rank),
         cmocka_unit_test(test_file_round_trip),
         cmocka_unit_test(test_loader_refuses_what_does_not_fit),
     };
