@@ -27,9 +27,10 @@ No prompt repeats within a run, and the heads never saw these prompts
 
 usage: bench/medusa_report.py --heads HEADS.gguf [--model GGUF] [--cllm build/cllm]
            [--tokens 128] [--k 3 [K ...]] [--trees N ...] [--no-layer-skip] [--reps 1]
-           [--compare-heads OTHER.gguf] [--serve-prompts 64] [--serve-tree N] [--no-serve]
+           [--compare-heads OTHER.gguf] [--draft-vocab-size N] [--serve-prompts 64] [--serve-tree N]
+           [--no-serve]
 (--k: a chain of each length; --compare-heads: another heads file's chain of the first K beside
-them, in the same sitting; --serve-tree N: the served Medusa config is the N-node tree instead of
+them, in the same sitting; --draft-vocab-size: the heads draft from the first N of their vocabulary; --serve-tree N: the served Medusa config is the N-node tree instead of
 the first chain.)
 Prints a Markdown table (CPU model and flags first) for bench/RESULTS.md.
 """
@@ -82,6 +83,7 @@ def main() -> None:
     ap.add_argument("--tokens", type=int, default=128)
     ap.add_argument("--k", type=int, nargs="+", default=[3])
     ap.add_argument("--compare-heads")
+    ap.add_argument("--draft-vocab-size", type=int, default=0)
     ap.add_argument("--draft-layers", type=int, default=12)
     ap.add_argument("--reps", type=int, default=1)
     ap.add_argument("--serve-prompts", type=int, default=64)
@@ -92,16 +94,17 @@ def main() -> None:
     a = ap.parse_args()
     if not a.model:
         raise SystemExit("--model GGUF is needed (or build-model-path.txt from `make setup`)")
-    def chain(heads, k):
-        return json.dumps({"method": "medusa", "model": heads, "num_speculative_tokens": k})
-    spec = chain(a.heads, a.k[0])
+    vocab = {"draft_vocab_size": a.draft_vocab_size} if a.draft_vocab_size else {}
+    def chain(heads, k, **extra):
+        return json.dumps({"method": "medusa", "model": heads, "num_speculative_tokens": k, **extra})
+    spec = chain(a.heads, a.k[0], **vocab)
     skip = {"method": "layer_skip", "draft_layers": a.draft_layers, "num_speculative_tokens": 4}
     def tree(n):
         return json.dumps({"method": "medusa", "model": a.heads, "num_speculative_tokens": n,
-                           "speculative_token_tree": "auto"})
+                           "speculative_token_tree": "auto", **vocab})
     methods = {"plain": []}
     for k in a.k:
-        methods[f"Medusa K={k}"] = ["--speculative-config", chain(a.heads, k)]
+        methods[f"Medusa K={k}"] = ["--speculative-config", chain(a.heads, k, **vocab)]
     if a.compare_heads:
         methods[f"Medusa K={a.k[0]}, {Path(a.compare_heads).name}"] = [
             "--speculative-config", chain(a.compare_heads, a.k[0])]

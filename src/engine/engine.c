@@ -229,7 +229,7 @@ engine *engine_create(model *m, const engine_config *cfg) {
     }
     if (cfg->spec.method == SPEC_MEDUSA) {
         e->medusa = medusa_drafter_create(m, cfg->spec.model, n_spec, cfg->spec.num_speculative_tokens,
-                                          cfg->spec.token_tree);
+                                          cfg->spec.token_tree, cfg->spec.draft_vocab_size);
         if (!e->medusa) {
             err_prefix("speculative decoding: ");
             goto fail;

@@ -40,11 +40,13 @@ int spec_config_check(const spec_config *c) {
         return err_set("draft_layers must be in 1..the target's layers, got %d", c->draft_layers);
     if (c->draft_layers && c->method != SPEC_LAYER_SKIP)
         return err_set("\"draft_layers\" is for method \"layer_skip\"");
-    if ((c->draft_vocab[0] || c->draft_vocab_size) && c->method != SPEC_LAYER_SKIP && c->method != SPEC_DRAFT_MODEL)
-        return err_set("\"draft_vocab\" is for methods \"layer_skip\" and \"draft_model\" (Medusa heads carry their own)");
+    const bool slices = c->method == SPEC_LAYER_SKIP || c->method == SPEC_DRAFT_MODEL;
+    if ((c->draft_vocab[0] && !slices) || (c->draft_vocab_size && !slices && c->method != SPEC_MEDUSA))
+        return err_set("\"draft_vocab\" is for methods \"layer_skip\" and \"draft_model\" (Medusa heads carry their "
+                       "own; \"draft_vocab_size\" takes the first N of theirs)");
     if (c->draft_vocab_size < 0 || c->draft_vocab_size > (1 << 24))
         return err_set("draft_vocab_size must be positive, got %d", c->draft_vocab_size);
-    if (c->draft_vocab_size && !c->draft_vocab[0])
+    if (c->draft_vocab_size && !c->draft_vocab[0] && c->method != SPEC_MEDUSA)
         return err_set("\"draft_vocab_size\" needs \"draft_vocab\": the file of frequency-ranked tokens");
     if (c->token_tree[0] && c->method != SPEC_MEDUSA)
         return err_set("\"speculative_token_tree\" is for method \"medusa\"");

@@ -38,7 +38,7 @@ typedef struct {
     /* draft_model and layer_skip: the draft scores only the most frequent
      * tokens, read from this file (FR-Spec; model/head_slice.h); "": all */
     char draft_vocab[SPEC_MODEL_PATH_MAX];
-    int draft_vocab_size;       /* of those, the first N; 0: every one the file has */
+    int draft_vocab_size;       /* of those (medusa: of the heads'), the first N; 0: every one the file has */
     /* medusa: "" drafts a chain of num_speculative_tokens guesses; a tree
      * (engine/spec_tree.h) of num_speculative_tokens nodes is either "auto"
      * (chosen from the heads' recorded accuracies) or vLLM's list of paths,

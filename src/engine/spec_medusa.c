@@ -6,9 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-medusa_drafter *medusa_drafter_create(const model *m, const char *path, int max_rows, int k, const char *token_tree) {
+medusa_drafter *medusa_drafter_create(const model *m, const char *path, int max_rows, int k, const char *token_tree,
+                                      int vocab_size) {
     medusa_params p;
     if (medusa_load(&p, m, path)) return NULL;
+    if (vocab_size > 0 && vocab_size < p.n_draft_vocab) /* the most frequent first: a prefix is a smaller draft vocabulary */
+        p.n_draft_vocab = vocab_size > 8 ? vocab_size - vocab_size % 8 : vocab_size;
     medusa_drafter *d = calloc(1, sizeof *d);
     if (!d) {
         medusa_params_free(&p);

@@ -30,8 +30,12 @@ typedef struct {
 /* Loads the heads for m from path, for up to max_rows sequences a step:
  * with token_tree "" a chain of k guesses per sequence (at most the
  * heads'); else a tree of k nodes, "auto" or a list of paths
- * (spec_config.token_tree), no deeper than the heads. NULL with err_get(). */
-medusa_drafter *medusa_drafter_create(const model *m, const char *path, int max_rows, int k, const char *token_tree);
+ * (spec_config.token_tree), no deeper than the heads. vocab_size > 0 keeps
+ * the first vocab_size tokens of the heads' draft vocabulary (a multiple of
+ * 8 above 8): fewer rows of the output matrix read per guess. NULL with
+ * err_get(). */
+medusa_drafter *medusa_drafter_create(const model *m, const char *path, int max_rows, int k, const char *token_tree,
+                                      int vocab_size);
 void medusa_drafter_free(medusa_drafter *d);
 
 /* Sequence s was just sampled from batch row `row` (a token row of the

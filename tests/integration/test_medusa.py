@@ -76,10 +76,13 @@ def test_training_reports_each_heads_accuracy(trained):
 TREE = "[(0,), (1,), (2,), (0, 0), (1, 0), (0, 1), (0, 0, 0), (1, 0, 0)]"
 
 
-@pytest.mark.parametrize("k,tree", [(1, None), (4, None), (8, TREE), (6, "auto")])
-def test_greedy_batch_is_token_identical(harness, trained, k, tree):  # noqa: F811
+# (the first 16 tokens of the heads' draft vocabulary only: "draft_vocab_size")
+@pytest.mark.parametrize("k,tree,vocab", [(1, None, 0), (4, None, 0), (4, None, 16), (8, TREE, 0), (6, "auto", 0)])
+def test_greedy_batch_is_token_identical(harness, trained, k, tree, vocab):  # noqa: F811
     arch, model, heads, _ = trained
     extra = {"speculative_token_tree": tree} if tree else {}
+    if vocab:
+        extra["draft_vocab_size"] = vocab
     reqs = mixed_requests(300, seed=50 + k, count=12)
     plain = harness(model, reqs, max_num_seqs=16)
     spec = harness(model, reqs, spec=medusa(heads, k, disable_by_batch_size=16, **extra), max_num_seqs=16)
