@@ -62,7 +62,8 @@ static const cli_option k_train_options[] = {
      .max = 64,
      .help = "continuations per prompt: the first greedy, the others sampled at --temperature (seeded), so the "
              "heads see more of what the model says than its single likeliest text"},
-    {.name = "--temperature", .kind = CLI_FLOAT, .offset = offsetof(train_options, temperature), .metavar = "T",
+    {.name = "--temperature", .aliases = "--temp", .kind = CLI_FLOAT, .offset = offsetof(train_options, temperature),
+     .metavar = "T",
      .min = 0, .max = 2, .help = "the sampled continuations' temperature"},
     {.name = "--chat", .kind = CLI_BOOL, .offset = offsetof(train_options, chat),
      .help = "each line is a user message, rendered with the model's chat template"},
