@@ -195,8 +195,9 @@ static void progress(void *user, const char *line) {
 }
 
 static int cmd_medusa_train(int argc, char **argv) {
-    train_options o = {.kind = 0, .heads = 4, .samples = 1, .temperature = 0.8, .draft_vocab = 16384, .epochs = 2, .batch = 64, .gen_tokens = 128,
-                       .lr = 1e-3, .holdout = 0.1, .seed = 1, .engine = cli_engine_defaults()};
+    train_options o = {.kind = 0, .heads = 4, .samples = 1, .temperature = 0.8, .draft_vocab = 16384,
+                       .epochs = 2, .batch = 64, .gen_tokens = 128, .lr = 1e-3, .holdout = 0.1, .seed = 1,
+                       .engine = cli_engine_defaults()};
     o.engine.max_num_seqs = 16;
     const int pr = cli_parse(&k_train, argc, argv, &o);
     if (pr) {
@@ -287,8 +288,9 @@ static int cmd_medusa_train(int argc, char **argv) {
         json_array_append_new(top1, isnan(heads.top1[k]) ? json_null() : json_real(heads.top1[k]));
         json_array_append_new(top5, isnan(heads.top5[k]) ? json_null() : json_real(heads.top5[k]));
     }
-    json_t *sum = json_pack("{s:s, s:s, s:i, s:i, s:i, s:i, s:I, s:I, s:I, s:o, s:o, s:f, s:f, s:f, s:f}", "out", o.out,
-                            "kind", k_kinds[o.kind], "heads", heads.n_heads, "draft_vocab", heads.n_draft_vocab, "prompts", n_prompts, "samples", (int)o.samples,
+    json_t *sum = json_pack("{s:s, s:s, s:i, s:i, s:i, s:i, s:I, s:I, s:I, s:o, s:o, s:f, s:f, s:f, s:f}",
+                            "out", o.out, "kind", k_kinds[o.kind], "heads", heads.n_heads, "draft_vocab",
+                            heads.n_draft_vocab, "prompts", n_prompts, "samples", (int)o.samples,
                             "generated_tokens", (json_int_t)generated, "train_positions",
                             (json_int_t)rep.train_positions, "holdout_positions", (json_int_t)rep.holdout_positions,
                             "top1", top1, "top5", top5, "vocab_coverage",

@@ -10,7 +10,8 @@ medusa_drafter *medusa_drafter_create(const model *m, const char *path, int max_
                                       int vocab_size) {
     medusa_params p;
     if (medusa_load(&p, m, path)) return NULL;
-    if (vocab_size > 0 && vocab_size < p.n_draft_vocab) /* the most frequent first: a prefix is a smaller draft vocabulary */
+    /* The most frequent first: a prefix is a smaller draft vocabulary. */
+    if (vocab_size > 0 && vocab_size < p.n_draft_vocab)
         p.n_draft_vocab = vocab_size > 8 ? vocab_size - vocab_size % 8 : vocab_size;
     medusa_drafter *d = calloc(1, sizeof *d);
     if (!d) {
@@ -36,7 +37,8 @@ medusa_drafter *medusa_drafter_create(const model *m, const char *path, int max_
         }
     }
     if (d->tree.n == 0) /* a chain: node j the best guess of head j */
-        for (int j = 0; j < d->k; j++) d->tree.parent[j] = (int8_t)(j - 1), d->tree.rank[j] = 0, d->tree.depth[j] = (int8_t)j;
+        for (int j = 0; j < d->k; j++)
+            d->tree.parent[j] = (int8_t)(j - 1), d->tree.rank[j] = 0, d->tree.depth[j] = (int8_t)j;
     d->n_nodes = d->tree.n > 0 ? d->tree.n : d->k;
     d->heads = medusa_create(&p, m, d->max_rows, d->n_nodes);
     medusa_params_free(&p); /* what medusa_create did not take */

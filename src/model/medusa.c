@@ -373,5 +373,6 @@ void medusa_draft(medusa_heads *h, threadpool *threads, const float *hidden, con
     }
     medusa_propose_top(h, threads, hidden, n, k, top, h->cand);
     for (int i = 0; i < n; i++)
-        for (int j = 0; j < usable; j++) tokens[(size_t)i * n_nodes + j] = h->cand[((size_t)i * k + depth[j]) * top + rank[j]];
+        for (int j = 0; j < usable; j++)
+            tokens[(size_t)i * n_nodes + j] = h->cand[((size_t)i * k + depth[j]) * top + rank[j]];
 }

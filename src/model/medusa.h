@@ -9,8 +9,9 @@
  * z_0 the hidden state, x_0 the token just sampled from it, x_k (k > 0) the
  * token block k - 1 guessed, n(v) v scaled to unit RMS, e(x) = n(the model's
  * embedding row of x): both halves of the input on one scale, whatever the
- * hidden state's, so the token's half weighs from the first step. Knowing the token in between is most of what an independent
- * head lacks: head 0 no longer guesses two places ahead blind. A tree of
+ * hidden state's, so the token's half weighs from the first step. Knowing
+ * the token in between is most of what an independent head lacks: head 0
+ * no longer guesses two places ahead blind. A tree of
  * chained heads runs each head on every node that has children (the nodes'
  * own tokens are the inputs), so candidates differ per parent.
  *

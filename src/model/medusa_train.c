@@ -100,7 +100,8 @@ static int collect_hidden(const model *m, const int32_t *const *seqs, const int 
     ts->input = malloc((size_t)n_pos * ts->k * sizeof *ts->input);
     ts->held = calloc((size_t)n_pos, sizeof *ts->held);
     int32_t pos[HIDDEN_CHUNK], seq[HIDDEN_CHUNK] = {0}, rows[HIDDEN_CHUNK];
-    if (!ts->hidden || !ts->target || !ts->input || !ts->held) return err_set("out of memory for %lld hidden states", (long long)n_pos);
+    if (!ts->hidden || !ts->target || !ts->input || !ts->held)
+        return err_set("out of memory for %lld hidden states", (long long)n_pos);
     const fwd_seq fs = runner_identity_seq(run);
     int64_t at = 0;
     for (int s = 0; s < n_seqs; s++) {

@@ -165,7 +165,8 @@ static void test_config_rejects_bad_input(void **state) {
     expect_parse_error("{\"method\": \"ngram\", \"draft_vocab\": \"h.gguf\"}", "is for methods");
     expect_parse_error("{\"method\": \"layer_skip\", \"draft_vocab_size\": 8}", "needs \"draft_vocab\"");
     expect_parse_error("{\"method\": \"ngram\", \"draft_vocab_size\": 8}", "is for methods");
-    expect_parse_error("{\"method\": \"medusa\", \"model\": \"h.gguf\", \"draft_vocab\": \"h.gguf\"}", "carry their own");
+    expect_parse_error("{\"method\": \"medusa\", \"model\": \"h.gguf\", \"draft_vocab\": \"h.gguf\"}",
+                       "carry their own");
     expect_parse_error("{\"method\": \"layer_skip\", \"draft_vocab\": \"h\", \"draft_vocab_size\": -1}",
                        "draft_vocab_size");
     expect_parse_error("{\"method\": \"layer_skip\", \"draft_vocab\": 7}", "must be a path");
