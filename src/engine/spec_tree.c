@@ -203,10 +203,3 @@ int spec_tree_depth(const spec_tree *t) {
         if (t->depth[j] + 1 > d) d = t->depth[j] + 1;
     return d;
 }
-
-int spec_tree_ranks(const spec_tree *t) {
-    int r = 0;
-    for (int j = 0; j < t->n; j++)
-        if (t->rank[j] + 1 > r) r = t->rank[j] + 1;
-    return r;
-}

@@ -61,9 +61,7 @@ typedef int32_t (*spec_row_sampler)(void *user, int row, bool *stop);
 int spec_walk(int n, const int32_t *tok, const int8_t *parent, spec_row_sampler sample, void *user,
               int *path);
 
-/* Deepest node's depth + 1, and the largest rank + 1 (candidates a head
- * must propose). */
+/* Deepest node's depth + 1. */
 int spec_tree_depth(const spec_tree *t);
-int spec_tree_ranks(const spec_tree *t);
 
 #endif

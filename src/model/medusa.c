@@ -265,19 +265,21 @@ void medusa_free(medusa_heads *h) {
 int medusa_n_heads(const medusa_heads *h) { return h->p.n_heads; }
 bool medusa_chained(const medusa_heads *h) { return h->p.chained; }
 
+void medusa_block_out(float *wx, const float *res, const float *b, int n, int e, float *y) {
+    for (int r = 0; r < n; r++)
+        for (int i = 0; i < e; i++) {
+            const size_t at = (size_t)r * e + i;
+            const float a = wx[at] + b[i];
+            wx[at] = a;
+            y[at] = res[at] + a / (1.0f + expf(-a));
+        }
+}
+
 /* Block j on n input rows x ([n][n_in]): y = res + SiLU(W_j x + b_j), res [n][n_embd]. */
 static void block_apply(medusa_heads *h, threadpool *threads, int j, const float *x, const float *res, int n,
                         float *y) {
-    const int e = h->p.n_embd;
     matmul(threads, &h->block[j], x, n, y, h->scratch);
-    for (int r = 0; r < n; r++) {
-        float *yr = y + (size_t)r * e;
-        const float *xr = res + (size_t)r * e;
-        for (int i = 0; i < e; i++) {
-            const float z = yr[i] + h->p.b[j][i];
-            yr[i] = xr[i] + z / (1.0f + expf(-z));
-        }
-    }
+    medusa_block_out(y, res, h->p.b[j], n, h->p.n_embd, y);
 }
 
 /* The `top` best draft tokens of a logits row, best first; index 0 where the row is all NaN (a broken head). */

@@ -64,6 +64,9 @@ int medusa_params_init(medusa_params *p, int n_heads, int n_embd, const int32_t 
 void medusa_unit_rms(const float *v, int n, float *out);
 /* e(x): row `token` of m's token embedding, scaled to unit RMS, into out[n_embd]. */
 void medusa_token_input(const model *m, int32_t token, float *out);
+/* A block's output once its matmul has run, over n rows of n_embd e: wx (W x) becomes the pre-activation
+ * a = wx + b, which training's backward pass keeps, and y = res + SiLU(a). wx may be y. */
+void medusa_block_out(float *wx, const float *res, const float *b, int n, int e, float *y);
 void medusa_params_free(medusa_params *p);
 
 /* Writes p for model m (its name and vocabulary size) to path, weights in

@@ -198,13 +198,7 @@ static void grad_rows(void *p, long lo, long hi) {
 /* The block's forward for the batch in c->x: a (pre-activation), y. */
 static void block_forward(step_ctx *c, const weight *w, const float *bias, int n) {
     matmul(c->threads, w, c->x, n, c->a, c->scratch);
-    for (int r = 0; r < n; r++)
-        for (int i = 0; i < c->e; i++) {
-            const size_t at = (size_t)r * c->e + i;
-            const float a = c->a[at] + bias[i];
-            c->a[at] = a;
-            c->y[at] = c->res[at] + a * sigmoidf(a);
-        }
+    medusa_block_out(c->a, c->res, bias, n, c->e, c->y);
 }
 
 typedef struct {

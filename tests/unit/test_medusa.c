@@ -8,7 +8,8 @@
  * depth's ranked candidates; the file keeps every parameter of both kinds
  * (F32 exactly, F16 within half precision); and the loader refuses heads
  * made for another shape, a draft token outside the vocabulary and a file
- * that is not Medusa heads, naming each. */
+ * that is not Medusa heads or holds a kind of heads cllm does not run,
+ * naming each. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -378,6 +379,31 @@ static void test_loader_refuses_what_does_not_fit(void **state) {
     wide.m.hp.n_vocab = 40; /* draft tokens past its vocabulary, and another vocabulary size */
     assert_int_equal(medusa_load(&back, &wide.m, path), -1);
     assert_non_null(strstr(err_get(), "200 tokens"));
+    unlink(path);
+
+    /* A kind of heads cllm does not run: the file's "medusa" value of medusa.kind rewritten in place. */
+    assert_int_equal(medusa_save(&p, &f.m, path, false), 0);
+    FILE *fp = fopen(path, "rb");
+    assert_non_null(fp);
+    fseek(fp, 0, SEEK_END);
+    const long size = ftell(fp);
+    rewind(fp);
+    char *bytes = malloc((size_t)size);
+    assert_int_equal(fread(bytes, 1, (size_t)size, fp), (size_t)size);
+    fclose(fp);
+    const char key[] = "medusa.kind";
+    char *at = memmem(bytes, (size_t)size, key, sizeof key - 1);
+    assert_non_null(at);
+    at += sizeof key - 1 + 4 + 8; /* the value's type (u32) and length (u64) */
+    assert_memory_equal(at, "medusa", 6);
+    memcpy(at, "eagle3", 6);
+    fp = fopen(path, "wb");
+    assert_int_equal(fwrite(bytes, 1, (size_t)size, fp), (size_t)size);
+    fclose(fp);
+    free(bytes);
+    assert_int_equal(medusa_load(&back, &f.m, path), -1);
+    assert_non_null(strstr(err_get(), "medusa.kind is \"eagle3\""));
+    assert_non_null(strstr(err_get(), "\"hydra\""));
     unlink(path);
 
     gguf_writer *w = gguf_writer_new();
