@@ -17,7 +17,10 @@
  * panels give the same bits and matmul may take any of them.
  *   Q8_0: |w| times y with w's sign moved onto y (the products of two signed
  *         bytes would overflow maddubs' 16-bit pairs otherwise); a madd per
- *         group widens the pair sums.
+ *         group widens the pair sums. vpdpbusd sums in 32 bits, so the VNNI
+ *         builds take the unsigned w + 128 (one xor per group, shared by
+ *         every activation row) times y and subtract 128 sum(y) once per
+ *         block: a row then costs one instruction per group, not two.
  *   Q4_0, Q5_0: the unsigned level u = w + off (8 or 16) times signed y; four
  *         groups' pair sums stay below 4 * 2 * 31 * 127 < 2^15, so one madd
  *         per half block, and the offset comes off once per block as
@@ -62,7 +65,11 @@ GEMM_INLINE void x8_tile(const int T, const int NC, int nb, float *restrict s, s
         if (T == X_Q8_0) {
             for (int k = 0; k < 8; k++) {
                 wv[k] = _mm256_loadu_si256((const __m256i *)(blk + 16 + 32 * k));
+#if GEMM_VNNI
+                lv[k] = _mm256_xor_si256(wv[k], _mm256_set1_epi8((char)0x80)); /* w + 128 */
+#else
                 lv[k] = _mm256_abs_epi8(wv[k]);
+#endif
             }
         } else {
             const uint8_t *qs = blk + (T == X_Q5_0 ? 48 : 16);
@@ -81,13 +88,15 @@ GEMM_INLINE void x8_tile(const int T, const int NC, int nb, float *restrict s, s
             const uint8_t *aq = ab + 8;
             __m256i isum;
             if (T == X_Q8_0) {
-#if GEMM_VNNI /* two chains: even and odd groups */
+#if GEMM_VNNI /* two chains: even and odd groups; (w + 128) y, less 128 sum(y) once per block */
+                int32_t ysum;
+                memcpy(&ysum, ab + 4, sizeof ysum);
                 __m256i even = _mm256_setzero_si256(), odd = _mm256_setzero_si256();
                 for (int k = 0; k < 8; k += 2) {
-                    even = GEMM_DPBUSD(even, lv[k], _mm256_sign_epi8(x8_bcast4(aq + 4 * k), wv[k]));
-                    odd = GEMM_DPBUSD(odd, lv[k + 1], _mm256_sign_epi8(x8_bcast4(aq + 4 * k + 4), wv[k + 1]));
+                    even = GEMM_DPBUSD(even, lv[k], x8_bcast4(aq + 4 * k));
+                    odd = GEMM_DPBUSD(odd, lv[k + 1], x8_bcast4(aq + 4 * k + 4));
                 }
-                isum = _mm256_add_epi32(even, odd);
+                isum = _mm256_sub_epi32(_mm256_add_epi32(even, odd), _mm256_set1_epi32(128 * ysum));
 #else
                 isum = _mm256_setzero_si256();
                 for (int k = 0; k < 8; k++) {

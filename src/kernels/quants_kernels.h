@@ -55,14 +55,19 @@
 #endif
 #define X8_ACT_BLOCK 40
 /* Activation rows from which an x8 weight takes panels (x8_panel_min_tok).
- * The x8 tiles are AVX2 code in every table; the panels of the VNNI tables
- * multiply in one instruction what AVX2 needs three for, so they win sooner
- * (build/matmul_bench gemma-3-270m, 2 threads, all matmuls of a step, AMD
- * EPYC Zen 4: VNNI512 4 rows 18.1-20.4 ms x8 against 16.2-19.0 panels, 8
- * rows 18.3 against 14.4, 16 rows 37.5 against 21.9; plain AVX2 10 rows 23.3
- * against 23.7, 16 rows 38.1 against 35.1, 24 rows 62.1 against 53.3). */
+ * The AVX2 x8 tiles need three instructions per group where the VNNI panels
+ * need one, so plain AVX2 takes panels from 12 rows (build/matmul_bench
+ * gemma-3-270m, 2 threads, all matmuls of a step, AMD EPYC Zen 4: 10 rows
+ * 23.3 ms x8 against 23.7 panels, 16 rows 38.1 against 35.1, 24 rows 62.1
+ * against 53.3). The VNNI tables' x8 tiles are VNNI code too (Q8_0's one
+ * instruction per group since its levels go in as w + 128), and they skip
+ * the panels' packing, so they hold up to 8 rows: same bench and CPU, 1 and
+ * 2 threads, 4 rows 13.1-13.4 and 7.9-11.1 ms x8 against 22.4-37.2 and
+ * 17.8-22.3 panels (the Q8_0 output head 8.3-9.3 against 14.4-22.1 at one
+ * thread), 8 rows at 2 threads 19.2-21.4 against 22.4-23.1, 12 rows 30.0-33.6
+ * against 25.4-28.0. */
 #define X8_PANEL_MIN_TOK_AVX2 12
-#define X8_PANEL_MIN_TOK_VNNI 4
+#define X8_PANEL_MIN_TOK_VNNI 9
 
 /* quants_legacy_ref.c */
 void q4_0_to_float_ref(const void *restrict x, float *restrict y, int64_t n);

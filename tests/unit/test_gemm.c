@@ -593,10 +593,10 @@ static void check_matmul(wtype t, int n, int rows, int toks) {
 static void test_matmul_ragged_sizes_match_reference(void **state) {
     (void)state;
     /* rows multiples of 8 take the x8 layout where the type has one: x8
-     * tiles below x8_panel_min_tok activation rows (12 on AVX2, 4 with
+     * tiles below x8_panel_min_tok activation rows (12 on AVX2, 9 with
      * VNNI), panels packed from the x8 groups from there on */
     static const int shapes[][2] = {{37, 1}, {37, 5}, {53, 19}, {16, 33}, {48, 1}, {48, 2}, {48, 3},
-                                    {40, 4}, {32, 9}, {64, 21}, {24, 50}};
+                                    {40, 4}, {40, 8}, {32, 9}, {64, 21}, {24, 50}};
     for (size_t i = 0; i <= N_GEMM_TYPES; i++) {
         const wtype t = i < N_GEMM_TYPES ? k_gemm_types[i] : WT_Q3_K;
         const int n = wtype_block_size((uint32_t)t) == 256 ? 512 : 96;
