@@ -1,17 +1,19 @@
 /* See logprobs.h. */
 #include "engine/logprobs.h"
 
+#include "kernels/ops.h"
+
 #include <math.h>
+#include <stddef.h>
 
 float logprobs_logsumexp(const float *logits, int n) {
-    float mx = -INFINITY;
-    for (int i = 0; i < n; i++)
-        if (logits[i] > mx) mx = logits[i]; /* never true for NaN */
+    if (n < 1) return -INFINITY;
+    float mx = logits[row_argmax(logits, n)];
+    if (isnan(mx)) mx = -INFINITY; /* every logit NaN */
     if (!isfinite(mx)) return mx; /* -inf: nothing possible; +inf: the +inf tokens share it all */
-    double sum = 0;
-    for (int i = 0; i < n; i++)
-        if (!isnan(logits[i])) sum += exp((double)logits[i] - mx);
-    return mx + (float)log(sum);
+    /* Weights under 1e-38 of the best's are left out: they move the sum by
+     * less than float's precision, across any vocabulary. */
+    return mx + (float)log(exp_weights(NULL, logits, n, mx, 1.0f));
 }
 
 int logprobs_rank(const float *logits, int n, int32_t tok) {

@@ -3,6 +3,9 @@
  * top-p grows a quickselected prefix until it provably holds the nucleus. */
 #include "engine/sampler.h"
 
+#include "kernels/ops.h"
+
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +16,7 @@ struct sampler {
     uint8_t *in_prompt;
     int32_t *idx;    /* candidate token ids */
     float *prob;     /* candidate probabilities (unnormalized) */
+    float *weight;   /* every token's exp((logit - max) / temperature) */
 };
 
 sampling_params sampling_defaults(void) {
@@ -27,7 +31,8 @@ sampler *sampler_create(int n_vocab) {
     s->in_prompt = calloc((size_t)n_vocab, 1);
     s->idx = malloc((size_t)n_vocab * sizeof *s->idx);
     s->prob = malloc((size_t)n_vocab * sizeof *s->prob);
-    if (!s->counts || !s->in_prompt || !s->idx || !s->prob) {
+    s->weight = malloc((size_t)n_vocab * sizeof *s->weight);
+    if (!s->counts || !s->in_prompt || !s->idx || !s->prob || !s->weight) {
         sampler_free(s);
         return NULL;
     }
@@ -40,15 +45,11 @@ void sampler_free(sampler *s) {
     free(s->in_prompt);
     free(s->idx);
     free(s->prob);
+    free(s->weight);
     free(s);
 }
 
-int32_t sampler_argmax(const float *logits, int n) {
-    int32_t best = 0;
-    for (int i = 1; i < n; i++)
-        if (logits[i] > logits[best] || (isnan(logits[best]) && !isnan(logits[i]))) best = i;
-    return best;
-}
+int32_t sampler_argmax(const float *logits, int n) { return row_argmax(logits, n); }
 
 /* Whether a logit leaves its token any chance: NaN and -inf do not. */
 static bool possible(float logit) { return logit > -INFINITY; }
@@ -159,6 +160,48 @@ static void sort_candidates(sampler *s, int k) {
     free(order), free(ti), free(tp);
 }
 
+/* Moves the tokens whose weight is at least tau into the candidate arrays;
+ * returns how many, and their total weight in *mass. */
+static int gather(sampler *s, float tau, double *mass) {
+    int m = 0;
+    double sum = 0;
+    for (int i = 0; i < s->n_vocab; i++)
+        if (s->weight[i] >= tau) {
+            s->idx[m] = i;
+            s->prob[m++] = s->weight[i];
+            sum += s->weight[i];
+        }
+    *mass = sum;
+    return m;
+}
+
+/* A draw from every token at once: no filter, so no candidate list. The
+ * running sum skips whole blocks first (four independent sums each, so the
+ * additions pipeline), then walks the block where u falls token by token. */
+static int32_t draw_all(const sampler *s, rng_state *rng, double total, int32_t best) {
+    enum { BLOCK = 64 };
+    const float *w = s->weight;
+    const int n = s->n_vocab;
+    const double u = rng_uniform(rng) * total;
+    double acc = 0;
+    int i = 0;
+    for (; i + BLOCK <= n; i += BLOCK) {
+        double b[4] = {0, 0, 0, 0};
+        for (int j = 0; j < BLOCK; j += 4)
+            for (int l = 0; l < 4; l++) b[l] += w[i + j + l];
+        const double next = acc + ((b[0] + b[1]) + (b[2] + b[3]));
+        if (u < next) break;
+        acc = next;
+    }
+    for (; i < n; i++) { /* a block's sum rounded differently: the walk may go on past it */
+        acc += w[i];
+        if (u < acc && w[i] > 0) return i;
+    }
+    for (i = n - 1; i >= 0; i--) /* rounding left u at the very end: the last possible token */
+        if (w[i] > 0) return i;
+    return best;
+}
+
 int32_t sampler_sample(sampler *s, const sampling_params *p, rng_state *rng, float *logits,
                        const int32_t *prompt, int n_prompt, const int32_t *output, int n_output) {
     const int n = s->n_vocab;
@@ -169,28 +212,41 @@ int32_t sampler_sample(sampler *s, const sampling_params *p, rng_state *rng, flo
     if (!possible(logits[best])) return -1; /* every logit NaN or -inf: no distribution to draw from */
     if (!(p->temperature > 0)) return best;
 
-    /* Probabilities relative to the best token, which gets 1. With +inf
+    /* Weights relative to the best token, which gets exactly 1. With +inf
      * logits only the +inf tokens stay possible, equally likely; a NaN logit
-     * or a NaN from the arithmetic (a NaN temperature) is probability 0. */
+     * is weight 0 (kernels/ops.h's exp_weights, vectorized: this runs over
+     * the whole vocabulary for every drawn row). */
     const float max = logits[best];
     double total = 0;
-    for (int i = 0; i < n; i++) {
-        s->idx[i] = i;
-        float q;
-        if (isinf(max)) q = logits[i] == max ? 1.0f : 0.0f;
-        else q = possible(logits[i]) ? expf((logits[i] - max) / p->temperature) : 0.0f;
-        s->prob[i] = q > 0 ? q : 0.0f;
-        total += s->prob[i];
+    if (isinf(max))
+        for (int i = 0; i < n; i++) total += s->weight[i] = logits[i] == max ? 1.0f : 0.0f;
+    else total = exp_weights(s->weight, logits, n, max, p->temperature);
+    const bool by_k = p->top_k > 0 && p->top_k < n, by_p = p->top_p < 1.0f, by_min_p = p->min_p > 0;
+    if (!by_k && !by_p && !by_min_p) return draw_all(s, rng, total, best);
+
+    /* The filters keep only tokens near the best, so gather candidates above a
+     * threshold first and lower it until they provably hold what the filters
+     * keep: k tokens for top-k, top_p of the mass for top-p alone, every
+     * token of weight min_p for min-p alone (the best weighs 1). */
+    float tau = !by_k && !by_p ? p->min_p : 1.0f / 256;
+    double kept = 0;
+    int n_cand;
+    for (;;) {
+        n_cand = gather(s, tau, &kept);
+        const bool enough = by_k ? n_cand >= p->top_k : !by_p || kept >= p->top_p * total;
+        if (enough || tau <= FLT_TRUE_MIN) break;
+        tau = tau > 0x1p-120f ? tau * 0x1p-8f : FLT_TRUE_MIN; /* finally every token of positive weight */
     }
-    int n_cand = n;
-    if (p->top_k > 0 && p->top_k < n_cand) {
-        select_top(s, n_cand, p->top_k);
-        n_cand = p->top_k;
-        sort_candidates(s, n_cand);
+    if (by_k) {
+        if (p->top_k < n_cand) {
+            select_top(s, n_cand, p->top_k);
+            n_cand = p->top_k;
+            sort_candidates(s, n_cand);
+        }
         total = 0;
         for (int i = 0; i < n_cand; i++) total += s->prob[i];
     }
-    if (p->top_p < 1.0f) {
+    if (by_p) {
         /* Find a sorted prefix whose mass reaches top_p; it then holds the nucleus. */
         int k = n_cand < 256 ? n_cand : 256;
         for (;;) {
@@ -212,7 +268,7 @@ int32_t sampler_sample(sampler *s, const sampling_params *p, rng_state *rng, flo
             k = k * 4 < n_cand ? k * 4 : n_cand;
         }
     }
-    if (p->min_p > 0) {
+    if (by_min_p) {
         float pmax = 0;
         for (int i = 0; i < n_cand; i++)
             if (s->prob[i] > pmax) pmax = s->prob[i];

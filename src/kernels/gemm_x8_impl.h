@@ -61,14 +61,18 @@ GEMM_INLINE void x8_tile(const int T, const int NC, int nb, float *restrict s, s
     for (int b = 0; b < nb; b++) {
         const uint8_t *blk = x + (size_t)b * xsz;
         const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)blk));
-        __m256i lv[8], wv[8];
+        __m256i lv[8];
+#if !GEMM_VNNI
+        __m256i wv[8]; /* Q8_0's signed levels: maddubs takes their signs onto the activations */
+#endif
         if (T == X_Q8_0) {
             for (int k = 0; k < 8; k++) {
-                wv[k] = _mm256_loadu_si256((const __m256i *)(blk + 16 + 32 * k));
+                const __m256i w = _mm256_loadu_si256((const __m256i *)(blk + 16 + 32 * k));
 #if GEMM_VNNI
-                lv[k] = _mm256_xor_si256(wv[k], _mm256_set1_epi8((char)0x80)); /* w + 128 */
+                lv[k] = _mm256_xor_si256(w, _mm256_set1_epi8((char)0x80)); /* w + 128 */
 #else
-                lv[k] = _mm256_abs_epi8(wv[k]);
+                wv[k] = w;
+                lv[k] = _mm256_abs_epi8(w);
 #endif
             }
         } else {

@@ -416,5 +416,7 @@ const kernel_ops kernel_ops_avx2 = {
     .silu_mul = silu_mul_avx2,
     .gelu_tanh_mul = gelu_tanh_mul_avx2,
     .swiglu_oai_mul = swiglu_oai_mul_avx2,
+    .exp_weights = exp_weights_avx2,
+    .row_argmax = row_argmax_avx2,
     .attn_tile = attn_tile_avx2,
 };

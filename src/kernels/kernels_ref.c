@@ -281,5 +281,7 @@ const kernel_ops kernel_ops_ref = {
     .silu_mul = silu_mul_ref,
     .gelu_tanh_mul = gelu_tanh_mul_ref,
     .swiglu_oai_mul = swiglu_oai_mul_ref,
+    .exp_weights = exp_weights_ref,
+    .row_argmax = row_argmax_ref,
     .attn_tile = attn_tile_ref,
 };

@@ -21,4 +21,10 @@ void swiglu_oai_mul(float *g, const float *u, int n, float alpha, float limit) {
     kernel_ops_active()->swiglu_oai_mul(g, u, n, alpha, limit);
 }
 
+double exp_weights(float *p, const float *x, int n, float max, float t) {
+    return kernel_ops_active()->exp_weights(p, x, n, max, t);
+}
+
+int row_argmax(const float *x, int n) { return kernel_ops_active()->row_argmax(x, n); }
+
 attn_tile_fn attn_tile_best(void) { return kernel_ops_active()->attn_tile; }

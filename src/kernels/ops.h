@@ -34,6 +34,18 @@ void gelu_tanh_mul(float *g, const float *u, int n);
  * limit), g = x * sigmoid(alpha * x) * (y + 1). */
 void swiglu_oai_mul(float *g, const float *u, int n, float alpha, float limit);
 
+/* The softmax weights of a row before their division by the sum:
+ * p[i] = exp((x[i] - max) / t), 0 where x[i] is NaN or -inf and where the
+ * exponent is below EXP_WEIGHT_MIN_ARG (the weight would be under 1e-38 of
+ * the largest). Returns the sum of the weights, accumulated in double. For a
+ * finite max >= every x[i] and t > 0; p may be NULL (only the sum). The
+ * sampler and log-probabilities run it over the whole vocabulary per row. */
+#define EXP_WEIGHT_MIN_ARG (-87.0f)
+/* The index of the largest of x[0..n) that is not NaN, the lowest on ties;
+ * 0 when every one is NaN. For n >= 1. */
+int row_argmax(const float *x, int n);
+double exp_weights(float *p, const float *x, int n, float max, float t);
+
 void vec_add(float *y, const float *x, int n);
 void vec_scale(float *y, float s, int n);
 
@@ -45,6 +57,10 @@ void gelu_erf_avx2(float *x, int n);
 void silu_mul_ref(float *g, const float *u, int n);
 void gelu_tanh_mul_ref(float *g, const float *u, int n);
 void swiglu_oai_mul_ref(float *g, const float *u, int n, float alpha, float limit);
+double exp_weights_ref(float *p, const float *x, int n, float max, float t);
+int row_argmax_ref(const float *x, int n);
+int row_argmax_avx2(const float *x, int n);
+double exp_weights_avx2(float *p, const float *x, int n, float max, float t);
 void rmsnorm_avx2(float *out, const float *x, const float *w, int n, float eps);
 void silu_mul_avx2(float *g, const float *u, int n);
 void gelu_tanh_mul_avx2(float *g, const float *u, int n);

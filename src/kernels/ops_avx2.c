@@ -39,6 +39,58 @@ void silu_mul_avx2(float *g, const float *u, int n) {
     for (; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
+double exp_weights_avx2(float *p, const float *x, int n, float max, float t) {
+    const __m256 vmax = _mm256_set1_ps(max), vt = _mm256_set1_ps(t);
+    const __m256 ninf = _mm256_set1_ps(-INFINITY), lo = _mm256_set1_ps(EXP_WEIGHT_MIN_ARG);
+    __m256d acc0 = _mm256_setzero_pd(), acc1 = _mm256_setzero_pd();
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_loadu_ps(x + i);
+        const __m256 a = _mm256_div_ps(_mm256_sub_ps(v, vmax), vt);
+        /* Ordered compares: a NaN logit (or a NaN exponent) keeps nothing. */
+        const __m256 keep = _mm256_and_ps(_mm256_cmp_ps(v, ninf, _CMP_GT_OQ), _mm256_cmp_ps(a, lo, _CMP_GE_OQ));
+        const __m256 w = _mm256_and_ps(exp256(a), keep);
+        if (p) _mm256_storeu_ps(p + i, w);
+        acc0 = _mm256_add_pd(acc0, _mm256_cvtps_pd(_mm256_castps256_ps128(w)));
+        acc1 = _mm256_add_pd(acc1, _mm256_cvtps_pd(_mm256_extractf128_ps(w, 1)));
+    }
+    double lanes[4];
+    _mm256_storeu_pd(lanes, _mm256_add_pd(acc0, acc1));
+    const double tail = exp_weights_ref(p ? p + i : NULL, x + i, n - i, max, t);
+    return lanes[0] + lanes[1] + lanes[2] + lanes[3] + tail;
+}
+
+int row_argmax_avx2(const float *x, int n) {
+    /* The maximum first: max_ps(v, m) is v > m ? v : m, so a NaN in v leaves
+     * m as it was (four accumulators: the loop is bound by the max's latency
+     * otherwise); then the first element equal to it. */
+    __m256 m0 = _mm256_set1_ps(-INFINITY), m1 = m0, m2 = m0, m3 = m0;
+    int i = 0;
+    for (; i + 32 <= n; i += 32) {
+        m0 = _mm256_max_ps(_mm256_loadu_ps(x + i), m0);
+        m1 = _mm256_max_ps(_mm256_loadu_ps(x + i + 8), m1);
+        m2 = _mm256_max_ps(_mm256_loadu_ps(x + i + 16), m2);
+        m3 = _mm256_max_ps(_mm256_loadu_ps(x + i + 24), m3);
+    }
+    for (; i + 8 <= n; i += 8) m0 = _mm256_max_ps(_mm256_loadu_ps(x + i), m0);
+    float lanes[8];
+    _mm256_storeu_ps(lanes, _mm256_max_ps(_mm256_max_ps(m0, m1), _mm256_max_ps(m2, m3)));
+    float m = -INFINITY;
+    for (int l = 0; l < 8; l++)
+        if (lanes[l] > m) m = lanes[l];
+    for (int j = i; j < n; j++)
+        if (x[j] > m) m = x[j];
+    const __m256 vm = _mm256_set1_ps(m);
+    int j = 0;
+    for (; j + 8 <= n; j += 8) {
+        const int hit = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + j), vm, _CMP_EQ_OQ));
+        if (hit) return j + __builtin_ctz((unsigned)hit);
+    }
+    for (; j < n; j++)
+        if (x[j] == m) return j;
+    return 0; /* every element NaN */
+}
+
 void gelu_tanh_mul_avx2(float *g, const float *u, int n) {
     const __m256 k = _mm256_set1_ps(0.7978845608028654f), c = _mm256_set1_ps(0.044715f);
     const __m256 one = _mm256_set1_ps(1.0f);

@@ -62,6 +62,24 @@ void swiglu_oai_mul_ref(float *g, const float *u, int n, float alpha, float limi
     }
 }
 
+double exp_weights_ref(float *p, const float *x, int n, float max, float t) {
+    double sum = 0;
+    for (int i = 0; i < n; i++) {
+        const float a = (x[i] - max) / t;
+        const float w = x[i] > -INFINITY && a >= EXP_WEIGHT_MIN_ARG ? expf(a) : 0.0f; /* NaN fails both */
+        if (p) p[i] = w;
+        sum += w;
+    }
+    return sum;
+}
+
+int row_argmax_ref(const float *x, int n) {
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[best] || (isnan(x[best]) && !isnan(x[i]))) best = i;
+    return best;
+}
+
 void layernorm_ref(float *out, const float *x, const float *w, const float *b, int n, float eps) {
     double sum = 0, ss = 0;
     for (int i = 0; i < n; i++) sum += x[i];

@@ -19,6 +19,8 @@ typedef struct {
     void (*silu_mul)(float *g, const float *u, int n);
     void (*gelu_tanh_mul)(float *g, const float *u, int n);
     void (*swiglu_oai_mul)(float *g, const float *u, int n, float alpha, float limit);
+    double (*exp_weights)(float *p, const float *x, int n, float max, float t);
+    int (*row_argmax)(const float *x, int n);
     attn_tile_fn attn_tile;
 } kernel_ops;
 

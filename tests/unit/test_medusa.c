@@ -398,6 +398,7 @@ static void test_loader_refuses_what_does_not_fit(void **state) {
     assert_memory_equal(at, "medusa", 6);
     memcpy(at, "eagle3", 6);
     fp = fopen(path, "wb");
+    assert_non_null(fp);
     assert_int_equal(fwrite(bytes, 1, (size_t)size, fp), (size_t)size);
     fclose(fp);
     free(bytes);

@@ -169,6 +169,71 @@ static void test_layernorm_agrees(void **state) {
     assert_true(fabs(m / n) < 1e-6 && fabs(v / n - 1.0) < 1e-5);
 }
 
+/* The softmax weights: the reference against exp in double, special logits
+ * (NaN, -inf, far below the maximum) weighing nothing, then AVX2 against the
+ * reference over every tail length, with and without the output row. */
+static void test_exp_weights(void **state) {
+    (void)state;
+    enum { N = 2051 };
+    float x[N], a[N], b[N];
+    fill(x, N, 30.0f);
+    x[3] = NAN, x[17] = -INFINITY, x[40] = -1e30f;
+    float mx = -INFINITY;
+    for (int i = 0; i < N; i++)
+        if (x[i] > mx) mx = x[i];
+    const float temps[] = {0.7f, 1.0f, 3.0f, 1e-20f};
+    for (size_t ti = 0; ti < sizeof temps / sizeof *temps; ti++) {
+        const float t = temps[ti];
+        const double sum = exp_weights_ref(b, x, N, mx, t);
+        double want = 0;
+        for (int i = 0; i < N; i++) {
+            const float arg = (x[i] - mx) / t; /* the exponent in float, as the kernels form it */
+            const double w = isnan(x[i]) || arg < EXP_WEIGHT_MIN_ARG ? 0 : exp(arg);
+            assert_true(fabs(b[i] - w) <= 1e-6 * w);
+            want += w;
+        }
+        assert_true(fabs(sum - want) <= 1e-6 * want && sum >= 1.0);
+        assert_true(b[3] == 0 && b[17] == 0 && b[40] == 0);
+        assert_true(exp_weights_ref(NULL, x, N, mx, t) == sum);
+        if (!wtype_using_avx2()) continue;
+        const int lens[] = {1, 7, 8, 9, 64, 2051};
+        for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
+            const int n = lens[li];
+            float m = -INFINITY;
+            for (int i = 0; i < n; i++)
+                if (x[i] > m) m = x[i];
+            if (m == -INFINITY) continue;
+            const double sa = exp_weights_avx2(a, x, n, m, t), sb = exp_weights_ref(b, x, n, m, t);
+            expect_close(a, b, n, 1e-6f, 0, "exp_weights");
+            assert_true(fabs(sa - sb) <= 1e-6 * sb);
+            assert_true(exp_weights_avx2(NULL, x, n, m, t) == sa);
+        }
+    }
+}
+
+/* The first largest non-NaN value, wherever it, its ties and the NaNs
+ * stand, over every tail length. */
+static void test_row_argmax(void **state) {
+    (void)state;
+    enum { N = 77 };
+    float x[N];
+    for (int n = 1; n <= N; n++)
+        for (int at = 0; at < n; at += 5) {
+            fill(x, n, 10.0f);
+            for (int i = 0; i < n; i += 3) x[i] = NAN;
+            x[at] = 11.0f;
+            if (at + 9 < n) x[at + 9] = 11.0f; /* a later tie */
+            assert_int_equal(row_argmax_ref(x, n), at);
+            if (wtype_using_avx2()) assert_int_equal(row_argmax_avx2(x, n), at);
+        }
+    for (int i = 0; i < N; i++) x[i] = i % 2 ? -INFINITY : NAN;
+    assert_int_equal(row_argmax_ref(x, N), 1);
+    if (wtype_using_avx2()) assert_int_equal(row_argmax_avx2(x, N), 1);
+    for (int i = 0; i < N; i++) x[i] = NAN;
+    assert_int_equal(row_argmax_ref(x, N), 0);
+    if (wtype_using_avx2()) assert_int_equal(row_argmax_avx2(x, N), 0);
+}
+
 int main(void) {
     wtype_init();
     kernel_paths_print("paths compared with ref", KP_SET_AVX2);
@@ -178,6 +243,8 @@ int main(void) {
         cmocka_unit_test(test_rmsnorm_agrees),
         cmocka_unit_test(test_gelu_erf_agrees),
         cmocka_unit_test(test_layernorm_agrees),
+        cmocka_unit_test(test_exp_weights),
+        cmocka_unit_test(test_row_argmax),
         cmocka_unit_test(test_rope_rotates_pairs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
