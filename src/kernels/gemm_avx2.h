@@ -18,6 +18,14 @@
  * spills them. */
 #define GEMM_KEEP(v) __asm__("" : "+x"(v))
 
+/* Activation rows an x8 tile takes in this build (gemm_x8_impl.h,
+ * gemm_x8_k_impl.h): X8_COLS_EVEX where AVX-512 gives 32 registers. */
+#if defined(GEMM_VNNI_EVEX) && GEMM_VNNI_EVEX
+#define X8_TILE_COLS X8_COLS_EVEX
+#else
+#define X8_TILE_COLS X8_COLS
+#endif
+
 /* switch (nc) over CALL(1) .. CALL(MAXC), MAXC <= 8; column counts above
  * MAXC never come, and their cases compile to the MAXC one. */
 #define GEMM_CASE_(NCV, MAXC, CALL)                                                                \

@@ -1,5 +1,6 @@
 /* Tiles over the x8 layout (x8_layout.c): 8 interleaved weight rows of
- * Q4_0, Q5_0 or Q8_0 by up to X8_COLS activation rows, for one-token and
+ * Q4_0, Q5_0 or Q8_0 by up to X8_TILE_COLS activation rows (X8_COLS; X8_COLS_EVEX
+ * in the AVX512-VNNI build), for one-token and
  * small-batch matmuls. Included by gemm_x8_avx2.c (GEMM_VNNI 0) and the VNNI
  * builds gemm_x8_vnni_avx2.c and gemm_x8_vnni512_avx2.c (GEMM_VNNI 1), where
  * vpdpbusd does a group's maddubs and the widening after it in one
@@ -45,7 +46,7 @@
 
 enum { X_Q4_0, X_Q5_0, X_Q8_0 };
 
-_Static_assert(X8_COLS >= 1 && X8_COLS <= 8, "GEMM_DISPATCH instantiates 1 to 8 columns");
+_Static_assert(X8_TILE_COLS >= 1 && X8_TILE_COLS <= 8, "GEMM_DISPATCH instantiates 1 to 8 columns");
 
 GEMM_INLINE size_t x8_block_bytes(int T) {
     return T == X_Q4_0 ? X8_BLOCK_Q4_0 : T == X_Q5_0 ? X8_BLOCK_Q5_0 : X8_BLOCK_Q8_0;
@@ -145,6 +146,6 @@ GEMM_INLINE void x8_tile_any(const int T, int n, int nc, float *restrict s, size
                              const uint8_t *y, size_t by) {
     const int nb = n / 32;
 #define X8_TILE(NCV) x8_tile(T, NCV, nb, s, ldc, x, y, by)
-    GEMM_DISPATCH(nc, X8_COLS, X8_TILE)
+    GEMM_DISPATCH(nc, X8_TILE_COLS, X8_TILE)
 #undef X8_TILE
 }

@@ -1,5 +1,6 @@
 /* Tiles over the x8 layout of Q4_K, Q5_K and Q6_K (x8_layout.c): 8
- * interleaved weight rows by up to X8_COLS Q8_K activation rows, as
+ * interleaved weight rows by up to X8_TILE_COLS Q8_K activation rows (X8_COLS;
+ * X8_COLS_EVEX in the AVX512-VNNI build), as
  * gemm_x8_avx2.c does for the 32-element formats. A group's vector holds 4
  * levels of each of the 8 rows; the 4 activation bytes of the group,
  * broadcast, meet them in one maddubs, and the 16-bit sums of a sub-block
@@ -38,7 +39,7 @@
 
 #include <stdbool.h>
 
-_Static_assert(X8_COLS >= 1 && X8_COLS <= 8, "GEMM_DISPATCH instantiates 1 to 8 columns");
+_Static_assert(X8_TILE_COLS >= 1 && X8_TILE_COLS <= 8, "GEMM_DISPATCH instantiates 1 to 8 columns");
 
 GEMM_INLINE __m256i xk_load(const uint8_t *p) {
     return _mm256_loadu_si256((const __m256i *)p);
@@ -233,6 +234,6 @@ GEMM_INLINE void x8k_any(const int T, int n, int nc, float *restrict s, size_t l
     const int nb = n / QK_K;
 #define X8_TILE(NCV)                                                                                        \
     (T == X8K_Q6 ? x8_q6k_tile(NCV, nb, s, ldc, x, y, by) : x8_q4k_tile(T == X8K_Q5, NCV, nb, s, ldc, x, y, by))
-    GEMM_DISPATCH(nc, X8_COLS, X8_TILE)
+    GEMM_DISPATCH(nc, X8_TILE_COLS, X8_TILE)
 #undef X8_TILE
 }

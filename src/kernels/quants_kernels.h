@@ -53,6 +53,11 @@
 #ifndef X8_COLS
 #define X8_COLS 4
 #endif
+/* The AVX512-VNNI builds' x8 tiles are compiled for up to X8_COLS_EVEX
+ * activation rows: 32 vector registers hold 8 accumulators beside a block's
+ * weight vectors, where AVX2's 16 spill them. Which types take them is the
+ * overlay's x8_cols (kernels_vnni.c). */
+#define X8_COLS_EVEX 8
 #define X8_ACT_BLOCK 40
 /* Activation rows from which an x8 weight takes panels (x8_panel_min_tok).
  * The AVX2 x8 tiles need three instructions per group where the VNNI panels

@@ -79,6 +79,7 @@ static bool lay_over(wtype_traits *e, const wtype_vnni_overlay *o, int build) {
     if (o->gemm_panel[build]) e->gemm_panel = o->gemm_panel[build], own = true;
     if (o->panel_prep[build]) e->panel_prep = o->panel_prep[build], own = true;
     if (o->gemm_x8[build]) e->gemm_x8 = o->gemm_x8[build], own = true;
+    if (o->x8_cols[build]) e->x8_cols = o->x8_cols[build], own = true;
     if (o->panel_block_bytes) e->panel_block_bytes = o->panel_block_bytes, own = true;
     if (o->x8_panel_min_tok) e->x8_panel_min_tok = o->x8_panel_min_tok, own = true;
     return own;

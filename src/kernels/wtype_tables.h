@@ -51,6 +51,7 @@ typedef struct {
     wtype_gemm_fn gemm_panel[2];
     wtype_gemm_prep_fn panel_prep[2];
     wtype_gemm_fn gemm_x8[2];
+    int x8_cols[2];           /* at most what the build's tiles take (X8_COLS, X8_COLS_EVEX) */
     size_t panel_block_bytes; /* the same in both builds */
     int x8_panel_min_tok;
 } wtype_vnni_overlay;

@@ -445,9 +445,10 @@ static void test_x8_layout_round_trips(void **state) {
     }
 }
 
-/* The x8 tiles against the AVX2 tiles, bit for bit, for 1..X8_COLS columns
- * over 24 rows (3 groups) and 2 * X8_COLS + 1 activation rows: the AVX2 x8
- * tiles, and the VNNI tables' (each type has its own there). */
+/* The x8 tiles against the AVX2 tiles, bit for bit, for 1..x8_cols columns
+ * (the table's) over 24 rows (3 groups) and 2 * X8_COLS_EVEX + 1 activation
+ * rows: the AVX2 x8 tiles, and the VNNI tables' (each type has its own
+ * there). */
 static void test_x8_tiles_give_the_tiles_bits(void **state) {
     (void)state;
     kernel_paths_print("paths compared with the AVX2 tiles and ref", KP_SET_ALL);
@@ -458,7 +459,7 @@ static void test_x8_tiles_give_the_tiles_bits(void **state) {
     for (size_t i = 0; i < sizeof k_x8_builds / sizeof k_x8_builds[0]; i++) {
         const x8_build *k = &k_x8_builds[i];
         const wtype_traits tiles = {.gemm = k->tiles, .gemm_rows = k->tile_rows, .gemm_cols = k->tile_cols};
-        const int n = x8_length(k->type), rows = 24, toks = 2 * X8_COLS + 1;
+        const int n = x8_length(k->type), rows = 24, toks = 2 * X8_COLS_EVEX + 1;
         const size_t group = k->block_bytes * (size_t)(n / wtype_block_size((uint32_t)k->type));
         for (int mode = W_QUANTIZED; mode <= W_EXTREME; mode++) {
             gemm_case g = make_case(k->type, n, rows, toks, mode, 700 + 11 * i + (uint64_t)mode);
@@ -474,7 +475,8 @@ static void test_x8_tiles_give_the_tiles_bits(void **state) {
                 const wtype_gemm_fn fn = ii ? wtype_table((wtype_isa_id)isas[ii])[k->type].gemm_x8 : k->gemm_x8;
                 if (ii && fn == k->gemm_x8) continue; /* the AVX2 tile itself */
                 n_vnni_checked += ii > 0;
-                for (int nc = 1; nc <= X8_COLS; nc++) {
+                const int cols = ii ? wtype_table((wtype_isa_id)isas[ii])[k->type].x8_cols : X8_COLS;
+                for (int nc = 1; nc <= cols; nc++) {
                     for (int k2 = 0; k2 < rows * toks; k2++) got[k2] = NAN;
                     for (int r = 0; r < rows; r += 8)
                         for (int c = 0; c < toks; c += nc) {
