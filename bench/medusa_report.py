@@ -7,7 +7,8 @@ run, the methods' order reversed every other round):
      one after another (`cllm generate --prompts-file F --max-num-seqs 1`),
      at 1 and 2 threads, temperature 0 and 0.7 (a seed per prompt, the same
      for every method). Methods: plain; Medusa (the heads file, K = --k);
-     layer_skip with the first --draft-layers layers, K = 4, scoring the
+     layer_skip with the first --draft-layers layers, K = --skip-k (2: the
+     best of K = 1-4 on gemma-3-270m, bench/RESULTS.md), scoring the
      whole vocabulary and scoring only the heads' draft vocabulary (FR-Spec)
      (--no-layer-skip leaves them out); with --trees N [N ...], Medusa over
      a tree of N nodes chosen from the heads' accuracies
@@ -26,8 +27,8 @@ No prompt repeats within a run, and the heads never saw these prompts
 (they train on data/medusa_train_prompts.txt).
 
 usage: bench/medusa_report.py --heads HEADS.gguf [--model GGUF] [--cllm build/cllm]
-           [--tokens 128] [--k 3 [K ...]] [--trees N ...] [--no-layer-skip] [--reps 1]
-           [--compare-heads OTHER.gguf] [--draft-vocab-size N] [--serve-prompts 64] [--serve-tree N]
+           [--tokens 128] [--k 3 [K ...]] [--trees N ...] [--no-layer-skip] [--draft-layers 12] [--skip-k 2]
+           [--reps 1] [--compare-heads OTHER.gguf] [--draft-vocab-size N] [--serve-prompts 64] [--serve-tree N]
            [--no-serve]
 (--k: a chain of each length; --compare-heads: another heads file's chain of the first K beside
 them, in the same sitting; --draft-vocab-size: the heads draft from the first N of their vocabulary; --serve-tree N: the served Medusa config is the N-node tree instead of
@@ -85,6 +86,7 @@ def main() -> None:
     ap.add_argument("--compare-heads")
     ap.add_argument("--draft-vocab-size", type=int, default=0)
     ap.add_argument("--draft-layers", type=int, default=12)
+    ap.add_argument("--skip-k", type=int, default=2)
     ap.add_argument("--reps", type=int, default=1)
     ap.add_argument("--serve-prompts", type=int, default=64)
     ap.add_argument("--no-serve", action="store_true")
@@ -98,7 +100,7 @@ def main() -> None:
     def chain(heads, k, **extra):
         return json.dumps({"method": "medusa", "model": heads, "num_speculative_tokens": k, **extra})
     spec = chain(a.heads, a.k[0], **vocab)
-    skip = {"method": "layer_skip", "draft_layers": a.draft_layers, "num_speculative_tokens": 4}
+    skip = {"method": "layer_skip", "draft_layers": a.draft_layers, "num_speculative_tokens": a.skip_k}
     def tree(n):
         return json.dumps({"method": "medusa", "model": a.heads, "num_speculative_tokens": n,
                            "speculative_token_tree": "auto", **vocab})
@@ -111,8 +113,8 @@ def main() -> None:
     for n in a.trees:
         methods[f"Medusa tree of {n}"] = ["--speculative-config", tree(n)]
     if not a.no_layer_skip:
-        methods[f"layer_skip {a.draft_layers} layers"] = ["--speculative-config", json.dumps(skip)]
-        methods[f"layer_skip {a.draft_layers} layers, draft vocab"] = [
+        methods[f"layer_skip {a.draft_layers} layers, K={a.skip_k}"] = ["--speculative-config", json.dumps(skip)]
+        methods[f"layer_skip {a.draft_layers} layers, K={a.skip_k}, draft vocab"] = [
             "--speculative-config", json.dumps(dict(skip, draft_vocab=a.heads))]
     print(f"CPU: {cpu_line()}\n")
     print(f"`{a.cllm} generate -m {Path(a.model).name} --prompts-file PROMPTS --max-num-seqs 1 -t T "

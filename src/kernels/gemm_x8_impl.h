@@ -53,6 +53,17 @@ GEMM_INLINE size_t x8_block_bytes(int T) {
 }
 
 
+/* With 3 or more activation rows a Q8_0 tile spends long enough on each
+ * block's vpdpbusd work that the hardware prefetchers fall behind the
+ * stream: prefetching this far ahead took gemma-3-270m's Q8_0 output head
+ * (1 thread, AMD Zen 4) from 8.0-8.2 to 6.6-7.0 ms at 4 rows and from
+ * 12.5-12.8 to 11.1-11.3 at 8 (bench/RESULTS.md). At 1 and 2 rows, which
+ * stream at memory speed, on Q4_0/Q5_0 and in the plain AVX2 build it
+ * neither gained nor lost. The last blocks prefetch past the matrix:
+ * prefetches do not fault. */
+#define X8_Q8_PREFETCH 6144
+#define X8_Q8_PREFETCH_MIN_COLS 3
+
 GEMM_INLINE void x8_tile(const int T, const int NC, int nb, float *restrict s, size_t ldc,
                          const uint8_t *x, const uint8_t *y, size_t by) {
     const size_t xsz = x8_block_bytes(T);
@@ -61,6 +72,9 @@ GEMM_INLINE void x8_tile(const int T, const int NC, int nb, float *restrict s, s
     for (int c = 0; c < NC; c++) acc[c] = _mm256_setzero_ps();
     for (int b = 0; b < nb; b++) {
         const uint8_t *blk = x + (size_t)b * xsz;
+        if (T == X_Q8_0 && NC >= X8_Q8_PREFETCH_MIN_COLS) /* see X8_Q8_PREFETCH */
+            for (int i = 0; i < X8_BLOCK_Q8_0; i += 64)
+                _mm_prefetch((const char *)blk + X8_Q8_PREFETCH + i, _MM_HINT_T0);
         const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)blk));
         __m256i lv[8];
 #if !GEMM_VNNI
