@@ -68,7 +68,7 @@ GEMM_INLINE void x8_tile(const int T, const int NC, int nb, float *restrict s, s
                          const uint8_t *x, const uint8_t *y, size_t by) {
     const size_t xsz = x8_block_bytes(T);
     const int off = T == X_Q4_0 ? 8 : 16;
-    __m256 acc[NC];
+    __m256 acc[X8_TILE_COLS]; /* not [NC]: see gemm_x8_k_impl.h */
     for (int c = 0; c < NC; c++) acc[c] = _mm256_setzero_ps();
     for (int b = 0; b < nb; b++) {
         const uint8_t *blk = x + (size_t)b * xsz;

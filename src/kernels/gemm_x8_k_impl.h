@@ -41,6 +41,13 @@
 
 _Static_assert(X8_TILE_COLS >= 1 && X8_TILE_COLS <= 8, "GEMM_DISPATCH instantiates 1 to 8 columns");
 
+/* The tiles' per-column arrays are sized X8_TILE_COLS, not NC: declared [NC]
+ * (NC a parameter), GCC 12 kept them as variable-length arrays on the stack
+ * even where the tile was inlined with a constant NC, so the accumulators
+ * lived in memory. That cost the AVX512-VNNI build's one-column Q6_K tile a
+ * third of its speed on an AMD Zen 4 (qwen3-1.7b's Q6_K output matrix at 1
+ * thread: 17.0-17.3 -> 12.7-13.7 ms, bench/RESULTS.md). */
+
 GEMM_INLINE __m256i xk_load(const uint8_t *p) {
     return _mm256_loadu_si256((const __m256i *)p);
 }
@@ -69,13 +76,13 @@ GEMM_INLINE void x8_q4k_tile(const bool Q5, const int NC, int nb, float *restric
                              const uint8_t *y, size_t by) {
     const size_t bsz = Q5 ? X8_BLOCK_Q5_K : X8_BLOCK_Q4_K;
     const size_t qs_off = Q5 ? 416 : 160;
-    __m256 acc[NC], accm[NC];
+    __m256 acc[X8_TILE_COLS], accm[X8_TILE_COLS];
     for (int c = 0; c < NC; c++) acc[c] = accm[c] = _mm256_setzero_ps();
     for (int b = 0; b < nb; b++) {
         const uint8_t *blk = x + (size_t)b * bsz;
-        const block_q8_K *yb[NC];
+        const block_q8_K *yb[X8_TILE_COLS];
         for (int c = 0; c < NC; c++) yb[c] = (const block_q8_K *)(y + (size_t)c * by) + b;
-        __m256i isum[NC], msum[NC];
+        __m256i isum[X8_TILE_COLS], msum[X8_TILE_COLS];
         for (int c = 0; c < NC; c++) isum[c] = msum[c] = _mm256_setzero_si256();
         for (int ch = 0; ch < 4; ch++) { /* sub-blocks 2ch (low nibbles) and 2ch + 1 (high) */
 #if GEMM_VNNI
@@ -83,12 +90,13 @@ GEMM_INLINE void x8_q4k_tile(const bool Q5, const int NC, int nb, float *restric
              * that their latency overlaps; more columns are chains enough. */
             const int CH = NC == 1 ? 4 : NC == 2 ? 2 : 1;
             const __m256i sl = xk_widen_u8(blk + 32 + 8 * (2 * ch)), sh = xk_widen_u8(blk + 32 + 8 * (2 * ch + 1));
-            __m256i lo[NC][4], hi[NC][4];
+            __m256i lo[X8_TILE_COLS][4], hi[X8_TILE_COLS][4];
             for (int c = 0; c < NC; c++)
                 for (int h = 0; h < CH; h++) lo[c][h] = hi[c][h] = _mm256_setzero_si256();
 #else
             const __m256i sl = xk_spread_u8(blk + 32 + 8 * (2 * ch)), sh = xk_spread_u8(blk + 32 + 8 * (2 * ch + 1));
-            __m256i lo[NC], hi[NC];
+            __m256i lo[X8_TILE_COLS], hi[X8_TILE_COLS]; /* each group 0 sets them; zeroed for the compiler */
+            for (int c = 0; c < NC; c++) lo[c] = hi[c] = _mm256_setzero_si256();
 #endif
             for (int k = 0; k < 8; k++) {
                 const __m256i v = xk_load(blk + qs_off + 256 * ch + 32 * k);
@@ -166,7 +174,7 @@ GEMM_INLINE __m256i x8_q6k_levels(__m256i l, __m256i h, int g) {
 
 GEMM_INLINE void x8_q6k_tile(const int NC, int nb, float *restrict s, size_t ldc, const uint8_t *x,
                              const uint8_t *y, size_t by) {
-    __m256 acc[NC], accm[NC];
+    __m256 acc[X8_TILE_COLS], accm[X8_TILE_COLS];
     for (int c = 0; c < NC; c++) acc[c] = accm[c] = _mm256_setzero_ps();
     /* [lo lo hi hi] bytes of each 32-bit lane: a scale pair's first or second */
     const __m256i dup_first = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13, 0, 1, 0, 1, 4, 5,
@@ -176,12 +184,12 @@ GEMM_INLINE void x8_q6k_tile(const int NC, int nb, float *restrict s, size_t ldc
         const uint8_t *blk = x + (size_t)b * X8_BLOCK_Q6_K;
         for (int i = 0; i < X8_BLOCK_Q6_K; i += 64) /* see X8_Q6K_PREFETCH */
             _mm_prefetch((const char *)blk + X8_Q6K_PREFETCH + i, _MM_HINT_T0);
-        const block_q8_K *yb[NC];
+        const block_q8_K *yb[X8_TILE_COLS];
         for (int c = 0; c < NC; c++) yb[c] = (const block_q8_K *)(y + (size_t)c * by) + b;
-        __m256i isum[NC], corr[NC];
+        __m256i isum[X8_TILE_COLS], corr[X8_TILE_COLS];
         for (int c = 0; c < NC; c++) isum[c] = corr[c] = _mm256_setzero_si256();
 #if GEMM_VNNI
-        __m256i isum2[NC];
+        __m256i isum2[X8_TILE_COLS];
         for (int c = 0; c < NC; c++) isum2[c] = _mm256_setzero_si256();
 #endif
         /* unrolled: each group's vector offsets, nibble half and shift are then constants */
