@@ -7,6 +7,11 @@
  * sampling; set against bench/membw's bandwidth it says how far each kernel
  * is from streaming its weights at memory speed.
  *
+ * A last row, "step order", runs the same matmuls in the order a decode step
+ * does (each layer's q, k, v, o, gate, up, down, then the output head) and
+ * prints its best and its mean pass: where it is slower than "all", what
+ * costs is going from one weight to the next, not the kernels' streaming.
+ *
  * usage: matmul_bench MODEL [--threads N] [--tokens T] [--reps R] */
 #include "kernels/matmul.h"
 #include "model/model.h"
@@ -100,6 +105,22 @@ int main(int argc, char **argv) {
     }
     printf("%-12s %-8s %9.3f %10.1f %8.2f  (%.1f steps/s from the matmuls alone)\n", "all", "", total_s * 1e3,
            total_b / 1e6, total_b / total_s / 1e9, 1.0 / total_s);
+    double best = 1e30, sum = 0;
+    for (int r = 0; r < reps; r++) {
+        const double t0 = now();
+        for (int il = 0; il < m->hp.n_layer; il++)
+            for (int k = K_Q; k < N_KIND; k++) {
+                const weight *w = weight_of(m, k, il);
+                if (w) matmul(pool, w, x, tokens, y, s);
+            }
+        const weight *head = weight_of(m, K_OUT, 0);
+        if (head) matmul(pool, head, x, tokens, y, s);
+        const double dt = now() - t0;
+        sum += dt;
+        if (dt < best) best = dt;
+    }
+    printf("%-12s %-8s %9.3f %10.1f %8.2f  (mean of %d passes %.3f ms)\n", "step order", "", best * 1e3, total_b / 1e6,
+           total_b / best / 1e9, reps, sum / reps * 1e3);
     free(x);
     free(y);
     free(s);

@@ -116,16 +116,59 @@ const char *http_header(http_req *r, const char *name) {
     return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
 }
 
+/* U+0000 in a string value (JSON allows it: a client echoing back a reply
+ * that held a byte-0 token sends one) becomes U+FFFD, the replacement
+ * character: the server reads strings as C strings, where a NUL would
+ * silently cut the rest of a message off. Object keys cannot hold one
+ * (the parser refuses them). False when out of memory. The parser bounds
+ * the depth of the recursion. */
+static bool replace_nuls(json_t *j) {
+    if (json_is_string(j)) {
+        const char *s = json_string_value(j);
+        const size_t n = json_string_length(j);
+        if (strlen(s) == n) return true;
+        size_t n_nul = 0;
+        for (size_t i = 0; i < n; i++) n_nul += s[i] == 0;
+        char *out = malloc(n + 2 * n_nul + 1), *o = out;
+        if (!out) return false;
+        for (size_t i = 0; i < n; i++) {
+            if (s[i]) *o++ = s[i];
+            else memcpy(o, "\xEF\xBF\xBD", 3), o += 3;
+        }
+        const bool ok = json_string_setn_nocheck(j, out, (size_t)(o - out)) == 0;
+        free(out);
+        return ok;
+    }
+    if (json_is_array(j)) {
+        size_t i;
+        json_t *v;
+        json_array_foreach(j, i, v) if (!replace_nuls(v)) return false;
+    } else if (json_is_object(j)) {
+        const char *k;
+        json_t *v;
+        json_object_foreach(j, k, v) if (!replace_nuls(v)) return false;
+    }
+    return true;
+}
+
 json_t *http_body_json(http_req *r, api_error *e) {
     if (r->body.len == 0) {
         api_fail(e, 400, "invalid_json", NULL, "The request body is empty; a JSON object is expected");
         return NULL;
     }
     json_error_t je;
-    json_t *j = json_loadb(r->body.data, r->body.len, JSON_DECODE_ANY, &je);
-    if (!j)
+    json_t *j = json_loadb(r->body.data, r->body.len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+    if (!j) {
         api_fail(e, 400, "invalid_json", NULL, "We could not parse the JSON body of your request: %s (line %d, column %d)",
                  je.text, je.line, je.column);
+        return NULL;
+    }
+    /* Only a body that spells the escape can hold a NUL: no walk otherwise. */
+    if (memmem(r->body.data, r->body.len, "\\u0000", 6) && !replace_nuls(j)) {
+        json_decref(j);
+        api_fail(e, 500, "out_of_memory", NULL, "out of memory reading the request body");
+        return NULL;
+    }
     return j;
 }
 

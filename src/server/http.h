@@ -121,7 +121,8 @@ struct pollfd http_client_pollfd(const http_req *r);
 bool http_client_gone(http_req *r, short revents);
 
 const char *http_header(http_req *r, const char *name);
-/* Parses the body as a JSON value; on failure fills *e (400) and returns NULL. */
+/* Parses the body as a JSON value, U+0000 in its strings replaced by U+FFFD;
+ * on failure fills *e (400; 500 out of memory) and returns NULL. */
 json_t *http_body_json(http_req *r, api_error *e);
 
 #endif

@@ -181,6 +181,20 @@ def test_null_means_default(srv):
     assert r.status_code == 200, r.text
 
 
+def test_nul_in_a_string_reads_as_the_replacement_character(srv):
+    """JSON strings may hold U+0000, and a client that echoes back a reply
+    holding a byte-0 token sends one (the web UI did): it reads as U+FFFD,
+    neither refused nor cutting the rest of the text off."""
+    assert srv.tokenize(prompt="a\u0000b c") == srv.tokenize(prompt="a\ufffdb c")
+    turns = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "x\u0000y"},
+             {"role": "user", "content": "more"}]
+    r = send(srv, "POST", CH, chat(messages=turns), None)
+    assert r.status_code == 200, r.text
+    r = send(srv, "POST", "/tokenize", {"messages": turns}, None)
+    assert r.status_code == 200 and r.json()["tokens"] == srv.tokenize(
+        messages=[dict(t, content=t["content"].replace("\u0000", "\ufffd")) for t in turns])
+
+
 def test_raw_garbage_on_the_socket(srv):
     """Non-HTTP bytes and a half-sent request must not disturb the server."""
     for payload in (b"\x00\xff garbage\r\n\r\n", b"POST /v1/completions HTTP/1.1\r\nContent-Length: 100\r\n\r\n{"):
