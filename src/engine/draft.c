@@ -21,6 +21,7 @@ struct draft_runner {
     runner run;
     int max_tokens, max_seqs;
     int32_t *tok, *pos, *seq, *rows;
+    int *upto; /* [max_seqs]: draft_propose's per-sequence round targets */
     fwd_seq *seqs;
     sequence **row_seq;
     float *logits; /* [max_seqs][n_vocab] */
@@ -76,10 +77,11 @@ draft_runner *draft_create(const model *draft, const model *target, int n_seqs, 
     d->pos = malloc(T * sizeof *d->pos);
     d->seq = malloc(T * sizeof *d->seq);
     d->rows = malloc(S * sizeof *d->rows);
+    d->upto = malloc(S * sizeof *d->upto);
     d->seqs = calloc(S, sizeof *d->seqs);
     d->row_seq = calloc(S, sizeof *d->row_seq);
     d->logits = malloc(S * (size_t)d->m->hp.n_vocab * sizeof *d->logits);
-    if (!d->tok || !d->pos || !d->seq || !d->rows || !d->seqs || !d->row_seq ||
+    if (!d->tok || !d->pos || !d->seq || !d->rows || !d->upto || !d->seqs || !d->row_seq ||
         !d->logits) {
         err_oom("out of memory for the draft model's buffers");
         goto fail;
@@ -98,6 +100,7 @@ void draft_free(draft_runner *d) {
     free(d->pos);
     free(d->seq);
     free(d->rows);
+    free(d->upto);
     free(d->seqs);
     free(d->row_seq);
     free(d->logits);
@@ -191,7 +194,7 @@ static void draft_round(draft_runner *d, sequence **seqs, const int *upto, int n
 
 void draft_propose(draft_runner *d, sequence **seqs, const int *want, int n) {
     if (n > d->max_seqs) n = d->max_seqs;
-    int upto[n > 0 ? n : 1];
+    int *upto = d->upto;
     for (int i = 0; i < n; i++) {
         sync(d, seqs[i]);
         seqs[i]->spec.n_draft = 0;
