@@ -9,6 +9,7 @@
 #include "server/http.h"
 
 #include "server/sse.h"
+#include "util/buf.h"
 #include "util/error.h"
 #include "util/time.h"
 
@@ -127,16 +128,15 @@ static bool replace_nuls(json_t *j) {
         const char *s = json_string_value(j);
         const size_t n = json_string_length(j);
         if (strlen(s) == n) return true;
-        size_t n_nul = 0;
-        for (size_t i = 0; i < n; i++) n_nul += s[i] == 0;
-        char *out = malloc(n + 2 * n_nul + 1), *o = out;
-        if (!out) return false;
-        for (size_t i = 0; i < n; i++) {
-            if (s[i]) *o++ = s[i];
-            else memcpy(o, "\xEF\xBF\xBD", 3), o += 3;
+        buf out = {0};
+        size_t at = 0;
+        for (const char *z; (z = memchr(s + at, 0, n - at)); at = (size_t)(z - s) + 1) {
+            buf_append(&out, s + at, (size_t)(z - s) - at);
+            buf_append(&out, "\xEF\xBF\xBD", 3);
         }
-        const bool ok = json_string_setn_nocheck(j, out, (size_t)(o - out)) == 0;
-        free(out);
+        buf_append(&out, s + at, n - at);
+        const bool ok = !out.oom && json_string_setn_nocheck(j, out.data, out.len) == 0;
+        buf_free(&out);
         return ok;
     }
     if (json_is_array(j)) {
