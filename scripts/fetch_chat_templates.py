@@ -16,11 +16,13 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import shutil
-import subprocess
 import sys
 import tarfile
 import tempfile
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # also when a test loads this file by path
+from pip_download import pip_download  # noqa: E402
 
 PACKAGE = "llama-cpp-python"
 MEMBER_DIR = "vendor/llama.cpp/models/templates/"
@@ -48,9 +50,7 @@ def is_complete(folder: Path) -> bool:
 
 def download_sdist(version: str, into: str) -> Path:
     """The llama-cpp-python sdist of `version`, downloaded from PyPI into `into`."""
-    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check",
-                    "--no-deps", "--no-binary", ":all:", f"{PACKAGE}=={version}", "-d", into],
-                   check=True)
+    pip_download(["--no-deps", "--no-binary", ":all:", f"{PACKAGE}=={version}", "-d", into])
     sdists = list(Path(into).glob("*.tar.gz"))
     if len(sdists) != 1:
         sys.exit(f"fetch: expected one sdist in {into}, found {sdists}")
