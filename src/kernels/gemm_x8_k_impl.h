@@ -95,7 +95,7 @@ GEMM_INLINE void x8_q4k_tile(const bool Q5, const int NC, int nb, float *restric
                 for (int h = 0; h < CH; h++) lo[c][h] = hi[c][h] = _mm256_setzero_si256();
 #else
             const __m256i sl = xk_spread_u8(blk + 32 + 8 * (2 * ch)), sh = xk_spread_u8(blk + 32 + 8 * (2 * ch + 1));
-            __m256i lo[X8_TILE_COLS], hi[X8_TILE_COLS]; /* each group 0 sets them; zeroed for the compiler */
+            __m256i lo[X8_TILE_COLS], hi[X8_TILE_COLS]; /* 16-bit sums of up to 8 groups (Q5: 4) */
             for (int c = 0; c < NC; c++) lo[c] = hi[c] = _mm256_setzero_si256();
 #endif
             for (int k = 0; k < 8; k++) {
@@ -114,12 +114,12 @@ GEMM_INLINE void x8_q4k_tile(const bool Q5, const int NC, int nb, float *restric
 #else
                     const __m256i pl = _mm256_maddubs_epi16(ql, x8_bcast4(yb[c]->qs + 64 * ch + 4 * k));
                     const __m256i ph = _mm256_maddubs_epi16(qh, x8_bcast4(yb[c]->qs + 64 * ch + 32 + 4 * k));
-                    const bool first = Q5 ? k % 4 == 0 : k == 0;
-                    lo[c] = first ? pl : _mm256_add_epi16(lo[c], pl);
-                    hi[c] = first ? ph : _mm256_add_epi16(hi[c], ph);
+                    lo[c] = _mm256_add_epi16(lo[c], pl);
+                    hi[c] = _mm256_add_epi16(hi[c], ph);
                     if (Q5 && k == 3) { /* the first 4 groups' sums out before they could overflow */
                         isum[c] = _mm256_add_epi32(isum[c], _mm256_add_epi32(_mm256_madd_epi16(lo[c], sl),
                                                                              _mm256_madd_epi16(hi[c], sh)));
+                        lo[c] = hi[c] = _mm256_setzero_si256();
                     }
 #endif
                 }
