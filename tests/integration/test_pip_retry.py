@@ -1,4 +1,4 @@
-"""scripts/pip_download.py: the set-up's downloads from PyPI survive a
+"""scripts/pip_retry.py: the set-up's downloads from PyPI survive a
 registry that answers once with an empty index page ("from versions: none"),
 and still fail, with pip's error, when every attempt fails."""
 
@@ -6,16 +6,17 @@ from __future__ import annotations
 
 import importlib.util
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "pip_download.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "pip_retry.py"
 
 
 @pytest.fixture
 def module(monkeypatch):
-    spec = importlib.util.spec_from_file_location("pip_download", SCRIPT)
+    spec = importlib.util.spec_from_file_location("pip_retry", SCRIPT)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     monkeypatch.setattr(mod, "PAUSE_S", 0)
@@ -48,3 +49,8 @@ def test_a_download_that_never_succeeds_fails(module, monkeypatch):
     with pytest.raises(subprocess.CalledProcessError):
         module.pip_download(["x==1"])
     assert len(calls) == module.ATTEMPTS
+
+
+def test_the_command_line_runs_pip_with_its_arguments():
+    out = subprocess.run([sys.executable, str(SCRIPT), "--version"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.startswith("pip ")
