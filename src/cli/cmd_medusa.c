@@ -34,10 +34,13 @@ typedef struct {
     int kind; /* an index into k_kinds */
     long heads, draft_vocab, epochs, batch, gen_tokens, samples, max_prompts, seed;
     double lr, holdout, temperature;
-    bool chat, f32;
+    bool chat;
+    int type; /* an index into k_types */
 } train_options;
 
 static const char *const k_kinds[] = {"hydra", "medusa", NULL};
+static const char *const k_types[] = {"f16", "q8_0", "f32", NULL};
+static const wtype k_type_of[] = {WT_F16, WT_Q8_0, WT_F32};
 
 static const cli_option k_train_options[] = {
     {.name = "--data", .kind = CLI_LIST, .offset = offsetof(train_options, data), .metavar = "TEXT", .required = true,
@@ -79,8 +82,9 @@ static const cli_option k_train_options[] = {
      .max = 0.9, .help = "share of the prompts kept out of training to measure each head's accuracy"},
     {.name = "--seed", .aliases = "-s", .kind = CLI_INT, .offset = offsetof(train_options, seed), .metavar = "N", .min = 0,
      .max = 1e15, .help = "the shuffles' and the held-out choice's seed"},
-    {.name = "--f32", .kind = CLI_FLAG, .offset = offsetof(train_options, f32),
-     .help = "store the heads' matrices in F32 (default F16, half the file)"},
+    {.name = "--type", .kind = CLI_ENUM, .offset = offsetof(train_options, type), .choices = k_types,
+     .help = "the heads' matrices in the file: f16, q8_0 (half of f16's bytes; the engine runs them as Q8_0 "
+             "whatever the file holds) or f32 (as trained)"},
     {0}};
 
 static const cli_section k_train_sections[] = {
@@ -276,7 +280,7 @@ static int cmd_medusa_train(int argc, char **argv) {
     medusa_train_report rep;
     const int trc = medusa_train(m, seqs, lens, n, &to, &heads, &rep);
     free(seqs), free(lens);
-    if (trc || medusa_save(&heads, m, o.out, !o.f32)) {
+    if (trc || medusa_save(&heads, m, o.out, k_type_of[o.type])) {
         fprintf(stderr, "cllm medusa train: %s\n", err_get());
         if (!trc) medusa_params_free(&heads);
         goto done;

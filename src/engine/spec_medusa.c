@@ -40,7 +40,7 @@ medusa_drafter *medusa_drafter_create(const model *m, const char *path, int max_
         for (int j = 0; j < d->k; j++)
             d->tree.parent[j] = (int8_t)(j - 1), d->tree.rank[j] = 0, d->tree.depth[j] = (int8_t)j;
     d->n_nodes = d->tree.n > 0 ? d->tree.n : d->k;
-    d->heads = medusa_create(&p, m, d->max_rows, d->n_nodes);
+    d->heads = medusa_create(&p, m, d->max_rows, d->n_nodes, WT_Q8_0);
     medusa_params_free(&p); /* what medusa_create did not take */
     if (!d->heads) {
         free(d);

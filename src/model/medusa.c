@@ -2,10 +2,10 @@
 #include "model/medusa.h"
 
 #include "format/gguf.h"
+#include "util/big_alloc.h"
 #include "format/gguf_write.h"
 #include "kernels/wtype.h"
 #include "util/error.h"
-#include "util/fp16.h"
 #include "util/top_k.h"
 
 #include <math.h>
@@ -60,12 +60,15 @@ void medusa_params_free(medusa_params *p) {
 
 /* ---- the file ---- */
 
-int medusa_save(const medusa_params *p, const model *m, const char *path, bool f16) {
+int medusa_save(const medusa_params *p, const model *m, const char *path, wtype type) {
+    const wtype_traits *t = wtype_get(type);
+    if (type != WT_F32 && (!t || !t->from_float || p->n_in % t->block_size))
+        return err_set("Medusa heads cannot be stored as %s", wtype_name(type));
     gguf_writer *w = gguf_writer_new();
     if (!w) return err_set("out of memory");
-    const size_t e2 = (size_t)p->n_embd * p->n_in;
-    f16_t *half = f16 ? malloc((size_t)p->n_heads * e2 * sizeof *half) : NULL;
-    int rc = f16 && !half ? err_set("out of memory") : 0;
+    const size_t rb = wtype_row_size(type, p->n_in);
+    void *packed = type != WT_F32 ? malloc((size_t)p->n_heads * p->n_embd * rb) : NULL;
+    int rc = type != WT_F32 && !packed ? err_set("out of memory") : 0;
     rc = rc || gguf_writer_set_str(w, "general.architecture", "medusa") ||
          gguf_writer_set_str(w, "medusa.base_model", m->name ? m->name : "") ||
          gguf_writer_set_str(w, "medusa.kind", p->chained ? "hydra" : "medusa") ||
@@ -79,19 +82,19 @@ int medusa_save(const medusa_params *p, const model *m, const char *path, bool f
         char name[64];
         const int64_t ne_w[2] = {p->n_in, p->n_embd}, ne_b[1] = {p->n_embd};
         const void *data = p->w[k];
-        if (f16) {
-            f16_t *h = half + (size_t)k * e2;
-            for (size_t i = 0; i < e2; i++) h[i] = f32_to_f16(p->w[k][i]);
-            data = h;
+        if (packed) { /* the writer keeps pointers until it writes: one buffer for every head */
+            char *rows = (char *)packed + (size_t)k * p->n_embd * rb;
+            for (int o = 0; o < p->n_embd; o++) t->from_float(p->w[k] + (size_t)o * p->n_in, rows + (size_t)o * rb, p->n_in);
+            data = rows;
         }
         snprintf(name, sizeof name, "medusa.%d.weight", k);
-        rc = gguf_writer_add_tensor(w, name, f16 ? WT_F16 : WT_F32, 2, ne_w, data);
+        rc = gguf_writer_add_tensor(w, name, type, 2, ne_w, data);
         snprintf(name, sizeof name, "medusa.%d.bias", k);
         rc = rc || gguf_writer_add_tensor(w, name, WT_F32, 1, ne_b, p->b[k]);
     }
     rc = rc || gguf_writer_write_file(w, path);
     gguf_writer_free(w);
-    free(half);
+    free(packed);
     return rc ? -1 : 0;
 }
 
@@ -102,15 +105,11 @@ static int read_tensor(const gguf_ctx *g, const char *name, int64_t ne0, int64_t
     if (t->ne[0] != ne0 || ne1_got != ne1 || t->n_dims > 2)
         return err_set("tensor %s is [%lld][%lld], not [%lld][%lld]", name, (long long)ne1_got, (long long)t->ne[0],
                        (long long)ne1, (long long)ne0);
-    const size_t n = (size_t)ne0 * (size_t)ne1;
-    if (t->type == WT_F32) {
-        memcpy(out, t->data, n * sizeof(float));
-    } else if (t->type == WT_F16) {
-        const f16_t *h = t->data;
-        for (size_t i = 0; i < n; i++) out[i] = f16_to_f32(h[i]);
-    } else {
-        return err_set("tensor %s is %s (F32 or F16 expected)", name, wtype_name(t->type));
-    }
+    const wtype_traits *tr = wtype_get(t->type);
+    if (t->type != WT_F32 && t->type != WT_F16 && t->type != WT_Q8_0)
+        return err_set("tensor %s is %s (F32, F16 or Q8_0 expected)", name, wtype_name(t->type));
+    const size_t rb = wtype_row_size(t->type, ne0);
+    for (int64_t r = 0; r < ne1; r++) tr->to_float((const char *)t->data + (size_t)r * rb, out + (size_t)r * ne0, ne0);
     return 0;
 }
 
@@ -183,7 +182,9 @@ int medusa_load(medusa_params *p, const model *m, const char *path) {
 struct medusa_heads {
     medusa_params p;
     const model *m;                 /* its token embedding gives chained heads their inputs */
-    weight block[MEDUSA_MAX_HEADS]; /* W_k as F32 weights */
+    weight block[MEDUSA_MAX_HEADS]; /* W_k as weights of the type medusa_create was given */
+    void *block_q[MEDUSA_MAX_HEADS];  /* W_k quantized (NULL for F32: p.w[k] itself) */
+    void *block_x8[MEDUSA_MAX_HEADS]; /* and in the x8 layout, where the type has one */
     head_slice head;                /* the draft rows of the output matrix */
     int max_rows, max_nodes;
     int max_head_rows; /* rows one block or draft-head matmul takes */
@@ -196,7 +197,34 @@ struct medusa_heads {
     void *scratch;
 };
 
-medusa_heads *medusa_create(medusa_params *p, const model *m, int max_rows, int max_nodes) {
+/* Block k's weight: p.w[k] itself for F32; otherwise each row quantized
+ * (and laid out as x8 where the type has that layout), p.w[k] then freed. */
+static int block_weight(medusa_heads *h, int k, wtype type) {
+    const int e = h->p.n_embd, ni = h->p.n_in;
+    weight *w = &h->block[k];
+    *w = (weight){.name = "medusa block", .data = h->p.w[k], .type = WT_F32, .n_in = ni, .n_out = e,
+                  .row_bytes = (size_t)ni * sizeof(float)};
+    if (type == WT_F32) return 0;
+    const wtype_traits *t = wtype_get(type);
+    if (!t || !t->from_float || !t->vec_dot || ni % t->block_size)
+        return err_set("Medusa blocks of %d inputs cannot run as %s", ni, wtype_name(type));
+    const size_t rb = wtype_row_size(type, ni);
+    h->block_q[k] = aligned_alloc(64, ((size_t)e * rb + 63) / 64 * 64);
+    if (!h->block_q[k]) return err_set("out of memory for the Medusa heads");
+    for (int o = 0; o < e; o++) t->from_float(h->p.w[k] + (size_t)o * ni, (char *)h->block_q[k] + (size_t)o * rb, ni);
+    *w = (weight){.name = "medusa block", .data = h->block_q[k], .type = type, .n_in = ni, .n_out = e, .row_bytes = rb};
+    const size_t x8 = weight_repack_size(w);
+    if (x8) {
+        h->block_x8[k] = big_alloc(x8);
+        if (!h->block_x8[k]) return err_set("out of memory for the Medusa heads");
+        weight_repack(w, h->block_x8[k], NULL);
+    }
+    free(h->p.w[k]);
+    h->p.w[k] = NULL;
+    return 0;
+}
+
+medusa_heads *medusa_create(medusa_params *p, const model *m, int max_rows, int max_nodes, wtype block_type) {
     if (m->tp.size > 1) {
         err_set("Medusa heads do not run under tensor parallelism yet");
         return NULL;
@@ -218,8 +246,10 @@ medusa_heads *medusa_create(medusa_params *p, const model *m, int max_rows, int 
     h->max_head_rows = h->max_rows * h->max_nodes;
     const int e = h->p.n_embd, n = h->p.n_draft_vocab, rows = h->max_head_rows;
     for (int k = 0; k < h->p.n_heads; k++)
-        h->block[k] = (weight){.name = "medusa block", .data = h->p.w[k], .type = WT_F32, .n_in = h->p.n_in,
-                               .n_out = e, .row_bytes = (size_t)h->p.n_in * sizeof(float)};
+        if (block_weight(h, k, block_type)) {
+            medusa_free(h);
+            return NULL;
+        }
     if (head_slice_init(&h->head, m, h->p.draft_vocab, n)) {
         medusa_free(h);
         return NULL;
@@ -251,6 +281,10 @@ oom:
 void medusa_free(medusa_heads *h) {
     if (!h) return;
     medusa_params_free(&h->p);
+    for (int k = 0; k < MEDUSA_MAX_HEADS; k++) {
+        free(h->block_q[k]);
+        free(h->block_x8[k]);
+    }
     head_slice_free(&h->head);
     free(h->in);
     free(h->res);

@@ -28,7 +28,7 @@
  * per-head accuracies (medusa.train.top1 / top5, float32 arrays; a chained
  * head's given the true tokens before it), medusa.kind ("medusa", the
  * default, or "hydra" for chained heads) and tensors medusa.<k>.weight
- * [n_embd][n_in] (F32 or F16; n_in = n_embd, or 2 n_embd when chained) and
+ * [n_embd][n_in] (F32, F16 or Q8_0; n_in = n_embd, or 2 n_embd when chained) and
  * medusa.<k>.bias [n_embd] (F32), k = 0..n_heads-1. */
 #ifndef CLLM_MODEL_MEDUSA_H
 #define CLLM_MODEL_MEDUSA_H
@@ -69,9 +69,10 @@ void medusa_token_input(const model *m, int32_t token, float *out);
 void medusa_block_out(float *wx, const float *res, const float *b, int n, int e, float *y);
 void medusa_params_free(medusa_params *p);
 
-/* Writes p for model m (its name and vocabulary size) to path, weights in
- * F16 when f16. 0, or -1 with err_get(). */
-int medusa_save(const medusa_params *p, const model *m, const char *path, bool f16);
+/* Writes p for model m (its name and vocabulary size) to path, the blocks'
+ * matrices as type: WT_F32, WT_F16 or WT_Q8_0 (what medusa_load reads).
+ * 0, or -1 with err_get(). */
+int medusa_save(const medusa_params *p, const model *m, const char *path, wtype type);
 /* Reads heads made for a model of m's shape: n_embd and n_vocab must match,
  * every draft token be in the vocabulary. 0, or -1 with err_get() naming
  * the problem. */
@@ -83,8 +84,11 @@ typedef struct medusa_heads medusa_heads;
 
 /* Takes ownership of *p (zeroed on success). NULL with err_get(). max_rows
  * is the most hidden states one call takes, max_nodes the most nodes of a
- * medusa_draft tree (at least the heads). */
-medusa_heads *medusa_create(medusa_params *p, const model *m, int max_rows, int max_nodes);
+ * medusa_draft tree (at least the heads). The blocks' matrices run as
+ * block_type: WT_F32 as trained, or a type with a quantizer (WT_Q8_0 reads
+ * a quarter of F32's bytes per step; a draft's rounding changes which
+ * guesses are made, never what verification keeps). */
+medusa_heads *medusa_create(medusa_params *p, const model *m, int max_rows, int max_nodes, wtype block_type);
 void medusa_free(medusa_heads *h);
 int medusa_n_heads(const medusa_heads *h);
 bool medusa_chained(const medusa_heads *h);

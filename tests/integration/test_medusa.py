@@ -186,3 +186,25 @@ def test_heads_of_another_model_and_bad_configs_are_refused(run_cllm, model_fact
     assert not (tmp_path / "h.gguf").exists()
     p = run_cllm("medusa", "fly")
     assert p.returncode != 0 and "train" in p.stderr
+
+
+def test_heads_stored_as_q8_0_are_half_the_file_and_accepted_alike(harness, run_cllm, model_factory, tmp_path):  # noqa: F811
+    # The same training (same seed) written as F16 and as Q8_0: the engine
+    # runs both as Q8_0, so the files differ in bytes, not in what is drafted
+    # beyond an F16 rounding's near ties; greedy output stays the model's own.
+    model = model_factory("llama")
+    data = data_file(tmp_path)
+    files = {}
+    for type_ in ("f16", "q8_0"):
+        files[type_] = tmp_path / f"heads-{type_}.gguf"
+        train(run_cllm, model, data, files[type_], "--type", type_, "--gen-tokens", 40, "--epochs", 4, "--lr", "3e-3")
+    blocks_f16 = 4 * 64 * 128 * 2  # four chained blocks of [64][128]
+    saved = files["f16"].stat().st_size - files["q8_0"].stat().st_size
+    assert saved == blocks_f16 - blocks_f16 * 34 // 64, saved  # Q8_0: 34 bytes per 32 weights
+    reqs = mixed_requests(300, seed=77, count=8)
+    plain = harness(model, reqs, max_num_seqs=16)
+    runs = {t: harness(model, reqs, spec=medusa(f, 4, disable_by_batch_size=16), max_num_seqs=16) for t, f in files.items()}
+    for t, run in runs.items():
+        assert [tokens(run, i) for i in range(len(reqs))] == [tokens(plain, i) for i in range(len(reqs))], t
+    acc = {t: run["spec"]["accepted_tokens"] for t, run in runs.items()}
+    assert acc["f16"] > 0 and abs(acc["q8_0"] - acc["f16"]) <= 0.1 * acc["f16"] + 2, acc
