@@ -2,9 +2,9 @@
 #include "model/medusa.h"
 
 #include "format/gguf.h"
-#include "util/big_alloc.h"
 #include "format/gguf_write.h"
 #include "kernels/wtype.h"
+#include "util/big_alloc.h"
 #include "util/error.h"
 #include "util/top_k.h"
 
@@ -84,7 +84,7 @@ int medusa_save(const medusa_params *p, const model *m, const char *path, wtype 
         const void *data = p->w[k];
         if (packed) { /* the writer keeps pointers until it writes: one buffer for every head */
             char *rows = (char *)packed + (size_t)k * p->n_embd * rb;
-            for (int o = 0; o < p->n_embd; o++) t->from_float(p->w[k] + (size_t)o * p->n_in, rows + (size_t)o * rb, p->n_in);
+            t->from_float(p->w[k], rows, (int64_t)p->n_embd * p->n_in); /* rows are whole blocks: one run */
             data = rows;
         }
         snprintf(name, sizeof name, "medusa.%d.weight", k);
@@ -108,8 +108,9 @@ static int read_tensor(const gguf_ctx *g, const char *name, int64_t ne0, int64_t
     const wtype_traits *tr = wtype_get(t->type);
     if (t->type != WT_F32 && t->type != WT_F16 && t->type != WT_Q8_0)
         return err_set("tensor %s is %s (F32, F16 or Q8_0 expected)", name, wtype_name(t->type));
-    const size_t rb = wtype_row_size(t->type, ne0);
-    for (int64_t r = 0; r < ne1; r++) tr->to_float((const char *)t->data + (size_t)r * rb, out + (size_t)r * ne0, ne0);
+    if (ne0 % tr->block_size)
+        return err_set("tensor %s: rows of %lld are not whole %s blocks", name, (long long)ne0, wtype_name(t->type));
+    tr->to_float(t->data, out, ne0 * ne1);
     return 0;
 }
 
@@ -211,7 +212,7 @@ static int block_weight(medusa_heads *h, int k, wtype type) {
     const size_t rb = wtype_row_size(type, ni);
     h->block_q[k] = aligned_alloc(64, ((size_t)e * rb + 63) / 64 * 64);
     if (!h->block_q[k]) return err_set("out of memory for the Medusa heads");
-    for (int o = 0; o < e; o++) t->from_float(h->p.w[k] + (size_t)o * ni, (char *)h->block_q[k] + (size_t)o * rb, ni);
+    t->from_float(h->p.w[k], h->block_q[k], (int64_t)e * ni); /* rows are whole blocks: one run */
     *w = (weight){.name = "medusa block", .data = h->block_q[k], .type = type, .n_in = ni, .n_out = e, .row_bytes = rb};
     const size_t x8 = weight_repack_size(w);
     if (x8) {
