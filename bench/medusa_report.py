@@ -10,7 +10,10 @@ run, the methods' order reversed every other round):
      layer_skip with the first --draft-layers layers, K = --skip-k (2: the
      best of K = 1-4 on gemma-3-270m, bench/RESULTS.md), scoring the
      whole vocabulary and scoring only the heads' draft vocabulary (FR-Spec)
-     (--no-layer-skip leaves them out); with --trees N [N ...], Medusa over
+     (--no-layer-skip leaves them out); with --exit-adapter FILE, layer_skip
+     drafting through that exit adapter (`cllm medusa train --kind exit`,
+     its own layer and draft vocabulary) for each K of --exit-k (default 2
+     and 3); with --trees N [N ...], Medusa over
      a tree of N nodes chosen from the heads' accuracies
      ("speculative_token_tree": "auto") for each N.
      Output tok/s over the 50, the acceptance rate and mean accepted length
@@ -28,7 +31,7 @@ No prompt repeats within a run, and the heads never saw these prompts
 
 usage: bench/medusa_report.py --heads HEADS.gguf [--model GGUF] [--cllm build/cllm]
            [--tokens 128] [--k 3 [K ...]] [--trees N ...] [--no-layer-skip] [--draft-layers 12] [--skip-k 2]
-           [--reps 1] [--compare-heads OTHER.gguf] [--draft-vocab-size N] [--serve-prompts 64] [--serve-tree N]
+           [--exit-adapter ADAPTER.gguf [--exit-k 2 3]] [--reps 1] [--compare-heads OTHER.gguf] [--draft-vocab-size N] [--serve-prompts 64] [--serve-tree N]
            [--no-serve]
 (--k: a chain of each length; --compare-heads: another heads file's chain of the first K beside
 them, in the same sitting; --draft-vocab-size: the heads draft from the first N of their vocabulary; --serve-tree N: the served Medusa config is the N-node tree instead of
@@ -93,6 +96,8 @@ def main() -> None:
     ap.add_argument("--trees", type=int, nargs="*", default=[])
     ap.add_argument("--no-layer-skip", action="store_true")
     ap.add_argument("--serve-tree", type=int, default=0)
+    ap.add_argument("--exit-adapter")
+    ap.add_argument("--exit-k", type=int, nargs="+", default=[2, 3])
     a = ap.parse_args()
     if not a.model:
         raise SystemExit("--model GGUF is needed (or build-model-path.txt from `make setup`)")
@@ -116,6 +121,9 @@ def main() -> None:
         methods[f"layer_skip {a.draft_layers} layers, K={a.skip_k}"] = ["--speculative-config", json.dumps(skip)]
         methods[f"layer_skip {a.draft_layers} layers, K={a.skip_k}, draft vocab"] = [
             "--speculative-config", json.dumps(dict(skip, draft_vocab=a.heads))]
+    for k in a.exit_k if a.exit_adapter else []:
+        methods[f"layer_skip through the exit adapter, K={k}"] = ["--speculative-config", json.dumps(
+            {"method": "layer_skip", "model": a.exit_adapter, "num_speculative_tokens": k})]
     print(f"CPU: {cpu_line()}\n")
     print(f"`{a.cllm} generate -m {Path(a.model).name} --prompts-file PROMPTS --max-num-seqs 1 -t T "
           f"[--speculative-config ...]`, PROMPTS = the 50 lines of bench/data/chat_prompts_50.txt, "

@@ -32,13 +32,14 @@ typedef struct {
     cli_list data;
     const char *out;
     int kind; /* an index into k_kinds */
-    long heads, draft_vocab, epochs, batch, gen_tokens, samples, max_prompts, seed;
+    long heads, exit_layer, draft_vocab, epochs, batch, gen_tokens, samples, max_prompts, seed;
     double lr, holdout, temperature;
     bool chat;
     int type; /* an index into k_types */
 } train_options;
 
-static const char *const k_kinds[] = {"hydra", "medusa", NULL};
+static const char *const k_kinds[] = {"hydra", "medusa", "exit", NULL};
+enum { KIND_HYDRA, KIND_MEDUSA, KIND_EXIT };
 static const char *const k_types[] = {"f16", "q8_0", "f32", NULL};
 static const wtype k_type_of[] = {WT_F16, WT_Q8_0, WT_F32};
 
@@ -50,9 +51,14 @@ static const cli_option k_train_options[] = {
     {.name = "--kind", .kind = CLI_ENUM, .offset = offsetof(train_options, kind), .choices = k_kinds,
      .help = "hydra: each head also reads the token before the one it guesses (its parent's draft), "
              "so it is not guessing two places ahead blind; medusa: independent heads on the hidden state "
-             "alone"},
+             "alone; exit: one block on the hidden state after --exit-layer layers, guessing the next token, "
+             "for layer_skip's draft (`{\"method\": \"layer_skip\", \"model\": \"ADAPTER.gguf\"}`)"},
     {.name = "--heads", .kind = CLI_INT, .offset = offsetof(train_options, heads), .metavar = "K", .min = 1,
-     .max = MEDUSA_MAX_HEADS, .help = "heads: head k guesses the token k + 2 places ahead"},
+     .max = MEDUSA_MAX_HEADS, .default_text = "4; an exit adapter is one block",
+     .help = "heads: head k guesses the token k + 2 places ahead"},
+    {.name = "--exit-layer", .kind = CLI_INT, .offset = offsetof(train_options, exit_layer), .metavar = "L",
+     .min = 1, .max = 4096, .default_text = "two thirds of the model's layers",
+     .help = "--kind exit: the layers the draft runs before the adapter (layer_skip's draft_layers)"},
     {.name = "--draft-vocab", .kind = CLI_INT, .offset = offsetof(train_options, draft_vocab), .metavar = "N",
      .min = 8, .max = 1 << 22,
      .help = "the heads draft from the N tokens most frequent in the training text (FR-Spec): the share of the "
@@ -199,7 +205,7 @@ static void progress(void *user, const char *line) {
 }
 
 static int cmd_medusa_train(int argc, char **argv) {
-    train_options o = {.kind = 0, .heads = 4, .samples = 1, .temperature = 0.8, .draft_vocab = 16384,
+    train_options o = {.kind = KIND_HYDRA, .heads = 0, .samples = 1, .temperature = 0.8, .draft_vocab = 16384,
                        .epochs = 2, .batch = 64, .gen_tokens = 128, .lr = 1e-3, .holdout = 0.1, .seed = 1,
                        .engine = cli_engine_defaults()};
     o.engine.max_num_seqs = 16;
@@ -209,6 +215,12 @@ static int cmd_medusa_train(int argc, char **argv) {
         return pr > 0 ? 0 : 1;
     }
     int rc = 1, n = 0;
+    if (o.kind == KIND_EXIT ? o.heads > 1 : o.exit_layer > 0) {
+        fprintf(stderr, "cllm medusa train: %s\n", o.kind == KIND_EXIT ? "an exit adapter is one block: drop --heads"
+                                                                       : "--exit-layer is for --kind exit");
+        cli_free(&k_train, &o);
+        return 1;
+    }
     sample *samples = NULL;
     chat_template *tmpl = NULL;
     char **lines = read_lines(&o.data, o.max_prompts, &n);
@@ -266,8 +278,9 @@ static int cmd_medusa_train(int argc, char **argv) {
     }
     for (int i = 0; i < n; i++) seqs[i] = samples[i].tokens, lens[i] = samples[i].n;
     medusa_train_opts to = medusa_train_defaults();
-    to.n_heads = (int)o.heads;
-    to.chained = o.kind == 0;
+    to.n_heads = o.kind == KIND_EXIT ? 1 : o.heads ? (int)o.heads : 4;
+    to.chained = o.kind == KIND_HYDRA;
+    if (o.kind == KIND_EXIT) to.exit_layer = o.exit_layer ? (int)o.exit_layer : (2 * m->hp.n_layer + 2) / 3;
     to.draft_vocab = (int)o.draft_vocab;
     to.epochs = (int)o.epochs;
     to.batch = (int)o.batch;
@@ -287,8 +300,12 @@ static int cmd_medusa_train(int argc, char **argv) {
     }
     json_t *top1 = json_array(), *top5 = json_array();
     for (int k = 0; k < heads.n_heads; k++) {
-        fprintf(stderr, "cllm medusa train: head %d (token +%d): held-out top-1 %.3f, top-5 %.3f\n", k, k + 2,
-                heads.top1[k], heads.top5[k]);
+        if (heads.exit_layer)
+            fprintf(stderr, "cllm medusa train: exit adapter after layer %d (the next token): held-out top-1 %.3f, "
+                    "top-5 %.3f\n", heads.exit_layer, heads.top1[k], heads.top5[k]);
+        else
+            fprintf(stderr, "cllm medusa train: head %d (token +%d): held-out top-1 %.3f, top-5 %.3f\n", k, k + 2,
+                    heads.top1[k], heads.top5[k]);
         json_array_append_new(top1, isnan(heads.top1[k]) ? json_null() : json_real(heads.top1[k]));
         json_array_append_new(top5, isnan(heads.top5[k]) ? json_null() : json_real(heads.top5[k]));
     }
@@ -300,6 +317,10 @@ static int cmd_medusa_train(int argc, char **argv) {
                             "top1", top1, "top5", top5, "vocab_coverage",
                             isnan(rep.vocab_coverage) ? 0.0 : (double)rep.vocab_coverage, "seconds_generate", t_gen,
                             "seconds_hidden", rep.seconds_hidden, "seconds_train", rep.seconds_train);
+    if (sum && heads.exit_layer) {
+        json_object_set_new(sum, "exit_layer", json_integer(heads.exit_layer));
+        json_object_set_new(sum, "raw_exit_top1", rep.holdout_positions ? json_real(rep.start_top1[0]) : json_null());
+    }
     char *js = sum ? json_dumps(sum, JSON_COMPACT) : NULL;
     if (js) printf("%s\n", js);
     free(js);

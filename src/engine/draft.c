@@ -25,6 +25,9 @@ struct draft_runner {
     fwd_seq *seqs;
     sequence **row_seq;
     float *logits; /* [max_seqs][n_vocab] */
+    medusa_heads *exit; /* an exit adapter: rows go through it, not the output head */
+    float *hidden;      /* with exit: [max_seqs][n_embd] the rows' final-normed states */
+    int32_t *guess;     /* with exit: [max_seqs] */
 };
 
 static int check_vocab(const model *draft, const model *target) {
@@ -92,9 +95,26 @@ fail:
     return NULL;
 }
 
+int draft_set_exit(draft_runner *d, medusa_params *p, int vocab_size) {
+    if (p->exit_layer != d->m->hp.n_layer || p->n_heads != 1 || p->chained || d->head.ids)
+        return err_set("an exit adapter after layer %d does not fit a draft of %d layers", p->exit_layer,
+                       d->m->hp.n_layer);
+    /* The most frequent first: a prefix is a smaller draft vocabulary. */
+    if (vocab_size > 0 && vocab_size < p->n_draft_vocab)
+        p->n_draft_vocab = vocab_size > 8 ? vocab_size - vocab_size % 8 : vocab_size;
+    d->hidden = malloc((size_t)d->max_seqs * d->m->hp.n_embd * sizeof *d->hidden);
+    d->guess = malloc((size_t)d->max_seqs * sizeof *d->guess);
+    if (!d->hidden || !d->guess) return err_oom("out of memory for the exit adapter");
+    d->exit = medusa_create(p, d->m, d->max_seqs, 1, WT_Q8_0);
+    return d->exit ? 0 : -1;
+}
+
 void draft_free(draft_runner *d) {
     if (!d) return;
     runner_destroy(&d->run);
+    medusa_free(d->exit);
+    free(d->hidden);
+    free(d->guess);
     head_slice_free(&d->head);
     free(d->tok);
     free(d->pos);
@@ -180,6 +200,21 @@ static void draft_round(draft_runner *d, sequence **seqs, const int *upto, int n
                           .seqs = d->seqs,
                           .n_out = n_rows,
                           .out_rows = d->rows};
+    if (d->exit) { /* the rows' states through the adapter; no output head in the forward */
+        fwd_batch hb = fb;
+        hb.n_out = 0;
+        if (runner_apply(&d->run) || runner_run(&d->run, &hb, NULL) ||
+            forward_hidden(d->run.fwd, d->rows, n_rows, d->hidden)) {
+            for (int i = 0; i < n; i++) draft_release(d, seqs[i]);
+            return;
+        }
+        medusa_propose(d->exit, d->run.threads, d->hidden, n_rows, 1, d->guess);
+        for (int r = 0; r < n_rows; r++) {
+            sequence *s = d->row_seq[r];
+            s->spec.draft[s->spec.n_draft++] = d->guess[r];
+        }
+        return;
+    }
     if (runner_apply(&d->run) || runner_run(&d->run, &fb, d->logits)) {
         for (int i = 0; i < n; i++)
             draft_release(d, seqs[i]); /* recomputed later */

@@ -11,6 +11,7 @@
 #define CLLM_ENGINE_DRAFT_H
 
 #include "engine/request.h"
+#include "model/medusa.h"
 #include "model/model.h"
 #include "util/threadpool.h"
 
@@ -26,6 +27,15 @@ draft_runner *draft_create(const model *draft, const model *target, int n_seqs, 
                            int max_tokens, int block_size, threadpool *threads, const int32_t *vocab,
                            int n_vocab);
 void draft_free(draft_runner *d);
+
+/* An exit adapter for a layer_skip draft (model/medusa.h; `cllm medusa train
+ * --kind exit`): the draft's rows go from its last layer's final-normed
+ * state through the adapter's block to the adapter's own draft vocabulary,
+ * instead of straight to the output head. Takes *p (zeroed on success; the
+ * first vocab_size tokens of its vocabulary when 0 < vocab_size); its
+ * exit_layer must be the draft's layer count, and the draft made without a
+ * vocab of its own. 0, or -1 with err_get(). */
+int draft_set_exit(draft_runner *d, medusa_params *p, int vocab_size);
 
 /* For each of the n sequences, up to want[i] greedy draft tokens into
  * seqs[i]->spec.draft and seqs[i]->spec.n_draft (0 when the sequence is still being

@@ -131,8 +131,19 @@ static int check_config(const engine_config *c) {
     return 0;
 }
 
+/* layer_skip's "model": an exit adapter (model/medusa.h), not Medusa heads. */
+static int load_exit_adapter(medusa_params *p, const model *m, const char *path) {
+    if (medusa_load(p, m, path)) return err_prefix("speculative decoding: ");
+    if (p->exit_layer) return 0;
+    medusa_params_free(p);
+    return err_set("speculative decoding: %s holds Medusa heads, not an exit adapter: use it with method \"medusa\" "
+                   "(`cllm medusa train --kind exit` makes an adapter for layer_skip)",
+                   path);
+}
+
 engine *engine_create(model *m, const engine_config *cfg) {
     if (check_config(cfg)) return NULL;
+    medusa_params adapter = {0}; /* layer_skip's exit adapter until the draft takes it */
     engine *e = calloc(1, sizeof *e);
     if (!e) {
         err_oom("out of memory");
@@ -213,9 +224,17 @@ engine *engine_create(model *m, const engine_config *cfg) {
             goto fail;
         }
     } else if (cfg->spec.method == SPEC_LAYER_SKIP) {
-        const int n = cfg->spec.draft_layers ? cfg->spec.draft_layers : (m->hp.n_layer + 1) / 2;
+        if (cfg->spec.model[0] && load_exit_adapter(&adapter, m, cfg->spec.model)) goto fail;
+        const int n = cfg->spec.draft_layers ? cfg->spec.draft_layers
+                      : adapter.exit_layer   ? adapter.exit_layer
+                                             : (m->hp.n_layer + 1) / 2;
         if (n > m->hp.n_layer) {
             err_set("speculative config: draft_layers %d is more than the model's %d layers", n, m->hp.n_layer);
+            goto fail;
+        }
+        if (adapter.exit_layer && n != adapter.exit_layer) {
+            err_set("speculative config: draft_layers %d, but %s is an exit adapter after layer %d", n,
+                    cfg->spec.model, adapter.exit_layer);
             goto fail;
         }
         e->draft_view = malloc(sizeof *e->draft_view);
@@ -246,6 +265,10 @@ engine *engine_create(model *m, const engine_config *cfg) {
                                               e->cfg.max_model_len, cfg->max_num_batched_tokens, cfg->block_size,
                                               e->run.threads, vocab, n_vocab);
         free(vocab);
+        if (e->draft && adapter.n_heads && draft_set_exit(e->draft, &adapter, cfg->spec.draft_vocab_size)) {
+            err_prefix("speculative decoding: %s: ", cfg->spec.model);
+            goto fail;
+        }
         if (!e->draft) {
             err_prefix("speculative decoding: ");
             goto fail;
@@ -263,6 +286,7 @@ engine *engine_create(model *m, const engine_config *cfg) {
     e->stats.spec_k = cfg->spec.method != SPEC_NONE ? cfg->spec.num_speculative_tokens : 0;
     return e;
 fail:
+    medusa_params_free(&adapter);
     engine_free(e);
     return NULL;
 }

@@ -33,9 +33,12 @@ int spec_config_check(const spec_config *c) {
         return err_set("method \"draft_model\" needs \"model\": the draft model's path");
     if (c->method == SPEC_MEDUSA && !c->model[0])
         return err_set("method \"medusa\" needs \"model\": the heads' file (made by `cllm medusa train`)");
-    if (c->method != SPEC_DRAFT_MODEL && c->method != SPEC_MEDUSA && c->model[0])
-        return err_set("\"model\" is for methods \"draft_model\" and \"medusa\", not \"%s\"",
-                       c->method == SPEC_NGRAM ? "ngram" : "layer_skip");
+    if (c->method == SPEC_NGRAM && c->model[0])
+        return err_set("\"model\" is for methods \"draft_model\", \"medusa\" and \"layer_skip\" (an exit "
+                       "adapter), not \"ngram\"");
+    if (c->method == SPEC_LAYER_SKIP && c->model[0] && c->draft_vocab[0])
+        return err_set("an exit adapter (\"model\") carries its own draft vocabulary: drop \"draft_vocab\" "
+                       "(\"draft_vocab_size\" takes the first N of it)");
     if (c->draft_layers < 0 || c->draft_layers > 4096)
         return err_set("draft_layers must be in 1..the target's layers, got %d", c->draft_layers);
     if (c->draft_layers && c->method != SPEC_LAYER_SKIP)
@@ -46,7 +49,8 @@ int spec_config_check(const spec_config *c) {
                        "own; \"draft_vocab_size\" takes the first N of theirs)");
     if (c->draft_vocab_size < 0 || c->draft_vocab_size > (1 << 24))
         return err_set("draft_vocab_size must be positive, got %d", c->draft_vocab_size);
-    if (c->draft_vocab_size && !c->draft_vocab[0] && c->method != SPEC_MEDUSA)
+    if (c->draft_vocab_size && !c->draft_vocab[0] && c->method != SPEC_MEDUSA &&
+        !(c->method == SPEC_LAYER_SKIP && c->model[0]))
         return err_set("\"draft_vocab_size\" needs \"draft_vocab\": the file of frequency-ranked tokens");
     if (c->token_tree[0] && c->method != SPEC_MEDUSA)
         return err_set("\"speculative_token_tree\" is for method \"medusa\"");

@@ -6,7 +6,8 @@
  * drafting greedily) and method "layer_skip" (self-speculation: the target's
  * first draft_layers layers and its output head are the draft model, run by
  * the same engine/draft.h with its own KV; either may score only a
- * frequency-ranked slice of the vocabulary, "draft_vocab") and method "medusa" (heads on the
+ * frequency-ranked slice of the vocabulary, "draft_vocab"; layer_skip's
+ * last state may go through a trained exit adapter first, "model") and method "medusa" (heads on the
  * target's last hidden state, model/medusa.h: each sequence's drafts for the
  * next step come from the hidden state of the row it was just sampled
  * from, at the cost of a matmul over the heads' draft vocabulary). The drafts of
@@ -33,8 +34,10 @@ typedef struct {
     int prompt_lookup_min;      /* shortest n-gram matched */
     int prompt_lookup_max;      /* longest n-gram matched (tried first) */
     int disable_by_batch_size;  /* no speculation in a step with more running sequences */
-    char model[SPEC_MODEL_PATH_MAX]; /* draft_model: the draft's GGUF file or HF folder; medusa: the heads */
-    int draft_layers;           /* layer_skip: the target's first layers the draft runs; 0: half */
+    /* draft_model: the draft's GGUF file or HF folder; medusa: the heads;
+     * layer_skip: an exit adapter (model/medusa.h), which also sets draft_layers */
+    char model[SPEC_MODEL_PATH_MAX];
+    int draft_layers;           /* layer_skip: the target's first layers the draft runs; 0: the adapter's, else half */
     /* draft_model and layer_skip: the draft scores only the most frequent
      * tokens, read from this file (FR-Spec; model/head_slice.h); "": all */
     char draft_vocab[SPEC_MODEL_PATH_MAX];

@@ -10,6 +10,12 @@ medusa_drafter *medusa_drafter_create(const model *m, const char *path, int max_
                                       int vocab_size) {
     medusa_params p;
     if (medusa_load(&p, m, path)) return NULL;
+    if (p.exit_layer) {
+        err_set("%s is an exit adapter (after layer %d), for method \"layer_skip\", not Medusa heads", path,
+                p.exit_layer);
+        medusa_params_free(&p);
+        return NULL;
+    }
     /* The most frequent first: a prefix is a smaller draft vocabulary. */
     if (vocab_size > 0 && vocab_size < p.n_draft_vocab)
         p.n_draft_vocab = vocab_size > 8 ? vocab_size - vocab_size % 8 : vocab_size;

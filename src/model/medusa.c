@@ -71,7 +71,8 @@ int medusa_save(const medusa_params *p, const model *m, const char *path, wtype 
     int rc = type != WT_F32 && !packed ? err_set("out of memory") : 0;
     rc = rc || gguf_writer_set_str(w, "general.architecture", "medusa") ||
          gguf_writer_set_str(w, "medusa.base_model", m->name ? m->name : "") ||
-         gguf_writer_set_str(w, "medusa.kind", p->chained ? "hydra" : "medusa") ||
+         gguf_writer_set_str(w, "medusa.kind", p->exit_layer ? "exit" : p->chained ? "hydra" : "medusa") ||
+         (p->exit_layer && gguf_writer_set_u32(w, "medusa.exit_layer", (uint32_t)p->exit_layer)) ||
          gguf_writer_set_u32(w, "medusa.n_heads", (uint32_t)p->n_heads) ||
          gguf_writer_set_u32(w, "medusa.n_embd", (uint32_t)p->n_embd) ||
          gguf_writer_set_u32(w, "medusa.n_vocab", (uint32_t)m->hp.n_vocab) ||
@@ -128,10 +129,17 @@ static int load_from(medusa_params *p, const model *m, const gguf_ctx *g) {
                        n_embd, n_vocab, m->hp.n_embd, m->hp.n_vocab);
     gguf_str kind;
     bool chained = false;
+    uint32_t exit_layer = 0;
     if (gguf_get_str(g, "medusa.kind", &kind)) {
         chained = gguf_str_eq(kind, "hydra");
-        if (!chained && !gguf_str_eq(kind, "medusa"))
-            return err_set("medusa.kind is \"%.*s\" (\"medusa\" or \"hydra\" expected)", (int)kind.len, kind.ptr);
+        const bool exit = gguf_str_eq(kind, "exit");
+        if (!chained && !exit && !gguf_str_eq(kind, "medusa"))
+            return err_set("medusa.kind is \"%.*s\" (\"medusa\", \"hydra\" or \"exit\" expected)", (int)kind.len,
+                           kind.ptr);
+        if (exit && (!gguf_get_u32(g, "medusa.exit_layer", &exit_layer) || exit_layer < 1 ||
+                     (int64_t)exit_layer > m->hp.n_layer || n_heads != 1))
+            return err_set("an exit adapter needs one block and medusa.exit_layer in 1..%d (the model's layers)",
+                           m->hp.n_layer);
     }
     const gguf_value *vocab = gguf_get_arr(g, "medusa.draft_vocab", GGUF_TYPE_INT32);
     if (!vocab || vocab->arr.n == 0 || vocab->arr.n > n_vocab) return err_set("medusa.draft_vocab is missing or invalid");
@@ -149,6 +157,7 @@ static int load_from(medusa_params *p, const model *m, const gguf_ctx *g) {
     const int rc = medusa_params_init(p, (int)n_heads, (int)n_embd, ids, n, chained);
     free(ids);
     if (rc) return -1;
+    p->exit_layer = (int)exit_layer;
     for (int k = 0; k < p->n_heads; k++) {
         char name[64];
         snprintf(name, sizeof name, "medusa.%d.weight", k);

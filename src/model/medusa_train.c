@@ -25,6 +25,7 @@ medusa_train_opts medusa_train_defaults(void) {
 
 typedef struct {
     int e, nv, k;        /* hidden size, draft vocabulary, heads */
+    int first;           /* head 0's target: this many places after the hidden state's position */
     int64_t n_pos;
     float *hidden;       /* [n_pos][e] */
     int32_t *target;     /* [n_pos][k]: draft row, OUT_OF_VOCAB or NO_TARGET */
@@ -118,7 +119,7 @@ static int collect_hidden(const model *m, const int32_t *const *seqs, const int 
             for (int i = 0; i < keep; i++, at++) {
                 const int t = done + i;
                 for (int j = 0; j < ts->k; j++) {
-                    const int next = t + 2 + j;
+                    const int next = t + ts->first + j;
                     ts->target[at * ts->k + j] = next < L ? row_of[seqs[s][next]] : NO_TARGET;
                     ts->input[at * ts->k + j] = next - 1 < L ? seqs[s][next - 1] : 0;
                 }
@@ -334,6 +335,15 @@ int medusa_train(const model *m, const int32_t *const *seqs, const int *lens, in
     if (o->n_heads < 1 || o->n_heads > MEDUSA_MAX_HEADS) return err_set("%d heads (1..%d)", o->n_heads, MEDUSA_MAX_HEADS);
     if (o->batch < 1 || o->batch > 1024) return err_set("a batch of %d positions (1..1024)", o->batch);
     if (o->draft_vocab < 1) return err_set("a draft vocabulary of %d tokens", o->draft_vocab);
+    if (o->exit_layer && (o->n_heads != 1 || o->chained || o->exit_layer < 1 || o->exit_layer > m->hp.n_layer))
+        return err_set("an exit adapter is one independent block after layer 1..%d, got %d heads after layer %d",
+                       m->hp.n_layer, o->n_heads, o->exit_layer);
+    /* An exit adapter reads the state after the first exit_layer layers: the model cut there, as layer_skip's draft. */
+    model cut = *m;
+    if (o->exit_layer) {
+        cut.hp.n_layer = o->exit_layer;
+        cut.kv.n_layers = o->exit_layer;
+    }
     const int e = m->hp.n_embd, n_vocab = m->hp.n_vocab;
     /* Held-out sequences: a seeded choice of whole ones, outside the vocabulary's count too. */
     rng_state rng;
@@ -366,7 +376,8 @@ int medusa_train(const model *m, const int32_t *const *seqs, const int *lens, in
     for (int i = 0; i < nv; i++) row_of[ids[i]] = i;
     free(ids);
 
-    train_set ts = {.e = e, .nv = nv, .k = o->n_heads};
+    out->exit_layer = o->exit_layer;
+    train_set ts = {.e = e, .nv = nv, .k = o->n_heads, .first = o->exit_layer ? 1 : 2};
     runner run = {0};
     threadpool *threads = NULL;
     step_ctx c = {.e = e, .nv = nv, .b = o->batch, .ni = out->n_in, .m = m};
@@ -376,7 +387,7 @@ int medusa_train(const model *m, const int32_t *const *seqs, const int *lens, in
     float *head_t = NULL;
     int rc = 0;
     double t0 = now_seconds();
-    if (!tgt || collect_hidden(m, seqs, lens, n_seqs, row_of, &ts, o->n_threads, &threads, &run)) {
+    if (!tgt || collect_hidden(o->exit_layer ? &cut : m, seqs, lens, n_seqs, row_of, &ts, o->n_threads, &threads, &run)) {
         rc = tgt ? -1 : err_set("out of memory");
         goto done;
     }
@@ -447,6 +458,11 @@ int medusa_train(const model *m, const int32_t *const *seqs, const int *lens, in
     say(o, "draft vocabulary %d tokens; %lld training positions, %lld held out; hidden states in %.1f s", nv,
         (long long)n_train, (long long)n_held, rep->seconds_hidden);
 
+    if (n_held && o->exit_layer) { /* the zero block passes the state through: the raw exit's accuracy */
+        float top5[MEDUSA_MAX_HEADS];
+        evaluate(&c, &ts, out, held, n_held, rep->start_top1, top5);
+        say(o, "held-out top-1 of the raw exit after layer %d (no block): %.3f", o->exit_layer, rep->start_top1[0]);
+    }
     t0 = now_seconds();
     for (int ep = 0; ep < o->epochs; ep++) {
         shuffle(train, n_train, &rng);

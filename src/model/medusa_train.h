@@ -1,7 +1,8 @@
 /* Training Medusa heads (model/medusa.h) on a frozen model. The model runs
  * over each training sequence once and its last hidden states are kept;
  * then head k learns, from the hidden state at position t, the token at
- * t + 2 + k (the model's own output head gives t + 1). The sequences should
+ * t + 2 + k (the model's own output head gives t + 1); an exit adapter, from
+ * the state after its first layers, the token at t + 1. The sequences should
  * be the model's own text (its greedy continuations of varied prompts:
  * Medusa-2's self-distillation), so the heads learn what it will say, which
  * is what verification accepts.
@@ -25,6 +26,8 @@
 typedef struct {
     int n_heads;        /* K, 1..MEDUSA_MAX_HEADS */
     bool chained;       /* Hydra's heads, each reading the token before its guess */
+    int exit_layer;     /* >0: an exit adapter (medusa.h): one independent block on the state after this many
+                           layers, learning the next token itself (the full model's, in its own text) */
     int draft_vocab;    /* N at most (fewer when fewer distinct tokens occur) */
     int epochs;
     int batch;          /* positions per optimizer step */
@@ -44,6 +47,7 @@ typedef struct {
     double seconds_hidden, seconds_train;
     float top1[MEDUSA_MAX_HEADS], top5[MEDUSA_MAX_HEADS]; /* held-out, after the last epoch */
     float vocab_coverage; /* share of held-out targets inside the draft vocabulary */
+    float start_top1[MEDUSA_MAX_HEADS]; /* an exit adapter's held-out top-1 before training: the raw exit's */
 } medusa_train_report;
 
 /* Trains heads for m on n_seqs token sequences; *out gets them (free with

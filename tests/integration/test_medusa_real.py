@@ -92,3 +92,29 @@ def test_the_shipped_heads_fit_the_test_model_and_get_drafts_accepted(run_cllm, 
     mean = {name: float(next(l for l in p.stderr.splitlines() if l.startswith("speculative decoding:"))
                         .split("mean accepted length ")[1]) for name, p in (("chain", spec), ("tree", tree))}
     assert mean["tree"] >= mean["chain"], mean
+
+
+def test_the_shipped_exit_adapter_drafts_better_than_the_raw_exit(run_cllm, real_model_path, repo_root, tmp_path):
+    """data/gemma-3-270m-q4_k_m-exit-adapter.gguf (`cllm medusa train --kind
+    exit` on data/medusa_train_prompts.txt) on prompts it never saw: layer_skip
+    drafting through it keeps plain decoding's text, and its first drafts are
+    accepted more often than those of the same 12 layers put straight
+    through the output head, over the same draft vocabulary."""
+    adapter = repo_root / "data" / "gemma-3-270m-q4_k_m-exit-adapter.gguf"
+    prompts = (repo_root / "bench" / "data" / "chat_prompts_50.txt").read_text().splitlines()[4:8]
+    lines = tmp_path / "prompts.txt"
+    lines.write_text("\n".join(prompts) + "\n")
+    args = ["generate", "-m", real_model_path, "--prompts-file", lines, "--max-num-seqs", "1", "-n", 64,
+            "--temperature", 0, "--ignore-eos", "-t", 2]
+    plain = run_cllm(*args, timeout=300)
+    assert plain.returncode == 0, plain.stderr
+    first = {}
+    for name, cfg in (("adapter", {"model": str(adapter)}),
+                      ("raw", {"draft_layers": 12, "draft_vocab": str(adapter)})):
+        spec = run_cllm(*args, "--speculative-config",
+                        json.dumps(dict({"method": "layer_skip", "num_speculative_tokens": 2}, **cfg)), timeout=300)
+        assert spec.returncode == 0, spec.stderr
+        assert spec.stdout == plain.stdout, name
+        by_pos = next(l for l in spec.stderr.splitlines() if "accepted by draft position:" in l)
+        first[name] = float(by_pos.split(" 1: ")[1].split("%")[0])
+    assert first["adapter"] > first["raw"] + 5, first

@@ -480,7 +480,7 @@ BAD = [
     (["--speculative-config", '{"method": "ngram",'], "malformed JSON"),
     (["--speculative-config", '{"method": "draft_model", "num_speculative_tokens": 4}'], 'needs "model"'),
     (["--speculative-model", "x.gguf", "--speculative-config", '{"method": "ngram"}'], "not \"ngram\""),
-    (["--speculative-config", '{"method": "layer_skip", "model": "x.gguf"}'], "not \"layer_skip\""),
+    (["--speculative-config", '{"method": "ngram", "model": "x.gguf"}'], "not \"ngram\""),
     (["--speculative-config", '{"method": "ngram", "draft_layers": 2}'], "for method \"layer_skip\""),
     (["--speculative-config", '{"method": "ngram", "prompt_lookup_min": 5, "prompt_lookup_max": 2}'],
      "prompt_lookup_min"),

@@ -387,6 +387,38 @@ static void test_file_round_trip(void **state) {
     fake_free(&f);
 }
 
+/* An exit adapter (one block, medusa.kind "exit") keeps its layer through the file, and a model with fewer
+ * layers than that is refused. */
+static void test_exit_adapter_round_trip(void **state) {
+    (void)state;
+    fake_model f;
+    fake_init(&f, 3, false);
+    f.m.hp.n_layer = 4;
+    medusa_params p, back;
+    random_kind(&p, 7, false);
+    p.n_heads = 1;
+    p.exit_layer = 3;
+    const char *path = tmp_path("exit.gguf");
+    assert_int_equal(medusa_save(&p, &f.m, path, WT_F16), 0);
+    assert_int_equal(medusa_load(&back, &f.m, path), 0);
+    assert_int_equal(back.exit_layer, 3);
+    assert_int_equal(back.n_heads, 1);
+    assert_false(back.chained);
+    medusa_params_free(&back);
+    f.m.hp.n_layer = 2;
+    assert_int_equal(medusa_load(&back, &f.m, path), -1);
+    assert_non_null(strstr(err_get(), "medusa.exit_layer in 1..2"));
+    f.m.hp.n_layer = 4;
+    p.exit_layer = 0; /* the same block as a Medusa head */
+    assert_int_equal(medusa_save(&p, &f.m, path, WT_F16), 0);
+    assert_int_equal(medusa_load(&back, &f.m, path), 0);
+    assert_int_equal(back.exit_layer, 0);
+    medusa_params_free(&back);
+    unlink(path);
+    medusa_params_free(&p);
+    fake_free(&f);
+}
+
 static void test_loader_refuses_what_does_not_fit(void **state) {
     (void)state;
     fake_model f, wide;
@@ -459,6 +491,7 @@ int main(void) {
         cmocka_unit_test(test_chained_heads_read_the_token),
         cmocka_unit_test(test_independent_heads_fill_a_tree_by_depth_and_rank),
         cmocka_unit_test(test_file_round_trip),
+        cmocka_unit_test(test_exit_adapter_round_trip),
         cmocka_unit_test(test_loader_refuses_what_does_not_fit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
