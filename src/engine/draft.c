@@ -99,9 +99,7 @@ int draft_set_exit(draft_runner *d, medusa_params *p, int vocab_size) {
     if (p->exit_layer != d->m->hp.n_layer || p->n_heads != 1 || p->chained || d->head.ids)
         return err_set("an exit adapter after layer %d does not fit a draft of %d layers", p->exit_layer,
                        d->m->hp.n_layer);
-    /* The most frequent first: a prefix is a smaller draft vocabulary. */
-    if (vocab_size > 0 && vocab_size < p->n_draft_vocab)
-        p->n_draft_vocab = vocab_size > 8 ? vocab_size - vocab_size % 8 : vocab_size;
+    medusa_params_keep_vocab(p, vocab_size);
     d->hidden = malloc((size_t)d->max_seqs * d->m->hp.n_embd * sizeof *d->hidden);
     d->guess = malloc((size_t)d->max_seqs * sizeof *d->guess);
     if (!d->hidden || !d->guess) return err_oom("out of memory for the exit adapter");
@@ -198,32 +196,21 @@ static void draft_round(draft_runner *d, sequence **seqs, const int *upto, int n
                           .seq = d->seq,
                           .n_seqs = n_seqs,
                           .seqs = d->seqs,
-                          .n_out = n_rows,
+                          /* an exit adapter takes the rows' states: no output head in the forward */
+                          .n_out = d->exit ? 0 : n_rows,
                           .out_rows = d->rows};
-    if (d->exit) { /* the rows' states through the adapter; no output head in the forward */
-        fwd_batch hb = fb;
-        hb.n_out = 0;
-        if (runner_apply(&d->run) || runner_run(&d->run, &hb, NULL) ||
-            forward_hidden(d->run.fwd, d->rows, n_rows, d->hidden)) {
-            for (int i = 0; i < n; i++) draft_release(d, seqs[i]);
-            return;
-        }
-        medusa_propose(d->exit, d->run.threads, d->hidden, n_rows, 1, d->guess);
-        for (int r = 0; r < n_rows; r++) {
-            sequence *s = d->row_seq[r];
-            s->spec.draft[s->spec.n_draft++] = d->guess[r];
-        }
-        return;
-    }
-    if (runner_apply(&d->run) || runner_run(&d->run, &fb, d->logits)) {
+    if (runner_apply(&d->run) || runner_run(&d->run, &fb, d->exit ? NULL : d->logits) ||
+        (d->exit && forward_hidden(d->run.fwd, d->rows, n_rows, d->hidden))) {
         for (int i = 0; i < n; i++)
             draft_release(d, seqs[i]); /* recomputed later */
         return;
     }
+    if (d->exit) medusa_propose(d->exit, d->run.threads, d->hidden, n_rows, 1, d->guess);
     for (int r = 0; r < n_rows; r++) {
         sequence *s = d->row_seq[r];
-        const int32_t best = sampler_argmax(d->logits + (size_t)r * d->m->hp.n_vocab, d->m->hp.n_vocab);
-        s->spec.draft[s->spec.n_draft++] = d->head.ids ? d->head.ids[best] : best;
+        int32_t best = d->exit ? d->guess[r] : sampler_argmax(d->logits + (size_t)r * d->m->hp.n_vocab, d->m->hp.n_vocab);
+        if (!d->exit && d->head.ids) best = d->head.ids[best];
+        s->spec.draft[s->spec.n_draft++] = best;
     }
 }
 

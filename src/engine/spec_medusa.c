@@ -16,9 +16,7 @@ medusa_drafter *medusa_drafter_create(const model *m, const char *path, int max_
         medusa_params_free(&p);
         return NULL;
     }
-    /* The most frequent first: a prefix is a smaller draft vocabulary. */
-    if (vocab_size > 0 && vocab_size < p.n_draft_vocab)
-        p.n_draft_vocab = vocab_size > 8 ? vocab_size - vocab_size % 8 : vocab_size;
+    medusa_params_keep_vocab(&p, vocab_size);
     medusa_drafter *d = calloc(1, sizeof *d);
     if (!d) {
         medusa_params_free(&p);

@@ -49,6 +49,10 @@ void medusa_token_input(const model *m, int32_t token, float *out) {
     medusa_unit_rms(out, m->hp.n_embd, out);
 }
 
+void medusa_params_keep_vocab(medusa_params *p, int n) {
+    if (n > 0 && n < p->n_draft_vocab) p->n_draft_vocab = n > 8 ? n - n % 8 : n;
+}
+
 void medusa_params_free(medusa_params *p) {
     free(p->draft_vocab);
     for (int k = 0; k < MEDUSA_MAX_HEADS; k++) {

@@ -76,6 +76,9 @@ void medusa_token_input(const model *m, int32_t token, float *out);
 /* A block's output once its matmul has run, over n rows of n_embd e: wx (W x) becomes the pre-activation
  * a = wx + b, which training's backward pass keeps, and y = res + SiLU(a). wx may be y. */
 void medusa_block_out(float *wx, const float *res, const float *b, int n, int e, float *y);
+/* Keeps the first n tokens of p's draft vocabulary (the most frequent first, so a prefix is a smaller draft
+ * vocabulary), rounded down to a multiple of 8 above 8; n <= 0 or beyond it keeps all. */
+void medusa_params_keep_vocab(medusa_params *p, int n);
 void medusa_params_free(medusa_params *p);
 
 /* Writes p for model m (its name and vocabulary size) to path, the blocks'
