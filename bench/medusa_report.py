@@ -32,8 +32,10 @@ No prompt repeats within a run, and the heads never saw these prompts
 usage: bench/medusa_report.py --heads HEADS.gguf [--model GGUF] [--cllm build/cllm]
            [--tokens 128] [--k 3 [K ...]] [--trees N ...] [--no-layer-skip] [--draft-layers 12] [--skip-k 2]
            [--exit-adapter ADAPTER.gguf [--exit-k 2 3]] [--reps 1] [--compare-heads OTHER.gguf] [--draft-vocab-size N] [--serve-prompts 64] [--serve-tree N]
-           [--no-serve]
-(--k: a chain of each length; --compare-heads: another heads file's chain of the first K beside
+           [--no-serve] [--only NAME ...] [--temperatures 0.0 0.7] [--threads 1 2] [--serve-spec JSON]
+(--only: just the methods whose names contain one of the strings, beside plain; --serve-spec: the served
+speculative config instead of the first Medusa chain;
+--k: a chain of each length; --compare-heads: another heads file's chain of the first K beside
 them, in the same sitting; --draft-vocab-size: the heads draft from the first N of their vocabulary; --serve-tree N: the served Medusa config is the N-node tree instead of
 the first chain.)
 Prints a Markdown table (CPU model and flags first) for bench/RESULTS.md.
@@ -98,6 +100,11 @@ def main() -> None:
     ap.add_argument("--serve-tree", type=int, default=0)
     ap.add_argument("--exit-adapter")
     ap.add_argument("--exit-k", type=int, nargs="+", default=[2, 3])
+    ap.add_argument("--only", nargs="+", default=[],
+                    help="run only the methods whose names contain one of these strings (plain always runs)")
+    ap.add_argument("--temperatures", type=float, nargs="*", default=[0.0, 0.7])
+    ap.add_argument("--threads", type=int, nargs="*", default=[1, 2])
+    ap.add_argument("--serve-spec", help="the served config, a JSON string (default: the first Medusa chain)")
     a = ap.parse_args()
     if not a.model:
         raise SystemExit("--model GGUF is needed (or build-model-path.txt from `make setup`)")
@@ -124,6 +131,8 @@ def main() -> None:
     for k in a.exit_k if a.exit_adapter else []:
         methods[f"layer_skip through the exit adapter, K={k}"] = ["--speculative-config", json.dumps(
             {"method": "layer_skip", "model": a.exit_adapter, "num_speculative_tokens": k})]
+    if a.only:
+        methods = {m: f for m, f in methods.items() if m == "plain" or any(o in m for o in a.only)}
     print(f"CPU: {cpu_line()}\n")
     print(f"`{a.cllm} generate -m {Path(a.model).name} --prompts-file PROMPTS --max-num-seqs 1 -t T "
           f"[--speculative-config ...]`, PROMPTS = the 50 lines of bench/data/chat_prompts_50.txt, "
@@ -133,9 +142,9 @@ def main() -> None:
           "accepted by draft position | same outputs |")
     print("|---:|---:|---|---:|---:|---:|---:|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
-        for temperature in (0.0, 0.7):
+        for temperature in a.temperatures:
             prompts = prompts_file(Path(tmp), temperature, a.tokens)
-            for threads in (1, 2):
+            for threads in a.threads:
                 speeds = {m: [] for m in methods}
                 accs, texts = {}, {}
                 for r in range(a.reps):
@@ -152,7 +161,8 @@ def main() -> None:
                           f"{per_pos or '-'} | {'yes' if texts[name] == texts['plain'] else 'NO'} |", flush=True)
     if a.no_serve:
         return
-    extra = ["--speculative-config", tree(a.serve_tree) if a.serve_tree else spec]
+    served = a.serve_spec or (tree(a.serve_tree) if a.serve_tree else spec)
+    extra = ["--speculative-config", served]
     plain, medusa = [], []
     for r in range(a.reps):
         seed = 2000 + r
@@ -161,8 +171,9 @@ def main() -> None:
             results.append(serve_throughput(a.cllm, a.model, flags, a.serve_prompts, seed))
     p, m = statistics.median(plain), statistics.median(medusa)
     print(f"\nServing, concurrency 32, {a.serve_prompts} requests of 256 random tokens in / 64 out, the same prompts "
-          f"for both (seed 2000 + round): plain {p:.1f} output tok/s, Medusa "
-          f"{f'tree of {a.serve_tree}' if a.serve_tree else f'K={a.k[0]}'} {m:.1f}: {m / p:.2f}x.")
+          f"for both (seed 2000 + round), median of {a.reps}: plain {p:.1f} output tok/s, `{served}` "
+          f"{m:.1f}: {m / p:.2f}x (rounds: plain {', '.join(f'{x:.1f}' for x in plain)}; "
+          f"speculative {', '.join(f'{x:.1f}' for x in medusa)}).")
 
 
 if __name__ == "__main__":

@@ -298,6 +298,7 @@ int cli_spec_config(const cli_spec_settings *s, spec_config *out) {
         out->prompt_lookup_max = out->prompt_lookup_min;
     if (s->prompt_lookup_max > 0 && !s->prompt_lookup_min && out->prompt_lookup_min > out->prompt_lookup_max)
         out->prompt_lookup_min = out->prompt_lookup_max;
+    spec_config_finish(out); /* --speculative-model may have made it a draft model */
     if (spec_config_check(out)) return err_prefix("speculative decoding: ");
     return 0;
 }

@@ -137,7 +137,7 @@ int spec_config_parse_json(const char *text, spec_config *c) {
         else if (!strcmp(key, "prompt_lookup_max"))
             rc = parse_int(key, v, &out.prompt_lookup_max), has_max = true;
         else if (!strcmp(key, "disable_by_batch_size"))
-            rc = parse_int(key, v, &out.disable_by_batch_size);
+            rc = parse_int(key, v, &out.disable_by_batch_size), out.batch_given = true;
         else if (!strcmp(key, "draft_layers"))
             rc = parse_int(key, v, &out.draft_layers);
         else if (!strcmp(key, "model"))
@@ -164,9 +164,17 @@ int spec_config_parse_json(const char *text, spec_config *c) {
         out.prompt_lookup_max = out.prompt_lookup_min;
     if (has_max && !has_min && out.prompt_lookup_min > out.prompt_lookup_max)
         out.prompt_lookup_min = out.prompt_lookup_max;
+    spec_config_finish(&out);
     if (spec_config_check(&out)) return -1;
     *c = out;
     return 0;
+}
+
+void spec_config_finish(spec_config *c) {
+    if (c->batch_given) return;
+    c->disable_by_batch_size = c->method == SPEC_DRAFT_MODEL || c->method == SPEC_LAYER_SKIP
+                                   ? SPEC_DRAFT_RUNNER_BATCH
+                                   : spec_config_defaults().disable_by_batch_size;
 }
 
 int spec_backoff_steps(int n_misses) {

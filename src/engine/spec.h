@@ -34,6 +34,7 @@ typedef struct {
     int prompt_lookup_min;      /* shortest n-gram matched */
     int prompt_lookup_max;      /* longest n-gram matched (tried first) */
     int disable_by_batch_size;  /* no speculation in a step with more running sequences */
+    bool batch_given;           /* disable_by_batch_size was set; else it follows the method (spec_config_finish) */
     /* draft_model: the draft's GGUF file or HF folder; medusa: the heads;
      * layer_skip: an exit adapter (model/medusa.h), which also sets draft_layers */
     char model[SPEC_MODEL_PATH_MAX];
@@ -60,6 +61,15 @@ spec_config spec_config_defaults(void);
  * err_get() naming the problem: malformed JSON, an unknown key or method, a
  * value out of range, a key of another method (a draft model for ngram). */
 int spec_config_parse_json(const char *json, spec_config *c);
+/* disable_by_batch_size's default for methods with a draft runner
+ * (draft_model, layer_skip): each of their drafts is a forward pass over
+ * the batch, so beside a few other sequences they cost more than they save
+ * (gemma-3-270m's layer_skip through its exit adapter, always on, served
+ * random prompts at 0.98x plain at concurrency 2, 0.75x at 4, 0.64x at 8;
+ * bench/RESULTS.md). Medusa's heads and n-gram lookup keep 8. */
+#define SPEC_DRAFT_RUNNER_BATCH 2
+/* Gives disable_by_batch_size its method's default unless it was set. */
+void spec_config_finish(spec_config *c);
 /* Checks ranges: K in 1..16, 1 <= min <= max <= 64, disable_by_batch_size
  * >= 1. A config with method SPEC_NONE passes. */
 int spec_config_check(const spec_config *c);

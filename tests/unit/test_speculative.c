@@ -124,11 +124,21 @@ static void test_config_parses_vllm_json(void **state) {
         0);
     assert_int_equal(c.method, SPEC_DRAFT_MODEL); /* the model implies the method, as in vLLM */
     assert_string_equal(c.model, "small.gguf");
+    /* A draft runner's drafts are forward passes: off beside more than 2 others unless told */
+    assert_int_equal(c.disable_by_batch_size, SPEC_DRAFT_RUNNER_BATCH);
     c = spec_config_defaults();
     assert_int_equal(
         spec_config_parse_json("{\"method\": \"layer_skip\", \"draft_layers\": 6}", &c), 0);
     assert_int_equal(c.method, SPEC_LAYER_SKIP);
     assert_int_equal(c.draft_layers, 6);
+    assert_int_equal(c.disable_by_batch_size, SPEC_DRAFT_RUNNER_BATCH);
+    c = spec_config_defaults();
+    assert_int_equal(spec_config_parse_json(
+                         "{\"method\": \"layer_skip\", \"disable_by_batch_size\": 16}", &c), 0);
+    assert_int_equal(c.disable_by_batch_size, 16);
+    c = spec_config_defaults();
+    assert_int_equal(spec_config_parse_json("{\"method\": \"ngram\"}", &c), 0);
+    assert_int_equal(c.disable_by_batch_size, 8);
     c = spec_config_defaults();
     assert_int_equal(spec_config_parse_json(
                          "{\"method\": \"medusa\", \"model\": \"h.gguf\", \"num_speculative_tokens\": 3}", &c), 0);
