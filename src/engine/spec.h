@@ -50,8 +50,9 @@ typedef struct {
     char token_tree[SPEC_TREE_TEXT_MAX];
 } spec_config;
 
-/* Off; the ngram defaults (K 4, n-grams 2..5, off above 8 running) apply
- * once a method is set. */
+/* Off; the ngram defaults (K 4, n-grams 2..5, off above 8 running; above
+ * SPEC_DRAFT_RUNNER_BATCH for draft_model and layer_skip, spec_config_finish)
+ * apply once a method is set. */
 spec_config spec_config_defaults(void);
 
 /* Parses vLLM's JSON, e.g. {"method": "ngram", "num_speculative_tokens": 4,
