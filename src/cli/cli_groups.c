@@ -212,7 +212,8 @@ const cli_group cli_spec_group = {
          .metavar = "JSON",
          .help = "vLLM's speculative config: {\"method\": \"ngram\", \"num_speculative_tokens\": K (1..16), "
                  "\"prompt_lookup_min\": N, \"prompt_lookup_max\": N, \"disable_by_batch_size\": N}, or "
-                 "{\"method\": \"draft_model\", \"model\": PATH, ...}, or {\"method\": \"layer_skip\", "
+                 "{\"method\": \"draft_model\", \"model\": PATH, \"draft_p_min\": P (an unsure draft ends the "
+                 "chain), ...}, or {\"method\": \"layer_skip\", "
                  "\"draft_layers\": N, ...} (or \"model\": ADAPTER.gguf, an exit adapter), or {\"method\": "
                  "\"medusa\", \"model\": HEADS.gguf, ...} (heads and adapters made by `cllm medusa train`)",
          .default_text = "off"},

@@ -5,6 +5,7 @@
 #include "engine/draft.h"
 
 #include "engine/sampler.h"
+#include "kernels/ops.h"
 #include "kv/kv_manager.h"
 #include "model/head_slice.h"
 #include "model/runner.h"
@@ -28,6 +29,8 @@ struct draft_runner {
     medusa_heads *exit; /* an exit adapter: rows go through it, not the output head */
     float *hidden;      /* with exit: [max_seqs][n_embd] the rows' final-normed states */
     int32_t *guess;     /* with exit: [max_seqs] */
+    float *prob;        /* with exit: [max_seqs] the guesses' probabilities */
+    int *want;          /* [max_seqs]: draft_propose's per-sequence draft counts */
 };
 
 static int check_vocab(const model *draft, const model *target) {
@@ -81,10 +84,11 @@ draft_runner *draft_create(const model *draft, const model *target, int n_seqs, 
     d->seq = malloc(T * sizeof *d->seq);
     d->rows = malloc(S * sizeof *d->rows);
     d->upto = malloc(S * sizeof *d->upto);
+    d->want = malloc(S * sizeof *d->want);
     d->seqs = calloc(S, sizeof *d->seqs);
     d->row_seq = calloc(S, sizeof *d->row_seq);
     d->logits = malloc(S * (size_t)d->m->hp.n_vocab * sizeof *d->logits);
-    if (!d->tok || !d->pos || !d->seq || !d->rows || !d->upto || !d->seqs || !d->row_seq ||
+    if (!d->tok || !d->pos || !d->seq || !d->rows || !d->upto || !d->want || !d->seqs || !d->row_seq ||
         !d->logits) {
         err_oom("out of memory for the draft model's buffers");
         goto fail;
@@ -102,7 +106,8 @@ int draft_set_exit(draft_runner *d, medusa_params *p, int vocab_size) {
     medusa_params_keep_vocab(p, vocab_size);
     d->hidden = malloc((size_t)d->max_seqs * d->m->hp.n_embd * sizeof *d->hidden);
     d->guess = malloc((size_t)d->max_seqs * sizeof *d->guess);
-    if (!d->hidden || !d->guess) return err_oom("out of memory for the exit adapter");
+    d->prob = malloc((size_t)d->max_seqs * sizeof *d->prob);
+    if (!d->hidden || !d->guess || !d->prob) return err_oom("out of memory for the exit adapter");
     d->exit = medusa_create(p, d->m, d->max_seqs, 1, WT_Q8_0);
     return d->exit ? 0 : -1;
 }
@@ -113,6 +118,8 @@ void draft_free(draft_runner *d) {
     medusa_free(d->exit);
     free(d->hidden);
     free(d->guess);
+    free(d->prob);
+    free(d->want);
     head_slice_free(&d->head);
     free(d->tok);
     free(d->pos);
@@ -160,8 +167,9 @@ static int32_t token_at(const sequence *s, int at) {
 
 /* One forward over the tokens [draft_computed, upto) of each listed sequence
  * (at most the token budget); each sequence that reaches `upto` gets a row,
- * whose argmax becomes its next draft. */
-static void draft_round(draft_runner *d, sequence **seqs, const int *upto, int n) {
+ * whose argmax becomes its next draft (with want_prob, and its probability
+ * in spec.conf). */
+static void draft_round(draft_runner *d, sequence **seqs, const int *upto, int n, bool want_prob) {
     int t = 0, n_rows = 0, n_seqs = 0;
     for (int i = 0; i < n; i++) {
         sequence *s = seqs[i];
@@ -205,18 +213,24 @@ static void draft_round(draft_runner *d, sequence **seqs, const int *upto, int n
             draft_release(d, seqs[i]); /* recomputed later */
         return;
     }
-    if (d->exit) medusa_propose(d->exit, d->run.threads, d->hidden, n_rows, 1, d->guess);
+    static const int8_t root = -1, first = 0; /* the adapter's one guess: a chain of one */
+    if (d->exit) medusa_draft(d->exit, d->run.threads, d->hidden, NULL, n_rows, &root, &first, 1, d->guess, want_prob ? d->prob : NULL);
+    const int nv = d->m->hp.n_vocab;
     for (int r = 0; r < n_rows; r++) {
         sequence *s = d->row_seq[r];
-        int32_t best = d->exit ? d->guess[r] : sampler_argmax(d->logits + (size_t)r * d->m->hp.n_vocab, d->m->hp.n_vocab);
+        const float *logits = d->logits + (size_t)r * nv;
+        int32_t best = d->exit ? d->guess[r] : sampler_argmax(logits, nv);
+        if (!d->exit && want_prob) s->spec.conf[s->spec.n_draft] = softmax_prob(logits, nv, best);
         if (!d->exit && d->head.ids) best = d->head.ids[best];
+        if (d->exit) s->spec.conf[s->spec.n_draft] = d->prob[r];
         s->spec.draft[s->spec.n_draft++] = best;
     }
 }
 
-void draft_propose(draft_runner *d, sequence **seqs, const int *want, int n) {
+void draft_propose(draft_runner *d, sequence **seqs, const int *want_in, int n, float p_min) {
     if (n > d->max_seqs) n = d->max_seqs;
-    int *upto = d->upto;
+    int *upto = d->upto, *want = d->want;
+    memcpy(want, want_in, (size_t)n * sizeof *want);
     for (int i = 0; i < n; i++) {
         sync(d, seqs[i]);
         seqs[i]->spec.n_draft = 0;
@@ -233,6 +247,9 @@ void draft_propose(draft_runner *d, sequence **seqs, const int *want, int n) {
             const bool go = r < want[i] && s->spec.n_draft == r;
             upto[i] = go ? s->n_tokens + r : 0;
         }
-        draft_round(d, seqs, upto, n);
+        draft_round(d, seqs, upto, n, p_min > 0);
+        if (p_min > 0) /* an unsure draft is verified, but ends the sequence's drafting */
+            for (int i = 0; i < n; i++)
+                if (seqs[i]->spec.n_draft == r + 1 && seqs[i]->spec.conf[r] < p_min) want[i] = r + 1;
     }
 }

@@ -39,8 +39,10 @@ int draft_set_exit(draft_runner *d, medusa_params *p, int vocab_size);
 
 /* For each of the n sequences, up to want[i] greedy draft tokens into
  * seqs[i]->spec.draft and seqs[i]->spec.n_draft (0 when the sequence is still being
- * caught up, or the pool is full). */
-void draft_propose(draft_runner *d, sequence **seqs, const int *want, int n);
+ * caught up, or the pool is full). With p_min > 0, a draft the draft model
+ * gave a probability under p_min (spec.conf) is the sequence's last: its
+ * further drafts would likely be rejected, and each costs a forward pass. */
+void draft_propose(draft_runner *d, sequence **seqs, const int *want, int n, float p_min);
 /* After verification: the draft KV keeps only positions < s->n_computed. */
 void draft_rollback(draft_runner *d, sequence *s);
 /* The sequence is done (finished, freed): its draft blocks go back. */

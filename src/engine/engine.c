@@ -253,6 +253,7 @@ engine *engine_create(model *m, const engine_config *cfg) {
             err_prefix("speculative decoding: ");
             goto fail;
         }
+        e->medusa->p_min = cfg->spec.draft_p_min;
     }
     if (e->draft_model || e->draft_view) {
         const int n_draft_seqs = e->max_draft_rows / cfg->spec.num_speculative_tokens;
@@ -572,7 +573,7 @@ static void propose_drafts(engine *e) {
         s->spec.n_draft = ngram_propose(s->tokens, s->n_tokens, c->prompt_lookup_min, c->prompt_lookup_max, k, s->spec.draft);
         rows_left -= s->spec.n_draft;
     }
-    if (n_model > 0) draft_propose(e->draft, e->spec_seqs, e->spec_want, n_model);
+    if (n_model > 0) draft_propose(e->draft, e->spec_seqs, e->spec_want, n_model, c->draft_p_min);
 }
 
 /* ---- the step ---- */

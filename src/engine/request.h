@@ -60,6 +60,9 @@ typedef struct {
         int computed; /* positions whose draft K/V are in kv; those from base on were computed from draft[] */
         int base;
         int32_t guess[SPEC_MAX_TOKENS]; /* Medusa's guesses for the tokens after tokens[guess_at - 1] */
+        /* With draft_p_min: the probability the draft gave each draft (conf)
+         * and each Medusa guess (guess_conf) */
+        float conf[SPEC_MAX_TOKENS], guess_conf[SPEC_MAX_TOKENS];
         int n_guess, guess_at;
     } spec;
     /* Beam search: the beam's score so far and its best next tokens. */

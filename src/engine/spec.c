@@ -58,6 +58,11 @@ int spec_config_check(const spec_config *c) {
     if (c->token_tree[0] && strcmp(c->token_tree, "auto") &&
         spec_tree_parse(c->token_tree, c->num_speculative_tokens, &tree))
         return -1;
+    if (!(c->draft_p_min >= 0 && c->draft_p_min <= 1))
+        return err_set("draft_p_min must be in [0, 1], got %g", c->draft_p_min);
+    if (c->draft_p_min > 0 && (c->method == SPEC_NGRAM || (c->method == SPEC_MEDUSA && c->token_tree[0])))
+        return err_set("\"draft_p_min\" is for drafts with probabilities: methods \"draft_model\", \"layer_skip\" "
+                       "and \"medusa\" without a speculative_token_tree");
     if (c->disable_by_batch_size < 1)
         return err_set("disable_by_batch_size must be at least 1, got %d",
                        c->disable_by_batch_size);
@@ -115,6 +120,12 @@ static int parse_int(const char *key, json_t *v, int *out) {
     return 0;
 }
 
+static int parse_prob(const char *key, json_t *v, float *out) {
+    if (!json_is_number(v)) return err_set("\"%s\" must be a number in [0, 1]", key);
+    *out = (float)json_number_value(v);
+    return 0;
+}
+
 int spec_config_parse_json(const char *text, spec_config *c) {
     json_error_t jerr;
     json_t *root = json_loads(text, 0, &jerr);
@@ -148,10 +159,12 @@ int spec_config_parse_json(const char *text, spec_config *c) {
             rc = parse_int(key, v, &out.draft_vocab_size);
         else if (!strcmp(key, "speculative_token_tree"))
             rc = parse_tree_text(v, out.token_tree, sizeof out.token_tree);
+        else if (!strcmp(key, "draft_p_min"))
+            rc = parse_prob(key, v, &out.draft_p_min), out.p_min_given = true;
         else
             rc = err_set("unknown key \"%s\" (known: method, model, draft_layers, draft_vocab, draft_vocab_size, "
-                         "num_speculative_tokens, speculative_token_tree, prompt_lookup_min, prompt_lookup_max, "
-                         "disable_by_batch_size)",
+                         "num_speculative_tokens, speculative_token_tree, draft_p_min, prompt_lookup_min, "
+                         "prompt_lookup_max, disable_by_batch_size)",
                          key);
     }
     json_decref(root);
@@ -171,6 +184,9 @@ int spec_config_parse_json(const char *text, spec_config *c) {
 }
 
 void spec_config_finish(spec_config *c) {
+    if (!c->p_min_given)
+        c->draft_p_min = c->method == SPEC_NGRAM || (c->method == SPEC_MEDUSA && c->token_tree[0]) ? 0
+                         : c->method == SPEC_MEDUSA ? SPEC_MEDUSA_P_MIN : SPEC_DRAFT_RUNNER_P_MIN;
     if (c->batch_given) return;
     c->disable_by_batch_size = c->method == SPEC_DRAFT_MODEL || c->method == SPEC_LAYER_SKIP
                                    ? SPEC_DRAFT_RUNNER_BATCH

@@ -48,6 +48,11 @@ typedef struct {
      * (chosen from the heads' recorded accuracies) or vLLM's list of paths,
      * "[(0,), (1,), (0, 0)]" (its first num_speculative_tokens nodes). */
     char token_tree[SPEC_TREE_TEXT_MAX];
+    /* draft_model, layer_skip and a Medusa chain: a draft the draft gave a
+     * probability under this is a sequence's last of the step (llama.cpp's
+     * --draft-p-min); 0: every sequence drafts its K */
+    float draft_p_min;
+    bool p_min_given; /* draft_p_min was set; else it follows the method (spec_config_finish) */
 } spec_config;
 
 /* Off; the ngram defaults (K 4, n-grams 2..5, off above 8 running; above
@@ -69,7 +74,16 @@ int spec_config_parse_json(const char *json, spec_config *c);
  * random prompts at 0.98x plain at concurrency 2, 0.75x at 4, 0.64x at 8;
  * bench/RESULTS.md). Medusa's heads and n-gram lookup keep 8. */
 #define SPEC_DRAFT_RUNNER_BATCH 2
-/* Gives disable_by_batch_size its method's default unless it was set. */
+/* draft_p_min's defaults. gemma-3-270m's layer_skip through its exit
+ * adapter accepted 86-95% of the drafts it gave over 0.9 and 3-25% of those
+ * under 0.5; with 0.9, K = 3 ran 1.57x plain against 1.50x at temperature
+ * 0 and 1.38x against 1.31x at 0.7 on 1 thread, within noise of 0 or
+ * slightly ahead on 2 (bench/RESULTS.md, 2026-12-07). A Medusa
+ * chain's guesses come from one pass, so an unsure one saves only its row
+ * of the verification: off (+1% in a replay of its acceptances). */
+#define SPEC_DRAFT_RUNNER_P_MIN 0.9f
+#define SPEC_MEDUSA_P_MIN 0.0f
+/* Gives disable_by_batch_size and draft_p_min their method's defaults unless they were set. */
 void spec_config_finish(spec_config *c);
 /* Checks ranges: K in 1..16, 1 <= min <= max <= 64, disable_by_batch_size
  * >= 1. A config with method SPEC_NONE passes. */

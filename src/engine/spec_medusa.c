@@ -55,7 +55,8 @@ medusa_drafter *medusa_drafter_create(const model *m, const char *path, int max_
     d->hidden = malloc((size_t)d->max_rows * m->hp.n_embd * sizeof *d->hidden);
     d->last = malloc((size_t)d->max_rows * sizeof *d->last);
     d->tokens = malloc((size_t)d->max_rows * d->n_nodes * sizeof *d->tokens);
-    if (!d->seqs || !d->rows || !d->hidden || !d->last || !d->tokens) {
+    d->probs = malloc((size_t)d->max_rows * d->n_nodes * sizeof *d->probs);
+    if (!d->seqs || !d->rows || !d->hidden || !d->last || !d->tokens || !d->probs) {
         medusa_drafter_free(d);
         err_oom("out of memory");
         return NULL;
@@ -71,6 +72,7 @@ void medusa_drafter_free(medusa_drafter *d) {
     free(d->hidden);
     free(d->last);
     free(d->tokens);
+    free(d->probs);
     free(d);
 }
 
@@ -85,19 +87,26 @@ void medusa_drafter_run(medusa_drafter *d, forward_ctx *f, threadpool *threads) 
     d->n = 0;
     if (n == 0 || forward_hidden(f, d->rows, n, d->hidden)) return;
     for (int i = 0; i < n; i++) d->last[i] = d->seqs[i]->tokens[d->seqs[i]->n_tokens - 1];
-    medusa_draft(d->heads, threads, d->hidden, d->last, n, d->tree.parent, d->tree.rank, d->n_nodes, d->tokens);
+    const bool want_prob = d->p_min > 0 && d->tree.n == 0;
+    medusa_draft(d->heads, threads, d->hidden, d->last, n, d->tree.parent, d->tree.rank, d->n_nodes, d->tokens,
+                 want_prob ? d->probs : NULL);
     for (int i = 0; i < n; i++) {
         sequence *s = d->seqs[i];
         memcpy(s->spec.guess, d->tokens + (size_t)i * d->n_nodes, (size_t)d->n_nodes * sizeof *d->tokens);
         s->spec.n_guess = d->n_nodes;
+        if (want_prob) memcpy(s->spec.guess_conf, d->probs + (size_t)i * d->n_nodes, (size_t)d->n_nodes * sizeof *d->probs);
         s->spec.guess_at = s->n_tokens;
     }
 }
 
 int medusa_drafter_take(const medusa_drafter *d, sequence *s, int k) {
     if (s->spec.guess_at != s->n_tokens || s->spec.n_guess == 0) return 0;
-    const int n = k < s->spec.n_guess ? k : s->spec.n_guess;
+    int n = k < s->spec.n_guess ? k : s->spec.n_guess;
+    if (d->p_min > 0 && d->tree.n == 0)
+        for (int j = 0; j < n; j++)
+            if (s->spec.guess_conf[j] < d->p_min) n = j + 1; /* ends the loop */
     memcpy(s->spec.draft, s->spec.guess, (size_t)n * sizeof *s->spec.draft);
+    memcpy(s->spec.conf, s->spec.guess_conf, (size_t)n * sizeof *s->spec.conf);
     s->spec.tree = d->tree.n > 0; /* a chain's parents are implied */
     if (s->spec.tree) memcpy(s->spec.parent, d->tree.parent, (size_t)n * sizeof *s->spec.parent);
     return n;

@@ -24,6 +24,8 @@ typedef struct {
     float *hidden;     /* [max_rows][n_embd] */
     int32_t *last;     /* [max_rows] each sequence's last token (chained heads read it) */
     int32_t *tokens;   /* [max_rows][n_nodes] */
+    float p_min;       /* > 0: a chain ends after its first guess less likely than this (draft_p_min) */
+    float *probs;      /* [max_rows][n_nodes] the guesses' probabilities, with p_min */
     int n;
 } medusa_drafter;
 
@@ -47,7 +49,9 @@ void medusa_drafter_run(medusa_drafter *d, forward_ctx *f, threadpool *threads);
 
 /* Makes up to k of s's guesses its drafts (s->spec.draft, and for a tree
  * s->spec.parent and tree) when they were made for its current tokens;
- * returns how many. */
+ * returns how many. With p_min, a chain stops after its first guess whose
+ * head gave it less: what follows an unsure guess is rarely accepted, and
+ * every draft is a row of the next forward pass. */
 int medusa_drafter_take(const medusa_drafter *d, sequence *s, int k);
 
 #endif

@@ -3,6 +3,8 @@
  * chosen once by wtype_init. */
 #include "kernels/ops_tables.h"
 
+#include <math.h>
+
 void rmsnorm(float *out, const float *x, const float *w, int n, float eps) {
     kernel_ops_active()->rmsnorm(out, x, w, n, eps);
 }
@@ -26,5 +28,13 @@ double exp_weights(float *p, const float *x, int n, float max, float t) {
 }
 
 int row_argmax(const float *x, int n) { return kernel_ops_active()->row_argmax(x, n); }
+
+float softmax_prob(const float *x, int n, int at) {
+    if (isnan(x[at])) return 0;
+    const float max = x[row_argmax(x, n)];
+    if (max == -INFINITY) return 0;
+    if (max == INFINITY) return x[at] == INFINITY ? 1 : 0;
+    return (float)(expf(x[at] - max) / exp_weights(NULL, x, n, max, 1));
+}
 
 attn_tile_fn attn_tile_best(void) { return kernel_ops_active()->attn_tile; }

@@ -45,6 +45,10 @@ void swiglu_oai_mul(float *g, const float *u, int n, float alpha, float limit);
  * 0 when every one is NaN. For n >= 1. */
 int row_argmax(const float *x, int n);
 double exp_weights(float *p, const float *x, int n, float max, float t);
+/* The softmax probability of x[at] at temperature 1 (two passes of the
+ * above: the max, then the sum); 0 when x[at] is NaN. How sure a draft is
+ * of its token. */
+float softmax_prob(const float *x, int n, int at);
 
 void vec_add(float *y, const float *x, int n);
 void vec_scale(float *y, float s, int n);

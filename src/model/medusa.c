@@ -3,6 +3,7 @@
 
 #include "format/gguf.h"
 #include "format/gguf_write.h"
+#include "kernels/ops.h"
 #include "kernels/wtype.h"
 #include "util/big_alloc.h"
 #include "util/error.h"
@@ -208,6 +209,7 @@ struct medusa_heads {
     float *logits;     /* [max_head_rows][N] */
     float *state;      /* chained: [max_rows][max_nodes + 1][n_embd], what each expansion made */
     int32_t *cand;     /* independent: [max_rows][n_heads][MEDUSA_MAX_TOP] */
+    int32_t *cand_at;  /* the same candidates' rows of the draft vocabulary (their logits' indices) */
     void *scratch;
 };
 
@@ -278,7 +280,8 @@ medusa_heads *medusa_create(medusa_params *p, const model *m, int max_rows, int 
         if (!h->in || !h->res || !h->state) goto oom;
     } else {
         h->cand = malloc((size_t)h->max_rows * h->p.n_heads * MEDUSA_MAX_TOP * sizeof *h->cand);
-        if (!h->cand) goto oom;
+        h->cand_at = malloc((size_t)h->max_rows * h->p.n_heads * MEDUSA_MAX_TOP * sizeof *h->cand_at);
+        if (!h->cand || !h->cand_at) goto oom;
     }
     size_t sc = matmul_scratch_size(&h->head.w, rows);
     for (int k = 0; k < h->p.n_heads; k++)
@@ -306,6 +309,7 @@ void medusa_free(medusa_heads *h) {
     free(h->logits);
     free(h->state);
     free(h->cand);
+    free(h->cand_at);
     free(h->scratch);
     free(h);
 }
@@ -330,19 +334,23 @@ static void block_apply(medusa_heads *h, threadpool *threads, int j, const float
     medusa_block_out(y, res, h->p.b[j], n, h->p.n_embd, y);
 }
 
-/* The `top` best draft tokens of a logits row, best first; index 0 where the row is all NaN (a broken head). */
-static void best_tokens(const medusa_heads *h, const float *logits, int top, int32_t *out) {
-    int32_t best[MEDUSA_MAX_TOP];
-    const int got = top_k_indices(logits, h->p.n_draft_vocab, top, NULL, NULL, best);
-    for (int t = 0; t < top; t++) out[t] = h->p.draft_vocab[t < got ? best[t] : 0];
+/* The `top` best draft tokens of a logits row, best first, and their
+ * indices in the row into at[]; index 0 where the row is all NaN (a broken
+ * head). */
+static void best_tokens(const medusa_heads *h, const float *logits, int top, int32_t *out, int32_t *at) {
+    const int got = top_k_indices(logits, h->p.n_draft_vocab, top, NULL, NULL, at);
+    for (int t = got; t < top; t++) at[t] = 0;
+    for (int t = 0; t < top; t++) out[t] = h->p.draft_vocab[at[t]];
 }
 
 void medusa_propose(medusa_heads *h, threadpool *threads, const float *hidden, int n, int k, int32_t *tokens) {
     medusa_propose_top(h, threads, hidden, n, k, 1, tokens);
 }
 
-void medusa_propose_top(medusa_heads *h, threadpool *threads, const float *hidden, int n, int k, int top,
-                        int32_t *tokens) {
+/* medusa_propose_top, with each candidate's row of the draft vocabulary in
+ * at[] (the same layout as tokens). */
+static void propose_top(medusa_heads *h, threadpool *threads, const float *hidden, int n, int k, int top,
+                        int32_t *tokens, int32_t *at) {
     const int e = h->p.n_embd, nv = h->p.n_draft_vocab;
     if (k > h->p.n_heads) k = h->p.n_heads;
     if (n > h->max_rows) n = h->max_rows;
@@ -354,7 +362,13 @@ void medusa_propose_top(medusa_heads *h, threadpool *threads, const float *hidde
     matmul(threads, &h->head.w, h->y, n * k, h->logits, h->scratch);
     for (int j = 0; j < k; j++)
         for (int r = 0; r < n; r++)
-            best_tokens(h, h->logits + ((size_t)j * n + r) * nv, top, tokens + ((size_t)r * k + j) * top);
+            best_tokens(h, h->logits + ((size_t)j * n + r) * nv, top, tokens + ((size_t)r * k + j) * top,
+                        at + ((size_t)r * k + j) * top);
+}
+
+void medusa_propose_top(medusa_heads *h, threadpool *threads, const float *hidden, int n, int k, int top,
+                        int32_t *tokens) {
+    propose_top(h, threads, hidden, n, k, top, tokens, h->cand_at);
 }
 
 /* Chained heads over a tree, one depth at a time: expanding node x (the
@@ -363,7 +377,7 @@ void medusa_propose_top(medusa_heads *h, threadpool *threads, const float *hidde
  * their state and candidates. */
 static void draft_chained(medusa_heads *h, threadpool *threads, const float *hidden, const int32_t *last, int n,
                           const int8_t *parent, const int8_t *rank, const int *depth, int n_nodes, int stride,
-                          int32_t *tokens) {
+                          int32_t *tokens, float *probs) {
     const int e = h->p.n_embd, ni = h->p.n_in, nv = h->p.n_draft_vocab, slots = h->max_nodes + 1;
     int need[MEDUSA_MAX_NODES + 1] = {0}; /* candidates expansion x + 1 must give; 0: none */
     int deepest = 0;
@@ -391,16 +405,20 @@ static void draft_chained(medusa_heads *h, threadpool *threads, const float *hid
             for (int q = 0; q < nx; q++) {
                 const int x = xs[q], r = i * nx + q;
                 memcpy(h->state + ((size_t)i * slots + x + 1) * e, h->y + (size_t)r * e, (size_t)e * sizeof(float));
-                int32_t best[MEDUSA_MAX_TOP];
-                best_tokens(h, h->logits + (size_t)r * nv, need[x + 1], best);
+                int32_t best[MEDUSA_MAX_TOP], at[MEDUSA_MAX_TOP];
+                const float *row = h->logits + (size_t)r * nv;
+                best_tokens(h, row, need[x + 1], best, at);
                 for (int c = 0; c < n_nodes; c++)
-                    if (parent[c] == x) tokens[(size_t)i * stride + c] = best[rank[c]];
+                    if (parent[c] == x) {
+                        tokens[(size_t)i * stride + c] = best[rank[c]];
+                        if (probs) probs[(size_t)i * stride + c] = softmax_prob(row, nv, at[rank[c]]);
+                    }
             }
     }
 }
 
 void medusa_draft(medusa_heads *h, threadpool *threads, const float *hidden, const int32_t *last, int n,
-                  const int8_t *parent, const int8_t *rank, int n_nodes, int32_t *tokens) {
+                  const int8_t *parent, const int8_t *rank, int n_nodes, int32_t *tokens, float *probs) {
     if (n > h->max_rows) n = h->max_rows;
     if (n_nodes > h->max_nodes) n_nodes = h->max_nodes;
     if (n <= 0 || n_nodes <= 0) return;
@@ -415,14 +433,21 @@ void medusa_draft(medusa_heads *h, threadpool *threads, const float *hidden, con
         if (rank[j] + 1 > top) top = rank[j] + 1;
     }
     for (int i = 0; i < n; i++)
-        for (int j = usable; j < n_nodes; j++) tokens[(size_t)i * n_nodes + j] = 0;
+        for (int j = usable; j < n_nodes; j++) {
+            tokens[(size_t)i * n_nodes + j] = 0;
+            if (probs) probs[(size_t)i * n_nodes + j] = 0;
+        }
     if (usable == 0) return;
     if (h->p.chained) {
-        draft_chained(h, threads, hidden, last, n, parent, rank, depth, usable, n_nodes, tokens);
+        draft_chained(h, threads, hidden, last, n, parent, rank, depth, usable, n_nodes, tokens, probs);
         return;
     }
-    medusa_propose_top(h, threads, hidden, n, k, top, h->cand);
+    propose_top(h, threads, hidden, n, k, top, h->cand, h->cand_at);
+    const int nv = h->p.n_draft_vocab;
     for (int i = 0; i < n; i++)
-        for (int j = 0; j < usable; j++)
-            tokens[(size_t)i * n_nodes + j] = h->cand[((size_t)i * k + depth[j]) * top + rank[j]];
+        for (int j = 0; j < usable; j++) {
+            const size_t c = ((size_t)i * k + depth[j]) * top + rank[j];
+            tokens[(size_t)i * n_nodes + j] = h->cand[c];
+            if (probs) probs[(size_t)i * n_nodes + j] = softmax_prob(h->logits + ((size_t)depth[j] * n + i) * nv, nv, h->cand_at[c]);
+        }
 }

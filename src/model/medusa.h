@@ -131,8 +131,11 @@ void medusa_propose_top(medusa_heads *h, threadpool *threads, const float *hidde
  * row i, which chained heads read first. Node j's token into
  * tokens[i * n_nodes + j]. For independent heads node j is head depth(j)'s
  * candidate rank[j], whatever its parent; chained heads run once per
- * depth over every node with children. The same bits in any batch. */
+ * depth over every node with children. With probs (else NULL), the
+ * probability node j's head gave its token (softmax over the draft
+ * vocabulary, temperature 1) into probs[i * n_nodes + j]: how sure the
+ * draft is. The same bits in any batch. */
 void medusa_draft(medusa_heads *h, threadpool *threads, const float *hidden, const int32_t *last, int n,
-                  const int8_t *parent, const int8_t *rank, int n_nodes, int32_t *tokens);
+                  const int8_t *parent, const int8_t *rank, int n_nodes, int32_t *tokens, float *probs);
 
 #endif

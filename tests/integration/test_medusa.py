@@ -158,6 +158,43 @@ def test_drafts_from_a_slice_of_the_vocabulary_are_token_identical(harness, trai
             assert st["accepted_tokens"] > 0, st
 
 
+@pytest.mark.parametrize("method", ["medusa", "layer_skip", "draft_model"])
+def test_draft_p_min_ends_a_chain_at_an_unsure_draft(harness, trained, method):  # noqa: F811
+    """draft_p_min: a draft its drafter gave less than p_min is the last of its
+    step. At 1 every verification checks one draft (a probability of exactly 1
+    aside); at 0 chains run to K; either way, and in between, greedy and
+    seeded sampled output is plain decoding's and every block comes back."""
+    arch, model, heads, _ = trained
+    if method == "medusa":
+        base = medusa(heads, 4, disable_by_batch_size=16)
+    elif method == "layer_skip":
+        base = {"method": "layer_skip", "draft_layers": 1, "draft_vocab": str(heads), "num_speculative_tokens": 4,
+                "disable_by_batch_size": 16}
+    else:  # the model as its own draft: sure of most drafts, and right
+        base = {"method": "draft_model", "model": str(model), "num_speculative_tokens": 4,
+                "disable_by_batch_size": 16}
+    reqs = mixed_requests(300, seed=60, count=10)
+    plain = harness(model, reqs, max_num_seqs=16)
+    stats = {}
+    for p_min in (0, 0.3, 1):
+        res = harness(model, reqs, spec=dict(base, draft_p_min=p_min), max_num_seqs=16)
+        for i in range(len(reqs)):
+            assert tokens(res, i) == tokens(plain, i), f"request {i} differs with draft_p_min {p_min}"
+        assert res["blocks_in_use"] == 0
+        stats[p_min] = st = res["spec"]
+        assert st["drafts"] > 0 and st["accepted_tokens"] <= st["draft_tokens"], st
+    per_step = {p: st["draft_tokens"] / st["drafts"] for p, st in stats.items()}
+    assert per_step[1] <= 1.05 and per_step[1] <= per_step[0.3] <= per_step[0], stats
+    if method == "draft_model":  # sure and right: chains of K at 0 (K adapts down only after a rejection)
+        assert per_step[0] > 2.5, stats
+    sampled = [{"prompt": [2] + list(range(50, 80)), "max_tokens": 30, "ignore_eos": True, "temperature": 0.8,
+                "seed": s, "n": 2} for s in range(3)]
+    plain, res = harness(model, sampled), harness(model, sampled, spec=dict(base, draft_p_min=0.3))
+    for i in range(len(sampled)):
+        assert [tokens(res, i, j) for j in range(2)] == [tokens(plain, i, j) for j in range(2)]
+    assert res["blocks_in_use"] == 0
+
+
 @pytest.mark.parametrize("arch", FAMILIES)
 def test_an_exit_adapter_beats_the_raw_exit_and_changes_no_token(harness, model_factory, run_cllm, tmp_path, arch):  # noqa: F811
     """--kind exit: one block on the state after the first layer, trained on

@@ -1,7 +1,8 @@
 /* Medusa heads without a real model: a hand-made model of an F32 (and a
  * Q8_0) output matrix. medusa_propose gives the tokens a scalar reference
  * gives (y = h + SiLU(W h + b), the argmax over the draft rows of the output
- * matrix, mapped back to token ids), the same in any batch; chained (Hydra)
+ * matrix, mapped back to token ids), the same in any batch, and with their
+ * probabilities (softmax over the draft rows) as the reference's; chained (Hydra)
  * heads drafting a chain or a tree give, node by node, what a recursive
  * scalar reference gives (each node's children from its parent's state and
  * its own token's embedding), and independent heads fill a tree with each
@@ -80,13 +81,17 @@ static void random_heads(medusa_params *p, uint64_t seed) { random_kind(p, seed,
 
 /* The reference: the draft token of head k for hidden state h, with the
  * output matrix as floats (dequantized rows for a quantized one). */
-static int32_t ref_token(const medusa_params *p, const model *m, const float *h, int k) {
-    float y[E], row[E];
+static void ref_head(const medusa_params *p, const float *h, int k, float *y) {
     for (int o = 0; o < E; o++) {
         double z = p->b[k][o];
         for (int i = 0; i < E; i++) z += (double)p->w[k][(size_t)o * E + i] * h[i];
         y[o] = h[o] + (float)(z / (1.0 + exp(-z)));
     }
+}
+
+static int32_t ref_token(const medusa_params *p, const model *m, const float *h, int k) {
+    float y[E], row[E];
+    ref_head(p, h, k, y);
     int best = -1;
     double best_z = -INFINITY;
     for (int j = 0; j < p->n_draft_vocab; j++) {
@@ -97,6 +102,26 @@ static int32_t ref_token(const medusa_params *p, const model *m, const float *h,
     }
     return best;
 }
+
+/* The softmax probability over the draft rows of `token` for state y, in doubles. */
+static double ref_prob(const medusa_params *p, const model *m, const float *y, int32_t token) {
+    double z[N], max = -INFINITY, sum = 0, at = NAN;
+    float row[E];
+    for (int j = 0; j < N; j++) {
+        weight_row_to_float(&m->w.output, p->draft_vocab[j], row);
+        z[j] = 0;
+        for (int i = 0; i < E; i++) z[j] += (double)row[i] * y[i];
+        if (z[j] > max) max = z[j];
+    }
+    for (int j = 0; j < N; j++) {
+        sum += exp(z[j] - max);
+        if (p->draft_vocab[j] == token) at = z[j];
+    }
+    return exp(at - max) / sum;
+}
+
+static const int8_t k_chain_parent[K] = {-1, 0, 1};
+static const int8_t k_chain_rank[K] = {0, 0, 0};
 
 /* min_agree: how many of the 16 x K tokens must be the reference's. */
 static void check_propose(bool q8, wtype block_type, int min_agree) {
@@ -127,6 +152,20 @@ static void check_propose(bool q8, wtype block_type, int min_agree) {
     medusa_propose(h, NULL, hidden, 16, 2, two); /* fewer heads: the first ones' tokens */
     for (int row = 0; row < 16; row++)
         for (int k = 0; k < 2; k++) assert_int_equal(two[row * 2 + k], all[row * K + k]);
+    /* A chain of K drafts: head k's best token, and the probability head k gave it. */
+    int32_t chain[16 * K];
+    float prob[16 * K];
+    medusa_draft(h, NULL, hidden, NULL, 16, k_chain_parent, k_chain_rank, K, chain, prob);
+    for (int row = 0; row < 16; row++)
+        for (int k = 0; k < K; k++) {
+            assert_int_equal(chain[row * K + k], all[row * K + k]);
+            float y[E];
+            ref_head(&copy, hidden + row * E, k, y);
+            const double want = ref_prob(&copy, &f.m, y, chain[row * K + k]);
+            assert_true(prob[row * K + k] > 0 && prob[row * K + k] <= 1);
+            /* F32 blocks: float sums against doubles; Q8_0 blocks and rows: their rounding */
+            assert_float_equal(prob[row * K + k], want, block_type == WT_F32 && !q8 ? 1e-4 : 0.05);
+        }
     medusa_free(h);
     medusa_params_free(&copy);
     fake_free(&f);
@@ -188,8 +227,6 @@ static void test_zero_heads_guess_the_models_own_next_token(void **state) {
  * second after node 0, its best after node 1, the third's best after node 3. */
 static const int8_t k_parent[7] = {-1, -1, -1, 0, 0, 1, 3};
 static const int8_t k_rank[7] = {0, 1, 2, 0, 1, 0, 0};
-static const int8_t k_chain_parent[K] = {-1, 0, 1};
-static const int8_t k_chain_rank[K] = {0, 0, 0};
 
 /* Block j on state z and token x, as the header writes it, in doubles:
  * z + SiLU(W [n(z); n(e(x))] + b), e(x) the embedding row, n at unit RMS. */
@@ -226,7 +263,7 @@ static int32_t ref_ranked(const medusa_params *p, const model *m, const float *y
 /* Node j's token by recursion: its parent's children come from block
  * depth(j) on (the state that made the parent, the parent's token). */
 static void ref_tree(const medusa_params *p, const model *m, const float *h, int32_t last, const int8_t *parent,
-                     const int8_t *rank, int n, int32_t *tok) {
+                     const int8_t *rank, int n, int32_t *tok, double *prob) {
     float state[8][E]; /* state[x + 1]: what expanding x made */
     bool made[8] = {false};
     int depth[8];
@@ -238,6 +275,7 @@ static void ref_tree(const medusa_params *p, const model *m, const float *h, int
             made[x + 1] = true;
         }
         tok[j] = ref_ranked(p, m, state[x + 1], rank[j]);
+        prob[j] = ref_prob(p, m, state[x + 1], tok[j]);
     }
 }
 
@@ -257,14 +295,21 @@ static void check_chained(const int8_t *parent, const int8_t *rank, int n_nodes,
     for (int i = 0; i < 8 * E; i++) hidden[i] = unif(&r);
     for (int i = 0; i < 8; i++) last[i] = (int32_t)(rng_next(&r) % V);
     int32_t all[8 * 8], one[8], want[8];
-    medusa_draft(h, NULL, hidden, last, 8, parent, rank, n_nodes, all);
+    float all_prob[8 * 8], one_prob[8];
+    double want_prob[8];
+    medusa_draft(h, NULL, hidden, last, 8, parent, rank, n_nodes, all, all_prob);
     int agree = 0;
     for (int row = 0; row < 8; row++) {
-        medusa_draft(h, NULL, hidden + row * E, last + row, 1, parent, rank, n_nodes, one);
-        ref_tree(&copy, &f.m, hidden + row * E, last[row], parent, rank, n_nodes, want);
+        medusa_draft(h, NULL, hidden + row * E, last + row, 1, parent, rank, n_nodes, one, one_prob);
+        ref_tree(&copy, &f.m, hidden + row * E, last[row], parent, rank, n_nodes, want, want_prob);
+        bool same_path = true; /* a node's probability is the reference's while its ancestors and it agree */
         for (int j = 0; j < n_nodes; j++) {
             assert_int_equal(one[j], all[row * n_nodes + j]); /* the same in any batch */
+            assert_float_equal(one_prob[j], all_prob[row * n_nodes + j], 0);
             agree += one[j] == want[j];
+            same_path = same_path && one[j] == want[j];
+            /* Q8_0 blocks: their rounding, carried through the chained states, moves a probability a few hundredths */
+            if (same_path) assert_float_equal(one_prob[j], want_prob[j], block_type == WT_F32 ? 1e-4 : 0.08);
         }
     }
     /* The kernels sum in float, the reference in double: a near tie may flip one node (and its subtree). */
@@ -306,8 +351,8 @@ static void test_chained_heads_read_the_token(void **state) {
     int32_t a[16], b[16], ta[16 * K], tb[16 * K];
     for (int i = 0; i < 16 * E; i++) hidden[i] = unif(&r);
     for (int i = 0; i < 16; i++) a[i] = 7, b[i] = 150;
-    medusa_draft(h, NULL, hidden, a, 16, k_chain_parent, k_chain_rank, K, ta);
-    medusa_draft(h, NULL, hidden, b, 16, k_chain_parent, k_chain_rank, K, tb);
+    medusa_draft(h, NULL, hidden, a, 16, k_chain_parent, k_chain_rank, K, ta, NULL);
+    medusa_draft(h, NULL, hidden, b, 16, k_chain_parent, k_chain_rank, K, tb, NULL);
     int differ = 0;
     for (int i = 0; i < 16; i++) differ += ta[i * K] != tb[i * K];
     assert_true(differ >= 8);
@@ -329,7 +374,7 @@ static void test_independent_heads_fill_a_tree_by_depth_and_rank(void **state) {
     float hidden[8 * E];
     int32_t last[8] = {0}, tree[8 * 7], cand[8 * 3 * 3];
     for (int i = 0; i < 8 * E; i++) hidden[i] = unif(&r);
-    medusa_draft(h, NULL, hidden, last, 8, k_parent, k_rank, 7, tree);
+    medusa_draft(h, NULL, hidden, last, 8, k_parent, k_rank, 7, tree, NULL);
     medusa_propose_top(h, NULL, hidden, 8, 3, 3, cand);
     const int depth[7] = {0, 0, 0, 1, 1, 1, 2};
     for (int i = 0; i < 8; i++)

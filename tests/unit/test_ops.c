@@ -234,6 +234,32 @@ static void test_row_argmax(void **state) {
     if (wtype_using_avx2()) assert_int_equal(row_argmax_avx2(x, N), 0);
 }
 
+/* softmax_prob against a softmax in doubles, with NaN and -inf entries
+ * left out, and its edge cases. */
+static void test_softmax_prob(void **state) {
+    (void)state;
+    enum { N = 301 };
+    float x[N];
+    fill(x, N, 8.0f);
+    for (int i = 0; i < N; i += 7) x[i] = NAN;
+    x[5] = -INFINITY;
+    double max = -INFINITY, sum = 0;
+    for (int i = 0; i < N; i++)
+        if (!isnan(x[i]) && x[i] > max) max = x[i];
+    for (int i = 0; i < N; i++)
+        if (!isnan(x[i])) sum += exp((double)x[i] - max);
+    for (int at = 1; at < N; at += 3) {
+        const double want = isnan(x[at]) ? 0 : exp((double)x[at] - max) / sum;
+        assert_float_equal(softmax_prob(x, N, at), want, 1e-6 + 1e-5 * want);
+    }
+    assert_float_equal(softmax_prob(x, N, 5), 0, 0);
+    const float one[1] = {3.0f}, two[2] = {0.0f, 0.0f}, inf[2] = {1.0f, INFINITY};
+    assert_float_equal(softmax_prob(one, 1, 0), 1, 0);
+    assert_float_equal(softmax_prob(two, 2, 1), 0.5, 1e-7);
+    assert_float_equal(softmax_prob(inf, 2, 1), 1, 0);
+    assert_float_equal(softmax_prob(inf, 2, 0), 0, 0);
+}
+
 int main(void) {
     wtype_init();
     kernel_paths_print("paths compared with ref", KP_SET_AVX2);
@@ -245,6 +271,7 @@ int main(void) {
         cmocka_unit_test(test_layernorm_agrees),
         cmocka_unit_test(test_exp_weights),
         cmocka_unit_test(test_row_argmax),
+        cmocka_unit_test(test_softmax_prob),
         cmocka_unit_test(test_rope_rotates_pairs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

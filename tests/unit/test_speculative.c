@@ -126,6 +126,7 @@ static void test_config_parses_vllm_json(void **state) {
     assert_string_equal(c.model, "small.gguf");
     /* A draft runner's drafts are forward passes: off beside more than 2 others unless told */
     assert_int_equal(c.disable_by_batch_size, SPEC_DRAFT_RUNNER_BATCH);
+    assert_float_equal(c.draft_p_min, SPEC_DRAFT_RUNNER_P_MIN, 0);
     c = spec_config_defaults();
     assert_int_equal(
         spec_config_parse_json("{\"method\": \"layer_skip\", \"draft_layers\": 6}", &c), 0);
@@ -136,15 +137,27 @@ static void test_config_parses_vllm_json(void **state) {
     assert_int_equal(spec_config_parse_json(
                          "{\"method\": \"layer_skip\", \"disable_by_batch_size\": 16}", &c), 0);
     assert_int_equal(c.disable_by_batch_size, 16);
+    assert_float_equal(c.draft_p_min, SPEC_DRAFT_RUNNER_P_MIN, 0);
+    c = spec_config_defaults();
+    assert_int_equal(spec_config_parse_json("{\"method\": \"layer_skip\", \"draft_p_min\": 0.5}", &c), 0);
+    assert_float_equal(c.draft_p_min, 0.5, 0); /* a given value wins */
+    assert_int_equal(spec_config_parse_json("{\"method\": \"layer_skip\", \"draft_p_min\": 0}", &c), 0);
+    assert_float_equal(c.draft_p_min, 0, 0); /* off */
     c = spec_config_defaults();
     assert_int_equal(spec_config_parse_json("{\"method\": \"ngram\"}", &c), 0);
     assert_int_equal(c.disable_by_batch_size, 8);
+    assert_float_equal(c.draft_p_min, 0, 0); /* n-gram drafts have no probabilities */
     c = spec_config_defaults();
     assert_int_equal(spec_config_parse_json(
                          "{\"method\": \"medusa\", \"model\": \"h.gguf\", \"num_speculative_tokens\": 3}", &c), 0);
     assert_int_equal(c.method, SPEC_MEDUSA);
     assert_string_equal(c.model, "h.gguf");
     assert_int_equal(c.num_speculative_tokens, 3);
+    assert_float_equal(c.draft_p_min, SPEC_MEDUSA_P_MIN, 0);
+    c = spec_config_defaults();
+    assert_int_equal(spec_config_parse_json("{\"method\": \"medusa\", \"model\": \"h.gguf\", "
+                                            "\"speculative_token_tree\": \"auto\"}", &c), 0);
+    assert_float_equal(c.draft_p_min, 0, 0); /* a tree's nodes are fixed */
     c = spec_config_defaults();
     assert_int_equal(spec_config_parse_json("{\"method\": \"layer_skip\", \"draft_vocab\": \"h.gguf\", "
                                             "\"draft_vocab_size\": 4096}",
@@ -190,6 +203,13 @@ static void test_config_rejects_bad_input(void **state) {
     expect_parse_error("{\"method\": \"ngram\", \"disable_by_batch_size\": 0}",
                        "disable_by_batch_size");
     expect_parse_error("{\"method\": \"ngram\", \"speed\": 2}", "unknown key \"speed\"");
+    expect_parse_error("{\"method\": \"layer_skip\", \"draft_p_min\": 1.5}", "draft_p_min must be in [0, 1]");
+    expect_parse_error("{\"method\": \"layer_skip\", \"draft_p_min\": -0.1}", "draft_p_min must be in [0, 1]");
+    expect_parse_error("{\"method\": \"layer_skip\", \"draft_p_min\": \"0.9\"}", "must be a number");
+    expect_parse_error("{\"method\": \"ngram\", \"draft_p_min\": 0.9}", "drafts with probabilities");
+    expect_parse_error("{\"method\": \"medusa\", \"model\": \"h.gguf\", \"speculative_token_tree\": \"auto\", "
+                       "\"draft_p_min\": 0.9}",
+                       "without a speculative_token_tree");
 }
 
 static void test_adaptive_k_rule(void **state) {
