@@ -214,7 +214,9 @@ static void draft_round(draft_runner *d, sequence **seqs, const int *upto, int n
         return;
     }
     static const int8_t root = -1, first = 0; /* the adapter's one guess: a chain of one */
-    if (d->exit) medusa_draft(d->exit, d->run.threads, d->hidden, NULL, n_rows, &root, &first, 1, d->guess, want_prob ? d->prob : NULL);
+    if (d->exit)
+        medusa_draft(d->exit, d->run.threads, d->hidden, NULL, n_rows, &root, &first, 1, d->guess,
+                     want_prob ? d->prob : NULL);
     const int nv = d->m->hp.n_vocab;
     for (int r = 0; r < n_rows; r++) {
         sequence *s = d->row_seq[r];

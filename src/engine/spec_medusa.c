@@ -94,7 +94,8 @@ void medusa_drafter_run(medusa_drafter *d, forward_ctx *f, threadpool *threads) 
         sequence *s = d->seqs[i];
         memcpy(s->spec.guess, d->tokens + (size_t)i * d->n_nodes, (size_t)d->n_nodes * sizeof *d->tokens);
         s->spec.n_guess = d->n_nodes;
-        if (want_prob) memcpy(s->spec.guess_conf, d->probs + (size_t)i * d->n_nodes, (size_t)d->n_nodes * sizeof *d->probs);
+        if (want_prob)
+            memcpy(s->spec.guess_conf, d->probs + (size_t)i * d->n_nodes, (size_t)d->n_nodes * sizeof *d->probs);
         s->spec.guess_at = s->n_tokens;
     }
 }
@@ -102,11 +103,12 @@ void medusa_drafter_run(medusa_drafter *d, forward_ctx *f, threadpool *threads) 
 int medusa_drafter_take(const medusa_drafter *d, sequence *s, int k) {
     if (s->spec.guess_at != s->n_tokens || s->spec.n_guess == 0) return 0;
     int n = k < s->spec.n_guess ? k : s->spec.n_guess;
-    if (d->p_min > 0 && d->tree.n == 0)
+    if (d->p_min > 0 && d->tree.n == 0) {
         for (int j = 0; j < n; j++)
             if (s->spec.guess_conf[j] < d->p_min) n = j + 1; /* ends the loop */
+        memcpy(s->spec.conf, s->spec.guess_conf, (size_t)n * sizeof *s->spec.conf);
+    }
     memcpy(s->spec.draft, s->spec.guess, (size_t)n * sizeof *s->spec.draft);
-    memcpy(s->spec.conf, s->spec.guess_conf, (size_t)n * sizeof *s->spec.conf);
     s->spec.tree = d->tree.n > 0; /* a chain's parents are implied */
     if (s->spec.tree) memcpy(s->spec.parent, d->tree.parent, (size_t)n * sizeof *s->spec.parent);
     return n;

@@ -448,6 +448,8 @@ void medusa_draft(medusa_heads *h, threadpool *threads, const float *hidden, con
         for (int j = 0; j < usable; j++) {
             const size_t c = ((size_t)i * k + depth[j]) * top + rank[j];
             tokens[(size_t)i * n_nodes + j] = h->cand[c];
-            if (probs) probs[(size_t)i * n_nodes + j] = softmax_prob(h->logits + ((size_t)depth[j] * n + i) * nv, nv, h->cand_at[c]);
+            if (probs) /* head depth[j]'s logits of row i (propose_top's head-major order) */
+                probs[(size_t)i * n_nodes + j] =
+                    softmax_prob(h->logits + ((size_t)depth[j] * n + i) * nv, nv, h->cand_at[c]);
         }
 }
