@@ -235,7 +235,11 @@ static void verify_drafts(engine *e, sequence *s, float *rows, int first_row) {
     walk_rows w = {e, s, rows};
     const int accepted = spec_walk(n_draft, tok, parent, sample_walk_row, &w, path);
     count_verification(e, n_draft, deep, accepted);
-    if (!s->spec.tree) s->spec.k = spec_next_k(s->spec.k, e->cfg.spec.num_speculative_tokens, n_draft, accepted);
+    /* With draft_p_min the drafts' own probabilities end each chain, so K
+     * stays put: cutting it after a rejection as well would end the next
+     * chain early however sure its drafts are (bench/RESULTS.md, 2026-12-07). */
+    if (!s->spec.tree && e->cfg.spec.draft_p_min == 0)
+        s->spec.k = spec_next_k(s->spec.k, e->cfg.spec.num_speculative_tokens, n_draft, accepted);
     if (e->draft) {
         s->spec.misses = accepted ? 0 : s->spec.misses + 1;
         s->spec.skip = spec_backoff_steps(s->spec.misses);

@@ -50,7 +50,8 @@ typedef struct {
     char token_tree[SPEC_TREE_TEXT_MAX];
     /* draft_model, layer_skip and a Medusa chain: a draft the draft gave a
      * probability under this is a sequence's last of the step (llama.cpp's
-     * --draft-p-min); 0: every sequence drafts its K */
+     * --draft-p-min), and K does not adapt; 0: every sequence drafts its
+     * K, which adapts (spec_next_k) */
     float draft_p_min;
     bool p_min_given; /* draft_p_min was set; else it follows the method (spec_config_finish) */
 } spec_config;
@@ -78,7 +79,8 @@ int spec_config_parse_json(const char *json, spec_config *c);
  * adapter accepted 86-95% of the drafts it gave over 0.9 and 3-25% of those
  * under 0.5; with 0.9, K = 3 ran 1.57x plain against 1.50x at temperature
  * 0 and 1.38x against 1.31x at 0.7 on 1 thread, within noise of 0 or
- * slightly ahead on 2 (bench/RESULTS.md, 2026-12-07). A Medusa
+ * slightly ahead on 2; with K then held, 1.57-1.59x and 1.32-1.38x
+ * (bench/RESULTS.md, 2026-12-07). A Medusa
  * chain's guesses come from one pass, so an unsure one saves only its row
  * of the verification: off (+1% in a replay of its acceptances). */
 #define SPEC_DRAFT_RUNNER_P_MIN 0.9f
