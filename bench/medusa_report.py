@@ -15,7 +15,11 @@ run, the methods' order reversed every other round):
      its own layer and draft vocabulary) for each K of --exit-k (default 2
      and 3); with --trees N [N ...], Medusa over
      a tree of N nodes chosen from the heads' accuracies
-     ("speculative_token_tree": "auto") for each N.
+     ("speculative_token_tree": "auto") for each N; with --lookup N, n-gram
+     lookup alone (K = N) and each Medusa chain and exit-adapter layer_skip
+     with lookup tried first (prompt_lookup_num_tokens N): the test model's
+     continuations of these raw prompts go round in circles, which lookup
+     drafts for free.
      Output tok/s over the 50, the acceptance rate and mean accepted length
      cllm prints, the acceptance at each draft position (for Medusa, each
      head's, given the ones before it were accepted), and whether every
@@ -105,6 +109,9 @@ def main() -> None:
     ap.add_argument("--temperatures", type=float, nargs="*", default=[0.0, 0.7])
     ap.add_argument("--threads", type=int, nargs="*", default=[1, 2])
     ap.add_argument("--serve-spec", help="the served config, a JSON string (default: the first Medusa chain)")
+    ap.add_argument("--lookup", type=int, default=0,
+                    help="also n-gram lookup alone with K=N, and each Medusa chain and exit-adapter layer_skip with "
+                         "n-gram lookup tried first (prompt_lookup_num_tokens N)")
     a = ap.parse_args()
     if not a.model:
         raise SystemExit("--model GGUF is needed (or build-model-path.txt from `make setup`)")
@@ -131,6 +138,16 @@ def main() -> None:
     for k in a.exit_k if a.exit_adapter else []:
         methods[f"layer_skip through the exit adapter, K={k}"] = ["--speculative-config", json.dumps(
             {"method": "layer_skip", "model": a.exit_adapter, "num_speculative_tokens": k})]
+    if a.lookup:
+        methods[f"n-gram lookup, K={a.lookup}"] = ["--speculative-config", json.dumps(
+            {"method": "ngram", "num_speculative_tokens": a.lookup})]
+        for k in a.k:
+            methods[f"Medusa K={k}, lookup first (up to {a.lookup})"] = [
+                "--speculative-config", chain(a.heads, k, prompt_lookup_num_tokens=a.lookup, **vocab)]
+        for k in a.exit_k if a.exit_adapter else []:
+            methods[f"layer_skip through the exit adapter, K={k}, lookup first (up to {a.lookup})"] = [
+                "--speculative-config", json.dumps({"method": "layer_skip", "model": a.exit_adapter,
+                                                    "num_speculative_tokens": k, "prompt_lookup_num_tokens": a.lookup})]
     if a.only:
         methods = {m: f for m, f in methods.items() if m == "plain" or any(o in m for o in a.only)}
     print(f"CPU: {cpu_line()}\n")

@@ -90,6 +90,10 @@ void print_spec_stats(FILE *f, const char *label, const engine_stats *st) {
     fprintf(f, "%s%.0f drafts, %.0f draft tokens, %.0f accepted: acceptance rate %.1f%%, mean accepted length %.2f\n",
             label, n, n_draft, n_acc, n_draft > 0 ? 100.0 * n_acc / n_draft : 0.0, n > 0 ? 1.0 + n_acc / n : 0.0);
     if (n_draft == 0) return;
+    if (st->spec_lookup_tokens)
+        fprintf(f, "%sfrom n-gram lookup: %llu draft tokens, %llu accepted (%.1f%%)\n", label,
+                (unsigned long long)st->spec_lookup_tokens, (unsigned long long)st->spec_lookup_accepted,
+                100.0 * (double)st->spec_lookup_accepted / (double)st->spec_lookup_tokens);
     /* Per draft position (for Medusa, per head): accepted where that position was drafted. */
     fprintf(f, "%saccepted by draft position:", label);
     for (int i = 0; i < SPEC_MAX_TOKENS && st->spec_drafted_per_pos[i]; i++)

@@ -229,7 +229,9 @@ const cli_group cli_spec_group = {
          .metavar = "N", .min = 1, .max = 64, .help = "shortest n-gram that n-gram speculation matches",
          .default_text = "2"},
         {.name = "--prompt-lookup-max", .kind = CLI_INT, .offset = offsetof(cli_spec_settings, prompt_lookup_max),
-         .metavar = "N", .min = 1, .max = 64, .help = "longest n-gram that n-gram speculation matches (tried first)",
+         .metavar = "N", .min = 1, .max = 64,
+         .help = "longest n-gram that n-gram speculation matches (tried first); with another method, "
+                 "n-gram lookup is tried first each step and that method drafts where it finds nothing",
          .default_text = "5"},
         {0}},
 };
@@ -299,6 +301,7 @@ int cli_spec_config(const cli_spec_settings *s, spec_config *out) {
         out->prompt_lookup_max = out->prompt_lookup_min;
     if (s->prompt_lookup_max > 0 && !s->prompt_lookup_min && out->prompt_lookup_min > out->prompt_lookup_max)
         out->prompt_lookup_min = out->prompt_lookup_max;
+    if ((s->prompt_lookup_min > 0 || s->prompt_lookup_max > 0) && out->method != SPEC_NGRAM) out->lookup_first = true;
     spec_config_finish(out); /* --speculative-model may have made it a draft model */
     if (spec_config_check(out)) return err_prefix("speculative decoding: ");
     return 0;

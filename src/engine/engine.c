@@ -205,7 +205,7 @@ engine *engine_create(model *m, const engine_config *cfg) {
     const int n_spec = cfg->spec.disable_by_batch_size < cfg->max_num_seqs ? cfg->spec.disable_by_batch_size
                                                                             : cfg->max_num_seqs;
     if (cfg->spec.method != SPEC_NONE) { /* rows for the drafts of every one of them */
-        const long rows = (long)n_spec * cfg->spec.num_speculative_tokens;
+        const long rows = (long)n_spec * spec_max_draft(&cfg->spec);
         e->max_draft_rows = rows < cfg->max_num_batched_tokens ? (int)rows : cfg->max_num_batched_tokens;
     }
     e->max_out = cfg->max_num_seqs + e->max_draft_rows;
@@ -256,7 +256,7 @@ engine *engine_create(model *m, const engine_config *cfg) {
         e->medusa->p_min = cfg->spec.draft_p_min;
     }
     if (e->draft_model || e->draft_view) {
-        const int n_draft_seqs = e->max_draft_rows / cfg->spec.num_speculative_tokens;
+        const int n_draft_seqs = e->max_draft_rows / spec_max_draft(&cfg->spec);
         int32_t *vocab = NULL;
         const int n_vocab =
             cfg->spec.draft_vocab[0] ? head_slice_read_vocab(cfg->spec.draft_vocab, m, cfg->spec.draft_vocab_size, &vocab)
@@ -284,7 +284,7 @@ engine *engine_create(model *m, const engine_config *cfg) {
     e->beam = (beam_env){.tok = m->tok, .n_vocab = m->hp.n_vocab, .max_model_len = e->cfg.max_model_len,
                          .kvm = &e->run.kvm, .sched = &e->sched, .text = e->text, .text_cap = e->text_cap};
     e->stats.kv_blocks_total = (int)n_blocks;
-    e->stats.spec_k = cfg->spec.method != SPEC_NONE ? cfg->spec.num_speculative_tokens : 0;
+    e->stats.spec_k = cfg->spec.method != SPEC_NONE ? spec_max_draft(&cfg->spec) : 0;
     return e;
 fail:
     medusa_params_free(&adapter);
@@ -531,9 +531,11 @@ static void take_inbox(engine *e) {
 
 /* ---- speculative decoding ---- */
 
-/* Gives each decoding sequence its n-gram drafts for this step, unless more
- * sequences run than disable_by_batch_size (then a step is compute-bound and
- * drafts no longer pay). */
+/* Gives each decoding sequence its drafts for this step (n-gram lookup's,
+ * the Medusa heads' guesses, or the draft model's, run for all of them at
+ * the end; with lookup_first, lookup's where it finds any), unless more
+ * sequences run than disable_by_batch_size (then a step is compute-bound
+ * and drafts no longer pay). */
 static void propose_drafts(engine *e) {
     const spec_config *c = &e->cfg.spec;
     for (int i = 0; i < e->sched.running.n; i++) {
@@ -546,18 +548,37 @@ static void propose_drafts(engine *e) {
         sequence *s = e->sched.running.items[i];
         const request_params *p = &s->req->params;
         if (p->beam_width > 1 || seq_evicts(s) || s->n_tokens - s->n_computed != 1) continue;
+        if (s->spec.k == 0) s->spec.k = c->num_speculative_tokens;
+        if (s->spec.lookup_k == 0) s->spec.lookup_k = spec_lookup_max(c);
+        /* Every draft accepted plus the bonus token must stay within max_tokens
+         * and max_model_len, so the drafts' positions have blocks reserved. */
+        int room = p->max_tokens - seq_n_output(s) - 1;
+        if (room > e->cfg.max_model_len - s->n_tokens - 1) room = e->cfg.max_model_len - s->n_tokens - 1;
+        if (room > rows_left) room = rows_left;
+        const int k = s->spec.k < room ? s->spec.k : room;
+        s->spec.lookup = false;
+        if (room > 0 && (c->method == SPEC_NGRAM || c->lookup_first)) {
+            /* Text that repeats is drafted from itself for free; the method's drafts cover the rest. */
+            int32_t found[SPEC_MAX_TOKENS];
+            const int want = c->method == SPEC_NGRAM ? k : s->spec.lookup_k < room ? s->spec.lookup_k : room;
+            const int n =
+                ngram_propose(s->tokens, s->n_tokens, c->prompt_lookup_min, c->prompt_lookup_max, want, found);
+            if (n > 0 || c->method == SPEC_NGRAM) {
+                /* The draft model's K/V are first checked against its own last drafts, which these replace. */
+                if (e->draft) draft_rollback(e->draft, s);
+                memcpy(s->spec.draft, found, (size_t)n * sizeof *found);
+                s->spec.n_draft = n;
+                s->spec.lookup = c->method != SPEC_NGRAM;
+                s->spec.base = s->n_tokens;
+                rows_left -= n;
+                if (s->spec.skip > 0) s->spec.skip--;
+                continue;
+            }
+        }
         if (s->spec.skip > 0) { /* backing off after drafts that all failed */
             s->spec.skip--;
             continue;
         }
-        if (s->spec.k == 0) s->spec.k = c->num_speculative_tokens;
-        /* Every draft accepted plus the bonus token must stay within max_tokens
-         * and max_model_len, so the drafts' positions have blocks reserved. */
-        int k = s->spec.k;
-        const int by_tokens = p->max_tokens - seq_n_output(s) - 1, by_len = e->cfg.max_model_len - s->n_tokens - 1;
-        if (k > by_tokens) k = by_tokens;
-        if (k > by_len) k = by_len;
-        if (k > rows_left) k = rows_left;
         if (k <= 0) continue;
         if (e->draft) { /* the draft model proposes for all of them below */
             e->spec_seqs[n_model] = s;
@@ -568,10 +589,7 @@ static void propose_drafts(engine *e) {
         if (e->medusa) {
             s->spec.n_draft = medusa_drafter_take(e->medusa, s, k);
             rows_left -= s->spec.n_draft;
-            continue;
         }
-        s->spec.n_draft = ngram_propose(s->tokens, s->n_tokens, c->prompt_lookup_min, c->prompt_lookup_max, k, s->spec.draft);
-        rows_left -= s->spec.n_draft;
     }
     if (n_model > 0) draft_propose(e->draft, e->spec_seqs, e->spec_want, n_model, c->draft_p_min);
 }

@@ -128,10 +128,12 @@ typedef struct {
     histogram ttft, tpot, e2e, queue;
     /* Speculative decoding (vLLM's spec_decode counters): verifications,
      * draft tokens verified, drafts accepted, and accepted at each position. */
-    int spec_k; /* num_speculative_tokens; 0: speculation off */
+    int spec_k; /* the most drafts a sequence has in a step (spec_max_draft); 0: speculation off */
     uint64_t spec_drafts, spec_draft_tokens, spec_accepted_tokens;
     uint64_t spec_accepted_per_pos[SPEC_MAX_TOKENS];
     uint64_t spec_drafted_per_pos[SPEC_MAX_TOKENS]; /* drafts that had a token at position i */
+    /* Of those, the draft tokens n-gram lookup gave a method that tries it first (lookup_first), and accepted. */
+    uint64_t spec_lookup_tokens, spec_lookup_accepted;
     /* Draft trees: verifications whose accepted path was not the nodes'
      * first slots, so its KV rows moved into place. */
     uint64_t spec_paths_moved;

@@ -10,6 +10,7 @@
 #include "engine/engine_internal.h"
 
 #include "engine/logprobs.h"
+#include "engine/ngram.h"
 #include "engine/spec.h"
 #include "engine/spec_tree.h"
 #include "engine/stop_strings.h"
@@ -158,9 +159,10 @@ static void fork_samples(engine *e, sequence *s0, const float *logits) {
 /* n_draft drafts reaching n_deep positions past the last token (a chain's
  * n_draft; a tree's depth), of which n_accepted were kept: per position,
  * how often a draft stood there and how often it was kept. */
-static void count_verification(engine *e, int n_draft, int n_deep, int n_accepted) {
+static void count_verification(engine *e, int n_draft, int n_deep, int n_accepted, bool lookup) {
     pthread_mutex_lock(&e->stats_mu);
     e->stats.spec_drafts++;
+    if (lookup) e->stats.spec_lookup_tokens += (uint64_t)n_draft, e->stats.spec_lookup_accepted += (uint64_t)n_accepted;
     e->stats.spec_draft_tokens += (uint64_t)n_draft;
     e->stats.spec_accepted_tokens += (uint64_t)n_accepted;
     for (int j = 0; j < n_accepted; j++) e->stats.spec_accepted_per_pos[j]++;
@@ -206,10 +208,15 @@ static int keep_path(engine *e, sequence *s, int base, const int *path, int n) {
 
 /* Medusa: a sequence just sampled from logits row i that decodes next gets
  * guesses from that row's hidden state (spec_medusa.h), unless too many
- * run for the next step to speculate. */
+ * run for the next step to speculate, or n-gram lookup, tried first, will
+ * draft for it (its text is what the next step's lookup reads). */
 static void note_for_medusa(engine *e, sequence *s, int i) {
+    const spec_config *c = &e->cfg.spec;
     if (!e->medusa || s->status == SEQ_FINISHED || s->n_tokens - s->n_computed != 1) return;
-    if (s->req->params.beam_width > 1 || e->sched.running.n > e->cfg.spec.disable_by_batch_size) return;
+    if (s->req->params.beam_width > 1 || e->sched.running.n > c->disable_by_batch_size) return;
+    int32_t found[1];
+    if (c->lookup_first && ngram_propose(s->tokens, s->n_tokens, c->prompt_lookup_min, c->prompt_lookup_max, 1, found))
+        return;
     medusa_drafter_note(e->medusa, s, e->b_rows[i]);
 }
 
@@ -234,13 +241,16 @@ static void verify_drafts(engine *e, sequence *s, float *rows, int first_row) {
     }
     walk_rows w = {e, s, rows};
     const int accepted = spec_walk(n_draft, tok, parent, sample_walk_row, &w, path);
-    count_verification(e, n_draft, deep, accepted);
+    count_verification(e, n_draft, deep, accepted, s->spec.lookup);
     /* With draft_p_min the drafts' own probabilities end each chain, so K
      * stays put: cutting it after a rejection as well would end the next
      * chain early however sure its drafts are (bench/RESULTS.md, 2026-12-07). */
-    if (!s->spec.tree && e->cfg.spec.draft_p_min == 0)
-        s->spec.k = spec_next_k(s->spec.k, e->cfg.spec.num_speculative_tokens, n_draft, accepted);
-    if (e->draft) {
+    const spec_config *c = &e->cfg.spec;
+    if (s->spec.lookup) /* n-gram lookup's own K, adapted as method ngram's */
+        s->spec.lookup_k = spec_next_k(s->spec.lookup_k, spec_lookup_max(c), n_draft, accepted);
+    else if (!s->spec.tree && c->draft_p_min == 0)
+        s->spec.k = spec_next_k(s->spec.k, c->num_speculative_tokens, n_draft, accepted);
+    if (e->draft && !s->spec.lookup) { /* the back-off is the draft model's, not n-gram lookup's */
         s->spec.misses = accepted ? 0 : s->spec.misses + 1;
         s->spec.skip = spec_backoff_steps(s->spec.misses);
     }

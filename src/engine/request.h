@@ -54,6 +54,8 @@ typedef struct {
         bool tree;
         int8_t parent[SPEC_MAX_TOKENS];
         int k;
+        bool lookup;  /* this step's drafts came from n-gram lookup, not the method's drafter (lookup_first) */
+        int lookup_k; /* the next n-gram lookup's most drafts there (lookup_first; 0: not yet set) */
         int misses;   /* verifications in a row that accepted nothing */
         int skip;     /* decode steps left without drafts (spec_backoff_steps) */
         seq_kv kv;    /* the draft model's KV (method draft_model) */

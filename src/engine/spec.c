@@ -63,6 +63,12 @@ int spec_config_check(const spec_config *c) {
     if (c->draft_p_min > 0 && (c->method == SPEC_NGRAM || (c->method == SPEC_MEDUSA && c->token_tree[0])))
         return err_set("\"draft_p_min\" is for drafts with probabilities: methods \"draft_model\", \"layer_skip\" "
                        "and \"medusa\" without a speculative_token_tree");
+    if (c->prompt_lookup_num_tokens < 0 || c->prompt_lookup_num_tokens > SPEC_MAX_TOKENS)
+        return err_set("prompt_lookup_num_tokens must be in 1..%d, got %d", SPEC_MAX_TOKENS,
+                       c->prompt_lookup_num_tokens);
+    if (c->prompt_lookup_num_tokens && c->method == SPEC_NGRAM)
+        return err_set("\"prompt_lookup_num_tokens\" is for a method that tries n-gram lookup first (\"draft_model\", "
+                       "\"layer_skip\", \"medusa\"); method \"ngram\" drafts num_speculative_tokens");
     if (c->disable_by_batch_size < 1)
         return err_set("disable_by_batch_size must be at least 1, got %d",
                        c->disable_by_batch_size);
@@ -131,7 +137,7 @@ int spec_config_parse_json(const char *text, spec_config *c) {
     json_t *root = json_loads(text, 0, &jerr);
     if (!root) return err_set("malformed JSON at column %d: %s", jerr.column, jerr.text);
     spec_config out = *c;
-    bool has_min = false, has_max = false, has_model = false;
+    bool has_min = false, has_max = false, has_lookup_k = false, has_model = false;
     int rc = 0;
     if (!json_is_object(root))
         rc = err_set("expected a JSON object, like {\"method\": \"ngram\", ...}");
@@ -147,6 +153,8 @@ int spec_config_parse_json(const char *text, spec_config *c) {
             rc = parse_int(key, v, &out.prompt_lookup_min), has_min = true;
         else if (!strcmp(key, "prompt_lookup_max"))
             rc = parse_int(key, v, &out.prompt_lookup_max), has_max = true;
+        else if (!strcmp(key, "prompt_lookup_num_tokens"))
+            rc = parse_int(key, v, &out.prompt_lookup_num_tokens), has_lookup_k = true;
         else if (!strcmp(key, "disable_by_batch_size"))
             rc = parse_int(key, v, &out.disable_by_batch_size), out.batch_given = true;
         else if (!strcmp(key, "draft_layers"))
@@ -164,7 +172,7 @@ int spec_config_parse_json(const char *text, spec_config *c) {
         else
             rc = err_set("unknown key \"%s\" (known: method, model, draft_layers, draft_vocab, draft_vocab_size, "
                          "num_speculative_tokens, speculative_token_tree, draft_p_min, prompt_lookup_min, "
-                         "prompt_lookup_max, disable_by_batch_size)",
+                         "prompt_lookup_max, prompt_lookup_num_tokens, disable_by_batch_size)",
                          key);
     }
     json_decref(root);
@@ -177,6 +185,7 @@ int spec_config_parse_json(const char *text, spec_config *c) {
         out.prompt_lookup_max = out.prompt_lookup_min;
     if (has_max && !has_min && out.prompt_lookup_min > out.prompt_lookup_max)
         out.prompt_lookup_min = out.prompt_lookup_max;
+    out.lookup_first = (has_min || has_max || has_lookup_k || out.lookup_first) && out.method != SPEC_NGRAM;
     spec_config_finish(&out);
     if (spec_config_check(&out)) return -1;
     *c = out;
@@ -191,6 +200,15 @@ void spec_config_finish(spec_config *c) {
     c->disable_by_batch_size = c->method == SPEC_DRAFT_MODEL || c->method == SPEC_LAYER_SKIP
                                    ? SPEC_DRAFT_RUNNER_BATCH
                                    : spec_config_defaults().disable_by_batch_size;
+}
+
+int spec_lookup_max(const spec_config *c) {
+    return c->prompt_lookup_num_tokens ? c->prompt_lookup_num_tokens : c->num_speculative_tokens;
+}
+
+int spec_max_draft(const spec_config *c) {
+    const int lookup = c->lookup_first ? spec_lookup_max(c) : 0;
+    return lookup > c->num_speculative_tokens ? lookup : c->num_speculative_tokens;
 }
 
 int spec_backoff_steps(int n_misses) {

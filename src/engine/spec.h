@@ -33,6 +33,15 @@ typedef struct {
     int num_speculative_tokens; /* K: drafts per sequence and step, 1..16 */
     int prompt_lookup_min;      /* shortest n-gram matched */
     int prompt_lookup_max;      /* longest n-gram matched (tried first) */
+    /* draft_model, layer_skip, medusa: n-gram prompt lookup is tried first
+     * each step, and the method drafts only where it finds nothing (set by
+     * giving prompt_lookup_min, prompt_lookup_max or prompt_lookup_num_tokens
+     * with those methods). Its drafts cost no forward pass of their own, so
+     * they may run longer than the method's: up to prompt_lookup_num_tokens
+     * (transformers' name; 0: num_speculative_tokens), adapted per sequence
+     * as ngram's K is. */
+    bool lookup_first;
+    int prompt_lookup_num_tokens;
     int disable_by_batch_size;  /* no speculation in a step with more running sequences */
     bool batch_given;           /* disable_by_batch_size was set; else it follows the method (spec_config_finish) */
     /* draft_model: the draft's GGUF file or HF folder; medusa: the heads;
@@ -90,6 +99,10 @@ void spec_config_finish(spec_config *c);
 /* Checks ranges: K in 1..16, 1 <= min <= max <= 64, disable_by_batch_size
  * >= 1. A config with method SPEC_NONE passes. */
 int spec_config_check(const spec_config *c);
+/* lookup_first's most drafts from n-gram lookup: prompt_lookup_num_tokens, else K. */
+int spec_lookup_max(const spec_config *c);
+/* The most draft tokens one sequence proposes in a step: K, or the n-gram lookup's when it goes first. */
+int spec_max_draft(const spec_config *c);
 
 /* The rule that adapts a sequence's K: after a verification of n_draft
  * drafts of which n_accepted were accepted, the next K is twice the current

@@ -124,6 +124,11 @@ static void log_engine(const model_set_entry *sm) {
                 "cllm serve: %s: speculative decoding: draft model %s, up to %d draft tokens, off above %d running "
                 "sequences\n",
                 sm->name, ec->spec.model, ec->spec.num_speculative_tokens, ec->spec.disable_by_batch_size);
+    if (ec->spec.lookup_first)
+        fprintf(stderr,
+                "cllm serve: %s: speculative decoding: n-gram lookup first, up to %d draft tokens, n-grams of %d to "
+                "%d tokens\n",
+                sm->name, spec_lookup_max(&ec->spec), ec->spec.prompt_lookup_min, ec->spec.prompt_lookup_max);
 }
 
 /* Creates and starts model i's engine with kv_bytes of KV cache. */

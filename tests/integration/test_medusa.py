@@ -17,7 +17,7 @@ import random
 
 import pytest
 
-from test_speculative import harness, mixed_requests, preemption_scenario, tokens  # noqa: F401  (fixture)
+from test_speculative import harness, mixed_requests, preemption_scenario, repetitive_prompt, tokens  # noqa: F401
 
 FAMILIES = ["llama", "qwen2", "gemma3"]
 WORDS = ("the cat sat on a mat and then it ran to the old red barn where a dog slept in the warm sun while "
@@ -56,6 +56,18 @@ def trained(request, model_factory, run_cllm, tmp_path_factory):
 
 def medusa(heads, k, **extra):
     return dict({"method": "medusa", "model": str(heads), "num_speculative_tokens": k}, **extra)
+
+
+def drafter(method, model, heads, k):
+    """K drafts a step from the heads, a one-layer layer_skip over their draft
+    vocabulary, or the model as its own draft (sure of most drafts, and
+    right), speculating in batches of up to 16."""
+    if method == "medusa":
+        return medusa(heads, k, disable_by_batch_size=16)
+    if method == "layer_skip":
+        return {"method": "layer_skip", "draft_layers": 1, "draft_vocab": str(heads), "num_speculative_tokens": k,
+                "disable_by_batch_size": 16}
+    return {"method": "draft_model", "model": str(model), "num_speculative_tokens": k, "disable_by_batch_size": 16}
 
 
 def test_training_reports_each_heads_accuracy(trained):
@@ -166,14 +178,7 @@ def test_draft_p_min_ends_a_chain_at_an_unsure_draft(harness, trained, method): 
     rejection); at 0 K adapts; either way, and in between, greedy and seeded
     sampled output is plain decoding's and every block comes back."""
     arch, model, heads, _ = trained
-    if method == "medusa":
-        base = medusa(heads, 4, disable_by_batch_size=16)
-    elif method == "layer_skip":
-        base = {"method": "layer_skip", "draft_layers": 1, "draft_vocab": str(heads), "num_speculative_tokens": 4,
-                "disable_by_batch_size": 16}
-    else:  # the model as its own draft: sure of most drafts, and right
-        base = {"method": "draft_model", "model": str(model), "num_speculative_tokens": 4,
-                "disable_by_batch_size": 16}
+    base = drafter(method, model, heads, 4)
     reqs = mixed_requests(300, seed=60, count=10)
     plain = harness(model, reqs, max_num_seqs=16)
     stats = {}
@@ -200,6 +205,37 @@ def test_draft_p_min_ends_a_chain_at_an_unsure_draft(harness, trained, method): 
     for i in range(len(sampled)):
         assert [tokens(res, i, j) for j in range(2)] == [tokens(plain, i, j) for j in range(2)]
     assert res["blocks_in_use"] == 0
+
+
+@pytest.mark.parametrize("method", ["medusa", "layer_skip", "draft_model"])
+def test_lookup_first_drafts_repeated_text_and_changes_no_token(harness, trained, method):  # noqa: F811
+    """A lookup key given with another method (prompt_lookup_num_tokens 6
+    beside the method's K of 3): each step a sequence whose text recurs gets
+    n-gram lookup's drafts, up to 6 of them, and the others the method's. The
+    repetitive prompts get lookup drafts past the method's K, the random ones
+    the method's; greedy and seeded sampled output is plain decoding's, and
+    every block (the draft model's too) comes back."""
+    arch, model, heads, _ = trained
+    base = drafter(method, model, heads, 3)
+    reqs = mixed_requests(300, seed=80, count=10)
+    plain = harness(model, reqs, max_num_seqs=16)
+    alone = harness(model, reqs, spec=base, max_num_seqs=16)["spec"]
+    assert alone["lookup_tokens"] == 0 and alone["drafted_per_pos"][3] == 0, alone
+    res = harness(model, reqs, spec=dict(base, prompt_lookup_num_tokens=6), max_num_seqs=16)
+    for i in range(len(reqs)):
+        assert tokens(res, i) == tokens(plain, i), f"request {i} differs with lookup first"
+    assert res["blocks_in_use"] == 0
+    st = res["spec"]
+    assert st["lookup_tokens"] > 0 and st["lookup_accepted"] <= st["lookup_tokens"], st
+    assert st["draft_tokens"] > st["lookup_tokens"], st  # the method drafted where lookup found nothing
+    assert st["drafted_per_pos"][3] > 0, st  # lookup drafts beyond the method's K
+    assert st["drafted_per_pos"][6] == 0, st
+    sampled = [{"prompt": repetitive_prompt(random.Random(s), 300), "max_tokens": 30, "ignore_eos": True,
+                "temperature": 0.5, "top_k": 5, "seed": s, "n": 2} for s in range(3)]
+    plain, res = harness(model, sampled), harness(model, sampled, spec=dict(base, prompt_lookup_min=1))
+    for i in range(len(sampled)):
+        assert [tokens(res, i, j) for j in range(2)] == [tokens(plain, i, j) for j in range(2)]
+    assert res["blocks_in_use"] == 0 and res["spec"]["lookup_tokens"] > 0, res["spec"]
 
 
 @pytest.mark.parametrize("arch", FAMILIES)

@@ -193,10 +193,17 @@ int main(int argc, char **argv) {
     json_object_set_new(out, "prefix_queries", json_integer((json_int_t)stats.prefix_queries));
     json_t *per_pos = json_array();
     for (int i = 0; i < SPEC_MAX_TOKENS; i++) json_array_append_new(per_pos, json_integer((json_int_t)stats.spec_accepted_per_pos[i]));
-    json_object_set_new(out, "spec", json_pack("{s:I,s:I,s:I,s:o,s:I}", "drafts", (json_int_t)stats.spec_drafts,
-                                               "draft_tokens", (json_int_t)stats.spec_draft_tokens, "accepted_tokens",
+    json_t *drafted_per_pos = json_array();
+    for (int i = 0; i < SPEC_MAX_TOKENS; i++)
+        json_array_append_new(drafted_per_pos, json_integer((json_int_t)stats.spec_drafted_per_pos[i]));
+    json_object_set_new(out, "spec", json_pack("{s:I,s:I,s:I,s:o,s:o,s:I,s:I,s:I}", "drafts",
+                                               (json_int_t)stats.spec_drafts, "draft_tokens",
+                                               (json_int_t)stats.spec_draft_tokens, "accepted_tokens",
                                                (json_int_t)stats.spec_accepted_tokens, "accepted_per_pos", per_pos,
-                                               "paths_moved", (json_int_t)stats.spec_paths_moved));
+                                               "drafted_per_pos", drafted_per_pos,
+                                               "paths_moved", (json_int_t)stats.spec_paths_moved,
+                                               "lookup_tokens", (json_int_t)stats.spec_lookup_tokens,
+                                               "lookup_accepted", (json_int_t)stats.spec_lookup_accepted));
     json_dumpf(out, stdout, JSON_COMPACT);
     printf("\n");
     json_decref(out);

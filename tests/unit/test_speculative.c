@@ -171,6 +171,47 @@ static void test_config_parses_vllm_json(void **state) {
     assert_int_equal(c.prompt_lookup_max, 9); /* moved up with min */
 }
 
+/* N-gram lookup before another method's drafts: on when a lookup key comes with that method, with a K of its own. */
+static void test_config_lookup_first(void **state) {
+    (void)state;
+    spec_config c = spec_config_defaults();
+    assert_int_equal(spec_config_parse_json("{\"method\": \"ngram\", \"prompt_lookup_max\": 4}", &c), 0);
+    assert_false(c.lookup_first); /* lookup is the method itself */
+    assert_int_equal(spec_max_draft(&c), 4);
+    c = spec_config_defaults();
+    assert_int_equal(spec_config_parse_json("{\"method\": \"medusa\", \"model\": \"h.gguf\", "
+                                            "\"num_speculative_tokens\": 3}", &c), 0);
+    assert_false(c.lookup_first);
+    assert_int_equal(spec_max_draft(&c), 3);
+    c = spec_config_defaults();
+    assert_int_equal(spec_config_parse_json("{\"method\": \"medusa\", \"model\": \"h.gguf\", "
+                                            "\"num_speculative_tokens\": 3, \"prompt_lookup_max\": 4}", &c), 0);
+    assert_true(c.lookup_first);
+    assert_int_equal(c.prompt_lookup_max, 4);
+    assert_int_equal(c.prompt_lookup_min, 2);
+    assert_int_equal(spec_lookup_max(&c), 3); /* lookup drafts as many as the method unless told */
+    assert_int_equal(spec_max_draft(&c), 3);
+    c = spec_config_defaults();
+    assert_int_equal(spec_config_parse_json("{\"method\": \"layer_skip\", \"num_speculative_tokens\": 3, "
+                                            "\"prompt_lookup_num_tokens\": 8}", &c), 0);
+    assert_true(c.lookup_first);
+    assert_int_equal(spec_lookup_max(&c), 8);
+    assert_int_equal(spec_max_draft(&c), 8); /* the verification rows a sequence may need */
+    assert_int_equal(c.num_speculative_tokens, 3);
+    assert_float_equal(c.draft_p_min, SPEC_DRAFT_RUNNER_P_MIN, 0); /* the method's own defaults stay */
+    assert_int_equal(c.disable_by_batch_size, SPEC_DRAFT_RUNNER_BATCH);
+    c = spec_config_defaults();
+    assert_int_equal(spec_config_parse_json("{\"model\": \"d.gguf\", \"num_speculative_tokens\": 5, "
+                                            "\"prompt_lookup_min\": 3, \"prompt_lookup_num_tokens\": 2}", &c), 0);
+    assert_true(c.lookup_first);
+    assert_int_equal(c.method, SPEC_DRAFT_MODEL);
+    assert_int_equal(spec_lookup_max(&c), 2);
+    assert_int_equal(spec_max_draft(&c), 5);
+    expect_parse_error("{\"method\": \"ngram\", \"prompt_lookup_num_tokens\": 6}", "drafts num_speculative_tokens");
+    expect_parse_error("{\"method\": \"medusa\", \"model\": \"h.gguf\", \"prompt_lookup_num_tokens\": 17}", "1..16");
+    expect_parse_error("{\"method\": \"medusa\", \"model\": \"h.gguf\", \"prompt_lookup_num_tokens\": -1}", "1..16");
+}
+
 static void test_config_rejects_bad_input(void **state) {
     (void)state;
     expect_parse_error("{\"method\": \"ngram\",", "malformed JSON");
@@ -569,6 +610,7 @@ int main(void) {
         cmocka_unit_test(test_ngram_most_recent_with_room_then_repetition),
         cmocka_unit_test(test_config_parses_vllm_json),
         cmocka_unit_test(test_config_rejects_bad_input),
+        cmocka_unit_test(test_config_lookup_first),
         cmocka_unit_test(test_adaptive_k_rule),
         cmocka_unit_test(test_chi_square_p_value_is_calibrated),
         cmocka_unit_test(test_greedy_draft_accepted_only_when_argmax),
